@@ -1,0 +1,188 @@
+"""ctx configuration: typed, frozen, defaults in one place.
+
+Sources, later ones winning: the defaults below, ``config.toml`` in the data
+dir, then environment variables (``CTX_EMBEDDER``, ``CTX_CHROMA_URL``, and the
+generic ``CTX__SECTION__KEY=value`` whose value is parsed as TOML).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.config_base import from_dict, merge, to_dict
+from engine.errors import ConfigError
+from engine.ingest.chunking import ChunkingConfig
+from engine.packing.packer import PackingConfig
+from engine.recall.chunks import RecallChunkConfig
+from engine.recall.privacy import PrivacyConfig
+from engine.retrieval.query import QueryConfig
+from engine.retrieval.rerank import RerankConfig
+from engine.retrieval.tiers import TierPolicy
+from engine.surrogates import SurrogateConfig
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which model embeds text. ``model``: "minilm" (the shipped weights), "fake" (tests),
+    or a local sentence-transformers folder path."""
+
+    model: str = "minilm"
+    batch_size: int = 64
+    device: str = "auto"  # auto | cpu | cuda | mps
+    query_cache_size: int = 1024
+    threads: int = 0  # torch intra-op threads; 0 = torch's default
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= 4096:
+            raise ConfigError("embedding.batch_size must be between 1 and 4096")
+        if self.device not in ("auto", "cpu", "cuda", "mps"):
+            raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
+        if self.query_cache_size < 0 or self.threads < 0:
+            raise ConfigError("embedding.query_cache_size and threads must be >= 0")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Where vectors live: the embedded Chroma store, or a Chroma server over HTTP."""
+
+    vector_backend: Literal["embedded", "http"] = "embedded"
+    chroma_url: str = "http://127.0.0.1:8000"
+    hnsw_ef_search: int = 64
+    vault_cache_mb: int = 64
+
+    def __post_init__(self) -> None:
+        if not 8 <= self.hnsw_ef_search <= 2048:
+            raise ConfigError("store.hnsw_ef_search must be between 8 and 2048")
+        if not 1 <= self.vault_cache_mb <= 16384:
+            raise ConfigError("store.vault_cache_mb must be between 1 and 16384")
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    max_file_bytes: int = 20_000_000
+    excludes: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    surrogates: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_file_bytes <= 2_000_000_000:
+            raise ConfigError("ingest.max_file_bytes must be between 1 and 2000000000")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Lane depths and fusion for search and build_context."""
+
+    rrf_k: int = 60
+    lane_depth: int = 50
+    dedupe_threshold: float = 0.9
+    recency_depth: int = 30
+    max_live_items: int = 64
+    max_live_bytes: int = 2_000_000
+    max_query_chars: int = 4000
+    cross_encoder_path: str = ""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rrf_k <= 1000:
+            raise ConfigError("search.rrf_k must be between 1 and 1000")
+        if not 1 <= self.lane_depth <= 1000:
+            raise ConfigError("search.lane_depth must be between 1 and 1000")
+        if not 0.5 <= self.dedupe_threshold <= 1.0:
+            raise ConfigError("search.dedupe_threshold must be between 0.5 and 1.0")
+        if self.recency_depth < 0 or self.max_live_items < 0 or self.max_live_bytes < 0:
+            raise ConfigError("search depths and live limits must be >= 0")
+
+
+@dataclass(frozen=True)
+class KeyConfig:
+    """Passphrase KDF cost (scrypt, memory-hard): n must be a power of two."""
+
+    scrypt_n: int = 2**15
+    scrypt_r: int = 8
+    scrypt_p: int = 1
+
+    def __post_init__(self) -> None:
+        if self.scrypt_n < 2**10 or self.scrypt_n & (self.scrypt_n - 1):
+            raise ConfigError("keys.scrypt_n must be a power of two >= 1024")
+        if not 1 <= self.scrypt_r <= 64 or not 1 <= self.scrypt_p <= 16:
+            raise ConfigError("keys.scrypt_r or keys.scrypt_p out of range")
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    chunks: RecallChunkConfig = field(default_factory=RecallChunkConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    folders: tuple[str, ...] = ()  # extra transcript folders; defaults are added when present
+    auto_budget: int = 4000
+    recent_sessions: int = 5
+
+
+@dataclass(frozen=True)
+class Config:
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    tiers: TierPolicy = field(default_factory=TierPolicy)
+    packing: PackingConfig = field(default_factory=PackingConfig)
+    surrogates: SurrogateConfig = field(default_factory=SurrogateConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    keys: KeyConfig = field(default_factory=KeyConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    def with_overrides(self, overrides: dict[str, Any] | None) -> Config:
+        """A copy with ``overrides`` (a nested dict, like the TOML file) applied, validated."""
+        if not overrides:
+            return self
+        return from_dict(Config, merge(self.to_dict(), overrides))
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if environ.get("CTX_EMBEDDER"):
+        out.setdefault("embedding", {})["model"] = environ["CTX_EMBEDDER"]
+    if environ.get("CTX_CHROMA_URL"):
+        out.setdefault("store", {}).update(
+            vector_backend="http", chroma_url=environ["CTX_CHROMA_URL"]
+        )
+    for name, raw in environ.items():
+        if not name.startswith("CTX__"):
+            continue
+        parts = [p.lower() for p in name[5:].split("__") if p]
+        if len(parts) < 2:
+            raise ConfigError(f"{name}: expected CTX__SECTION__KEY")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def load_config(root: Path | None, *, environ: dict[str, str] | None = None,
+                overrides: dict[str, Any] | None = None) -> Config:
+    """The effective config for data dir ``root`` (file, then env, then ``overrides``)."""
+    data: dict[str, Any] = {}
+    if root is not None:
+        path = root / "config.toml"
+        if path.exists():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    data = merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
+    if overrides:
+        data = merge(data, overrides)
+    return from_dict(Config, data)

@@ -1,0 +1,1 @@
+"""Keys and encryption: the wrapped data key and the keyed vector rotation."""

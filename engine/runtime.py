@@ -1,0 +1,48 @@
+"""The open store's parts, shared by search, build_context, recall and ingestion."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.config import Config
+from engine.crypto.rotation import NameHasher
+from engine.embedding.base import Embedder
+from engine.metrics import Metrics
+from engine.store.vault import Vault
+from engine.store.vectors import VectorStore
+from engine.tokens import TokenCounter
+
+
+@dataclass
+class Runtime:
+    cfg: Config
+    root: Path
+    vault: Vault
+    vectors: VectorStore
+    embedder: Embedder
+    counter: TokenCounter
+    hasher: NameHasher
+    metrics: Metrics
+    _qcache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
+    _qlock: threading.Lock = field(default_factory=threading.Lock)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's vector, from a small LRU cache when it was asked before."""
+        with self._qlock:
+            hit = self._qcache.get(text)
+            if hit is not None:
+                self._qcache.move_to_end(text)
+                return hit
+        vec = self.embedder.encode([text])[0]
+        size = self.cfg.embedding.query_cache_size
+        if size:
+            with self._qlock:
+                self._qcache[text] = vec
+                while len(self._qcache) > size:
+                    self._qcache.popitem(last=False)
+        return vec

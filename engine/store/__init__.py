@@ -1,0 +1,1 @@
+"""Storage: the encrypted vault (SQLCipher) and the vector store (Chroma)."""

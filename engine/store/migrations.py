@@ -1,0 +1,112 @@
+"""Numbered schema migrations for the vault, recorded in ``schema_migrations``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+Conn = Any  # a sqlcipher3 connection
+
+
+def _m1_base(conn: Conn) -> None:
+    conn.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE sources (
+            id INTEGER PRIMARY KEY,
+            uri TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT NOT NULL,
+            fmt TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            bytes INTEGER NOT NULL DEFAULT 0,
+            created_at REAL,
+            ingested_at REAL NOT NULL,
+            n_chunks INTEGER NOT NULL DEFAULT 0,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL DEFAULT 'pending',
+            project TEXT,
+            meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX sources_uri ON sources(uri, state);
+        CREATE INDEX sources_project ON sources(project, state);
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            heading TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL,
+            tokens INTEGER NOT NULL,
+            start INTEGER NOT NULL DEFAULT 0,
+            time REAL,
+            content_hash TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX chunks_source ON chunks(source_id, ordinal);
+        CREATE INDEX chunks_time ON chunks(time);
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            text, heading, content='chunks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+        END;
+        CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, text, heading)
+            VALUES ('delete', old.id, old.text, old.heading);
+        END;
+        CREATE TABLE surrogates (
+            source_id INTEGER PRIMARY KEY REFERENCES sources(id) ON DELETE CASCADE,
+            full TEXT NOT NULL, gist TEXT NOT NULL, micro TEXT NOT NULL
+        );
+        CREATE TABLE embed_cache (
+            hash TEXT PRIMARY KEY, vec BLOB NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE access_stats (
+            source_id INTEGER PRIMARY KEY REFERENCES sources(id) ON DELETE CASCADE,
+            count INTEGER NOT NULL DEFAULT 0,
+            last_access REAL
+        );
+        CREATE TABLE vector_tombstones (
+            source_id INTEGER PRIMARY KEY, created REAL NOT NULL
+        );
+        CREATE TABLE jobs (
+            id TEXT PRIMARY KEY, state TEXT NOT NULL, created REAL NOT NULL,
+            updated REAL NOT NULL, stats TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY, time REAL NOT NULL, method TEXT NOT NULL,
+            caller_pid INTEGER, ids TEXT NOT NULL DEFAULT '[]', counts TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX audit_time ON audit(time);
+        CREATE TABLE recall_files (
+            path TEXT PRIMARY KEY, state TEXT NOT NULL
+        );
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[Conn], None]] = [_m1_base]
+
+
+def migrate(conn: Conn) -> int:
+    """Apply every migration not yet recorded; returns the schema version."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    for number, step in enumerate(MIGRATIONS, start=1):
+        if number in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            step(conn)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, time.time()))
+            conn.execute("COMMIT")
+        except Exception:
+            conn.execute("ROLLBACK")
+            raise
+    return len(MIGRATIONS)

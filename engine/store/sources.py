@@ -1,0 +1,136 @@
+"""Source-level writes on the vault, crash-safe with the vector store.
+
+A source is written as ``pending`` (rows, chunks, FTS, surrogates in one
+transaction), its vectors are added, then it becomes ``ready`` in a second
+transaction that also retires the version it replaces. Vector deletions are
+recorded as tombstones in the same transaction as the rows they follow, and
+cleared once Chroma has done them. ``recover()`` at open finishes or undoes
+whatever a crash interrupted, so every source is fully present or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.store.vault import Vault
+from engine.types import ChunkDraft, LoadedDocument
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    id: int
+    uri: str
+    kind: str
+    title: str
+    fmt: str
+    content_hash: str
+    bytes: int
+    created_at: float | None
+    ingested_at: float
+    n_chunks: int
+    tokens: int
+    project: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+_COLS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
+         "tokens, project")
+
+
+def find_ready(vault: Vault, uri: str) -> SourceInfo | None:
+    row = vault.conn().execute(
+        f"SELECT {_COLS} FROM sources WHERE uri = ? AND state = 'ready' ORDER BY id DESC LIMIT 1",
+        (uri,)).fetchone()
+    return SourceInfo(*row) if row else None
+
+
+def list_ready(vault: Vault, *, project: str | None = None) -> list[SourceInfo]:
+    sql = f"SELECT {_COLS} FROM sources WHERE state = 'ready'"
+    args: tuple[Any, ...] = ()
+    if project is not None:
+        sql += " AND project = ?"
+        args = (project,)
+    return [SourceInfo(*r) for r in vault.conn().execute(sql + " ORDER BY id", args).fetchall()]
+
+
+def insert_pending(vault: Vault, doc: LoadedDocument, content_hash: str,
+                   chunks: Sequence[ChunkDraft], chunk_hashes: Sequence[str],
+                   surrogates: dict[str, str] | None, project: str | None = None) -> tuple[int, list[int]]:
+    """Write a source and its chunks as ``pending``; returns (source id, chunk ids)."""
+    now = time.time()
+    with vault.write() as c:
+        cur = c.execute(
+            "INSERT INTO sources(uri, kind, title, fmt, content_hash, bytes, created_at, "
+            "ingested_at, n_chunks, tokens, state, project, meta) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?, 'pending', ?, ?)",
+            (doc.uri, doc.kind, doc.title, doc.fmt, content_hash,
+             int(doc.meta.get("bytes", len(doc.text.encode("utf-8")))), doc.created_at, now,
+             len(chunks), sum(ch.tokens for ch in chunks), project,
+             json.dumps({k: v for k, v in doc.meta.items() if k in ("mtime", "language")})),
+        )
+        source_id = int(cur.lastrowid)
+        ids: list[int] = []
+        for ch, h in zip(chunks, chunk_hashes):
+            cur = c.execute(
+                "INSERT INTO chunks(source_id, ordinal, kind, heading, text, tokens, start, time, "
+                "content_hash, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (source_id, ch.ordinal, ch.kind, ch.heading, ch.text, ch.tokens, ch.start,
+                 ch.time, h, json.dumps(ch.meta, sort_keys=True, default=str)),
+            )
+            ids.append(int(cur.lastrowid))
+        if surrogates:
+            c.execute("INSERT INTO surrogates VALUES (?,?,?,?)",
+                      (source_id, surrogates.get("full", ""), surrogates.get("gist", ""),
+                       surrogates.get("micro", "")))
+    return source_id, ids
+
+
+def finalize(vault: Vault, source_id: int, replaces: Sequence[int] = ()) -> None:
+    """Make a pending source ready and retire the versions it replaces (tombstoned)."""
+    with vault.write() as c:
+        c.execute("UPDATE sources SET state = 'ready' WHERE id = ?", (source_id,))
+        for old in replaces:
+            c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (old, time.time()))
+            c.execute("DELETE FROM sources WHERE id = ?", (old,))
+
+
+def delete_sources(vault: Vault, source_ids: Sequence[int]) -> int:
+    """Delete sources (rows, chunks, FTS, surrogates, stats); vectors are tombstoned."""
+    if not source_ids:
+        return 0
+    with vault.write() as c:
+        for sid in source_ids:
+            c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (sid, time.time()))
+            c.execute("DELETE FROM sources WHERE id = ?", (sid,))
+    return len(source_ids)
+
+
+def tombstones(vault: Vault) -> list[int]:
+    return [r[0] for r in vault.query("SELECT source_id FROM vector_tombstones ORDER BY source_id")]
+
+
+def clear_tombstones(vault: Vault, source_ids: Sequence[int]) -> None:
+    if source_ids:
+        with vault.write() as c:
+            c.executemany("DELETE FROM vector_tombstones WHERE source_id = ?",
+                          [(s,) for s in source_ids])
+
+
+def recover(vault: Vault) -> list[int]:
+    """Undo sources left pending by a crash: rows deleted, vectors tombstoned."""
+    pending = [r[0] for r in vault.query("SELECT id FROM sources WHERE state = 'pending'")]
+    delete_sources(vault, pending)
+    return pending
+
+
+def counts(vault: Vault) -> dict[str, int]:
+    row = vault.conn().execute(
+        "SELECT count(*), COALESCE(sum(n_chunks), 0), COALESCE(sum(tokens), 0), "
+        "COALESCE(sum(bytes), 0) FROM sources WHERE state = 'ready'").fetchone()
+    return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3]}

@@ -1,0 +1,272 @@
+"""The encrypted vault: SQLCipher 4 holding sources, chunks, FTS5, surrogates and logs.
+
+One connection per thread (WAL lets readers run beside the writer); writes go
+through ``write()``, which serialises them with a lock so that the engine has a
+single writer at a time. The database key is a raw 256-bit key derived from the
+data key, so opening costs no PBKDF.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlcipher3 import dbapi2 as sqlite
+
+from engine.errors import WrongKey
+from engine.store.migrations import migrate
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Search filters: source or chunk kinds, a source uri prefix, a time range (epoch s)."""
+
+    kinds: tuple[str, ...] = ()
+    path_prefix: str = ""
+    since: float | None = None
+    until: float | None = None
+    source_ids: tuple[int, ...] | None = None
+
+    def sql(self, s: str = "s", c: str = "c") -> tuple[str, list[Any]]:
+        parts: list[str] = [f"{s}.state = 'ready'"]
+        args: list[Any] = []
+        if self.kinds:
+            marks = ",".join("?" * len(self.kinds))
+            parts.append(f"({s}.kind IN ({marks}) OR {c}.kind IN ({marks}))")
+            args += list(self.kinds) * 2
+        if self.path_prefix:
+            esc = self.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            parts.append(f"{s}.uri LIKE ? ESCAPE '\\'")
+            args.append(esc + "%")
+        if self.since is not None:
+            parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) <= ?")
+            args.append(self.until)
+        if self.source_ids is not None:
+            parts.append(f"{s}.id IN ({','.join(str(int(i)) for i in self.source_ids) or 'NULL'})")
+        return " AND ".join(parts), args
+
+    @property
+    def empty(self) -> bool:
+        return not (self.kinds or self.path_prefix or self.since is not None
+                    or self.until is not None or self.source_ids is not None)
+
+
+CHUNK_COLUMNS = (
+    "c.id, c.source_id, c.ordinal, c.kind, c.heading, c.text, c.tokens, c.start, c.time, "
+    "c.meta, s.uri, s.title, s.kind, s.created_at, s.ingested_at, s.project"
+)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    source_id: int
+    ordinal: int
+    kind: str
+    heading: str
+    text: str
+    tokens: int
+    start: int
+    time: float | None
+    meta: dict[str, Any]
+    source: str
+    title: str
+    source_kind: str
+    source_time: float | None
+    project: str | None
+
+    @classmethod
+    def from_row(cls, r: Sequence[Any]) -> ChunkRow:
+        t = r[8] if r[8] is not None else (r[13] if r[13] is not None else r[14])
+        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], t, json.loads(r[9]),
+                   r[10], r[11], r[12], r[13], r[15])
+
+
+class Vault:
+    def __init__(self, path: Path, db_key: bytes, *, cache_mb: int = 64) -> None:
+        self.path = path
+        self._hexkey = db_key.hex()
+        self._cache_kib = cache_mb * 1024
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._all: list[Any] = []
+        self._all_lock = threading.Lock()
+        conn = self.conn()
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite.DatabaseError:
+            self.close()
+            raise WrongKey("the vault cannot be opened with this key") from None
+        with self._write_lock:
+            conn.execute("PRAGMA journal_mode=WAL")
+            migrate(conn)
+
+    def conn(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
+                                  timeout=30.0)
+            conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute(f"PRAGMA cache_size = -{self._cache_kib}")
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._all_lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        """One write transaction, serialised with every other writer of this engine."""
+        with self._write_lock:
+            conn = self.conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self.conn().execute(sql, tuple(args)).fetchall()
+
+    # --- meta ---------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.write() as c:
+            c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # --- chunks -------------------------------------------------------------
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        if not ids:
+            return {}
+        out: dict[int, ChunkRow] = {}
+        ids = list(ids)
+        for i in range(0, len(ids), 900):
+            part = ids[i:i + 900]
+            rows = self.conn().execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+                f"WHERE c.id IN ({','.join('?' * len(part))}) AND s.state = 'ready'", part,
+            ).fetchall()
+            out.update({r[0]: ChunkRow.from_row(r) for r in rows})
+        return out
+
+    def neighbours(self, source_id: int, lo: int, hi: int) -> list[ChunkRow]:
+        rows = self.conn().execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            "WHERE c.source_id = ? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
+            (source_id, lo, hi),
+        ).fetchall()
+        return [ChunkRow.from_row(r) for r in rows]
+
+    def keyword(self, match: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` must be a safe expression."""
+        if not match:
+            return []
+        if filters.empty:
+            sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
+                   "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?")
+            rows = self.conn().execute(sql, (match, limit * 2)).fetchall()
+            ready = self._ready_chunks([r[0] for r in rows])
+            return [(r[0], -r[1]) for r in rows if r[0] in ready][:limit]
+        where, args = filters.sql()
+        sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
+               "JOIN chunks c ON c.id = f.rowid JOIN sources s ON s.id = c.source_id "
+               f"WHERE chunks_fts MATCH ? AND {where} ORDER BY r LIMIT ?")
+        rows = self.conn().execute(sql, (match, *args, limit)).fetchall()
+        return [(r[0], -r[1]) for r in rows]
+
+    def _ready_chunks(self, ids: Sequence[int]) -> set[int]:
+        if not ids:
+            return set()
+        rows = self.conn().execute(
+            "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND s.state = 'ready'", list(ids),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def recent(self, limit: int, filters: Filters) -> list[int]:
+        """Recency lane: chunk ids, newest first."""
+        where, args = filters.sql()
+        rows = self.conn().execute(
+            f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where} "
+            "ORDER BY COALESCE(c.time, s.created_at, s.ingested_at) DESC, c.id DESC LIMIT ?",
+            (*args, limit),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def source_ids_matching(self, filters: Filters) -> list[int]:
+        where, args = filters.sql(c="s")  # chunk columns unused: kinds/time by source
+        where = where.replace("COALESCE(s.time, ", "COALESCE(")
+        return [r[0] for r in self.conn().execute(
+            f"SELECT s.id FROM sources s WHERE {where}", args).fetchall()]
+
+    # --- embeddings cache ---------------------------------------------------
+    def cached_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        hashes = list(hashes)
+        for i in range(0, len(hashes), 900):
+            part = hashes[i:i + 900]
+            out.update(self.conn().execute(
+                f"SELECT hash, vec FROM embed_cache WHERE hash IN ({','.join('?' * len(part))})",
+                part).fetchall())
+        return out
+
+    # --- audit and access ---------------------------------------------------
+    def record_access(self, source_ids: Sequence[int], now: float) -> None:
+        if not source_ids:
+            return
+        with self.write() as c:
+            c.executemany(
+                "INSERT INTO access_stats(source_id, count, last_access) VALUES (?, 1, ?) "
+                "ON CONFLICT(source_id) DO UPDATE SET count = count + 1, last_access = ?",
+                [(sid, now, now) for sid in sorted(set(source_ids))],
+            )
+
+    def access(self, source_ids: Sequence[int]) -> dict[int, tuple[int, float | None]]:
+        if not source_ids:
+            return {}
+        ids = sorted(set(source_ids))
+        rows = self.conn().execute(
+            "SELECT source_id, count, last_access FROM access_stats "
+            f"WHERE source_id IN ({','.join('?' * len(ids))})", ids).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def add_audit(self, method: str, caller_pid: int | None, ids: Sequence[str],
+                  counts: dict[str, int]) -> None:
+        with self.write() as c:
+            c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) VALUES (?,?,?,?,?)",
+                      (time.time(), method, caller_pid, json.dumps(list(ids)),
+                       json.dumps(counts, sort_keys=True)))
+
+    def audit(self, since: float | None, limit: int) -> list[dict[str, Any]]:
+        rows = self.conn().execute(
+            "SELECT time, method, caller_pid, ids, counts FROM audit WHERE time >= ? "
+            "ORDER BY id DESC LIMIT ?", (since or 0.0, limit)).fetchall()
+        return [{"time": r[0], "method": r[1], "caller_pid": r[2], "ids": json.loads(r[3]),
+                 "counts": json.loads(r[4])} for r in rows]

