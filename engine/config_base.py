@@ -52,7 +52,9 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     if origin in (dict, Mapping) or hint in (dict, Mapping):
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where}: expected a table", key=where)
-        return dict(value)
+        args = typing.get_args(hint)
+        inner = args[1] if len(args) == 2 else Any
+        return {k: _coerce(v, inner, f"{where}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(hint):
         if isinstance(value, hint):
             return value

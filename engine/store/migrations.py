@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 Conn = Any  # a sqlcipher3 connection
 
 
-def _m1_base(conn: Conn) -> None:
-    conn.executescript(
-        """
+M1_BASE = """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE sources (
             id INTEGER PRIMARY KEY,
@@ -84,11 +81,10 @@ def _m1_base(conn: Conn) -> None:
         CREATE TABLE recall_files (
             path TEXT PRIMARY KEY, state TEXT NOT NULL
         );
-        """
-    )
+"""
 
-
-MIGRATIONS: list[Callable[[Conn], None]] = [_m1_base]
+# Each migration is a SQL script, applied in one transaction with its record.
+MIGRATIONS: list[str] = [M1_BASE]
 
 
 def migrate(conn: Conn) -> int:
@@ -98,15 +94,15 @@ def migrate(conn: Conn) -> int:
         "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
     )
     done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-    for number, step in enumerate(MIGRATIONS, start=1):
+    for number, script in enumerate(MIGRATIONS, start=1):
         if number in done:
             continue
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            step(conn)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, time.time()))
-            conn.execute("COMMIT")
+            conn.executescript(
+                f"BEGIN IMMEDIATE;\n{script}\n"
+                f"INSERT INTO schema_migrations VALUES ({number}, {time.time()!r});\nCOMMIT;")
         except Exception:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
     return len(MIGRATIONS)

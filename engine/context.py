@@ -1,0 +1,239 @@
+"""build_context: lanes -> fusion -> rerank -> dedupe -> expansion/surrogates -> packing.
+
+Memory from the store and the caller's live items and conversation are ranked
+against the same query and packed together under an exact token budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.config import Config
+from engine.context_inputs import check_budget, check_conversation, check_live, check_query
+from engine.metrics import BUILD_MS, TOKEN_ACCURACY
+from engine.packing.candidates import PackCandidate
+from engine.packing.packer import pack
+from engine.retrieval.dedupe import suppress_near_duplicates
+from engine.retrieval.query import QueryAnalysis, content_terms
+from engine.retrieval.rerank import RerankCandidate, rerank
+from engine.retrieval.search import LaneResult, run_lanes
+from engine.retrieval.tiers import choose_tier, importance_score
+from engine.runtime import Runtime
+from engine.store.vault import ChunkRow
+from engine.types import ContextPayload, ConversationTurn, LiveItem
+
+LIVE_PRIOR = {"selection": 0.35, "active_file": 0.3, "terminal": 0.2, "clipboard": 0.2,
+              "browser_tab": 0.15, "window": 0.05, "other": 0.05}
+
+
+def _ms(t: float) -> float:
+    return (time.perf_counter() - t) * 1000
+
+
+def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] | None = None,
+                  conversation: Sequence[Mapping[str, Any]] | None = None, budget: int = 1500,
+                  overrides: Mapping[str, Any] | None = None, fmt: str | None = None,
+                  mode: str | None = None, now: float | None = None) -> ContextPayload:
+    t_start = time.perf_counter()
+    cfg = rt.cfg.with_overrides(dict(overrides)) if overrides else rt.cfg
+    query = check_query(query, cfg.search)
+    budget = check_budget(budget)
+    live_items = check_live(live, cfg.search)
+    turns = check_conversation(conversation)
+    pcfg = dataclasses.replace(cfg.packing, fmt=fmt or cfg.packing.fmt,
+                               mode=mode or cfg.packing.mode)
+    now = time.time() if now is None else float(now)
+    timings: dict[str, float] = {}
+
+    candidates: list[PackCandidate] = []
+    if budget > 0:
+        res = run_lanes(rt, query, cfg=cfg)
+        timings.update(res.timings)
+        candidates += memory_candidates(rt, cfg, res, pcfg.mode, now, timings)
+        t = time.perf_counter()
+        terms = set(res.analysis.terms)
+        candidates += live_candidates(live_items, res.analysis, cfg, terms)
+        candidates += conversation_candidates(turns, terms, cfg)
+        timings["live"] = _ms(t)
+
+    t = time.perf_counter()
+    payload = pack(candidates, budget, pcfg, rt.counter, now=now, query=query)
+    timings["pack"] = _ms(t)
+    used = _sources_used(rt, payload)
+    if used:
+        rt.vault.record_access(used, now)
+    timings["total"] = _ms(t_start)
+    rt.metrics.observe(BUILD_MS, timings["total"])
+    recount = rt.counter.count(payload.context)
+    rt.metrics.observe(TOKEN_ACCURACY,
+                       100.0 if recount == payload.total_tokens else
+                       100.0 * (1 - abs(recount - payload.total_tokens) / max(1, recount)))
+    return dataclasses.replace(payload, timings=timings)
+
+
+def _sources_used(rt: Runtime, payload: ContextPayload) -> list[int]:
+    """Source ids of the memory items in a payload (their access counts go up)."""
+    chunk_ids = sorted({cid for item in payload.items for cid in item.chunk_ids})
+    rows = rt.vault.chunks(chunk_ids) if chunk_ids else {}
+    return sorted({r.source_id for r in rows.values()})
+
+
+def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now: float,
+                      timings: dict[str, float]) -> list[PackCandidate]:
+    t = time.perf_counter()
+    rows = res.rows
+    window = [RerankCandidate(id=cid, text=_rerank_text(rows[cid]), fused=score,
+                              time=rows[cid].time, meta=_rerank_meta(rows[cid]))
+              for cid, score, _ in res.fused[: max(cfg.rerank.window, 1) * 2]]
+    ranked = rerank(res.analysis, window, cfg.rerank)
+    timings["rerank"] = _ms(t)
+
+    t = time.perf_counter()
+    order = [cid for cid, _, _ in ranked]
+    vectors = rt.vectors.vectors(order[: cfg.rerank.window]) if order else {}
+    kept, _dropped = suppress_near_duplicates(
+        order, lambda cid: vectors.get(cid), cfg.search.dedupe_threshold,
+        texts={cid: rows[cid].text for cid in order})
+    timings["dedupe"] = _ms(t)
+
+    scores = {cid: s for cid, s, _ in ranked}
+    top = max((scores[c] for c in kept), default=1.0) or 1.0
+    lanes = {cid: ranks for cid, _, ranks in res.fused}
+    t = time.perf_counter()
+    surrogates = _surrogates(rt, cfg, [rows[c] for c in kept], mode, now, scores, top)
+    out: list[PackCandidate] = []
+    for rank, cid in enumerate(kept):
+        row = rows[cid]
+        expanded, covered = (None, (cid,))
+        if rank < cfg.packing.expand_top:
+            expanded, covered = expand(rt, row, cfg.packing.expansion_max_tokens)
+        sur = surrogates.pop(row.source_id, None) if rank >= cfg.packing.expand_top else None
+        out.append(PackCandidate(
+            key=f"chunk:{cid}", section="memory", kind=row.kind, source=row.source,
+            title=_title(row), time=row.time, score=max(0.0, scores[cid] / top),
+            lanes=lanes.get(cid, {}), text=row.text, expanded=expanded,
+            surrogate=sur[1] if sur else None, tier=sur[0] if sur else None,
+            chunk_ids=tuple(covered), why="rerank"))
+    timings["expand"] = _ms(t)
+    return out
+
+
+def _title(row: ChunkRow) -> str:
+    speaker = row.meta.get("speaker")
+    if row.heading:
+        return f"{row.title} > {row.heading}"
+    if speaker and row.kind == "turn":
+        return f"{row.title} · {speaker}"
+    return row.title
+
+
+def _rerank_text(row: ChunkRow) -> str:
+    return f"{row.heading}\n{row.text}" if row.heading else row.text
+
+
+def _rerank_meta(row: ChunkRow) -> dict[str, Any]:
+    meta = {"title": row.title, "heading": row.heading, "source": row.source}
+    for key in ("speaker", "path", "project", "tool"):
+        if key in row.meta:
+            meta[key] = row.meta[key]
+    return meta
+
+
+def expand(rt: Runtime, row: ChunkRow, max_tokens: int) -> tuple[str, tuple[int, ...]]:
+    """The hit with its neighbours (same source, same section) up to ``max_tokens``."""
+    near = rt.vault.neighbours(row.source_id, row.ordinal - 3, row.ordinal + 3)
+    same = [n for n in near if n.heading == row.heading and n.kind == row.kind]
+    chosen = [row]
+    used = row.tokens
+    before = [n for n in reversed(same) if n.ordinal < row.ordinal]
+    after = [n for n in same if n.ordinal > row.ordinal]
+    for pair in zip(after + [None] * len(before), before + [None] * len(after)):
+        for n in pair:
+            if n is None or used + n.tokens > max_tokens:
+                continue
+            chosen.append(n)
+            used += n.tokens
+    chosen.sort(key=lambda n: n.ordinal)
+    if len(chosen) == 1:
+        return row.text, (row.id,)
+    return _merge(chosen), tuple(n.id for n in chosen)
+
+
+def _merge(rows: Sequence[ChunkRow]) -> str:
+    """Join consecutive chunks by their source offsets, so overlaps are not repeated."""
+    text = rows[0].text
+    end = rows[0].start + len(rows[0].text)
+    for r in rows[1:]:
+        r_end = r.start + len(r.text)
+        if r.start < end and r_end > end:
+            text += r.text[end - r.start:]
+        elif r.start >= end:
+            text += "\n" + r.text
+        end = max(end, r_end)
+    return text
+
+
+def _surrogates(rt: Runtime, cfg: Config, rows: Sequence[ChunkRow], mode: str, now: float,
+                scores: Mapping[int, float], top: float) -> dict[int, tuple[str, str]]:
+    """For dense_cached: source id -> (tier, surrogate text) for document sources."""
+    if mode != "dense_cached" or cfg.tiers.mode == "disabled":
+        return {}
+    doc_rows = {}
+    for r in rows:
+        if r.source_kind in ("document", "code", "text") and r.source_id not in doc_rows:
+            doc_rows[r.source_id] = r
+    if not doc_rows:
+        return {}
+    ids = sorted(doc_rows)
+    found = rt.vault.query(
+        f"SELECT source_id, full, gist, micro FROM surrogates WHERE source_id IN "
+        f"({','.join('?' * len(ids))})", ids)
+    access = rt.vault.access(ids)
+    out: dict[int, tuple[str, str]] = {}
+    for sid, full, gist, micro in found:
+        row = doc_rows[sid]
+        count, last = access.get(sid, (0, None))
+        age = max(0.0, (now - (row.source_time or row.time or now)) / 86400)
+        last_age = None if last is None else max(0.0, (now - last) / 86400)
+        importance = importance_score(count, last_age, age)
+        tier = choose_tier(cfg.tiers, age_days=age, importance=importance,
+                           query_match=scores.get(row.id, 0.0) / top)
+        text = {"full": full, "gist": gist, "micro": micro}.get(tier or "", "")
+        if tier and text:
+            out[sid] = (tier, text)
+    return out
+
+
+def live_candidates(items: Sequence[LiveItem], analysis: QueryAnalysis, cfg: Config,
+                    terms: set[str]) -> list[PackCandidate]:
+    out = []
+    for i, item in enumerate(items):
+        if not item.text.strip():
+            continue
+        found = content_terms(f"{item.title}\n{item.text[:20000]}", cfg.query.stopwords) & terms
+        recall = len(found) / len(terms) if terms else 0.0
+        score = 0.6 * recall + LIVE_PRIOR.get(item.kind, 0.05)
+        out.append(PackCandidate(
+            key=f"live:{i}", section="live", kind=f"live:{item.kind}", source=item.source,
+            title=item.title, time=item.captured_at, score=score, text=item.text,
+            why="live"))
+    return out
+
+
+def conversation_candidates(turns: Sequence[ConversationTurn], terms: set[str],
+                            cfg: Config) -> list[PackCandidate]:
+    out = []
+    n = len(turns)
+    for i, turn in enumerate(turns):
+        if not turn.text.strip():
+            continue
+        found = content_terms(turn.text, cfg.query.stopwords) & terms
+        recency = (i + 1) / n
+        score = 0.3 * recency + 0.4 * (len(found) / len(terms) if terms else 0.0)
+        out.append(PackCandidate(
+            key=f"turn:{i}", section="conversation", kind="conversation", source="conversation",
+            title=turn.role, time=turn.time, score=score, text=turn.text, why="conversation"))
+    return out

@@ -1,0 +1,170 @@
+"""Ingestion jobs: queued, run one at a time by the engine's single writer thread.
+
+A job's progress (files, bytes, chunks, the file being read, per-file errors)
+can be polled with ``get()`` or followed with ``subscribe()``. A file that
+fails is reported by path and reason and the job goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import CtxError, NotFound
+
+log = logging.getLogger("ctx.jobs")
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str
+    state: str = "queued"  # queued | running | done | failed | cancelled
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    files_total: int = 0
+    files_done: int = 0
+    files_skipped: int = 0
+    files_unchanged: int = 0
+    bytes: int = 0
+    chunks: int = 0
+    current: str = ""
+    errors: list[dict[str, str]] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "kind": self.kind, "state": self.state, "created": self.created,
+            "started": self.started, "finished": self.finished, "files_total": self.files_total,
+            "files_done": self.files_done, "files_skipped": self.files_skipped,
+            "files_unchanged": self.files_unchanged, "bytes": self.bytes, "chunks": self.chunks,
+            "current": self.current, "errors": list(self.errors), "sources": list(self.sources),
+            "error": self.error,
+        }
+
+
+Work = Callable[[Job, Callable[[], None]], None]
+
+
+class JobRunner:
+    """One worker thread; jobs run in submission order (the single-writer rule)."""
+
+    def __init__(self, on_finish: Callable[[Job], None] | None = None) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._queue: queue.Queue[tuple[Job, Work] | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._resume = threading.Event()
+        self._resume.set()
+        self._on_finish = on_finish
+        self._thread = threading.Thread(target=self._loop, name="ctx-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, kind: str, work: Work) -> Job:
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind)
+        with self._lock:
+            self._jobs[job.id] = job
+        self._queue.put((job, work))
+        self._emit(job)
+        return job
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job.snapshot()
+
+    def list(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [j.snapshot() for j in self._jobs.values()]
+
+    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            snap = self.get(job_id)
+            if snap["state"] in ("done", "failed", "cancelled"):
+                return snap
+            if deadline is not None and time.monotonic() > deadline:
+                return snap
+            time.sleep(0.02)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(snapshot)`` on every progress change; returns an unsubscribe."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+        return unsubscribe
+
+    def pause(self) -> None:
+        self._resume.clear()
+
+    def resume(self) -> None:
+        self._resume.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._resume.is_set()
+
+    def busy(self) -> bool:
+        with self._lock:
+            return any(j.state in ("queued", "running") for j in self._jobs.values())
+
+    def _emit(self, job: Job) -> None:
+        snap = job.snapshot()
+        with self._lock:
+            listeners = list(self._listeners)
+        for fn in listeners:
+            try:
+                fn(snap)
+            except Exception:  # a listener must never break ingestion
+                log.exception("job listener failed")
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            job, work = item
+            self._resume.wait()
+            job.state, job.started = "running", time.time()
+            self._emit(job)
+            try:
+                work(job, lambda j=job: self._progress(j))
+                job.state = "done"
+            except CtxError as exc:
+                job.state, job.error = "failed", exc.to_dict()
+            except Exception as exc:
+                log.exception("job %s failed", job.id)
+                job.state = "failed"
+                job.error = {"code": 1000, "name": "internal_error", "message": type(exc).__name__}
+            job.finished, job.current = time.time(), ""
+            self._emit(job)
+            if self._on_finish is not None:
+                try:
+                    self._on_finish(job)
+                except Exception:
+                    log.exception("job finish hook failed")
+
+    def _progress(self, job: Job) -> None:
+        self._resume.wait()
+        self._emit(job)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._resume.set()
+        self._queue.put(None)
+        self._thread.join(timeout)

@@ -1,0 +1,158 @@
+"""From loaded documents to stored sources: chunk, summarise, embed (cached), write.
+
+Chunks are embedded in batches that span several small documents, so the
+model sees full batches; vectors already known (same model, same text) come
+from the vault's cache instead of the model. Each document is written as one
+crash-safe unit (see ``engine.store.sources``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.config import Config
+from engine.crypto.rotation import NameHasher
+from engine.embedding.base import Embedder
+from engine.ingest.chunking import chunk_document
+from engine.store import sources as src
+from engine.store.vault import Vault
+from engine.store.vectors import VectorStore
+from engine.surrogates import make_surrogates
+from engine.tokens import TokenCounter
+from engine.types import ChunkDraft, LoadedDocument
+
+log = logging.getLogger("ctx.ingest")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embed_text(doc: LoadedDocument, chunk: ChunkDraft) -> str:
+    """What the model sees for a chunk: its title and heading path give it context."""
+    if chunk.kind in ("turn", "turn_pair", "thinking", "tool"):
+        return chunk.text
+    head = " > ".join(p for p in (doc.title, chunk.heading) if p)
+    return f"{head}\n{chunk.text}" if head else chunk.text
+
+
+@dataclass
+class Prepared:
+    """A document ready to write: its chunks, surrogates, and the versions it replaces."""
+
+    doc: LoadedDocument
+    chunks: list[ChunkDraft]
+    doc_hash: str
+    surrogates: dict[str, str] | None
+    project: str | None = None
+    replaces: list[int] = field(default_factory=list)
+
+
+class Writer:
+    """Embeds and stores prepared documents; the engine's single writer uses one of these."""
+
+    def __init__(self, cfg: Config, vault: Vault, vectors: VectorStore, embedder: Embedder,
+                 hasher: NameHasher, counter: TokenCounter) -> None:
+        self.cfg = cfg
+        self.vault = vault
+        self.vectors = vectors
+        self.embedder = embedder
+        self.hasher = hasher
+        self.counter = counter
+        self.embedded_texts = 0  # texts that really went through the model
+
+    def prepare(self, doc: LoadedDocument, *, chunks: list[ChunkDraft] | None = None,
+                project: str | None = None, force: bool = False) -> Prepared | None:
+        """Chunk and summarise ``doc``; None when an identical version is already stored."""
+        digest = content_hash(doc.text)
+        old = src.find_ready(self.vault, doc.uri)
+        if old is not None and old.content_hash == digest and not force:
+            return None
+        if chunks is None:
+            chunks = chunk_document(doc, self.cfg.chunking, self.counter)
+        surrogates = None
+        if self.cfg.ingest.surrogates and doc.kind != "transcript" and chunks:
+            surrogates = make_surrogates(doc.text, doc.title, self.cfg.surrogates, self.counter)
+        replaces = [r[0] for r in self.vault.query(
+            "SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (doc.uri,))]
+        return Prepared(doc, chunks, digest, surrogates, project, replaces)
+
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [content_hash(self.embedder.name + "\0" + t) for t in texts]
+        cached = self.vault.cached_vectors(keys)
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            if k not in cached and k not in first:
+                first[k] = i
+        fresh: dict[str, np.ndarray] = {}
+        if first:
+            todo = list(first.items())
+            vecs = self.embedder.encode([texts[i] for _, i in todo])
+            self.embedded_texts += len(todo)
+            fresh = {k: vecs[j] for j, (k, _) in enumerate(todo)}
+            with self.vault.write() as c:
+                c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
+                              [(k, v.astype(np.float32).tobytes()) for k, v in fresh.items()])
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)
+        return out
+
+    def write_batch(self, batch: Sequence[Prepared],
+                    on_written: Callable[[Prepared, int], None] | None = None) -> list[int]:
+        """Embed every chunk of ``batch`` in one pass, then store each document."""
+        texts = [embed_text(p.doc, ch) for p in batch for ch in p.chunks]
+        vecs = self._vectors(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+        written: list[int] = []
+        offset = 0
+        for p in batch:
+            n = len(p.chunks)
+            chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
+            sid, ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks, chunk_hashes,
+                                          p.surrogates, p.project)
+            self.vectors.add(ids, vecs[offset:offset + n], [self._meta(p, sid, ch)
+                                                            for ch in p.chunks])
+            src.finalize(self.vault, sid, p.replaces)
+            offset += n
+            written.append(sid)
+            if on_written is not None:
+                on_written(p, sid)
+        self.flush_tombstones()
+        return written
+
+    def _meta(self, p: Prepared, sid: int, ch: ChunkDraft) -> dict[str, object]:
+        meta: dict[str, object] = {"source_id": sid, "kind": ch.kind, "source_kind": p.doc.kind,
+                                   "source_h": self.hasher(p.doc.uri)}
+        when = ch.time if ch.time is not None else p.doc.created_at
+        if when is not None:
+            meta["time"] = float(when)
+        if p.project:
+            meta["project_h"] = self.hasher(p.project)
+        return meta
+
+    def flush_tombstones(self) -> int:
+        """Delete vectors of retired sources from the vector store; returns how many sources."""
+        pending = src.tombstones(self.vault)
+        for sid in pending:
+            self.vectors.delete_source(sid)
+        src.clear_tombstones(self.vault, pending)
+        return len(pending)
+
+
+def batched(items: Iterable[Prepared], max_chunks: int) -> Iterable[list[Prepared]]:
+    """Group prepared documents so that each group holds about ``max_chunks`` chunks."""
+    group: list[Prepared] = []
+    size = 0
+    for item in items:
+        group.append(item)
+        size += len(item.chunks)
+        if size >= max_chunks:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group

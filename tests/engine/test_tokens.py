@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.tokens import TokenCounter
+
+tc = TokenCounter.shared()
+
+
+def test_count_and_batch_agree() -> None:
+    texts = ["hello world", "", "日本語のテキスト", "emoji 🎉🎉 and more"]
+    assert tc.count_batch(texts) == [tc.count(t) for t in texts]
+    assert tc.count("hello world") == 2
+
+
+def test_special_token_text_is_plain() -> None:
+    assert tc.count("<|endoftext|>") > 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.integers(min_value=0, max_value=40))
+def test_truncate_is_a_prefix_within_limit(text: str, n: int) -> None:
+    cut = tc.truncate(text, n)
+    assert text.startswith(cut)
+    assert tc.count(cut) <= n
+    if tc.count(text) <= n:
+        assert cut == text
+
+
+def test_truncate_never_splits_a_character() -> None:
+    text = "👩‍👩‍👧‍👦" * 5
+    for n in range(0, 30):
+        cut = tc.truncate(text, n)
+        cut.encode("utf-8")  # a split surrogate pair or byte would fail here
+        assert text.startswith(cut)
