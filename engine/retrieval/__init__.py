@@ -1,0 +1,17 @@
+"""Retrieval: from a query to a ranked, de-duplicated list of candidate ids.
+
+The pure parts of build_context live here and take plain data, so that they are
+tested without a store or a model:
+
+- ``query``   query analysis (terms, entities, years, dates, intent, class), the
+              FTS5 MATCH expression for the keyword lane, lane weights per class;
+- ``fusion``  weighted reciprocal rank fusion of the lanes' rankings;
+- ``rerank``  answer-focused rerank of the fused top window (rule features, and an
+              optional local cross-encoder);
+- ``dedupe``  near-duplicate suppression by cosine similarity, or by text overlap
+              for items without vectors;
+- ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload.
+
+The lanes themselves (keyword, vector, recency, live) read the store and are wired
+by the engine, which calls these functions.
+"""

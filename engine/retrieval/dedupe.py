@@ -1,0 +1,128 @@
+"""Near-duplicate suppression over a ranked list: the higher-ranked copy wins.
+
+Overlapping chunks, re-ingested files and a live item that repeats a stored chunk
+would otherwise spend the budget twice on the same words. Items with embeddings are
+compared by cosine similarity; items without one (live items) by word-shingle
+Jaccard overlap of their text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.errors import InvalidInput
+
+_TOKEN_RE = re.compile(r"[^\W_]+")
+
+VectorLookup = Mapping[Hashable, Any] | Callable[[Hashable], Any] | np.ndarray
+
+
+def suppress_near_duplicates(
+    ids_in_rank_order: Sequence[Hashable],
+    vectors: VectorLookup,
+    threshold: float = 0.9,
+    *,
+    texts: Mapping[Hashable, str] | None = None,
+    text_threshold: float = 0.8,
+) -> tuple[list[Hashable], dict[Hashable, Hashable]]:
+    """Drop every item too similar to a higher-ranked kept one.
+
+    ``vectors`` is a mapping id -> vector, a callable id -> vector (or None), or a 2-D
+    array whose row i belongs to ``ids_in_rank_order[i]``. An item without a usable
+    vector (missing, or all zeros) is compared by text when ``texts`` has it: against
+    every kept item that also lacks a vector, and against kept items with a vector
+    when ``texts`` has theirs too (a live item repeating a stored chunk). Returns the
+    kept ids in rank order and ``{dropped id: the kept id it duplicates}``.
+    """
+    if not 0.0 < threshold <= 1.0 or not 0.0 < text_threshold <= 1.0:
+        raise InvalidInput("dedupe: thresholds must be in (0, 1]")
+    ids = list(ids_in_rank_order)
+    unit, has_vec = _unit_vectors(ids, vectors)
+    sims = unit @ unit.T if len(ids) else np.zeros((0, 0), dtype=np.float32)
+    kept: list[int] = []
+    kept_vec: list[int] = []
+    dropped: dict[Hashable, Hashable] = {}
+    shingles: dict[int, frozenset[Any]] = {}
+    seen: set[Hashable] = set()
+    for i, item in enumerate(ids):
+        if item in seen:  # the same id twice: the later one is a duplicate of itself
+            continue
+        seen.add(item)
+        match: int | None = None
+        if has_vec[i] and kept_vec:
+            row = sims[i, kept_vec]
+            best = int(np.argmax(row))
+            if row[best] >= threshold - 1e-6:
+                match = kept_vec[best]
+        if match is None and texts is not None and item in texts:
+            for j in kept:
+                if has_vec[i] and has_vec[j]:
+                    continue
+                if ids[j] not in texts:
+                    continue
+                a = shingles.setdefault(i, _shingles(texts[item]))
+                b = shingles.setdefault(j, _shingles(texts[ids[j]]))
+                if _jaccard(a, b) >= text_threshold:
+                    match = j
+                    break
+        if match is None:
+            kept.append(i)
+            if has_vec[i]:
+                kept_vec.append(i)
+        else:
+            dropped[item] = ids[match]
+    return [ids[i] for i in kept], dropped
+
+
+def _unit_vectors(ids: list[Hashable], vectors: VectorLookup) -> tuple[np.ndarray, list[bool]]:
+    """Row-normalized float32 matrix aligned with ``ids`` (zero rows where no vector)."""
+    if isinstance(vectors, np.ndarray):
+        if vectors.ndim != 2 or vectors.shape[0] != len(ids):
+            raise InvalidInput(f"dedupe: expected a ({len(ids)}, d) array of vectors")
+        rows: list[Any] = list(vectors)
+    elif isinstance(vectors, Mapping):
+        rows = [vectors.get(i) for i in ids]
+    else:
+        rows = [vectors(i) for i in ids]
+    dim = next((len(r) for r in rows if r is not None and len(r)), 0)
+    matrix = np.zeros((len(ids), dim), dtype=np.float32)
+    for index, row in enumerate(rows):
+        if row is not None and len(row):
+            if len(row) != dim:
+                raise InvalidInput("dedupe: vectors of different dimensions")
+            matrix[index] = np.asarray(row, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) if len(ids) else np.zeros(0, dtype=np.float32)
+    ok = np.isfinite(norms) & (norms > 1e-12)
+    matrix[ok] /= norms[ok, None]
+    matrix[~ok] = 0.0
+    return matrix, [bool(x) for x in ok]
+
+
+def _shingles(text: str, size: int = 3) -> frozenset[Any]:
+    """Word ``size``-grams of ``text`` (its word set when it is shorter than that)."""
+    tokens = _TOKEN_RE.findall(text.lower())
+    if len(tokens) < size:
+        return frozenset(tokens)
+    return frozenset(tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1))
+
+
+def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def text_similarity(a: str, b: str, shingle: int = 3) -> float:
+    """Jaccard overlap of word shingles of two texts, in [0, 1]."""
+    return _jaccard(_shingles(a, shingle), _shingles(b, shingle))
+
+
+def near_duplicate_text(a: str, b: str, threshold: float = 0.8, shingle: int = 3) -> bool:
+    """True when two texts share at least ``threshold`` of their word shingles."""
+    return text_similarity(a, b, shingle) >= threshold

@@ -1,0 +1,63 @@
+"""Weighted reciprocal rank fusion of the retrieval lanes' rankings.
+
+Each lane (keyword, vector, recency, live) returns ids best first. RRF scores an id
+``sum(weight[lane] / (k + rank))`` over the lanes that ranked it, which needs no
+calibration between BM25 scores and cosine similarities and lets the query class
+tilt the mix through the weights. Pure and deterministic: equal scores are broken
+by best rank, then by ``repr(id)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+
+from engine.errors import InvalidInput
+
+Fused = tuple[Hashable, float, dict[str, int]]
+
+
+def rrf(rankings: Mapping[str, Sequence[Hashable]], weights: Mapping[str, float],
+        k: int = 60, *, default_weight: float = 1.0, limit: int | None = None) -> list[Fused]:
+    """Fuse ``rankings`` (lane -> ids, best first) into ``(id, score, {lane: rank})``.
+
+    Ranks are 1-based; an id listed twice by one lane keeps its best rank there. A
+    lane missing from ``weights`` gets ``default_weight``; a lane of weight 0 is
+    ignored entirely (it neither scores nor appears in the ranks). ``limit`` keeps
+    the best ``limit`` results. Raises InvalidInput for k < 1 or a negative weight.
+    """
+    if k < 1:
+        raise InvalidInput(f"rrf: k must be >= 1, got {k}")
+    scores: dict[Hashable, float] = {}
+    ranks: dict[Hashable, dict[str, int]] = {}
+    for lane in sorted(rankings):
+        weight = float(weights.get(lane, default_weight))
+        if not weight >= 0.0:  # negative or NaN
+            raise InvalidInput(f"rrf: weight of lane {lane!r} must be >= 0")
+        if weight == 0.0:
+            continue
+        for position, item in enumerate(rankings[lane], start=1):
+            lane_ranks = ranks.setdefault(item, {})
+            if lane in lane_ranks:
+                continue
+            lane_ranks[lane] = position
+            scores[item] = scores.get(item, 0.0) + weight / (k + position)
+    ordered = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), repr(i)))
+    if limit is not None:
+        ordered = ordered[: max(0, limit)]
+    return [(item, scores[item], dict(sorted(ranks[item].items()))) for item in ordered]
+
+
+def rrf_batch(batch: Sequence[Mapping[str, Sequence[Hashable]]],
+              weights: Mapping[str, float] | Sequence[Mapping[str, float]],
+              k: int = 60, *, default_weight: float = 1.0,
+              limit: int | None = None) -> list[list[Fused]]:
+    """:func:`rrf` for many queries at once; ``weights`` is shared or one per query."""
+    if isinstance(weights, Mapping):
+        per_query: Sequence[Mapping[str, float]] = [weights] * len(batch)
+    else:
+        per_query = weights
+        if len(per_query) != len(batch):
+            raise InvalidInput(
+                f"rrf_batch: {len(per_query)} weight maps for {len(batch)} rankings")
+    return [rrf(r, w, k, default_weight=default_weight, limit=limit)
+            for r, w in zip(batch, per_query, strict=True)]

@@ -1,0 +1,501 @@
+"""Query analysis: what a query asks for, in a form the lanes and the rerank can use.
+
+``analyze_query`` turns a free-text question into normalized content terms, named
+entities (people, places, quoted titles, code identifiers, file names, paths),
+years and calendar dates, the kinds of answer it expects (its *intent*) and a
+coarse class that sets how much each retrieval lane counts. ``fts_query`` renders
+an analysis as a SQLite FTS5 MATCH expression that cannot inject FTS syntax.
+
+Everything language-specific (stopwords, patterns, class rules, lane weights) is
+configuration in :class:`QueryConfig`; the defaults are general English.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from engine.errors import ConfigError
+
+INTENTS = ("location", "date", "ownership", "multi_hop", "count", "reason", "preference")
+QCLASSES = ("factual", "semantic", "temporal", "exploratory")
+LANES = ("keyword", "vector", "recency", "live")
+
+_WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+_POSSESSIVE_RE = re.compile(r"['\u2019]s$", re.IGNORECASE)
+# A word without its possessive 's ("anna's" -> "anna"; "don't" stays whole).
+_BAG_RE = re.compile(r"([^\W_]+(?:['\u2019](?!s\b)[^\W_]+)*)(?:['\u2019]s\b)?")
+_QUOTED_RE = re.compile(r"\"([^\"]{2,120})\"|\u201c([^\u201d]{2,120})\u201d|(?<!\w)'([^']{2,120})'(?!\w)")
+_SNAKE_RE = re.compile(r"(?<![\w./\\-])[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?(?![\w-])")
+_CAMEL_RE = re.compile(r"(?<![\w./\\-])(?:[a-z]+[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*(?![\w-])")
+_DOTTED_RE = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\-])")
+_PATH_RE = re.compile(
+    r"(?:~|\.{1,2})?(?:[/\\][\w.@+-]+){2,}|(?<![\w.@+-])[\w.@+-]+(?:[/\\][\w.@+-]+)+")
+_SENTENCE_END = frozenset(".!?\n")
+_URL_RE = re.compile(r"\b[a-z][a-z0-9+-]{0,15}://[^\s\"'<>()]+", re.IGNORECASE)
+_FILE_RE = re.compile(r"(?<![\w./\\-])[\w.-]+\.([A-Za-z0-9]{1,6})(?![\w/\\])")
+_CODE_ENTITY_RE = re.compile(r"[_./\\]|[a-z][A-Z]")
+
+# ---- defaults (general English; override through QueryConfig) ------------------------
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _wordset("""
+a about above after again against all also am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do does
+doesn't doing don't down during each else ever few for from further get gets got had hadn't
+has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself
+his how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just let's
+may me might more most much must mustn't my myself no nor not of off on once only or other
+ought our ours ourselves out over own same shall shan't she she'd she'll she's should
+shouldn't so some such than that that's the their theirs them themselves then there there's
+these they they'd they'll they're they've this those through to too under until up upon us
+very was wasn't we we'd we'll we're we've were weren't what what's whatever when when's
+where where's whether which while who who's whom whose why why's will with won't would
+wouldn't you you'd you'll you're you've your yours yourself yourselves
+kind kinds type types sort sorts thing things something anything everything one ones
+many lot lots way ways yes ok okay please tell said say says also really likely probably
+maybe perhaps
+""")
+NON_ENTITIES = _wordset("""
+i i'm i've i'd i'll january february march april may june july august september october
+november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
+thursday friday saturday sunday today yesterday tomorrow mr mrs ms dr
+""")
+START_WORDS = _wordset("""
+tell show list find give describe explain summarize summarise compare name get fetch recall
+remind look search help write check suggest does did is are was were can could would should
+""")
+FILE_EXTENSIONS = _wordset("""
+py pyi js jsx ts tsx mjs cjs java kt kts go rs rb php c h cc cpp hpp cs swift m mm scala sh
+bash zsh ps1 bat sql r jl lua pl ex exs erl hs ml clj dart vue svelte html htm css scss less
+json jsonl yaml yml toml ini cfg conf env xml csv tsv md rst txt log lock pdf docx ipynb
+dockerfile makefile gradle proto graphql tf
+""")
+QUERY_INTENT_PATTERNS: dict[str, tuple[str, ...]] = {
+    "location": (r"\bwhere\b",
+                 (r"\b(?:what|which)\s+(?:\w+\s+)?(?:city|cities|country|countries|state|town|"
+                  r"place|places|location|address|area|region|venue|neighbou?rhood|island)\b")),
+    "date": (r"\bwhen\b", r"\b(?:what|which)\s+(?:date|day|month|year|time|week|weekend)\b",
+             r"\bhow\s+long\s+(?:ago|since)\b", r"\bsince\s+when\b"),
+    "ownership": (r"\bwhose\b", r"\bwho\s+(?:owns|owned|has|had)\b", r"\bown(?:s|ed)?\b",
+                  r"\bbelong(?:s|ed)?\s+to\b", r"\b(?:does|did|do)\s+\w+\s+have\b"),
+    "multi_hop": (r"\b(?:would|likely|probably|might)\b", r"\bboth\b", r"\bin\s+common\b",
+                  r"\bcompared?\s+(?:to|with)\b"),
+    "count": (r"\bhow\s+(?:many|much|often)\b", r"\bnumber\s+of\b", r"\bcount\b"),
+    "reason": (r"\bwhy\b", r"\bhow\s+come\b", r"\breasons?\b",
+               r"\bwhat\s+(?:made|makes|motivated|motivates|inspired|inspires|caused|causes|led)\b"),
+    "preference": (r"\b(?:like[sd]?|love[sd]?|enjoy(?:s|ed)?|prefer(?:s|red)?|favou?rites?)\b",
+                   r"\b(?:fond\s+of|interested\s+in|hobby|hobbies)\b"),
+}
+RECENT_PATTERNS: tuple[str, ...] = (
+    r"\b(?:latest|newest|most\s+recent(?:ly)?|recently|lately|just\s+now|so\s+far)\b",
+    r"\b(?:yesterday|today|tonight|this\s+(?:morning|afternoon|evening|week|month))\b",
+    r"\blast\s+(?:time|night|week|weekend|month|session|commit|run|change|few\s+\w+)\b",
+)
+CLASS_PATTERNS: dict[str, tuple[str, ...]] = {
+    "exploratory": (r"\btell\s+me\s+(?:everything\s+|more\s+)?about\b", r"\boverview\b",
+                    r"\bsummar(?:y|ize|ise)\b", r"\bbrainstorm\b", r"\bexplore\b",
+                    r"\bwhat\s+do\s+(?:i|we|you)\s+know\s+about\b", r"\banything\s+about\b"),
+    "temporal": (r"\btimeline\b", r"\bhistory\s+of\b", r"\bchronolog",),
+    "factual": (r"\berror\b", r"\bexception\b", r"\btraceback\b", r"\bstack\s*trace\b"),
+    "semantic": (r"\bhow\s+(?:do|does|did|can|could|should|would|is|was)\b", r"\bexplain\b",
+                 r"\bdescribe\b", r"\bfe(?:el|lt|els|eling)\b", r"\bthink\b", r"\bopinion\b",
+                 r"\bmeaning\b", r"\bsimilar\b", r"\babout\b"),
+}
+LANE_WEIGHTS: dict[str, dict[str, float]] = {
+    "factual": {"keyword": 1.0, "vector": 0.6, "recency": 0.0, "live": 0.5},
+    "semantic": {"keyword": 0.8, "vector": 1.0, "recency": 0.0, "live": 0.5},
+    "temporal": {"keyword": 1.0, "vector": 0.7, "recency": 0.2, "live": 0.5},
+    "exploratory": {"keyword": 0.9, "vector": 0.9, "recency": 0.2, "live": 0.7},
+}
+
+# ---- dates ------------------------------------------------------------------------------
+
+YEAR_RE = re.compile(r"(?:19|20)\d\d")
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december")
+_MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES)}
+_MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YR = r"(?P<year>(?:19|20)\d\d)"
+_DATE_RES = [
+    re.compile(rf"\b{_YR}[-/.](?P<m>[01]?\d)[-/.](?P<d>[0-3]?\d)\b"),
+    re.compile(rf"\b{_MON}\s+{_DAY},?\s+{_YR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MON},?\s+{_YR}\b", re.IGNORECASE),
+    re.compile(rf"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.]{_YR}\b"),
+    re.compile(rf"\b{_MON},?\s+{_YR}\b", re.IGNORECASE),  # month and year only
+    re.compile(rf"(?<![\w-]){_YR}(?![\w-])"),  # a year alone
+]
+
+
+def find_dates(text: str, *, day_first: bool = False
+               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...],
+                          list[tuple[int, int]]]:
+    """ISO dates, yyyy-mm months, years and the character spans they came from."""
+    dates: dict[str, None] = {}
+    months: dict[str, None] = {}
+    years: dict[int, None] = {}
+    spans: list[tuple[int, int]] = []
+
+    def free(m: re.Match[str]) -> bool:
+        return not any(s < m.end() and m.start() < e for s, e in spans)
+
+    for index, rx in enumerate(_DATE_RES):
+        for m in rx.finditer(text):
+            if not free(m):
+                continue
+            g = m.groupdict()
+            year = int(g["year"])
+            if index == 5:
+                years.setdefault(year, None)
+                spans.append(m.span())
+                continue
+            if index == 0:
+                month, day = int(g["m"]), int(g["d"])
+            elif index == 3:
+                a, b = int(g["a"]), int(g["b"])
+                month, day = (b, a) if day_first else (a, b)
+            else:
+                month = _MONTHS[g["mon"].lower()]
+                day = int(g["day"]) if index in (1, 2) else 0
+            if index == 4:
+                months.setdefault(f"{year:04d}-{month:02d}", None)
+            else:
+                try:
+                    dates.setdefault(_dt.date(year, month, day).isoformat(), None)
+                except ValueError:
+                    continue
+            years.setdefault(year, None)
+            spans.append(m.span())
+    return tuple(dates), tuple(months), tuple(years), spans
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    """Language and policy knobs of query analysis; regexes are compiled once, here."""
+
+    stopwords: frozenset[str] = STOPWORDS
+    # Words that are never entities even when capitalized mid-sentence (dates, pronouns).
+    non_entities: frozenset[str] = NON_ENTITIES
+    # Capitalized sentence-initial words that are never entities (imperatives).
+    start_words: frozenset[str] = START_WORDS
+    file_extensions: frozenset[str] = FILE_EXTENSIONS
+    intent_patterns: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(QUERY_INTENT_PATTERNS))
+    recent_patterns: tuple[str, ...] = RECENT_PATTERNS
+    class_patterns: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(CLASS_PATTERNS))
+    semantic_intents: frozenset[str] = frozenset({"reason", "preference", "multi_hop"})
+    factual_intents: frozenset[str] = frozenset({"location", "count", "ownership"})
+    # Queries of at most this many terms, with no question form, are "exploratory".
+    short_query_terms: int = 2
+    day_first: bool = False  # 03/04/2023 is 4 March when true, 3 April when false
+    max_terms: int = 32
+    max_chars: int = 4000  # only this much of a (pasted, huge) query is analyzed
+    lane_weights: Mapping[str, Mapping[str, float]] = field(
+        default_factory=lambda: {k: dict(v) for k, v in LANE_WEIGHTS.items()})
+    # Recency weight used instead of the class's when the query asks for recent things.
+    recent_recency_weight: float = 1.0
+    _compiled: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("stopwords", "non_entities", "start_words", "file_extensions",
+                     "semantic_intents", "factual_intents"):  # accept any iterable of words
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ConfigError(f"query.{name}: expected a list of words")
+            object.__setattr__(self, name, frozenset(w.lower() for w in value))
+        unknown = set(self.intent_patterns) - set(INTENTS)
+        if unknown:
+            raise ConfigError(f"query.intent_patterns: unknown intents {sorted(unknown)}")
+        unknown = set(self.class_patterns) - set(QCLASSES)
+        if unknown:
+            raise ConfigError(f"query.class_patterns: unknown classes {sorted(unknown)}")
+        if set(self.lane_weights) != set(QCLASSES):
+            raise ConfigError(f"query.lane_weights: needs exactly the classes {list(QCLASSES)}")
+        for qclass, weights in self.lane_weights.items():
+            if set(weights) - set(LANES):
+                raise ConfigError(f"query.lane_weights.{qclass}: lanes must be among {LANES}")
+            if any(not 0.0 <= float(w) <= 10.0 for w in weights.values()):
+                raise ConfigError(f"query.lane_weights.{qclass}: weights must be in [0, 10]")
+        if not 0.0 <= self.recent_recency_weight <= 10.0:
+            raise ConfigError("query.recent_recency_weight must be in [0, 10]")
+        if self.max_terms < 1 or self.short_query_terms < 0 or self.max_chars < 1:
+            raise ConfigError("query.max_terms and max_chars must be >= 1, "
+                              "short_query_terms >= 0")
+        compiled = {
+            "intent": {k: _compile_any(v, f"query.intent_patterns.{k}")
+                       for k, v in self.intent_patterns.items()},
+            "class": {k: _compile_any(v, f"query.class_patterns.{k}")
+                      for k, v in self.class_patterns.items()},
+            "recent": _compile_any(self.recent_patterns, "query.recent_patterns"),
+        }
+        object.__setattr__(self, "_compiled", compiled)
+
+
+def _compile_any(patterns: tuple[str, ...], key: str) -> re.Pattern[str] | None:
+    """One case-insensitive alternation of ``patterns`` (None when empty)."""
+    if isinstance(patterns, str):
+        raise ConfigError(f"{key}: expected a list of regexes, not one string")
+    if not patterns:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    except re.error as exc:
+        raise ConfigError(f"{key}: invalid regex ({exc.msg})") from None
+
+
+@dataclass(frozen=True)
+class QueryAnalysis:
+    """What a query asks for. All tuples keep first-seen order and hold no duplicates."""
+
+    text: str
+    terms: tuple[str, ...]  # stemmed lowercase content words
+    phrases: tuple[str, ...]  # quoted strings and multiword names, lowercase
+    entities: tuple[str, ...]  # names, quoted strings, identifiers, file names, paths
+    years: tuple[int, ...]
+    dates: tuple[str, ...]  # ISO yyyy-mm-dd
+    intent: frozenset[str]
+    qclass: str  # one of QCLASSES
+    temporal_recent: bool
+    words: tuple[str, ...] = ()  # unstemmed lowercase content words (for the keyword lane)
+    months: tuple[str, ...] = ()  # yyyy-mm named without a day ("October 2023")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light, deterministic English suffix stripper (lowercase in, lowercase out).
+
+    It only needs to map the forms of a word to one key on both the query and the
+    candidate side (paint/paints/painted/painting -> paint); it is not a linguist.
+    """
+    w = word
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        return w[:-3] + "y"
+    elif w.endswith(("sses", "xes", "ches", "shes", "zes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            base = w[: -len(suffix)]
+            if any(c in "aeiouy" for c in base):
+                w = base
+                if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiouylsz":
+                    w = w[:-1]
+                break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def words_of(text: str) -> list[str]:
+    """Lowercase word tokens of ``text`` with possessive 's removed."""
+    return _BAG_RE.findall(text.lower())
+
+
+def content_terms(text: str, stopwords: frozenset[str]) -> set[str]:
+    """The set of stemmed content terms of ``text`` (for candidate-side matching)."""
+    return terms_of_words(set(_BAG_RE.findall(text.lower())), stopwords)
+
+
+def terms_of_words(words: set[str], stopwords: frozenset[str]) -> set[str]:
+    """Stemmed content terms of an already tokenized set of lowercase words."""
+    return {stem(w) for w in words - stopwords
+            if (len(w) > 1 and w.isalpha()) or _is_content(w)}
+
+
+def _is_content(word: str) -> bool:
+    if word.isdigit():
+        return len(word) >= 3 and not YEAR_RE.fullmatch(word)
+    return len(word) >= 2 or word.isalpha() and not word.isascii()
+
+
+def analyze_query(text: str, cfg: QueryConfig | None = None) -> QueryAnalysis:
+    """Analyze ``text``. Never raises on content; an empty query gives an empty analysis."""
+    cfg = cfg or QueryConfig()
+    full = text or ""
+    text = full[: cfg.max_chars]
+    comp = cfg._compiled
+    dates, months, years, date_spans = find_dates(text, day_first=cfg.day_first)
+    masked = _mask(text, date_spans)
+    entities, phrases = _entities(masked, cfg)
+    words: list[str] = []
+    for w in words_of(masked):
+        if w not in cfg.stopwords and _is_content(w) and w not in words:
+            words.append(w)
+    words = words[: cfg.max_terms]
+    terms = tuple(dict.fromkeys(stem(w) for w in words))
+    intent = frozenset(k for k, rx in comp["intent"].items() if rx is not None and rx.search(text))
+    recent = bool(comp["recent"] is not None and comp["recent"].search(text))
+    partial = QueryAnalysis(text=full, terms=terms, phrases=phrases, entities=entities,
+                            years=years, dates=dates, intent=intent, qclass="factual",
+                            temporal_recent=recent, words=tuple(words), months=months)
+    return _with_class(partial, _classify(partial, cfg))
+
+
+def _with_class(a: QueryAnalysis, qclass: str) -> QueryAnalysis:
+    return QueryAnalysis(a.text, a.terms, a.phrases, a.entities, a.years, a.dates, a.intent,
+                         qclass, a.temporal_recent, a.words, a.months)
+
+
+def _mask(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _entities(text: str, cfg: QueryConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Named things in ``text`` (original case) and the multiword ones as phrases."""
+    found: dict[str, str] = {}  # lowercase key -> first surface form
+    phrases: dict[str, None] = {}
+    code_spans: list[tuple[int, int]] = []
+
+    def add(surface: str, phrase: bool = False) -> None:
+        surface = surface.strip(" .,;:!?()[]{}")
+        if len(surface) >= 2:
+            found.setdefault(surface.lower(), surface)
+            if phrase:
+                phrases.setdefault(surface.lower(), None)
+
+    for m in _QUOTED_RE.finditer(text):
+        quoted = next(g for g in m.groups() if g is not None).strip()
+        if _WORD_RE.search(quoted):
+            add(quoted, phrase=len(quoted.split()) > 1)
+    code: list[re.Match[str]] = list(_URL_RE.finditer(text))
+    masked = _mask(text, [m.span() for m in code])
+    code += [m for m in _PATH_RE.finditer(masked)]
+    code += [m for m in _FILE_RE.finditer(masked) if m.group(1).lower() in cfg.file_extensions]
+    for m in _DOTTED_RE.finditer(masked):  # qualified names: a.b.c, Class.method_name
+        name = m.group(0)
+        if (name.count(".") >= 2 or _CODE_ENTITY_RE.search(name.replace(".", " "))) \
+                and name.rsplit(".", 1)[1].lower() not in cfg.file_extensions:
+            code.append(m)
+    code += [m for rx in (_SNAKE_RE, _CAMEL_RE) for m in rx.finditer(masked)]
+    for m in code:  # in order of precedence; a match inside an earlier one is not added
+        if not any(s <= m.start() and m.end() <= e for s, e in code_spans):
+            add(m.group(0))
+            code_spans.append(m.span())
+    for name in _capitalized_runs(_mask(text, code_spans), cfg):
+        add(name, phrase=" " in name)
+    return tuple(found.values()), tuple(phrases)
+
+
+def _capitalized_runs(text: str, cfg: QueryConfig) -> list[str]:
+    """Runs of capitalized words separated by single spaces, skipping sentence starts."""
+    runs: list[str] = []
+    current: list[str] = []
+    last_end = -2
+    for m in _WORD_RE.finditer(text):
+        token = _POSSESSIVE_RE.sub("", m.group(0))
+        low = token.lower()
+        i = m.start() - 1
+        while i >= 0 and text[i] in " \t\"'(\u201c":
+            i -= 1
+        at_start = i < 0 or text[i] in _SENTENCE_END
+        is_name = (token[:1].isupper() and low not in cfg.stopwords
+                   and low not in cfg.non_entities
+                   and not (at_start and low in cfg.start_words))
+        joined = is_name and current and text[last_end:m.start()] == " "
+        if is_name and (joined or not current):
+            current.append(token)
+        else:
+            if current:
+                runs.append(" ".join(current))
+            current = [token] if is_name else []
+        last_end = m.end()
+        if token != m.group(0) and current:  # a possessive ends the name
+            runs.append(" ".join(current))
+            current = []
+    if current:
+        runs.append(" ".join(current))
+    return runs
+
+
+def _classify(a: QueryAnalysis, cfg: QueryConfig) -> str:
+    """The query class, by fixed precedence over configurable evidence.
+
+    exploratory pattern > temporal (date intent, dates, years, recent) > code-like
+    entities (factual) > semantic pattern or intent > factual intent or any entity >
+    short query without a question (exploratory) > semantic.
+    """
+    rx = cfg._compiled["class"]
+
+    def hit(name: str) -> bool:
+        return rx.get(name) is not None and bool(rx[name].search(a.text[: cfg.max_chars]))
+
+    if hit("exploratory"):
+        return "exploratory"
+    if "date" in a.intent or a.dates or a.months or a.years or a.temporal_recent \
+            or hit("temporal"):
+        return "temporal"
+    if any(_CODE_ENTITY_RE.search(e) for e in a.entities) or hit("factual"):
+        return "factual"
+    if a.intent & cfg.semantic_intents or hit("semantic"):
+        return "semantic"
+    if a.intent & cfg.factual_intents or a.entities:
+        return "factual"
+    if len(a.terms) <= cfg.short_query_terms and "?" not in a.text[: cfg.max_chars]:
+        return "exploratory"
+    return "semantic"
+
+
+def lane_weights(qclass: str, cfg: QueryConfig | None = None, *,
+                 recent: bool = False) -> dict[str, float]:
+    """Weights of the lanes "keyword", "vector", "recency", "live" for a query class.
+
+    ``recent`` (the analysis's ``temporal_recent``) raises the recency lane to
+    ``cfg.recent_recency_weight``: asking for the latest things is what that lane is for.
+    """
+    cfg = cfg or QueryConfig()
+    if qclass not in cfg.lane_weights:
+        raise ConfigError(f"unknown query class {qclass!r}; expected one of {QCLASSES}")
+    weights = {lane: float(cfg.lane_weights[qclass].get(lane, 0.0)) for lane in LANES}
+    if recent:
+        weights["recency"] = max(weights["recency"], cfg.recent_recency_weight)
+    return weights
+
+
+def fts_query(analysis: QueryAnalysis, *, prefix: bool = False, max_terms: int = 32) -> str:
+    """A SQLite FTS5 MATCH expression: an OR of double-quoted terms and entity phrases.
+
+    Every token is rebuilt from word characters and double-quoted, so no input can
+    inject FTS5 syntax (AND/OR/NEAR, ``*``, ``-``, ``:``, parentheses, quotes).
+    Words are used unstemmed (an index built with ``tokenize='porter unicode61'``
+    stems both sides); ``prefix`` adds ``"stem"*`` for stems shorter than their word,
+    for indexes without a stemming tokenizer. Returns "" when there is nothing to match.
+    """
+    parts: dict[str, None] = {}
+    for entity in analysis.entities:
+        tokens = _WORD_RE.findall(entity.lower())
+        if len(tokens) > 1:
+            parts.setdefault('"' + " ".join(tokens) + '"', None)
+    for word in analysis.words or analysis.terms:
+        tokens = _WORD_RE.findall(word.lower())
+        if not tokens:
+            continue
+        parts.setdefault('"' + " ".join(tokens) + '"', None)
+        if prefix:
+            root = stem(word)
+            if len(root) >= 4 and root not in (word, word[:-1]) and _WORD_RE.fullmatch(root):
+                parts.setdefault(f'"{root}"*', None)
+    for entity in analysis.entities:
+        tokens = _WORD_RE.findall(entity.lower())
+        if len(tokens) == 1:
+            parts.setdefault(f'"{tokens[0]}"', None)
+    return " OR ".join(list(parts)[:max_terms])

@@ -1,0 +1,398 @@
+"""Answer-focused rerank of the fused top window.
+
+Fusion ranks by agreement between lanes; it does not know what the question asks
+for. This rerank adds cheap, explainable features of each candidate against the
+:class:`~engine.retrieval.query.QueryAnalysis`: how many (rare) query terms it
+holds, whether it names the query's entities, whether its time falls on the asked
+year or date, and whether it contains the *kind* of answer asked for (a place, a
+date, a reason, a number...). Only the top ``window`` by fused score is reordered;
+the rest follow unchanged. Every feature is returned so a payload can say why.
+
+:class:`CrossEncoderReranker` is an optional second stage that blends in a local
+cross-encoder model's scores; it never downloads anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.retrieval.query import (
+    INTENTS,
+    STOPWORDS,
+    QueryAnalysis,
+    stem,
+    terms_of_words,
+    words_of,
+)
+
+_MONTHS = ("january february march april june july august september october november december "
+           "jan feb apr jun jul aug sep sept oct nov dec")
+_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
+_MONTH_RX = ("January|February|March|April|May|June|July|August|September|October|November|"
+             "December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday")
+
+
+def _cues(words: str, *phrases: str) -> tuple[str, ...]:
+    return (*words.split(), *phrases)
+
+
+# Words or phrases (case-insensitive) that show a candidate holds an answer of a kind.
+DEFAULT_ANSWER_CUES: dict[str, tuple[str, ...]] = {
+    "location": _cues("city country town village beach park museum abroad downtown street "
+                      "restaurant cafe lake mountain mountains island visited", "moved to",
+                      "trip to", "went to", "lives in", "live in"),
+    "date": _cues(f"{_MONTHS} {_WEEKDAYS} mondays tuesdays wednesdays thursdays fridays "
+                  "saturdays sundays weekend yesterday today tonight tomorrow ago recently",
+                  "last week", "last night", "last weekend", "last month", "last year",
+                  "next week", "next month", "this week", "this weekend", "this month",
+                  "this morning", "the other day"),
+    "ownership": _cues("mine own owns owned bought adopted", "have a", "has a", "got a",
+                       "have two", "has two"),
+    "count": _cues("two three four five six seven eight nine ten eleven twelve twenty thirty "
+                   "hundred thousand once twice several dozen dozens", "a few", "a couple"),
+    "reason": _cues("because since inspired motivated", "so that", "due to", "in order to",
+                    "that's why", "the reason", "caused by", "made me", "led me", "helped me"),
+    "preference": _cues("like likes liked love loves loved favorite favourite favorites "
+                        "favourites enjoy enjoys enjoyed prefer prefers preferred passion "
+                        "passionate hobby hobbies into", "fan of"),
+}
+# Structural answer patterns, matched case-sensitively against the original text.
+DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
+    "location": ((rf"\b(?:in|at|from|near|visit(?:ed|ing)?)\s+(?:the\s+)?"
+                  rf"(?!(?:{_MONTH_RX})\b)[A-Z][a-z][\w'-]*"),),
+    "date": (r"\b(?:19|20)\d\d\b", r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b"),
+    "ownership": (r"\b(?:my|his|her|their|our)\s+(?:own\s+)?[a-z]{3,}",),
+    "count": (r"\d",),
+}
+FEATURES = ("fused", "term_recall", "term_precision", "entity", "year", "date", "intent",
+            "distractor")
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """Weights and patterns of the rule rerank (defaults are general, not tuned to data)."""
+
+    window: int = 50
+    w_fused: float = 0.8
+    w_term_recall: float = 1.0
+    w_term_precision: float = 0.1
+    w_entity: float = 0.2
+    w_year: float = 0.2
+    w_date: float = 0.4
+    w_intent: float = 0.2
+    distractor_penalty: float = 0.2
+    fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
+    date_window_days: float = 3.0  # a candidate this many days off the asked date scores 0
+    scan_chars: int = 2000  # only the first chars of a long candidate are scanned
+    entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
+    stopwords: frozenset[str] = STOPWORDS
+    intent_cues: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
+    intent_patterns: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_ANSWER_PATTERNS))
+    _compiled: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _cue_words: dict[str, frozenset[str]] = field(init=False, repr=False, compare=False)
+    _cue_phrases: dict[str, dict[str, tuple[str, ...]]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stopwords, str) or isinstance(self.entity_fields, str):
+            raise ConfigError("rerank.stopwords and entity_fields must be lists")
+        object.__setattr__(self, "stopwords", frozenset(w.lower() for w in self.stopwords))
+        object.__setattr__(self, "entity_fields", tuple(self.entity_fields))
+        if self.window < 1:
+            raise ConfigError("rerank.window must be >= 1")
+        for name in ("w_fused", "w_term_recall", "w_term_precision", "w_entity", "w_year",
+                     "w_date", "w_intent", "distractor_penalty"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 10.0:
+                raise ConfigError(f"rerank.{name} must be in [0, 10]")
+        if self.fused_norm not in ("max", "minmax"):
+            raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
+        if self.date_window_days < 0 or self.scan_chars < 1:
+            raise ConfigError("rerank.date_window_days must be >= 0 and scan_chars >= 1")
+        if (set(self.intent_patterns) | set(self.intent_cues)) - set(INTENTS):
+            raise ConfigError(f"rerank.intent_*: intents must be among {INTENTS}")
+        words: dict[str, frozenset[str]] = {}
+        phrases: dict[str, dict[str, tuple[str, ...]]] = {}  # intent -> first word -> phrases
+        for intent, cues in self.intent_cues.items():
+            if isinstance(cues, str):
+                raise ConfigError(f"rerank.intent_cues.{intent}: expected a list of strings")
+            tokenized = [words_of(c) for c in cues]
+            words[intent] = frozenset(t[0] for t in tokenized if len(t) == 1)
+            by_first: dict[str, tuple[str, ...]] = {}
+            for t in tokenized:
+                if len(t) > 1:
+                    by_first[t[0]] = (*by_first.get(t[0], ()), " " + " ".join(t) + " ")
+            phrases[intent] = by_first
+        object.__setattr__(self, "_cue_words", words)
+        object.__setattr__(self, "_cue_phrases", phrases)
+        compiled: dict[str, re.Pattern[str]] = {}
+        for intent, patterns in self.intent_patterns.items():
+            if isinstance(patterns, str):
+                raise ConfigError(f"rerank.intent_patterns.{intent}: expected a list of regexes")
+            if patterns:
+                try:
+                    compiled[intent] = re.compile("|".join(f"(?:{p})" for p in patterns))
+                except re.error as exc:
+                    raise ConfigError(
+                        f"rerank.intent_patterns.{intent}: invalid regex ({exc.msg})") from None
+        object.__setattr__(self, "_compiled", compiled)
+
+
+@dataclass(frozen=True)
+class RerankCandidate:
+    """One fused candidate: its text, fused score and optional time (epoch s) and meta."""
+
+    id: Hashable
+    text: str
+    fused: float
+    time: float | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+Ranked = tuple[Hashable, float, dict[str, float]]
+
+
+def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
+           cfg: RerankConfig | None = None) -> list[Ranked]:
+    """Rerank the top ``cfg.window`` candidates by fused score; the rest follow in order.
+
+    Returns ``(id, score, features)`` best first. Window scores are the weighted sum of
+    the features (see :data:`FEATURES`); candidates past the window keep their fused
+    order with scores just below the lowest window score and ``{"fused": ...}`` only.
+    Fused scores are expected non-negative and finite (RRF scores are).
+    """
+    cfg = cfg or RerankConfig()
+    order = sorted(range(len(candidates)), key=lambda i: -candidates[i].fused)
+    head = [candidates[i] for i in order[: cfg.window]]
+    tail = [candidates[i] for i in order[cfg.window:]]
+    if not head:
+        return []
+    norm = _normalizer([c.fused for c in head], cfg.fused_norm)
+    fused = [norm(c.fused) for c in head]
+    query_terms = set(analysis.terms)
+    entity_keys = [k for k in map(_entity_key, analysis.entities) if k[0].strip()]
+    scanned = [_Scan(c, cfg) for c in head]
+    idf = _window_idf(query_terms, [sc.terms for sc in scanned])
+    idf_total = sum(idf.values())
+    qdates = [dt.date.fromisoformat(d).toordinal() for d in analysis.dates]
+    intents = sorted(i for i in analysis.intent
+                     if i in cfg._compiled or cfg._cue_words.get(i) or cfg._cue_phrases.get(i))
+    year_rx = (re.compile(r"(?<!\d)(?:" + "|".join(str(y) for y in analysis.years) + r")(?!\d)")
+               if analysis.years else None)
+
+    rows: list[dict[str, float]] = []
+    for cand, f_norm, sc in zip(head, fused, scanned, strict=True):
+        hits = query_terms & sc.terms
+        feats = {
+            "fused": f_norm,
+            "term_recall": sum(idf[t] for t in hits) / idf_total if idf_total else 0.0,
+            "term_precision": math.sqrt(len(hits) / len(sc.terms)) if sc.terms else 0.0,
+            "entity": _entity_coverage(entity_keys, sc),
+            "year": _year_match(analysis, year_rx, sc.day, sc.text),
+            "date": _date_match(qdates, sc.day, cfg.date_window_days),
+            "intent": (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
+                       if intents else 0.0),
+            "distractor": 0.0,
+        }
+        rows.append(feats)
+    if entity_keys and any(r["entity"] > 0 for r in rows):
+        for r in rows:
+            r["distractor"] = 1.0 if r["entity"] == 0 else 0.0
+
+    scored = [(_score(r, cfg), i) for i, r in enumerate(rows)]
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    out: list[Ranked] = [(head[i].id, score, rows[i]) for score, i in scored]
+    floor = scored[-1][0]
+    out.extend((c.id, floor - 1e-6 * (j + 1), {"fused": norm(c.fused)})
+               for j, c in enumerate(tail))
+    return out
+
+
+def _score(f: Mapping[str, float], cfg: RerankConfig) -> float:
+    return (cfg.w_fused * f["fused"] + cfg.w_term_recall * f["term_recall"]
+            + cfg.w_term_precision * f["term_precision"] + cfg.w_entity * f["entity"]
+            + cfg.w_year * f["year"] + cfg.w_date * f["date"] + cfg.w_intent * f["intent"]
+            - cfg.distractor_penalty * f["distractor"])
+
+
+def _normalizer(values: list[float], how: str) -> Callable[[float], float]:
+    """Scale fused scores by the window: ``f / max`` or ``(f - min) / (max - min)``."""
+    hi, lo = max(values), min(values)
+    if how == "minmax":
+        return (lambda v: (v - lo) / (hi - lo)) if hi > lo else (lambda v: 1.0)
+    return (lambda v: v / hi) if hi > 0 else (lambda v: 1.0)
+
+
+class _Scan:
+    """One candidate tokenized once: body text, its words, and terms incl. entity fields."""
+
+    __slots__ = ("day", "fields", "joined", "terms", "text", "words")
+
+    def __init__(self, cand: RerankCandidate, cfg: RerankConfig) -> None:
+        self.day = _utc_day(cand.time)
+        self.text = cand.text[: cfg.scan_chars]
+        tokens = words_of(self.text)
+        self.words = set(tokens)
+        self.joined = " " + " ".join(tokens) + " "
+        self.terms = terms_of_words(self.words, cfg.stopwords)
+        extra = [v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str)]
+        self.fields = ""  # entity fields as a token-joined string, like ``joined``
+        if extra:
+            field_tokens = words_of("\n".join(extra))
+            self.fields = " " + " ".join(field_tokens) + " "
+            self.terms |= terms_of_words(set(field_tokens), cfg.stopwords)
+
+
+def _answers(intent: str, sc: _Scan, cfg: RerankConfig) -> bool:
+    """Whether the candidate's body holds an answer of kind ``intent`` (cue or pattern)."""
+    words = cfg._cue_words.get(intent)
+    if words and not sc.words.isdisjoint(words):
+        return True
+    phrases = cfg._cue_phrases.get(intent)
+    if phrases and any(p in sc.joined for first in sc.words.intersection(phrases)
+                       for p in phrases[first]):
+        return True
+    rx = cfg._compiled.get(intent)
+    return rx is not None and rx.search(sc.text) is not None
+
+
+def _window_idf(query_terms: set[str], docs: list[set[str]]) -> dict[str, float]:
+    """Query-term weights from document frequency inside the window (rare terms count more)."""
+    n = len(docs)
+    return {t: math.log(1.0 + (n + 1) / (sum(1 for d in docs if t in d) + 0.5))
+            for t in query_terms}
+
+
+def _entity_key(entity: str) -> tuple[str, bool]:
+    """(key, is_phrase): one plain word matches by stem, anything else as a token phrase."""
+    tokens = words_of(entity)
+    if len(tokens) == 1 and tokens[0].isalpha():
+        return stem(tokens[0]), False
+    return " " + " ".join(tokens) + " ", True
+
+
+def _entity_coverage(keys: list[tuple[str, bool]], sc: _Scan) -> float:
+    if not keys:
+        return 0.0
+    found = sum(1 for key, phrase in keys
+                if ((key in sc.joined or key in sc.fields) if phrase else key in sc.terms))
+    return found / len(keys)
+
+
+def _utc_day(when: float | None) -> dt.date | None:
+    """The UTC calendar day of an epoch time; None when absent or out of range."""
+    if when is None:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(when, tz=dt.UTC).date()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _year_match(analysis: QueryAnalysis, year_rx: re.Pattern[str] | None,
+                day: dt.date | None, text: str) -> float:
+    """1 for the asked month (or year when no month is asked), 0.5 for the year only."""
+    if not analysis.years and not analysis.months:
+        return 0.0
+    if day is not None and f"{day.year:04d}-{day.month:02d}" in analysis.months:
+        return 1.0
+    in_year = (day is not None and day.year in analysis.years) or bool(
+        year_rx is not None and year_rx.search(text))
+    if not in_year:
+        return 0.0
+    return 0.5 if analysis.months else 1.0
+
+
+def _date_match(qdates: list[int], day: dt.date | None, window_days: float) -> float:
+    if not qdates or day is None:
+        return 0.0
+    gap = min(abs(day.toordinal() - q) for q in qdates)
+    if gap == 0:
+        return 1.0
+    return max(0.0, 1.0 - gap / (window_days + 1.0))
+
+
+@dataclass(frozen=True)
+class CrossEncoderConfig:
+    """A local cross-encoder: ``model_path`` must be a directory on disk (never a hub name)."""
+
+    model_path: str
+    weight: float = 0.5  # share of the cross-encoder in the blended score
+    window: int = 20  # only the top this many of the rule ranking are re-scored
+    batch_size: int = 32
+    max_length: int = 256
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.weight <= 1.0:
+            raise ConfigError("cross_encoder.weight must be in [0, 1]")
+        if self.window < 1 or self.batch_size < 1 or self.max_length < 8:
+            raise ConfigError("cross_encoder: window, batch_size >= 1 and max_length >= 8")
+
+
+class CrossEncoderReranker:
+    """Blend a local sentence-transformers CrossEncoder into the rule rerank's top window.
+
+    Loads only from ``cfg.model_path`` with ``local_files_only``: a missing path, or
+    one that does not hold a loadable model, is a ConfigError, never a download.
+    """
+
+    def __init__(self, cfg: CrossEncoderConfig) -> None:
+        path = Path(cfg.model_path).expanduser() if cfg.model_path else None
+        if path is None or not path.is_dir():
+            raise ConfigError(f"cross_encoder.model_path is not a local directory: "
+                              f"{cfg.model_path!r}")
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:
+            raise ConfigError("cross-encoder rerank needs the sentence-transformers package"
+                              ) from exc
+        try:
+            self._model = CrossEncoder(str(path), local_files_only=True, device=cfg.device,
+                                       max_length=cfg.max_length)
+        except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
+            raise ConfigError(f"cross_encoder: no loadable model in {str(path)!r} "
+                              f"({type(exc).__name__})") from None
+        self.cfg = cfg
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Raw relevance scores of (query, text) pairs, in input order."""
+        if not texts:
+            return []
+        pairs = [(query, t) for t in texts]
+        raw = self._model.predict(pairs, batch_size=self.cfg.batch_size,
+                                  show_progress_bar=False)
+        return [float(x) for x in raw]
+
+    def rerank(self, query: str, ranked: Sequence[Ranked],
+               texts: Mapping[Hashable, str]) -> list[Ranked]:
+        """Re-score the top ``cfg.window`` of ``ranked`` (rule output); the rest follow."""
+        head = list(ranked[: self.cfg.window])
+        if not head:
+            return []
+        ce = _minmax(self.score(query, [texts.get(i, "") for i, _, _ in head]))
+        rule = _minmax([s for _, s, _ in head])
+        w = self.cfg.weight
+        blended = [((1 - w) * r + w * c, n) for n, (r, c) in enumerate(zip(rule, ce,
+                                                                           strict=True))]
+        blended.sort(key=lambda b: (-b[0], b[1]))
+        out: list[Ranked] = [(head[n][0], s, {**head[n][2], "cross_encoder": ce[n]})
+                             for s, n in blended]
+        floor = blended[-1][0]
+        out.extend((i, floor - 1e-6 * (j + 1), feats)
+                   for j, (i, _, feats) in enumerate(ranked[self.cfg.window:]))
+        return out
+
+
+def _minmax(values: list[float]) -> list[float]:
+    norm = _normalizer(values, "minmax")
+    return [norm(v) for v in values]

@@ -1,0 +1,112 @@
+"""Surrogate tier policy: how much of a source the payload carries.
+
+Every stored source has three extractive surrogates: ``full``, ``gist`` and
+``micro``. A policy picks one per source, so that fresh or important sources keep
+detail and old, rarely used ones shrink to a line, and the budget goes further.
+``disabled`` means "no surrogates, use the raw chunks". All inputs (ages, access
+counts) are computed by the caller from one fixed ``now``, so choices are
+deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.errors import ConfigError
+
+Tier = Literal["full", "gist", "micro"]
+TIER_MODES = ("disabled", "age_only", "importance")
+
+
+@dataclass(frozen=True)
+class TierPolicy:
+    """Which surrogate tier a source gets.
+
+    ``age_only``: age <= ``recent_days`` -> full, age >= ``old_days`` -> micro, else gist.
+    ``importance``: ``importance + query_boost * query_match`` >= ``full`` -> full,
+    >= ``gist`` -> gist, else micro.
+    """
+
+    mode: Literal["disabled", "age_only", "importance"] = "importance"
+    recent_days: float = 7.0
+    old_days: float = 30.0
+    full: float = 0.6
+    gist: float = 0.3
+    query_boost: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.mode not in TIER_MODES:
+            raise ConfigError(f"tiers.mode must be one of {TIER_MODES}, got {self.mode!r}")
+        if not 0.0 <= self.recent_days <= self.old_days:
+            raise ConfigError("tiers: need 0 <= recent_days <= old_days")
+        if not 0.0 <= self.gist <= self.full:
+            raise ConfigError("tiers: need 0 <= gist <= full")
+        if not 0.0 <= self.query_boost <= 1.0:
+            raise ConfigError("tiers.query_boost must be in [0, 1]")
+
+
+def choose_tier(policy: TierPolicy, *, age_days: float, importance: float,
+                query_match: float) -> Tier | None:
+    """The tier for one source, or None under ``disabled`` (use raw chunks).
+
+    ``age_days`` is the source's age at the caller's ``now`` (negative ages, from
+    clock skew, count as 0); ``importance`` and ``query_match`` are in [0, 1]
+    (clamped), the latter being how well the source matched this query.
+    """
+    if policy.mode == "disabled":
+        return None
+    if policy.mode == "age_only":
+        age = max(0.0, _finite(age_days, 0.0))
+        if age <= policy.recent_days:
+            return "full"
+        if age >= policy.old_days:
+            return "micro"
+        return "gist"
+    score = _clamp(importance) + policy.query_boost * _clamp(query_match)
+    if score >= policy.full:
+        return "full"
+    if score >= policy.gist:
+        return "gist"
+    return "micro"
+
+
+def importance_score(access_count: int, last_access_age_days: float | None,
+                     source_age_days: float, *, saturation: int = 20,
+                     access_half_life_days: float = 30.0,
+                     source_half_life_days: float = 90.0,
+                     access_share: float = 0.7) -> float:
+    """How much a source matters, in [0, 1], from its use and its age.
+
+    ``access_share`` of the score comes from use: ``log1p(access_count)`` scaled so
+    that ``saturation`` accesses count fully, decayed by the age of the last access
+    (half-life ``access_half_life_days``; a never-accessed source scores 0 here).
+    The rest is freshness: the source's own age, decayed with half-life
+    ``source_half_life_days``. Logarithmic use keeps one very busy source from
+    drowning every other.
+    """
+    if saturation < 1 or access_half_life_days <= 0 or source_half_life_days <= 0:
+        raise ConfigError("importance_score: saturation >= 1 and half-lives > 0 required")
+    if not 0.0 <= access_share <= 1.0:
+        raise ConfigError("importance_score: access_share must be in [0, 1]")
+    count = max(0, int(access_count))
+    use = min(1.0, math.log1p(count) / math.log1p(saturation))
+    if count and last_access_age_days is not None:
+        use *= 0.5 ** (max(0.0, _finite(last_access_age_days, math.inf)) / access_half_life_days)
+    elif count:  # accessed, but when is unknown: assume as old as the source
+        use *= 0.5 ** (max(0.0, _finite(source_age_days, math.inf)) / access_half_life_days)
+    fresh = 0.5 ** (max(0.0, _finite(source_age_days, math.inf)) / source_half_life_days)
+    return _clamp(access_share * use + (1.0 - access_share) * fresh)
+
+
+def _finite(value: float, fallback: float) -> float:
+    value = float(value)
+    return value if not math.isnan(value) else fallback
+
+
+def _clamp(value: float) -> float:
+    value = float(value)
+    if math.isnan(value):
+        return 0.0
+    return min(1.0, max(0.0, value))

@@ -1,0 +1,216 @@
+"""Answer-focused rerank of the fused window, and the cross-encoder hook's error path."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.retrieval.query import analyze_query
+from engine.retrieval.rerank import (
+    FEATURES,
+    CrossEncoderConfig,
+    CrossEncoderReranker,
+    RerankCandidate,
+    RerankConfig,
+    rerank,
+)
+
+
+def _epoch(y: int, m: int, d: int) -> float:
+    return dt.datetime(y, m, d, 12, tzinfo=dt.UTC).timestamp()
+
+
+def _order(question: str, cands: Sequence[RerankCandidate], cfg: RerankConfig | None = None
+           ) -> list:
+    return [i for i, _, _ in rerank(analyze_query(question), cands, cfg)]
+
+
+def test_candidate_answering_the_date_intent_moves_above_one_that_does_not() -> None:
+    cands = [
+        RerankCandidate("plain", "Ada: the pottery class was so much fun", 0.033),
+        RerankCandidate("answer", "Ada: I signed up for a pottery class yesterday", 0.031),
+    ]
+    out = rerank(analyze_query("When did Ada sign up for the pottery class?"), cands)
+    assert [i for i, _, _ in out] == ["answer", "plain"]
+    feats = {i: f for i, _, f in out}
+    assert feats["answer"]["intent"] == 1.0 and feats["plain"]["intent"] == 0.0
+
+
+def test_candidate_naming_the_asked_entity_beats_a_distractor() -> None:
+    cands = [
+        RerankCandidate("other", "Riley: I love to paint landscapes", 0.033),
+        RerankCandidate("asked", "Jordan: I paint sunsets most evenings", 0.030),
+    ]
+    out = rerank(analyze_query("What does Jordan like to paint?"), cands)
+    assert out[0][0] == "asked"
+    feats = {i: f for i, _, f in out}
+    assert feats["other"]["distractor"] == 1.0 and feats["asked"]["distractor"] == 0.0
+    assert feats["asked"]["entity"] == 1.0
+
+
+def test_entity_found_in_meta_fields_counts() -> None:
+    cands = [RerankCandidate("a", "the function returns None on empty input", 0.03,
+                             meta={"source": "/repo/src/parser.py"}),
+             RerankCandidate("b", "the function returns a list", 0.03,
+                             meta={"source": "/repo/src/lexer.py"})]
+    out = rerank(analyze_query("what does parser.py return"), cands)
+    assert out[0][0] == "a" and out[0][2]["entity"] == 1.0
+
+
+def test_rare_query_terms_weigh_more_than_common_ones() -> None:
+    common = [RerankCandidate(f"c{i}", "Sam: the weather was nice today", 0.03)
+              for i in range(5)]
+    rare = RerankCandidate("rare", "Sam: the glacier trip was nice", 0.03)
+    out = rerank(analyze_query("What was nice about the glacier weather?"), [*common, rare])
+    assert out[0][0] == "rare"
+
+
+def test_time_on_the_asked_date_beats_a_week_off() -> None:
+    cands = [RerankCandidate("week_off", "Kai: we shared photos of the lake", 0.033,
+                             time=_epoch(2023, 10, 20)),
+             RerankCandidate("same_day", "Kai: we shared photos of the lake", 0.030,
+                             time=_epoch(2023, 10, 13))]
+    out = rerank(analyze_query("What photos did Kai share on October 13, 2023?"), cands)
+    assert out[0][0] == "same_day"
+    feats = {i: f for i, _, f in out}
+    assert feats["same_day"]["date"] == 1.0 and feats["week_off"]["date"] == 0.0
+    assert feats["same_day"]["year"] == 1.0
+
+
+def test_month_match_beats_year_only() -> None:
+    cands = [RerankCandidate("june", "Kai: I hurt my knee", 0.03, time=_epoch(2023, 6, 2)),
+             RerankCandidate("oct", "Kai: I hurt my knee", 0.03, time=_epoch(2023, 10, 2))]
+    out = rerank(analyze_query("What setback did Kai face in October 2023?"), cands)
+    assert out[0][0] == "oct"
+    assert out[0][2]["year"] == 1.0 and out[1][2]["year"] == 0.5
+
+
+def test_only_the_window_is_reordered_and_the_tail_follows_in_fused_order() -> None:
+    cands = [RerankCandidate(i, "filler words only", 1.0 - i / 100) for i in range(10)]
+    cands.append(RerankCandidate("late", "the glacier answer", 0.5))  # below the window
+    cands.insert(0, RerankCandidate("win", "the glacier answer", 0.985))  # inside it
+    out = rerank(analyze_query("glacier answer"), cands, RerankConfig(window=5))
+    ids = [i for i, _, _ in out]
+    assert ids[0] == "win"
+    assert ids[5:] == [4, 5, 6, 7, 8, 9, "late"]
+    scores = [s for _, s, _ in out]
+    assert scores == sorted(scores, reverse=True)
+    assert set(out[0][2]) == set(FEATURES) and set(out[-1][2]) == {"fused"}
+
+
+def test_ties_keep_fused_order_and_results_are_deterministic() -> None:
+    cands = [RerankCandidate(i, "same text", 0.5) for i in range(8)]
+    first = rerank(analyze_query("same text"), cands)
+    assert [i for i, _, _ in first] == list(range(8))
+    assert first == rerank(analyze_query("same text"), cands)
+    assert rerank(analyze_query("anything"), []) == []
+
+
+def test_zero_weights_leave_fused_order() -> None:
+    cfg = RerankConfig(w_term_recall=0, w_term_precision=0, w_entity=0, w_year=0, w_date=0,
+                       w_intent=0, distractor_penalty=0)
+    cands = [RerankCandidate("a", "x", 0.3), RerankCandidate("b", "Jordan paints", 0.2)]
+    assert _order("What does Jordan paint?", cands, cfg) == ["a", "b"]
+    assert _order("What does Jordan paint?", cands) == ["b", "a"]
+
+
+def test_custom_cues_and_patterns() -> None:
+    cfg = RerankConfig(intent_cues={"count": ("umpteen",)},
+                       intent_patterns={"count": (r"\bN=\d+",)})
+    cands = [RerankCandidate("no", "we ran it", 0.03),
+             RerankCandidate("cue", "we ran it umpteen times", 0.03),
+             RerankCandidate("pat", "we ran it, N=12", 0.03)]
+    out = rerank(analyze_query("How many runs?"), cands, cfg)
+    assert [i for i, _, _ in out][-1] == "no"
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"window": 0}, {"w_fused": -1.0}, {"fused_norm": "softmax"}, {"scan_chars": 0},
+    {"intent_patterns": {"count": ("(",)}}, {"intent_patterns": {"mood": ("x",)}},
+    {"intent_cues": {"count": "one two"}},
+])
+def test_config_validation(kwargs: dict) -> None:
+    with pytest.raises(ConfigError):
+        RerankConfig(**kwargs)
+
+
+def test_fifty_short_candidates_rerank_quickly() -> None:
+    words = ["we", "went", "to", "the", "lake", "yesterday", "because", "I", "love",
+             "painting", "sunsets", "with", "my", "kids"]
+    cands = [RerankCandidate(i, f"Speaker{i % 2}: " + " ".join(words[i % 5:] + words[:i % 5]),
+                             1.0 / (60 + i), time=_epoch(2023, 5, 1 + i % 28))
+             for i in range(50)]
+    analysis = analyze_query("When did Speaker1 paint sunsets at the lake in May 2023?")
+    rerank(analysis, cands)
+    best = min(_timed(lambda: rerank(analysis, cands)) for _ in range(5))
+    assert best < 0.02  # about 1 ms on a laptop; generous for loaded CI machines
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("path", ["", "/nonexistent/ctx-cross-encoder"])
+def test_cross_encoder_requires_an_existing_local_directory(path: str) -> None:
+    with pytest.raises(ConfigError):
+        CrossEncoderReranker(CrossEncoderConfig(model_path=path))
+
+
+def test_cross_encoder_rejects_a_file_path(tmp_path: Path) -> None:
+    file = tmp_path / "model.bin"
+    file.write_bytes(b"not a model")
+    with pytest.raises(ConfigError):
+        CrossEncoderReranker(CrossEncoderConfig(model_path=str(file)))
+
+
+def test_cross_encoder_loads_local_files_only_and_wraps_load_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict] = []
+
+    class RefusingCrossEncoder:
+        def __init__(self, path: str, **kwargs: object) -> None:
+            calls.append({"path": path, **kwargs})
+            raise OSError("no model files here")
+
+    fake = types.ModuleType("sentence_transformers")
+    fake.CrossEncoder = RefusingCrossEncoder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    with pytest.raises(ConfigError):
+        CrossEncoderReranker(CrossEncoderConfig(model_path=str(tmp_path)))
+    assert calls == [{"path": str(tmp_path), "local_files_only": True, "device": None,
+                      "max_length": 256}]
+
+
+@pytest.mark.parametrize("kwargs", [{"weight": 1.5}, {"window": 0}, {"max_length": 1}])
+def test_cross_encoder_config_validation(kwargs: dict) -> None:
+    with pytest.raises(ConfigError):
+        CrossEncoderConfig(model_path="/x", **kwargs)
+
+
+class _FakeModel:
+    """Scores a pair by how often the query's last word occurs in the text."""
+
+    def predict(self, pairs: list[tuple[str, str]], **_: object) -> list[float]:
+        return [float(t.split().count(q.split()[-1])) for q, t in pairs]
+
+
+def test_cross_encoder_blend_reorders_the_head_and_keeps_the_tail() -> None:
+    reranker = CrossEncoderReranker.__new__(CrossEncoderReranker)
+    reranker._model = _FakeModel()
+    reranker.cfg = CrossEncoderConfig(model_path="/unused", weight=0.9, window=2)
+    ranked = [("a", 2.0, {"fused": 1.0}), ("b", 1.9, {"fused": 0.9}),
+              ("c", 1.0, {"fused": 0.5})]
+    texts = {"a": "nothing here", "b": "kiln kiln", "c": "kiln"}
+    out = reranker.rerank("about the kiln", ranked, texts)
+    assert [i for i, _, _ in out] == ["b", "a", "c"]
+    assert out[0][2]["cross_encoder"] == 1.0
+    assert [s for _, s, _ in out] == sorted((s for _, s, _ in out), reverse=True)
