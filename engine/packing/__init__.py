@@ -1,0 +1,6 @@
+"""Packing: fit ranked memory, live items and conversation turns into an exact token budget.
+
+``candidates.PackCandidate`` is the plain input, ``packer.pack`` chooses, cuts and
+orders the items, and ``render`` turns them into text, markdown or JSON whose token
+count is exact (``total_tokens == count(context) <= budget``).
+"""

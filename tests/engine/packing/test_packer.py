@@ -1,0 +1,288 @@
+"""Behaviour of pack(): allocation order, cuts, dedupe, live share, formats, errors."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import pytest
+
+from engine.errors import ConfigError, InvalidBudget
+from engine.packing.candidates import PackCandidate
+from engine.packing.packer import MAX_BUDGET, PackingConfig, pack
+from engine.packing.render import get_renderer, normalize_body
+from engine.tokens import TokenCounter
+
+COUNTER = TokenCounter.shared()
+T0 = 1_683_450_000.0  # 2023-05-07 09:00 UTC
+
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+         "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+         "sierra", "tango", "uniform", "victor", "whiskey")
+
+
+def prose(n_words: int, seed: int = 0) -> str:
+    """Deterministic filler prose of ``n_words`` words, with sentence breaks."""
+    out = []
+    for i in range(n_words):
+        word = WORDS[(i * 7 + seed * 3) % len(WORDS)]
+        out.append(word + ("." if i % 12 == 11 else ""))
+    return " ".join(out)
+
+
+def mem(key: str, score: float, text: str, **kw: object) -> PackCandidate:
+    base: dict[str, object] = {
+        "key": key, "section": "memory", "kind": "section", "source": f"/notes/{key}.md",
+        "title": f"Note {key}", "time": T0, "score": score, "lanes": {"bm25": 1}, "text": text}
+    base.update(kw)
+    return PackCandidate(**base)  # type: ignore[arg-type]
+
+
+def live(key: str, score: float, text: str, kind: str = "live:active_file") -> PackCandidate:
+    return PackCandidate(key=key, section="live", kind=kind, source="/proj/main.py",
+                         title="main.py", time=T0, score=score, lanes={}, text=text)
+
+
+# -- allocation order ---------------------------------------------------------
+
+
+def test_expanded_top_hit_comes_first_and_covers_its_chunks() -> None:
+    expanded = "PRELUDE marker. " + prose(60, 1) + " HIT marker. " + prose(60, 2)
+    cands = [
+        mem("top", 0.9, "HIT marker.", expanded=expanded, chunk_ids=(1, 2, 3)),
+        mem("inside", 0.8, "inside snippet text " + prose(20, 3), chunk_ids=(2,)),
+        mem("partly", 0.7, "partly overlapping " + prose(20, 4), chunk_ids=(3, 4)),
+    ]
+    p = pack(cands, 2000, PackingConfig(), COUNTER)
+    assert [i.why.split("|")[0] for i in p.items] == ["top_hit_expanded", "snippet"]
+    assert "PRELUDE marker." in p.context and "HIT marker." in p.context
+    assert "inside snippet text" not in p.context  # its chunk is inside the expanded block
+    assert "partly overlapping" in p.context
+    assert p.items[0].chunk_ids == (1, 2, 3)
+
+
+def test_expansion_beats_higher_value_snippets_under_a_tight_budget() -> None:
+    expanded = prose(150, 1)
+    cands = [mem("top", 0.9, "short hit", expanded=expanded)]
+    cands += [mem(f"s{i}", 0.8 - i / 100, prose(40, i + 2)) for i in range(5)]
+    whole = pack(cands[:1], 5000, PackingConfig(), COUNTER).total_tokens
+    p = pack(cands, whole + 10, PackingConfig(), COUNTER)
+    assert p.items[0].why == "top_hit_expanded"
+    assert normalize_body(expanded) in p.context
+    assert len(p.items) == 1  # nothing else fits whole, and 10 tokens are no snippet
+
+
+def test_expansion_is_capped_and_keeps_the_hit_in_view() -> None:
+    hit = "The deploy key lives in the vault under ops slash deploy."
+    expanded = prose(600, 1) + " " + hit + " " + prose(200, 2)
+    cfg = PackingConfig(expansion_max_tokens=120)
+    p = pack([mem("top", 1.0, hit, expanded=expanded)], 3000, cfg, COUNTER)
+    assert hit in p.context
+    assert p.items[0].why == "top_hit_expanded|cut"
+    header = COUNTER.count(p.context.splitlines()[1] + "\n")
+    assert 100 < p.items[0].tokens - header <= 120
+
+
+def test_query_terms_stay_in_view_when_a_long_snippet_is_capped() -> None:
+    text = prose(900, 1) + "\n\nThe zeppelin manifest is stored in the archive."
+    cfg = PackingConfig(max_item_tokens=100, expand_top=0)
+    with_query = pack([mem("m", 1.0, text)], 3000, cfg, COUNTER, query="zeppelin manifest")
+    without = pack([mem("m", 1.0, text)], 3000, cfg, COUNTER)
+    assert "zeppelin manifest" in with_query.context
+    assert "zeppelin" not in without.context
+    assert "|cut" in with_query.items[0].why
+
+
+def test_dense_cached_uses_surrogates_and_fast_mode_ignores_them() -> None:
+    cands = [mem("top", 0.9, prose(30, 1)),
+             mem("doc", 0.5, prose(300, 2), surrogate="SUMMARY of the doc.", tier="gist")]
+    dense = pack(cands, 2000, PackingConfig(mode="dense_cached"), COUNTER)
+    fast = pack(cands, 2000, PackingConfig(mode="fast"), COUNTER)
+    assert "SUMMARY of the doc." in dense.context and "[summary:gist" in dense.context
+    assert dense.items[1].kind == "surrogate" and dense.items[1].why == "surrogate"
+    assert "SUMMARY" not in fast.context
+    assert fast.items[1].kind == "section"
+
+
+# -- cutting ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_item_is_cut_at_a_token_boundary(fmt: str) -> None:
+    text = "日本語のテキスト 😀👍🏽 café e\u0301 " * 200
+    budget = 150
+    cfg = PackingConfig(fmt=fmt, max_item_tokens=5000, expand_top=0)
+    p = pack([mem("m", 1.0, text)], budget, cfg, COUNTER)
+    assert p.total_tokens == COUNTER.count(p.context) <= budget
+    assert p.total_tokens >= budget - 10  # the room is used
+    assert p.items[0].why == "snippet|cut"
+    body = json.loads(p.context)["items"][0]["text"] if fmt == "json" else (
+        p.context.splitlines()[-1])
+    kept = body.removesuffix(" …")
+    assert kept and body.endswith(" …")
+    assert normalize_body(text).startswith(kept)
+
+
+def test_item_skipped_when_less_than_min_snippet_fits_but_smaller_item_fills() -> None:
+    small = mem("small", 0.1, "tiny note")
+    big = mem("big", 0.9, prose(400, 1))
+    cfg = PackingConfig(expand_top=0, min_snippet_tokens=40)
+    small_cost = pack([small], 1000, cfg, COUNTER).total_tokens
+    p = pack([big, small], small_cost + 20, cfg, COUNTER)
+    assert [i.source for i in p.items] == ["/notes/small.md"]
+    roomier = pack([big, small], small_cost + 200, cfg, COUNTER)
+    assert roomier.items[0].why == "snippet|cut"
+
+
+def test_budget_smaller_than_any_header_gives_empty_payload() -> None:
+    cands = [mem("a", 1.0, prose(50)), live("l", 1.0, "x = 1")]
+    for budget in (0, 1, 5):
+        p = pack(cands, budget, PackingConfig(), COUNTER)
+        assert (p.context, p.total_tokens, p.items) == ("", 0, ())
+
+
+# -- dedupe ---------------------------------------------------------------------------
+
+
+def test_no_item_twice() -> None:
+    cands = [mem("a", 0.9, "first version of a"), mem("a", 0.8, "second version of a"),
+             mem("b", 0.7, "same words"), mem("c", 0.6, "same words"),
+             mem("d", 0.5, "chunk five", chunk_ids=(5,)), mem("e", 0.4, "chunk 5", chunk_ids=(5,))]
+    p = pack(cands, 2000, PackingConfig(expand_top=0), COUNTER)
+    assert "first version of a" in p.context and "second version" not in p.context
+    assert p.context.count("same words") == 1
+    assert "chunk five" in p.context and "chunk 5" not in p.context
+    assert len(p.items) == 3
+
+
+# -- live context and conversation ---------------------------------------------------
+
+
+def test_live_items_are_labelled_and_grouped_first() -> None:
+    cands = [mem("a", 0.9, prose(40)), live("l", 0.5, "def main():\n    return 0")]
+    text = pack(cands, 2000, PackingConfig(), COUNTER).context
+    assert text.index("=== Live context ===") < text.index("[live:active_file · main.py")
+    assert text.index("[live:active_file") < text.index("=== Memory ===")
+    md = pack(cands, 2000, PackingConfig(fmt="markdown"), COUNTER)
+    assert "## Live context" in md.context and "```py\ndef main():" in md.context
+    assert md.items[0].kind == "live:active_file" and md.items[0].why == "live"
+
+
+def test_live_share_is_reserved_and_capped_while_memory_competes() -> None:
+    memory = [mem(f"m{i}", 1.0 - i / 100, prose(200, i)) for i in range(10)]
+    big_live = live("l", 0.1, prose(2000, 9))
+    cfg = PackingConfig(live_max_share=0.25, max_item_tokens=5000)
+    p = pack([*memory, big_live], 1000, cfg, COUNTER)
+    live_tokens = sum(i.tokens for i in p.items if i.kind.startswith("live:"))
+    assert 0 < live_tokens <= 250
+    assert p.items[0].kind == "live:active_file"  # reserved although memory ranks higher
+    alone = pack([big_live], 1000, cfg, COUNTER)
+    assert alone.items[0].tokens > 250  # nothing competes: live may use the budget
+
+
+def test_conversation_turns_render_in_time_order() -> None:
+    turns = [PackCandidate(key=f"t{i}", section="conversation", kind="turn", source="user",
+                           title="", time=T0 + 60 * i, score=s, lanes={}, text=f"turn number {i}")
+             for i, s in enumerate([0.1, 0.9, 0.5])]
+    p = pack(turns, 500, PackingConfig(), COUNTER)
+    assert [p.context.index(f"turn number {i}") for i in range(3)] == sorted(
+        p.context.index(f"turn number {i}") for i in range(3))
+    assert "=== Conversation ===" in p.context
+    assert all(i.kind == "conversation" for i in p.items)
+
+
+def test_conversation_header_shows_the_role_not_a_redundant_source() -> None:
+    turn = PackCandidate(key="turn:0", section="conversation", kind="conversation",
+                         source="conversation", title="user", time=T0, score=0.5, lanes={},
+                         text="Where is the key?", why="conversation")
+    p = pack([turn], 200, PackingConfig(), COUNTER)
+    assert "[conversation · 2023-05-07 09:00 UTC] user\nWhere is the key?" in p.context
+    assert p.items[0].why == "conversation"  # the caller's identical reason is not repeated
+
+
+# -- rendering, accounting -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_accounting_is_exact(fmt: str) -> None:
+    cands = [mem("a", 0.9, prose(80, 1), expanded=prose(120, 2)), mem("b", 0.5, prose(30, 3)),
+             live("l", 0.4, "print('hi')"),
+             PackCandidate(key="t", section="conversation", kind="turn", source="user", title="",
+                           time=T0, score=0.3, lanes={}, text="Where is the key?")]
+    p = pack(cands, 1200, PackingConfig(fmt=fmt), COUNTER, now=T0 + 3600)
+    assert p.total_tokens == COUNTER.count(p.context)
+    assert len(p.items) == 4
+    r = get_renderer(fmt)
+    frame = [r.head("2023-05-07 10:00 UTC"), r.foot()]
+    frame += [r.group(s) for s in ("live", "memory", "conversation")]
+    overhead = sum(COUNTER.count(f) for f in frame)
+    assert overhead > 0
+    assert sum(i.tokens for i in p.items) + overhead == p.total_tokens
+    if fmt == "json":
+        doc = json.loads(p.context)
+        assert doc["now"] == "2023-05-07 10:00 UTC"
+        assert [e["kind"] for e in doc["items"]] == ["live:active_file", "section", "section",
+                                                     "conversation"]
+
+
+def test_dates_and_sources_in_headers() -> None:
+    p = pack([mem("a", 1.0, "hello there")], 200, PackingConfig(), COUNTER)
+    assert p.context.splitlines()[1] == "[section · a.md · 2023-05-07 09:00 UTC] Note a"
+    q = pack([mem("a", 1.0, "hello there")], 200, PackingConfig(include_time=False), COUNTER)
+    assert q.context.splitlines()[1] == "[section · a.md] Note a"
+
+
+def test_markdown_fences_survive_backticks_in_code() -> None:
+    code = "x = '''\n```\n'''\nprint(x)"
+    p = pack([mem("c", 1.0, code, kind="code", source="/p/tool.py")], 500,
+             PackingConfig(fmt="markdown"), COUNTER)
+    assert "````py\n" + code + "\n````" in p.context
+
+
+def test_deterministic_across_runs_and_input_copies() -> None:
+    cands = [mem(f"m{i}", 0.5, prose(50, i)) for i in range(8)]  # all tied on score
+    a = pack(cands, 700, PackingConfig(), COUNTER, now=T0, query="alpha")
+    b = pack(list(reversed(cands))[::-1], 700, PackingConfig(), COUNTER, now=T0, query="alpha")
+    assert a == b and a.context.encode() == b.context.encode()
+
+
+# -- errors and config -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("budget", [-1, MAX_BUDGET + 1, 10**9])
+def test_bad_budget_raises(budget: int) -> None:
+    with pytest.raises(InvalidBudget):
+        pack([mem("a", 1.0, "x")], budget, PackingConfig(), COUNTER)
+
+
+@pytest.mark.parametrize("budget", [True, 1.5, "100"])
+def test_non_integer_budget_raises(budget: object) -> None:
+    with pytest.raises(InvalidBudget):
+        pack([], budget, PackingConfig(), COUNTER)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"mode": "slow"}, {"fmt": "html"}, {"expansion_max_tokens": 0}, {"expand_top": -1},
+    {"min_snippet_tokens": 0}, {"max_item_tokens": 1.5}, {"live_max_share": 0.0},
+    {"live_max_share": 1.5}, {"include_time": "yes"},
+])
+def test_config_is_validated(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        PackingConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_packing_sixty_candidates_is_fast() -> None:
+    """Guard against gross regressions (the 5 ms target is measured by the bench)."""
+    cands = [mem(f"m{i}", 1 / (i + 1), prose(120 + 7 * i, i), chunk_ids=(i,)) for i in range(60)]
+    cands[0] = mem("m0", 1.0, "hit", expanded=prose(500, 1), chunk_ids=(0,))
+    cands.append(live("l", 0.5, "def f():\n    return 1\n" * 80))
+    for fmt in ("text", "markdown", "json"):
+        cfg = PackingConfig(fmt=fmt)
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            p = pack(cands, 2000, cfg, COUNTER, now=T0, query="alpha bravo")
+            runs.append(time.perf_counter() - start)
+        assert p.total_tokens == COUNTER.count(p.context) <= 2000
+        assert statistics.median(runs) < 0.05
