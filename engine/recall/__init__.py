@@ -1,0 +1,10 @@
+"""Recall: coding-agent session transcripts (Claude Code, Codex) as searchable memory.
+
+The pure half lives here: parsers that turn a transcript file (or the bytes
+appended to it since the last sync) into normalized events
+(``claude.parse_claude``, ``codex.parse_codex``, ``model.detect_agent``), the
+privacy filter applied to those events (``privacy.apply_privacy``), the chunk
+extraction that turns events into ``turn_pair`` / ``thinking`` / ``code`` /
+``tool`` chunks with stable keys (``chunks.transcript_chunks``), and the
+incremental-sync decision (``syncplan.plan``). Nothing here touches the store.
+"""
