@@ -33,12 +33,17 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def embed_text(doc: LoadedDocument, chunk: ChunkDraft) -> str:
+def embed_text(title: str, heading: str, kind: str, text: str) -> str:
     """What the model sees for a chunk: its title and heading path give it context."""
-    if chunk.kind in ("turn", "turn_pair", "thinking", "tool"):
-        return chunk.text
-    head = " > ".join(p for p in (doc.title, chunk.heading) if p)
-    return f"{head}\n{chunk.text}" if head else chunk.text
+    if kind in ("turn", "turn_pair", "thinking", "tool"):
+        return text
+    head = " > ".join(p for p in (title, heading) if p)
+    return f"{head}\n{text}" if head else text
+
+
+def cache_key(model: str, text: str) -> str:
+    """Key of a vector in the vault's embedding cache: model name and exact input text."""
+    return content_hash(model + "\0" + text)
 
 
 @dataclass
@@ -83,7 +88,7 @@ class Writer:
         return Prepared(doc, chunks, digest, surrogates, project, replaces)
 
     def _vectors(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [content_hash(self.embedder.name + "\0" + t) for t in texts]
+        keys = [cache_key(self.embedder.name, t) for t in texts]
         cached = self.vault.cached_vectors(keys)
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
@@ -106,7 +111,8 @@ class Writer:
     def write_batch(self, batch: Sequence[Prepared],
                     on_written: Callable[[Prepared, int], None] | None = None) -> list[int]:
         """Embed every chunk of ``batch`` in one pass, then store each document."""
-        texts = [embed_text(p.doc, ch) for p in batch for ch in p.chunks]
+        texts = [embed_text(p.doc.title, ch.heading, ch.kind, ch.text)
+                 for p in batch for ch in p.chunks]
         vecs = self._vectors(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
         written: list[int] = []
         offset = 0

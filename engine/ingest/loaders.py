@@ -1,0 +1,263 @@
+"""Turn one file (or a string) into a :class:`LoadedDocument`.
+
+The loader decides the format from the extension, checks the size before
+reading, decodes text strictly (UTF-8, UTF-8 with BOM, UTF-16/32 with BOM),
+extracts structured formats through :mod:`engine.ingest.formats`, and
+reports every file it will not ingest as :class:`FileRejected` with a stable
+reason, so that a folder ingest can count skips by cause.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from engine.errors import (
+    REJECT_BINARY,
+    REJECT_EMPTY,
+    REJECT_MALFORMED,
+    REJECT_TOO_LARGE,
+    REJECT_UNREADABLE,
+    REJECT_UNSUPPORTED,
+    FileRejected,
+    InvalidInput,
+    NotUtf8,
+)
+from engine.ingest import formats as fm
+from engine.types import SOURCE_KINDS, LoadedDocument
+
+DEFAULT_MAX_BYTES = 20_000_000
+SNIFF_BYTES = 8192
+TEXT_FORMATS = ("text", "markdown", "code", "html", "pdf", "docx", "json", "conversation")
+_TITLE_CHARS = 80
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+class _NotText(Exception):
+    """The bytes are not text we can decode."""
+
+
+def decode_text(data: bytes) -> str:
+    """Decode file bytes strictly; raise ``_NotText`` for binary data.
+
+    A byte-order mark selects UTF-8/16/32; otherwise the data must be UTF-8
+    without NUL bytes. Line ends become ``\\n``.
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise _NotText from exc
+            break
+    else:
+        if b"\x00" in data:
+            raise _NotText
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _NotText from exc
+    if "\x00" in text:
+        raise _NotText
+    return normalize_newlines(text)
+
+
+def normalize_newlines(text: str) -> str:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """Whether the first bytes of a file of unknown type are text."""
+    if any(head.startswith(bom) for bom, _ in _BOMS):
+        return True
+    if b"\x00" in head:
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _read(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise FileRejected(str(path), REJECT_UNREADABLE) from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise FileRejected(str(path), REJECT_UNREADABLE)
+    if st.st_size > max_bytes:
+        raise FileRejected(str(path), REJECT_TOO_LARGE)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise FileRejected(str(path), REJECT_UNREADABLE) from exc
+    if len(data) > max_bytes:  # grew after stat
+        raise FileRejected(str(path), REJECT_TOO_LARGE)
+    return data, st
+
+
+def _classify(path: Path) -> tuple[str, str | None]:
+    """(format family, language) from the file name; family "unknown" means sniff."""
+    ext = path.suffix.lower()
+    if ext in fm.MARKDOWN_EXTS:
+        return "markdown", None
+    if ext in fm.TEXT_EXTS:
+        return "text", None
+    if ext in fm.RST_EXTS:
+        return "rst", None
+    if ext in fm.HTML_EXTS:
+        return "html", None
+    if ext in fm.JSON_EXTS:
+        return "json", None
+    if ext in fm.JSONL_EXTS:
+        return "jsonl", None
+    if ext in fm.PDF_EXTS:
+        return "pdf", None
+    if ext in fm.DOCX_EXTS:
+        return "docx", None
+    if ext in fm.CODE_LANGUAGES:
+        return "code", fm.CODE_LANGUAGES[ext]
+    name = path.name.lower()
+    if name in fm.CODE_FILENAMES:
+        return "code", fm.CODE_FILENAMES[name]
+    if ext in fm.BINARY_EXTS:
+        return "binary", None
+    return "unknown", None
+
+
+def _html_text(data: bytes, where: str) -> str:
+    try:
+        return decode_text(data)
+    except _NotText:
+        pass
+    from bs4.dammit import EncodingDetector
+
+    declared = EncodingDetector.find_declared_encoding(data, is_html=True)
+    if not declared or b"\x00" in data:
+        raise FileRejected(where, REJECT_BINARY)
+    try:
+        return normalize_newlines(data.decode(declared))
+    except (LookupError, UnicodeDecodeError) as exc:
+        raise FileRejected(where, REJECT_BINARY) from exc
+
+
+def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedDocument:
+    """Load one file as text plus metadata, or raise :class:`FileRejected`.
+
+    The size is checked by ``stat`` before any byte is read. ``uri`` is the
+    resolved absolute path, ``title`` the file name (or the HTML ``<title>``
+    / DOCX core title), ``created_at`` the modification time, and ``meta``
+    holds ``bytes`` and ``mtime`` (plus ``pages`` for PDF, ``markup`` for RST).
+    """
+    path = Path(path)
+    where = str(path)
+    family, language = _classify(path)
+    data, st = _read(path, max_bytes)
+    if not data.strip():
+        raise FileRejected(where, REJECT_EMPTY)
+    title: str | None = None
+    meta: dict[str, object] = {"bytes": st.st_size, "mtime": st.st_mtime}
+    fmt, kind = "text", "document"
+    try:
+        if family == "pdf":
+            got = fm.extract_pdf(data)
+            text, fmt = got.text, "pdf"
+            meta.update(got.meta)
+        elif family == "docx":
+            got = fm.extract_docx(data)
+            text, title, fmt = fm.tidy_blank_lines(got.text), got.title, "docx"
+        elif family == "html":
+            got = fm.extract_html(_html_text(data, where))
+            text, title, fmt = fm.tidy_blank_lines(got.text), got.title, "html"
+        else:
+            if family in ("binary", "unknown") and not _looks_like_text(data[:SNIFF_BYTES]):
+                raise FileRejected(where, REJECT_UNSUPPORTED)
+            try:
+                text = decode_text(data)
+            except _NotText as exc:
+                reason = REJECT_UNSUPPORTED if family == "binary" else REJECT_BINARY
+                raise FileRejected(where, reason) from exc
+            if family in ("json", "jsonl"):
+                fm.check_json(text, lines=family == "jsonl")
+                fmt = "json"
+            elif family == "markdown":
+                fmt = "markdown"
+            elif family == "code":
+                fmt, kind = "code", "code"
+            elif family == "rst":
+                meta["markup"] = "rst"
+    except fm.FormatError as exc:
+        raise FileRejected(where, REJECT_MALFORMED) from exc
+    if not text.strip():
+        raise FileRejected(where, REJECT_EMPTY)
+    try:
+        uri = str(path.resolve())
+    except OSError:
+        uri = str(path.absolute())
+    return LoadedDocument(
+        uri=uri, kind=kind, title=title or path.name, text=text, fmt=fmt,
+        language=language if fmt == "code" else None, created_at=st.st_mtime, meta=meta,
+    )
+
+
+def load_text(
+    text: str,
+    *,
+    title: str | None = None,
+    kind: str = "text",
+    uri: str | None = None,
+    created_at: float | None = None,
+    fmt: str = "text",
+    language: str | None = None,
+) -> LoadedDocument:
+    """Wrap a string given by a caller (pasted text, stdin) as a document.
+
+    ``uri`` defaults to ``text:<sha256 prefix>`` so the same text gets the
+    same uri; ``title`` defaults to the first line, shortened. Raises
+    :class:`InvalidInput` for non-string or blank text (:class:`NotUtf8` for lone
+    surrogates), an unknown ``kind``
+    or ``fmt``, or ``fmt="json"`` text that is neither JSON nor JSON Lines.
+    """
+    if not isinstance(text, str):
+        raise InvalidInput("text must be a string")
+    if kind not in SOURCE_KINDS:
+        raise InvalidInput(f"unknown source kind {kind!r}; expected one of {SOURCE_KINDS}")
+    if fmt not in TEXT_FORMATS:
+        raise InvalidInput(f"unknown format {fmt!r}; expected one of {TEXT_FORMATS}")
+    text = normalize_newlines(text)
+    if not text.strip():
+        raise InvalidInput("text is empty")
+    if fmt == "json":
+        try:
+            fm.check_json(text, lines=False)
+        except fm.FormatError:
+            try:
+                fm.check_json(text, lines=True)
+            except fm.FormatError as exc:
+                raise InvalidInput("text is not valid JSON or JSON Lines") from exc
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise NotUtf8("text holds characters that are not valid Unicode") from exc
+    if uri is None:
+        uri = "text:" + hashlib.sha256(data).hexdigest()[:16]
+    if title is None:
+        first = next(line.strip() for line in text.splitlines() if line.strip())
+        title = first if len(first) <= _TITLE_CHARS else first[: _TITLE_CHARS - 1] + "…"
+    return LoadedDocument(
+        uri=uri, kind=kind, title=title, text=text, fmt=fmt,
+        language=language if fmt == "code" else None, created_at=created_at,
+        meta={"bytes": len(data)},
+    )
