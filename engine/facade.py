@@ -222,17 +222,47 @@ class ContextEngine:
         return build_context(self._live(), query, live=live, conversation=conversation,
                              budget=budget, overrides=config, fmt=fmt, mode=mode, now=now)
 
-    def recall(self, query: str | None = None, **kwargs: Any) -> dict[str, Any]:
-        """Search or auto-assemble memory of coding sessions (see engine.recall.service)."""
+    def recall(self, query: str | None = None, *, auto: bool = False,
+               project: str | None = None, branch: str | None = None,
+               since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
+               budget: int | None = None, task: str | None = None, fmt: str = "context",
+               index: Sequence[str] = (), sync: bool = False) -> dict[str, Any]:
+        """Search memory of coding sessions, or (``auto``) recent + related + failures.
+
+        ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
+        what is new in every known folder. Writes go through the single writer.
+        """
         from engine.recall.service import recall
 
-        return recall(self._live(), self._writer, query, **kwargs)
+        rt = self._live()
+        if index or sync:
+            holder: dict[str, Any] = {}
+
+            def work(job: Any, progress: Callable[[], None]) -> None:
+                holder.update(recall(rt, self._writer, None, index=index, do_sync=sync))
+            self._jobs.wait(self._jobs.submit("sync", work).id)
+            if query is None and not auto:
+                return holder
+            result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
+                            since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
+            return {**holder, **result}
+        return recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
+                      since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
 
     def sync(self, paths: Sequence[str] | None = None) -> dict[str, Any]:
         """Index what is new in the transcript folders (or ``paths``) since the last sync."""
         from engine.recall.service import sync
 
-        return sync(self._live(), self._writer, paths)
+        rt = self._live()
+        holder: dict[str, Any] = {}
+        job = self._jobs.submit("sync", lambda job, progress: holder.update(
+            sync(rt, self._writer, paths)))
+        snap = self._jobs.wait(job.id)
+        if snap["state"] == "failed":
+            from engine.errors import error_from_dict
+
+            raise error_from_dict(snap["error"] or {})
+        return holder
 
     def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
         return [s.to_dict() for s in src.list_ready(self._live().vault, project=project)]

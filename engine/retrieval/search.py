@@ -38,6 +38,10 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
         return False
     if f.source_ids is not None and row.source_id not in f.source_ids:
         return False
+    if f.project is not None and row.project != f.project:
+        return False
+    if f.branch is not None and row.meta.get("branch") != f.branch:
+        return False
     return True
 
 

@@ -32,6 +32,8 @@ class Filters:
     since: float | None = None
     until: float | None = None
     source_ids: tuple[int, ...] | None = None
+    project: str | None = None
+    branch: str | None = None
 
     def sql(self, s: str = "s", c: str = "c") -> tuple[str, list[Any]]:
         parts: list[str] = [f"{s}.state = 'ready'"]
@@ -50,6 +52,12 @@ class Filters:
         if self.until is not None:
             parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) <= ?")
             args.append(self.until)
+        if self.project is not None:
+            parts.append(f"{s}.project = ?")
+            args.append(self.project)
+        if self.branch is not None:
+            parts.append(f"json_extract({c}.meta, '$.branch') = ?")
+            args.append(self.branch)
         if self.source_ids is not None:
             parts.append(f"{s}.id IN ({','.join(str(int(i)) for i in self.source_ids) or 'NULL'})")
         return " AND ".join(parts), args
@@ -57,7 +65,8 @@ class Filters:
     @property
     def empty(self) -> bool:
         return not (self.kinds or self.path_prefix or self.since is not None
-                    or self.until is not None or self.source_ids is not None)
+                    or self.until is not None or self.source_ids is not None
+                    or self.project is not None or self.branch is not None)
 
 
 CHUNK_COLUMNS = (
@@ -219,12 +228,6 @@ class Vault:
             (*args, limit),
         ).fetchall()
         return [r[0] for r in rows]
-
-    def source_ids_matching(self, filters: Filters) -> list[int]:
-        where, args = filters.sql(c="s")  # chunk columns unused: kinds/time by source
-        where = where.replace("COALESCE(s.time, ", "COALESCE(")
-        return [r[0] for r in self.conn().execute(
-            f"SELECT s.id FROM sources s WHERE {where}", args).fetchall()]
 
     # --- embeddings cache ---------------------------------------------------
     def cached_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:

@@ -1,0 +1,218 @@
+"""`recall --auto`: Recent sessions, Related memory, Failures to avoid, within a budget.
+
+Each section is packed by the engine's packer under its share of the budget;
+the joined result is de-duplicated line by line and counted exactly, and a
+section is re-packed smaller until the whole fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from engine.packing.candidates import PackCandidate
+from engine.packing.packer import pack
+from engine.retrieval.dedupe import text_similarity
+from engine.retrieval.search import run_lanes
+from engine.runtime import Runtime
+from engine.store.vault import ChunkRow, Filters
+
+RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")
+
+
+def _day(ts: float | None) -> str:
+    if ts is None:
+        return "----------"
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _one_line(text: str, limit: int = 110) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def recent_sessions(rt: Runtime, project: str | None, branch: str | None, limit: int
+                    ) -> list[dict[str, Any]]:
+    """Latest sessions of a project (and branch): time span, turns, failures, first request."""
+    where = ["s.state = 'ready'", "s.kind = 'transcript'"]
+    args: list[Any] = []
+    if project is not None:
+        where.append("s.project = ?")
+        args.append(project)
+    if branch is not None:
+        where.append("json_extract(c.meta, '$.branch') = ?")
+        args.append(branch)
+    rows = rt.vault.query(
+        "SELECT json_extract(c.meta, '$.session') AS sess, min(c.time), max(c.time), "
+        "sum(c.kind = 'turn_pair'), sum(COALESCE(json_extract(c.meta, '$.failure'), 0)), "
+        "max(json_extract(c.meta, '$.branch')), max(s.title), "
+        "max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) "
+        f"FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {' AND '.join(where)} "
+        "GROUP BY sess HAVING max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) = 0 "
+        "ORDER BY max(c.time) DESC LIMIT ?", (*args, limit))
+    out = []
+    for sess, start, end, turns, failures, br, title, _sub in rows:
+        first = rt.vault.query(
+            "SELECT c.text FROM chunks c WHERE c.kind = 'turn_pair' AND "
+            "json_extract(c.meta, '$.session') = ? ORDER BY c.time, c.id LIMIT 1", (sess,))
+        request = first[0][0].split("\n", 1)[0] if first else ""
+        request = request.split(":", 1)[1].strip() if request.startswith("User:") else request
+        out.append({"session": sess, "start": start, "end": end, "turns": int(turns or 0),
+                    "failures": int(failures or 0), "branch": br, "title": title,
+                    "request": request})
+    return out
+
+
+def _recent_lines(sessions: Sequence[dict[str, Any]]) -> list[str]:
+    lines = []
+    for s in sessions:
+        about = s["request"] or s["title"] or s["session"]
+        lines.append(f"- {_day(s['end'])} · {s['branch'] or '-'} · {_one_line(about)} · "
+                     f"{s['turns']} turns, {s['failures']} failures")
+    return lines
+
+
+def failure_rows(rt: Runtime, project: str | None, limit: int = 200) -> list[ChunkRow]:
+    where = ["s.state = 'ready'", "s.kind = 'transcript'",
+             "json_extract(c.meta, '$.failure') = 1"]
+    args: list[Any] = []
+    if project is not None:
+        where.append("s.project = ?")
+        args.append(project)
+    ids = [r[0] for r in rt.vault.query(
+        f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
+        f"WHERE {' AND '.join(where)} ORDER BY c.time DESC, c.id DESC LIMIT ?", (*args, limit))]
+    rows = rt.vault.chunks(ids)
+    return [rows[i] for i in ids if i in rows]
+
+
+def distinct(rows: Sequence[ChunkRow], threshold: float = 0.6) -> list[ChunkRow]:
+    """Failures with near-repeats removed (the same error hit again and again)."""
+    kept: list[ChunkRow] = []
+    for row in rows:
+        if any(row.meta.get("tool") == k.meta.get("tool")
+               and text_similarity(row.text, k.text) >= threshold for k in kept):
+            continue
+        kept.append(row)
+    return kept
+
+
+def failure_line(row: ChunkRow) -> str:
+    """One line for a failure: when, what kind, what was tried, and how it ended."""
+    lines = [ln.strip() for ln in row.text.split("\n") if ln.strip()]
+    first = lines[0] if lines else ""
+    for prefix in ("User:", "Assistant:"):
+        if first.startswith(prefix):
+            first = first[len(prefix):].strip()
+    last = lines[-1] if len(lines) > 1 else ""
+    for prefix in ("Assistant:", "Result:"):
+        if last.startswith(prefix):
+            last = last[len(prefix):].strip()
+    kind = row.meta.get("error_kind") or "failure"
+    tool = row.meta.get("tool")
+    what = f"{kind} ({tool})" if tool else kind
+    tail = f" → {_one_line(last, 90)}" if last else ""
+    return f"- {_day(row.time)} · {what} · {_one_line(first, 100)}{tail}"
+
+
+def _candidate(row: ChunkRow, score: float, why: str) -> PackCandidate:
+    return PackCandidate(key=f"chunk:{row.id}", section="memory", kind=row.kind,
+                         source=str(row.meta.get("session") or row.source), title=row.title,
+                         time=row.time, score=score, text=row.text, chunk_ids=(row.id,), why=why)
+
+
+def auto_context(rt: Runtime, *, budget: int, project: str | None, branch: str | None,
+                 task: str | None, fmt: str) -> dict[str, Any]:
+    counter = rt.counter
+    sessions = recent_sessions(rt, project, branch, rt.cfg.recall.recent_sessions)
+    recent = _recent_lines(sessions)
+    failures = distinct(failure_rows(rt, project))
+    fail_ids = {r.id for r in failures}
+    fail_lines = list(dict.fromkeys(failure_line(r) for r in failures))
+    related: list[PackCandidate] = []
+    if task and task.strip():
+        res = run_lanes(rt, task, filters=Filters(kinds=RECALL_KINDS, project=project))
+        related = [_candidate(res.rows[cid], score, "related") for cid, score, _ in res.fused
+                   if cid not in fail_ids]
+    related = _unique_lines([related])[0]
+    markdown = fmt == "markdown"
+    pcfg = dataclasses.replace(rt.cfg.packing, fmt="markdown" if markdown else "text",
+                               expand_top=0, include_time=True)
+    heads = (("## Recent", "## Related", "## Failures to avoid") if markdown else
+             ("Recent sessions:", "Related:", "Failures to avoid:"))
+
+    shares = {"recent": 0.2, "failures": 0.35 if related else 0.8}
+    shares["related"] = 1.0 - shares["recent"] - shares["failures"]
+    scale = 1.0
+    for _ in range(8):
+        parts: list[str] = []
+        lines = _fit_lines(recent, int(budget * shares["recent"] * scale), counter)
+        if lines:
+            parts.append(heads[0] + "\n" + "\n".join(lines))
+        sub = int(budget * shares["related"] * scale)
+        body = pack(related, sub, pcfg, counter).context.strip() if related and sub > 0 else ""
+        if body:
+            parts.append(heads[1] + "\n" + body)
+        lines = _fit_lines(fail_lines, int(budget * shares["failures"] * scale), counter)
+        if lines:
+            parts.append(heads[2] + "\n" + "\n".join(lines))
+        text = _dedupe_lines("\n\n".join(parts) + "\n") if parts else ""
+        total = counter.count(text)
+        if total <= budget:
+            break
+        scale *= 0.9
+    else:  # pragma: no cover - the shares above always converge
+        text, total = "", 0
+    result = {"context": text, "total_tokens": total, "budget": budget,
+              "project": project, "branch": branch, "sessions": len(sessions),
+              "failures": len(failures), "related": len(related), "format": fmt}
+    if fmt == "claude-hook":
+        result["output"] = json.dumps({"hookSpecificOutput": {
+            "hookEventName": "SessionStart", "additionalContext": text}})
+    return result
+
+
+def _unique_lines(groups: Sequence[Sequence[PackCandidate]]) -> list[list[PackCandidate]]:
+    """Strip from each candidate the lines an earlier one already holds; drop emptied ones."""
+    seen: set[str] = set()
+    out: list[list[PackCandidate]] = []
+    for group in groups:
+        kept = []
+        for cand in group:
+            lines = [ln for ln in cand.text.split("\n") if not ln.strip() or ln.strip() not in seen]
+            text = "\n".join(lines).strip()
+            if not text:
+                continue
+            seen.update(ln.strip() for ln in lines if ln.strip())
+            kept.append(dataclasses.replace(cand, text=text))
+        out.append(kept)
+    return out
+
+
+def _fit_lines(lines: Sequence[str], budget: int, counter: Any) -> list[str]:
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        cost = counter.count(line + "\n")
+        if used + cost > budget:
+            break
+        out.append(line)
+        used += cost
+    return out
+
+
+def _dedupe_lines(text: str) -> str:
+    """Drop repeated non-blank lines (the output must hold no duplicate line)."""
+    seen: set[str] = set()
+    out = []
+    for line in text.split("\n"):
+        key = line.strip()
+        if key and key in seen:
+            continue
+        if key:
+            seen.add(key)
+        out.append(line)
+    return "\n".join(out)

@@ -1,0 +1,161 @@
+"""Incremental sync of transcript folders into the store.
+
+Each sync of a file stores what it added as one source, a *segment*
+(``transcript:<path>#<offset>``), so every write is crash-safe on its own; a
+re-run after a crash re-writes the same segment uri, which replaces rather
+than duplicates. The per-file sync state (it holds parser state with user
+text) lives in the encrypted vault.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.errors import FileRejected
+from engine.ingest.pipeline import Writer
+from engine.recall.chunks import transcript_chunks
+from engine.recall.claude import parse_claude
+from engine.recall.codex import parse_codex
+from engine.recall.model import detect_agent
+from engine.recall.privacy import apply_privacy
+from engine.recall.syncplan import FileState, next_state, plan, read_head
+from engine.runtime import Runtime
+from engine.store import sources as src
+from engine.types import LoadedDocument
+
+log = logging.getLogger("ctx.recall")
+
+FOLDERS_KEY = "recall_folders"
+
+
+def default_folders() -> list[Path]:
+    home = Path.home()
+    return [p for p in (home / ".claude" / "projects", home / ".codex" / "sessions") if p.is_dir()]
+
+
+def folders(rt: Runtime) -> list[Path]:
+    """Transcript folders to sync: the defaults that exist, config, and `--index` ones."""
+    added = json.loads(rt.vault.get_meta(FOLDERS_KEY) or "[]")
+    out: list[Path] = []
+    for p in [*default_folders(), *map(Path, rt.cfg.recall.folders), *map(Path, added)]:
+        p = p.expanduser().resolve()
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def add_folder(rt: Runtime, folder: str) -> Path:
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise FileRejected(str(path), "unreadable", f"not a folder: {path}")
+    added = json.loads(rt.vault.get_meta(FOLDERS_KEY) or "[]")
+    if str(path) not in added:
+        rt.vault.set_meta(FOLDERS_KEY, json.dumps(sorted([*added, str(path)])))
+    return path
+
+
+def transcript_files(roots: Sequence[Path]) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        if root.is_file() and root.suffix == ".jsonl":
+            files.append(root)
+        elif root.is_dir():
+            files.extend(sorted(p for p in root.rglob("*.jsonl") if p.is_file()))
+    return files
+
+
+def _states(rt: Runtime) -> dict[str, FileState]:
+    out = {}
+    for path, raw in rt.vault.query("SELECT path, state FROM recall_files"):
+        state = FileState.from_dict(json.loads(raw))
+        if state is not None:
+            out[path] = state
+    return out
+
+
+def _segment_prefix(path: Path) -> str:
+    return f"transcript:{path}#"
+
+
+def _drop_segments(rt: Runtime, writer: Writer, path: Path) -> int:
+    prefix = _segment_prefix(path)
+    ids = [r[0] for r in rt.vault.query(
+        "SELECT id FROM sources WHERE substr(uri, 1, ?) = ?", (len(prefix), prefix))]
+    src.delete_sources(rt.vault, ids)
+    writer.flush_tombstones()
+    return len(ids)
+
+
+def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path]) -> dict[str, Any]:
+    """Index what is new in ``files``; returns counts (files seen, skipped, read, chunks...)."""
+    t0 = time.perf_counter()
+    states = _states(rt)
+    stats = {"files": len(files), "unchanged": 0, "appended": 0, "full": 0, "chunks": 0,
+             "bad_lines": 0, "errors": []}
+    embedded_before = writer.embedded_texts
+    for path in files:
+        key = str(path)
+        try:
+            st = os.stat(path)
+            prev = states.get(key)
+            if prev is not None and st.st_size == prev.size and st.st_mtime_ns == prev.mtime_ns:
+                stats["unchanged"] += 1
+                continue
+            decision = plan(path, st, read_head(path), prev)
+        except (OSError, FileRejected):
+            stats["errors"].append({"path": key, "reason": "unreadable"})
+            continue
+        if decision == "skip":
+            stats["unchanged"] += 1
+            continue
+        try:
+            added = _sync_one(rt, writer, path, st, decision, prev)
+        except (OSError, FileRejected):
+            stats["errors"].append({"path": key, "reason": "unreadable"})
+            continue
+        stats["full" if decision == "full" else "appended"] += 1
+        stats["chunks"] += added[0]
+        stats["bad_lines"] += added[1]
+    stats["embedded"] = writer.embedded_texts - embedded_before
+    stats["seconds"] = round(time.perf_counter() - t0, 4)
+    return stats
+
+
+def _sync_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result,
+              decision: Any, prev: FileState | None) -> tuple[int, int]:
+    agent = detect_agent(path)
+    if agent is None:
+        return 0, 0
+    if decision == "full":
+        _drop_segments(rt, writer, path)
+        offset, pstate, start = 0, None, 0
+    else:
+        offset, pstate = int(decision[1]), (prev.parser_state if prev else None)
+        prefix = _segment_prefix(path)
+        start = rt.vault.query(
+            "SELECT COALESCE(sum(n_chunks), 0) FROM sources WHERE substr(uri, 1, ?) = ?",
+            (len(prefix), prefix))[0][0]
+    parse = parse_claude if agent == "claude" else parse_codex
+    result = apply_privacy(parse(path, start_offset=offset, state=pstate), rt.cfg.recall.privacy)
+    chunks = transcript_chunks(result, rt.cfg.recall.chunks, rt.counter, start_ordinal=start)
+    if chunks:
+        info = result.info
+        doc = LoadedDocument(
+            uri=f"{_segment_prefix(path)}{offset}", kind="transcript",
+            title=info.title or f"{info.agent} session {info.session_id[:8]}",
+            text="\n".join(c.text for c in chunks), fmt="transcript",
+            created_at=info.started_at, meta={"bytes": result.end_offset - offset})
+        prepared = writer.prepare(doc, chunks=list(chunks), project=info.project)
+        if prepared is not None:
+            writer.write_batch([prepared])
+    state = next_state(path, st, result)
+    with rt.vault.write() as c:
+        c.execute("INSERT OR REPLACE INTO recall_files VALUES (?, ?)",
+                  (str(path), json.dumps(state.to_dict())))
+    return len(chunks), result.bad_lines

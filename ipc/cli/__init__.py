@@ -1,0 +1,1 @@
+"""The `ctx` command line: talks to a running engine over ZeroMQ, or opens the store itself."""

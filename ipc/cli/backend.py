@@ -1,0 +1,87 @@
+"""Which engine a CLI command talks to: the running server, or the store opened directly.
+
+Both are wrapped so that every call returns plain JSON-ready data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.errors import KeyUnavailable
+from engine.facade import ContextEngine
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready view of engine results (payloads, hits, lists of them)."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+class LocalBackend:
+    """The store opened in this process; closed when the command ends."""
+
+    remote = False
+
+    def __init__(self, engine: ContextEngine) -> None:
+        self.engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self.engine, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return plain(fn(*args, **kwargs))
+        return call
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+class RemoteBackend:
+    remote = True
+
+    def __init__(self, remote: Any) -> None:
+        self.remote_engine = remote
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.remote_engine, name)
+
+    def close(self) -> None:
+        close = getattr(self.remote_engine, "close", None)
+        if close is not None:
+            close()
+
+
+def _ask_passphrase() -> str | None:
+    if os.environ.get("CTX_PASSPHRASE") or os.environ.get("CTX_KEY_FILE"):
+        return None
+    if sys.stdin is not None and sys.stdin.isatty():
+        return getpass.getpass("ctx passphrase: ")
+    return None
+
+
+def open_backend(data_dir: str | None, *, local_only: bool = False) -> LocalBackend | RemoteBackend:
+    """The running server for this data dir if there is one, else the store itself."""
+    if not local_only:
+        from ipc.remote import connect
+
+        remote = connect(Path(data_dir) if data_dir else None)
+        if remote is not None:
+            return RemoteBackend(remote)
+    try:
+        engine = ContextEngine.open(data_dir, create=True)
+    except KeyUnavailable:
+        passphrase = _ask_passphrase()
+        if passphrase is None:
+            raise
+        engine = ContextEngine.open(data_dir, passphrase=passphrase, create=True)
+    return LocalBackend(engine)

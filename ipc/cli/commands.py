@@ -1,0 +1,206 @@
+"""The body of each `ctx` subcommand. Each returns an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InvalidInput, NotUtf8
+from ipc.cli.backend import open_backend
+from ipc.cli.output import Progress, emit_json, fmt_time, parse_when, table
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from engine.facade import init_store
+
+    passphrase = None
+    if args.passphrase_stdin:
+        passphrase = sys.stdin.readline().rstrip("\n")
+    elif args.no_keychain:
+        from engine.crypto.keys import headless_passphrase
+
+        passphrase = headless_passphrase()
+        if passphrase is None and sys.stdin.isatty():
+            passphrase = getpass.getpass("new passphrase: ")
+            if passphrase != getpass.getpass("again: "):
+                raise InvalidInput("the passphrases differ")
+    if passphrase is not None and not passphrase:
+        raise InvalidInput("the passphrase is empty")
+    root = init_store(args.data_dir, passphrase=passphrase,
+                      use_keychain=False if args.no_keychain or passphrase else None)
+    print(f"created store in {root}")
+    return 0
+
+
+def _wait_job(backend: Any, job_id: str) -> dict[str, Any]:
+    bar = Progress()
+    try:
+        while True:
+            snap = backend.job(job_id)
+            bar.update(snap)
+            if snap["state"] in ("done", "failed", "cancelled"):
+                bar.update(snap, force=True)
+                return snap
+            time.sleep(0.1)
+    finally:
+        bar.close()
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotUtf8("standard input is not valid UTF-8") from None
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    backend = open_backend(args.data_dir)
+    try:
+        paths = [p for p in args.paths if p != "-"]
+        job_ids = []
+        if "-" in args.paths:
+            job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
+                                          kind="text"))
+        if paths:
+            job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
+        if args.no_wait:
+            emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
+            return 0
+        snaps = [_wait_job(backend, j) for j in job_ids]
+    finally:
+        backend.close()
+    if args.json:
+        emit_json({"jobs": snaps})
+    else:
+        for s in snaps:
+            print(f"{s['files_done'] - s['files_skipped'] - s['files_unchanged']} ingested, "
+                  f"{s['files_unchanged']} unchanged, {s['files_skipped']} skipped, "
+                  f"{s['chunks']} chunks")
+            for err in s["errors"]:
+                print(f"  skipped {err['path']}: {err['reason']}", file=sys.stderr)
+            if s["state"] == "failed":
+                print(f"  job failed: {s['error']['name']}", file=sys.stderr)
+    return 1 if any(s["state"] == "failed" for s in snaps) else 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    backend = open_backend(args.data_dir)
+    try:
+        hits = backend.search(args.query, args.k, kinds=args.kind, path_prefix=args.path,
+                              since=parse_when(args.since), until=parse_when(args.until))
+    finally:
+        backend.close()
+    if args.json:
+        emit_json({"hits": hits})
+        return 0
+    if not hits:
+        print("no results")
+    for i, h in enumerate(hits, 1):
+        lanes = ",".join(sorted(h["lanes"]))
+        print(f"{i:>2}. {h['score']:.4f} [{lanes}] {h['title']} ({h['kind']}, chunk {h['chunk_id']})")
+        snippet = " ".join(h["text"].split())[:160]
+        print(f"    {snippet}")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    live = None
+    if args.live:
+        try:
+            live = json.loads(Path(args.live).read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            raise InvalidInput("--live must name a readable JSON file") from None
+        if isinstance(live, dict):
+            live = live.get("items", [])
+    backend = open_backend(args.data_dir)
+    try:
+        payload = backend.build_context(args.query, live=live, budget=args.budget,
+                                        fmt=args.format, mode=args.mode, now=parse_when(args.now))
+    finally:
+        backend.close()
+    if args.format == "json":
+        emit_json(payload)
+    else:
+        sys.stdout.write(payload["context"])
+        if payload["context"] and not payload["context"].endswith("\n"):
+            sys.stdout.write("\n")
+    return 0
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    backend = open_backend(args.data_dir)
+    try:
+        rows = backend.sources()
+    finally:
+        backend.close()
+    if args.json:
+        emit_json({"sources": rows})
+    else:
+        table([[str(s["id"]), s["kind"], str(s["n_chunks"]), fmt_time(s["ingested_at"]),
+                s["uri"]] for s in rows], ["id", "kind", "chunks", "ingested", "source"])
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    backend = open_backend(args.data_dir)
+    try:
+        result = backend.delete(args.source)
+    finally:
+        backend.close()
+    emit_json(result) if args.json else print(f"deleted {result['deleted']} source(s)")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    backend = open_backend(args.data_dir)
+    try:
+        status = backend.status()
+        metrics = backend.metrics()
+    finally:
+        backend.close()
+    status["served"] = backend.remote
+    if args.json:
+        emit_json({"status": status, "metrics": metrics})
+        return 0
+    for key in ("data_dir", "sources", "chunks", "tokens", "vectors", "vector_backend", "model",
+                "store_bytes", "served"):
+        print(f"{key:>15}: {status.get(key)}")
+    for name, h in sorted(metrics.get("histograms", {}).items()):
+        print(f"{name}: p50 {h['p50']:.1f} ms, p95 {h['p95']:.1f} ms ({h['count']} calls)")
+    for name in sorted(status.get("alerts") or {}):
+        print(f"ALERT {name}")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    backend = open_backend(args.data_dir)
+    try:
+        rows = backend.audit(since=parse_when(args.since), limit=args.limit)
+    finally:
+        backend.close()
+    if args.json:
+        emit_json({"audit": rows})
+    else:
+        table([[fmt_time(r["time"]), r["method"], str(r["caller_pid"] or "-"),
+                json.dumps(r["counts"], sort_keys=True)] for r in rows],
+              ["time", "method", "pid", "counts"])
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ipc.serve import serve
+
+    return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
+                 workers=args.workers)
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from ipc.cli.recall_cmd import run_recall
+
+    return run_recall(args)

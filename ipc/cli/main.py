@@ -1,0 +1,119 @@
+"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, audit.
+
+Exit codes: 0 ok, 2 usage, 3 not found, 4 locked or wrong key, 1 other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from engine.errors import CtxError, InvalidInput
+from ipc.cli import commands
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ctx", description="Local context engine.")
+    p.add_argument("--data-dir", help="data directory (default: $CTX_HOME or the user data dir)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log to stderr (no content)")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("init", help="create the store and its key")
+    s.add_argument("--passphrase-stdin", action="store_true",
+                   help="read the passphrase from standard input instead of the keychain")
+    s.add_argument("--no-keychain", action="store_true", help="use a passphrase, not the keychain")
+
+    s = sub.add_parser("ingest", help="ingest files, folders, or '-' for standard input")
+    s.add_argument("paths", nargs="+", metavar="PATH")
+    s.add_argument("--title", help="title for text from standard input")
+    s.add_argument("--no-wait", action="store_true", help="queue the job and print its id")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("search", help="hybrid search of the store")
+    s.add_argument("query")
+    s.add_argument("-k", type=int, default=10)
+    s.add_argument("--kind", action="append", help="source or chunk kind (repeatable)")
+    s.add_argument("--path", help="only sources under this path prefix")
+    s.add_argument("--since")
+    s.add_argument("--until")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("build", help="build a context payload within a token budget")
+    s.add_argument("query")
+    s.add_argument("--budget", type=int, default=1500)
+    s.add_argument("--live", help="JSON file with live context items")
+    s.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    s.add_argument("--mode", choices=("fast", "dense_cached"))
+    s.add_argument("--now", help="fixed 'now' (ISO or epoch) for a deterministic payload")
+
+    s = sub.add_parser("sources", help="list stored sources")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("delete", help="delete a source (id, path or uri)")
+    s.add_argument("source")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("status", help="store and engine status")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("audit", help="read the audit log (ids and counts, no content)")
+    s.add_argument("--since")
+    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("recall", help="memory of coding sessions (Claude Code, Codex)")
+    s.add_argument("query", nargs="?")
+    s.add_argument("--index", metavar="DIR", action="append", help="add a transcript folder")
+    s.add_argument("--sync", action="store_true", help="ingest what is new since the last sync")
+    s.add_argument("--auto", action="store_true", help="recent + related + failures")
+    s.add_argument("--project")
+    s.add_argument("--branch")
+    s.add_argument("--since")
+    s.add_argument("--type", help="turn_pair,thinking,code,tool")
+    s.add_argument("-k", type=int, default=10)
+    s.add_argument("--budget", type=int, default=4000)
+    s.add_argument("--task")
+    s.add_argument("--format", choices=("context", "markdown", "json", "claude-hook"),
+                   default="context")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("serve", help="run the engine headless with the ZeroMQ server")
+    s.add_argument("--endpoint", help="ZeroMQ endpoint to bind (default: ipc:// or tcp://127.0.0.1)")
+    s.add_argument("--workers", type=int, default=4)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    handler = getattr(commands, "cmd_" + args.cmd)
+    try:
+        return int(handler(args) or 0)
+    except CtxError as exc:
+        _report(exc, getattr(args, "json", False))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _report(exc: CtxError, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
+    sys.stderr.write(f"ctx: error [{exc.name}]: {exc.message}\n")
+
+
+def run(argv: Sequence[str]) -> Any:  # pragma: no cover - convenience for `python -m`
+    raise SystemExit(main(argv))
+
+
+__all__ = ["main", "InvalidInput"]
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Terminal output for the CLI: JSON, tables, dates, and a progress bar on a TTY."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from engine.errors import InvalidInput
+
+
+def emit_json(data: Any, out: TextIO = sys.stdout) -> None:
+    out.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def fmt_time(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def table(rows: list[list[str]], headers: list[str], out: TextIO = sys.stdout) -> None:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip() + "\n")
+    for row in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+
+
+_REL = re.compile(r"^(\d+)\s*([smhdw])$")
+
+
+def parse_when(text: str | None) -> float | None:
+    """Epoch seconds from an ISO date/time, an epoch number, or a relative '7d', '12h'."""
+    if text is None:
+        return None
+    text = text.strip()
+    m = _REL.match(text)
+    if m:
+        unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+        return time.time() - int(m.group(1)) * unit
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput("dates must be ISO (2024-05-01), epoch seconds, or like 7d") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self._last = 0.0
+
+    def update(self, snap: dict[str, Any], force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < 0.1:
+            return
+        self._last = now
+        total = max(1, int(snap.get("files_total") or 0))
+        done = int(snap.get("files_done") or 0)
+        width = 28
+        filled = int(width * min(done, total) / total)
+        bar = "#" * filled + "-" * (width - filled)
+        current = str(snap.get("current") or "")[-40:]
+        self.stream.write(f"\r[{bar}] {done}/{total} files  {snap.get('chunks', 0)} chunks  "
+                          f"{current:<40}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
