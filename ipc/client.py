@@ -1,0 +1,195 @@
+"""The blocking client: one REQ socket, a timeout on every call, lazy-pirate retries.
+
+A REQ socket that missed its reply is stuck (it may not send again), so after a
+timeout the client closes it (LINGER 0) and opens a fresh one before retrying,
+as ZeroMQ's "lazy pirate" pattern and jupyter_client's channels do. Each
+attempt is a new message with a new ``msg_id`` (the server refuses replays).
+Replies are verified (signature, version, date, ``parent``); error replies are
+raised as the engine's own exception classes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Self
+
+import zmq
+
+from engine.errors import CtxError, error_from_dict
+from ipc.connection import ConnectionInfo
+from ipc.errors import BadSignature, IpcTimeout, MessageTooLarge, ProtocolError
+from ipc.protocol import IpcConfig, method_spec, validate_params, version_compatible
+from ipc.session import Message, Rejected, Session
+
+__all__ = ["Client"]
+
+_DEFAULTS = IpcConfig()
+
+
+class Client:
+    """Calls methods on the server described by ``info``.
+
+    ``timeout`` is per attempt, in seconds; ``retries`` is how many extra
+    attempts an idempotent method gets after a timeout (ingest, delete and
+    shutdown get none unless a call asks, since the server may have acted on
+    the lost request). Thread-safe: calls from several threads are serialized
+    on the one socket; use one client per thread for parallel calls.
+
+    ``rediscover`` (for example ``lambda: find_live(data_dir)``) is asked for
+    fresh connection info before each retry, so a client outlives a server
+    restart: a restarted server has a new key (and on TCP a new port). A reply
+    that fails verification is then retried too, since it may come from the
+    new server answering a request signed with the old key.
+    """
+
+    def __init__(self, info: ConnectionInfo, *, timeout: float = _DEFAULTS.timeout_s,
+                 retries: int = _DEFAULTS.retries,
+                 max_message_bytes: int = _DEFAULTS.max_message_bytes,
+                 rediscover: Callable[[], ConnectionInfo | None] | None = None,
+                 context: zmq.Context | None = None) -> None:
+        IpcConfig(timeout_s=timeout, retries=retries, max_message_bytes=max_message_bytes)
+        self.timeout = timeout
+        self.retries = retries
+        self.max_message_bytes = max_message_bytes
+        self.resets = 0  # REQ sockets thrown away after a timeout or a bad reply
+        self._rediscover_fn = rediscover
+        self._ctx = context or zmq.Context.instance()
+        self._sock: zmq.Socket | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._adopt(info)
+
+    def _adopt(self, info: ConnectionInfo) -> None:
+        if not version_compatible(info.get("protocol_version")):
+            raise ProtocolError("server speaks an incompatible protocol version",
+                                server_version=str(info.get("protocol_version")))
+        self._reset()
+        self.info = info
+        self.endpoint = info["endpoint"]
+        self._session = Session(info["key"].encode("utf-8"),
+                                max_message_bytes=self.max_message_bytes)
+
+    def _rediscover(self) -> None:
+        if self._rediscover_fn is None:
+            return
+        try:
+            info = self._rediscover_fn()
+        except (CtxError, OSError):
+            return
+        if info is not None and (info["endpoint"], info["key"]) != (
+                self.info["endpoint"], self.info["key"]):
+            self._adopt(info)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, *,
+             timeout: float | None = None, retries: int | None = None) -> Any:
+        """Send ``method`` with ``params``; return the reply's ``result`` or raise its error.
+
+        Raises IpcTimeout after the last attempt, MessageTooLarge before sending
+        a message over the limit, InvalidInput/UnknownMethod for a request the
+        server would refuse anyway, and any engine error the server reports.
+        """
+        spec = method_spec(method)
+        params = validate_params(method, params if params is not None else {})
+        timeout = self.timeout if timeout is None else timeout
+        if retries is None:
+            retries = self.retries if spec.idempotent else 0
+        with self._lock:
+            if self._closed:
+                raise ProtocolError("client is closed")
+            for attempt in range(retries + 1):
+                if attempt:
+                    self._rediscover()
+                header, frames = self._session.pack(method, params)
+                size = sum(len(f) for f in frames)
+                if size > self.max_message_bytes:
+                    raise MessageTooLarge(
+                        f"{method} request of {size} bytes exceeds the limit of "
+                        f"{self.max_message_bytes}", size=size, limit=self.max_message_bytes)
+                try:
+                    reply = self._exchange(frames, header["msg_id"], time.monotonic() + timeout)
+                except BadSignature:
+                    if self._rediscover_fn is None or attempt == retries:
+                        raise
+                    continue
+                if reply is not None:
+                    return self._result(reply)
+                self._reset()
+        raise IpcTimeout(
+            f"no reply to {method} from {self.endpoint} within {timeout:g} s "
+            f"({retries + 1} attempt{'s' if retries else ''})",
+            method=method, timeout_s=timeout, attempts=retries + 1, endpoint=self.endpoint)
+
+    def _socket(self) -> zmq.Socket:
+        if self._sock is None:
+            sock = self._ctx.socket(zmq.REQ)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+            sock.connect(self.endpoint)
+            self._sock = sock
+        return self._sock
+
+    def _reset(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+            self.resets += 1
+
+    def _exchange(self, frames: list[bytes], msg_id: str, deadline: float) -> Message | None:
+        """One attempt: send, then poll until ``deadline``; None on timeout."""
+        sock = self._socket()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not sock.poll(max(1, int(remaining * 1000)), zmq.POLLOUT):
+            return None
+        try:
+            sock.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            return None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+                continue
+            raw = sock.recv_multipart()
+            try:
+                msg = self._session.unpack(raw, reply=True)
+            except Rejected as rej:
+                self._reset()
+                raise rej.error from None
+            if msg.header["parent"] != msg_id:
+                self._reset()
+                raise ProtocolError("reply answers another request", parent=msg.header["parent"])
+            return msg
+
+    @staticmethod
+    def _result(msg: Message) -> Any:
+        body = msg.body
+        if not isinstance(body, dict) or not isinstance(body.get("ok"), bool):
+            raise ProtocolError("reply body: expected an object with a boolean 'ok'")
+        if body["ok"]:
+            return body.get("result")
+        error = body.get("error")
+        if not isinstance(error, dict):
+            raise ProtocolError("error reply without an error object")
+        try:
+            exc: CtxError = error_from_dict(error)
+        except (TypeError, ValueError):
+            raise ProtocolError("error reply with a malformed error object") from None
+        raise exc
+
+    def close(self) -> None:
+        """Close the socket (pending requests are abandoned); the context is shared."""
+        with self._lock:
+            self._closed = True
+            if self._sock is not None:
+                self._sock.close(linger=0)
+                self._sock = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

@@ -1,0 +1,78 @@
+"""Errors of the wire layer, part of ctx's one exception hierarchy.
+
+Each class has a stable numeric ``code`` (2000-2099) and ``name`` so that a
+client in any language can tell them apart without reading messages, exactly
+like the engine's own errors (which keep 1000-1999). Importing this module
+registers the classes with :func:`engine.errors.error_from_dict`, so a client
+rebuilds them from a reply's ``error`` object.
+"""
+
+from __future__ import annotations
+
+from engine.errors import CtxError
+
+__all__ = [
+    "BadSignature",
+    "InternalError",
+    "IpcError",
+    "IpcTimeout",
+    "MessageTooLarge",
+    "ProtocolError",
+    "Replayed",
+    "ServerUnavailable",
+    "UnknownMethod",
+]
+
+
+class IpcError(CtxError):
+    """Base class of every error raised by ``ipc``."""
+
+    code, name = 2000, "ipc_error"
+
+
+class ProtocolError(IpcError):
+    """A message is malformed: frames, JSON, header fields or protocol version."""
+
+    code, name = 2001, "protocol_error"
+
+
+class BadSignature(ProtocolError):
+    """A message is unsigned or its HMAC-SHA256 signature does not match the key."""
+
+    code, name = 2002, "bad_signature"
+
+
+class Replayed(ProtocolError):
+    """A message id was seen before, or its date is outside the accepted window."""
+
+    code, name = 2003, "replayed"
+
+
+class MessageTooLarge(ProtocolError):
+    """A message (all frames together) exceeds the configured maximum size."""
+
+    code, name = 2004, "message_too_large"
+
+
+class UnknownMethod(ProtocolError):
+    """The header names a method the server does not offer."""
+
+    code, name = 2005, "unknown_method"
+
+
+class IpcTimeout(IpcError):
+    """No reply arrived within the timeout, after every retry."""
+
+    code, name, exit_code = 2006, "ipc_timeout", 5
+
+
+class ServerUnavailable(IpcError):
+    """No live server for a data dir, or the server is shutting down or saturated."""
+
+    code, name, exit_code = 2007, "server_unavailable", 5
+
+
+class InternalError(IpcError):
+    """The engine raised something that is not a CtxError (a bug): only its type travels."""
+
+    code, name = 2008, "internal_error"

@@ -1,0 +1,335 @@
+"""What travels on ctx's wire: protocol version, headers, methods and their schemas.
+
+The schemas are plain data checked by a tiny validator (no dependency): every
+request names its fields, their types and ranges; unknown fields are refused
+with ``invalid_input``. Replies have looser schemas (extra keys allowed) used by
+tests and by anyone who wants to check a server. Nothing here does I/O or
+imports ZeroMQ, so any part of ctx may import it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ConfigError, CtxError, InvalidBudget, InvalidInput
+from engine.types import SOURCE_KINDS
+from ipc.errors import ProtocolError, UnknownMethod
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DELIMITER",
+    "FINAL_JOB_STATES",
+    "JOB_STATES",
+    "METHODS",
+    "PROTOCOL_VERSION",
+    "Field",
+    "IpcConfig",
+    "MethodSpec",
+    "check",
+    "check_header",
+    "method_spec",
+    "validate_params",
+    "validate_result",
+    "version_compatible",
+]
+
+PROTOCOL_VERSION = "1.0"
+DELIMITER = b"<IDS|MSG>"
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_HEADER_BYTES = 8 * 1024
+JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
+FINAL_JOB_STATES = ("done", "failed", "cancelled")
+HEADER_FIELDS = ("msg_id", "method", "version", "date", "pid")
+REPLY_HEADER_FIELDS = (*HEADER_FIELDS, "parent")
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+MSG_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass(frozen=True)
+class IpcConfig:
+    """Wire settings for server and client, defaults in one place.
+
+    ``endpoint`` None means the platform default (``ipc://`` socket in the
+    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows).
+    """
+
+    endpoint: str | None = None
+    workers: int = 4  # pool for engine calls (build_context, search, ingest...)
+    control_workers: int = 2  # separate pool for status/job/metrics: never behind an ingest
+    max_pending: int = 1024  # queued requests beyond this get server_unavailable
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_clock_skew_s: float = 120.0  # a message dated further off is refused as replayed
+    replay_history: int = 10_000  # message ids remembered to refuse replays
+    drain_timeout_s: float = 5.0  # on shutdown, how long in-flight requests may finish
+    timeout_s: float = 10.0  # client: per attempt
+    retries: int = 2  # client: extra attempts for idempotent methods
+
+    def __post_init__(self) -> None:
+        checks: list[tuple[str, float, float, float]] = [
+            ("workers", self.workers, 1, 256),
+            ("control_workers", self.control_workers, 1, 64),
+            ("max_pending", self.max_pending, 1, 1_000_000),
+            ("max_message_bytes", self.max_message_bytes, 4096, 1 << 30),
+            ("max_clock_skew_s", self.max_clock_skew_s, 1.0, 86_400.0),
+            ("replay_history", self.replay_history, 16, 10_000_000),
+            ("drain_timeout_s", self.drain_timeout_s, 0.0, 3600.0),
+            ("timeout_s", self.timeout_s, 0.01, 86_400.0),
+            ("retries", self.retries, 0, 100),
+        ]
+        for name, value, lo, hi in checks:
+            if isinstance(value, bool) or not lo <= value <= hi:
+                raise ConfigError(f"ipc.{name}: must be between {lo} and {hi}", key=f"ipc.{name}")
+        if self.endpoint is not None and not re.match(r"^(ipc|tcp)://.+", self.endpoint):
+            raise ConfigError("ipc.endpoint: must start with ipc:// or tcp://", key="ipc.endpoint")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One value's schema. ``kind``: str, int, number, bool, list, object or any.
+
+    ``lo``/``hi`` bound numbers; ``min_len``/``max_len`` bound string lengths
+    (characters) and list lengths (items). For objects, ``fields`` lists known
+    keys and ``extra`` says whether others are allowed. ``error`` is the class
+    raised when the value is wrong, so a bad budget is ``invalid_budget`` on the
+    wire exactly as it would be in process.
+    """
+
+    kind: str
+    required: bool = False
+    nullable: bool = False
+    lo: float | None = None
+    hi: float | None = None
+    min_len: int = 0
+    max_len: int | None = None
+    choices: tuple[str, ...] | None = None
+    items: Field | None = None
+    fields: Mapping[str, Field] | None = None
+    extra: bool = True
+    error: type[CtxError] = InvalidInput
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method: its request schema, reply schema, and whether a retry is harmless."""
+
+    name: str
+    params: Mapping[str, Field]
+    result: Field
+    idempotent: bool = True
+    control: bool = False  # served by the control pool (cheap reads)
+    audited: bool = True  # the server records an audit event (ids and counts only)
+
+
+def _obj(fields: Mapping[str, Field] | None = None, **kw: Any) -> Field:
+    return Field("object", fields=fields or {}, **kw)
+
+
+_TEXT_MAX = 8 * 1024 * 1024  # characters; the message size limit bites first anyway
+_PATH = Field("str", min_len=1, max_len=4096)
+_TIME = Field("number", nullable=True, lo=0.0, hi=1e11)
+_SHORT = Field("str", nullable=True, max_len=256)
+_K = Field("int", lo=1, hi=1000)
+_BUDGET = Field("int", lo=1, hi=1_000_000, error=InvalidBudget)
+_STR_LIST = Field("list", nullable=True, max_len=64, items=Field("str", min_len=1, max_len=64))
+_ANY_OBJ = _obj()
+_OBJ_LIST = Field("list", items=_ANY_OBJ)
+
+_JOB_RESULT = _obj({
+    "id": Field("str", required=True),
+    "state": Field("str", required=True, choices=JOB_STATES),
+    "files_total": Field("int", required=True, lo=0),
+    "files_done": Field("int", required=True, lo=0),
+    "chunks": Field("int", required=True, lo=0),
+    "errors": Field("list", required=True, items=_obj({
+        "path": Field("str", required=True), "reason": Field("str", required=True)})),
+})
+_PAYLOAD_RESULT = _obj({
+    "context": Field("str", required=True),
+    "total_tokens": Field("int", required=True, lo=0),
+    "budget": Field("int", required=True, lo=1),
+    "items": Field("list", required=True, items=_obj({
+        "kind": Field("str", required=True), "source": Field("str", required=True),
+        "tokens": Field("int", required=True, lo=0), "score": Field("number", required=True),
+        "lanes": Field("object", required=True), "why": Field("str", required=True)})),
+    "timings": Field("object", required=True),
+    "format": Field("str", required=True),
+})
+_HIT_RESULT = _obj({
+    "chunk_id": Field("int", required=True), "source_id": Field("int", required=True),
+    "source": Field("str", required=True), "title": Field("str", required=True),
+    "kind": Field("str", required=True), "source_kind": Field("str", required=True),
+    "text": Field("str", required=True), "score": Field("number", required=True),
+    "lanes": Field("object", required=True), "time": Field("number", nullable=True),
+})
+
+METHODS: dict[str, MethodSpec] = {m.name: m for m in (
+    MethodSpec("ping", {}, _obj({"pong": Field("bool", required=True),
+                                 "version": Field("str", required=True),
+                                 "pid": Field("int", required=True)}),
+               control=True, audited=False),
+    MethodSpec("status", {}, _ANY_OBJ, control=True, audited=False),
+    MethodSpec("metrics", {}, _ANY_OBJ, control=True, audited=False),
+    MethodSpec("job", {"job_id": Field("str", required=True, min_len=1, max_len=128)},
+               _JOB_RESULT, control=True, audited=False),
+    MethodSpec("jobs", {}, Field("list", items=_JOB_RESULT), control=True, audited=False),
+    MethodSpec("audit", {"since": _TIME, "limit": Field("int", lo=1, hi=10_000)},
+               _OBJ_LIST, control=True, audited=False),
+    MethodSpec("ingest", {
+        "paths": Field("list", max_len=100_000, items=_PATH),
+        "text": Field("str", nullable=True, max_len=_TEXT_MAX),
+        "title": Field("str", nullable=True, max_len=1024),
+        "kind": Field("str", choices=SOURCE_KINDS),
+        "wait": Field("bool"),
+    }, _obj({"job_id": Field("str", required=True)}), idempotent=False),
+    MethodSpec("build_context", {
+        "query": Field("str", required=True, max_len=100_000),
+        "live": Field("list", nullable=True, max_len=10_000, items=_ANY_OBJ),
+        "conversation": Field("list", nullable=True, max_len=10_000, items=_ANY_OBJ),
+        "budget": _BUDGET,
+        "config": Field("object", nullable=True),
+        "fmt": Field("str", nullable=True, min_len=1, max_len=32),
+        "mode": Field("str", nullable=True, min_len=1, max_len=32),
+        "now": _TIME,
+    }, _PAYLOAD_RESULT),
+    MethodSpec("search", {
+        "query": Field("str", required=True, max_len=100_000), "k": _K, "kinds": _STR_LIST,
+        "path_prefix": Field("str", nullable=True, max_len=4096),
+        "since": _TIME, "until": _TIME,
+    }, Field("list", items=_HIT_RESULT)),
+    MethodSpec("recall", {
+        "query": Field("str", nullable=True, max_len=100_000), "auto": Field("bool"),
+        "project": _SHORT, "branch": _SHORT, "since": _TIME, "types": _STR_LIST, "k": _K,
+        "budget": _BUDGET, "task": Field("str", nullable=True, max_len=100_000),
+        "fmt": Field("str", min_len=1, max_len=32),
+    }, _ANY_OBJ),
+    MethodSpec("sources", {"project": _SHORT}, _OBJ_LIST),
+    MethodSpec("delete", {"source": Field("str", required=True, min_len=1, max_len=4096)},
+               _ANY_OBJ, idempotent=False),
+    MethodSpec("sync", {"paths": Field("list", nullable=True, max_len=10_000, items=_PATH)},
+               _ANY_OBJ),
+    MethodSpec("shutdown", {}, _obj({"stopping": Field("bool", required=True)}),
+               idempotent=False, control=True),
+)}
+
+
+def _key_label(key: object) -> str:
+    """A field name fit for an error message (never echo arbitrary caller text)."""
+    return key if isinstance(key, str) and _IDENT.match(key) else "<non-identifier key>"
+
+
+def check(value: Any, spec: Field, where: str) -> None:
+    """Raise ``spec.error`` naming ``where`` unless ``value`` fits ``spec``."""
+    def fail(why: str) -> None:
+        raise spec.error(f"{where}: {why}", field=where)
+
+    if value is None:
+        if not spec.nullable:
+            fail("must not be null")
+        return
+    kind = spec.kind
+    if kind == "any":
+        return
+    if kind == "bool":
+        if not isinstance(value, bool):
+            fail("expected true or false")
+    elif kind in ("int", "number"):
+        ok = int if kind == "int" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, ok):
+            fail("expected an integer" if kind == "int" else "expected a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            fail("expected a finite number")
+        if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
+            fail(f"must be between {spec.lo} and {spec.hi}")
+    elif kind == "str":
+        if not isinstance(value, str):
+            fail("expected a string")
+        _check_len(len(value), spec, fail, "characters")
+        if spec.choices is not None and value not in spec.choices:
+            fail("must be one of " + ", ".join(spec.choices))
+    elif kind == "list":
+        if not isinstance(value, list):
+            fail("expected a list")
+        _check_len(len(value), spec, fail, "items")
+        if spec.items is not None:
+            for i, item in enumerate(value):
+                check(item, spec.items, f"{where}[{i}]")
+    elif kind == "object":
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            fail("expected an object")
+        known = spec.fields or {}
+        if not spec.extra:
+            for key in value:
+                if key not in known:
+                    fail(f"unknown field {_key_label(key)}")
+        for name, sub in known.items():
+            if name in value:
+                check(value[name], sub, f"{where}.{name}")
+            elif sub.required:
+                raise sub.error(f"{where}.{name}: required", field=f"{where}.{name}")
+    else:  # a schema bug, not a caller error
+        raise ProtocolError(f"{where}: schema has unknown kind {kind}")
+
+
+def _check_len(n: int, spec: Field, fail: Any, unit: str) -> None:
+    if n < spec.min_len:
+        fail(f"must have at least {spec.min_len} {unit}")
+    if spec.max_len is not None and n > spec.max_len:
+        fail(f"must have at most {spec.max_len} {unit}")
+
+
+def method_spec(method: object) -> MethodSpec:
+    """The spec of ``method``, or UnknownMethod."""
+    spec = METHODS.get(method) if isinstance(method, str) else None
+    if spec is None:
+        raise UnknownMethod(f"unknown method {_key_label(method)}", method=_key_label(method))
+    return spec
+
+
+def validate_params(method: str, params: Any) -> dict[str, Any]:
+    """Check a request body against ``method``'s schema; returns it as a dict."""
+    spec = method_spec(method)
+    check(params, Field("object", fields=spec.params, extra=False), method)
+    return dict(params)
+
+
+def validate_result(method: str, result: Any) -> None:
+    """Check a successful reply's ``result`` against ``method``'s reply schema."""
+    check(result, method_spec(method).result, f"{method}.result")
+
+
+def version_compatible(version: object) -> bool:
+    """Same major version as ours (minor versions only add optional things)."""
+    if not isinstance(version, str) or not re.match(r"^\d+\.\d+$", version):
+        return False
+    return version.split(".")[0] == PROTOCOL_VERSION.split(".")[0]
+
+
+def check_header(header: Any, *, reply: bool) -> dict[str, Any]:
+    """Validate a decoded header's shape (not its date or id history); ProtocolError."""
+    if not isinstance(header, dict):
+        raise ProtocolError("header: expected an object")
+    need = REPLY_HEADER_FIELDS if reply else HEADER_FIELDS
+    for name in need:
+        if name not in header:
+            raise ProtocolError(f"header.{name}: required", field=f"header.{name}")
+    for name in ("msg_id", "parent") if reply else ("msg_id",):
+        value = header[name]
+        if not isinstance(value, str) or not MSG_ID_RE.match(value):
+            raise ProtocolError(f"header.{name}: expected 32 lowercase hex digits")
+    if not isinstance(header["method"], str) or len(header["method"]) > 64:
+        raise ProtocolError("header.method: expected a method name")
+    if not isinstance(header["date"], str) or len(header["date"]) > 64:
+        raise ProtocolError("header.date: expected an ISO 8601 date")
+    pid = header["pid"]
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid < 0:
+        raise ProtocolError("header.pid: expected a process id")
+    if not version_compatible(header["version"]):
+        raise ProtocolError(
+            f"header.version: this side speaks {PROTOCOL_VERSION}", expected=PROTOCOL_VERSION
+        )
+    return header

@@ -1,0 +1,171 @@
+"""RemoteEngine: the ContextEngine API, served by a running ``ctx`` server.
+
+Same method names and parameters as :class:`engine.facade.ContextEngine`, so
+the CLI and sibling processes can use either; results are plain JSON data
+(``build_context`` returns the payload as a dict, ``search`` a list of hit
+dicts). Errors arrive as the engine's own exception classes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Self
+
+from ipc.client import Client
+from ipc.connection import ConnectionInfo, find_live
+from ipc.protocol import FINAL_JOB_STATES, IpcConfig
+
+__all__ = ["RemoteEngine", "connect"]
+
+_DEFAULTS = IpcConfig()
+
+
+def _drop_none(**params: Any) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+class RemoteEngine:
+    """A client-side stand-in for ContextEngine; see that class for each method's meaning."""
+
+    def __init__(self, info: ConnectionInfo, *, timeout: float = _DEFAULTS.timeout_s,
+                 retries: int = _DEFAULTS.retries,
+                 rediscover: Callable[[], ConnectionInfo | None] | None = None) -> None:
+        self.data_dir = Path(info["data_dir"])
+        self.client = Client(info, timeout=timeout, retries=retries, rediscover=rediscover)
+
+    @classmethod
+    def connect(cls, data_dir: str | os.PathLike[str] | None = None, *,
+                timeout: float = _DEFAULTS.timeout_s,
+                retries: int = _DEFAULTS.retries) -> RemoteEngine | None:
+        """A RemoteEngine for the live server of ``data_dir``, or None when none runs.
+
+        It follows the server across restarts (new key, new port) by reading the
+        connection file again before each retry.
+        """
+        info = find_live(data_dir)
+        if info is None:
+            return None
+        root = info["data_dir"]
+        return cls(info, timeout=timeout, retries=retries, rediscover=lambda: find_live(root))
+
+    @property
+    def info(self) -> ConnectionInfo:
+        """The connection info in use (it changes when the server restarts)."""
+        return self.client.info
+
+    def _call(self, method: str, params: dict[str, Any] | None = None,
+              timeout: float | None = None) -> Any:
+        return self.client.call(method, params, timeout=timeout)
+
+    # -- methods mirroring ContextEngine ----------------------------------------------
+
+    def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
+               title: str | None = None, kind: str = "text", wait: bool = False) -> str:
+        """Queue an ingestion job and return its id; ``wait`` polls the job until it ends.
+
+        Waiting happens here, by polling ``job``, so that no server worker and no
+        single request is held for the length of an ingest.
+        """
+        params = _drop_none(paths=[os.fspath(p) for p in paths], text=text, title=title,
+                            kind=kind, wait=False)
+        job_id = str(self._call("ingest", params)["job_id"])
+        if wait:
+            self.wait(job_id)
+        return job_id
+
+    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """Poll ``job`` until it ends (done, failed, cancelled) or ``timeout`` passes.
+
+        Returns the last state seen, like ContextEngine.wait.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.02
+        while True:
+            state = self.job(job_id)
+            if state.get("state") in FINAL_JOB_STATES:
+                return state
+            if deadline is not None and time.monotonic() >= deadline:
+                return state
+            time.sleep(pause if deadline is None else
+                       max(0.0, min(pause, deadline - time.monotonic())))
+            pause = min(0.5, pause * 1.5)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return dict(self._call("job", {"job_id": job_id}))
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return list(self._call("jobs"))
+
+    def build_context(self, query: str, live: list[dict[str, Any]] | None = None,
+                      conversation: list[dict[str, Any]] | None = None, budget: int = 1500,
+                      config: dict[str, Any] | None = None, fmt: str | None = None,
+                      mode: str | None = None, now: float | None = None) -> dict[str, Any]:
+        """The context payload as a dict (context, total_tokens, budget, items, timings...)."""
+        return dict(self._call("build_context", _drop_none(
+            query=query, live=live, conversation=conversation, budget=budget, config=config,
+            fmt=fmt, mode=mode, now=now)))
+
+    def search(self, query: str, k: int = 10, *, kinds: list[str] | None = None,
+               path_prefix: str | None = None, since: float | None = None,
+               until: float | None = None) -> list[dict[str, Any]]:
+        """Ranked hits, each a dict with the fields of engine.types.SearchHit."""
+        return list(self._call("search", _drop_none(
+            query=query, k=k, kinds=kinds, path_prefix=path_prefix, since=since, until=until)))
+
+    def recall(self, query: str | None = None, *, auto: bool = False, project: str | None = None,
+               branch: str | None = None, since: float | None = None,
+               types: list[str] | None = None, k: int = 10, budget: int = 4000,
+               task: str | None = None, fmt: str = "context") -> dict[str, Any]:
+        return dict(self._call("recall", _drop_none(
+            query=query, auto=auto, project=project, branch=branch, since=since, types=types,
+            k=k, budget=budget, task=task, fmt=fmt)))
+
+    def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
+        return list(self._call("sources", _drop_none(project=project)))
+
+    def delete(self, source: str | int) -> dict[str, Any]:
+        """Delete a source by id, uri or path (sent as a string; the engine reads ids back)."""
+        return dict(self._call("delete", {"source": str(source)}))
+
+    def sync(self, paths: list[str] | None = None) -> dict[str, Any]:
+        return dict(self._call("sync", _drop_none(paths=paths)))
+
+    def status(self) -> dict[str, Any]:
+        """The engine's status, plus ``server``: the server's counters."""
+        return dict(self._call("status"))
+
+    def metrics(self) -> dict[str, Any]:
+        return dict(self._call("metrics"))
+
+    def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return list(self._call("audit", _drop_none(since=since, limit=limit)))
+
+    # -- wire-only methods -------------------------------------------------------------
+
+    def ping(self, timeout: float | None = None) -> dict[str, Any]:
+        """Answered by the server's socket thread: proves it is alive and not wedged."""
+        return dict(self._call("ping", timeout=timeout))
+
+    def shutdown(self) -> dict[str, Any]:
+        """Ask the server to stop after in-flight requests (it replies first)."""
+        return dict(self._call("shutdown"))
+
+    def close(self) -> None:
+        """Close the client socket; the server keeps running."""
+        self.client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(data_dir: str | os.PathLike[str] | None = None, *,
+            timeout: float = _DEFAULTS.timeout_s,
+            retries: int = _DEFAULTS.retries) -> RemoteEngine | None:
+    """A RemoteEngine for the live server of ``data_dir`` (None when none is running)."""
+    return RemoteEngine.connect(data_dir, timeout=timeout, retries=retries)

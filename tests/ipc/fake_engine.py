@@ -1,0 +1,127 @@
+"""A small in-memory engine with ContextEngine's public API, for wire tests.
+
+It takes the real data dir lock (engine.store.lock), so "one server per data
+dir" behaves as with the real engine, and it has hooks to make calls slow or
+fail, which the real engine cannot be asked to do on purpose.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.errors import EmptyQuery, NotFound
+from engine.paths import data_dir as resolve_data_dir
+from engine.paths import ensure_private_dir, lock_path
+from engine.store.lock import DataDirLock
+from engine.types import ContextPayload, PayloadItem, SearchHit
+
+
+class FakeEngine:
+    def __init__(self, root: Path) -> None:
+        self.data_dir = root
+        self._lock = DataDirLock(lock_path(root))
+        self._lock.acquire()
+        self._mutex = threading.Lock()
+        self.docs: dict[str, str] = {}
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self.audits: list[tuple[str, int | None, list[str], dict[str, int]]] = []
+        self.writes = 0
+        self.release_ingest = threading.Event()
+        self.release_ingest.set()
+        self.closed = False
+
+    @classmethod
+    def open(cls, data_dir: str | Path | None = None) -> FakeEngine:
+        return cls(ensure_private_dir(resolve_data_dir(data_dir)))
+
+    def close(self) -> None:
+        self.closed = True
+        self._lock.release()
+
+    def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
+               title: str | None = None, kind: str = "text", wait: bool = False) -> str:
+        self.release_ingest.wait(30)
+        job_id = uuid.uuid4().hex[:12]
+        with self._mutex:
+            uri = title or f"text:{len(self.docs)}"
+            if text is not None:
+                self.docs[uri] = text
+                self.writes += 1
+            self._jobs[job_id] = {"id": job_id, "state": "done", "files_total": len(paths),
+                                 "files_done": len(paths), "chunks": 1 if text else 0,
+                                 "bytes": len(text or ""), "current": None, "errors": [],
+                                 "sources": [uri]}
+        return job_id
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        if job_id not in self._jobs:
+            raise NotFound(f"no job {job_id}", job_id=job_id)
+        return dict(self._jobs[job_id])
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return [dict(j) for j in self._jobs.values()]
+
+    def build_context(self, query: str, live: list[dict[str, Any]] | None = None,
+                      conversation: list[dict[str, Any]] | None = None, budget: int = 1500,
+                      config: dict[str, Any] | None = None, fmt: str = "text",
+                      mode: str | None = None, now: float | None = None) -> ContextPayload:
+        if not query.strip():
+            raise EmptyQuery("query is empty")
+        item = PayloadItem(kind="section", source="fake://echo", title="echo", time=now,
+                           tokens=1, score=1.0, lanes={"keyword": 1}, why="snippet")
+        return ContextPayload(context=f"echo:{query}", total_tokens=1, budget=budget,
+                              items=(item,), timings={"total": 0.1}, format=fmt)
+
+    def search(self, query: str, k: int = 10, *, kinds: list[str] | None = None,
+               path_prefix: str | None = None, since: float | None = None,
+               until: float | None = None) -> list[SearchHit]:
+        if query == "raise:not_found":
+            raise NotFound("nothing", what="test")
+        if query == "raise:bug":
+            raise RuntimeError("a bug with secret user text")
+        if query.startswith("sleep:"):
+            time.sleep(float(query.split(":", 1)[1]))
+        if query.startswith("big:"):
+            return [SearchHit(chunk_id=0, source_id=0, source="s", title="t", kind="section",
+                              source_kind="text", text="x" * int(query[4:]), score=1.0,
+                              lanes={})]
+        return [SearchHit(chunk_id=i, source_id=i, source=f"fake://{i}", title=query,
+                          kind="section", source_kind="text", text=f"{query}#{i}",
+                          score=1.0 / (i + 1), lanes={"keyword": i + 1}) for i in range(k)]
+
+    def recall(self, query: str | None = None, **kw: Any) -> dict[str, Any]:
+        return {"query": query, "k": kw.get("k", 10), "items": []}
+
+    def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
+        with self._mutex:
+            return [{"uri": u, "chars": len(t)} for u, t in sorted(self.docs.items())]
+
+    def delete(self, source: str) -> dict[str, Any]:
+        with self._mutex:
+            if source not in self.docs:
+                raise NotFound("no such source", source=source)
+            del self.docs[source]
+            self.writes += 1
+        return {"deleted": source}
+
+    def sync(self, paths: list[str] | None = None) -> dict[str, Any]:
+        return {"synced": len(paths or [])}
+
+    def status(self) -> dict[str, Any]:
+        return {"data_dir": str(self.data_dir), "sources": len(self.docs)}
+
+    def metrics(self) -> dict[str, Any]:
+        return {"context_engine.build.duration_ms": {"p50": 0.1}}
+
+    def audit_event(self, method: str, *, caller_pid: int | None, ids: list[str],
+                    counts: dict[str, int]) -> None:
+        self.audits.append((method, caller_pid, list(ids), dict(counts)))
+
+    def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return [{"method": m, "pid": p, "ids": i, "counts": c}
+                for m, p, i, c in self.audits[-limit:]]
