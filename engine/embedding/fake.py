@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -24,9 +25,7 @@ class FakeEmbedder:
         self.texts_embedded = 0
 
     def _bucket(self, token: str) -> tuple[int, float]:
-        h = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
-        n = int.from_bytes(h, "little")
-        return n % self.dim, 1.0 if (n >> 32) & 1 else -1.0
+        return _bucket(token, self.dim)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
@@ -47,3 +46,10 @@ class FakeEmbedder:
             else:
                 out[row] /= norm
         return out
+
+
+@lru_cache(maxsize=1 << 18)
+def _bucket(token: str, dim: int) -> tuple[int, float]:
+    h = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+    n = int.from_bytes(h, "little")
+    return n % dim, 1.0 if (n >> 32) & 1 else -1.0

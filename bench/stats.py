@@ -1,0 +1,40 @@
+"""Small helpers for benchmark tables: percentiles and aligned markdown tables."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(q / 100 * (len(s) - 1)))))]
+
+
+def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
+    """Milliseconds of the fastest of ``repeat`` calls, and the last result."""
+    best = float("inf")
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, (time.perf_counter() - t) * 1000)
+    return best, out
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": pct(values, 50), "p95": pct(values, 95),
+            "mean": statistics.fmean(values) if values else float("nan")}
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        return f"{v:.2f}" if isinstance(v, float) else str(v)
+    body = [[cell(v) for v in row] for row in rows]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)
