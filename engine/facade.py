@@ -206,10 +206,7 @@ class ContextEngine:
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
-        hits = run_search(rt, query, k, filters=filters)
-        rt.vault.add_audit("search", os.getpid(), [str(h.chunk_id) for h in hits],
-                           {"hits": len(hits)})
-        return hits
+        return run_search(rt, query, k, filters=filters)
 
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,

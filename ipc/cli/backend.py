@@ -27,6 +27,24 @@ def plain(value: Any) -> Any:
     return value
 
 
+AUDITED = {"build_context", "search", "recall", "delete", "sources", "ingest"}
+
+
+def _counts(result: Any) -> dict[str, int]:
+    """Counts for the audit log (never content)."""
+    if isinstance(result, list):
+        return {"results": len(result)}
+    if isinstance(result, dict):
+        out = {k: int(v) for k, v in result.items()
+               if k in ("total_tokens", "budget", "deleted") and isinstance(v, int)}
+        if isinstance(result.get("items"), list):
+            out["items"] = len(result["items"])
+        if isinstance(result.get("hits"), list):
+            out["results"] = len(result["hits"])
+        return out
+    return {}
+
+
 class LocalBackend:
     """The store opened in this process; closed when the command ends."""
 
@@ -39,7 +57,11 @@ class LocalBackend:
         fn = getattr(self.engine, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return plain(fn(*args, **kwargs))
+            result = plain(fn(*args, **kwargs))
+            if name in AUDITED:
+                self.engine.audit_event(f"cli:{name}", caller_pid=os.getpid(), ids=[],
+                                        counts=_counts(result))
+            return result
         return call
 
     def close(self) -> None:

@@ -1,0 +1,38 @@
+# Set-up and everyday commands. `make run` and `make test` do all set-up themselves.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall lint clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -c constraints.txt -e '.[desktop,test]' ruff
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	./scripts/run-main.sh
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check engine ipc desktop bench tests
+
+bench-store: $(STAMP)
+	$(VENV)/bin/python -m bench.store_bench
+
+bench-locomo: $(STAMP)
+	$(VENV)/bin/python -m bench.locomo
+
+bench-ipc: $(STAMP)
+	$(VENV)/bin/python -m bench.ipc_load
+
+bench-recall: $(STAMP)
+	$(VENV)/bin/python -m bench.recall_bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info
