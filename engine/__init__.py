@@ -1,0 +1,29 @@
+"""ctx's core: the context engine, free of Qt and ZeroMQ.
+
+The public API is what ``__all__`` names; everything else is internal.
+Heavy modules load on first use, so ``import engine`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ContextEngine", "init_store", "Config", "load_config", "ContextPayload", "PayloadItem",
+    "SearchHit", "LiveItem", "CtxError", "TokenCounter",
+]
+
+_WHERE = {
+    "ContextEngine": "engine.facade", "init_store": "engine.facade", "Config": "engine.config",
+    "load_config": "engine.config", "ContextPayload": "engine.types",
+    "PayloadItem": "engine.types", "SearchHit": "engine.types", "LiveItem": "engine.types",
+    "CtxError": "engine.errors", "TokenCounter": "engine.tokens",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")

@@ -1,0 +1,44 @@
+"""Pins what the packages export, and the house rule that engine/ imports no Qt or ZeroMQ."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import engine
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_engine_exports() -> None:
+    assert sorted(engine.__all__) == sorted([
+        "ContextEngine", "init_store", "Config", "load_config", "ContextPayload", "PayloadItem",
+        "SearchHit", "LiveItem", "CtxError", "TokenCounter"])
+    for name in engine.__all__:
+        assert getattr(engine, name) is not None
+
+
+def test_facade_methods() -> None:
+    cls = engine.ContextEngine
+    public = {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}
+    assert {"open", "close", "ingest", "ingest_conversation", "job", "jobs", "wait", "subscribe",
+            "build_context", "search", "recall", "sync", "sources", "delete", "status",
+            "metrics", "audit", "audit_event", "pause_ingestion", "resume_ingestion"} <= public
+    params = inspect.signature(engine.ContextEngine.build_context).parameters
+    assert list(params)[:6] == ["self", "query", "live", "conversation", "budget", "config"]
+    assert params["budget"].default == 1500
+
+
+def test_engine_imports_no_qt_or_zmq() -> None:
+    banned = {"PySide6", "zmq", "ipc", "desktop"}
+    for path in (REPO / "engine").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in banned, f"{path}: imports {name}"
