@@ -12,7 +12,7 @@ def pct(values: Sequence[float], q: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q / 100 * (len(s) - 1)))))]
+    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
 
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:

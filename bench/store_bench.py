@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.corpus import corpus_files
-from bench.stats import pct, summary, table
+from bench.stats import summary, table
 
 TARGETS_MS = {"vector lane": 5.0, "keyword lane": 10.0, "build_context": 50.0}
 

@@ -9,8 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "ContextEngine", "init_store", "Config", "load_config", "ContextPayload", "PayloadItem",
-    "SearchHit", "LiveItem", "CtxError", "TokenCounter",
+    "Config",
+    "ContextEngine",
+    "ContextPayload",
+    "CtxError",
+    "LiveItem",
+    "PayloadItem",
+    "SearchHit",
+    "TokenCounter",
+    "init_store",
+    "load_config",
 ]
 
 _WHERE = {

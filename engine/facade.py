@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from engine import paths as P
 from engine.config import Config, load_config
@@ -24,7 +24,11 @@ from engine.crypto.rotation import NameHasher, Rotation
 from engine.embedding.base import Embedder
 from engine.embedding.lazy import LazyEmbedder
 from engine.errors import (
-    EngineClosed, InvalidInput, ModelMismatch, NotFound, StoreNotInitialized,
+    EngineClosed,
+    InvalidInput,
+    ModelMismatch,
+    NotFound,
+    StoreNotInitialized,
 )
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
@@ -119,7 +123,7 @@ class ContextEngine:
         self.rt.vault.close()
         self._lock.release()
 
-    def __enter__(self) -> ContextEngine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -22,7 +22,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     s = sorted(values)
-    idx = min(len(s) - 1, max(0, int(round(q / 100.0 * (len(s) - 1)))))
+    idx = min(len(s) - 1, max(0, round(q / 100.0 * (len(s) - 1))))
     return s[idx]
 
 

@@ -99,7 +99,7 @@ def keychain_available() -> bool:
 
         backend = keyring.get_keyring()
         return not isinstance(backend, fail.Keyring) and backend.priority > 0
-    except Exception:  # any backend import failure means "no keychain"
+    except Exception:  # noqa: BLE001 - any backend failure means "no keychain"
         return False
 
 

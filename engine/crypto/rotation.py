@@ -7,8 +7,8 @@ model's outputs, so a public inversion model cannot read them without the key.
 
 from __future__ import annotations
 
-import hmac
 import hashlib
+import hmac
 
 import numpy as np
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.packing.candidates import PackCandidate
@@ -26,7 +26,7 @@ RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")
 def _day(ts: float | None) -> str:
     if ts is None:
         return "----------"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def _one_line(text: str, limit: int = 110) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Self
 
 from engine.errors import StoreLocked
 
@@ -15,7 +15,7 @@ class DataDirLock:
         self._fh: IO[str] | None = None
 
     def acquire(self) -> None:
-        fh = open(self.path, "a+", encoding="utf-8")
+        fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held while locked
         try:
             if os.name == "nt":
                 import msvcrt
@@ -51,7 +51,7 @@ class DataDirLock:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> DataDirLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 

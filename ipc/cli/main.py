@@ -113,7 +113,7 @@ def run(argv: Sequence[str]) -> Any:  # pragma: no cover - convenience for `pyth
     raise SystemExit(main(argv))
 
 
-__all__ = ["main", "InvalidInput"]
+__all__ = ["InvalidInput", "main"]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

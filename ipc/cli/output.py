@@ -6,7 +6,7 @@ import json
 import re
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from engine.errors import InvalidInput
@@ -19,7 +19,7 @@ def emit_json(data: Any, out: TextIO = sys.stdout) -> None:
 def fmt_time(ts: float | None) -> str:
     if ts is None:
         return "-"
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def table(rows: list[list[str]], headers: list[str], out: TextIO = sys.stdout) -> None:
@@ -48,11 +48,11 @@ def parse_when(text: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        dt = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidInput("dates must be ISO (2024-05-01), epoch seconds, or like 7d") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 

@@ -12,16 +12,13 @@ from engine.facade import ContextEngine
 
 
 def _is_loopback(address: object) -> bool:
-    if isinstance(address, tuple):
-        host = str(address[0])
-    elif isinstance(address, (str, bytes)):
+    if isinstance(address, (str, bytes)):
         return True  # AF_UNIX path
-    else:
+    if not isinstance(address, tuple):
         return False
-    if host in ("localhost",):
-        return True
+    host = str(address[0])
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 

@@ -50,7 +50,7 @@ def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: object,
 
     eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
     eng.delete(str(docs / "secret.md"))
-    eng.delete([s for s in eng.sources() if s["title"] == "note"][0]["id"])
+    eng.delete(next(s for s in eng.sources() if s["title"] == "note")["id"])
     assert all(canary not in h.text for h in eng.search(canary, k=20))
     eng.close()
     assert _grep_data_dir(data_dir, _needles(canary)) == []

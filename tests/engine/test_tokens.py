@@ -30,7 +30,7 @@ def test_truncate_is_a_prefix_within_limit(text: str, n: int) -> None:
 
 def test_truncate_never_splits_a_character() -> None:
     text = "👩‍👩‍👧‍👦" * 5
-    for n in range(0, 30):
+    for n in range(30):
         cut = tc.truncate(text, n)
         cut.encode("utf-8")  # a split surrogate pair or byte would fail here
         assert text.startswith(cut)

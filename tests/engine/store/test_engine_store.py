@@ -89,9 +89,8 @@ def test_filters(backend: str, data_dir: Path, docs: Path) -> None:
 
 
 def test_second_engine_is_refused(backend: str, data_dir: Path) -> None:
-    with ContextEngine.open(data_dir):
-        with pytest.raises(StoreLocked):
-            ContextEngine.open(data_dir)
+    with ContextEngine.open(data_dir), pytest.raises(StoreLocked):
+        ContextEngine.open(data_dir)
 
 
 def test_other_model_is_refused(backend: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

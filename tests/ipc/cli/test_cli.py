@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[3]
 def ctx(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ipc.cli.main", *args], input=stdin,
-                          capture_output=True, text=True, cwd=REPO, timeout=120,
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
                           env={**os.environ, **(env or {})})
 
 
@@ -83,5 +83,6 @@ def test_locked_store_exit_code() -> None:
 
 def test_non_utf8_stdin() -> None:
     r = subprocess.run([sys.executable, "-m", "ipc.cli.main", "ingest", "-"],
-                       input=b"\xff\xfe\xfa not text", capture_output=True, cwd=REPO, timeout=120)
+                       input=b"\xff\xfe\xfa not text", capture_output=True, cwd=REPO, timeout=120,
+                       check=False)
     assert r.returncode == 2 and b"not_utf8" in r.stderr
