@@ -135,6 +135,9 @@ class Config:
     surrogates: SurrogateConfig = field(default_factory=SurrogateConfig)
     recall: RecallConfig = field(default_factory=RecallConfig)
     keys: KeyConfig = field(default_factory=KeyConfig)
+    # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
+    # engine only carries it, so that one config.toml holds every setting.
+    ipc: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -62,6 +62,14 @@ def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def ipc_config(engine: Any) -> IpcConfig:
+    """The [ipc] table of the engine's config (config.toml, CTX__IPC__*), validated."""
+    from engine.config_base import from_dict
+
+    table = getattr(getattr(engine, "config", None), "ipc", None) or {}
+    return from_dict(IpcConfig, table, "ipc")
+
+
 def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers: int = 4,
           ready: Callable[[ConnectionInfo], None] | None = None,
           config: IpcConfig | None = None, engine_factory: EngineFactory | None = None) -> int:
@@ -77,7 +85,7 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
     try:
         root = Path(engine.data_dir)
         key = secrets.token_hex(32)
-        config = config or IpcConfig()
+        config = config or ipc_config(engine)
         server = Server(engine, endpoint or config.endpoint or default_endpoint(root), key,
                         workers=workers, config=config)
         info = make_info(server.endpoint, key, root)

@@ -91,7 +91,19 @@ def _ask_passphrase() -> str | None:
     return None
 
 
-def open_backend(data_dir: str | None, *, local_only: bool = False) -> LocalBackend | RemoteBackend:
+def open_engine(data_dir: str | Path | None) -> ContextEngine:
+    """Open the store, asking for its passphrase on a terminal when nothing else unlocks it."""
+    try:
+        return ContextEngine.open(data_dir, create=True)
+    except KeyUnavailable:
+        passphrase = _ask_passphrase()
+        if passphrase is None:
+            raise
+        return ContextEngine.open(data_dir, passphrase=passphrase, create=True)
+
+
+def open_backend(data_dir: str | None, *, local_only: bool = False
+                 ) -> LocalBackend | RemoteBackend:
     """The running server for this data dir if there is one, else the store itself."""
     if not local_only:
         from ipc.remote import connect
@@ -99,11 +111,4 @@ def open_backend(data_dir: str | None, *, local_only: bool = False) -> LocalBack
         remote = connect(Path(data_dir) if data_dir else None)
         if remote is not None:
             return RemoteBackend(remote)
-    try:
-        engine = ContextEngine.open(data_dir, create=True)
-    except KeyUnavailable:
-        passphrase = _ask_passphrase()
-        if passphrase is None:
-            raise
-        engine = ContextEngine.open(data_dir, passphrase=passphrase, create=True)
-    return LocalBackend(engine)
+    return LocalBackend(open_engine(data_dir))

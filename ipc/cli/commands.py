@@ -194,10 +194,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ipc.cli.backend import open_engine
     from ipc.serve import serve
 
     return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
-                 workers=args.workers)
+                 workers=args.workers, engine_factory=open_engine)
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
