@@ -28,11 +28,7 @@ class DataDirLock:
         except OSError:
             fh.close()
             raise StoreLocked(f"another ctx engine has this data dir open: {self.path.parent}")
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        self._fh = fh
+        self._fh = fh  # nothing is written: opening a store must not change it
 
     def release(self) -> None:
         if self._fh is None:
