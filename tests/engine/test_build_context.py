@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from engine.errors import (
-    EmptyQuery, InvalidBudget, InvalidInput, InvalidItemKind, LiveSnapshotTooLarge, NotUtf8,
+    EmptyQuery,
+    InvalidBudget,
+    InvalidInput,
+    InvalidItemKind,
+    LiveSnapshotTooLarge,
+    NotUtf8,
 )
 from engine.facade import ContextEngine
 
