@@ -11,7 +11,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from engine.config import Config
+from engine.ingest.pipeline import cache_key, embed_text
 from engine.context_inputs import check_budget, check_conversation, check_live, check_query
 from engine.metrics import BUILD_MS, TOKEN_ACCURACY
 from engine.packing.candidates import PackCandidate
@@ -93,10 +96,10 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
 
     t = time.perf_counter()
     order = [cid for cid, _, _ in ranked]
-    vectors = rt.vectors.vectors(order[: cfg.rerank.window]) if order else {}
+    vectors = stored_vectors(rt, [rows[c] for c in order])
     kept, _dropped = suppress_near_duplicates(
         order, lambda cid: vectors.get(cid), cfg.search.dedupe_threshold,
-        texts={cid: rows[cid].text for cid in order})
+        texts={cid: rows[cid].text for cid in order if cid not in vectors})
     timings["dedupe"] = _ms(t)
 
     scores = {cid: s for cid, s, _ in ranked}
@@ -119,6 +122,14 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
             chunk_ids=tuple(covered), why="rerank"))
     timings["expand"] = _ms(t)
     return out
+
+
+def stored_vectors(rt: Runtime, rows: Sequence[ChunkRow]) -> dict[int, np.ndarray]:
+    """Model-space vectors of chunks, from the vault's embedding cache (no vector-store trip)."""
+    keys = {r.id: cache_key(rt.embedder.name, embed_text(r.title, r.heading, r.kind, r.text))
+            for r in rows}
+    found = rt.vault.cached_vectors(list(keys.values()))
+    return {cid: np.frombuffer(found[k], dtype=np.float32) for cid, k in keys.items() if k in found}
 
 
 def _title(row: ChunkRow) -> str:
