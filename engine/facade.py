@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from engine import paths as P
 from engine.config import Config, load_config
+from engine.context_inputs import check_query, utf8
 from engine.crypto import keys
 from engine.crypto.rotation import NameHasher, Rotation
 from engine.embedding.base import Embedder
@@ -158,7 +159,7 @@ class ContextEngine:
         if bool(paths) == (text is not None):
             raise InvalidInput("ingest takes either paths or text")
         if text is not None:
-            _check_text(text, "text")
+            text = utf8(text, "text")
             work = service.ingest_text(rt, self._writer, text, title=title, kind=kind)
             job = self._jobs.submit("text", work)
         else:
@@ -206,7 +207,7 @@ class ContextEngine:
                path_prefix: str | None = None, since: float | None = None,
                until: float | None = None) -> list[SearchHit]:
         rt = self._live()
-        _check_query(query, rt.cfg.search.max_query_chars)
+        query = check_query(query, rt.cfg.search)
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
@@ -326,27 +327,6 @@ class ContextEngine:
 
     def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return self._live().vault.audit(since, limit)
-
-
-def _check_text(text: str, what: str) -> None:
-    if not isinstance(text, str):
-        raise InvalidInput(f"{what} must be a string")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        from engine.errors import NotUtf8
-
-        raise NotUtf8(f"{what} is not valid UTF-8") from None
-
-
-def _check_query(query: str, max_chars: int) -> None:
-    from engine.errors import EmptyQuery
-
-    _check_text(query, "query")
-    if not query.strip():
-        raise EmptyQuery("the query is empty")
-    if len(query) > max_chars:
-        raise InvalidInput(f"the query is longer than {max_chars} characters")
 
 
 def _dir_size(root: Path) -> int:

@@ -15,6 +15,7 @@ from engine.ingest.pipeline import Prepared, Writer, batched
 from engine.ingest.walker import walk_paths
 from engine.metrics import ALERT_INGEST_FAILED
 from engine.runtime import Runtime
+from engine.types import LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
 
@@ -84,31 +85,29 @@ def _write_all(rt: Runtime, writer: Writer, job: Job, items: Iterator[Prepared],
             raise
 
 
-def ingest_text(rt: Runtime, writer: Writer, text: str, *, title: str | None, kind: str,
-                uri: str | None = None, created_at: float | None = None
-                ) -> Callable[[Job, Callable[[], None]], None]:
+def _one_document(rt: Runtime, writer: Writer, load: Callable[[], LoadedDocument]
+                  ) -> Callable[[Job, Callable[[], None]], None]:
+    """A job body that stores one document made by ``load`` (unless it is unchanged)."""
     def work(job: Job, progress: Callable[[], None]) -> None:
         job.files_total = 1
-        doc = load_text(text, title=title, kind=kind, uri=uri, created_at=created_at)
-        item = writer.prepare(doc)
+        item = writer.prepare(load())
         if item is None:
             job.files_unchanged += 1
             job.files_done += 1
             return
         _write_all(rt, writer, job, iter([item]), progress)
     return work
+
+
+def ingest_text(rt: Runtime, writer: Writer, text: str, *, title: str | None, kind: str,
+                uri: str | None = None, created_at: float | None = None
+                ) -> Callable[[Job, Callable[[], None]], None]:
+    return _one_document(rt, writer, lambda: load_text(
+        text, title=title, kind=kind, uri=uri, created_at=created_at))
 
 
 def ingest_conversation(rt: Runtime, writer: Writer, turns: Sequence[Mapping[str, Any]], *,
                         title: str, uri: str, session_time: float | None
                         ) -> Callable[[Job, Callable[[], None]], None]:
-    def work(job: Job, progress: Callable[[], None]) -> None:
-        job.files_total = 1
-        doc = load_conversation(turns, title=title, uri=uri, session_time=session_time)
-        item = writer.prepare(doc)
-        if item is None:
-            job.files_unchanged += 1
-            job.files_done += 1
-            return
-        _write_all(rt, writer, job, iter([item]), progress)
-    return work
+    return _one_document(rt, writer, lambda: load_conversation(
+        turns, title=title, uri=uri, session_time=session_time))
