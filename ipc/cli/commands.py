@@ -63,6 +63,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     backend = open_backend(args.data_dir)
     try:
         paths = [p for p in args.paths if p != "-"]
+        missing = [p for p in paths if not Path(p).exists()]
+        for p in missing:
+            print(f"ctx: not found: {p}", file=sys.stderr)
+        paths = [p for p in paths if p not in missing]
         job_ids = []
         if "-" in args.paths:
             job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
@@ -71,7 +75,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
         if args.no_wait:
             emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
-            return 0
+            return 3 if missing else 0
         snaps = [_wait_job(backend, j) for j in job_ids]
     finally:
         backend.close()
@@ -86,7 +90,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 print(f"  skipped {err['path']}: {err['reason']}", file=sys.stderr)
             if s["state"] == "failed":
                 print(f"  job failed: {s['error']['name']}", file=sys.stderr)
-    return 1 if any(s["state"] == "failed" for s in snaps) else 0
+    if any(s["state"] == "failed" for s in snaps):
+        return 1
+    return 3 if missing else 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:

@@ -73,6 +73,13 @@ def test_exit_codes() -> None:
     assert r.returncode == 2 and "invalid_budget" in r.stderr
 
 
+def test_missing_path_is_not_found(docs: Path) -> None:
+    r = ctx("ingest", str(docs), str(docs / "nope.md"))
+    assert r.returncode == 3 and "not found" in r.stderr
+    r = ctx("sources", "--json")
+    assert len(json.loads(r.stdout)["sources"]) == 2  # the rest was ingested
+
+
 def test_locked_store_exit_code() -> None:
     from engine.facade import ContextEngine
 
