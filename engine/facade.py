@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -115,6 +116,18 @@ class ContextEngine:
         except BaseException:
             lock.release()
             raise
+
+    def warm_up(self, *, background: bool = True) -> threading.Thread | None:
+        """Load the embedding model now (in a thread by default), not on the first query."""
+        load = getattr(self.rt.embedder, "load", None)
+        if load is None:
+            return None
+        if not background:
+            load()
+            return None
+        thread = threading.Thread(target=load, name="ctx-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     def close(self) -> None:
         if self._closed:

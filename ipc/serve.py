@@ -80,6 +80,9 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
     Returns 0 after a clean stop; engine errors (StoreLocked, WrongKey...) propagate.
     """
     engine = (engine_factory or _open_context_engine)(data_dir)
+    warm_up = getattr(engine, "warm_up", None)
+    if warm_up is not None:
+        warm_up()  # load the model in the background while clients connect
     server: Server | None = None
     conn_path: Path | None = None
     try:
