@@ -37,7 +37,7 @@ def _one_line(text: str, limit: int = 110) -> str:
 def recent_sessions(rt: Runtime, project: str | None, branch: str | None, limit: int
                     ) -> list[dict[str, Any]]:
     """Latest sessions of a project (and branch): time span, turns, failures, first request."""
-    where = ["s.state = 'ready'", "s.kind = 'transcript'"]
+    where = ["s.state = 'ready'", "s.kind = 'transcript'", "c.session IS NOT NULL"]
     args: list[Any] = []
     if project is not None:
         where.append("s.project = ?")
@@ -46,18 +46,17 @@ def recent_sessions(rt: Runtime, project: str | None, branch: str | None, limit:
         where.append("json_extract(c.meta, '$.branch') = ?")
         args.append(branch)
     rows = rt.vault.query(
-        "SELECT json_extract(c.meta, '$.session') AS sess, min(c.time), max(c.time), "
-        "sum(c.kind = 'turn_pair'), sum(COALESCE(json_extract(c.meta, '$.failure'), 0)), "
+        "SELECT c.session, min(c.time), max(c.time), sum(c.kind = 'turn_pair'), sum(c.failure), "
         "max(json_extract(c.meta, '$.branch')), max(s.title), "
         "max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) "
         f"FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {' AND '.join(where)} "
-        "GROUP BY sess HAVING max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) = 0 "
+        "GROUP BY c.session HAVING max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) = 0 "
         "ORDER BY max(c.time) DESC LIMIT ?", (*args, limit))
     out = []
     for sess, start, end, turns, failures, br, title, _sub in rows:
         first = rt.vault.query(
-            "SELECT c.text FROM chunks c WHERE c.kind = 'turn_pair' AND "
-            "json_extract(c.meta, '$.session') = ? ORDER BY c.time, c.id LIMIT 1", (sess,))
+            "SELECT text FROM chunks WHERE session = ? AND kind = 'turn_pair' "
+            "ORDER BY time, id LIMIT 1", (sess,))
         request = first[0][0].split("\n", 1)[0] if first else ""
         request = request.split(":", 1)[1].strip() if request.startswith("User:") else request
         out.append({"session": sess, "start": start, "end": end, "turns": int(turns or 0),
@@ -76,8 +75,7 @@ def _recent_lines(sessions: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def failure_rows(rt: Runtime, project: str | None, limit: int = 200) -> list[ChunkRow]:
-    where = ["s.state = 'ready'", "s.kind = 'transcript'",
-             "json_extract(c.meta, '$.failure') = 1"]
+    where = ["s.state = 'ready'", "s.kind = 'transcript'", "c.failure = 1"]
     args: list[Any] = []
     if project is not None:
         where.append("s.project = ?")

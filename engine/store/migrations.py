@@ -83,8 +83,20 @@ M1_BASE = """
         );
 """
 
+# Transcript chunks: their session and failure flag as indexed columns, so that
+# "latest sessions" and "failures of a project" read an index, not every chunk's JSON.
+M2_SESSIONS = """
+        ALTER TABLE chunks ADD COLUMN session TEXT;
+        ALTER TABLE chunks ADD COLUMN failure INTEGER NOT NULL DEFAULT 0;
+        UPDATE chunks SET session = json_extract(meta, '$.session'),
+                          failure = COALESCE(json_extract(meta, '$.failure'), 0)
+         WHERE json_extract(meta, '$.session') IS NOT NULL;
+        CREATE INDEX chunks_session ON chunks(session, time) WHERE session IS NOT NULL;
+        CREATE INDEX chunks_failure ON chunks(failure, time) WHERE failure = 1;
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record.
-MIGRATIONS: list[str] = [M1_BASE]
+MIGRATIONS: list[str] = [M1_BASE, M2_SESSIONS]
 
 
 def migrate(conn: Conn) -> int:

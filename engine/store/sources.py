@@ -77,11 +77,14 @@ def insert_pending(vault: Vault, doc: LoadedDocument, content_hash: str,
         source_id = int(cur.lastrowid)
         ids: list[int] = []
         for ch, h in zip(chunks, chunk_hashes):
+            session = ch.meta.get("session")
             cur = c.execute(
                 "INSERT INTO chunks(source_id, ordinal, kind, heading, text, tokens, start, time, "
-                "content_hash, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "content_hash, meta, session, failure) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (source_id, ch.ordinal, ch.kind, ch.heading, ch.text, ch.tokens, ch.start,
-                 ch.time, h, json.dumps(ch.meta, sort_keys=True, default=str)),
+                 ch.time, h, json.dumps(ch.meta, sort_keys=True, default=str),
+                 str(session) if session is not None else None,
+                 1 if ch.meta.get("failure") else 0),
             )
             ids.append(int(cur.lastrowid))
         if surrogates:
