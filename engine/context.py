@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 
 from engine.config import Config
-from engine.ingest.pipeline import cache_key, embed_text
 from engine.context_inputs import check_budget, check_conversation, check_live, check_query
+from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import BUILD_MS, TOKEN_ACCURACY
 from engine.packing.candidates import PackCandidate
-from engine.packing.packer import pack
+from engine.packing.packer import PackingConfig, pack
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
 from engine.retrieval.rerank import RerankCandidate, rerank
 from engine.retrieval.search import LaneResult, run_lanes
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.runtime import Runtime
-from engine.store.vault import ChunkRow
+from engine.store.vault import CHUNK_COLUMNS, ChunkRow
 from engine.types import ContextPayload, ConversationTurn, LiveItem
 
 LIVE_PRIOR = {"selection": 0.35, "active_file": 0.3, "terminal": 0.2, "clipboard": 0.2,
@@ -86,18 +86,26 @@ def _sources_used(rt: Runtime, payload: ContextPayload) -> list[int]:
 
 def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now: float,
                       timings: dict[str, float]) -> list[PackCandidate]:
+    """The stored chunks worth packing: fused hits reranked (with the query's similarity
+    to each, from vectors fetched once), near-duplicates dropped, the top hit expanded
+    or, for short chunks such as chat turns, their neighbours added as candidates."""
     t = time.perf_counter()
     rows = res.rows
+    pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1) * 2]]
+    vectors = stored_vectors(rt, [rows[c] for c, _ in pool])
+    sims = _similarities(res, vectors)
     window = [RerankCandidate(id=cid, text=_rerank_text(rows[cid]), fused=score,
-                              time=rows[cid].time, meta=_rerank_meta(rows[cid]))
-              for cid, score, _ in res.fused[: max(cfg.rerank.window, 1) * 2]]
+                              time=rows[cid].time, meta=_rerank_meta(rows[cid]),
+                              similarity=sims.get(cid), keyword=res.keyword_scores.get(cid))
+              for cid, score in pool]
+    timings["vectors"] = _ms(t)
+    t = time.perf_counter()
     ranked = rerank(res.analysis, window, cfg.rerank)
     timings["rerank"] = _ms(t)
 
     t = time.perf_counter()
     order = [cid for cid, _, _ in ranked]
-    vectors = stored_vectors(rt, [rows[c] for c in order])
-    kept, _dropped = suppress_near_duplicates(
+    kept, dropped = suppress_near_duplicates(
         order, lambda cid: vectors.get(cid), cfg.search.dedupe_threshold,
         texts={cid: rows[cid].text for cid in order if cid not in vectors})
     timings["dedupe"] = _ms(t)
@@ -106,22 +114,94 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     top = max((scores[c] for c in kept), default=1.0) or 1.0
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     t = time.perf_counter()
+    pcfg = cfg.packing
+    norm = {cid: max(0.0, scores[cid] / top) for cid in kept}
+    near = neighbours(rt, pcfg, [rows[c] for c in kept], norm, set(dropped))
     surrogates = _surrogates(rt, cfg, [rows[c] for c in kept], mode, now, scores, top)
     out: list[PackCandidate] = []
     for rank, cid in enumerate(kept):
         row = rows[cid]
         expanded, covered = (None, (cid,))
-        if rank < cfg.packing.expand_top:
-            expanded, covered = expand(rt, row, cfg.packing.expansion_max_tokens)
-        sur = surrogates.pop(row.source_id, None) if rank >= cfg.packing.expand_top else None
+        if rank < pcfg.expand_top and row.kind not in pcfg.neighbour_kinds:
+            expanded, covered = expand(rt, row, pcfg.expansion_max_tokens)
+        sur = surrogates.pop(row.source_id, None) if rank >= pcfg.expand_top else None
+        score = max(norm[cid], near.pop(cid, (row, 0.0))[1])
         out.append(PackCandidate(
             key=f"chunk:{cid}", section="memory", kind=row.kind, source=row.source,
-            title=_title(row), time=row.time, score=max(0.0, scores[cid] / top),
+            title=_title(row), time=row.time, score=score,
             lanes=lanes.get(cid, {}), text=row.text, expanded=expanded,
             surrogate=sur[1] if sur else None, tier=sur[0] if sur else None,
-            chunk_ids=tuple(covered), why="rerank"))
+            chunk_ids=tuple(covered), why="rerank", position=float(row.ordinal)))
+    for cid, (row, score) in near.items():
+        out.append(PackCandidate(
+            key=f"chunk:{cid}", section="memory", kind=row.kind, source=row.source,
+            title=_title(row), time=row.time, score=score, text=row.text, chunk_ids=(cid,),
+            why="neighbour", position=float(row.ordinal)))
     timings["expand"] = _ms(t)
     return out
+
+
+def neighbours(rt: Runtime, cfg: PackingConfig, hits: Sequence[ChunkRow],
+               scores: Mapping[int, float], excluded: set[int]
+               ) -> dict[int, tuple[ChunkRow, float]]:
+    """Chunks next to the best hits of ``cfg.neighbour_kinds``, with the score they
+    inherit: chunk id -> (row, best inherited score). Hits and ``excluded`` ids
+    (near-duplicates) may appear; the caller keeps a hit's own score when higher."""
+    span = cfg.neighbour_span
+    if not span or not cfg.neighbour_hits or not cfg.neighbour_kinds:
+        return {}
+    chosen = [h for h in hits if h.kind in cfg.neighbour_kinds][: cfg.neighbour_hits]
+    if not chosen:
+        return {}
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for h in chosen:
+        ranges.setdefault(h.source_id, []).append((h.ordinal - span, h.ordinal + span))
+    where, args = [], []
+    for sid, spans in ranges.items():
+        for lo, hi in _merge_spans(spans):
+            where.append("(c.source_id = ? AND c.ordinal BETWEEN ? AND ?)")
+            args += [sid, lo, hi]
+    kinds = list(cfg.neighbour_kinds)
+    found = rt.vault.query(
+        f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+        f"WHERE s.state = 'ready' AND c.kind IN ({','.join('?' * len(kinds))}) "
+        f"AND ({' OR '.join(where)})", [*kinds, *args])
+    at = {(r.source_id, r.ordinal): r for r in map(ChunkRow.from_row, found)}
+    out: dict[int, tuple[ChunkRow, float]] = {}
+    for h in chosen:
+        base = scores.get(h.id, 0.0)
+        for d in range(1, span + 1):
+            for n, factor in ((at.get((h.source_id, h.ordinal + d)), cfg.neighbour_after),
+                              (at.get((h.source_id, h.ordinal - d)), cfg.neighbour_before)):
+                if n is None or n.id in excluded or n.heading != h.heading:
+                    continue
+                score = base * factor ** d
+                if score > out.get(n.id, (n, -1.0))[1]:
+                    out[n.id] = (n, score)
+    return out
+
+
+def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
+    """Cosine of the query to every candidate: the vector lane's, else from stored vectors."""
+    sims = dict(res.similarity)
+    q = res.query_vector
+    missing = [cid for cid in vectors if cid not in sims]
+    if q is not None and missing:
+        matrix = np.stack([vectors[c] for c in missing])
+        if matrix.shape[1] == len(q):
+            sims.update(zip(missing, (matrix @ np.asarray(q, dtype=np.float32)).tolist(),
+                            strict=True))
+    return sims
 
 
 def stored_vectors(rt: Runtime, rows: Sequence[ChunkRow]) -> dict[int, np.ndarray]:
@@ -133,10 +213,13 @@ def stored_vectors(rt: Runtime, rows: Sequence[ChunkRow]) -> dict[int, np.ndarra
 
 
 def _title(row: ChunkRow) -> str:
+    """The item's header title; a turn's speaker only where its text does not start
+    with it (turns of one session then share one header)."""
     speaker = row.meta.get("speaker")
     if row.heading:
         return f"{row.title} > {row.heading}"
-    if speaker and row.kind == "turn":
+    if isinstance(speaker, str) and speaker and row.kind == "turn" \
+            and not row.text.startswith(speaker + ":"):
         return f"{row.title} · {speaker}"
     return row.title
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.config import SearchConfig
 from engine.errors import (
-    EmptyQuery, InvalidBudget, InvalidInput, InvalidItemKind, LiveSnapshotTooLarge, NotUtf8,
+    EmptyQuery,
+    InvalidBudget,
+    InvalidInput,
+    InvalidItemKind,
+    LiveSnapshotTooLarge,
+    NotUtf8,
 )
 from engine.packing.packer import MAX_BUDGET
 from engine.types import LIVE_KINDS, ConversationTurn, LiveItem
@@ -53,11 +58,11 @@ def _when(value: Any, what: str) -> float | None:
         return float(value)
     if isinstance(value, str):
         try:
-            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            dt = datetime.fromisoformat(value)
         except ValueError:
             raise InvalidInput(f"{what} must be epoch seconds or an ISO date") from None
         if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
+            dt = dt.replace(tzinfo=UTC)
         return dt.timestamp()
     raise InvalidInput(f"{what} must be epoch seconds or an ISO date")
 

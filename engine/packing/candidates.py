@@ -22,7 +22,9 @@ class PackCandidate:
     then lists every chunk it covers, so that snippets of those chunks are not
     packed a second time. ``surrogate`` is a summary of the chosen ``tier``,
     used instead of ``text`` in ``dense_cached`` mode. ``why`` is the caller's
-    short machine-readable reason, appended to the packer's own.
+    short machine-readable reason, appended to the packer's own. ``position`` is
+    the item's place inside its source (a chunk's ordinal): items of one source
+    that share a header are rendered under it in this order.
     """
 
     key: str
@@ -39,6 +41,7 @@ class PackCandidate:
     tier: str | None = None
     chunk_ids: tuple[int, ...] = ()
     why: str = ""
+    position: float | None = None
 
     def __post_init__(self) -> None:
         if self.section not in SECTIONS:

@@ -23,10 +23,15 @@ A text longer than its cap is cut where the reader needs it: an expanded block
 around the hit it was expanded from, a snippet around the first query term
 (marked ``… `` at the start and `` …`` at the end).
 
+Memory items that share a header (same source, kind, title and time) are
+rendered as one run under that header, in their order in the source (see
+``render``); the header is paid once, by the first item placed in the run.
+
 Token accounting is exact: ``item.tokens`` is the count of the item's rendered
 block including the separator that follows it (for the last item, the
-format's closing separator); the rest of ``total_tokens`` is the head, the
-group headers and the foot of the format (see ``render``), so
+format's closing separator) and, for the first item of a run, the run's
+header; the rest of ``total_tokens`` is the head, the group headers and the
+foot of the format (see ``render``), so
 ``total_tokens == sum(item.tokens) + overhead == counter.count(context)``.
 ``item.why`` is the packer's reason (``top_hit_expanded``, ``top_hit``,
 ``surrogate``, ``snippet``, ``live``, ``conversation``), then ``|cut`` when the
@@ -83,6 +88,17 @@ class PackingConfig:
     live_max_share: float = 0.5  # share of the budget live items may take beside memory
     include_time: bool = True  # dates in item headers
     fmt: str = "text"  # "text" | "markdown" | "json"
+    # Short, self-contained chunks (chat turns) whose neighbours in their source join
+    # the candidates as items of their own: an answer often sits in the reply to the
+    # turn that matched, or just before it. A neighbour d steps after (before) a hit
+    # scores the hit's score times neighbour_after**d (neighbour_before**d), up to
+    # neighbour_span steps, for the best neighbour_hits hits. Such hits are not
+    # expanded into one block: their neighbours compete for the budget one by one.
+    neighbour_kinds: tuple[str, ...] = ("turn",)
+    neighbour_hits: int = 30
+    neighbour_span: int = 3
+    neighbour_after: float = 0.9
+    neighbour_before: float = 0.8
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -100,6 +116,14 @@ class PackingConfig:
             raise ConfigError("packing.live_max_share must be in (0, 1]")
         if not isinstance(self.include_time, bool):
             raise ConfigError("packing.include_time must be a boolean")
+        if isinstance(self.neighbour_kinds, str):
+            raise ConfigError("packing.neighbour_kinds must be a list of chunk kinds")
+        object.__setattr__(self, "neighbour_kinds", tuple(self.neighbour_kinds))
+        if not 0 <= self.neighbour_hits <= 1000 or not 0 <= self.neighbour_span <= 50:
+            raise ConfigError("packing.neighbour_hits must be in 0..1000 and "
+                              "neighbour_span in 0..50")
+        if not (0.0 <= self.neighbour_after <= 1.0 and 0.0 <= self.neighbour_before <= 1.0):
+            raise ConfigError("packing.neighbour_after and neighbour_before must be in [0, 1]")
 
 
 @dataclass(eq=False)
@@ -115,11 +139,14 @@ class _Piece:
     label: str
     anchor: str = ""  # text that should stay in view when the body is cut
     view: BlockView | None = None
+    run: tuple[object, ...] = ()  # items with the same run share one header
+    grouped: bool = False  # rendered inside a run (else a block with its own header)
+    run_cost: int = 0  # tokens of the run's header (0 where items carry their own)
     ready: bool = False  # body and cost computed
     body: str = ""
     capped: bool = False  # body already cut to its cap
-    cost: int = -1  # tokens of the whole block + separator
-    head_cost: int = -1  # tokens of the block with an empty body + separator
+    cost: int = -1  # tokens of the whole item + separator (without the run header)
+    head_cost: int = -1  # tokens of the item with an empty body + separator
     placed: str | None = None  # body as packed
     tokens: int = 0  # tokens of the packed block + separator
 
@@ -168,6 +195,9 @@ class _Packer:
         self.used = 0
         self.live_used = 0
         self.open_groups: set[str] = set()
+        self.open_runs: set[tuple[object, ...]] = set()
+        # (label, section, source, title, time) -> (view, run header cost, empty item cost)
+        self.heads: dict[tuple[object, ...], tuple[BlockView, int, int]] = {}
         self.keys: set[str] = set()
         self.covered: set[int] = set()
         self.bodies: set[tuple[str, str]] = set()
@@ -213,9 +243,22 @@ class _Packer:
     # -- preparing one piece ------------------------------------------------
 
     def _prepare_head(self, p: _Piece) -> None:
-        """The item header and its cost (cheap: one short string counted)."""
+        """The item header and its cost (cheap: pieces of one run share the work)."""
         if p.view is not None:
             return
+        c = p.cand
+        p.grouped = self.r.grouped and c.section == "memory"
+        key = (p.label, c.section, c.source, c.title, c.time)
+        known = self.heads.get(key)
+        if known is None:
+            view = self._view(p)
+            run_cost = self.counter.count(self.r.run_header(view)) if p.grouped else 0
+            empty = self.r.item(view, "") if p.grouped else self.r.block(view, "")
+            known = self.heads[key] = (view, run_cost, self.counter.count(empty + self.r.sep))
+        p.view, p.run_cost, p.head_cost = known
+        p.run = (c.section, c.source, p.view) if p.grouped else (c.section, p.idx)
+
+    def _view(self, p: _Piece) -> BlockView:
         c = p.cand
         label = clean_line(p.label, 40)
         source = short_source(c.source)
@@ -224,10 +267,16 @@ class _Packer:
             title = ""
         if source == label:  # e.g. a conversation turn whose source is "conversation"
             source = ""
-        p.view = BlockView(label, source, title,
-                           format_time(c.time) if self.cfg.include_time else "",
-                           code_lang(p.label, source))
-        p.head_cost = self.counter.count(self.r.block(p.view, "") + self.r.sep)
+        if title and p.grouped and not _locator(c.source):
+            source = ""  # an opaque id ("conversation:3f2a…") says less than the title
+        return BlockView(label, source, title,
+                         format_time(c.time) if self.cfg.include_time else "",
+                         code_lang(p.label, source))
+
+    def _item(self, p: _Piece, body: str) -> str:
+        """The piece as rendered without its run header (the whole block when alone)."""
+        assert p.view is not None
+        return self.r.item(p.view, body) if p.grouped else self.r.block(p.view, body)
 
     def _prepare(self, p: _Piece) -> None:
         """The body, capped at the piece's token cap, and the cost of the whole block."""
@@ -250,12 +299,12 @@ class _Packer:
             body = _WINDOW_MARK + body
         if len(raw) > start + limit:
             body += _CUT_MARK
-        count, block, sep = self.counter.count, self.r.block, self.r.sep
-        p.cost = count(block(p.view, body) + sep)
+        count, sep = self.counter.count, self.r.sep
+        p.cost = count(self._item(p, body) + sep)
         if p.cost - p.head_cost > p.cap:
             body = self._cut(self._focus(body, p), p.cap)
             p.capped = True
-            p.cost = count(block(p.view, body) + sep)
+            p.cost = count(self._item(p, body) + sep)
         p.body = body
 
     def _anchor(self, text: str, p: _Piece) -> tuple[int, int]:
@@ -300,13 +349,17 @@ class _Packer:
         new_group = section not in self.open_groups
         if new_group:
             overhead += self.group_cost[section]
+        if limit - self.used - overhead <= 0:
+            return _NO_FIT
+        self._prepare_head(p)
+        if p.run not in self.open_runs:
+            overhead += p.run_cost
         room = limit - self.used - overhead
         if section == "live":
             opening = self.group_cost["live"] if new_group else 0
             room = min(room, self.live_cap - self.live_used - opening)
         if room <= 0:
             return _NO_FIT
-        self._prepare_head(p)
         if not p.ready and self._too_long(p, room - p.head_cost):
             return _NO_FIT
         self._prepare(p)
@@ -333,7 +386,7 @@ class _Packer:
 
     def _try_cut(self, p: _Piece, room: int, overhead: int) -> int:
         assert p.view is not None
-        count, block, sep = self.counter.count, self.r.block, self.r.sep
+        count, sep = self.counter.count, self.r.sep
         allowance = room - p.head_cost
         for _ in range(8):
             if allowance < self.cfg.min_snippet_tokens:
@@ -341,7 +394,7 @@ class _Packer:
             body = self._cut(p.body, allowance)
             if not body:
                 return _NO_FIT
-            tokens = count(block(p.view, body) + sep)
+            tokens = count(self._item(p, body) + sep)
             if tokens <= room:
                 self._place(p, body, tokens, overhead)
                 return _PLACED
@@ -359,6 +412,7 @@ class _Packer:
             opening = c.section not in self.open_groups
             self.live_used += tokens + (self.group_cost["live"] if opening else 0)
         self.open_groups.add(c.section)
+        self.open_runs.add(p.run)
         self.keys.add(c.key)
         self.covered.update(c.chunk_ids)
         self.bodies.add((c.section, p.body))
@@ -414,9 +468,9 @@ class _Packer:
             header = r.group(section)
             if header:
                 parts.append((header, self.group_cost[section], None))
-            for p in group:
-                assert p.view is not None and p.placed is not None
-                parts.append((r.block(p.view, p.placed) + r.sep, p.tokens, p))
+            for run in _runs(group):
+                for j, p in enumerate(run):
+                    parts.append(self._render(p, first=j == 0, last=j == len(run) - 1))
         last = max(i for i, part in enumerate(parts) if part[2] is not None)
         text, _, piece = parts[last]
         text = text[: len(text) - len(r.sep)] + r.last_sep
@@ -447,6 +501,38 @@ class _Packer:
                 score=c.score, lanes=dict(c.lanes), why=_why(why, c.why),
                 chunk_ids=tuple(c.chunk_ids)))
         return ContextPayload(context, total, self.budget, tuple(items), {}, self.cfg.fmt)
+
+
+    def _render(self, p: _Piece, *, first: bool, last: bool) -> tuple[str, int, _Piece]:
+        """One placed piece as rendered inside its run, with its exact tokens."""
+        assert p.view is not None and p.placed is not None
+        item = self._item(p, p.placed)
+        sep = self.r.item_sep(item, last) if p.grouped else self.r.sep
+        head = self.r.run_header(p.view) if first and p.grouped else ""
+        tokens = p.tokens if sep == self.r.sep else self.counter.count(item + sep)
+        return head + item + sep, tokens + (p.run_cost if head else 0), p
+
+
+def _runs(group: list[_Piece]) -> list[list[_Piece]]:
+    """Pieces (in rank order) gathered into runs that share a header: runs in the
+    order of their best piece, pieces in a run by their position in the source."""
+    runs: dict[tuple[object, ...], list[_Piece]] = {}
+    for p in group:
+        runs.setdefault(p.run, []).append(p)
+    out = list(runs.values())
+    for run in out:
+        if len(run) > 1:
+            run.sort(key=lambda p: (_position(p.cand.position), p.rank))
+    return out
+
+
+def _position(pos: float | None) -> tuple[bool, float]:
+    return (True, 0.0) if pos is None or not math.isfinite(pos) else (False, pos)
+
+
+def _locator(source: str) -> bool:
+    """Whether a source names a place a reader could go: a path or a URL."""
+    return "/" in source or "\\" in source
 
 
 def _why(ours: str, theirs: str) -> str:

@@ -2,16 +2,24 @@
 
 A rendered context is a concatenation of blocks: an optional ``head``, then for
 each group (live context, memory, conversation) an optional group header and
-its item blocks, then an optional ``foot``. Every item block is followed by the
-renderer's ``sep``, the last one by ``last_sep`` instead.
+its item blocks, then an optional ``foot``.
+
+Items that share a source header (same source, kind, title and time: the turns
+of one chat session, the chunks of one section of a file) are rendered as one
+*run*: the header once, then each item's body, in their order in the source.
+A turn of some 35 tokens would otherwise carry a header of some 20. Inside a
+run, one-line bodies are separated by a newline and others by a blank line;
+the last item of a run ends with the renderer's ``sep`` and the last item of
+the context with ``last_sep``. The JSON renderer does not group (``grouped``
+is false): each item is one object with its own fields, as before.
 
 The layout is chosen so that token counts add up exactly: every block ends
 with a newline (after a non-space character) and every block starts with a
-fixed punctuation character (``[``, ``#``, ``=``, ``{``, ``_``). cl100k's pre-tokenizer
-always splits between the two, so the tokens of the whole string are the sum of
-the tokens of its blocks, and the packer can count each block once instead of
-re-encoding the whole context. The packer still counts the final string once
-to prove it.
+non-space character or with spaces that lead to text (never a blank line).
+cl100k's pre-tokenizer always splits after such a newline, so the tokens of
+the whole string are the sum of the tokens of its blocks, and the packer can
+count each block once instead of re-encoding the whole context. The packer
+still counts the final string once to prove it.
 """
 
 from __future__ import annotations
@@ -133,6 +141,8 @@ class Renderer:
     name = "text"
     sep = "\n\n"  # after every item block but the last
     last_sep = ""  # after the last item block
+    inner_sep = "\n"  # between one-line items of one run
+    grouped = True  # items that share a header are rendered as one run
 
     def head(self, now: str) -> str:
         """Opening text; ``now`` is the formatted current time or ""."""
@@ -146,6 +156,21 @@ class Renderer:
 
     def block(self, view: BlockView, body: str) -> str:
         return f"{self._header(view)}\n{body}" if body else self._header(view)
+
+    def run_header(self, view: BlockView) -> str:
+        """The header a run of items opens with ("" when items carry their own)."""
+        return self._header(view) + "\n"
+
+    def item(self, view: BlockView, body: str) -> str:
+        """One item inside a run (its body; code is fenced where the format fences)."""
+        return body
+
+    def item_sep(self, item: str, last_in_run: bool) -> str:
+        """What follows a rendered item: a newline after a one-line item that another
+        item of its run follows, else ``sep``."""
+        if not last_in_run and "\n" not in item:
+            return self.inner_sep
+        return self.sep
 
     @staticmethod
     def _fields(view: BlockView) -> str:
@@ -167,15 +192,22 @@ class MarkdownRenderer(Renderer):
     def group(self, section: str) -> str:
         return f"## {_GROUP_TITLES[section]}\n\n"
 
-    def block(self, view: BlockView, body: str) -> str:
+    def _header(self, view: BlockView) -> str:
         head = f"### {self._fields(view)}"
-        if view.title:
-            head += f" — {view.title}"
+        return f"{head} — {view.title}" if view.title else head
+
+    def block(self, view: BlockView, body: str) -> str:
+        head = self._header(view)
         if view.lang is None:
             return f"{head}\n{body}" if body else head
+        return f"{head}\n{self.item(view, body)}"
+
+    def item(self, view: BlockView, body: str) -> str:
+        if view.lang is None:
+            return body
         longest = max((len(m) for m in _BACKTICKS_RE.findall(body)), default=0)
         fence = "`" * max(3, longest + 1)
-        return f"{head}\n{fence}{view.lang}\n{body}\n{fence}"
+        return f"{fence}{view.lang}\n{body}\n{fence}"
 
 
 class JsonRenderer(Renderer):
@@ -188,6 +220,8 @@ class JsonRenderer(Renderer):
     name = "json"
     sep = ",\n"
     last_sep = "\n"
+    inner_sep = ",\n"
+    grouped = False
 
     def head(self, now: str) -> str:
         stamp = f'"now":{json.dumps(now)},' if now else ""
@@ -207,6 +241,15 @@ class JsonRenderer(Renderer):
             obj["time"] = view.when
         obj["text"] = body
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    def run_header(self, view: BlockView) -> str:
+        return ""
+
+    def item(self, view: BlockView, body: str) -> str:
+        return self.block(view, body)
+
+    def item_sep(self, item: str, last_in_run: bool) -> str:
+        return self.sep
 
 
 _RENDERERS: dict[str, Renderer] = {

@@ -206,6 +206,9 @@ class QueryConfig:
         default_factory=lambda: {k: dict(v) for k, v in LANE_WEIGHTS.items()})
     # Recency weight used instead of the class's when the query asks for recent things.
     recent_recency_weight: float = 1.0
+    # Names of conversation speakers the query mentions are left out of what the lanes
+    # match (they head every turn of that speaker); the rerank still weighs them.
+    speaker_scoped: bool = True
     _compiled: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -72,14 +72,14 @@ DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
     "count": (r"\d",),
 }
 FEATURES = ("fused", "term_recall", "term_precision", "entity", "year", "date", "intent",
-            "distractor")
+            "distractor", "similarity", "keyword")
 
 
 @dataclass(frozen=True)
 class RerankConfig:
     """Weights and patterns of the rule rerank (defaults are general, not tuned to data)."""
 
-    window: int = 50
+    window: int = 100
     w_fused: float = 0.8
     w_term_recall: float = 1.0
     w_term_precision: float = 0.1
@@ -88,6 +88,9 @@ class RerankConfig:
     w_date: float = 0.4
     w_intent: float = 0.2
     distractor_penalty: float = 0.2
+    # Raw lane scores: fusion keeps only ranks, but how close a candidate is matters too.
+    w_similarity: float = 1.0  # the query's cosine similarity to the candidate (clipped to 0..1)
+    w_keyword: float = 0.3  # its keyword (BM25) score over the window's best
     fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
     date_window_days: float = 3.0  # a candidate this many days off the asked date scores 0
     scan_chars: int = 2000  # only the first chars of a long candidate are scanned
@@ -110,7 +113,7 @@ class RerankConfig:
         if self.window < 1:
             raise ConfigError("rerank.window must be >= 1")
         for name in ("w_fused", "w_term_recall", "w_term_precision", "w_entity", "w_year",
-                     "w_date", "w_intent", "distractor_penalty"):
+                     "w_date", "w_intent", "distractor_penalty", "w_similarity", "w_keyword"):
             value = getattr(self, name)
             if not 0.0 <= value <= 10.0:
                 raise ConfigError(f"rerank.{name} must be in [0, 10]")
@@ -149,13 +152,19 @@ class RerankConfig:
 
 @dataclass(frozen=True)
 class RerankCandidate:
-    """One fused candidate: its text, fused score and optional time (epoch s) and meta."""
+    """One fused candidate: its text, fused score and optional time (epoch s) and meta.
+
+    ``similarity`` is the query's cosine similarity to it (None when unknown) and
+    ``keyword`` its keyword-lane score, higher better (None when that lane missed it).
+    """
 
     id: Hashable
     text: str
     fused: float
     time: float | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    similarity: float | None = None
+    keyword: float | None = None
 
 
 Ranked = tuple[Hashable, float, dict[str, float]]
@@ -188,6 +197,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
                      if i in cfg._compiled or cfg._cue_words.get(i) or cfg._cue_phrases.get(i))
     year_rx = (re.compile(r"(?<!\d)(?:" + "|".join(str(y) for y in analysis.years) + r")(?!\d)")
                if analysis.years else None)
+    best_keyword = max((c.keyword for c in head if c.keyword is not None and c.keyword > 0),
+                       default=0.0)
 
     rows: list[dict[str, float]] = []
     for cand, f_norm, sc in zip(head, fused, scanned, strict=True):
@@ -202,6 +213,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
             "intent": (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
                        if intents else 0.0),
             "distractor": 0.0,
+            "similarity": _unit(cand.similarity),
+            "keyword": _unit(cand.keyword / best_keyword) if cand.keyword and best_keyword else 0.0,
         }
         rows.append(feats)
     if entity_keys and any(r["entity"] > 0 for r in rows):
@@ -221,7 +234,15 @@ def _score(f: Mapping[str, float], cfg: RerankConfig) -> float:
     return (cfg.w_fused * f["fused"] + cfg.w_term_recall * f["term_recall"]
             + cfg.w_term_precision * f["term_precision"] + cfg.w_entity * f["entity"]
             + cfg.w_year * f["year"] + cfg.w_date * f["date"] + cfg.w_intent * f["intent"]
-            - cfg.distractor_penalty * f["distractor"])
+            - cfg.distractor_penalty * f["distractor"]
+            + cfg.w_similarity * f["similarity"] + cfg.w_keyword * f["keyword"])
+
+
+def _unit(value: float | None) -> float:
+    """``value`` clipped to [0, 1]; 0 when unknown or not a number."""
+    if value is None or not value > 0.0:
+        return 0.0
+    return min(1.0, float(value))
 
 
 def _normalizer(values: list[float], how: str) -> Callable[[float], float]:

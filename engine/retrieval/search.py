@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
@@ -25,6 +29,8 @@ class LaneResult:
     rows: dict[int, ChunkRow]
     similarity: dict[int, float]
     timings: dict[str, float]
+    keyword_scores: dict[int, float] = field(default_factory=dict)  # BM25, higher better
+    query_vector: np.ndarray | None = None  # what the vector lane searched with
 
 
 def _matches(row: ChunkRow, f: Filters) -> bool:
@@ -40,27 +46,63 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
         return False
     if f.project is not None and row.project != f.project:
         return False
-    if f.branch is not None and row.meta.get("branch") != f.branch:
-        return False
-    return True
+    return f.branch is None or row.meta.get("branch") == f.branch
 
 
 def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters
-                ) -> tuple[list[int], dict[int, float]]:
+                ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
+    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector)."""
     vec = rt.embed_query(query)
     fetch = depth if filters.empty else depth * 8
     try:
         found = rt.vectors.query(vec, fetch)
     except VectorStoreUnavailable:
         rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
-        return [], {}
+        return [], {}, vec
     rt.metrics.alert(ALERT_VECTOR_DOWN, False)
     sims = dict(found)
     if filters.empty:
-        return [cid for cid, _ in found][:depth], sims
+        return [cid for cid, _ in found][:depth], sims, vec
     rows = rt.vault.chunks([cid for cid, _ in found])
     keep = [cid for cid, _ in found if cid in rows and _matches(rows[cid], filters)]
-    return keep[:depth], sims
+    return keep[:depth], sims, vec
+
+
+def speaker_names(query: str, rows: Iterable[ChunkRow]) -> list[str]:
+    """Names of speakers of the given turns that the query mentions (case-insensitive)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        speaker = row.meta.get("speaker")
+        if isinstance(speaker, str) and speaker.strip():
+            names.setdefault(speaker.strip(), None)
+    return [n for n in names if _name_re(n).search(query)]
+
+
+def content_query(query: str, analysis: QueryAnalysis, rows: Iterable[ChunkRow], cfg: Config
+                  ) -> tuple[str, QueryAnalysis | None]:
+    """The query the lanes should match, with the names of speakers taken out.
+
+    In a conversation a speaker's name heads every one of their turns, so it
+    matches half the store and pulls short, empty turns ("Ann: Bye!") to the top
+    of both lanes; who is asked about is left to the rerank's entity feature,
+    which reads the speaker. Returns (text, its analysis), or (query, None) when
+    no speaker is named or nothing would be left to match.
+    """
+    names = speaker_names(query, rows)
+    if not names:
+        return query, None
+    text = query
+    for name in names:
+        text = _name_re(name).sub(" ", text)
+    text = " ".join(text.split())
+    content = analyze_query(text, cfg.query)
+    if not content.terms or set(content.terms) == set(analysis.terms):
+        return query, None
+    return text, content
+
+
+def _name_re(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", re.IGNORECASE)
 
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
@@ -77,11 +119,19 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     lanes: dict[str, list[int]] = {}
 
     t = time.perf_counter()
-    lanes["keyword"] = [cid for cid, _ in rt.vault.keyword(fts_query(a), depth, filters)]
+    found = rt.vault.keyword(fts_query(a), depth, filters)
+    rows: dict[int, ChunkRow] = {}
+    content = query
+    if cfg.query.speaker_scoped and found:
+        rows = rt.vault.chunks([cid for cid, _ in found])
+        content, ca = content_query(query, a, rows.values(), cfg)
+        if ca is not None:
+            found = rt.vault.keyword(fts_query(ca), depth, filters)
+    lanes["keyword"] = [cid for cid, _ in found]
     timings["keyword"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    lanes["vector"], sims = vector_lane(rt, query, depth, filters)
+    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters)
     timings["vector"] = (time.perf_counter() - t) * 1000
 
     use_recency = a.temporal_recent if recency is None else recency
@@ -93,10 +143,10 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     weights = lane_weights(a.qclass, cfg.query, recent=a.temporal_recent)
     fused = rrf(lanes, weights, k=cfg.search.rrf_k)
     t = time.perf_counter()
-    rows = rt.vault.chunks([cid for cid, _, _ in fused])
+    rows.update(rt.vault.chunks([cid for cid, _, _ in fused if cid not in rows]))
     timings["fetch"] = (time.perf_counter() - t) * 1000
     fused = [f for f in fused if f[0] in rows]
-    return LaneResult(a, lanes, fused, rows, sims, timings)
+    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec)
 
 
 def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:

@@ -83,15 +83,25 @@ class VectorStore:
             self._call("delete", self._col.delete, ids=[str(x) for x in ids])
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Nearest chunks to ``vector`` (model space): (chunk id, cosine similarity)."""
-        n = self.count()
-        if n == 0 or k <= 0:
+        """Nearest chunks to ``vector`` (model space): (chunk id, cosine similarity).
+
+        Chroma answers a query for more results than it holds with what it has, so
+        no count is needed first (a round trip per query); only if a backend refuses
+        is the request clamped to its count and retried.
+        """
+        if k <= 0:
             return []
         q = self.rotation.apply(np.asarray(vector, dtype=np.float32).reshape(1, -1))
-        res = self._call("query", self._col.query, query_embeddings=q, n_results=min(k, n),
-                         include=["distances"])
+        try:
+            res = self._col.query(query_embeddings=q, n_results=k, include=["distances"])
+        except Exception:  # noqa: BLE001 - a refusal: clamp to the count and retry once
+            n = self.count()
+            if n == 0:
+                return []
+            res = self._call("query", self._col.query, query_embeddings=q, n_results=min(k, n),
+                             include=["distances"])
         ids, dists = res["ids"][0], res["distances"][0]
-        return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists)]
+        return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of ``ids``, rotated back into model space."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -226,6 +227,62 @@ def test_accounting_is_exact(fmt: str) -> None:
                                                      "conversation"]
 
 
+def _turn(i: int, score: float, source: str = "chat:1", title: str = "session 1"
+          ) -> PackCandidate:
+    speaker = "Ann" if i % 2 else "Bob"
+    return PackCandidate(key=f"chunk:{source}:{i}", section="memory", kind="turn",
+                         source=source, title=title, time=T0, score=score, lanes={},
+                         text=f"{speaker}: turn {i} says {prose(12, i)}", position=float(i),
+                         chunk_ids=(hash((source, i)) % 10_000,))
+
+
+def test_turns_of_one_session_share_one_header_in_source_order() -> None:
+    cands = [_turn(4, 0.9), _turn(1, 0.8), _turn(7, 0.7), _turn(3, 0.6, "chat:2", "session 2")]
+    p = pack(cands, 2000, PackingConfig(expand_top=0), COUNTER)
+    ctx = p.context
+    # An opaque source id gives way to the title (a path or URL would stay).
+    assert ctx.count("[turn · 2023-05-07 09:00 UTC] session 1\n") == 1
+    assert ctx.count("[turn · 2023-05-07 09:00 UTC] session 2\n") == 1
+    # Within the run, turns follow their position; runs follow their best item.
+    starts = [ctx.index(f"turn {i} says") for i in (1, 4, 7, 3)]
+    assert starts == sorted(starts)
+    assert "\nAnn: turn 1 says" in ctx and f"{prose(12, 1)}\nBob: turn 4 says" in ctx
+    assert p.total_tokens == COUNTER.count(ctx)
+    frame = COUNTER.count(get_renderer("text").group("memory"))
+    assert sum(i.tokens for i in p.items) + frame == p.total_tokens
+    # The first item of each run pays for its header; the others only for their line.
+    by_key = {i.chunk_ids: i.tokens for i in p.items}
+    line = COUNTER.count(cands[0].text + "\n")
+    assert by_key[cands[0].chunk_ids] == line
+    assert by_key[cands[1].chunk_ids] > line  # turn 1 opens the run
+
+
+def test_runs_fit_more_items_than_one_header_each() -> None:
+    cands = [_turn(i, 1.0 - i / 100) for i in range(40)]
+    grouped = pack(cands, 600, PackingConfig(expand_top=0), COUNTER)
+    alone = pack([dataclasses.replace(c, source=f"chat:{i}") for i, c in enumerate(cands)],
+                 600, PackingConfig(expand_top=0), COUNTER)
+    assert len(grouped.items) > 1.3 * len(alone.items)
+    assert grouped.total_tokens <= 600 and alone.total_tokens <= 600
+
+
+def test_json_does_not_group() -> None:
+    p = pack([_turn(1, 0.9), _turn(2, 0.8)], 1000, PackingConfig(fmt="json", expand_top=0),
+             COUNTER)
+    doc = json.loads(p.context)
+    assert [e["source"] for e in doc["items"]] == ["chat:1", "chat:1"]
+    assert all(e["title"] == "session 1" for e in doc["items"])
+
+
+def test_markdown_run_keeps_code_fenced() -> None:
+    code = [mem(f"c{i}", 0.9 - i / 10, f"x = {i}", kind="code", source="/p/a.py", title="a.py",
+                position=float(i)) for i in range(2)]
+    p = pack(code, 500, PackingConfig(fmt="markdown", expand_top=0), COUNTER)
+    assert p.context.count("### code · a.py") == 1
+    assert "```py\nx = 0\n```\n\n```py\nx = 1\n```" in p.context
+    assert p.total_tokens == COUNTER.count(p.context)
+
+
 def test_dates_and_sources_in_headers() -> None:
     p = pack([mem("a", 1.0, "hello there")], 200, PackingConfig(), COUNTER)
     assert p.context.splitlines()[1] == "[section · a.md · 2023-05-07 09:00 UTC] Note a"
@@ -265,7 +322,9 @@ def test_non_integer_budget_raises(budget: object) -> None:
 @pytest.mark.parametrize("kwargs", [
     {"mode": "slow"}, {"fmt": "html"}, {"expansion_max_tokens": 0}, {"expand_top": -1},
     {"min_snippet_tokens": 0}, {"max_item_tokens": 1.5}, {"live_max_share": 0.0},
-    {"live_max_share": 1.5}, {"include_time": "yes"},
+    {"live_max_share": 1.5}, {"include_time": "yes"}, {"neighbour_kinds": "turn"},
+    {"neighbour_hits": -1}, {"neighbour_span": 51}, {"neighbour_after": 1.5},
+    {"neighbour_before": -0.1},
 ])
 def test_config_is_validated(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError):

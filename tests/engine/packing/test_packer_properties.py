@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import PackingConfig, pack
-from engine.packing.render import format_time, get_renderer, short_source
+from engine.packing.render import clean_line, format_time, get_renderer, short_source
 from engine.tokens import TokenCounter
-from engine.types import ContextPayload
+from engine.types import ContextPayload, PayloadItem
 
 COUNTER = TokenCounter.shared()
 NOW = 1_700_000_000.0
@@ -43,8 +43,8 @@ def _candidate(draw: st.DrawFn) -> PackCandidate:
         kind=draw(st.sampled_from(_KINDS[section])),
         source=draw(st.one_of(st.text(max_size=30),
                               st.sampled_from(["/a/b/notes.md", "https://x.org/p/q"]))),
-        title=draw(st.text(max_size=40)),
-        time=draw(_time),
+        title=draw(st.one_of(st.text(max_size=40), st.just("session 1"))),
+        time=draw(st.one_of(_time, st.just(NOW))),
         score=draw(_score),
         lanes=draw(st.dictionaries(st.sampled_from(["bm25", "vector"]), st.integers(1, 50),
                                    max_size=2)),
@@ -54,6 +54,8 @@ def _candidate(draw: st.DrawFn) -> PackCandidate:
         tier=draw(st.sampled_from([None, "gist", "micro"])),
         chunk_ids=tuple(draw(st.lists(st.integers(0, 6), max_size=3))),
         why=draw(st.sampled_from(["", "lane:bm25"])),
+        position=draw(st.one_of(st.none(), st.integers(0, 9).map(float),
+                                st.just(float("nan")))),
     )
 
 
@@ -84,6 +86,12 @@ def _overhead(payload: ContextPayload, cfg: PackingConfig, now: float | None) ->
     return sum(COUNTER.count(p) for p in parts)
 
 
+def _run_key(item: PayloadItem, label: str, cfg: PackingConfig) -> tuple[object, ...]:
+    """What the packer groups memory items by: section, source and the header fields."""
+    when = format_time(item.time) if cfg.include_time else ""
+    return (_section(item.kind), item.source, label, clean_line(item.title, 80), when)
+
+
 def _check(payload: ContextPayload, budget: int, cfg: PackingConfig, now: float | None) -> None:
     assert payload.total_tokens == COUNTER.count(payload.context)
     assert payload.total_tokens <= budget
@@ -105,14 +113,19 @@ def _check(payload: ContextPayload, budget: int, cfg: PackingConfig, now: float 
             assert entry["source"] == ("" if source == entry["kind"] else source)
             assert entry["text"]
     else:
+        # Memory items sharing a header form a run: only its first item shows the header.
         opener = "[" if cfg.fmt == "text" else "### "
         pos = 0
+        previous: tuple[object, ...] = ()
         for item in payload.items:
             used_surrogate = item.why.startswith("surrogate")
             label = "summary" if used_surrogate else item.kind
-            found = payload.context.find(opener + label, pos)
-            assert found >= pos, (label, payload.context[:200])
-            pos = found + 1
+            run = _run_key(item, label, cfg)
+            if run[0] != "memory" or run != previous:
+                found = payload.context.find(opener + label, pos)
+                assert found >= pos, (label, payload.context[:200])
+                pos = found + 1
+            previous = run
     ids = [frozenset(i.chunk_ids) for i in payload.items if i.chunk_ids]
     assert len(ids) == len(set(ids))
 

@@ -105,6 +105,21 @@ def test_only_the_window_is_reordered_and_the_tail_follows_in_fused_order() -> N
     assert set(out[0][2]) == set(FEATURES) and set(out[-1][2]) == {"fused"}
 
 
+def test_lane_scores_are_features() -> None:
+    """The query's similarity and the keyword score break a tie that fusion left."""
+    cands = [RerankCandidate("far", "Lee: a day at the shore", 0.03, similarity=0.2),
+             RerankCandidate("near", "Lee: a day at the shore", 0.03, similarity=0.7,
+                             keyword=4.0),
+             RerankCandidate("none", "Lee: a day at the shore", 0.03)]
+    out = rerank(analyze_query("beach trip"), cands)
+    assert [i for i, _, _ in out] == ["near", "far", "none"]
+    feats = {i: f for i, _, f in out}
+    assert feats["near"]["similarity"] == 0.7 and feats["near"]["keyword"] == 1.0
+    assert feats["none"]["similarity"] == 0.0 and feats["none"]["keyword"] == 0.0
+    off = RerankConfig(w_similarity=0.0, w_keyword=0.0)
+    assert _order("beach trip", cands, off) == ["far", "near", "none"]  # ties: fused order
+
+
 def test_ties_keep_fused_order_and_results_are_deterministic() -> None:
     cands = [RerankCandidate(i, "same text", 0.5) for i in range(8)]
     first = rerank(analyze_query("same text"), cands)
@@ -115,7 +130,7 @@ def test_ties_keep_fused_order_and_results_are_deterministic() -> None:
 
 def test_zero_weights_leave_fused_order() -> None:
     cfg = RerankConfig(w_term_recall=0, w_term_precision=0, w_entity=0, w_year=0, w_date=0,
-                       w_intent=0, distractor_penalty=0)
+                       w_intent=0, distractor_penalty=0, w_similarity=0, w_keyword=0)
     cands = [RerankCandidate("a", "x", 0.3), RerankCandidate("b", "Jordan paints", 0.2)]
     assert _order("What does Jordan paint?", cands, cfg) == ["a", "b"]
     assert _order("What does Jordan paint?", cands) == ["b", "a"]

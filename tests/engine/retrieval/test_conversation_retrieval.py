@@ -1,0 +1,99 @@
+"""Retrieval over chat memory: speaker names in queries, answers next to the matched turn,
+and one dated header per session in the packed context (fake embedder, real store)."""
+
+from __future__ import annotations
+
+from engine.config import Config
+from engine.facade import ContextEngine
+from engine.retrieval.query import analyze_query, fts_query
+from engine.retrieval.search import content_query, run_lanes, speaker_names
+from engine.store.vault import ChunkRow, Filters
+
+T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
+
+
+def _row(i: int, speaker: str, text: str) -> ChunkRow:
+    return ChunkRow(i, 1, i, "turn", "", f"{speaker}: {text}", 10, 0, T0,
+                    {"speaker": speaker, "turn_id": str(i)}, "chat:1", "session 1",
+                    "conversation", T0, None)
+
+
+def test_speaker_names_are_found_case_insensitively_and_taken_out() -> None:
+    rows = [_row(1, "Ada", "hello"), _row(2, "Ben", "hi"), _row(3, "Ada", "bye")]
+    assert speaker_names("What did ada bake?", rows) == ["Ada"]
+    assert speaker_names("What did Adams bake?", rows) == []
+    query = "What did Ada's brother and Ben bake for the fair?"
+    text, analysis = content_query(query, analyze_query(query), rows, _cfg())
+    assert text == "What did brother and bake for the fair?"
+    assert analysis is not None and "ada" not in analysis.terms and "ben" not in analysis.terms
+
+
+def test_a_query_that_is_only_a_name_keeps_the_name() -> None:
+    rows = [_row(1, "Ada", "hello")]
+    query = "Ada?"
+    assert content_query(query, analyze_query(query), rows, _cfg()) == (query, None)
+    assert content_query("What about Cy?", analyze_query("What about Cy?"), rows,
+                         _cfg())[1] is None  # no speaker named
+
+
+def _cfg() -> Config:
+    return Config()
+
+
+SESSION_1 = [
+    ("Ada", "Morning! The fair is on Saturday and I signed up for the bake stall."),
+    ("Ben", "Nice. What are you going to make for it?"),
+    ("Ada", "Lemon bars with a thin crust, my grandmother's way."),
+    ("Ben", "Sounds great, save me one."),
+    ("Ada", "Deal. How was the climbing trip?"),
+    ("Ben", "Cold, windy, and we turned back before the summit."),
+]
+SESSION_2 = [
+    ("Ben", "Did the stall go well?"),
+    ("Ada", "Sold out in an hour, people queued for the lemon bars."),
+    ("Ben", "Told you so."),
+]
+
+
+def _ingest(engine: ContextEngine) -> None:
+    for n, (turns, when) in enumerate(((SESSION_1, T0), (SESSION_2, T0 + 7 * 86400)), 1):
+        rows = [{"speaker": s, "text": t, "id": f"{n}:{i}"} for i, (s, t) in enumerate(turns)]
+        engine.wait(engine.ingest_conversation(rows, title=f"session {n}", uri=f"chat:{n}",
+                                               session_time=when))
+
+
+def test_reply_to_the_matched_turn_is_packed_under_one_session_header(
+        engine: ContextEngine) -> None:
+    _ingest(engine)
+    # Each lane returns one turn: the others come in as neighbours of the hits.
+    payload = engine.build_context("What is Ada going to make for the bake stall?",
+                                   budget=400, now=T0 + 30 * 86400,
+                                   config={"search": {"lane_depth": 1}})
+    ctx = payload.context
+    whys = {i.chunk_ids: i.why for i in payload.items}
+    # The answer shares no word with the question; it comes in as the reply.
+    assert "Ada: Lemon bars with a thin crust" in ctx
+    assert sum("neighbour" in w for w in whys.values()) >= 2
+    # One dated header per session, turns in their order, each turn on its own line.
+    assert ctx.count("] session 1\n") == 1
+    first = ctx.index("Ada: Morning!") if "Ada: Morning!" in ctx else -1
+    reply = ctx.index("Ada: Lemon bars")
+    question = ctx.index("Ben: Nice. What are you going to make")
+    assert question < reply and (first == -1 or first < question)
+    assert "2023-11-14 22:13 UTC" in ctx
+    assert payload.total_tokens == engine.rt.counter.count(ctx) <= 400
+
+
+def test_lanes_match_the_query_without_the_speaker_name(engine: ContextEngine) -> None:
+    _ingest(engine)
+    query = "When did Ada sell out her lemon bars?"
+    res = run_lanes(engine.rt, query)
+    content = analyze_query("When did sell out her lemon bars?")
+    expected = [c for c, _ in engine.rt.vault.keyword(fts_query(content), 50, Filters())]
+    assert res.lanes["keyword"] == expected
+    assert "ada" in res.analysis.terms  # the rerank still knows who is asked about
+    off = run_lanes(engine.rt, query, cfg=engine.rt.cfg.with_overrides(
+        {"query": {"speaker_scoped": False}}))
+    named = [c for c, _ in engine.rt.vault.keyword(fts_query(analyze_query(query)), 50,
+                                                   Filters())]
+    assert off.lanes["keyword"] == named != expected
