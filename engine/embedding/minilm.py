@@ -21,6 +21,8 @@ from engine.errors import ConfigError, IntegrityError
 log = logging.getLogger("ctx.embedding")
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+SMALL_BATCH = 4
+SMALL_BATCH_THREADS = 1
 _verified: set[tuple[str, int, int]] = set()
 _lock = threading.Lock()
 
@@ -72,11 +74,16 @@ class SentenceTransformerEmbedder:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
         import torch
         from sentence_transformers import SentenceTransformer
 
-        if threads:
-            torch.set_num_threads(threads)
+        self._torch = torch
+        self._batch_threads = threads or torch.get_num_threads()
         self.device = _device(device)
         self._model = SentenceTransformer(str(model_dir), device=self.device,
                                           local_files_only=True)
@@ -90,7 +97,13 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        # A query (a few short texts) runs fastest on one thread: with several threads on
+        # a busy 2-core machine its tail latency grows tenfold. Batches use them all.
+        # set_num_threads is process-wide, so it changes only under the inference lock.
+        threads = SMALL_BATCH_THREADS if len(texts) <= SMALL_BATCH else self._batch_threads
         with self._infer_lock:
+            if self._torch.get_num_threads() != threads:
+                self._torch.set_num_threads(threads)
             vecs = self._model.encode(list(texts), batch_size=self.batch_size,
                                       convert_to_numpy=True, normalize_embeddings=True,
                                       show_progress_bar=False)
