@@ -101,6 +101,11 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     timings["vectors"] = _ms(t)
     t = time.perf_counter()
     ranked = rerank(res.analysis, window, cfg.rerank)
+    if cfg.search.cross_encoder_path:
+        cross = rt.cross_encoder(cfg.search.cross_encoder_path)
+        head = ranked[: cross.cfg.window]
+        ranked = cross.rerank(res.analysis.text, ranked,
+                              {cid: _rerank_text(rows[cid]) for cid, _, _ in head})
     timings["rerank"] = _ms(t)
 
     t = time.perf_counter()

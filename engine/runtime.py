@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,16 @@ class Runtime:
     metrics: Metrics
     _qcache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
     _qlock: threading.Lock = field(default_factory=threading.Lock)
+    _cross: dict[str, Any] = field(default_factory=dict)
+
+    def cross_encoder(self, path: str) -> Any:
+        """The local cross-encoder reranker at ``path``, loaded once (ConfigError if absent)."""
+        with self._qlock:
+            if path not in self._cross:
+                from engine.retrieval.rerank import CrossEncoderConfig, CrossEncoderReranker
+
+                self._cross[path] = CrossEncoderReranker(CrossEncoderConfig(model_path=path))
+            return self._cross[path]
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's vector, from a small LRU cache when it was asked before."""

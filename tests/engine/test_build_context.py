@@ -103,3 +103,30 @@ def test_live_and_memory_both_appear(real_engine: ContextEngine, tmp_path: Path)
     assert "TODO: add retries" in payload.context
     assert payload.total_tokens <= 400
     assert real_engine.rt.counter.count(payload.context) == payload.total_tokens
+
+
+def test_missing_cross_encoder_is_a_config_error(filled: ContextEngine, tmp_path: Path) -> None:
+    from engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cross_encoder"):
+        filled.build_context("deploy", budget=100,
+                             config={"search": {"cross_encoder_path": str(tmp_path / "none")}})
+
+
+@pytest.mark.integration
+def test_local_cross_encoder_reranks(filled: ContextEngine, tmp_path: Path) -> None:
+    """A cross-encoder saved to a local folder (MiniLM with a fresh scoring head) is used."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from engine.embedding.minilm import minilm_path
+
+    torch.manual_seed(0)
+    model_dir = tmp_path / "cross"
+    CrossEncoder(str(minilm_path()), num_labels=1, local_files_only=True).save(str(model_dir))
+    cfg = {"search": {"cross_encoder_path": str(model_dir)}}
+    payload = filled.build_context("how do I roll back a deploy", budget=200, config=cfg,
+                                   now=NOW)
+    assert payload.items and payload.total_tokens <= 200
+    cross = filled.rt.cross_encoder(str(model_dir))
+    assert len(cross.score("deploy", ["a", "b"])) == 2
