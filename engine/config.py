@@ -85,6 +85,8 @@ class SearchConfig:
     max_live_bytes: int = 2_000_000
     max_query_chars: int = 4000
     cross_encoder_path: str = ""
+    keyword_max_df: float = 0.05  # in stores of keyword_prune_min_chunks or more, words in
+    keyword_prune_min_chunks: int = 5000  # more than this share of chunks leave the FTS query
 
     def __post_init__(self) -> None:
         if not 1 <= self.rrf_k <= 1000:
@@ -93,6 +95,9 @@ class SearchConfig:
             raise ConfigError("search.lane_depth must be between 1 and 1000")
         if not 0.5 <= self.dedupe_threshold <= 1.0:
             raise ConfigError("search.dedupe_threshold must be between 0.5 and 1.0")
+        if not 0.0 < self.keyword_max_df <= 1.0 or self.keyword_prune_min_chunks < 0:
+            raise ConfigError("search.keyword_max_df must be in (0, 1] and "
+                              "keyword_prune_min_chunks >= 0")
         if self.recency_depth < 0 or self.max_live_items < 0 or self.max_live_bytes < 0:
             raise ConfigError("search depths and live limits must be >= 0")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Iterable
@@ -105,6 +106,24 @@ def _name_re(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", re.IGNORECASE)
 
 
+def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
+    """The FTS5 expression for ``a``, leaving out words that match a large share of a
+    big store: scoring their long match lists is most of the lane's cost at 100k chunks,
+    and their BM25 weight is near zero. The rarest words always stay."""
+    words = list(a.words or a.terms)
+    if len(words) > 1 and cfg.search.keyword_max_df < 1.0:
+        n = rt.vault.chunk_count()
+        if n >= cfg.search.keyword_prune_min_chunks:
+            df = rt.vault.doc_frequency(words)
+            limit = cfg.search.keyword_max_df * n
+            rare = [w for w in words if df.get(w.lower(), 0) <= limit]
+            if not rare:
+                rare = [min(words, key=lambda w: df.get(w.lower(), 0))]
+            if len(rare) < len(words):
+                a = dataclasses.replace(a, words=tuple(rare))
+    return fts_query(a)
+
+
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
               depth: int | None = None, analysis: QueryAnalysis | None = None,
               recency: bool | None = None, cfg: Config | None = None) -> LaneResult:
@@ -119,14 +138,14 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     lanes: dict[str, list[int]] = {}
 
     t = time.perf_counter()
-    found = rt.vault.keyword(fts_query(a), depth, filters)
+    found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
     rows: dict[int, ChunkRow] = {}
     content = query
     if cfg.query.speaker_scoped and found:
         rows = rt.vault.chunks([cid for cid, _ in found])
         content, ca = content_query(query, a, rows.values(), cfg)
         if ca is not None:
-            found = rt.vault.keyword(fts_query(ca), depth, filters)
+            found = rt.vault.keyword(keyword_match(rt, ca, cfg), depth, filters)
     lanes["keyword"] = [cid for cid, _ in found]
     timings["keyword"] = (time.perf_counter() - t) * 1000
 

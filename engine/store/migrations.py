@@ -95,8 +95,14 @@ M2_SESSIONS = """
         CREATE INDEX chunks_failure ON chunks(failure, time) WHERE failure = 1;
 """
 
+# Document frequencies of indexed terms, so the keyword lane can leave out words
+# that match a large share of the store (they cost the most and rank the least).
+M3_VOCAB = """
+        CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab('chunks_fts', 'row');
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record.
-MIGRATIONS: list[str] = [M1_BASE, M2_SESSIONS]
+MIGRATIONS: list[str] = [M1_BASE, M2_SESSIONS, M3_VOCAB]
 
 
 def migrate(conn: Conn) -> int:

@@ -109,6 +109,8 @@ class Vault:
         self._write_lock = threading.RLock()
         self._all: list[Any] = []
         self._all_lock = threading.Lock()
+        self._generation = 0
+        self._count_cache: tuple[int, int] | None = None
         conn = self.conn()
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -157,6 +159,7 @@ class Vault:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            self._generation += 1
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         return self.conn().execute(sql, tuple(args)).fetchall()
@@ -209,6 +212,39 @@ class Vault:
                f"WHERE chunks_fts MATCH ? AND {where} ORDER BY r LIMIT ?")
         rows = self.conn().execute(sql, (match, *args, limit)).fetchall()
         return [(r[0], -r[1]) for r in rows]
+
+    def doc_frequency(self, words: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each word, looked up in the FTS vocabulary.
+
+        The index stores porter stems; a word's stem is found as the longest of its
+        prefixes (or the prefix with a final y turned into i) that the index holds.
+        """
+        cands: dict[str, list[str]] = {}
+        for w in words:
+            w = w.lower()
+            forms = [w[:n] for n in range(len(w), max(2, len(w) - 4), -1)]
+            if w.endswith("y"):
+                forms.append(w[:-1] + "i")
+            cands[w] = forms
+        flat = sorted({f for forms in cands.values() for f in forms})
+        if not flat:
+            return {}
+        rows = dict(self.conn().execute(
+            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(flat))})",
+            flat).fetchall())
+        out = {}
+        for w, forms in cands.items():
+            best = max((f for f in forms if f in rows), key=len, default=None)
+            out[w] = int(rows[best]) if best is not None else 0
+        return out
+
+    def chunk_count(self) -> int:
+        """Stored chunks (cached until the next write)."""
+        gen = self._generation
+        if self._count_cache is None or self._count_cache[0] != gen:
+            n = int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
+            self._count_cache = (gen, n)
+        return self._count_cache[1]
 
     def _ready_chunks(self, ids: Sequence[int]) -> set[int]:
         if not ids:
