@@ -83,7 +83,8 @@ def ingest(engine: Any, files: list[Path]) -> tuple[float, dict[str, Any]]:
 
 
 def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, dict[str, float]]:
-    from engine.retrieval.query import analyze_query, fts_query
+    from engine.retrieval.query import analyze_query
+    from engine.retrieval.search import keyword_match
     from engine.store.vault import Filters
 
     rt = engine.rt
@@ -107,7 +108,8 @@ def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, 
             rt.vectors.query(rt.embed_query(q), 50)
             lanes["vector lane"].append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            rt.vault.keyword(fts_query(analyze_query(q, rt.cfg.query)), 50, empty)
+            rt.vault.keyword(keyword_match(rt, analyze_query(q, rt.cfg.query), rt.cfg), 50,
+                             empty)
             lanes["keyword lane"].append((time.perf_counter() - t) * 1000)
             rt._qcache.clear()
             t = time.perf_counter()
