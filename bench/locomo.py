@@ -33,6 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.stats import pct
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
 SPLITS = {"dev": range(5), "test": range(5, 10)}
@@ -175,13 +177,6 @@ def run_conversation(sample: dict[str, Any], embedder: Any, workdir: Path, limit
     with ContextEngine.open(workdir, embedder=embedder) as eng:
         res = evaluate(eng, sample, texts, now, limit)
     return {**res, "ingest_s": ingest_s, "turns": len(texts)}
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    s = sorted(values)
-    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
 
 
 def _table(split: str, n: int, row: tuple[float, ...], embedder: str) -> None:

@@ -7,12 +7,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from engine.metrics import percentile
 
-def pct(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
+pct = percentile  # the engine's own, so benchmarks and metrics agree
 
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:

@@ -52,8 +52,10 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     timings: dict[str, float] = {}
 
     candidates: list[PackCandidate] = []
+    known: Mapping[int, ChunkRow] = {}
     if budget > 0:
         res = run_lanes(rt, query, cfg=cfg)
+        known = res.rows
         timings.update(res.timings)
         candidates += memory_candidates(rt, cfg, res, pcfg.mode, now, timings)
         t = time.perf_counter()
@@ -65,7 +67,7 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     t = time.perf_counter()
     payload = pack(candidates, budget, pcfg, rt.counter, now=now, query=query)
     timings["pack"] = _ms(t)
-    used = _sources_used(rt, payload)
+    used = _sources_used(rt, payload, known)
     if used:
         rt.vault.record_access(used, now)
     timings["total"] = _ms(t_start)
@@ -77,11 +79,18 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     return dataclasses.replace(payload, timings=timings)
 
 
-def _sources_used(rt: Runtime, payload: ContextPayload) -> list[int]:
-    """Source ids of the memory items in a payload (their access counts go up)."""
-    chunk_ids = sorted({cid for item in payload.items for cid in item.chunk_ids})
-    rows = rt.vault.chunks(chunk_ids) if chunk_ids else {}
-    return sorted({r.source_id for r in rows.values()})
+def _sources_used(rt: Runtime, payload: ContextPayload, known: Mapping[int, ChunkRow]
+                  ) -> list[int]:
+    """Source ids of the memory items in a payload (their access counts go up).
+
+    Rows the lanes already fetched answer most ids; only the rest (neighbours added
+    by expansion) are read from the vault.
+    """
+    chunk_ids = {cid for item in payload.items for cid in item.chunk_ids}
+    missing = sorted(chunk_ids - set(known))
+    rows = [known[c] for c in chunk_ids if c in known]
+    rows += list(rt.vault.chunks(missing).values()) if missing else []
+    return sorted({r.source_id for r in rows})
 
 
 def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now: float,

@@ -288,8 +288,10 @@ class ContextEngine:
         ids = self._resolve_sources(source)
         if not ids:
             raise NotFound("no such source")
-        self._jobs.wait(self._jobs.submit("delete", lambda job, progress: (
-            src.delete_sources(rt.vault, ids), self._writer.flush_tombstones())).id)
+        def work(job: Any, progress: Callable[[], None]) -> None:
+            src.delete_sources(rt.vault, ids)
+            self._writer.flush_tombstones()
+        self._jobs.wait(self._jobs.submit("delete", work).id)
         rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
         return {"deleted": len(ids), "sources": ids}
 

@@ -75,17 +75,16 @@ class Writer:
                 project: str | None = None, force: bool = False) -> Prepared | None:
         """Chunk and summarise ``doc``; None when an identical version is already stored."""
         digest = content_hash(doc.text)
-        old = src.find_ready(self.vault, doc.uri)
-        if old is not None and old.content_hash == digest and not force:
+        versions = self.vault.query("SELECT id, content_hash FROM sources WHERE uri = ? AND "
+                                    "state = 'ready' ORDER BY id DESC", (doc.uri,))
+        if versions and versions[0][1] == digest and not force:
             return None
         if chunks is None:
             chunks = chunk_document(doc, self.cfg.chunking, self.counter)
         surrogates = None
         if self.cfg.ingest.surrogates and doc.kind != "transcript" and chunks:
             surrogates = make_surrogates(doc.text, doc.title, self.cfg.surrogates, self.counter)
-        replaces = [r[0] for r in self.vault.query(
-            "SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (doc.uri,))]
-        return Prepared(doc, chunks, digest, surrogates, project, replaces)
+        return Prepared(doc, chunks, digest, surrogates, project, [r[0] for r in versions])
 
     def _vectors(self, texts: Sequence[str]) -> np.ndarray:
         keys = [cache_key(self.embedder.name, t) for t in texts]

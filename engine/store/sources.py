@@ -43,13 +43,6 @@ _COLS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_a
          "tokens, project")
 
 
-def find_ready(vault: Vault, uri: str) -> SourceInfo | None:
-    row = vault.conn().execute(
-        f"SELECT {_COLS} FROM sources WHERE uri = ? AND state = 'ready' ORDER BY id DESC LIMIT 1",
-        (uri,)).fetchone()
-    return SourceInfo(*row) if row else None
-
-
 def list_ready(vault: Vault, *, project: str | None = None) -> list[SourceInfo]:
     sql = f"SELECT {_COLS} FROM sources WHERE state = 'ready'"
     args: tuple[Any, ...] = ()

@@ -103,16 +103,6 @@ class VectorStore:
         ids, dists = res["ids"][0], res["distances"][0]
         return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
 
-    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of ``ids``, rotated back into model space."""
-        if not ids:
-            return {}
-        res = self._call("get", self._col.get, ids=[str(x) for x in ids], include=["embeddings"])
-        if not len(res["ids"]):
-            return {}
-        back = self.rotation.invert(np.asarray(res["embeddings"], dtype=np.float32))
-        return {int(i): back[j] for j, i in enumerate(res["ids"])}
-
     def count(self) -> int:
         return int(self._call("count", self._col.count))
 

@@ -128,5 +128,6 @@ def test_local_cross_encoder_reranks(filled: ContextEngine, tmp_path: Path) -> N
     payload = filled.build_context("how do I roll back a deploy", budget=200, config=cfg,
                                    now=NOW)
     assert payload.items and payload.total_tokens <= 200
+    assert str(model_dir) in filled.rt._cross  # build_context loaded and used it
     cross = filled.rt.cross_encoder(str(model_dir))
     assert len(cross.score("deploy", ["a", "b"])) == 2
