@@ -64,6 +64,8 @@ class JobRunner:
         self._queue: queue.Queue[tuple[Job, Work] | None] = queue.Queue()
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
+        # Listeners are called one at a time, in order, whichever thread emits.
+        self._emit_lock = threading.RLock()
         self._resume = threading.Event()
         self._resume.set()
         self._on_finish = on_finish
@@ -125,14 +127,15 @@ class JobRunner:
             return any(j.state in ("queued", "running") for j in self._jobs.values())
 
     def _emit(self, job: Job) -> None:
-        snap = job.snapshot()
-        with self._lock:
-            listeners = list(self._listeners)
-        for fn in listeners:
-            try:
-                fn(snap)
-            except Exception:  # a listener must never break ingestion
-                log.exception("job listener failed")
+        with self._emit_lock:
+            snap = job.snapshot()
+            with self._lock:
+                listeners = list(self._listeners)
+            for fn in listeners:
+                try:
+                    fn(snap)
+                except Exception:  # a listener must never break ingestion
+                    log.exception("job listener failed")
 
     def _loop(self) -> None:
         while True:

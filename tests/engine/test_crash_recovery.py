@@ -19,7 +19,8 @@ CHILD = textwrap.dedent("""
     from engine.facade import ContextEngine
     eng = ContextEngine.open(sys.argv[1])
     def show(snap):
-        print("progress", snap["files_done"], flush=True)
+        sys.stdout.write(f"progress {snap['files_done']}\\n")
+        sys.stdout.flush()
     eng.subscribe(show)
     eng.wait(eng.ingest(paths=[sys.argv[2]]))
     print("finished", flush=True)
@@ -40,16 +41,20 @@ def test_kill_during_ingest_leaves_whole_sources(tmp_path: Path, data_dir: Path)
     assert proc.stdout is not None
     deadline = time.monotonic() + 120
     killed_at = None
-    for line in proc.stdout:
-        parts = line.split()
-        if parts and parts[0] == "progress" and int(parts[1]) >= 40:
-            proc.send_signal(signal.SIGKILL)
-            killed_at = int(parts[1])
-            break
-        if time.monotonic() > deadline or parts[:1] == ["finished"]:
-            break
-    proc.wait(30)
-    proc.stdout.close()
+    try:
+        for line in proc.stdout:
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "progress" and int(parts[1]) >= 40:
+                proc.send_signal(signal.SIGKILL)
+                killed_at = int(parts[1])
+                break
+            if time.monotonic() > deadline or parts[:1] == ["finished"]:
+                break
+    finally:
+        if proc.poll() is None and killed_at is None:
+            proc.kill()
+        proc.wait(30)
+        proc.stdout.close()
     assert killed_at is not None, "ingestion finished before it could be killed"
 
     with ContextEngine.open(data_dir) as eng:

@@ -1,0 +1,123 @@
+"""JobRunner: submission order, serial listener delivery, pause/resume, failures."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from engine.errors import NotFound, IngestFailed
+from engine.ingest.jobs import Job, JobRunner
+
+
+def _steps(n: int, pause_s: float = 0.0):
+    def work(job: Job, progress) -> None:
+        job.files_total = n
+        for _ in range(n):
+            job.files_done += 1
+            progress()
+            if pause_s:
+                time.sleep(pause_s)
+    return work
+
+
+@pytest.fixture
+def runner():
+    r = JobRunner()
+    yield r
+    r.stop()
+
+
+def test_jobs_run_in_submission_order(runner: JobRunner) -> None:
+    started: list[str] = []
+
+    def work(job: Job, progress) -> None:
+        started.append(job.id)
+        time.sleep(0.01)
+
+    ids = [runner.submit("ingest", work).id for _ in range(5)]
+    for jid in ids:
+        assert runner.wait(jid, timeout=10)["state"] == "done"
+    assert started == ids
+
+
+def test_listeners_are_called_one_at_a_time(runner: JobRunner) -> None:
+    active = 0
+    overlap = 0
+    guard = threading.Lock()
+
+    def listener(snap: dict[str, Any]) -> None:
+        nonlocal active, overlap
+        with guard:
+            active += 1
+            overlap = max(overlap, active)
+        time.sleep(0.002)
+        with guard:
+            active -= 1
+
+    runner.subscribe(listener)
+    submitters = [threading.Thread(target=lambda: [runner.submit("ingest", _steps(20))
+                                                   for _ in range(5)]) for _ in range(3)]
+    for t in submitters:
+        t.start()
+    for t in submitters:
+        t.join()
+    for snap in runner.list():
+        assert runner.wait(snap["id"], timeout=30)["state"] == "done"
+    assert overlap == 1
+
+
+def test_each_job_reports_progress_in_order(runner: JobRunner) -> None:
+    seen: dict[str, list[int]] = {}
+    runner.subscribe(lambda s: seen.setdefault(s["id"], []).append(s["files_done"]))
+    jobs = [runner.submit("ingest", _steps(10)).id for _ in range(3)]
+    for jid in jobs:
+        runner.wait(jid, timeout=10)
+    for jid in jobs:
+        assert seen[jid] == sorted(seen[jid]) and seen[jid][-1] == 10
+
+
+def test_unsubscribe_and_broken_listener(runner: JobRunner) -> None:
+    calls: list[int] = []
+
+    def broken(snap: dict[str, Any]) -> None:
+        raise OSError("listener pipe closed")
+
+    runner.subscribe(broken)
+    stop = runner.subscribe(lambda s: calls.append(s["files_done"]))
+    assert runner.wait(runner.submit("ingest", _steps(3)).id, timeout=10)["state"] == "done"
+    n = len(calls)
+    assert n > 0
+    stop()
+    assert runner.wait(runner.submit("ingest", _steps(3)).id, timeout=10)["state"] == "done"
+    assert len(calls) == n
+
+
+def test_pause_holds_progress_until_resume(runner: JobRunner) -> None:
+    runner.pause()
+    assert runner.paused
+    jid = runner.submit("ingest", _steps(5)).id
+    time.sleep(0.2)
+    assert runner.get(jid)["files_done"] == 0
+    runner.resume()
+    assert runner.wait(jid, timeout=10)["files_done"] == 5
+
+
+def test_failures_carry_a_code_and_the_runner_goes_on(runner: JobRunner) -> None:
+    def bad_format(job: Job, progress) -> None:
+        raise IngestFailed("disk full")
+
+    def crash(job: Job, progress) -> None:
+        raise RuntimeError("secret words from a document")
+
+    a = runner.wait(runner.submit("ingest", bad_format).id, timeout=10)
+    b = runner.wait(runner.submit("ingest", crash).id, timeout=10)
+    c = runner.wait(runner.submit("ingest", _steps(2)).id, timeout=10)
+    assert a["state"] == "failed" and a["error"]["name"] == IngestFailed.name
+    assert b["state"] == "failed" and b["error"] == {
+        "code": 1000, "name": "internal_error", "message": "RuntimeError"}
+    assert c["state"] == "done"
+    with pytest.raises(NotFound):
+        runner.get("nope")
