@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.errors import NotFound, IngestFailed
+from engine.errors import IngestFailed, NotFound
 from engine.ingest.jobs import Job, JobRunner
 
 
