@@ -50,10 +50,11 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
     return f.branch is None or row.meta.get("branch") == f.branch
 
 
-def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters
+def vector_lane(rt: Runtime, query: str | np.ndarray, depth: int, filters: Filters
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
-    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector)."""
-    vec = rt.embed_query(query)
+    """Nearest chunks to ``query`` (text, or its vector): (ids best first, id -> cosine,
+    the query's vector)."""
+    vec = rt.embed_query(query) if isinstance(query, str) else query
     fetch = depth if filters.empty else depth * 8
     try:
         found = rt.vectors.query(vec, fetch)
@@ -69,19 +70,24 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters
     return keep[:depth], sims, vec
 
 
-def speaker_names(query: str, rows: Iterable[ChunkRow]) -> list[str]:
-    """Names of speakers of the given turns that the query mentions (case-insensitive)."""
+def row_speakers(rows: Iterable[ChunkRow]) -> list[str]:
+    """The speakers of the given turns, first seen first."""
     names: dict[str, None] = {}
     for row in rows:
         speaker = row.meta.get("speaker")
         if isinstance(speaker, str) and speaker.strip():
             names.setdefault(speaker.strip(), None)
-    return [n for n in names if _name_re(n).search(query)]
+    return list(names)
 
 
-def content_query(query: str, analysis: QueryAnalysis, rows: Iterable[ChunkRow], cfg: Config
+def speaker_names(query: str, rows: Iterable[ChunkRow]) -> list[str]:
+    """Names of speakers of the given turns that the query mentions (case-insensitive)."""
+    return [n for n in row_speakers(rows) if _name_re(n).search(query)]
+
+
+def content_query(query: str, analysis: QueryAnalysis, speakers: Iterable[str], cfg: Config
                   ) -> tuple[str, QueryAnalysis | None]:
-    """The query the lanes should match, with the names of speakers taken out.
+    """The query the lanes should match, with the names of ``speakers`` taken out.
 
     In a conversation a speaker's name heads every one of their turns, so it
     matches half the store and pulls short, empty turns ("Ann: Bye!") to the top
@@ -89,7 +95,7 @@ def content_query(query: str, analysis: QueryAnalysis, rows: Iterable[ChunkRow],
     which reads the speaker. Returns (text, its analysis), or (query, None) when
     no speaker is named or nothing would be left to match.
     """
-    names = speaker_names(query, rows)
+    names = [n for n in speakers if _name_re(n).search(query)]
     if not names:
         return query, None
     text = query
@@ -137,20 +143,29 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["analysis"] = (time.perf_counter() - t0) * 1000
     lanes: dict[str, list[int]] = {}
 
+    # The query's vector is computed on a worker thread while the keyword lane runs. Which
+    # names in the query are speakers is guessed from the store's speakers here and
+    # settled by the speakers of the keyword hits below; a wrong guess is embedded again.
+    guess = query
+    if cfg.query.speaker_scoped:
+        guess = content_query(query, a, sorted(rt.vault.speakers()), cfg)[0]
+    pending = rt.embed_query_async(guess)
+
     t = time.perf_counter()
     found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
     rows: dict[int, ChunkRow] = {}
     content = query
     if cfg.query.speaker_scoped and found:
         rows = rt.vault.chunks([cid for cid, _ in found])
-        content, ca = content_query(query, a, rows.values(), cfg)
+        content, ca = content_query(query, a, row_speakers(rows.values()), cfg)
         if ca is not None:
             found = rt.vault.keyword(keyword_match(rt, ca, cfg), depth, filters)
     lanes["keyword"] = [cid for cid, _ in found]
     timings["keyword"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters)
+    qvec = pending.result() if content == guess else content
+    lanes["vector"], sims, qvec = vector_lane(rt, qvec, depth, filters)
     timings["vector"] = (time.perf_counter() - t) * 1000
 
     use_recency = a.temporal_recent if recency is None else recency

@@ -111,6 +111,8 @@ class Vault:
         self._all_lock = threading.Lock()
         self._generation = 0
         self._count_cache: tuple[int, int] | None = None
+        # (generation, highest chunk id read, chunk count then, speaker names)
+        self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         conn = self.conn()
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -245,6 +247,33 @@ class Vault:
             n = int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
             self._count_cache = (gen, n)
         return self._count_cache[1]
+
+    def speakers(self) -> frozenset[str]:
+        """Names of the conversation speakers in the store. Cached until the next write;
+        after one only new chunks are read, unless chunks were also deleted."""
+        gen, cache = self._generation, self._speaker_cache
+        if cache is not None and cache[0] == gen:
+            return cache[3]
+        conn = self.conn()
+        count = self.chunk_count()
+        if cache is not None:
+            added, top = conn.execute("SELECT count(*), max(id) FROM chunks WHERE id > ?",
+                                      (cache[1],)).fetchone()
+            if cache[2] + int(added) == count:
+                names = cache[3] | self._speakers_after(conn, cache[1])
+                self._speaker_cache = (gen, int(top or cache[1]), count, names)
+                return names
+        top = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+        names = self._speakers_after(conn, -1)
+        self._speaker_cache = (gen, int(top or 0), count, names)
+        return names
+
+    @staticmethod
+    def _speakers_after(conn: Any, after_id: int) -> frozenset[str]:
+        rows = conn.execute(
+            "SELECT DISTINCT json_extract(meta, '$.speaker') FROM chunks "
+            "WHERE id > ? AND meta LIKE '%\"speaker\"%'", (after_id,)).fetchall()
+        return frozenset(r[0].strip() for r in rows if isinstance(r[0], str) and r[0].strip())
 
     def _ready_chunks(self, ids: Sequence[int]) -> set[int]:
         if not ids:

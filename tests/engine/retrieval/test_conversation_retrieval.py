@@ -6,7 +6,7 @@ from __future__ import annotations
 from engine.config import Config
 from engine.facade import ContextEngine
 from engine.retrieval.query import analyze_query, fts_query
-from engine.retrieval.search import content_query, run_lanes, speaker_names
+from engine.retrieval.search import content_query, row_speakers, run_lanes, speaker_names
 from engine.store.vault import ChunkRow, Filters
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
@@ -23,7 +23,7 @@ def test_speaker_names_are_found_case_insensitively_and_taken_out() -> None:
     assert speaker_names("What did ada bake?", rows) == ["Ada"]
     assert speaker_names("What did Adams bake?", rows) == []
     query = "What did Ada's brother and Ben bake for the fair?"
-    text, analysis = content_query(query, analyze_query(query), rows, _cfg())
+    text, analysis = content_query(query, analyze_query(query), row_speakers(rows), _cfg())
     assert text == "What did brother and bake for the fair?"
     assert analysis is not None and "ada" not in analysis.terms and "ben" not in analysis.terms
 
@@ -31,8 +31,8 @@ def test_speaker_names_are_found_case_insensitively_and_taken_out() -> None:
 def test_a_query_that_is_only_a_name_keeps_the_name() -> None:
     rows = [_row(1, "Ada", "hello")]
     query = "Ada?"
-    assert content_query(query, analyze_query(query), rows, _cfg()) == (query, None)
-    assert content_query("What about Cy?", analyze_query("What about Cy?"), rows,
+    assert content_query(query, analyze_query(query), row_speakers(rows), _cfg()) == (query, None)
+    assert content_query("What about Cy?", analyze_query("What about Cy?"), row_speakers(rows),
                          _cfg())[1] is None  # no speaker named
 
 
@@ -97,3 +97,31 @@ def test_lanes_match_the_query_without_the_speaker_name(engine: ContextEngine) -
     named = [c for c, _ in engine.rt.vault.keyword(fts_query(analyze_query(query)), 50,
                                                    Filters())]
     assert off.lanes["keyword"] == named != expected
+
+
+def test_store_speakers_follow_ingestion_and_deletion(engine: ContextEngine) -> None:
+    assert engine.rt.vault.speakers() == frozenset()
+    _ingest(engine)
+    assert engine.rt.vault.speakers() == {"Ada", "Ben"}
+    engine.wait(engine.ingest_conversation([{"speaker": "Cy", "text": "Ada told me about it."}],
+                                           title="session 3", uri="chat:3"))
+    assert engine.rt.vault.speakers() == {"Ada", "Ben", "Cy"}  # read from the new rows
+    engine.delete("chat:1")
+    engine.delete("chat:2")
+    assert engine.rt.vault.speakers() == {"Cy"}  # a deletion rereads every row
+
+
+def test_vector_lane_embeds_the_settled_content_query(engine: ContextEngine) -> None:
+    _ingest(engine)
+    engine.wait(engine.ingest_conversation([{"speaker": "Cy", "text": "Ada told me about it."}],
+                                           title="session 3", uri="chat:3"))
+    rt = engine.rt
+    res = run_lanes(rt, "When did Ada sell out her lemon bars?")
+    assert res.query_vector is not None
+    assert (res.query_vector == rt.embedder.encode(["When did sell out her lemon bars?"])[0]).all()
+    # Within Cy's conversation only Cy is a speaker of the hits: the guess made from every
+    # speaker in the store (Ada and Cy) is wrong, and the lanes use the settled query.
+    cy = {s["id"] for s in engine.sources() if s["uri"] == "chat:3"}
+    res = run_lanes(rt, "What did Cy say about Ada?", filters=Filters(source_ids=frozenset(cy)))
+    assert res.query_vector is not None
+    assert (res.query_vector == rt.embedder.encode(["What did say about Ada?"])[0]).all()
