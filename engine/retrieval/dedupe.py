@@ -64,9 +64,11 @@ def suppress_near_duplicates(
                     continue
                 if ids[j] not in texts:
                     continue
-                a = shingles.setdefault(i, _shingles(texts[item]))
-                b = shingles.setdefault(j, _shingles(texts[ids[j]]))
-                if _jaccard(a, b) >= text_threshold:
+                if i not in shingles:
+                    shingles[i] = _shingles(texts[item])
+                if j not in shingles:
+                    shingles[j] = _shingles(texts[ids[j]])
+                if _jaccard(shingles[i], shingles[j]) >= text_threshold:
                     match = j
                     break
         if match is None:
@@ -115,7 +117,8 @@ def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
         return 1.0
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    both = len(a & b)
+    return both / (len(a) + len(b) - both)
 
 
 def text_similarity(a: str, b: str, shingle: int = 3) -> float:

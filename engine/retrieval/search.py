@@ -80,6 +80,11 @@ def row_speakers(rows: Iterable[ChunkRow]) -> list[str]:
     return list(names)
 
 
+def speaker_names_in(query: str, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that the query mentions (case-insensitive), in sorted order."""
+    return [n for n in sorted(names) if _name_re(n).search(query)]
+
+
 def speaker_names(query: str, rows: Iterable[ChunkRow]) -> list[str]:
     """Names of speakers of the given turns that the query mentions (case-insensitive)."""
     return [n for n in row_speakers(rows) if _name_re(n).search(query)]
@@ -95,7 +100,7 @@ def content_query(query: str, analysis: QueryAnalysis, speakers: Iterable[str], 
     which reads the speaker. Returns (text, its analysis), or (query, None) when
     no speaker is named or nothing would be left to match.
     """
-    names = [n for n in speakers if _name_re(n).search(query)]
+    names = speaker_names_in(query, speakers)
     if not names:
         return query, None
     text = query
@@ -146,16 +151,17 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     # The query's vector is computed on a worker thread while the keyword lane runs. Which
     # names in the query are speakers is guessed from the store's speakers here and
     # settled by the speakers of the keyword hits below; a wrong guess is embedded again.
-    guess = query
-    if cfg.query.speaker_scoped:
-        guess = content_query(query, a, sorted(rt.vault.speakers()), cfg)[0]
+    # Only while that runs does Python work here contend with the model for the GIL, so
+    # the hits' rows are read early only when the query names a speaker at all.
+    named = speaker_names_in(query, rt.vault.speakers()) if cfg.query.speaker_scoped else []
+    guess = content_query(query, a, named, cfg)[0] if named else query
     pending = rt.embed_query_async(guess)
 
     t = time.perf_counter()
     found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
     rows: dict[int, ChunkRow] = {}
     content = query
-    if cfg.query.speaker_scoped and found:
+    if named and found:
         rows = rt.vault.chunks([cid for cid, _ in found])
         content, ca = content_query(query, a, row_speakers(rows.values()), cfg)
         if ca is not None:

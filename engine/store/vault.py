@@ -150,8 +150,10 @@ class Vault:
         self._local = threading.local()
 
     @contextmanager
-    def write(self) -> Iterator[Any]:
-        """One write transaction, serialised with every other writer of this engine."""
+    def write(self, *, chunks: bool = True) -> Iterator[Any]:
+        """One write transaction, serialised with every other writer of this engine.
+        ``chunks=False`` promises it changes no chunk, so the caches of chunk counts
+        and speakers stay valid (access stats, audit rows, meta)."""
         with self._write_lock:
             conn = self.conn()
             conn.execute("BEGIN IMMEDIATE")
@@ -161,7 +163,13 @@ class Vault:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-            self._generation += 1
+            if chunks:
+                self._generation += 1
+
+    @property
+    def generation(self) -> int:
+        """Goes up with every write that may change chunks (caches key on it)."""
+        return self._generation
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         return self.conn().execute(sql, tuple(args)).fetchall()
@@ -172,7 +180,7 @@ class Vault:
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.write() as c:
+        with self.write(chunks=False) as c:
             c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # --- chunks -------------------------------------------------------------
@@ -309,7 +317,7 @@ class Vault:
     def record_access(self, source_ids: Sequence[int], now: float) -> None:
         if not source_ids:
             return
-        with self.write() as c:
+        with self.write(chunks=False) as c:
             c.executemany(
                 "INSERT INTO access_stats(source_id, count, last_access) VALUES (?, 1, ?) "
                 "ON CONFLICT(source_id) DO UPDATE SET count = count + 1, last_access = ?",
@@ -327,7 +335,7 @@ class Vault:
 
     def add_audit(self, method: str, caller_pid: int | None, ids: Sequence[str],
                   counts: dict[str, int]) -> None:
-        with self.write() as c:
+        with self.write(chunks=False) as c:
             c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) VALUES (?,?,?,?,?)",
                       (time.time(), method, caller_pid, json.dumps(list(ids)),
                        json.dumps(counts, sort_keys=True)))

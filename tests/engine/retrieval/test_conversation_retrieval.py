@@ -125,3 +125,16 @@ def test_vector_lane_embeds_the_settled_content_query(engine: ContextEngine) -> 
     res = run_lanes(rt, "What did Cy say about Ada?", filters=Filters(source_ids=frozenset(cy)))
     assert res.query_vector is not None
     assert (res.query_vector == rt.embedder.encode(["What did say about Ada?"])[0]).all()
+
+
+def test_access_and_audit_writes_keep_chunk_caches(engine: ContextEngine) -> None:
+    _ingest(engine)
+    vault = engine.rt.vault
+    gen = vault.generation
+    engine.build_context("What did Ada bake?", budget=300)  # records access stats
+    vault.add_audit("build_context", None, [], {"items": 1})
+    vault.set_meta("probe", "1")
+    assert vault.generation == gen
+    engine.wait(engine.ingest_conversation([{"speaker": "Cy", "text": "Hello."}],
+                                           title="session 3", uri="chat:3"))
+    assert vault.generation > gen and "Cy" in vault.speakers()
