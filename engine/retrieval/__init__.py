@@ -5,6 +5,8 @@ tested without a store or a model:
 
 - ``query``   query analysis (terms, entities, years, dates, intent, class), the
               FTS5 MATCH expression for the keyword lane, lane weights per class;
+- ``lexicon`` the English word lists, intent and class patterns, and date parsing
+              that query analysis reads;
 - ``fusion``  weighted reciprocal rank fusion of the lanes' rankings;
 - ``rerank``  answer-focused rerank of the fused top window (rule features, and an
               optional local cross-encoder);

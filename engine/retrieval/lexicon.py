@@ -1,0 +1,153 @@
+"""The English lexicon of query analysis: word lists, cue patterns and date formats.
+
+The defaults of :class:`~engine.retrieval.query.QueryConfig` live here: stopwords,
+words that are never entities, imperative sentence starts, file extensions, the
+cue patterns of each intent, of "recent" and of each query class, and the lane
+weights per class. So do the calendar words and date formats, with
+:func:`find_dates`, which reads ISO dates, months and years out of a text.
+Analysis itself (terms, entities, intent, class) stays in ``query``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+# ---- defaults (general English; override through QueryConfig) ------------------------
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _wordset("""
+a about above after again against all also am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do does
+doesn't doing don't down during each else ever few for from further get gets got had hadn't
+has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself
+his how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just let's
+may me might more most much must mustn't my myself no nor not of off on once only or other
+ought our ours ourselves out over own same shall shan't she she'd she'll she's should
+shouldn't so some such than that that's the their theirs them themselves then there there's
+these they they'd they'll they're they've this those through to too under until up upon us
+very was wasn't we we'd we'll we're we've were weren't what what's whatever when when's
+where where's whether which while who who's whom whose why why's will with won't would
+wouldn't you you'd you'll you're you've your yours yourself yourselves
+kind kinds type types sort sorts thing things something anything everything one ones
+many lot lots way ways yes ok okay please tell said say says also really likely probably
+maybe perhaps
+""")
+NON_ENTITIES = _wordset("""
+i i'm i've i'd i'll january february march april may june july august september october
+november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
+thursday friday saturday sunday today yesterday tomorrow mr mrs ms dr
+""")
+START_WORDS = _wordset("""
+tell show list find give describe explain summarize summarise compare name get fetch recall
+remind look search help write check suggest does did is are was were can could would should
+""")
+FILE_EXTENSIONS = _wordset("""
+py pyi js jsx ts tsx mjs cjs java kt kts go rs rb php c h cc cpp hpp cs swift m mm scala sh
+bash zsh ps1 bat sql r jl lua pl ex exs erl hs ml clj dart vue svelte html htm css scss less
+json jsonl yaml yml toml ini cfg conf env xml csv tsv md rst txt log lock pdf docx ipynb
+dockerfile makefile gradle proto graphql tf
+""")
+QUERY_INTENT_PATTERNS: dict[str, tuple[str, ...]] = {
+    "location": (r"\bwhere\b",
+                 (r"\b(?:what|which)\s+(?:\w+\s+)?(?:city|cities|country|countries|state|town|"
+                  r"place|places|location|address|area|region|venue|neighbou?rhood|island)\b")),
+    "date": (r"\bwhen\b", r"\b(?:what|which)\s+(?:date|day|month|year|time|week|weekend)\b",
+             r"\bhow\s+long\s+(?:ago|since)\b", r"\bsince\s+when\b"),
+    "ownership": (r"\bwhose\b", r"\bwho\s+(?:owns|owned|has|had)\b", r"\bown(?:s|ed)?\b",
+                  r"\bbelong(?:s|ed)?\s+to\b", r"\b(?:does|did|do)\s+\w+\s+have\b"),
+    "multi_hop": (r"\b(?:would|likely|probably|might)\b", r"\bboth\b", r"\bin\s+common\b",
+                  r"\bcompared?\s+(?:to|with)\b"),
+    "count": (r"\bhow\s+(?:many|much|often)\b", r"\bnumber\s+of\b", r"\bcount\b"),
+    "reason": (r"\bwhy\b", r"\bhow\s+come\b", r"\breasons?\b",
+               r"\bwhat\s+(?:made|makes|motivated|motivates|inspired|inspires|caused|causes|led)\b"),
+    "preference": (r"\b(?:like[sd]?|love[sd]?|enjoy(?:s|ed)?|prefer(?:s|red)?|favou?rites?)\b",
+                   r"\b(?:fond\s+of|interested\s+in|hobby|hobbies)\b"),
+}
+RECENT_PATTERNS: tuple[str, ...] = (
+    r"\b(?:latest|newest|most\s+recent(?:ly)?|recently|lately|just\s+now|so\s+far)\b",
+    r"\b(?:yesterday|today|tonight|this\s+(?:morning|afternoon|evening|week|month))\b",
+    r"\blast\s+(?:time|night|week|weekend|month|session|commit|run|change|few\s+\w+)\b",
+)
+CLASS_PATTERNS: dict[str, tuple[str, ...]] = {
+    "exploratory": (r"\btell\s+me\s+(?:everything\s+|more\s+)?about\b", r"\boverview\b",
+                    r"\bsummar(?:y|ize|ise)\b", r"\bbrainstorm\b", r"\bexplore\b",
+                    r"\bwhat\s+do\s+(?:i|we|you)\s+know\s+about\b", r"\banything\s+about\b"),
+    "temporal": (r"\btimeline\b", r"\bhistory\s+of\b", r"\bchronolog",),
+    "factual": (r"\berror\b", r"\bexception\b", r"\btraceback\b", r"\bstack\s*trace\b"),
+    "semantic": (r"\bhow\s+(?:do|does|did|can|could|should|would|is|was)\b", r"\bexplain\b",
+                 r"\bdescribe\b", r"\bfe(?:el|lt|els|eling)\b", r"\bthink\b", r"\bopinion\b",
+                 r"\bmeaning\b", r"\bsimilar\b", r"\babout\b"),
+}
+LANE_WEIGHTS: dict[str, dict[str, float]] = {
+    "factual": {"keyword": 1.0, "vector": 0.6, "recency": 0.0, "live": 0.5},
+    "semantic": {"keyword": 0.8, "vector": 1.0, "recency": 0.0, "live": 0.5},
+    "temporal": {"keyword": 1.0, "vector": 0.7, "recency": 0.2, "live": 0.5},
+    "exploratory": {"keyword": 0.9, "vector": 0.9, "recency": 0.2, "live": 0.7},
+}
+
+# ---- dates ------------------------------------------------------------------------------
+
+YEAR_RE = re.compile(r"(?:19|20)\d\d")
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december")
+_MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES)}
+_MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YR = r"(?P<year>(?:19|20)\d\d)"
+_DATE_RES = [
+    re.compile(rf"\b{_YR}[-/.](?P<m>[01]?\d)[-/.](?P<d>[0-3]?\d)\b"),
+    re.compile(rf"\b{_MON}\s+{_DAY},?\s+{_YR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MON},?\s+{_YR}\b", re.IGNORECASE),
+    re.compile(rf"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.]{_YR}\b"),
+    re.compile(rf"\b{_MON},?\s+{_YR}\b", re.IGNORECASE),  # month and year only
+    re.compile(rf"(?<![\w-]){_YR}(?![\w-])"),  # a year alone
+]
+
+
+def find_dates(text: str, *, day_first: bool = False
+               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...],
+                          list[tuple[int, int]]]:
+    """ISO dates, yyyy-mm months, years and the character spans they came from."""
+    dates: dict[str, None] = {}
+    months: dict[str, None] = {}
+    years: dict[int, None] = {}
+    spans: list[tuple[int, int]] = []
+
+    def free(m: re.Match[str]) -> bool:
+        return not any(s < m.end() and m.start() < e for s, e in spans)
+
+    for index, rx in enumerate(_DATE_RES):
+        for m in rx.finditer(text):
+            if not free(m):
+                continue
+            g = m.groupdict()
+            year = int(g["year"])
+            if index == 5:
+                years.setdefault(year, None)
+                spans.append(m.span())
+                continue
+            if index == 0:
+                month, day = int(g["m"]), int(g["d"])
+            elif index == 3:
+                a, b = int(g["a"]), int(g["b"])
+                month, day = (b, a) if day_first else (a, b)
+            else:
+                month = _MONTHS[g["mon"].lower()]
+                day = int(g["day"]) if index in (1, 2) else 0
+            if index == 4:
+                months.setdefault(f"{year:04d}-{month:02d}", None)
+            else:
+                try:
+                    dates.setdefault(_dt.date(year, month, day).isoformat(), None)
+                except ValueError:
+                    continue
+            years.setdefault(year, None)
+            spans.append(m.span())
+    return tuple(dates), tuple(months), tuple(years), spans
