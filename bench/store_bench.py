@@ -15,9 +15,7 @@
    With ``--big-embedder fake`` its vectors come from the hashing embedder
    (the lanes' cost depends on the index size, not on what vectors mean);
    search and build_context are then timed again with MiniLM embedding each
-   query, both as the engine runs them (query embedding on a worker thread
-   while the keyword lane runs) and with the embedding done first, in series,
-   as the baseline.
+   query, end to end.
 """
 
 from __future__ import annotations
@@ -241,31 +239,22 @@ class QueryModel:
 
 def with_real_queries(engine: Any, model: Any, queries: list[str]
                       ) -> dict[str, dict[str, float]]:
-    """search and build_context with MiniLM embedding every query: overlapped as the engine
-    runs them, and in series (embedding first) as the baseline; the order alternates."""
+    """search and build_context with MiniLM embedding every query (no query cache)."""
     rt = engine.rt
     fake = rt.embedder
     rt.embedder = QueryModel(fake.name, fake.dim, model)
-    out: dict[str, list[float]] = {k: [] for k in (
-        "search (fused), MiniLM query, in series", "search (fused), MiniLM query",
-        "build_context, MiniLM query, in series", "build_context, MiniLM query")}
-
-    def timed(key: str, call: Any, q: str, first: bool) -> None:
-        rt._qcache.clear()
-        t = time.perf_counter()
-        if first:
-            rt.embed_query(q)
-        call(q)
-        out[key + (", in series" if first else "")].append((time.perf_counter() - t) * 1000)
-
+    calls = {"search (fused), MiniLM query": lambda x: engine.search(x, k=10),
+             "build_context, MiniLM query": lambda x: engine.build_context(x, budget=1500)}
+    out: dict[str, list[float]] = {k: [] for k in calls}
     try:
         for q in queries[:5]:
             engine.build_context(q, budget=1500)
-        for i, q in enumerate(queries):
-            for first in ((True, False) if i % 2 else (False, True)):
-                timed("search (fused), MiniLM query", lambda x: engine.search(x, k=10), q, first)
-                timed("build_context, MiniLM query",
-                      lambda x: engine.build_context(x, budget=1500), q, first)
+        for q in queries:
+            for key, call in calls.items():
+                rt._qcache.clear()
+                t = time.perf_counter()
+                call(q)
+                out[key].append((time.perf_counter() - t) * 1000)
     finally:
         rt.embedder = fake
         rt._qcache.clear()

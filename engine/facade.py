@@ -134,7 +134,6 @@ class ContextEngine:
             return
         self._closed = True
         self._jobs.stop()
-        self.rt.close()
         self.rt.vault.close()
         self._lock.release()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ class Runtime:
     _qcache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
     _qlock: threading.Lock = field(default_factory=threading.Lock)
     _cross: dict[str, Any] = field(default_factory=dict)
-    _pool: ThreadPoolExecutor | None = None
 
     def cross_encoder(self, path: str) -> Any:
         """The local cross-encoder reranker at ``path``, loaded once (ConfigError if absent)."""
@@ -59,24 +57,3 @@ class Runtime:
                 while len(self._qcache) > size:
                     self._qcache.popitem(last=False)
         return vec
-
-    def embed_query_async(self, text: str) -> Future[np.ndarray]:
-        """``embed_query`` on a worker thread, so a caller can run a keyword lane meanwhile
-        (the model and SQLite both release the GIL; the machine has two cores)."""
-        with self._qlock:
-            hit = self._qcache.get(text)
-            if hit is None and self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="ctx-query-embed")
-        if hit is not None:
-            done: Future[np.ndarray] = Future()
-            done.set_result(hit)
-            return done
-        assert self._pool is not None
-        return self._pool.submit(self.embed_query, text)
-
-    def close(self) -> None:
-        """Stop the query worker (the vault and vector store are closed by their owner)."""
-        with self._qlock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)

@@ -148,14 +148,9 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["analysis"] = (time.perf_counter() - t0) * 1000
     lanes: dict[str, list[int]] = {}
 
-    # The query's vector is computed on a worker thread while the keyword lane runs. Which
-    # names in the query are speakers is guessed from the store's speakers here and
-    # settled by the speakers of the keyword hits below; a wrong guess is embedded again.
-    # Only while that runs does Python work here contend with the model for the GIL, so
-    # the hits' rows are read early only when the query names a speaker at all.
+    # The hits' rows are read here, to find which speakers the query names, only when it
+    # names a speaker of the store at all (the speakers of the hits are among those).
     named = speaker_names_in(query, rt.vault.speakers()) if cfg.query.speaker_scoped else []
-    guess = content_query(query, a, named, cfg)[0] if named else query
-    pending = rt.embed_query_async(guess)
 
     t = time.perf_counter()
     found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
@@ -170,8 +165,7 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["keyword"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    qvec = pending.result() if content == guess else content
-    lanes["vector"], sims, qvec = vector_lane(rt, qvec, depth, filters)
+    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters)
     timings["vector"] = (time.perf_counter() - t) * 1000
 
     use_recency = a.temporal_recent if recency is None else recency

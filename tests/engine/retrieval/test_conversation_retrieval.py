@@ -111,7 +111,7 @@ def test_store_speakers_follow_ingestion_and_deletion(engine: ContextEngine) -> 
     assert engine.rt.vault.speakers() == {"Cy"}  # a deletion rereads every row
 
 
-def test_vector_lane_embeds_the_settled_content_query(engine: ContextEngine) -> None:
+def test_vector_lane_embeds_the_query_without_the_hits_speakers(engine: ContextEngine) -> None:
     _ingest(engine)
     engine.wait(engine.ingest_conversation([{"speaker": "Cy", "text": "Ada told me about it."}],
                                            title="session 3", uri="chat:3"))
@@ -119,8 +119,8 @@ def test_vector_lane_embeds_the_settled_content_query(engine: ContextEngine) -> 
     res = run_lanes(rt, "When did Ada sell out her lemon bars?")
     assert res.query_vector is not None
     assert (res.query_vector == rt.embedder.encode(["When did sell out her lemon bars?"])[0]).all()
-    # Within Cy's conversation only Cy is a speaker of the hits: the guess made from every
-    # speaker in the store (Ada and Cy) is wrong, and the lanes use the settled query.
+    # The query names two speakers of the store, but within Cy's conversation only Cy is
+    # a speaker of the hits: only Cy's name leaves the query.
     cy = {s["id"] for s in engine.sources() if s["uri"] == "chat:3"}
     res = run_lanes(rt, "What did Cy say about Ada?", filters=Filters(source_ids=frozenset(cy)))
     assert res.query_vector is not None
