@@ -50,11 +50,10 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
     return f.branch is None or row.meta.get("branch") == f.branch
 
 
-def vector_lane(rt: Runtime, query: str | np.ndarray, depth: int, filters: Filters
+def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
-    """Nearest chunks to ``query`` (text, or its vector): (ids best first, id -> cosine,
-    the query's vector)."""
-    vec = rt.embed_query(query) if isinstance(query, str) else query
+    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector)."""
+    vec = rt.embed_query(query)
     fetch = depth if filters.empty else depth * 8
     try:
         found = rt.vectors.query(vec, fetch)
