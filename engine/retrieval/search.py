@@ -84,11 +84,6 @@ def speaker_names_in(query: str, names: Iterable[str]) -> list[str]:
     return [n for n in sorted(names) if _name_re(n).search(query)]
 
 
-def speaker_names(query: str, rows: Iterable[ChunkRow]) -> list[str]:
-    """Names of speakers of the given turns that the query mentions (case-insensitive)."""
-    return [n for n in row_speakers(rows) if _name_re(n).search(query)]
-
-
 def content_query(query: str, analysis: QueryAnalysis, speakers: Iterable[str], cfg: Config
                   ) -> tuple[str, QueryAnalysis | None]:
     """The query the lanes should match, with the names of ``speakers`` taken out.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from engine.config import Config
 from engine.facade import ContextEngine
 from engine.retrieval.query import analyze_query, fts_query
-from engine.retrieval.search import content_query, row_speakers, run_lanes, speaker_names
+from engine.retrieval.search import content_query, row_speakers, run_lanes, speaker_names_in
 from engine.store.vault import ChunkRow, Filters
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
@@ -20,8 +20,8 @@ def _row(i: int, speaker: str, text: str) -> ChunkRow:
 
 def test_speaker_names_are_found_case_insensitively_and_taken_out() -> None:
     rows = [_row(1, "Ada", "hello"), _row(2, "Ben", "hi"), _row(3, "Ada", "bye")]
-    assert speaker_names("What did ada bake?", rows) == ["Ada"]
-    assert speaker_names("What did Adams bake?", rows) == []
+    assert speaker_names_in("What did ada bake?", row_speakers(rows)) == ["Ada"]
+    assert speaker_names_in("What did Adams bake?", row_speakers(rows)) == []
     query = "What did Ada's brother and Ben bake for the fair?"
     text, analysis = content_query(query, analyze_query(query), row_speakers(rows), _cfg())
     assert text == "What did brother and bake for the fair?"
