@@ -12,6 +12,13 @@ import re
 from typing import Any
 
 _SECTION = re.compile(r"\n*=== [^\n]* ===\n*$")
+_TIER = re.compile(r"^\[summary:(\w+)")
+
+
+def block_tier(block: str) -> str | None:
+    """The surrogate tier (full, gist, micro) a block's header names, if any."""
+    match = _TIER.match(block)
+    return match.group(1) if match else None
 
 
 def _label_matches(label: str, kind: str) -> bool:

@@ -10,9 +10,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.panels.budget_chart import BudgetChart
-from desktop.panels.widgets import error_text, heading, muted
-from desktop.qt import QHBoxLayout, QLabel, QPushButton, QScrollArea, QTimer, QVBoxLayout, QWidget
+from desktop.panels.budget_chart import OVERHEAD, BudgetChart, segments
+from desktop.panels.widgets import (
+    cell,
+    error_text,
+    fmt_int,
+    heading,
+    kind_colour,
+    kind_group,
+    make_table,
+    muted,
+)
+from desktop.qt import (
+    QColor,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    Qt,
+    QTimer,
+    QVBoxLayout,
+    QWidget,
+)
 
 MAX_BUILDS = 20
 ACCURACY = "context_engine.packing.token_accuracy_percent"
@@ -42,7 +61,10 @@ class BudgetPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.summary)
         layout.addWidget(self.accuracy_label)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(scroll, 3)
+        layout.addWidget(heading("Where the tokens went (the builds above)"))
+        self.kinds = make_table(["Kind", "Tokens", "Share of tokens sent", "Items"], stretch=0)
+        layout.addWidget(self.kinds, 2)
         layout.addWidget(muted("Each bar is one build's budget: coloured parts are the items "
                                "packed, by kind; the hatched part is the payload's headers and "
                                "separators; the empty rest was not needed. Hover a part for "
@@ -75,8 +97,36 @@ class BudgetPanel(QWidget):
         self.accuracy = dict((snap.get("histograms") or {}).get(ACCURACY) or {})
         self._draw()
 
+    def totals(self) -> list[tuple[str, int, int]]:
+        """(kind, tokens, items) over the builds shown, most tokens first."""
+        tokens: dict[str, int] = {}
+        items: dict[str, int] = {}
+        for build in self.builds:
+            for kind, n in segments(build):
+                tokens[kind] = tokens.get(kind, 0) + n
+            for item in build.get("items") or []:
+                group = kind_group(str(item.get("kind", "")))
+                items[group] = items.get(group, 0) + 1
+        return sorted(((k, n, items.get(k, 0)) for k, n in tokens.items()),
+                      key=lambda row: -row[1])
+
+    def _draw_totals(self) -> None:
+        rows = self.totals()
+        total = sum(n for _, n, _ in rows) or 1
+        self.kinds.setRowCount(len(rows))
+        for r, (kind, n, count) in enumerate(rows):
+            name = cell("headers and separators" if kind == OVERHEAD else kind)
+            colour = QColor(128, 128, 128) if kind == OVERHEAD else kind_colour(kind)
+            name.setData(Qt.ItemDataRole.DecorationRole, colour)  # a swatch, as in the chart
+            self.kinds.setItem(r, 0, name)
+            self.kinds.setItem(r, 1, cell(fmt_int(n), number=n))
+            self.kinds.setItem(r, 2, cell(f"{100 * n / total:.1f}%", number=n / total))
+            self.kinds.setItem(r, 3, cell("—" if kind == OVERHEAD else fmt_int(count),
+                                          number=count))
+
     def _draw(self) -> None:
         self.chart.set_builds(self.builds)
+        self._draw_totals()
         if not self.builds:
             self.summary.setText("No builds yet in this session.")
         else:

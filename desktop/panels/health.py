@@ -75,9 +75,11 @@ class HealthPanel(QWidget):
         ipc = self._group("IPC", ["Endpoint", "Requests served", "In flight", "Up for"])
         self.latency = make_table(["Latency", "Count", "p50", "p95", "p99", "Max"], stretch=0)
         self.latency.setRowCount(2)
-        self.latency.setMaximumHeight(self.latency.verticalHeader().defaultSectionSize() * 3 + 8)
+        self.latency.setFixedHeight(self.latency.horizontalHeader().sizeHint().height()
+                                    + 2 * self.latency.verticalHeader().defaultSectionSize()
+                                    + 2 * self.latency.frameWidth() + 2)
         self.alert_list = QListWidget()
-        self.alert_list.setMaximumHeight(96)
+        self.alert_list.setMaximumHeight(80)
         self.audit = make_table(["Time", "Operation", "Caller pid", "Ids", "Counts"], stretch=4)
 
         left = QVBoxLayout()

@@ -126,6 +126,8 @@ class IngestionPanel(QWidget):
         split.addWidget(lower)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setSizes([400, 300])
+        self.failure_table.setMinimumHeight(90)
 
         layout = QVBoxLayout(self)
         layout.addLayout(bar)

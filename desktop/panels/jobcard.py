@@ -50,16 +50,22 @@ def summary(job: dict[str, Any]) -> str:
     skipped = int(job.get("files_skipped") or 0)
     unchanged = int(job.get("files_unchanged") or 0)
     parts = [f"{fmt_int(done)} of {fmt_int(total)} files" if total else "0 files",
-             f"{fmt_int(job.get('chunks'))} chunks", fmt_bytes(job.get("bytes"))]
+             _plural(int(job.get("chunks") or 0), "chunk"), fmt_bytes(job.get("bytes"))]
     if unchanged:
         parts.append(f"{fmt_int(unchanged)} unchanged")
     if skipped:
         parts.append(f"{fmt_int(skipped)} skipped")
+    if job.get("state") == "queued":
+        return "Waiting for the jobs ahead of it"
     rate, left = rate_and_left(job)
     if job.get("state") == "running" and rate is not None:
         parts.append(f"{fmt_bytes(rate)}/s")
         parts.append(f"{fmt_duration(left)} left" if left is not None else "estimating…")
     return " · ".join(parts)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
 
 
 def state_line(job: dict[str, Any]) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from desktop import config_io
-from desktop.panels.blocks import item_blocks
+from desktop.panels.blocks import block_tier, item_blocks
 from desktop.panels.widgets import (
     Banner,
     cell,
@@ -200,6 +200,10 @@ class RetrievedPanel(QWidget):
         self.items = [dict(i, tier=item_tier(str(i.get("kind")), str(i.get("why", ""))))
                       for i in data.get("items", [])]
         self.blocks = item_blocks(str(data.get("context", "")), self.items)
+        for item, block in zip(self.items, self.blocks, strict=True):
+            tier = block_tier(block)
+            if tier:
+                item["tier"] = tier
         table = self.table
         table.setRowCount(len(self.items))
         for row, item in enumerate(self.items):

@@ -16,7 +16,6 @@ from desktop.qt import (
     QGroupBox,
     QLineEdit,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -74,14 +73,13 @@ def lookup(config: Any, key: str) -> Any:
     return node
 
 
-class SettingsForm(QWidget):
-    """Editors for :data:`FIELDS`, in group boxes; ``values()`` by dotted key."""
+class SettingsForm:
+    """Editors for :data:`FIELDS` in group boxes (``boxes``, placed by the panel);
+    ``values()`` by dotted key."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self) -> None:
         self.editors: dict[str, QWidget] = {}
-        col = QVBoxLayout(self)
-        col.setContentsMargins(0, 0, 0, 0)
+        self.boxes: dict[str, QGroupBox] = {}
         for group in GROUPS:
             box = QGroupBox(group)
             form = QFormLayout(box)
@@ -89,9 +87,10 @@ class SettingsForm(QWidget):
                 editor = self._editor(field)
                 if field.tip:
                     editor.setToolTip(field.tip)
+                editor.setMaximumWidth(460 if field.kind == "text" else 260)
                 self.editors[field.key] = editor
                 form.addRow(field.label, editor)
-            col.addWidget(box)
+            self.boxes[group] = box
         backend = self.editors["store.vector_backend"]
         assert isinstance(backend, QComboBox)
         backend.currentTextChanged.connect(self._backend_changed)

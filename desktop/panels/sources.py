@@ -67,6 +67,7 @@ class SourcesPanel(QWidget):
         top.addWidget(self.delete)
         self.table = make_table(COLUMNS, stretch=0)
         self.table.setSortingEnabled(True)
+        self.table.sortByColumn(4, Qt.SortOrder.DescendingOrder)  # newest first
         self.table.itemSelectionChanged.connect(self._selection)
         self.empty = muted("No sources yet: ingest files or folders in the Ingestion panel.")
         layout = QVBoxLayout(self)

@@ -66,6 +66,8 @@ def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any
     assert panel.table.item(live_row, 6).text() == "—"
     assert "inverter warranty" in panel.blocks[live_row]
     assert [i["kind"] for i in report["items"]] == kinds
+    tiers = [i["tier"] for i in panel.items if i["kind"] == "surrogate"]
+    assert tiers and set(tiers) <= {"full", "gist", "micro"}  # read from the block headers
 
 
 def test_copy_puts_the_exact_payload_on_the_clipboard(qtbot: Any, panel: Any,
@@ -98,3 +100,10 @@ def test_blocks_are_split_per_item() -> None:
     assert item_blocks(context, items) == [
         "[live:selection · ed] sel\nabc", "[code · a.py · t] a.py > f\ndef f(): pass",
         "[summary:gist · b.md · t] b.md\nGist of b.", ""]
+
+
+def test_block_tier() -> None:
+    from desktop.panels.blocks import block_tier
+
+    assert block_tier("[summary:gist · b.md · t] b.md\nGist.") == "gist"
+    assert block_tier("[section · a.md] a") is None
