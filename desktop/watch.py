@@ -113,7 +113,14 @@ class FolderWatcher:
                 self._folders.append(folder)
             except OSError as exc:
                 problems[folder] = f"cannot be watched ({exc.strerror or exc.__class__.__name__})"
-        observer.start()
+        try:
+            observer.start()
+        except OSError as exc:  # e.g. the inotify watch limit: say so for every folder
+            why = f"cannot be watched ({exc.strerror or exc.__class__.__name__})"
+            problems.update({folder: why for folder in self._folders})
+            self._folders = []
+            observer.stop()
+            return
         self._observer = observer
 
     def _note(self, paths: list[str]) -> None:
