@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ EngineFactory = Callable[[Path, "str | None"], Any]
 STATES = ("starting", "needs_setup", "locked", "opening", "ready", "error", "stopping",
           "stopped")
 FINAL_JOB_STATES = ("done", "failed", "cancelled")
+JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last one always)
 # Engine alert names (metrics) -> the error a user is shown.
 ALERT_CODES = {"context_engine.vector_db.unavailable": (1040, "vector_store_unavailable"),
                "context_engine.ingestion.failed": (1050, "ingest_failed")}
@@ -92,6 +94,7 @@ class EngineHost(QObject):
         self._pending_jobs: dict[str, dict[str, Any]] = {}
         self._pending_lock = threading.Lock()
         self._flush_scheduled = False
+        self._last_flush = 0.0
         self._jobs: dict[str, dict[str, Any]] = {}
         self._known_alerts: set[str] = set()
         self._shutdown_thread: threading.Thread | None = None
@@ -392,7 +395,11 @@ class EngineHost(QObject):
     @Slot(str, object)
     def _on_relay(self, kind: str, data: Any) -> None:
         if kind == "jobs":
-            self._flush_jobs()
+            wait_ms = JOB_FLUSH_MS - (time.monotonic() - self._last_flush) * 1000
+            if wait_ms > 0:  # at most ~10 redraws a second, however fast the writer goes
+                QTimer.singleShot(int(wait_ms) + 1, self._flush_jobs)
+            else:
+                self._flush_jobs()
         elif kind == "build":
             self.build_finished.emit(data)
         elif kind == "sources":
@@ -401,6 +408,7 @@ class EngineHost(QObject):
             self._finish_stopped()
 
     def _flush_jobs(self) -> None:
+        self._last_flush = time.monotonic()
         with self._pending_lock:
             pending, self._pending_jobs = self._pending_jobs, {}
             self._flush_scheduled = False

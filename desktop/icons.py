@@ -8,6 +8,8 @@ with the percent, attention a disc with "!", paused a disc with two bars.
 
 from __future__ import annotations
 
+import functools
+
 from desktop.qt import QColor, QFont, QIcon, QPainter, QPen, QPixmap, QRectF, Qt
 
 TRAY_STATES = ("idle", "ingesting", "attention", "paused", "starting")
@@ -91,8 +93,9 @@ def draw_state(size: int, state: str, percent: int | None = None) -> QPixmap:
     return pix
 
 
+@functools.lru_cache(maxsize=128)
 def state_icon(state: str, percent: int | None = None) -> QIcon:
-    """A QIcon with every usual tray size drawn for ``state``."""
+    """A QIcon with every usual tray size drawn for ``state`` (cached: drawn once each)."""
     icon = QIcon()
     for size in SIZES:
         icon.addPixmap(draw_state(size, state, percent))
