@@ -15,6 +15,7 @@ as one line each on stderr ("ctx-app: state ready"): ids and states, no content.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -29,6 +30,38 @@ from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send
 from desktop.messages import describe
 from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
+
+
+class GuiGarbageCollector(QObject):
+    """Garbage collection on the GUI thread only (as Anki does).
+
+    Python's automatic collector runs in whichever thread happens to allocate:
+    an engine or IPC thread could then free Qt objects there and crash the app.
+    So automatic collection is off while the app runs, and a timer collects
+    here: the young generation often (cheap), everything now and then.
+    """
+
+    def __init__(self, parent: QObject, *, young_ms: int = 2000, full_every: int = 150
+                 ) -> None:
+        super().__init__(parent)
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        self._ticks = 0
+        self._full_every = full_every
+        self.timer = QTimer(self)
+        self.timer.setInterval(young_ms)
+        self.timer.timeout.connect(self.collect)
+        self.timer.start()
+
+    def collect(self) -> None:
+        self._ticks += 1
+        gc.collect(2 if self._ticks % self._full_every == 0 else 0)
+
+    def stop(self) -> None:
+        self.timer.stop()
+        gc.collect()
+        if self._was_enabled:
+            gc.enable()
 
 
 def resolve_data_dir(override: str | None) -> Path:
@@ -58,6 +91,7 @@ class App(QObject):
         qapp.setApplicationName("ctx")
         qapp.setWindowIcon(app_icon())
         self.data_dir = data_dir
+        self.collector = GuiGarbageCollector(self)
         self.host = EngineHost(data_dir, engine_factory, serve, parent=self)
         self.use_tray = QSystemTrayIcon.isSystemTrayAvailable() if tray is None else tray
         self.tray: Any = None
@@ -108,6 +142,7 @@ class App(QObject):
         self.host.shutdown()
 
     def _finish_quit(self) -> None:
+        self.collector.stop()
         self.instance.close()
         if self.tray is not None:
             self.tray.hide()
@@ -207,6 +242,8 @@ class App(QObject):
             self.show_window()
         elif state == "ready":
             self.ready_at = time.monotonic()
+            gc.collect()
+            gc.freeze()  # what start-up made stays: later full collections skip it
             say(f"ipc {self.host.ipc_info or 'off'}")
             pending, self.pending_ingest = self.pending_ingest, []
             self.ingest(pending)

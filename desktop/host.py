@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -72,7 +73,9 @@ class EngineHost(QObject):
     failed = Signal(str, dict)
     config_changed = Signal()
     paused_changed = Signal(bool)
-    _relay = Signal(str, object)  # from engine and server threads to the GUI thread
+    # Engine and server threads hand events over through a queue and wake the GUI thread
+    # with an argument-less signal (no Python object crosses threads inside Qt).
+    _wake = Signal()
 
     def __init__(self, data_dir: str | Path, engine_factory: EngineFactory | None = None,
                  serve: bool = True, *, workers: int = 4, alert_poll_ms: int = 5000,
@@ -99,7 +102,11 @@ class EngineHost(QObject):
         self._known_alerts: set[str] = set()
         self._shutdown_thread: threading.Thread | None = None
         self._just_opened: tuple[Any, Any] | None = None  # opened, not yet taken by the GUI
-        self._relay.connect(self._on_relay, Qt.ConnectionType.QueuedConnection)
+        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
+        self._flush_timer = QTimer(self)  # a child: it dies with the host, never fires after
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.timeout.connect(self._flush_jobs)
         self._alert_timer = QTimer(self)
         self._alert_timer.setInterval(alert_poll_ms)
         self._alert_timer.timeout.connect(self._poll_alerts)
@@ -257,7 +264,7 @@ class EngineHost(QObject):
                     late, self._just_opened = self._just_opened, None
                 if late is not None:
                     self._close(*late)
-                self._relay.emit("stopped", None)
+                self._relay("stopped", None)
             self._shutdown_thread = threading.Thread(target=work, name="ctx-shutdown",
                                                      daemon=True)
             self._shutdown_thread.start()
@@ -386,18 +393,31 @@ class EngineHost(QObject):
             if self._flush_scheduled:
                 return
             self._flush_scheduled = True
-        self._relay.emit("jobs", None)
+        self._relay("jobs", None)
 
     def _report(self, kind: str, data: dict[str, Any]) -> None:
         """Reporting proxy, any thread."""
-        self._relay.emit(kind, data)
+        self._relay(kind, data)
 
-    @Slot(str, object)
+    def _relay(self, kind: str, data: Any) -> None:
+        """Any thread: queue an event for the GUI thread and wake it."""
+        self._events.put((kind, data))
+        self._wake.emit()
+
+    @Slot()
+    def _drain(self) -> None:
+        while True:
+            try:
+                kind, data = self._events.get_nowait()
+            except queue.Empty:
+                return
+            self._on_relay(kind, data)
+
     def _on_relay(self, kind: str, data: Any) -> None:
         if kind == "jobs":
             wait_ms = JOB_FLUSH_MS - (time.monotonic() - self._last_flush) * 1000
             if wait_ms > 0:  # at most ~10 redraws a second, however fast the writer goes
-                QTimer.singleShot(int(wait_ms) + 1, self._flush_jobs)
+                self._flush_timer.start(int(wait_ms) + 1)
             else:
                 self._flush_jobs()
         elif kind == "build":

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from desktop.icons import app_icon
-from desktop.messages import describe
+from desktop.messages import WHAT_TO_DO, describe
 from desktop.qt import (
     QCloseEvent,
     QHBoxLayout,
@@ -22,6 +22,7 @@ from desktop.qt import (
     QMainWindow,
     QPushButton,
     QStackedWidget,
+    Qt,
     QTabWidget,
     QTimer,
     QVBoxLayout,
@@ -39,6 +40,12 @@ PANELS: list[tuple[str, str, str]] = [
     ("Settings", "desktop.panels.settings", "SettingsPanel"),
 ]
 
+STATE_DETAIL = {
+    "starting": "Unlocking the key, opening the encrypted store and loading the model.",
+    "opening": "Unlocking the key, opening the encrypted store and loading the model.",
+    "needs_setup": "Choose how the store is protected to begin.",
+    "locked": "Its passphrase is needed to open it; nothing is read until then.",
+}
 STATE_TEXT = {
     "starting": "Opening the store...", "opening": "Opening the store...",
     "needs_setup": "ctx is not set up yet.", "locked": "The store is locked.",
@@ -166,6 +173,10 @@ class MainWindow(QMainWindow):
         row.addWidget(self.waiting_button)
         row.addStretch(1)
         col.addLayout(row)
+        self.waiting_detail = QLabel()
+        self.waiting_detail.setWordWrap(True)
+        self.waiting_detail.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        col.addWidget(self.waiting_detail)
         col.addStretch(2)
         return page
 
@@ -175,17 +186,24 @@ class MainWindow(QMainWindow):
             self._ingest(list(paths))
 
     def show_failure(self, operation: str, error: dict[str, Any]) -> None:
-        self.banner.show_message(describe(operation, error), "error")
+        text = describe(operation, error)
+        if operation in ("open", "create_store"):
+            self.waiting_detail.setText(text)
+        self.banner.show_message(text, "error")
 
     def show_alert(self, alert: dict[str, Any]) -> None:
         if alert.get("name") in ("key_unavailable", "wrong_key", "store_locked"):
             return  # the waiting page says it, with the button to act on it
-        self.banner.show_message(str(alert.get("message", "")), "error")
+        hint = WHAT_TO_DO.get(str(alert.get("name", "")), "")
+        text = str(alert.get("message", "")).rstrip(".")
+        self.banner.show_message(f"{text}. {hint}".strip(), "error")
 
     def _state_changed(self, state: str) -> None:
         ready = state == "ready"
         self.stack.setCurrentWidget(self.tabs if ready else self.waiting)
         self.waiting_label.setText(STATE_TEXT.get(state, state))
+        if state != "error":
+            self.waiting_detail.setText(STATE_DETAIL.get(state, ""))
         button = {"locked": "Unlock...", "needs_setup": "Set up...", "error": "Quit"}.get(state)
         self.waiting_button.setText(button or "")
         self.waiting_button.setVisible(button is not None)

@@ -45,3 +45,13 @@ def describe(operation: str, error: dict[str, Any]) -> str:
     if not text.endswith((".", "!", "?")):
         text += "."
     return f"{text} {hint}".strip()
+
+
+def error_color(widget: object) -> str:
+    """A red that reads on the widget's palette (light or dark background)."""
+    window = widget.palette().window().color()  # type: ignore[attr-defined]
+    return "#F28B82" if window.lightness() < 128 else "#B3261E"
+
+
+def error_style(widget: object) -> str:
+    return f"color: {error_color(widget)}; font-weight: bold;"

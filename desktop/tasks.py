@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import threading
 import traceback
 from collections.abc import Callable
@@ -79,7 +80,9 @@ class TaskManager(QObject):
 
     failed = Signal(str, dict)
     finished = Signal(int)  # a task id, after its callback ran
-    _completed = Signal(object, bool, object)
+    # Workers never pass Python objects through a queued signal (PySide can crash
+    # freeing them off the GIL): results go in a queue, an argument-less signal wakes us.
+    _wake = Signal()
 
     def __init__(self, max_threads: int = 4, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -88,7 +91,8 @@ class TaskManager(QObject):
         self._ids = itertools.count(1)
         self._running: dict[int, Task] = {}
         self._lock = threading.Lock()
-        self._completed.connect(self._on_completed, Qt.ConnectionType.QueuedConnection)
+        self._done: queue.SimpleQueue[tuple[Task, bool, Any]] = queue.SimpleQueue()
+        self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
 
     def run(self, fn: Callable[[], Any], success: Success | None = None,
             failure: Failure | None = None, *, name: str = "task") -> Task:
@@ -100,7 +104,8 @@ class TaskManager(QObject):
         return task
 
     def _emit_completed(self, task: Task, ok: bool, value: Any) -> None:
-        self._completed.emit(task, ok, value)
+        self._done.put((task, ok, value))
+        self._wake.emit()
 
     def running(self) -> list[Task]:
         """Tasks submitted whose completion has not been delivered yet."""
@@ -111,7 +116,15 @@ class TaskManager(QObject):
         """Block until the pool has no running work (completions are delivered later)."""
         return bool(self.pool.waitForDone(timeout_ms))
 
-    @Slot(object, bool, object)
+    @Slot()
+    def _drain(self) -> None:
+        while True:
+            try:
+                task, ok, value = self._done.get_nowait()
+            except queue.Empty:
+                return
+            self._on_completed(task, ok, value)
+
     def _on_completed(self, task: Task, ok: bool, value: Any) -> None:
         try:
             if ok:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop.messages import error_style
 from desktop.qt import (
     QCheckBox,
     QDialog,
@@ -53,10 +54,10 @@ def strength(passphrase: str) -> tuple[int, str]:
         return 0, f"Too short: at least {MIN_PASSPHRASE} characters."
     if len(set(passphrase)) <= 3:
         return 0, "Too repetitive: use different characters or words."
-    score = 1 + (n >= 16 or words >= 4) + (n >= 24 or (n >= 14 and classes >= 3))
-    hints = {1: "Fair: longer is stronger (four or more random words).",
-             2: "Good.", 3: "Strong."}
-    return min(score, 3), hints[min(score, 3)]
+    score = min(3, 1 + (n >= 16 or words >= 4) + (n >= 24 or (n >= 14 and classes >= 3)))
+    hints = {1: "Longer is stronger: four or more random words.",
+             2: "A few more characters make it strong.", 3: ""}
+    return score, hints[score]
 
 
 @dataclass
@@ -120,7 +121,6 @@ class FirstRunDialog(QDialog):
 
         self.error = QLabel()
         self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #C5221F; font-weight: bold;")
         self.error.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.create_button = self.buttons.addButton(
@@ -143,8 +143,10 @@ class FirstRunDialog(QDialog):
             w.setEnabled(manual)
         score, hint = strength(self.passphrase.text())
         words = ["Weak", "Fair", "Good", "Strong"]
-        self.strength_label.setText(f"Strength: {words[score]}. {hint}" if manual
-                                    and self.passphrase.text() else hint)
+        if self.passphrase.text():
+            self.strength_label.setText(f"Strength: {words[score]}. {hint}".strip())
+        else:
+            self.strength_label.setText(hint)
         self.error.hide()
 
     def add_folder(self, path: str) -> None:
@@ -179,6 +181,7 @@ class FirstRunDialog(QDialog):
     def _try_accept(self) -> None:
         problem = self.validate()
         if problem:
+            self.error.setStyleSheet(error_style(self))
             self.error.setText(problem)
             self.error.show()
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.messages import describe
+from desktop.messages import describe, error_style
 from desktop.qt import (
     QDialog,
     QDialogButtonBox,
@@ -28,8 +28,10 @@ class UnlockDialog(QDialog):
         super().__init__(parent)
         self.host = host
         self.setWindowTitle("Unlock ctx")
-        intro = QLabel(f"The store in {host.data_dir} is protected by a passphrase.")
-        intro.setWordWrap(True)
+        intro = QLabel("This ctx store is protected by a passphrase.")
+        where = QLabel(str(host.data_dir))
+        where.setWordWrap(True)
+        where.setEnabled(False)  # drawn muted, in the palette's own colours
         self.passphrase = QLineEdit()
         self.passphrase.setEchoMode(QLineEdit.EchoMode.Password)
         self.passphrase.setPlaceholderText("Passphrase")
@@ -44,12 +46,12 @@ class UnlockDialog(QDialog):
         self.buttons.accepted.connect(self.try_unlock)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        for w in (intro, self.passphrase, self.message, self.buttons):
+        for w in (intro, where, self.passphrase, self.message, self.buttons):
             layout.addWidget(w)
         host.failed.connect(self._failed)
         host.ready.connect(self._ready)
         self._connected = True
-        self.setMinimumWidth(420)
+        self.setMinimumSize(460, 200)
 
     def try_unlock(self) -> None:
         text = self.passphrase.text()
@@ -65,7 +67,7 @@ class UnlockDialog(QDialog):
         self.unlock_button.setEnabled(not busy)
 
     def _say(self, text: str, *, error: bool) -> None:
-        self.message.setStyleSheet("color: #C5221F; font-weight: bold;" if error else "")
+        self.message.setStyleSheet(error_style(self) if error else "")
         self.message.setText(text)
         self.message.show()
 

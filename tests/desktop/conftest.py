@@ -97,3 +97,19 @@ def docs(tmp_path: Path) -> Path:
     (folder / "beta.txt").write_text("Beta notes about the packing of context budgets.\n" * 8,
                                      encoding="utf-8")
     return folder
+
+
+@pytest.fixture(autouse=True)
+def _gc_on_the_gui_thread() -> Iterator[None]:
+    """As the app does (desktop.app.GuiGarbageCollector): no automatic garbage collection,
+    which could run on an engine thread and free Qt objects there; collect here instead."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if was:
+            gc.enable()
