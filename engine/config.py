@@ -143,6 +143,9 @@ class Config:
     # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
     # engine only carries it, so that one config.toml holds every setting.
     ipc: dict[str, Any] = field(default_factory=dict)
+    # The [desktop] table (watched folders, start at login...) is validated by the
+    # desktop app (desktop.config_io); the engine only carries it, like [ipc].
+    desktop: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -22,7 +22,7 @@ EXPECTED = {
     "ipc.server": ["Server"],
     "ipc.client": ["Client"],
     "ipc.remote": ["RemoteEngine", "connect"],
-    "ipc.serve": ["main", "serve"],
+    "ipc.serve": ["ServerHost", "main", "serve"],
 }
 
 
