@@ -142,6 +142,7 @@ class IngestionPanel(QWidget):
         host.ready.connect(self._on_ready)
         host.config_changed.connect(self.reload_watched)
         host.paused_changed.connect(self._set_paused)
+        host.state_changed.connect(self._on_state)
         self._set_paused(bool(getattr(host, "ingestion_paused", False)))
         if getattr(host, "engine_ready", False):
             self._on_ready()
@@ -151,6 +152,10 @@ class IngestionPanel(QWidget):
         self.host.run(lambda engine: engine.jobs(), success=self._load_jobs,
                       failure=self._show_failure)
         self.reload_watched(catch_up=True)
+
+    def _on_state(self, state: str) -> None:
+        if state in ("stopping", "stopped"):
+            self.watcher.close()
 
     def _load_jobs(self, jobs: list[dict[str, Any]]) -> None:
         for job in sorted(jobs, key=lambda j: j.get("created") or 0)[-MAX_CARDS:]:

@@ -136,3 +136,22 @@ def test_watched_folder_reingests_changes_and_drops_deleted_files(
     note.unlink()
     qtbot.waitUntil(lambda: str(note) not in uris(), timeout=60_000)
     assert str(other) in uris()
+
+
+def test_cancel_a_queued_job(qtbot: Any, panel: Any, panel_host: Any, docs: Path) -> None:
+    from engine import ContextEngine
+
+    if not hasattr(ContextEngine, "cancel_job"):
+        pytest.skip("engine.cancel_job is not in this branch yet")
+    with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
+        panel.pause.click()
+    panel.accept_drop([str(docs)])
+    qtbot.waitUntil(lambda: bool(panel.cards), timeout=30_000)
+    card = next(iter(panel.cards.values()))
+    assert card.cancel.isVisible() or not card.isVisible()
+    card.cancel.click()
+    qtbot.waitUntil(lambda: card.snapshot.get("state") == "cancelled", timeout=30_000)
+    assert card.state.text() == "Cancelled" and card.cancel.isHidden()
+    assert panel.banner.kind == "info" and "cancelled" in panel.banner.text()
+    with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
+        panel.resume.click()
