@@ -61,7 +61,7 @@ def render(f: Field) -> str:
 
 def section(doc: str, title: str) -> str:
     """The text of the ``## N. title`` section."""
-    match = re.search(rf"^## \d+\. {re.escape(title)}\n(.*?)(?=^## |\Z)", doc, re.M | re.S)
+    match = re.search(rf"^## \d+\. {re.escape(title)}\n(.*?)(?=^## |\Z)", doc, re.MULTILINE | re.DOTALL)
     assert match is not None, title
     return match.group(1)
 
@@ -79,8 +79,8 @@ def table_rows(text: str, header: str) -> list[list[str]]:
 
 
 def strip_note(text: str) -> str:
-    """Schema text without a trailing ``(explanation)``."""
-    return re.sub(r"\s+\([^()]*\)$", "", text)
+    """Schema text without a trailing ``(explanation)``; an error code ``(1004)`` stays."""
+    return re.sub(r"\s+\((?!\d+\))[^()]*\)$", "", text)
 
 
 def param_rows(doc: str) -> dict[tuple[str, str], str]:
