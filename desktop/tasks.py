@@ -50,6 +50,8 @@ class Task:
     success: Success | None
     failure: Failure | None
     thread_name: str = ""
+    ok: bool = False
+    value: Any = None
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -79,7 +81,9 @@ class TaskManager(QObject):
 
     failed = Signal(str, dict)
     finished = Signal(int)  # a task id, after its callback ran
-    _completed = Signal(object, bool, object)
+    # Only the task id crosses threads: Python objects carried by a queued signal are
+    # wrapped and released by Qt outside the GIL's order, which crashed PySide now and then.
+    _completed = Signal(int)
 
     def __init__(self, max_threads: int = 4, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -100,7 +104,8 @@ class TaskManager(QObject):
         return task
 
     def _emit_completed(self, task: Task, ok: bool, value: Any) -> None:
-        self._completed.emit(task, ok, value)
+        task.ok, task.value = ok, value
+        self._completed.emit(task.id)
 
     def running(self) -> list[Task]:
         """Tasks submitted whose completion has not been delivered yet."""
@@ -111,8 +116,14 @@ class TaskManager(QObject):
         """Block until the pool has no running work (completions are delivered later)."""
         return bool(self.pool.waitForDone(timeout_ms))
 
-    @Slot(object, bool, object)
-    def _on_completed(self, task: Task, ok: bool, value: Any) -> None:
+    @Slot(int)
+    def _on_completed(self, task_id: int) -> None:
+        with self._lock:
+            task = self._running.get(task_id)
+        if task is None:
+            return
+        ok, value = task.ok, task.value
+        task.value = None
         try:
             if ok:
                 if task.success is not None:
