@@ -96,11 +96,38 @@ def base_env(runtime: Path, embedder: str) -> dict[str, str]:
     return env
 
 
-def launch_once(data_dir: Path, env: dict[str, str], tray: bool) -> dict[str, float]:
-    """Seconds from process start to shown (log line), visible (X says so) and ready."""
+BARE = """
+import sys
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
+app = QApplication(["ctx"])
+app.setApplicationName("ctx")
+if sys.argv[1] == "tray":
+    pix = QPixmap(22, 22)
+    pix.fill(QColor("#2563EB"))
+    shown = QSystemTrayIcon(QIcon(pix))
+else:
+    shown = QWidget()
+    shown.setWindowTitle("ctx")
+    shown.resize(1100, 720)
+shown.show()
+print("ctx-app: " + sys.argv[1] + " shown", file=sys.stderr, flush=True)
+QTimer.singleShot(2000, app.quit)
+app.exec()
+"""
+
+
+def launch_once(data_dir: Path, env: dict[str, str], tray: bool, *, bare: bool = False
+                ) -> dict[str, float]:
+    """Seconds from process start to shown (log line), visible (X says so) and ready.
+
+    ``bare``: a minimal PySide6 program showing a tray icon or an empty window, the
+    baseline for what any Qt app costs on this machine."""
+    cmd = ([sys.executable, "-c", BARE, "tray" if tray else "window"] if bare else
+           [sys.executable, "-m", "desktop.app", "--data-dir", str(data_dir)])
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "desktop.app", "--data-dir", str(data_dir)],
-                            env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             text=True)
     marks: dict[str, float] = {}
 
@@ -121,6 +148,10 @@ def launch_once(data_dir: Path, env: dict[str, str], tray: bool) -> dict[str, fl
             marks["visible"] = time.perf_counter() - t0
         else:
             time.sleep(0.01)
+    if bare:
+        proc.wait(60)
+        reader.join(5)
+        return marks
     while "ready" not in marks and time.monotonic() < deadline:
         time.sleep(0.02)
     subprocess.run([sys.executable, "-m", "desktop.app", "--data-dir", str(data_dir), "--quit"],
@@ -148,17 +179,24 @@ def bench_launch(args: argparse.Namespace, work: Path, env: dict[str, str]) -> l
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 while '("panel" "trayer")' not in x_tree(run_env):
                     time.sleep(0.1)
+            bare = [launch_once(data_dir, run_env, tray, bare=True) for _ in range(args.runs)]
             runs = [launch_once(data_dir, run_env, tray) for _ in range(args.runs)]
         finally:
             if trayer is not None:
                 trayer.terminate()
                 trayer.wait(10)
             xvfb.close()
+        base = [r["visible"] * 1000 for r in bare if "visible" in r]
+        base_med = pct(base, 50) if base else float("nan")
+        rows.append(["tray" if tray else "window", "bare PySide6 baseline: visible (X)",
+                     len(base), base_med, max(base, default=float("nan")), 1.0])
         for key, label in (("shown", "shown (app log)"), ("visible", "visible (X)"),
                            ("ready", "engine ready")):
             values = [r[key] * 1000 for r in runs if key in r]
-            rows.append(["tray" if tray else "window", label, len(values),
-                         pct(values, 50), max(values) if values else float("nan")])
+            med = pct(values, 50) if values else float("nan")
+            rows.append(["tray" if tray else "window", label, len(values), med,
+                         max(values, default=float("nan")),
+                         med / base_med if key != "ready" and base else float("nan")])
     return rows
 
 
@@ -306,7 +344,7 @@ def main() -> None:
     try:
         if not args.skip_launch:
             print("\nLaunch (ms from process start; target: shown within 1000 ms)")
-            print(table(["mode", "milestone", "runs", "median", "max"],
+            print(table(["mode", "milestone", "runs", "median", "max", "x baseline"],
                         bench_launch(args, work, env)), flush=True)
         if not args.skip_stalls:
             rows = bench_stalls(args, work, env)

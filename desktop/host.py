@@ -32,7 +32,7 @@ from typing import Any
 from desktop.qt import QObject, Qt, QTimer, Signal, Slot
 from desktop.reporting import ReportingEngine
 from desktop.tasks import Failure, Success, Task, TaskManager, error_dict
-from engine.errors import CtxError, KeyUnavailable, StoreNotInitialized, WrongKey
+from engine.errors import KeyUnavailable, StoreNotInitialized, WrongKey
 
 log = logging.getLogger("ctx.desktop.host")
 
@@ -281,14 +281,10 @@ class EngineHost(QObject):
                 log.exception("stopping the IPC server failed")
         if engine is None:
             return
-        cancel = getattr(engine, "cancel_job", None)
-        if cancel is not None:
-            try:
-                for job in engine.jobs():
-                    if job.get("state") in ("queued", "running"):
-                        cancel(job["id"])
-            except Exception:  # close() still stops the writer
-                log.exception("cancelling jobs at quit failed")
+        try:  # jobs stop at their next safe point; what they fully stored stays
+            engine.cancel_all()
+        except Exception:  # close() still stops the writer
+            log.exception("cancelling jobs at quit failed")
         engine.close()
 
     def _finish_stopped(self) -> None:
@@ -336,11 +332,8 @@ class EngineHost(QObject):
                         name="resume_ingestion")
 
     def cancel_job(self, job_id: str) -> Task | None:
-        def cancel(engine: Any) -> Any:
-            if not hasattr(engine.wrapped, "cancel_job"):
-                raise CtxError("this engine cannot cancel jobs yet")
-            return engine.cancel_job(job_id)
-        return self.run(cancel, name="cancel_job")
+        """Cancel a job: a queued one is dropped, a running one stops at a safe point."""
+        return self.run(lambda e: e.cancel_job(job_id), name="cancel_job")
 
     def sync_sessions(self, success: Success | None = None) -> Task | None:
         """Index what is new in the coding-agent transcript folders."""

@@ -123,10 +123,6 @@ class MainWindow(QMainWindow):
         self.banner = Banner()
         self.tabs = QTabWidget()
         self.panels: dict[str, QWidget] = {}
-        for title, cls in panel_classes():
-            panel = cls(host)
-            self.panels[title] = panel
-            self.tabs.addTab(panel, title)
         self.waiting = self._waiting_page()
         self.stack = QStackedWidget()
         self.stack.addWidget(self.waiting)
@@ -140,9 +136,6 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
-        ingestion = self.panels.get("Ingestion")
-        self._ingest: Callable[[list[str]], Any] = getattr(ingestion, "accept_drop",
-                                                           host.ingest_paths)
         if importlib.util.find_spec("desktop.panels.drop") is not None:
             from desktop.panels.drop import install_file_drop
 
@@ -155,6 +148,15 @@ class MainWindow(QMainWindow):
         self._stats_timer.timeout.connect(self._update_status)
         self._stats_timer.start()
         self._state_changed(host.state)
+
+    def build_panels(self) -> None:
+        """Create the panels (once): when the engine is ready, so the window shows first."""
+        if self.panels:
+            return
+        for title, cls in panel_classes():
+            panel = cls(self.host)
+            self.panels[title] = panel
+            self.tabs.addTab(panel, title)
 
     def _waiting_page(self) -> QWidget:
         page = QWidget()
@@ -181,9 +183,13 @@ class MainWindow(QMainWindow):
         return page
 
     def ingest(self, paths: list[str]) -> None:
-        """Ingest files and folders the way a drop on the window does."""
-        if paths:
-            self._ingest(list(paths))
+        """Ingest files and folders the way a drop on the window does (the Ingestion
+        panel's path, which reports missing paths), or through the host before it exists."""
+        if not paths:
+            return
+        ingest: Callable[[list[str]], Any] = getattr(self.panels.get("Ingestion"),
+                                                     "accept_drop", self.host.ingest_paths)
+        ingest(list(paths))
 
     def show_failure(self, operation: str, error: dict[str, Any]) -> None:
         text = describe(operation, error)
@@ -200,6 +206,8 @@ class MainWindow(QMainWindow):
 
     def _state_changed(self, state: str) -> None:
         ready = state == "ready"
+        if ready:
+            self.build_panels()
         self.stack.setCurrentWidget(self.tabs if ready else self.waiting)
         self.waiting_label.setText(STATE_TEXT.get(state, state))
         if state != "error":

@@ -23,6 +23,17 @@ WHAT_TO_DO = {
     "model_mismatch": "Use the embedding model this store was made with, or a new data folder.",
     "integrity_check_failed": "A shipped model or tokenizer file is damaged: reinstall ctx.",
     "not_found": "It may have been deleted already: refresh the list.",
+    "not_a_store": "This folder holds other files, not a ctx store: choose another data "
+                   "folder (ctx --data-dir, or CTX_HOME).",
+    "store_damaged": "Part of the store is damaged; nothing was changed. Restore the data "
+                     "folder from a backup, or start ctx on a new data folder.",
+    "key_record_damaged": "The store's key record is damaged: restore it from a backup.",
+    "vault_missing": "The encrypted vault file is missing: restore the data folder from a "
+                     "backup.",
+    "vault_damaged": "The encrypted vault is damaged: restore the data folder from a backup.",
+    "store_too_new": "This store was made by a newer ctx: update ctx to open it.",
+    "vectors_damaged": "The vector index is damaged; ctx can rebuild it from the vault.",
+    "no_space": "The disk is full: free some space and try again; nothing was lost.",
     "empty_query": "Type a query first.",
     "invalid_budget": "Choose a budget between the allowed limits.",
 }

@@ -191,3 +191,19 @@ def test_serve_false_opens_without_a_server(make_host: Callable[..., EngineHost]
         host.start()
     assert host.ipc_info is None and host.server_stats() == {"running": False}
     assert find_live(data_dir) is None
+
+
+def test_cancel_a_queued_job(host: EngineHost, qtbot: Any, docs: Path) -> None:
+    with qtbot.waitSignal(host.paused_changed, timeout=10000):
+        host.pause_ingestion()
+    queued: list[dict[str, Any]] = []
+    host.job_progress.connect(queued.append)
+    host.ingest_paths([str(docs)])
+    qtbot.waitUntil(lambda: bool(queued), timeout=10000)
+    job_id = queued[-1]["id"]
+    with qtbot.waitSignal(host.job_progress, timeout=10000,
+                          check_params_cb=lambda s: s["state"] == "cancelled"):
+        host.cancel_job(job_id)
+    assert host.jobs[job_id]["state"] == "cancelled"
+    with qtbot.waitSignal(host.paused_changed, timeout=10000):
+        host.resume_ingestion()
