@@ -111,6 +111,7 @@ REJECT_EMPTY = "empty"
 REJECT_TOO_LARGE = "too_large"
 REJECT_MALFORMED = "malformed"
 REJECT_UNSUPPORTED = "unsupported"
+REJECT_SPECIAL = "special_file"  # a FIFO, socket or device: never opened
 
 
 class EngineClosed(CtxError):
