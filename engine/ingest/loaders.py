@@ -22,6 +22,7 @@ from engine.errors import (
     REJECT_MALFORMED,
     REJECT_SPECIAL,
     REJECT_TOO_LARGE,
+    REJECT_UNPACKED_TOO_LARGE,
     REJECT_UNREADABLE,
     REJECT_UNSUPPORTED,
     FileRejected,
@@ -236,6 +237,8 @@ def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedDocume
                 fmt, kind = "code", "code"
             elif family == "rst":
                 meta["markup"] = "rst"
+    except fm.UnpackedTooLarge as exc:
+        raise FileRejected(where, REJECT_UNPACKED_TOO_LARGE) from exc
     except fm.FormatError as exc:
         raise FileRejected(where, REJECT_MALFORMED) from exc
     if not text.strip():

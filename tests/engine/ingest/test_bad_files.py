@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,46 @@ def test_cli_reproduction_from_the_issue(tmp_path: Path) -> None:
                        capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
                        env=dict(os.environ))
     assert sorted(s["title"] for s in json.loads(r.stdout)["sources"]) == ["a.md", "caf\\xe9.txt"]
+
+
+def test_docx_zip_bomb_is_refused_before_inflating(engine: ContextEngine, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.errors import REJECT_UNPACKED_TOO_LARGE
+    from tests.engine.ingest.zipbomb import make_docx_bomb
+
+    bomb = make_docx_bomb(tmp_path / "bomb.docx", 256 * 1024 * 1024)  # 256 MiB from ~250 KB
+    fine = make_docx_bomb(tmp_path / "fine.docx", 0, text="An honest little document.")
+    assert bomb.stat().st_size < 1024 * 1024
+    inflated: list[str] = []
+    real_read = zipfile.ZipFile.read
+
+    def spy(self: zipfile.ZipFile, name: object, pwd: bytes | None = None) -> bytes:
+        inflated.append(str(getattr(name, "filename", name)))
+        return real_read(self, name, pwd)
+
+    monkeypatch.setattr(zipfile.ZipFile, "read", spy)
+    snap = engine.wait(engine.ingest(paths=[str(bomb), str(fine)]), timeout=120)
+    assert snap["state"] == "done"
+    assert snap["errors"] == [{"path": str(bomb), "reason": REJECT_UNPACKED_TOO_LARGE}]
+    assert [s["uri"] for s in engine.sources()] == [str(fine)]
+    assert inflated and all(Path(str(bomb)).name not in n for n in inflated)
+    assert "word/document.xml" in inflated  # only the honest file's parts were read
+    assert inflated.count("word/document.xml") == 1
+
+
+def test_zip_limits_by_ratio_and_total(tmp_path: Path) -> None:
+    from engine.ingest import formats as fm
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a.xml", b"<a/>" * (1 << 20))  # 4 MiB of one pattern: ratio ~1000
+    with pytest.raises(fm.UnpackedTooLarge):
+        fm.check_zip(buf.getvalue())
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:  # stored: ratio 1, but big
+        for i in range(5):
+            zf.writestr(f"m{i}.bin", os.urandom(fm.ZIP_MAX_UNPACKED // 4))
+    with pytest.raises(fm.UnpackedTooLarge):
+        fm.check_zip(buf.getvalue())
+    with pytest.raises(fm.FormatError):
+        fm.check_zip(b"PK\x03\x04 not really a zip")
