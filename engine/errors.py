@@ -152,6 +152,8 @@ REJECT_EMPTY = "empty"
 REJECT_TOO_LARGE = "too_large"
 REJECT_MALFORMED = "malformed"
 REJECT_UNSUPPORTED = "unsupported"
+REJECT_SPECIAL = "special_file"  # a FIFO, socket or device: never opened
+REJECT_UNPACKED_TOO_LARGE = "unpacked_too_large"  # a zip bomb, or a container too big
 
 
 class EngineClosed(CtxError):

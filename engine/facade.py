@@ -33,6 +33,7 @@ from engine.errors import (
 )
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
+from engine.ingest.pathnames import shown
 from engine.ingest.pipeline import Writer
 from engine.metrics import ALERT_VECTOR_DOWN, ALERT_VECTOR_INCOMPLETE, ALERT_VECTOR_REBUILD, Metrics
 from engine.opening import (
@@ -393,15 +394,17 @@ class ContextEngine:
         if text.isdigit():
             return [r[0] for r in vault.query(
                 "SELECT id FROM sources WHERE id = ? AND state = 'ready'", (int(text),))]
-        candidates = [text]
+        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
+        resolved = Path(text)
         if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
-            candidates.append(str(Path(text).expanduser().resolve()))
+            resolved = Path(text).expanduser().resolve()
+            candidates.append(shown(resolved))
         for uri in candidates:
             rows = vault.query("SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (uri,))
             if rows:
                 return [r[0] for r in rows]
         folder = candidates[-1].rstrip("/") + "/"
-        if Path(candidates[-1]).is_dir():
+        if resolved.is_dir():
             return [r[0] for r in vault.query(
                 "SELECT id FROM sources WHERE substr(uri, 1, ?) = ? AND state = 'ready'",
                 (len(folder), folder))]

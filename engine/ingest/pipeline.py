@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,9 +30,13 @@ from engine.types import ChunkDraft, LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
 
-# Texts per call to the model: a cancellation point between calls. At MiniLM's pace on
-# a busy 2-core CPU (about 50-100 chunks of 256 tokens a second) a step takes under 1 s.
+# Texts per call to the model, and so the distance between two cancellation points:
+# each step is sized from the pace of the last one to take about STEP_SECONDS, within
+# [EMBED_STEP_MIN, EMBED_STEP]. Small steps also bound the model's activations (they
+# grow with batch x sequence length squared: 64 chunks of 256 tokens take ~200 MB).
 EMBED_STEP = 32
+EMBED_STEP_MIN = 4
+STEP_SECONDS = 0.5
 
 
 def content_hash(text: str) -> str:
@@ -74,6 +80,7 @@ class Writer:
         self.hasher = hasher
         self.counter = counter
         self.embedded_texts = 0  # texts that really went through the model
+        self._step = EMBED_STEP_MIN  # texts in the next embedding step (see _pace)
 
     def prepare(self, doc: LoadedDocument, *, chunks: list[ChunkDraft] | None = None,
                 project: str | None = None, force: bool = False) -> Prepared | None:
@@ -103,13 +110,18 @@ class Writer:
         fresh: dict[str, np.ndarray] = {}
         if first:
             todo = list(first.items())
-            for start in range(0, len(todo), EMBED_STEP):
+            self._load_model(check)
+            start = 0
+            while start < len(todo):
                 if check is not None:
                     check()
-                step = todo[start:start + EMBED_STEP]
+                step = todo[start:start + self._step]
+                began = time.perf_counter()
                 vecs = self.embedder.encode([texts[i] for _, i in step])
+                self._pace(len(step), time.perf_counter() - began)
                 self.embedded_texts += len(step)
                 fresh.update({k: vecs[j] for j, (k, _) in enumerate(step)})
+                start += len(step)
             with self.vault.write() as c:
                 c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
                               [(k, v.astype(np.float32).tobytes()) for k, v in fresh.items()])
@@ -117,6 +129,28 @@ class Writer:
         for i, k in enumerate(keys):
             out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)
         return out
+
+    def _pace(self, n: int, seconds: float) -> None:
+        """Size the next embedding step to take about STEP_SECONDS at the pace just seen."""
+        if n >= self._step or seconds > STEP_SECONDS:
+            per_text = max(seconds, 1e-6) / n
+            self._step = max(EMBED_STEP_MIN, min(EMBED_STEP, int(STEP_SECONDS / per_text)))
+
+    def _load_model(self, check: Callable[[], None] | None) -> None:
+        """Load a lazy model in a helper thread, so that a cancel need not wait for it."""
+        if check is None or getattr(self.embedder, "loaded", True):
+            return
+        loader = threading.Thread(target=self._try_load, name="ctx-model-load", daemon=True)
+        loader.start()
+        while loader.is_alive():
+            loader.join(0.1)
+            check()
+
+    def _try_load(self) -> None:
+        try:
+            self.embedder.load()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - encode() loads again and reports the error
+            log.debug("model load failed in the helper thread")
 
     def write_batch(self, batch: Sequence[Prepared],
                     on_written: Callable[[Prepared, int], None] | None = None,

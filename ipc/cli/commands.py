@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,26 +60,65 @@ def _read_stdin() -> str:
         raise NotUtf8("standard input is not valid UTF-8") from None
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+def _interrupted(backend: Any, job_ids: list[str], as_json: bool) -> int:
+    """Ctrl-C: stop the jobs at their next safe point, say what was kept, exit 130."""
+    targets = list(job_ids)
     try:
-        paths = [p for p in args.paths if p != "-"]
-        missing = [p for p in paths if not Path(p).exists()]
-        for p in missing:
-            print(f"ctx: not found: {p}", file=sys.stderr)
-        paths = [p for p in paths if p not in missing]
-        job_ids = []
-        if "-" in args.paths:
-            job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
-                                          kind="text"))
-        if paths:
-            job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
-        if args.no_wait:
-            emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
-            return 3 if missing else 0
-        snaps = [_wait_job(backend, j) for j in job_ids]
+        if backend.remote:
+            for jid in targets:
+                backend.cancel_job(jid)
+        else:  # this process owns the engine: nothing it queued may run on at close
+            targets = [s["id"] for s in backend.cancel_all()] or targets
+        snaps = [backend.wait(jid, 30.0) for jid in targets]
+    except Exception as exc:  # noqa: BLE001 - an old server without cancel_job
+        print(f"ctx: interrupted; the jobs could not be cancelled ({type(exc).__name__})",
+              file=sys.stderr)
+        return 130
+    kept = sum(len(s["sources"]) for s in snaps)
+    chunks = sum(s["chunks"] for s in snaps)
+    if as_json:
+        emit_json({"interrupted": True, "jobs": snaps})
+    print(f"interrupted: kept {kept} sources ({chunks} chunks) stored before the stop; "
+          "files not finished were not stored", file=sys.stderr)
+    return 130
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    try:
+        backend = open_backend(args.data_dir)
+    except KeyboardInterrupt:
+        print("interrupted: nothing was stored", file=sys.stderr)
+        return 130
+    job_ids: list[str] = []
+    try:
+        return _ingest(backend, args, job_ids)
+    except KeyboardInterrupt:
+        code = _interrupted(backend, job_ids, args.json)
+        backend.close()  # the store is closed: everything kept is on disk
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Exit now: a model still loading in a helper thread would hold up (or, in
+        # torch's C++ threads, abort) the interpreter's shutdown for many seconds.
+        os._exit(code)
     finally:
         backend.close()
+
+
+def _ingest(backend: Any, args: argparse.Namespace, job_ids: list[str]) -> int:
+    paths = [p for p in args.paths if p != "-"]
+    missing = [p for p in paths if not Path(p).exists()]
+    for p in missing:
+        print(f"ctx: not found: {p}", file=sys.stderr)
+    paths = [p for p in paths if p not in missing]
+    if "-" in args.paths:
+        job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
+                                      kind="text"))
+    if paths:
+        job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
+    if args.no_wait:
+        emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
+        return 3 if missing else 0
+    snaps = [_wait_job(backend, j) for j in job_ids]
     if args.json:
         emit_json({"jobs": snaps})
     else:
