@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                    default="context")
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("repair", help="rebuild the vectors from the vault (set aside a "
+                                      "damaged vectors/); the store must not be in use")
+    s.add_argument("--json", action="store_true")
+
     s = sub.add_parser("serve", help="run the engine headless with the ZeroMQ server")
     s.add_argument("--endpoint", help="ZeroMQ endpoint to bind (default: ipc:// or tcp://127.0.0.1)")
     s.add_argument("--workers", type=int, default=4)
