@@ -362,37 +362,31 @@ class ContextEngine:
         return [s.to_dict() for s in src.list_ready(self._live().vault, project=project)]
 
     def delete(self, source: str | int) -> dict[str, Any]:
-        """Delete a source by id, uri or path (a folder deletes every source under it)."""
+        """Delete sources by id, uri or path: a folder deletes every source under it, a
+        transcript file every segment of it, ``project:NAME`` every source of a project.
+
+        Deleted means gone: rows, chunks and FTS entries (removed from the index
+        segments), embedding-cache rows no other chunk uses, vectors, and the text
+        a transcript's sync state held.
+        """
         rt = self._live()
-        ids = self._resolve_sources(source)
+        ids = src.resolve(rt.vault, source)
         if not ids:
             raise NotFound("no such source")
+        key = chunk_key(rt.embedder.name)
+
         def work(job: Any, progress: Callable[[], None]) -> None:
-            src.delete_sources(rt.vault, ids)
+            paths = src.transcript_paths(rt.vault, ids)
+            src.delete_sources(rt.vault, ids, cache_key=key)
+            src.forget_sync_text(rt.vault, paths)
             self._writer.flush_tombstones()
-        self._jobs.wait(self._jobs.submit("delete", work).id)
+        snap = self._jobs.wait(self._jobs.submit("delete", work).id)
+        if snap["state"] == "failed":
+            from engine.errors import error_from_dict
+
+            raise error_from_dict(snap["error"] or {})
         rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
         return {"deleted": len(ids), "sources": ids}
-
-    def _resolve_sources(self, source: str | int) -> list[int]:
-        vault = self.rt.vault
-        text = str(source).strip()
-        if text.isdigit():
-            return [r[0] for r in vault.query(
-                "SELECT id FROM sources WHERE id = ? AND state = 'ready'", (int(text),))]
-        candidates = [text]
-        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
-            candidates.append(str(Path(text).expanduser().resolve()))
-        for uri in candidates:
-            rows = vault.query("SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (uri,))
-            if rows:
-                return [r[0] for r in rows]
-        folder = candidates[-1].rstrip("/") + "/"
-        if Path(candidates[-1]).is_dir():
-            return [r[0] for r in vault.query(
-                "SELECT id FROM sources WHERE substr(uri, 1, ?) = ? AND state = 'ready'",
-                (len(folder), folder))]
-        return []
 
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
