@@ -196,6 +196,9 @@ class ContextEngine:
         if not rt.vault.read_only:
             self._writer.flush_tombstones()
         reason, chunks, count = rebuild_reason(rt.vault, rt.vectors)
+        offline = getattr(rt.vectors, "reason", None)
+        if offline:
+            rt.metrics.alert(ALERT_VECTOR_DOWN, True, offline)
         if reason and rt.vectors.backend == "memory":
             rebuild(rt.vault, rt.vectors, rt.embedder, reset=False)
         elif reason and auto_repair and not rt.vault.read_only:
