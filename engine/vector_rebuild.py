@@ -11,6 +11,7 @@ disk.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterator
 
@@ -70,12 +71,29 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     if reset:
         vectors.reset()
     added = embedded = 0
-    for ids, vecs, n_embedded in vault_vectors(vault, embedder):
-        vectors.add(ids, vecs)
-        added += len(ids)
-        embedded += n_embedded
-        if progress is not None:
-            progress(added)
+    if vectors.backend == "memory":
+        for ids, vecs, n_embedded in vault_vectors(vault, embedder):
+            vectors.add(ids, vecs)
+            added += len(ids)
+            embedded += n_embedded
+            if progress is not None:
+                progress(added)
+    else:  # one pass in a random order: the store's row order says nothing of ingestion
+        all_ids: list[int] = []
+        parts: list[np.ndarray] = []
+        for ids, vecs, n_embedded in vault_vectors(vault, embedder):
+            all_ids += ids
+            parts.append(vecs)
+            embedded += n_embedded
+        if all_ids:
+            matrix = np.concatenate(parts)
+            order = np.array(secrets.SystemRandom().sample(range(len(all_ids)), len(all_ids)))
+            for i in range(0, len(order), BATCH):
+                part = order[i:i + BATCH]
+                vectors.add([all_ids[j] for j in part], matrix[part])
+                added += len(part)
+                if progress is not None:
+                    progress(added)
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()
