@@ -174,6 +174,10 @@ class Vault:
         if conn is None:
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=30.0)
+            try:  # a refused key is reported by ctx, not by SQLCipher's log on stderr
+                conn.execute("PRAGMA cipher_log_level = NONE")
+            except sqlite.Error:
+                pass
             conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")

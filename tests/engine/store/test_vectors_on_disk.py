@@ -93,3 +93,24 @@ def test_nothing_in_the_data_dir_is_group_or_world_readable_under_umask_0(
              if stat.S_IMODE(p.lstat().st_mode) & 0o077]
     assert loose == []
     assert len(list(data_dir.rglob("*"))) >= 4
+
+
+def test_hnsw_path_rescores_exactly(tmp_path: Path, data_dir: Path) -> None:
+    """Above ``store.exact_search_max`` Chroma's HNSW candidates are re-scored exactly:
+    the same ranking as the exact index, scores as cosines, ties broken by chunk id."""
+    from engine.retrieval.search import vector_lane
+    from engine.store.vault import Filters
+
+    docs = _docs(tmp_path, 10)
+    hnsw = Config().with_overrides({"store": {"exact_search_max": 0},
+                                    "embedding": {"model": "fake"}, "keys": {"scrypt_n": 1024}})
+    with ContextEngine.open(data_dir, config=hnsw) as eng:
+        eng.wait(eng.ingest(paths=[str(docs)]))
+        ids, sims, _ = vector_lane(eng.rt, "sailing boats weather day 5", 15, Filters())
+        assert eng.rt.vectors._exact is None  # type: ignore[attr-defined]
+    exact = Config().with_overrides({"embedding": {"model": "fake"}, "keys": {"scrypt_n": 1024}})
+    with ContextEngine.open(data_dir, config=exact) as eng:
+        ids2, sims2, _ = vector_lane(eng.rt, "sailing boats weather day 5", 15, Filters())
+    assert ids[:5] == ids2[:5]
+    assert all(abs(sims[i] - sims2[i]) < 1e-5 for i in ids[:5])
+    assert [sims[i] for i in ids] == sorted((sims[i] for i in ids), reverse=True)
