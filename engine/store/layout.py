@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine import paths as P
 from engine.errors import (
+    ConfigError,
     KeyRecordDamaged,
     NotAStore,
     StoreNotInitialized,
@@ -74,7 +75,7 @@ def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
     root = layout.root
     if layout.has_key or layout.has_vault or layout.has_vectors:
         check_existing(layout)  # a damaged store says what is wrong
-        raise NotAStore(f"a store already exists in {root}")
+        raise ConfigError(f"a store already exists in {root}: `ctx init` makes new ones only")
     if layout.foreign and not explicit_init:
         raise NotAStore(
             f"{root} is not a ctx store (it holds {len(layout.foreign)} other entries); "
