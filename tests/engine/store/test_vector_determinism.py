@@ -60,13 +60,13 @@ def test_two_processes_give_identical_payloads(tmp_path: Path, data_dir: Path, m
     rng = random.Random(7)
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(400):
+    for i in range(300):
         (docs / f"n{i:03}.txt").write_text(" ".join(rng.choice(WORDS) for _ in range(30))
                                            + f" entry {i}\n")
     with ContextEngine.open(data_dir, embedder=minilm) as eng:  # type: ignore[arg-type]
         eng.wait(eng.ingest(paths=[str(docs)]))
         assert 100 <= eng.status()["vectors"] < 1000
-    queries = [" ".join(random.Random(k).choice(WORDS) for _ in range(3)) for k in range(16)]
+    queries = [" ".join(random.Random(k).choice(WORDS) for _ in range(3)) for k in range(12)]
     first, second = _run(data_dir, queries), _run(data_dir, queries)
     differing = [q for q, a, b in zip(queries, first, second, strict=True) if a != b]
     assert differing == []
