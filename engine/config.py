@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.config_base import from_dict, merge, to_dict
+from engine.embedding.config import EmbeddingConfig
 from engine.errors import ConfigError
 from engine.ingest.chunking import ChunkingConfig
 from engine.packing.packer import PackingConfig
@@ -23,26 +24,6 @@ from engine.retrieval.query import QueryConfig
 from engine.retrieval.rerank import RerankConfig
 from engine.retrieval.tiers import TierPolicy
 from engine.surrogates import SurrogateConfig
-
-
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    """Which model embeds text. ``model``: "minilm" (the shipped weights), "fake" (tests),
-    or a local sentence-transformers folder path."""
-
-    model: str = "minilm"
-    batch_size: int = 64
-    device: str = "auto"  # auto | cpu | cuda | mps
-    query_cache_size: int = 1024
-    threads: int = 0  # torch intra-op threads; 0 = torch's default
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.batch_size <= 4096:
-            raise ConfigError("embedding.batch_size must be between 1 and 4096")
-        if self.device not in ("auto", "cpu", "cuda", "mps"):
-            raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
-        if self.query_cache_size < 0 or self.threads < 0:
-            raise ConfigError("embedding.query_cache_size and threads must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -150,6 +131,9 @@ class Config:
     # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
     # engine only carries it, so that one config.toml holds every setting.
     ipc: dict[str, Any] = field(default_factory=dict)
+    # The [desktop] table (watched folders, start at login...) is validated by the
+    # desktop app (desktop.config_io); the engine only carries it, like [ipc].
+    desktop: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -291,6 +291,19 @@ class ContextEngine:
         """Follow every job's progress; returns a function that unsubscribes."""
         return self._jobs.subscribe(listener)
 
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel a job: a queued one is dropped, a running one stops at its next safe
+        point (between files, between embedding steps). Sources it fully stored stay;
+        the one it was writing is not stored. Returns the job's snapshot (a running
+        job still shows "running" until it stops: follow it with ``wait``)."""
+        self._live()
+        return self._jobs.cancel(job_id)
+
+    def cancel_all(self) -> list[dict[str, Any]]:
+        """Cancel every queued and running job (for an app that quits); their snapshots."""
+        self._live()
+        return self._jobs.cancel_all()
+
     def pause_ingestion(self) -> None:
         self._jobs.pause()
 

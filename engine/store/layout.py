@@ -65,8 +65,13 @@ def read_layout(root: Path) -> Layout:
         raise NotAStore(f"the data dir cannot be read: {root} ({exc.strerror})") from None
     return Layout(root, True, P.keyfile_path(root).name in names, "vault.db" in names,
                   "vectors" in names,
-                  tuple(n for n in names if n not in STORE_NAMES and not n.startswith(
-                      "vectors.damaged-")))
+                  tuple(n for n in names if not _ours(n)))
+
+
+def _ours(name: str) -> bool:
+    """A name a store (or a ctx server's connection file beside it) may hold."""
+    return name in STORE_NAMES or name.startswith("vectors.damaged-") \
+        or (name.startswith("ctx-") and name.endswith(".json"))
 
 
 def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
