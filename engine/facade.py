@@ -34,13 +34,12 @@ from engine.errors import (
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
 from engine.ingest.pipeline import Writer
-from engine.metrics import ALERT_VECTOR_DOWN, ALERT_VECTOR_INCOMPLETE, ALERT_VECTOR_REBUILD, Metrics
+from engine.metrics import Metrics
 from engine.opening import (
     lock_store,
     new_vault,
     open_vectors,
     prepare_root,
-    rebuild_reason,
     repair_layout,
 )
 from engine.retrieval.search import search as run_search
@@ -50,7 +49,7 @@ from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
 from engine.tokens import TokenCounter
 from engine.types import ContextPayload, SearchHit
-from engine.vector_rebuild import chunk_key, gc_embed_cache, rebuild
+from engine.vector_rebuild import check_vectors, chunk_key, repair_work
 
 log = logging.getLogger("ctx.engine")
 
@@ -192,46 +191,18 @@ class ContextEngine:
     def _check_vectors(self, auto_repair: bool) -> None:
         """Flush pending vector deletions; rebuild vectors the vault has and the vector
         store lacks (in the background, alerting), or alert when the counts differ."""
-        rt = self.rt
-        if not rt.vault.read_only:
+        if not self.rt.vault.read_only:
             self._writer.flush_tombstones()
-        reason, chunks, count = rebuild_reason(rt.vault, rt.vectors)
-        offline = getattr(rt.vectors, "reason", None)
-        if offline:
-            rt.metrics.alert(ALERT_VECTOR_DOWN, True, offline)
-        if reason and rt.vectors.backend == "memory":
-            rebuild(rt.vault, rt.vectors, rt.embedder, reset=False)
-        elif reason and auto_repair and not rt.vault.read_only:
-            log.warning("rebuilding %d vectors from the vault: %s", chunks, reason)
+        reason = check_vectors(self.rt, auto_repair)
+        if reason:
             self.repair(wait=False, reason=reason)
-        elif count >= 0 and count != chunks and rt.vectors.backend != "memory":
-            rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, True,
-                             f"{count} vectors for {chunks} chunks: run `ctx repair`")
 
     def repair(self, *, wait: bool = True, reason: str = "repair") -> dict[str, Any]:
-        """Rebuild every vector from the vault (the single writer runs it), drop the
-        embedding-cache rows no chunk uses and rebuild the keyword index."""
-        rt = self._live()
+        """Rebuild every vector from the vault (the single writer runs it, alerting
+        while it does); a full repair also drops embedding-cache rows no chunk uses and
+        rebuilds the keyword index."""
         result: dict[str, Any] = {"reason": reason}
-
-        def work(job: Any, progress: Callable[[], None]) -> None:
-            rt.metrics.alert(ALERT_VECTOR_REBUILD, True, reason)
-            try:
-                def step(n: int) -> None:
-                    job.chunks = n
-                    progress()
-                result.update(rebuild(rt.vault, rt.vectors, rt.embedder, progress=step))
-                if reason == "repair":
-                    result["cache_rows_dropped"] = gc_embed_cache(
-                        rt.vault, chunk_key(rt.embedder.name))
-                    with rt.vault.write() as c:
-                        c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-                rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, False)
-                rt.metrics.alert(ALERT_VECTOR_DOWN, False)
-            finally:
-                rt.metrics.alert(ALERT_VECTOR_REBUILD, False)
-
-        job = self._jobs.submit("repair", work)
+        job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
         result["job"] = job.id
         if wait:
             snap = self._jobs.wait(job.id)
