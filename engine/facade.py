@@ -33,15 +33,13 @@ from engine.errors import (
 )
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
-from engine.ingest.pathnames import shown
 from engine.ingest.pipeline import Writer
-from engine.metrics import ALERT_VECTOR_DOWN, ALERT_VECTOR_INCOMPLETE, ALERT_VECTOR_REBUILD, Metrics
+from engine.metrics import Metrics
 from engine.opening import (
     lock_store,
     new_vault,
     open_vectors,
     prepare_root,
-    rebuild_reason,
     repair_layout,
 )
 from engine.retrieval.search import search as run_search
@@ -51,7 +49,7 @@ from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
 from engine.tokens import TokenCounter
 from engine.types import ContextPayload, SearchHit
-from engine.vector_rebuild import chunk_key, gc_embed_cache, rebuild
+from engine.vector_rebuild import check_vectors, chunk_key, repair_work
 
 log = logging.getLogger("ctx.engine")
 
@@ -193,43 +191,18 @@ class ContextEngine:
     def _check_vectors(self, auto_repair: bool) -> None:
         """Flush pending vector deletions; rebuild vectors the vault has and the vector
         store lacks (in the background, alerting), or alert when the counts differ."""
-        rt = self.rt
-        if not rt.vault.read_only:
+        if not self.rt.vault.read_only:
             self._writer.flush_tombstones()
-        reason, chunks, count = rebuild_reason(rt.vault, rt.vectors)
-        if reason and rt.vectors.backend == "memory":
-            rebuild(rt.vault, rt.vectors, rt.embedder, reset=False)
-        elif reason and auto_repair and not rt.vault.read_only:
-            log.warning("rebuilding %d vectors from the vault: %s", chunks, reason)
+        reason = check_vectors(self.rt, auto_repair)
+        if reason:
             self.repair(wait=False, reason=reason)
-        elif count >= 0 and count != chunks and rt.vectors.backend != "memory":
-            rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, True,
-                             f"{count} vectors for {chunks} chunks: run `ctx repair`")
 
     def repair(self, *, wait: bool = True, reason: str = "repair") -> dict[str, Any]:
-        """Rebuild every vector from the vault (the single writer runs it), drop the
-        embedding-cache rows no chunk uses and rebuild the keyword index."""
-        rt = self._live()
+        """Rebuild every vector from the vault (the single writer runs it, alerting
+        while it does); a full repair also drops embedding-cache rows no chunk uses and
+        rebuilds the keyword index."""
         result: dict[str, Any] = {"reason": reason}
-
-        def work(job: Any, progress: Callable[[], None]) -> None:
-            rt.metrics.alert(ALERT_VECTOR_REBUILD, True, reason)
-            try:
-                def step(n: int) -> None:
-                    job.chunks = n
-                    progress()
-                result.update(rebuild(rt.vault, rt.vectors, rt.embedder, progress=step))
-                if reason == "repair":
-                    result["cache_rows_dropped"] = gc_embed_cache(
-                        rt.vault, chunk_key(rt.embedder.name))
-                    with rt.vault.write() as c:
-                        c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-                rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, False)
-                rt.metrics.alert(ALERT_VECTOR_DOWN, False)
-            finally:
-                rt.metrics.alert(ALERT_VECTOR_REBUILD, False)
-
-        job = self._jobs.submit("repair", work)
+        job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
         result["job"] = job.id
         if wait:
             snap = self._jobs.wait(job.id)
@@ -376,39 +349,31 @@ class ContextEngine:
         return [s.to_dict() for s in src.list_ready(self._live().vault, project=project)]
 
     def delete(self, source: str | int) -> dict[str, Any]:
-        """Delete a source by id, uri or path (a folder deletes every source under it)."""
+        """Delete sources by id, uri or path: a folder deletes every source under it, a
+        transcript file every segment of it, ``project:NAME`` every source of a project.
+
+        Deleted means gone: rows, chunks and FTS entries (removed from the index
+        segments), embedding-cache rows no other chunk uses, vectors, and the text
+        a transcript's sync state held.
+        """
         rt = self._live()
-        ids = self._resolve_sources(source)
+        ids = src.resolve(rt.vault, source)
         if not ids:
             raise NotFound("no such source")
+        key = chunk_key(rt.embedder.name)
+
         def work(job: Any, progress: Callable[[], None]) -> None:
-            src.delete_sources(rt.vault, ids)
+            paths = src.transcript_paths(rt.vault, ids)
+            src.delete_sources(rt.vault, ids, cache_key=key)
+            src.forget_sync_text(rt.vault, paths)
             self._writer.flush_tombstones()
-        self._jobs.wait(self._jobs.submit("delete", work).id)
+        snap = self._jobs.wait(self._jobs.submit("delete", work).id)
+        if snap["state"] == "failed":
+            from engine.errors import error_from_dict
+
+            raise error_from_dict(snap["error"] or {})
         rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
         return {"deleted": len(ids), "sources": ids}
-
-    def _resolve_sources(self, source: str | int) -> list[int]:
-        vault = self.rt.vault
-        text = str(source).strip()
-        if text.isdigit():
-            return [r[0] for r in vault.query(
-                "SELECT id FROM sources WHERE id = ? AND state = 'ready'", (int(text),))]
-        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
-        resolved = Path(text)
-        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
-            resolved = Path(text).expanduser().resolve()
-            candidates.append(shown(resolved))
-        for uri in candidates:
-            rows = vault.query("SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (uri,))
-            if rows:
-                return [r[0] for r in rows]
-        folder = candidates[-1].rstrip("/") + "/"
-        if resolved.is_dir():
-            return [r[0] for r in vault.query(
-                "SELECT id FROM sources WHERE substr(uri, 1, ?) = ? AND state = 'ready'",
-                (len(folder), folder))]
-        return []
 
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

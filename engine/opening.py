@@ -19,13 +19,13 @@ from engine import paths as P
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import Rotation
-from engine.errors import StoreLocked, VectorsDamaged
+from engine.errors import NoSpace, StoreLocked, VectorsDamaged
 from engine.store import sources as src
 from engine.store.layout import check_can_create, check_existing, read_layout
 from engine.store.lock import DataDirLock
 from engine.store.vault import Vault
 from engine.store.vector_ids import KeyedIds
-from engine.store.vectors import ChromaVectors, MemoryVectors, VectorStore
+from engine.store.vectors import ChromaVectors, MemoryVectors, OfflineVectors, VectorStore
 
 log = logging.getLogger("ctx.engine")
 
@@ -61,6 +61,7 @@ def lock_store(root: Path) -> DataDirLock:
 def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
                   cache_mb=cfg.store.vault_cache_mb)
+    vault.read_only = P.disk_full(root)  # opens to be read; writes say "no space"
     P.harden(root)
     return vault
 
@@ -71,8 +72,12 @@ def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) ->
 
     if cfg.store.vector_backend == "memory":
         return MemoryVectors(dim, dead)
-    return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim), KeyedIds(key),
-                         keys.key_id(key), dead)
+    try:
+        return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim),
+                             KeyedIds(key), keys.key_id(key), dead)
+    except NoSpace:
+        log.warning("disk full: the vector store stays offline until the store is reopened")
+        return OfflineVectors(cfg.store.vector_backend, "disk full")
 
 
 def rebuild_reason(vault: Vault, vectors: VectorStore) -> tuple[str | None, int, int]:
@@ -81,6 +86,8 @@ def rebuild_reason(vault: Vault, vectors: VectorStore) -> tuple[str | None, int,
     chunks = src.counts(vault)["chunks"]
     if vectors.backend == "memory":
         return ("memory backend" if chunks else None), chunks, 0
+    if isinstance(vectors, OfflineVectors):
+        return None, chunks, -1
     if vectors.legacy:
         return "older vector layout", chunks, -1
     count = vectors.count()

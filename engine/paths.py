@@ -84,3 +84,12 @@ def _owner_only(path: Path, mode: int, want: int) -> None:
             os.chmod(path, want)
         except OSError:
             pass
+
+
+def disk_full(path: Path, reserve: int = 1 << 20) -> bool:
+    """Whether the file system holding ``path`` has less than ``reserve`` bytes free."""
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):
+        return False
+    return st.f_bavail * st.f_frsize < reserve

@@ -11,13 +11,22 @@ disk.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from engine.embedding.base import Embedder
 from engine.ingest.pipeline import cache_key, embed_text
+from engine.metrics import (
+    ALERT_VECTOR_DOWN,
+    ALERT_VECTOR_INCOMPLETE,
+    ALERT_VECTOR_REBUILD,
+)
+from engine.opening import rebuild_reason
+from engine.runtime import Runtime
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
 
@@ -70,12 +79,29 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     if reset:
         vectors.reset()
     added = embedded = 0
-    for ids, vecs, n_embedded in vault_vectors(vault, embedder):
-        vectors.add(ids, vecs)
-        added += len(ids)
-        embedded += n_embedded
-        if progress is not None:
-            progress(added)
+    if vectors.backend == "memory":
+        for ids, vecs, n_embedded in vault_vectors(vault, embedder):
+            vectors.add(ids, vecs)
+            added += len(ids)
+            embedded += n_embedded
+            if progress is not None:
+                progress(added)
+    else:  # one pass in a random order: the store's row order says nothing of ingestion
+        all_ids: list[int] = []
+        parts: list[np.ndarray] = []
+        for ids, vecs, n_embedded in vault_vectors(vault, embedder):
+            all_ids += ids
+            parts.append(vecs)
+            embedded += n_embedded
+        if all_ids:
+            matrix = np.concatenate(parts)
+            order = np.array(secrets.SystemRandom().sample(range(len(all_ids)), len(all_ids)))
+            for i in range(0, len(order), BATCH):
+                part = order[i:i + BATCH]
+                vectors.add([all_ids[j] for j in part], matrix[part])
+                added += len(part)
+                if progress is not None:
+                    progress(added)
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()
@@ -105,3 +131,45 @@ def gc_embed_cache(vault: Vault, key: Callable[[str, str, str, str], str]) -> in
         with vault.write(chunks=False) as c:
             c.executemany("DELETE FROM embed_cache WHERE hash = ?", [(h,) for h in stale])
     return len(stale)
+
+
+def check_vectors(rt: Runtime, auto_repair: bool) -> str | None:
+    """At open: fill the memory backend, raise the alerts the vector store's state calls
+    for, and return why a rebuild should run now (None when none should)."""
+    reason, chunks, count = rebuild_reason(rt.vault, rt.vectors)
+    offline = getattr(rt.vectors, "reason", None)
+    if offline:
+        rt.metrics.alert(ALERT_VECTOR_DOWN, True, offline)
+    if reason and rt.vectors.backend == "memory":
+        rebuild(rt.vault, rt.vectors, rt.embedder, reset=False)
+        return None
+    if reason and auto_repair and not rt.vault.read_only:
+        log.warning("rebuilding %d vectors from the vault: %s", chunks, reason)
+        return reason
+    if count >= 0 and count != chunks and rt.vectors.backend != "memory":
+        rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, True,
+                         f"{count} vectors for {chunks} chunks: run `ctx repair`")
+    return None
+
+
+def repair_work(rt: Runtime, reason: str, result: dict[str, Any]
+                ) -> Callable[[Any, Callable[[], None]], None]:
+    """The job that rebuilds the vectors (and, for ``reason == "repair"``, also drops
+    unused embedding-cache rows and rebuilds the FTS index); fills ``result``."""
+    def work(job: Any, progress: Callable[[], None]) -> None:
+        rt.metrics.alert(ALERT_VECTOR_REBUILD, True, reason)
+        try:
+            def step(n: int) -> None:
+                job.chunks = n
+                progress()
+            result.update(rebuild(rt.vault, rt.vectors, rt.embedder, progress=step))
+            if reason == "repair":
+                result["cache_rows_dropped"] = gc_embed_cache(rt.vault,
+                                                              chunk_key(rt.embedder.name))
+                with rt.vault.write() as c:
+                    c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+            rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, False)
+            rt.metrics.alert(ALERT_VECTOR_DOWN, False)
+        finally:
+            rt.metrics.alert(ALERT_VECTOR_REBUILD, False)
+    return work

@@ -27,21 +27,26 @@ class ExactIndex:
         return self._n
 
     def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
-        """Add or replace vectors (rows are normalised to unit length)."""
+        """Add or replace vectors (rows are normalised to unit length).
+
+        Rows stay sorted by chunk id, so the same set of vectors always has the same
+        layout and every score comes out bit for bit the same, however it was built.
+        """
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         vecs = vecs / np.where(norms == 0, 1, norms)
         with self._lock:
-            fresh = []
+            fresh: dict[int, int] = {}
             for j, cid in enumerate(ids):
                 row = self._row.get(int(cid))
                 if row is None:
-                    fresh.append(j)
+                    fresh[int(cid)] = j
                 else:
                     self._mat[row] = vecs[j]
             if not fresh:
                 return
-            need = self._n + len(fresh)
+            order = sorted(fresh)
+            need = self._n + len(order)
             if need > len(self._mat):
                 cap = max(need, 2 * len(self._mat), 1024)
                 mat = np.zeros((cap, self.dim), dtype=np.float32)
@@ -49,25 +54,32 @@ class ExactIndex:
                 ids_arr = np.zeros(cap, dtype=np.int64)
                 ids_arr[:self._n] = self._ids[:self._n]
                 self._mat, self._ids = mat, ids_arr
-            for j in fresh:
-                self._mat[self._n] = vecs[j]
-                self._ids[self._n] = int(ids[j])
-                self._row[int(ids[j])] = self._n
-                self._n += 1
+            at = self._n
+            self._mat[at:need] = vecs[[fresh[c] for c in order]]
+            self._ids[at:need] = order
+            self._n = need
+            if at and order[0] < self._ids[at - 1]:  # not an append: restore id order
+                perm = np.argsort(self._ids[:need], kind="stable")
+                self._mat[:need] = self._mat[:need][perm]
+                self._ids[:need] = self._ids[:need][perm]
+                self._row = {int(c): i for i, c in enumerate(self._ids[:need])}
+            else:
+                self._row.update((c, at + i) for i, c in enumerate(order))
 
     def delete(self, ids: Sequence[int]) -> None:
         with self._lock:
-            for cid in ids:
-                row = self._row.pop(int(cid), None)
-                if row is None:
-                    continue
-                last = self._n - 1
-                if row != last:  # move the last row into the hole
-                    self._mat[row] = self._mat[last]
-                    self._ids[row] = self._ids[last]
-                    self._row[int(self._ids[row])] = row
-                self._mat[last] = 0
-                self._n = last
+            rows = sorted({self._row.pop(int(c)) for c in ids if int(c) in self._row})
+            if not rows:
+                return
+            n = self._n
+            keep = np.ones(n, dtype=bool)
+            keep[rows] = False
+            left = int(keep.sum())
+            self._mat[:left] = self._mat[:n][keep]
+            self._ids[:left] = self._ids[:n][keep]
+            self._mat[left:n] = 0
+            self._n = left
+            self._row = {int(c): i for i, c in enumerate(self._ids[:left])}
 
     def ids(self) -> list[int]:
         with self._lock:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine import paths as P
 from engine.errors import (
+    ConfigError,
     KeyRecordDamaged,
     NotAStore,
     StoreNotInitialized,
@@ -64,8 +65,13 @@ def read_layout(root: Path) -> Layout:
         raise NotAStore(f"the data dir cannot be read: {root} ({exc.strerror})") from None
     return Layout(root, True, P.keyfile_path(root).name in names, "vault.db" in names,
                   "vectors" in names,
-                  tuple(n for n in names if n not in STORE_NAMES and not n.startswith(
-                      "vectors.damaged-")))
+                  tuple(n for n in names if not _ours(n)))
+
+
+def _ours(name: str) -> bool:
+    """A name a store (or a ctx server's connection file beside it) may hold."""
+    return name in STORE_NAMES or name.startswith("vectors.damaged-") \
+        or (name.startswith("ctx-") and name.endswith(".json"))
 
 
 def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
@@ -74,7 +80,7 @@ def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
     root = layout.root
     if layout.has_key or layout.has_vault or layout.has_vectors:
         check_existing(layout)  # a damaged store says what is wrong
-        raise NotAStore(f"a store already exists in {root}")
+        raise ConfigError(f"a store already exists in {root}: `ctx init` makes new ones only")
     if layout.foreign and not explicit_init:
         raise NotAStore(
             f"{root} is not a ctx store (it holds {len(layout.foreign)} other entries); "

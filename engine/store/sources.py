@@ -14,8 +14,10 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from engine.ingest.pathnames import shown
 from engine.store.vault import Vault
 from engine.types import ChunkDraft, LoadedDocument
 
@@ -162,3 +164,72 @@ def counts(vault: Vault) -> dict[str, int]:
         "SELECT count(*), COALESCE(sum(n_chunks), 0), COALESCE(sum(tokens), 0), "
         "COALESCE(sum(bytes), 0) FROM sources WHERE state = 'ready'").fetchone()
     return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3]}
+
+
+TRANSCRIPT = "transcript:"
+_NOT_PATHS = ("text:", "stdin:", "conversation:", "project:", TRANSCRIPT)
+
+
+def resolve(vault: Vault, source: str | int) -> list[int]:
+    """Ready sources named by an id, a uri, a file or folder path (documents and
+    transcript segments under it), or ``project:NAME``."""
+    text = shown(str(source).strip())  # names that are not UTF-8 are stored with \xNN escapes
+    if text.isdigit():
+        return _ids(vault, "id = ?", (int(text),))
+    if text.startswith("project:"):
+        return _ids(vault, "project = ?", (text[len("project:"):],))
+    found = _ids(vault, "uri = ?", (text,))
+    if found:
+        return found
+    if text.startswith(TRANSCRIPT):  # transcript:<path> names every segment of it
+        return _prefixed(vault, text + "#")
+    if "://" in text or text.startswith(_NOT_PATHS):
+        return []
+    real = Path(str(source).strip()).expanduser().resolve()
+    path = shown(real)
+    found = _ids(vault, "uri = ?", (path,)) + _prefixed(vault, f"{TRANSCRIPT}{path}#")
+    if found or not real.is_dir():
+        return sorted(set(found))
+    folder = path.rstrip("/") + "/"
+    return sorted(set(_prefixed(vault, folder) + _prefixed(vault, TRANSCRIPT + folder)))
+
+
+def _ids(vault: Vault, where: str, args: tuple[Any, ...]) -> list[int]:
+    return [r[0] for r in vault.query(
+        f"SELECT id FROM sources WHERE {where} AND state = 'ready' ORDER BY id", args)]
+
+
+def _prefixed(vault: Vault, prefix: str) -> list[int]:
+    return _ids(vault, "substr(uri, 1, ?) = ?", (len(prefix), prefix))
+
+
+def transcript_paths(vault: Vault, source_ids: Sequence[int]) -> list[str]:
+    """The transcript files that the given sources are segments of."""
+    out: set[str] = set()
+    for sid in source_ids:
+        for (uri,) in vault.query("SELECT uri FROM sources WHERE id = ?", (sid,)):
+            if uri.startswith(TRANSCRIPT) and "#" in uri:
+                out.add(uri[len(TRANSCRIPT):uri.rindex("#")])
+    return sorted(out)
+
+
+def forget_sync_text(vault: Vault, paths: Sequence[str]) -> None:
+    """Drop the parser state (it holds user text) from these transcripts' sync state;
+    the offsets stay, so a later sync reads only what is appended after the delete."""
+    if not paths:
+        return
+    with vault.write(chunks=False) as c:
+        for path in paths:
+            row = c.execute("SELECT state FROM recall_files WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                continue
+            try:
+                state = json.loads(row[0])
+            except ValueError:
+                state = None
+            if isinstance(state, dict):
+                state["parser_state"] = {}
+                c.execute("UPDATE recall_files SET state = ? WHERE path = ?",
+                          (json.dumps(state), path))
+            else:
+                c.execute("DELETE FROM recall_files WHERE path = ?", (path,))

@@ -9,6 +9,7 @@ data key, so opening costs no PBKDF.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,8 @@ from sqlcipher3 import dbapi2 as sqlite
 
 from engine.errors import CtxError, NoSpace, VaultDamaged, WrongKey
 from engine.store.migrations import check_version, migrate
+
+log = logging.getLogger("ctx.vault")
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -171,6 +174,10 @@ class Vault:
         if conn is None:
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=30.0)
+            try:  # a refused key is reported by ctx, not by SQLCipher's log on stderr
+                conn.execute("PRAGMA cipher_log_level = NONE")
+            except sqlite.Error:
+                pass
             conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -368,6 +375,12 @@ class Vault:
     def record_access(self, source_ids: Sequence[int], now: float) -> None:
         if not source_ids:
             return
+        try:
+            self._record_access(source_ids, now)
+        except NoSpace:  # statistics are best effort: a full disk must not fail a read
+            log.warning("disk full: access statistics not recorded")
+
+    def _record_access(self, source_ids: Sequence[int], now: float) -> None:
         with self.write(chunks=False) as c:
             c.executemany(
                 "INSERT INTO access_stats(source_id, count, last_access) VALUES (?, 1, ?) "
@@ -386,10 +399,14 @@ class Vault:
 
     def add_audit(self, method: str, caller_pid: int | None, ids: Sequence[str],
                   counts: dict[str, int]) -> None:
-        with self.write(chunks=False) as c:
-            c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) VALUES (?,?,?,?,?)",
-                      (time.time(), method, caller_pid, json.dumps(list(ids)),
-                       json.dumps(counts, sort_keys=True)))
+        try:
+            with self.write(chunks=False) as c:
+                c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) "
+                          "VALUES (?,?,?,?,?)", (time.time(), method, caller_pid,
+                                                 json.dumps(list(ids)),
+                                                 json.dumps(counts, sort_keys=True)))
+        except NoSpace:  # a read on a full disk still answers; the row is lost, logged
+            log.warning("disk full: audit row for %s not written", method)
 
     def audit(self, since: float | None, limit: int) -> list[dict[str, Any]]:
         rows = self.conn().execute(

@@ -28,7 +28,7 @@ import numpy as np
 from engine import paths as P
 from engine.config import StoreConfig
 from engine.crypto.rotation import Rotation
-from engine.errors import ConfigError, VectorsDamaged, VectorStoreUnavailable
+from engine.errors import ConfigError, NoSpace, VectorsDamaged, VectorStoreUnavailable
 from engine.store.exact_index import ExactIndex
 from engine.store.vector_ids import KeyedIds
 
@@ -173,6 +173,9 @@ class ChromaVectors(VectorStore):
             if cfg.vector_backend == "http":
                 raise VectorStoreUnavailable(
                     f"vector store (http) not reachable: {type(exc).__name__}") from None
+            if P.disk_full(path.parent):
+                raise NoSpace("the disk holding the data dir is full: the vector store cannot "
+                              "open; free some space") from None
             raise VectorsDamaged(
                 f"vectors/ cannot be read ({type(exc).__name__}): run `ctx repair` to "
                 "rebuild it from the vault (the damaged folder is kept aside)") from None
@@ -200,6 +203,11 @@ class ChromaVectors(VectorStore):
         except BaseException as exc:  # Chroma's Rust side can panic (BaseException)
             if isinstance(exc, _FATAL):
                 raise
+            if self.backend == "embedded" and what in ("add", "delete") \
+                    and P.disk_full(self._path.parent):
+                raise NoSpace("the disk holding the data dir is full: nothing was written; "
+                              "free some space and retry (the store can still be read)") \
+                    from None
             raise VectorStoreUnavailable(f"vector store {what} failed: {type(exc).__name__}") \
                 from None
 
@@ -316,6 +324,37 @@ class ChromaVectors(VectorStore):
         if self.backend == "embedded":
             _evict_cached_system(self._path)
             P.harden(self._path)
+
+
+class OfflineVectors(VectorStore):
+    """Stands in when the vector store cannot open (disk full): every call fails with
+    VectorStoreUnavailable, so searches go on with the keyword lanes and an alert."""
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+
+    def _down(self) -> VectorStoreUnavailable:
+        return VectorStoreUnavailable(f"vector store offline: {self.reason}")
+
+    def add(self, ids: Sequence[int], vectors: np.ndarray,
+            metas: Sequence[dict[str, Any]] | None = None) -> None:
+        raise self._down()
+
+    def delete_source(self, source_id: int) -> None:
+        raise self._down()
+
+    def delete(self, ids: Sequence[int]) -> None:
+        raise self._down()
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        raise self._down()
+
+    def count(self) -> int:
+        raise self._down()
+
+    def reset(self) -> None:
+        raise self._down()
 
 
 class MemoryVectors(VectorStore):

@@ -239,6 +239,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    from engine.facade import repair_store
+
+    result = repair_store(args.data_dir)
+    if args.json:
+        emit_json(result)
+    else:
+        for part, where in sorted(result.get("set_aside", {}).items()):
+            print(f"damaged {part}/ set aside as {where}")
+        print(f"rebuilt {result['vectors']} vectors ({result['embedded']} embedded again) in "
+              f"{result['seconds']:.1f} s; {result.get('cache_rows_dropped', 0)} unused "
+              "embedding-cache rows dropped")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from ipc.cli.backend import open_engine
     from ipc.serve import serve

@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                    default="context")
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("repair", help="rebuild the vectors from the vault (set aside a "
+                                      "damaged vectors/); the store must not be in use")
+    s.add_argument("--json", action="store_true")
+
     s = sub.add_parser("app", help="start the desktop tray app, or talk to the running one")
     s.add_argument("--ingest", action="append", default=[], metavar="PATH",
                    help="ingest a file or folder in the app (the running one, if any)")

@@ -259,3 +259,22 @@ def test_init_creates_a_store_in_an_existing_folder_only_when_asked(tmp_path: Pa
     with ContextEngine.open(folder, create=False) as eng:
         assert eng.status()["sources"] == 0
     assert (folder / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda d, o: None, "config_invalid"),  # a sound store: init refuses to make another
+    (_remove("vault.db"), "vault_missing"),  # a damaged one: init never writes a new key
+    (_remove("key.json"), "key_record_damaged"),
+])
+def test_init_over_a_store_changes_nothing(mutate: Callable[[Path, Path], None], expected: str,
+                                           stores: dict[str, Path], tmp_path: Path) -> None:
+    from engine.facade import init_store
+
+    d = tmp_path / "store"
+    shutil.copytree(stores["main"], d)
+    mutate(d, stores["other"])
+    before = snapshot(d)
+    with pytest.raises(CtxError) as info:
+        init_store(d)
+    assert info.value.name == expected
+    assert snapshot(d) == before
