@@ -295,7 +295,7 @@ def check_header(header: Any, *, reply: bool) -> dict[str, Any]:
             raise ProtocolError(f"header.{name}: required", field=f"header.{name}")
     for name in ("msg_id", "parent") if reply else ("msg_id",):
         value = header[name]
-        if not isinstance(value, str) or not MSG_ID_RE.match(value):
+        if not isinstance(value, str) or not MSG_ID_RE.fullmatch(value):
             raise ProtocolError(f"header.{name}: expected 32 lowercase hex digits")
     if not isinstance(header["method"], str) or len(header["method"]) > 64:
         raise ProtocolError("header.method: expected a method name")
