@@ -60,7 +60,8 @@ class IpcConfig:
     """Wire settings for server and client, defaults in one place.
 
     ``endpoint`` None means the platform default (``ipc://`` socket in the
-    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows).
+    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows); any
+    other must be loopback or ``ipc://`` (:func:`ipc.endpoints.check_loopback`).
     """
 
     endpoint: str | None = None
