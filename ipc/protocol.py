@@ -60,7 +60,8 @@ class IpcConfig:
     """Wire settings for server and client, defaults in one place.
 
     ``endpoint`` None means the platform default (``ipc://`` socket in the
-    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows).
+    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows); any
+    other must be loopback or ``ipc://`` (:func:`ipc.endpoints.check_loopback`).
     """
 
     endpoint: str | None = None
@@ -295,7 +296,7 @@ def check_header(header: Any, *, reply: bool) -> dict[str, Any]:
             raise ProtocolError(f"header.{name}: required", field=f"header.{name}")
     for name in ("msg_id", "parent") if reply else ("msg_id",):
         value = header[name]
-        if not isinstance(value, str) or not MSG_ID_RE.match(value):
+        if not isinstance(value, str) or not MSG_ID_RE.fullmatch(value):
             raise ProtocolError(f"header.{name}: expected 32 lowercase hex digits")
     if not isinstance(header["method"], str) or len(header["method"]) > 64:
         raise ProtocolError("header.method: expected a method name")

@@ -265,7 +265,8 @@ class Server:
     def _reply_frames(self, identities: list[bytes], header: Mapping[str, Any],
                       body: dict[str, Any]) -> list[bytes]:
         method = header.get("method")
-        method = method if method in METHODS else "unknown"  # never echo an unknown name
+        # never echo an unknown name (nor fail on an unverified header's odd value)
+        method = method if isinstance(method, str) and method in METHODS else "unknown"
         try:
             _, frames = self._session.pack(method, body, parent=header["msg_id"],
                                            identities=identities)

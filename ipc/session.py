@@ -249,7 +249,7 @@ def _peek_header(raw: bytes) -> dict[str, Any] | None:
             header = None
     if isinstance(header, dict):
         msg_id = header.get("msg_id")
-        if isinstance(msg_id, str) and MSG_ID_RE.match(msg_id):
+        if isinstance(msg_id, str) and MSG_ID_RE.fullmatch(msg_id):
             return header
         return None
     if header is not None:

@@ -133,6 +133,15 @@ def test_method_with_a_lone_surrogate_gets_unknown_method(raw: RawPeer) -> None:
     assert body["error"]["name"] == "unknown_method"
 
 
+@pytest.mark.parametrize("method", [["ping"], {"a": 1}, 5, None])
+def test_oversized_header_with_an_odd_method_still_gets_a_reply(raw: RawPeer,
+                                                                 method: Any) -> None:
+    header = {**_header(raw), "method": method, "pad": "x" * 9000}
+    reply_header, body = _ask(raw, _raw_frames(raw, header, {}))
+    assert reply_header["parent"] == header["msg_id"] and reply_header["method"] == "unknown"
+    assert body["error"]["name"] == "protocol_error"
+
+
 @pytest.mark.parametrize("where", ["first", "last"])
 def test_header_over_8_kib_gets_an_error_reply(raw: RawPeer, where: str) -> None:
     header = _header(raw)

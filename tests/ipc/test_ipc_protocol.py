@@ -167,3 +167,10 @@ def test_config_rejects_bad_values(kw: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         IpcConfig(**kw)
     assert IpcConfig().max_message_bytes == 16 * 1024 * 1024
+
+
+def test_msg_id_with_a_trailing_newline_is_refused() -> None:
+    header = {"msg_id": "a" * 32 + "\n", "method": "ping", "version": PROTOCOL_VERSION,
+              "date": "2026-01-01T00:00:00Z", "pid": 1}
+    with pytest.raises(ProtocolError):
+        check_header(header, reply=False)
