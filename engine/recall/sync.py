@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,36 +92,72 @@ def _drop_segments(rt: Runtime, writer: Writer, path: Path) -> int:
     return len(ids)
 
 
-def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path]) -> dict[str, Any]:
-    """Index what is new in ``files``; returns counts (files seen, skipped, read, chunks...)."""
-    t0 = time.perf_counter()
-    states = _states(rt)
-    stats = {"files": len(files), "unchanged": 0, "appended": 0, "full": 0, "chunks": 0,
-             "bad_lines": 0, "errors": []}
-    embedded_before = writer.embedded_texts
+Progress = Callable[[dict[str, Any]], None]
+
+
+def _plan_all(states: dict[str, FileState], files: Sequence[Path]
+              ) -> tuple[list[tuple[Path, os.stat_result, FileState | None]], int, int]:
+    """The files that changed since their last sync, the bytes to read, and the unchanged count."""
+    todo: list[tuple[Path, os.stat_result, FileState | None]] = []
+    to_read = unchanged = 0
     for path in files:
-        key = str(path)
         try:
             st = os.stat(path)
-            prev = states.get(key)
-            if prev is not None and st.st_size == prev.size and st.st_mtime_ns == prev.mtime_ns:
-                stats["unchanged"] += 1
-                continue
+        except OSError:
+            todo.append((path, os.stat_result((0,) * 10), states.get(str(path))))
+            continue
+        prev = states.get(str(path))
+        if prev is not None and st.st_size == prev.size and st.st_mtime_ns == prev.mtime_ns:
+            unchanged += 1
+            continue
+        todo.append((path, st, prev))
+        to_read += max(0, st.st_size - (prev.offset if prev is not None else 0))
+    return todo, to_read, unchanged
+
+
+def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
+               progress: Progress | None = None) -> dict[str, Any]:
+    """Index what is new in ``files``; returns counts (files seen, skipped, read, chunks...).
+
+    ``progress`` is called after each file read with ``files_total`` (files that
+    changed), ``files_done``, ``bytes_total`` (bytes to read), ``bytes``,
+    ``chunks`` and ``current`` (a path, never content).
+    """
+    t0 = time.perf_counter()
+    states = _states(rt)
+    stats: dict[str, Any] = {"files": len(files), "unchanged": 0, "appended": 0, "full": 0,
+                             "chunks": 0, "bad_lines": 0, "errors": []}
+    embedded_before = writer.embedded_texts
+    todo, to_read, stats["unchanged"] = _plan_all(states, files)
+    done = {"files_total": len(todo), "files_done": 0, "bytes_total": to_read, "bytes": 0,
+            "chunks": 0, "current": ""}
+    if progress is not None:
+        progress(dict(done))
+    for path, st, prev in todo:
+        key = str(path)
+        done["current"] = key
+        try:
+            st = os.stat(path)
             decision = plan(path, st, read_head(path), prev)
         except (OSError, FileRejected):
             stats["errors"].append({"path": key, "reason": "unreadable"})
-            continue
+            decision = "skip"
         if decision == "skip":
             stats["unchanged"] += 1
-            continue
-        try:
-            added = _sync_one(rt, writer, path, st, decision, prev)
-        except (OSError, FileRejected):
-            stats["errors"].append({"path": key, "reason": "unreadable"})
-            continue
-        stats["full" if decision == "full" else "appended"] += 1
-        stats["chunks"] += added[0]
-        stats["bad_lines"] += added[1]
+        else:
+            try:
+                added = _sync_one(rt, writer, path, st, decision, prev)
+            except (OSError, FileRejected):
+                stats["errors"].append({"path": key, "reason": "unreadable"})
+            else:
+                stats["full" if decision == "full" else "appended"] += 1
+                stats["chunks"] += added[0]
+                stats["bad_lines"] += added[1]
+        done["files_done"] += 1
+        done["bytes"] += max(0, st.st_size - (prev.offset if prev is not None else 0))
+        done["chunks"] = stats["chunks"]
+        if progress is not None:
+            progress(dict(done))
     stats["embedded"] = writer.embedded_texts - embedded_before
     stats["seconds"] = round(time.perf_counter() - t0, 4)
     return stats
