@@ -107,17 +107,34 @@ def _record_estimate(root: Path, seconds: float) -> None:
 
 def _child_error(root: Path, since: int) -> CtxError | None:
     """The error a failed ``ctx serve`` wrote (its last ``{"error": ...}`` line), if any."""
-    try:
-        with open(engine_log_path(root), "rb") as fh:
-            fh.seek(since)
-            tail = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return None
+    tail = _log_tail(engine_log_path(root), since)
     for line in reversed(tail.splitlines()):
         if line.startswith('{"error"'):
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 return error_from_dict(json.loads(line)["error"])
     return None
+
+
+def last_engine_error(root: Path) -> CtxError | None:
+    """The error the last background engine stopped with, if the log ends with one."""
+    path = engine_log_path(root)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    lines = [ln for ln in _log_tail(path, max(0, size - 4096)).splitlines() if ln.strip()]
+    if lines and lines[-1].startswith('{"error"'):
+        return _child_error(root, max(0, size - 4096))
+    return None
+
+
+def _log_tail(path: Path, since: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(since)
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 class _SpawnLock:

@@ -138,11 +138,11 @@ def _open_local_waiting(data_dir: str | None) -> LocalBackend | RemoteBackend:
             remote = connect(Path(data_dir) if data_dir else None)
             if remote is not None:
                 return RemoteBackend(remote)
-            if time.monotonic() >= end:
-                raise
             if not said:
                 _notice("ctx: another ctx process holds the store; waiting for it...")
                 said = True
+            if time.monotonic() >= end:
+                raise
             time.sleep(0.2)
 
 

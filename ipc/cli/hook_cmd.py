@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEADLINE_S = 1.8  # the hook answers within 2 s; Python's own start-up comes before this
+DEADLINE_S = 1.5  # the hook answers within 2 s; Python's start-up and imports come first
 
 
 def add_hook_parser(sub: Any) -> None:
@@ -137,7 +137,7 @@ def session_start(args: argparse.Namespace) -> int:
         if answer.emit("", "ctx: no session memory this time: the engine did not answer "
                            "within 2 s (check `ctx status`)"):
             os._exit(0)
-    timer = threading.Timer(DEADLINE_S + 0.05, watchdog)
+    timer = threading.Timer(DEADLINE_S + 0.15, watchdog)
     timer.daemon = True
     timer.start()
     try:
@@ -157,7 +157,6 @@ def _session_context(args: argparse.Namespace, end: float) -> tuple[str, str | N
 
     event = _read_event()
     cwd = Path(str(event.get("cwd") or os.getcwd()))
-    root = probe_store(args.data_dir).data_dir if args.data_dir else None
     info = find_live(args.data_dir)
     fresh = False
     if info is None:
@@ -198,13 +197,19 @@ def _start_or_wait(root: Path, locked: bool, end: float) -> Any:
         return ("ctx: another ctx process holds the store (an ingest run with --local?), so "
                 "no session memory this time; it comes back when that process ends. Run "
                 "ingests without --local so they go through the engine.")
+    from ipc.cli.autostart import last_engine_error
+
+    failed_before = last_engine_error(root)
     try:
         return ensure_server(root, deadline=end - 0.3, sync_on_start=True)
     except CtxError as exc:
-        if exc.details.get("reason") == "starting":
-            return ("ctx: started its engine in the background (first run: it loads the model "
-                    "and indexes your sessions); memory is added from the next session.")
-        raise
+        if exc.details.get("reason") != "starting":
+            raise
+        if failed_before is not None:  # it is starting again, but it failed last time
+            return _fix_message(failed_before).replace("this time:", "this time (the "
+                                                        "background engine failed last time):")
+        return ("ctx: started its engine in the background (first run: it loads the model "
+                "and indexes your sessions); memory is added from the next session.")
 
 
 def _fire_sync(info: Any, end: float) -> None:

@@ -62,8 +62,6 @@ def index_with_progress(backend: LocalBackend | RemoteBackend, index: list[str],
             if jobs:
                 last = jobs[-1]
                 bar.update(last)
-        if last is not None:
-            bar.update(last, force=True)
     finally:
         bar.close()
         if watcher is not backend:

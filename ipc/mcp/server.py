@@ -169,10 +169,10 @@ def _project_of(cwd: Path) -> str:
 
 def make_server(data_dir: str | None = None, *, default_budget: int = 2000) -> Any:
     """The MCPServer with ctx's tools registered (``run()`` it, or test it in memory)."""
+    import threading
+
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
-
-    import threading
 
     from ipc.mcp.compact import counter
 

@@ -99,20 +99,38 @@ def test_locked_store_exit_code() -> None:
     assert "waiting" in r.stderr
 
 
-def test_commands_queue_behind_the_process_that_holds_the_store() -> None:
-    """A model command waits for a --local ingest to end, then starts the engine and answers."""
+def test_commands_queue_behind_the_process_that_holds_the_store(tmp_path: Path) -> None:
+    """A model command waits for a --local process to release the store, then answers."""
     assert ctx("--local", "ingest", "-", stdin="The lighthouse keeper logs the tides.").returncode == 0
+    release = tmp_path / "release"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from engine.facade import ContextEngine; "
-         "e = ContextEngine.open(); print('held', flush=True); time.sleep(3); e.close()"],
+        [sys.executable, "-c", (
+            "import sys, time, pathlib; from engine.facade import ContextEngine; "
+            "e = ContextEngine.open(); print('held', flush=True); p = pathlib.Path(sys.argv[1])\n"
+            "while not p.exists(): time.sleep(0.05)\n"
+            "e.close()"), str(release)],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
+    search = None
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        r = ctx("search", "lighthouse tides", "--json")
+        search = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "search",
+                                   "lighthouse tides", "--json"], cwd=REPO, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert search.stderr is not None
+        first = search.stderr.readline()
+        assert "waiting" in first, first  # it queues instead of failing with store_locked
+        release.touch()
+        out, err = search.communicate(timeout=240)
     finally:
+        release.touch()
         holder.wait(60)
-    assert r.returncode == 0, r.stderr
-    assert "waiting" in r.stderr and json.loads(r.stdout)["hits"]
+        assert holder.stdout is not None
+        holder.stdout.close()
+        if search is not None and search.poll() is None:
+            search.kill()
+            search.communicate()
+    assert search.returncode == 0, err
+    assert "starting the ctx engine" in err and json.loads(out)["hits"]
 
 
 def test_non_utf8_stdin() -> None:

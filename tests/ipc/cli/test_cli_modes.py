@@ -110,6 +110,7 @@ def _serve(home: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.timeout(1800)  # 3 x 16 real processes; slow on a loaded 2-core machine
 def test_cli_results_match_with_and_without_a_server(
         inputs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     docs, sessions = inputs
