@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
+# run: the tray app where a display exists ($DISPLAY/$WAYLAND_DISPLAY), else headless ctx serve.
 run: $(STAMP)
 	./scripts/run-main.sh
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.config_base import from_dict, merge, to_dict
+from engine.embedding.config import EmbeddingConfig
 from engine.errors import ConfigError
 from engine.ingest.chunking import ChunkingConfig
 from engine.packing.packer import PackingConfig
@@ -26,35 +27,22 @@ from engine.surrogates import SurrogateConfig
 
 
 @dataclass(frozen=True)
-class EmbeddingConfig:
-    """Which model embeds text. ``model``: "minilm" (the shipped weights), "fake" (tests),
-    or a local sentence-transformers folder path."""
-
-    model: str = "minilm"
-    batch_size: int = 64
-    device: str = "auto"  # auto | cpu | cuda | mps
-    query_cache_size: int = 1024
-    threads: int = 0  # torch intra-op threads; 0 = torch's default
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.batch_size <= 4096:
-            raise ConfigError("embedding.batch_size must be between 1 and 4096")
-        if self.device not in ("auto", "cpu", "cuda", "mps"):
-            raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
-        if self.query_cache_size < 0 or self.threads < 0:
-            raise ConfigError("embedding.query_cache_size and threads must be >= 0")
-
-
-@dataclass(frozen=True)
 class StoreConfig:
-    """Where vectors live: the embedded Chroma store, or a Chroma server over HTTP."""
+    """Where vectors live: the embedded Chroma store, a Chroma server over HTTP, or
+    ``memory``: no vector on disk, an exact index rebuilt from the vault at open."""
 
-    vector_backend: Literal["embedded", "http"] = "embedded"
+    vector_backend: Literal["embedded", "http", "memory"] = "embedded"
     chroma_url: str = "http://127.0.0.1:8000"
     hnsw_ef_search: int = 64
     vault_cache_mb: int = 64
+    # Up to this many vectors, Chroma queries are answered by an exact search in memory
+    # (deterministic across processes, chroma-core/chroma#2675). Origin: brute force over
+    # 20k x 384 float32 is under a millisecond here, below HNSW's cost at that size.
+    exact_search_max: int = 20_000
 
     def __post_init__(self) -> None:
+        if not 0 <= self.exact_search_max <= 1_000_000:
+            raise ConfigError("store.exact_search_max must be between 0 and 1000000")
         if not 8 <= self.hnsw_ef_search <= 2048:
             raise ConfigError("store.hnsw_ef_search must be between 8 and 2048")
         if not 1 <= self.vault_cache_mb <= 16384:
@@ -143,6 +131,9 @@ class Config:
     # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
     # engine only carries it, so that one config.toml holds every setting.
     ipc: dict[str, Any] = field(default_factory=dict)
+    # The [desktop] table (watched folders, start at login...) is validated by the
+    # desktop app (desktop.config_io); the engine only carries it, like [ipc].
+    desktop: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

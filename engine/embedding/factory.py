@@ -1,12 +1,36 @@
-"""Pick the embedder named by config: "minilm", "fake[:dim]", or a local model path."""
+"""Pick the embedder named by config: "minilm", "fake[:dim]", or a local model path.
+
+MiniLM runs on torch (sentence-transformers) or on onnxruntime (an ONNX
+export of the same weights); ``embedding.backend`` chooses, "auto" taking
+ONNX when an export is found and the device is the CPU. Both record the same
+model name, since their vectors are equal.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from engine.config import EmbeddingConfig
 from engine.embedding.base import Embedder
+from engine.embedding.config import EmbeddingConfig
 from engine.errors import ConfigError
+
+MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+
+
+def choose_backend(cfg: EmbeddingConfig, export: Path | None) -> str:
+    """"onnx" or "torch" for MiniLM, given the export found (or None). Pure."""
+    if cfg.backend == "onnx":
+        if export is None:
+            raise ConfigError("embedding.backend is 'onnx' but no ONNX export was found; run "
+                              "python -m engine.embedding.onnx_export", key="embedding.backend")
+        if cfg.device in ("cuda", "mps"):
+            raise ConfigError("embedding.backend 'onnx' runs on the CPU; set device to auto or "
+                              "cpu, or backend to torch", key="embedding.device")
+        return "onnx"
+    if cfg.backend == "torch":
+        return "torch"
+    return "onnx" if export is not None and cfg.device in ("auto", "cpu") else "torch"
 
 
 def make_embedder(cfg: EmbeddingConfig) -> Embedder:
@@ -16,19 +40,41 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
 
         dim = int(model.split(":", 1)[1]) if ":" in model else 384
         return FakeEmbedder(dim)
+    if model in MINILM_NAMES:
+        from engine.embedding.onnx_files import find_export
+
+        export = find_export(cfg) if cfg.backend != "torch" else None
+        if choose_backend(cfg, export) == "onnx":
+            from engine.embedding.onnx import OnnxEmbedder
+
+            assert export is not None
+            return OnnxEmbedder.open(export, batch_size=cfg.batch_size, threads=cfg.threads)
+    elif cfg.backend == "onnx":
+        raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
+                          key="embedding.backend")
     from engine.embedding.minilm import (
         MINILM_SHA256,
         SentenceTransformerEmbedder,
         minilm_path,
     )
 
-    if model in ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-        return SentenceTransformerEmbedder(
+    if model in MINILM_NAMES:
+        return _torch_or_explain(lambda: SentenceTransformerEmbedder(
             minilm_path(), name="all-MiniLM-L6-v2", expected_sha256=MINILM_SHA256,
-            device=cfg.device, batch_size=cfg.batch_size, threads=cfg.threads)
+            device=cfg.device, batch_size=cfg.batch_size, threads=cfg.threads))
     path = Path(model).expanduser()
     if not path.is_dir():
         raise ConfigError("embedding.model must be 'minilm', 'fake' or a local model folder")
-    return SentenceTransformerEmbedder(path.resolve(), name=f"local:{path.name}",
-                                       expected_sha256=None, device=cfg.device,
-                                       batch_size=cfg.batch_size, threads=cfg.threads)
+    return _torch_or_explain(lambda: SentenceTransformerEmbedder(
+        path.resolve(), name=f"local:{path.name}", expected_sha256=None, device=cfg.device,
+        batch_size=cfg.batch_size, threads=cfg.threads))
+
+
+def _torch_or_explain(load: Callable[[], Embedder]) -> Embedder:
+    """Run ``load``; a missing torch stack (the app bundle has none) is a ConfigError."""
+    try:
+        return load()
+    except ImportError as exc:
+        raise ConfigError("this install has no torch/sentence-transformers and no ONNX export "
+                          "of the model; reinstall, or run python -m engine.embedding.onnx_export",
+                          key="embedding.backend") from exc

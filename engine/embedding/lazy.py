@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.config import EmbeddingConfig
 from engine.embedding.base import Embedder
+from engine.embedding.config import EmbeddingConfig
 
 
 def model_name(cfg: EmbeddingConfig) -> str:

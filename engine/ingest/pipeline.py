@@ -28,6 +28,10 @@ from engine.types import ChunkDraft, LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
 
+# Texts per call to the model: a cancellation point between calls. At MiniLM's pace on
+# a busy 2-core CPU (about 50-100 chunks of 256 tokens a second) a step takes under 1 s.
+EMBED_STEP = 32
+
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -86,7 +90,10 @@ class Writer:
             surrogates = make_surrogates(doc.text, doc.title, self.cfg.surrogates, self.counter)
         return Prepared(doc, chunks, digest, surrogates, project, [r[0] for r in versions])
 
-    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
+    def _vectors(self, texts: Sequence[str], check: Callable[[], None] | None = None
+                 ) -> np.ndarray:
+        """Vectors of ``texts``: from the cache, else from the model in steps of
+        ``EMBED_STEP`` texts, with ``check()`` (a cancellation point) between steps."""
         keys = [cache_key(self.embedder.name, t) for t in texts]
         cached = self.vault.cached_vectors(keys)
         first: dict[str, int] = {}
@@ -96,9 +103,13 @@ class Writer:
         fresh: dict[str, np.ndarray] = {}
         if first:
             todo = list(first.items())
-            vecs = self.embedder.encode([texts[i] for _, i in todo])
-            self.embedded_texts += len(todo)
-            fresh = {k: vecs[j] for j, (k, _) in enumerate(todo)}
+            for start in range(0, len(todo), EMBED_STEP):
+                if check is not None:
+                    check()
+                step = todo[start:start + EMBED_STEP]
+                vecs = self.embedder.encode([texts[i] for _, i in step])
+                self.embedded_texts += len(step)
+                fresh.update({k: vecs[j] for j, (k, _) in enumerate(step)})
             with self.vault.write() as c:
                 c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
                               [(k, v.astype(np.float32).tobytes()) for k, v in fresh.items()])
@@ -108,14 +119,37 @@ class Writer:
         return out
 
     def write_batch(self, batch: Sequence[Prepared],
-                    on_written: Callable[[Prepared, int], None] | None = None) -> list[int]:
-        """Embed every chunk of ``batch`` in one pass, then store each document."""
+                    on_written: Callable[[Prepared, int], None] | None = None,
+                    check: Callable[[], None] | None = None) -> list[int]:
+        """Embed every chunk of ``batch`` in one pass, then store each document.
+
+        ``check`` is called at the safe points (between embedding steps and
+        between documents) and may raise to stop: documents already written
+        stay, the others are not written at all. ``on_written`` may raise too.
+        """
         texts = [embed_text(p.doc.title, ch.heading, ch.kind, ch.text)
                  for p in batch for ch in p.chunks]
-        vecs = self._vectors(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+        vecs = (self._vectors(texts, check) if texts
+                else np.zeros((0, self.embedder.dim), np.float32))
         written: list[int] = []
+        try:
+            self._store(batch, vecs, written, on_written, check)
+        except BaseException:
+            try:  # versions replaced before the stop: their vectors go now, or at next open
+                self.flush_tombstones()
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                log.warning("vector tombstones left for the next open")
+            raise
+        self.flush_tombstones()
+        return written
+
+    def _store(self, batch: Sequence[Prepared], vecs: np.ndarray, written: list[int],
+               on_written: Callable[[Prepared, int], None] | None,
+               check: Callable[[], None] | None) -> None:
         offset = 0
         for p in batch:
+            if check is not None:
+                check()
             n = len(p.chunks)
             chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
             sid, ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks, chunk_hashes,
@@ -127,8 +161,6 @@ class Writer:
             written.append(sid)
             if on_written is not None:
                 on_written(p, sid)
-        self.flush_tombstones()
-        return written
 
     def _meta(self, p: Prepared, sid: int, ch: ChunkDraft) -> dict[str, object]:
         meta: dict[str, object] = {"source_id": sid, "kind": ch.kind, "source_kind": p.doc.kind,

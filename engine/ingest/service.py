@@ -43,6 +43,7 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
 
         def prepared() -> Iterator[Prepared]:
             for path in files:
+                job.check()  # a safe point: every earlier file is stored or not at all
                 job.current = str(path)
                 try:
                     doc = load_file(path, max_bytes=cfg.max_file_bytes)
@@ -79,7 +80,7 @@ def _write_all(rt: Runtime, writer: Writer, job: Job, items: Iterator[Prepared],
 
     for group in batched(items, BATCH_CHUNKS):
         try:
-            writer.write_batch(group, on_written)
+            writer.write_batch(group, on_written, job.check)
         except CtxError:
             rt.metrics.alert(ALERT_INGEST_FAILED, True, "write failed")
             raise

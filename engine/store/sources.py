@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,14 +96,37 @@ def finalize(vault: Vault, source_id: int, replaces: Sequence[int] = ()) -> None
             c.execute("DELETE FROM sources WHERE id = ?", (old,))
 
 
-def delete_sources(vault: Vault, source_ids: Sequence[int]) -> int:
-    """Delete sources (rows, chunks, FTS, surrogates, stats); vectors are tombstoned."""
+KeyOf = Callable[[str, str, str, str], str]  # (title, heading, kind, text) -> cache key
+
+
+def delete_sources(vault: Vault, source_ids: Sequence[int], *,
+                   cache_key: KeyOf | None = None) -> int:
+    """Delete sources (rows, chunks, FTS, surrogates, stats); vectors are tombstoned.
+
+    With ``cache_key``, the embedding-cache rows of the deleted chunks that no
+    remaining chunk uses go too, in the same transaction (deleted means gone).
+    The FTS index removes the terms from its segments ('secure-delete') and the
+    vault zeroes freed pages (``secure_delete``).
+    """
     if not source_ids:
         return 0
     with vault.write() as c:
+        doomed: dict[str, str] = {}
+        if cache_key is not None:
+            for sid in source_ids:
+                for title, heading, kind, text, h in c.execute(
+                        "SELECT s.title, c.heading, c.kind, c.text, c.content_hash FROM chunks c "
+                        "JOIN sources s ON s.id = c.source_id WHERE s.id = ?", (sid,)):
+                    doomed[cache_key(title, heading, kind, text)] = h
         for sid in source_ids:
             c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (sid, time.time()))
             c.execute("DELETE FROM sources WHERE id = ?", (sid,))
+        for key, h in doomed.items():
+            kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
+                "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
+                "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
+            if not kept:
+                c.execute("DELETE FROM embed_cache WHERE hash = ?", (key,))
     return len(source_ids)
 
 
@@ -112,10 +135,19 @@ def tombstones(vault: Vault) -> list[int]:
 
 
 def clear_tombstones(vault: Vault, source_ids: Sequence[int]) -> None:
+    """The vector store has dropped these sources' vectors: forget them."""
     if source_ids:
-        with vault.write() as c:
+        with vault.write(chunks=False) as c:
             c.executemany("DELETE FROM vector_tombstones WHERE source_id = ?",
                           [(s,) for s in source_ids])
+            c.executemany("DELETE FROM vector_dead WHERE source_id = ?",
+                          [(s,) for s in source_ids])
+
+
+def dead_chunks(vault: Vault, source_id: int) -> list[int]:
+    """Ids of a deleted source's chunks whose vectors may still be in the vector store."""
+    return [r[0] for r in vault.query("SELECT chunk_id FROM vector_dead WHERE source_id = ?",
+                                      (source_id,))]
 
 
 def recover(vault: Vault) -> list[int]:

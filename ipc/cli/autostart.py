@@ -74,7 +74,12 @@ def spawn_engine(root: Path, *, idle_timeout: int | None = None,
     """``ctx serve`` for ``root``, detached from this process and its terminal."""
     log_path = engine_log_path(root)
     log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    cmd = [sys.executable, "-m", "ipc.cli.main", "--data-dir", str(root), "serve",
+    from engine.paths import data_dir as default_root
+
+    # the caller's own resolution ($CTX_HOME, the default) creates a store on first use;
+    # an explicit --data-dir must hold one already (see ipc.cli.backend.open_engine)
+    where = [] if default_root(None) == root else ["--data-dir", str(root)]
+    cmd = [sys.executable, "-m", "ipc.cli.main", *where, "serve",
            "--idle-timeout", str(idle_timeout or idle_timeout_s())]
     if sync_on_start:
         cmd.append("--sync-on-start")

@@ -98,16 +98,21 @@ def _ask_passphrase() -> str | None:
 
 
 def open_engine(data_dir: str | Path | None) -> ContextEngine:
-    """Open the store, asking for its passphrase on a terminal when nothing else unlocks it."""
+    """Open the store, asking for its passphrase on a terminal when nothing else unlocks it.
+
+    Only the default data dir is created on first use; a ``--data-dir`` must hold a
+    store already (`ctx init` makes one), so that a typo is an error, not a new store.
+    """
     from engine.facade import ContextEngine
 
+    create = data_dir is None
     try:
-        return ContextEngine.open(data_dir, create=True)
+        return ContextEngine.open(data_dir, create=create)
     except KeyUnavailable:
         passphrase = _ask_passphrase()
         if passphrase is None:
             raise
-        return ContextEngine.open(data_dir, passphrase=passphrase, create=True)
+        return ContextEngine.open(data_dir, passphrase=passphrase, create=create)
 
 
 def _notice(message: str) -> None:

@@ -205,6 +205,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_serve(args)
 
 
+def cmd_app(args: argparse.Namespace) -> int:
+    """The desktop app (PySide6, the ``desktop`` extra); it shares this data dir flag."""
+    try:
+        from desktop.app import main as app_main
+    except ImportError as exc:
+        from engine.errors import ConfigError
+
+        raise ConfigError("the desktop app needs PySide6: pip install 'ctx[desktop]'") from exc
+    argv = ["--data-dir", args.data_dir] if args.data_dir else []
+    for path in args.ingest:
+        argv += ["--ingest", path]
+    argv += [f"--{flag}" for flag in ("status", "quit") if getattr(args, flag)]
+    if args.no_tray:
+        argv.append("--no-tray")
+    return app_main(argv)
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
     from ipc.cli.recall_cmd import run_recall
 

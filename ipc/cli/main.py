@@ -1,4 +1,4 @@
-"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, audit, mcp, hook.
+"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, app, audit, mcp, hook.
 
 Exit codes: 0 ok, 2 usage, 3 not found, 4 locked or wrong key, 1 other.
 """
@@ -83,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("context", "markdown", "json", "claude-hook"),
                    default="context")
     s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("app", help="start the desktop tray app, or talk to the running one")
+    s.add_argument("--ingest", action="append", default=[], metavar="PATH",
+                   help="ingest a file or folder in the app (the running one, if any)")
+    s.add_argument("--status", action="store_true", help="print the running app's status")
+    s.add_argument("--quit", action="store_true", help="ask the running app to quit")
+    s.add_argument("--no-tray", action="store_true", help="use the window, not the tray")
 
     s = sub.add_parser("serve", help="run the engine headless with the ZeroMQ server")
     s.add_argument("--endpoint", help="ZeroMQ endpoint to bind (default: ipc:// or tcp://127.0.0.1)")

@@ -1,0 +1,47 @@
+"""What to tell a person about an error: the engine's message plus what to do next.
+
+Errors are told apart by their stable ``name`` (engine.errors), never by
+message text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+WHAT_TO_DO = {
+    "wrong_key": "The passphrase is wrong. Nothing was changed: try again.",
+    "key_unavailable": "Unlock the store with its passphrase (or check the OS keychain).",
+    "store_locked": "Another ctx (the app or `ctx serve`) has this data folder open. "
+                    "Quit it, then start ctx again.",
+    "store_not_initialized": "Set up ctx first: choose how the store is protected.",
+    "vector_store_unavailable": "The vector store cannot be reached; keyword search still "
+                                "works. Check the vector backend and Chroma URL in Settings.",
+    "ingest_failed": "The Ingestion panel lists each file and the reason.",
+    "file_rejected": "The Ingestion panel lists each file and the reason.",
+    "config_invalid": "Correct the setting in Settings (or config.toml) and save again.",
+    "engine_closed": "The store is not open yet: wait for ctx to be ready, or unlock it.",
+    "model_mismatch": "Use the embedding model this store was made with, or a new data folder.",
+    "integrity_check_failed": "A shipped model or tokenizer file is damaged: reinstall ctx.",
+    "not_found": "It may have been deleted already: refresh the list.",
+    "empty_query": "Type a query first.",
+    "invalid_budget": "Choose a budget between the allowed limits.",
+}
+
+OPERATIONS = {
+    "open": "Opening the store", "create_store": "Creating the store",
+    "ingest": "Ingestion", "build_context": "Building context", "delete_source": "Deleting",
+    "sync_sessions": "Syncing coding sessions", "pause_ingestion": "Pausing ingestion",
+    "resume_ingestion": "Resuming ingestion", "cancel_job": "Cancelling a job",
+    "serve": "Starting the IPC server", "reload_config": "Reloading settings",
+}
+
+
+def describe(operation: str, error: dict[str, Any]) -> str:
+    """One or two sentences: what failed, why, and what to do."""
+    what = OPERATIONS.get(operation, operation.replace("_", " ").capitalize())
+    message = str(error.get("message") or error.get("name") or "unknown error")
+    hint = WHAT_TO_DO.get(str(error.get("name", "")), "")
+    text = f"{what} failed: {message}"
+    if not text.endswith((".", "!", "?")):
+        text += "."
+    return f"{text} {hint}".strip()

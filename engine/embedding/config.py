@@ -1,0 +1,41 @@
+"""The embedding part's config: which model, which runtime, how many threads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which model embeds text, and with which runtime.
+
+    ``model``: "minilm" (the shipped weights), "fake" (tests), or a local
+    sentence-transformers folder path. ``backend``: "torch" runs
+    sentence-transformers; "onnx" runs MiniLM exported to ONNX (onnxruntime and
+    ``tokenizers``, same vectors, recorded under the same model name); "auto"
+    takes ONNX when an exported model is found (the app bundle ships one; a pip
+    install gets one from ``python -m engine.embedding.onnx_export``) and the
+    device is the CPU, else torch. ``onnx_dir``: a folder holding an export,
+    searched before the bundle and the user cache dir.
+    """
+
+    model: str = "minilm"
+    backend: Literal["auto", "torch", "onnx"] = "auto"
+    onnx_dir: str = ""
+    batch_size: int = 64
+    device: str = "auto"  # auto | cpu | cuda | mps (torch); onnx runs on the CPU
+    query_cache_size: int = 1024
+    threads: int = 0  # intra-op threads for batches; 0 = the runtime's default
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= 4096:
+            raise ConfigError("embedding.batch_size must be between 1 and 4096")
+        if self.device not in ("auto", "cpu", "cuda", "mps"):
+            raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
+        if self.backend not in ("auto", "torch", "onnx"):
+            raise ConfigError("embedding.backend must be auto, torch or onnx")
+        if self.query_cache_size < 0 or self.threads < 0:
+            raise ConfigError("embedding.query_cache_size and threads must be >= 0")

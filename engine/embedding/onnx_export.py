@@ -1,0 +1,207 @@
+"""Export the shipped MiniLM weights to ONNX, locally, and prove the export equal.
+
+Build-time (the app bundle) or once per pip install::
+
+    python -m engine.embedding.onnx_export            # into the user cache dir
+    python -m engine.embedding.onnx_export --out DIR  # anywhere (the bundle build)
+
+Needs torch, transformers and sentence-transformers (the pip install has
+them; the bundle does not, and needs none of them at run time). The weights
+are hash-checked first; the exported graph is the BERT encoder followed by
+mean pooling and L2 normalisation, which is what sentence-transformers'
+modules.json for all-MiniLM-L6-v2 does. Before the manifest is written the
+export must match sentence-transformers on the probe set (each text alone
+and all as one padded batch) with cosine >= MIN_PROBE_COSINE; otherwise
+nothing is installed. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.embedding.minilm import MINILM_SHA256, minilm_path, verify_weights
+from engine.embedding.onnx import OnnxEmbedder
+from engine.embedding.onnx_files import (
+    MANIFEST_FILE,
+    MANIFEST_VERSION,
+    MIN_PROBE_COSINE,
+    MODEL_NAME,
+    ONNX_FILE,
+    TOKENIZER_FILE,
+    Manifest,
+    sha256_file,
+    user_export_dir,
+)
+from engine.errors import IntegrityError
+
+OPSET = 17
+# Fixed probe texts: short, long (past the 256 word-piece cut), empty, blank,
+# accented and non-Latin script, emoji, code, digits, mixed case, odd spacing.
+PROBE_TEXTS: tuple[str, ...] = (
+    "",
+    "   ",
+    "hello",
+    "  leading and trailing spaces  ",
+    "The quick brown fox jumps over the lazy dog.",
+    "What did we decide about the retry policy for the client?",
+    "Ünïcödé naïve café, Ελληνικά, русский текст, 東京の天気, 한국어 😀",
+    ("def retry(fn, attempts=3):\n    for i in range(attempts):\n        try:\n"
+     "            return fn()\n        except TimeoutError:\n            continue\n"),
+    "Version 2.13.0 shipped on 2026-11-22 at 09:30 UTC; 42% of 1,024 runs passed.",
+    "MIXED case AND Punctuation!!! ... ??? (brackets) [more] {braces}",
+    "tabs\tand\nnew\nlines\r\nin one text",
+    " ".join(f"token{i % 97} word{i % 13}" for i in range(300)),
+    "A short one.",
+)
+
+
+class _Pooled:  # built lazily: torch is imported only when exporting
+    @staticmethod
+    def build(model: Any) -> Any:
+        import torch
+
+        class Pooled(torch.nn.Module):
+            """BERT, then mean pooling over the attention mask, then L2 normalisation."""
+
+            def __init__(self, inner: Any) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                hidden = self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                                    token_type_ids=token_type_ids).last_hidden_state
+                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+                mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                return torch.nn.functional.normalize(mean, p=2.0, dim=1)
+
+        return Pooled(model).eval()
+
+
+def _shape(model_dir: Path) -> tuple[int, int]:
+    """(embedding dim, max word pieces per text) as sentence-transformers uses them."""
+    bert = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    sbert = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
+    return int(bert["hidden_size"]), int(sbert["max_seq_length"])
+
+
+def _export_graph(model_dir: Path, target: Path) -> None:
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True,
+                                      attn_implementation="eager")
+    wrapped = _Pooled.build(model.eval())
+    sample = torch.ones(2, 8, dtype=torch.long)
+    axes = {name: {0: "batch", 1: "sequence"}
+            for name in ("input_ids", "attention_mask", "token_type_ids")}
+    axes["sentence_embedding"] = {0: "batch"}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer notes about constant Python conditions
+        torch.onnx.export(wrapped, (sample, sample, torch.zeros_like(sample)), str(target),
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=["sentence_embedding"], dynamic_axes=axes,
+                          opset_version=OPSET, dynamo=False)
+
+
+def reference_vectors(model_dir: Path, texts: Sequence[str]) -> np.ndarray:
+    """sentence-transformers' own vectors for ``texts`` (CPU, normalised)."""
+    from engine.embedding.minilm import SentenceTransformerEmbedder
+
+    st = SentenceTransformerEmbedder(model_dir, name=MODEL_NAME, expected_sha256=MINILM_SHA256,
+                                     device="cpu")
+    return st.encode(list(texts))
+
+
+def probe_cosine(embedder: OnnxEmbedder, reference: np.ndarray,
+                 texts: Sequence[str] = PROBE_TEXTS) -> float:
+    """Worst cosine between ``embedder`` and ``reference``, texts alone and as one batch."""
+    alone = np.stack([embedder.encode([t])[0] for t in texts])
+    batch = embedder.encode(list(texts))
+    return float(min((alone * reference).sum(1).min(), (batch * reference).sum(1).min()))
+
+
+def _versions() -> dict[str, str]:
+    import onnx  # torch.onnx.export needs it; its version goes into the manifest
+    import onnxruntime
+    import tokenizers
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
+            "tokenizers": tokenizers.__version__}
+
+
+def export(out_dir: Path, model_dir: Path | None = None) -> Manifest:
+    """Export MiniLM into ``out_dir`` (replaced atomically) and return its manifest.
+
+    Raises IntegrityError when the weights fail their hash or the export its
+    probe check; ``out_dir`` is then left as it was.
+    """
+    source = model_dir or minilm_path()
+    verify_weights(source, MINILM_SHA256)
+    out_dir = out_dir.expanduser().resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    stage = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    try:
+        _export_graph(source, stage / ONNX_FILE)
+        shutil.copyfile(source / TOKENIZER_FILE, stage / TOKENIZER_FILE)
+        dim, seq = _shape(source)
+        candidate = OnnxEmbedder(stage, dim=dim, max_seq_length=seq, threads=1)
+        worst = probe_cosine(candidate, reference_vectors(source, PROBE_TEXTS))
+        if worst < MIN_PROBE_COSINE:
+            raise IntegrityError(f"ONNX export differs from sentence-transformers: worst probe "
+                                 f"cosine {worst:.7f} < {MIN_PROBE_COSINE}")
+        man = Manifest(version=MANIFEST_VERSION, model_name=MODEL_NAME, dim=candidate.dim,
+                       max_seq_length=seq, source_sha256=MINILM_SHA256,
+                       onnx_sha256=sha256_file(stage / ONNX_FILE),
+                       tokenizer_sha256=sha256_file(stage / TOKENIZER_FILE),
+                       probe_min_cosine=worst, opset=OPSET, exported_with=_versions())
+        (stage / MANIFEST_FILE).write_text(man.to_json(), encoding="utf-8")
+        del candidate
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        stage.rename(out_dir)
+        return man
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m engine.embedding.onnx_export",
+                                description="Export the shipped MiniLM to ONNX (offline).")
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"target folder (default: {user_export_dir()})")
+    p.add_argument("--model-dir", type=Path, default=None,
+                   help="sentence-transformers folder (default: the shipped MiniLM)")
+    args = p.parse_args(argv)
+    try:
+        man = export(args.out or user_export_dir(), args.model_dir)
+    except IntegrityError as exc:
+        sys.stderr.write(f"export failed: {exc}\n")
+        return 1
+    out = args.out or user_export_dir()
+    sys.stdout.write(json.dumps({"out": str(out), "onnx_sha256": man.onnx_sha256,
+                                 "probe_min_cosine": man.probe_min_cosine,
+                                 "bytes": (out / ONNX_FILE).stat().st_size}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Where an ONNX export of MiniLM lives, and the hash check it must pass before loading.
+
+An export is a folder holding ``model.onnx`` (the encoder with mean pooling
+and L2 normalisation inside the graph), ``tokenizer.json`` (copied from the
+shipped model) and ``manifest.json``. The manifest records, at export time,
+the sha256 of both files, the sha256 of the safetensors weights they were
+exported from, and the worst cosine against sentence-transformers on the
+probe set. Loading checks all of it: the files' hashes, and that the source
+weights are the published MiniLM weights, so that vectors made by this
+export may be recorded under MiniLM's name.
+
+Folders searched, first found wins: ``embedding.onnx_dir``; the app bundle's
+data files (``sys._MEIPASS``); the user cache dir (a pip install's export).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import platformdirs
+
+from engine.embedding.config import EmbeddingConfig
+from engine.embedding.minilm import MINILM_SHA256
+from engine.errors import ConfigError, IntegrityError
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+ONNX_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MANIFEST_FILE = "manifest.json"
+BUNDLE_SUBDIR = Path("ctx_models") / f"{MODEL_NAME}-onnx"  # inside the bundle's data
+MIN_PROBE_COSINE = 0.99999  # an export below this against sentence-transformers is refused
+MANIFEST_VERSION = 1
+
+_verified: set[tuple[str, int, int, int, int]] = set()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What an export records about itself (manifest.json)."""
+
+    version: int
+    model_name: str
+    dim: int
+    max_seq_length: int
+    source_sha256: str  # model.safetensors it was exported from
+    onnx_sha256: str
+    tokenizer_sha256: str
+    probe_min_cosine: float  # worst cosine vs sentence-transformers on the probe set
+    opset: int
+    exported_with: dict[str, str]  # package versions at export time
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+def bundle_root() -> Path | None:
+    """The unpacked data folder of a PyInstaller bundle, or None outside one."""
+    if not getattr(sys, "frozen", False):
+        return None
+    base = getattr(sys, "_MEIPASS", None)
+    return Path(base) if base else None
+
+
+def user_export_dir() -> Path:
+    """Where ``python -m engine.embedding.onnx_export`` puts a pip install's export."""
+    cache = platformdirs.user_cache_dir("ctx", appauthor=False)
+    return Path(cache) / "onnx" / MODEL_NAME
+
+
+def candidate_dirs(cfg: EmbeddingConfig) -> list[Path]:
+    """Folders that may hold an export, in the order they are tried."""
+    out: list[Path] = []
+    if cfg.onnx_dir.strip():
+        out.append(Path(cfg.onnx_dir.strip()).expanduser())
+    root = bundle_root()
+    if root is not None:
+        out.append(root / BUNDLE_SUBDIR)
+    out.append(user_export_dir())
+    return out
+
+
+def find_export(cfg: EmbeddingConfig) -> Path | None:
+    """The first candidate folder holding a manifest (not yet verified), or None.
+
+    A configured ``onnx_dir`` without a manifest is a ConfigError rather than a
+    silent fall-through, since the user asked for that folder.
+    """
+    for i, path in enumerate(candidate_dirs(cfg)):
+        if (path / MANIFEST_FILE).is_file():
+            return path
+        if i == 0 and cfg.onnx_dir.strip():
+            raise ConfigError("embedding.onnx_dir holds no ONNX export (manifest.json missing)",
+                              key="embedding.onnx_dir")
+    return None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(folder: Path) -> Manifest:
+    path = folder / MANIFEST_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        names = {f.name for f in fields(Manifest)}
+        if not isinstance(raw, dict) or set(raw) != names:
+            raise ValueError("unexpected keys")
+        return Manifest(**raw)
+    except (OSError, ValueError, TypeError) as exc:
+        raise IntegrityError(f"ONNX export manifest unreadable: {path}") from exc
+
+
+def verify_export(folder: Path) -> Manifest:
+    """The export's manifest, once its files match it and it comes from MiniLM's weights.
+
+    Raises IntegrityError otherwise. Hashing 90 MB costs about 0.1 s, so a
+    folder already verified in this process (same sizes and mtimes) is not
+    hashed again.
+    """
+    man = read_manifest(folder)
+    if man.version != MANIFEST_VERSION or man.model_name != MODEL_NAME:
+        raise IntegrityError(f"ONNX export is not a {MODEL_NAME} export of version "
+                             f"{MANIFEST_VERSION}: {folder}")
+    if man.source_sha256 != MINILM_SHA256:
+        raise IntegrityError("ONNX export was not made from the published MiniLM weights")
+    if man.probe_min_cosine < MIN_PROBE_COSINE:
+        raise IntegrityError("ONNX export failed its probe check against sentence-transformers")
+    onnx, tok = folder / ONNX_FILE, folder / TOKENIZER_FILE
+    try:
+        so, st = onnx.stat(), tok.stat()
+    except OSError as exc:
+        raise IntegrityError(f"ONNX export incomplete: {folder}") from exc
+    key = (str(folder.resolve()), so.st_size, so.st_mtime_ns, st.st_size, st.st_mtime_ns)
+    with _lock:
+        if key in _verified:
+            return man
+        if sha256_file(onnx) != man.onnx_sha256:
+            raise IntegrityError(f"{ONNX_FILE} does not match the sha256 recorded at export")
+        if sha256_file(tok) != man.tokenizer_sha256:
+            raise IntegrityError(f"{TOKENIZER_FILE} does not match the sha256 recorded at export")
+        _verified.add(key)
+    return man

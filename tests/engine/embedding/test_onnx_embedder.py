@@ -1,0 +1,100 @@
+"""The ONNX embedder against sentence-transformers, with a fresh export of the shipped weights.
+
+Integration: exports MiniLM (torch, about 15 s on an idle core) once per session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.embedding import onnx_files as F
+from engine.embedding.config import EmbeddingConfig
+from engine.embedding.factory import make_embedder
+from engine.embedding.onnx import OnnxEmbedder
+from engine.embedding.onnx_export import PROBE_TEXTS, export
+from engine.errors import IntegrityError
+
+pytestmark = pytest.mark.integration
+
+EXTRA = [f"note {i}: " + "the build report lists sizes and start-up times " * (i % 7)
+         for i in range(40)]
+
+
+@pytest.fixture(scope="session")
+def onnx_export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("onnx") / "minilm"
+    man = export(out)
+    assert man.probe_min_cosine >= F.MIN_PROBE_COSINE
+    return out
+
+
+@pytest.fixture
+def onnx_embedder(onnx_export_dir: Path) -> Iterator[OnnxEmbedder]:
+    yield OnnxEmbedder.open(onnx_export_dir, batch_size=8, threads=2)
+
+
+def test_export_records_what_it_was_made_from(onnx_export_dir: Path) -> None:
+    man = F.verify_export(onnx_export_dir)
+    assert man.source_sha256 == F.MINILM_SHA256
+    assert man.onnx_sha256 == F.sha256_file(onnx_export_dir / F.ONNX_FILE)
+    assert man.dim == 384 and man.max_seq_length == 256
+    assert not list(onnx_export_dir.parent.glob(".*tmp*"))  # staging folder gone
+
+
+def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder, minilm: object) -> None:
+    texts = list(PROBE_TEXTS) + EXTRA
+    ref = minilm.encode(texts)  # type: ignore[attr-defined]
+    batch = onnx_embedder.encode(texts)  # several batches of 8, longest first
+    alone = np.stack([onnx_embedder.encode([t])[0] for t in texts])
+    assert batch.shape == ref.shape == (len(texts), 384) and batch.dtype == np.float32
+    assert float((batch * ref).sum(1).min()) >= 0.99999
+    assert float((alone * ref).sum(1).min()) >= 0.99999
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    assert onnx_embedder.encode([]).shape == (0, 384)
+
+
+def test_auto_picks_the_export_under_minilms_name(onnx_export_dir: Path, minilm: object) -> None:
+    emb = make_embedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir)))
+    assert isinstance(emb, OnnxEmbedder)
+    assert emb.name == minilm.name == "all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    torch_emb = make_embedder(EmbeddingConfig(backend="torch", onnx_dir=str(onnx_export_dir)))
+    assert not isinstance(torch_emb, OnnxEmbedder)
+
+
+def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm: object,
+                                              onnx_export_dir: Path) -> None:
+    from engine.facade import ContextEngine
+
+    docs = data_dir.parent / "docs"
+    docs.mkdir()
+    (docs / "retry.md").write_text("# Retry policy\n\nThe client retries three times with "
+                                   "exponential backoff, then reports a timeout.\n")
+    (docs / "tray.md").write_text("# Tray\n\nThe tray icon turns amber while ingesting.\n")
+    eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
+    try:
+        eng.wait(eng.ingest(paths=[str(docs)]))
+        before = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
+    finally:
+        eng.close()
+    eng = ContextEngine.open(data_dir, embedder=OnnxEmbedder.open(onnx_export_dir))
+    try:
+        after = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
+        assert eng.status()["model"] == "all-MiniLM-L6-v2"
+    finally:
+        eng.close()
+    assert after == before
+
+
+def test_a_corrupted_export_is_refused_at_load(onnx_export_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = Path(shutil.copytree(onnx_export_dir, tmp_path / "copy"))
+    data = bytearray((copy / F.ONNX_FILE).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / F.ONNX_FILE).write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match="sha256"):
+        OnnxEmbedder.open(copy)
