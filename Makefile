@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall lint clean
+.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall bench-agents lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench-ipc: $(STAMP)
 
 bench-recall: $(STAMP)
 	$(VENV)/bin/python -m bench.recall_bench
+
+bench-agents: $(STAMP)
+	$(VENV)/bin/python -m bench.agents_bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -320,8 +320,9 @@ class ContextEngine:
             holder: dict[str, Any] = {}
 
             def work(job: Any, progress: Callable[[], None]) -> None:
-                holder.update(recall(rt, self._writer, None, index=index, do_sync=sync))
-            self._jobs.wait(self._jobs.submit("sync", work).id)
+                holder.update(recall(rt, self._writer, None, index=index, do_sync=sync,
+                                     progress=_job_progress(job, progress)))
+            self._wait_ok(self._jobs.submit("sync", work).id)
             if query is None and not auto:
                 return holder
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
@@ -337,13 +338,16 @@ class ContextEngine:
         rt = self._live()
         holder: dict[str, Any] = {}
         job = self._jobs.submit("sync", lambda job, progress: holder.update(
-            sync(rt, self._writer, paths)))
-        snap = self._jobs.wait(job.id)
+            sync(rt, self._writer, paths, _job_progress(job, progress))))
+        self._wait_ok(job.id)
+        return holder
+
+    def _wait_ok(self, job_id: str) -> None:
+        snap = self._jobs.wait(job_id)
         if snap["state"] == "failed":
             from engine.errors import error_from_dict
 
             raise error_from_dict(snap["error"] or {})
-        return holder
 
     def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
         return [s.to_dict() for s in src.list_ready(self._live().vault, project=project)]
@@ -402,6 +406,15 @@ class ContextEngine:
 
     def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return self._live().vault.audit(since, limit)
+
+
+def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
+    """A transcript sync's counts, copied onto its job (what `ctx recall --sync` shows)."""
+    def update(counts: dict[str, Any]) -> None:
+        for name in ("files_total", "files_done", "bytes_total", "bytes", "chunks", "current"):
+            setattr(job, name, counts[name])
+        progress()
+    return update
 
 
 def _dir_size(root: Path) -> int:

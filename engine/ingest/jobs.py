@@ -41,6 +41,7 @@ class Job:
     files_skipped: int = 0
     files_unchanged: int = 0
     bytes: int = 0
+    bytes_total: int = 0  # when known ahead (transcript sync): for a time-left estimate
     chunks: int = 0
     current: str = ""
     errors: list[dict[str, str]] = field(default_factory=list)
@@ -62,7 +63,8 @@ class Job:
             "id": self.id, "kind": self.kind, "state": self.state, "created": self.created,
             "started": self.started, "finished": self.finished, "files_total": self.files_total,
             "files_done": self.files_done, "files_skipped": self.files_skipped,
-            "files_unchanged": self.files_unchanged, "bytes": self.bytes, "chunks": self.chunks,
+            "files_unchanged": self.files_unchanged, "bytes": self.bytes,
+            "bytes_total": self.bytes_total, "chunks": self.chunks,
             "current": self.current, "errors": list(self.errors), "sources": list(self.sources),
             "error": self.error,
         }

@@ -85,7 +85,7 @@ def _interrupted(backend: Any, job_ids: list[str], as_json: bool) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     try:
-        backend = open_backend(args.data_dir)
+        backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     except KeyboardInterrupt:
         print("interrupted: nothing was stored", file=sys.stderr)
         return 130
@@ -136,7 +136,7 @@ def _ingest(backend: Any, args: argparse.Namespace, job_ids: list[str]) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
         hits = backend.search(args.query, args.k, kinds=args.kind, path_prefix=args.path,
                               since=parse_when(args.since), until=parse_when(args.until))
@@ -164,7 +164,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             raise InvalidInput("--live must name a readable JSON file") from None
         if isinstance(live, dict):
             live = live.get("items", [])
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
         payload = backend.build_context(args.query, live=live, budget=args.budget,
                                         fmt=args.format, mode=args.mode, now=parse_when(args.now))
@@ -180,7 +180,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_sources(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         rows = backend.sources()
     finally:
@@ -194,7 +194,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         result = backend.delete(args.source)
     finally:
@@ -204,7 +204,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         status = backend.status()
         metrics = backend.metrics()
@@ -225,7 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         rows = backend.audit(since=parse_when(args.since), limit=args.limit)
     finally:
@@ -255,11 +255,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ipc.cli.backend import open_engine
-    from ipc.serve import serve
+    from ipc.cli.serve_cmd import run_serve
 
-    return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
-                 workers=args.workers, engine_factory=open_engine)
+    return run_serve(args)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -283,3 +281,15 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from ipc.cli.recall_cmd import run_recall
 
     return run_recall(args)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from ipc.mcp.server import run_mcp
+
+    return run_mcp(args)
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from ipc.cli.hook_cmd import run_hook
+
+    return run_hook(args)
