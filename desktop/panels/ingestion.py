@@ -8,6 +8,8 @@ and in the failures table: there is no silent success.
 
 from __future__ import annotations
 
+import queue
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +47,32 @@ MAX_CARDS = 12
 
 
 class _WatchBridge(QObject):
-    """Carries the watcher's batches (its timer thread) onto the GUI thread."""
+    """Carries the watcher's batches (its timer thread) onto the GUI thread.
 
-    batch = Signal(list, list)
+    No Python object crosses threads inside a queued signal (PySide can free it
+    off the GIL): batches go in a queue and an argument-less signal wakes the GUI.
+    """
+
+    wake = Signal()
+
+    def __init__(self, deliver: Callable[[list[str], list[str]], None],
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._deliver = deliver
+        self._batches: queue.SimpleQueue[tuple[list[str], list[str]]] = queue.SimpleQueue()
+        self.wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
+
+    def put(self, changed: list[str], deleted: list[str]) -> None:  # the watcher's thread
+        self._batches.put((changed, deleted))
+        self.wake.emit()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                changed, deleted = self._batches.get_nowait()
+            except queue.Empty:
+                return
+            self._deliver(changed, deleted)
 
 
 class IngestionPanel(QWidget):
@@ -134,10 +159,9 @@ class IngestionPanel(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(split, 1)
 
-        self._bridge = _WatchBridge(self)
-        self._bridge.batch.connect(self._on_watch_batch)
+        self._bridge = _WatchBridge(self._on_watch_batch, self)
         exclude = [str(host.data_dir)] if getattr(host, "data_dir", None) else []
-        self.watcher = FolderWatcher(self._bridge.batch.emit, delay=watch_delay,
+        self.watcher = FolderWatcher(self._bridge.put, delay=watch_delay,
                                      exclude=exclude)
         self.watch_problems: dict[str, str] = {}
         host.job_progress.connect(self.on_job)
