@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from desktop.host import EngineFactory, EngineHost
+from desktop.host import EngineHost
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send
 from desktop.messages import describe
+from desktop.opening import EngineFactory
 from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
 
 
