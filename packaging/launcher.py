@@ -1,0 +1,80 @@
+"""Entry point of the bundled app: the tray app or the ``ctx`` command line.
+
+One bundle, two executables built from this script: ``ctx-app`` (or ``ctx
+app``) starts the desktop tray app; ``ctx`` is the command line, the same
+one a pip install provides, on the same data dir. ``ctx --version`` prints
+the version and what the bundle carries.
+
+Kept import-light: the GUI path imports Qt only through ``desktop.app``, the
+CLI path never imports Qt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+GUI_NAMES = frozenset({"ctx-app", "ctx app", "ctx_app"})
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("ctx")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def about() -> dict[str, object]:
+    """What ``ctx --version --json`` reports: version, bundle or not, the embedder's files."""
+    from engine.embedding.config import EmbeddingConfig
+    from engine.embedding.onnx_files import bundle_root, find_export
+
+    export = find_export(EmbeddingConfig())
+    return {"version": version(), "frozen": bool(getattr(sys, "frozen", False)),
+            "bundle": str(bundle_root()) if bundle_root() else None,
+            "onnx_export": str(export) if export else None,
+            "python": sys.version.split()[0], "platform": sys.platform,
+            "chroma_telemetry": os.environ.get("ANONYMIZED_TELEMETRY", "")}
+
+
+def is_gui(argv0: str) -> bool:
+    return Path(argv0).stem.lower() in GUI_NAMES
+
+
+def run_gui(argv: Sequence[str]) -> int:
+    try:
+        from desktop.app import main as gui_main
+    except ImportError as exc:
+        sys.stderr.write(f"ctx: this build has no desktop app ({exc.name})\n")
+        return 1
+    return int(gui_main(list(argv)) or 0)
+
+
+def main(argv: Sequence[str] | None = None, argv0: str | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    prog = sys.argv[0] if argv0 is None else argv0
+    if is_gui(prog):
+        return run_gui(args)
+    if args[:1] == ["--version"]:
+        if "--json" in args[1:]:
+            sys.stdout.write(json.dumps(about()) + "\n")
+        else:
+            sys.stdout.write(f"ctx {version()}\n")
+        return 0
+    from ipc.cli.main import main as cli_main
+
+    return int(cli_main(args) or 0)
+
+
+if __name__ == "__main__":
+    if getattr(sys, "frozen", False):
+        import multiprocessing
+
+        multiprocessing.freeze_support()  # a frozen child started by multiprocessing
+    sys.exit(main())
