@@ -43,6 +43,30 @@ def about() -> dict[str, object]:
             "chroma_telemetry": os.environ.get("ANONYMIZED_TELEMETRY", "")}
 
 
+def bench_embed(n: int) -> dict[str, object]:
+    """Hidden ``--bench-embed N``: load the configured embedder, time N single queries (ms).
+
+    The same code runs in the bundle and in a pip install (``python
+    packaging/launcher.py --bench-embed N``), so bench/dist_bench.py compares like with like.
+    """
+    import time
+
+    from engine.config import load_config
+    from engine.embedding.factory import make_embedder
+    from engine.paths import data_dir
+
+    t = time.perf_counter()
+    emb = make_embedder(load_config(data_dir()).embedding)
+    emb.encode(["warm up"])
+    load_s = time.perf_counter() - t
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        emb.encode([f"what did we decide about item {i} of the release plan?"])
+        times.append((time.perf_counter() - t) * 1000)
+    return {"backend": getattr(emb, "backend", "torch"), "load_s": load_s, "ms": times}
+
+
 def is_gui(argv0: str) -> bool:
     return Path(argv0).stem.lower() in GUI_NAMES
 
@@ -61,6 +85,9 @@ def main(argv: Sequence[str] | None = None, argv0: str | None = None) -> int:
     prog = sys.argv[0] if argv0 is None else argv0
     if is_gui(prog):
         return run_gui(args)
+    if args[:1] == ["--bench-embed"]:
+        sys.stdout.write(json.dumps(bench_embed(int(args[1]) if len(args) > 1 else 100)) + "\n")
+        return 0
     if args[:1] == ["--version"]:
         if "--json" in args[1:]:
             sys.stdout.write(json.dumps(about()) + "\n")

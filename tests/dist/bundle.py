@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,9 +19,13 @@ def bundle_dir() -> Path:
     return Path(os.environ.get(ENV_BUNDLE) or REPO / "dist" / "ctx")
 
 
+def exe_name(name: str) -> str:
+    return name + ".exe" if os.name == "nt" else name
+
+
 def require_bundle() -> Path:
     root = bundle_dir()
-    if not (root / "ctx").is_file():
+    if not (root / exe_name("ctx")).is_file():
         pytest.skip(f"no app bundle at {root} (make dist)")
     return root
 
@@ -29,6 +34,15 @@ def clean_env(home: Path, runtime: Path, **extra: str) -> dict[str, str]:
     """A minimal environment: no virtualenv, no PYTHONPATH, no CTX_HOME, a fresh HOME."""
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
            "XDG_RUNTIME_DIR": str(runtime), "CTX_PASSPHRASE": PASSPHRASE}
+    if os.name == "nt":  # what Windows programs need to start; the profile is the clean HOME
+        root = os.environ.get("SystemRoot", r"C:\Windows")
+        env.update({"SystemRoot": root, "PATH": rf"{root}\System32;{root}",
+                    "USERPROFILE": str(home), "APPDATA": str(home / "AppData" / "Roaming"),
+                    "LOCALAPPDATA": str(home / "AppData" / "Local"),
+                    "TEMP": str(home / "Temp"), "TMP": str(home / "Temp"),
+                    # platformdirs asks the shell for known folders, not the environment
+                    "CTX_HOME": str(home / "AppData" / "Local" / "ctx")})
+        (home / "Temp").mkdir(parents=True, exist_ok=True)
     env.update(extra)
     return env
 
@@ -39,19 +53,23 @@ class Bundle:
         self.env = clean_env(home, runtime)
 
     @property
-    def data_dir(self) -> Path:  # the platform default under the clean HOME
+    def data_dir(self) -> Path:  # the platform's default data dir under the clean HOME
+        if sys.platform == "darwin":
+            return self.home / "Library" / "Application Support" / "ctx"
+        if os.name == "nt":
+            return self.home / "AppData" / "Local" / "ctx"
         return self.home / ".local" / "share" / "ctx"
 
     def run(self, *args: str, exe: str = "ctx", timeout: float = 240,
             input: str | None = None, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.root / exe), *args], check=False, cwd=self.home,
+        return subprocess.run([str(self.root / exe_name(exe)), *args], check=False, cwd=self.home,
                               env=env or self.env, capture_output=True, text=True,
                               timeout=timeout, input=input)
 
     def start(self, *args: str, exe: str = "ctx", env: dict[str, str] | None = None
               ) -> subprocess.Popen[str]:
-        return subprocess.Popen([str(self.root / exe), *args], cwd=self.home,
+        return subprocess.Popen([str(self.root / exe_name(exe)), *args], cwd=self.home,
                                 env=env or self.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
