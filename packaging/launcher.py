@@ -80,9 +80,26 @@ def run_gui(argv: Sequence[str]) -> int:
     return int(gui_main(list(argv)) or 0)
 
 
+def run_cli(argv: Sequence[str]) -> int:
+    from ipc.cli.main import main as cli_main
+
+    return int(cli_main(list(argv)) or 0)
+
+
+# ``sys.executable -m MODULE`` is how the code starts its own processes (the background
+# engine, start at login, agent hooks); in the bundle sys.executable is this launcher.
+MODULES = {"ipc.cli.main": run_cli, "desktop.app": run_gui}
+
+
 def main(argv: Sequence[str] | None = None, argv0: str | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prog = sys.argv[0] if argv0 is None else argv0
+    if args[:1] == ["-m"]:
+        target = MODULES.get(args[1] if len(args) > 1 else "")
+        if target is None:
+            sys.stderr.write(f"ctx: cannot run module {args[1:2]} (known: {sorted(MODULES)})\n")
+            return 2
+        return target(args[2:])
     if is_gui(prog):
         return run_gui(args)
     if args[:1] == ["--bench-embed"]:
@@ -94,9 +111,7 @@ def main(argv: Sequence[str] | None = None, argv0: str | None = None) -> int:
         else:
             sys.stdout.write(f"ctx {version()}\n")
         return 0
-    from ipc.cli.main import main as cli_main
-
-    return int(cli_main(args) or 0)
+    return run_cli(args)
 
 
 if __name__ == "__main__":

@@ -181,3 +181,13 @@ def test_runtime_hook_turns_telemetry_off(monkeypatch: pytest.MonkeyPatch) -> No
     runpy.run_path(str(PACKAGING / "rthook_ctx.py"))
     assert os.environ["ANONYMIZED_TELEMETRY"] == "False"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_launcher_runs_modules_as_python_m_would(data_dir: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """In the bundle sys.executable is the launcher: `ctx -m ipc.cli.main serve` must work."""
+    assert launcher.main(["-m", "ipc.cli.main", "--data-dir", str(data_dir), "init",
+                          "--no-keychain"], argv0="ctx-app") == 0
+    assert "created store" in capsys.readouterr().out
+    assert launcher.main(["-m", "os"], argv0="ctx") == 2
+    assert "cannot run module" in capsys.readouterr().err
