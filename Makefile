@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall bench-embed bench-dist dist test-dist lint clean
+.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall bench-agents bench-embed bench-dist dist test-dist lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
+# run: the tray app where a display exists ($DISPLAY/$WAYLAND_DISPLAY), else headless ctx serve.
 run: $(STAMP)
 	./scripts/run-main.sh
 
@@ -33,6 +34,9 @@ bench-ipc: $(STAMP)
 
 bench-recall: $(STAMP)
 	$(VENV)/bin/python -m bench.recall_bench
+
+bench-agents: $(STAMP)
+	$(VENV)/bin/python -m bench.agents_bench
 
 bench-embed: $(STAMP)
 	$(VENV)/bin/python -m bench.embed_bench

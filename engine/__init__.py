@@ -19,13 +19,14 @@ __all__ = [
     "TokenCounter",
     "init_store",
     "load_config",
+    "probe_store",
 ]
 
 _WHERE = {
     "ContextEngine": "engine.facade", "init_store": "engine.facade", "Config": "engine.config",
     "load_config": "engine.config", "ContextPayload": "engine.types",
     "PayloadItem": "engine.types", "SearchHit": "engine.types", "LiveItem": "engine.types",
-    "CtxError": "engine.errors", "TokenCounter": "engine.tokens",
+    "CtxError": "engine.errors", "TokenCounter": "engine.tokens", "probe_store": "engine.access",
 }
 
 

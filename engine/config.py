@@ -28,14 +28,21 @@ from engine.surrogates import SurrogateConfig
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """Where vectors live: the embedded Chroma store, or a Chroma server over HTTP."""
+    """Where vectors live: the embedded Chroma store, a Chroma server over HTTP, or
+    ``memory``: no vector on disk, an exact index rebuilt from the vault at open."""
 
-    vector_backend: Literal["embedded", "http"] = "embedded"
+    vector_backend: Literal["embedded", "http", "memory"] = "embedded"
     chroma_url: str = "http://127.0.0.1:8000"
     hnsw_ef_search: int = 64
     vault_cache_mb: int = 64
+    # Up to this many vectors, Chroma queries are answered by an exact search in memory
+    # (deterministic across processes, chroma-core/chroma#2675). Origin: brute force over
+    # 20k x 384 float32 is under a millisecond here, below HNSW's cost at that size.
+    exact_search_max: int = 20_000
 
     def __post_init__(self) -> None:
+        if not 0 <= self.exact_search_max <= 1_000_000:
+            raise ConfigError("store.exact_search_max must be between 0 and 1000000")
         if not 8 <= self.hnsw_ef_search <= 2048:
             raise ConfigError("store.hnsw_ef_search must be between 8 and 2048")
         if not 1 <= self.vault_cache_mb <= 16384:
@@ -124,6 +131,9 @@ class Config:
     # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
     # engine only carries it, so that one config.toml holds every setting.
     ipc: dict[str, Any] = field(default_factory=dict)
+    # The [desktop] table (watched folders, start at login...) is validated by the
+    # desktop app (desktop.config_io); the engine only carries it, like [ipc].
+    desktop: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

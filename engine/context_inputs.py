@@ -1,4 +1,9 @@
-"""Validation of build_context inputs: query, budget, live snapshot, conversation."""
+"""Validation of build_context inputs: query, budget, live snapshot, conversation.
+
+Every error names the input it is about in ``details.field`` (``query``,
+``live[3].kind``...) and never repeats the caller's text or unknown names.
+The defaults of these limits are also the wire's (ipc.protocol, docs/wire.md).
+"""
 
 from __future__ import annotations
 
@@ -18,36 +23,39 @@ from engine.errors import (
 from engine.packing.packer import MAX_BUDGET
 from engine.types import LIVE_KINDS, ConversationTurn, LiveItem
 
+MAX_CONVERSATION_TURNS = 200
+
 
 def utf8(value: Any, what: str) -> str:
     if isinstance(value, bytes):
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            raise NotUtf8(f"{what} is not valid UTF-8") from None
+            raise NotUtf8(f"{what} is not valid UTF-8", field=what) from None
     if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a string")
+        raise InvalidInput(f"{what} must be a string", field=what)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise NotUtf8(f"{what} is not valid UTF-8") from None
+        raise NotUtf8(f"{what} is not valid UTF-8", field=what) from None
     return value
 
 
 def check_query(query: Any, cfg: SearchConfig) -> str:
     query = utf8(query, "query")
     if not query.strip():
-        raise EmptyQuery("the query is empty")
+        raise EmptyQuery("the query is empty", field="query")
     if len(query) > cfg.max_query_chars:
-        raise InvalidInput(f"the query is longer than {cfg.max_query_chars} characters")
+        raise InvalidInput(f"the query is longer than {cfg.max_query_chars} characters",
+                           field="query", limit=cfg.max_query_chars)
     return query
 
 
 def check_budget(budget: Any) -> int:
     if isinstance(budget, bool) or not isinstance(budget, int):
-        raise InvalidBudget("budget must be an integer")
+        raise InvalidBudget("budget must be an integer", field="budget")
     if not 0 <= budget <= MAX_BUDGET:
-        raise InvalidBudget(f"budget must be in 0..{MAX_BUDGET}", budget=budget)
+        raise InvalidBudget(f"budget must be in 0..{MAX_BUDGET}", budget=budget, field="budget")
     return budget
 
 
@@ -60,11 +68,12 @@ def _when(value: Any, what: str) -> float | None:
         try:
             dt = datetime.fromisoformat(value)
         except ValueError:
-            raise InvalidInput(f"{what} must be epoch seconds or an ISO date") from None
+            raise InvalidInput(f"{what} must be epoch seconds or an ISO date",
+                               field=what) from None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
         return dt.timestamp()
-    raise InvalidInput(f"{what} must be epoch seconds or an ISO date")
+    raise InvalidInput(f"{what} must be epoch seconds or an ISO date", field=what)
 
 
 def check_live(items: Sequence[Mapping[str, Any]] | None, cfg: SearchConfig) -> list[LiveItem]:
@@ -72,27 +81,31 @@ def check_live(items: Sequence[Mapping[str, Any]] | None, cfg: SearchConfig) -> 
     if items is None:
         return []
     if not isinstance(items, (list, tuple)):
-        raise InvalidInput("live must be a list of items")
+        raise InvalidInput("live must be a list of items", field="live")
     if len(items) > cfg.max_live_items:
         raise LiveSnapshotTooLarge(f"live snapshot has more than {cfg.max_live_items} items",
-                                   items=len(items))
+                                   items=len(items), field="live", limit=cfg.max_live_items)
     out: list[LiveItem] = []
     total = 0
     for i, raw in enumerate(items):
         if isinstance(raw, LiveItem):
             raw = raw.__dict__
         if not isinstance(raw, Mapping):
-            raise InvalidInput(f"live[{i}] must be an object")
+            raise InvalidInput(f"live[{i}] must be an object", field=f"live[{i}]")
         unknown = set(raw) - {"kind", "source", "title", "text", "captured_at"}
-        if unknown:
-            raise InvalidInput(f"live[{i}] has unknown fields", fields=sorted(unknown))
+        if unknown:  # counted, never named: the names are the caller's text
+            raise InvalidInput(f"live[{i}] has {len(unknown)} unknown field(s); allowed: "
+                               "kind, source, title, text, captured_at", field=f"live[{i}]",
+                               unknown=len(unknown))
         kind = raw.get("kind", "other")
         if kind not in LIVE_KINDS:
-            raise InvalidItemKind(f"live[{i}].kind is not one of {', '.join(LIVE_KINDS)}")
+            raise InvalidItemKind(f"live[{i}].kind is not one of {', '.join(LIVE_KINDS)}",
+                                  field=f"live[{i}].kind")
         text = utf8(raw.get("text", ""), f"live[{i}].text")
         total += len(text.encode("utf-8"))
         if total > cfg.max_live_bytes:
-            raise LiveSnapshotTooLarge(f"live snapshot is over {cfg.max_live_bytes} bytes")
+            raise LiveSnapshotTooLarge(f"live snapshot is over {cfg.max_live_bytes} bytes",
+                                       field="live", limit=cfg.max_live_bytes)
         out.append(LiveItem(kind=kind, source=utf8(raw.get("source", ""), f"live[{i}].source"),
                             title=utf8(raw.get("title", ""), f"live[{i}].title"), text=text,
                             captured_at=_when(raw.get("captured_at"), f"live[{i}].captured_at")))
@@ -103,13 +116,15 @@ def check_conversation(turns: Sequence[Mapping[str, Any]] | None) -> list[Conver
     if turns is None:
         return []
     if not isinstance(turns, (list, tuple)):
-        raise InvalidInput("conversation must be a list of turns")
-    if len(turns) > 200:
-        raise InvalidInput("conversation has more than 200 turns")
+        raise InvalidInput("conversation must be a list of turns", field="conversation")
+    if len(turns) > MAX_CONVERSATION_TURNS:
+        raise InvalidInput(f"conversation has more than {MAX_CONVERSATION_TURNS} turns",
+                           field="conversation", limit=MAX_CONVERSATION_TURNS)
     out = []
     for i, raw in enumerate(turns):
         if not isinstance(raw, Mapping):
-            raise InvalidInput(f"conversation[{i}] must be an object")
+            raise InvalidInput(f"conversation[{i}] must be an object",
+                               field=f"conversation[{i}]")
         role = utf8(raw.get("role", raw.get("speaker", "user")), f"conversation[{i}].role")
         text = utf8(raw.get("text", raw.get("content", "")), f"conversation[{i}].text")
         out.append(ConversationTurn(role=role, text=text,

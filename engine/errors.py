@@ -76,6 +76,47 @@ class StoreNotInitialized(CtxError):
     code, name, exit_code = 1023, "store_not_initialized", 4
 
 
+class StoreDamaged(CtxError):
+    """The data dir holds a store that cannot be opened as it is. The message names
+    the part that is wrong and what to do; nothing on disk was changed."""
+
+    code, name, exit_code = 1024, "store_damaged", 4
+
+
+class NotAStore(StoreDamaged):
+    """The data dir exists but is not a ctx store (no key record, foreign files)."""
+
+    code, name = 1025, "not_a_store"
+
+
+class KeyRecordDamaged(StoreDamaged):
+    code, name = 1026, "key_record_damaged"
+
+
+class VaultMissing(StoreDamaged):
+    code, name = 1027, "vault_missing"
+
+
+class VaultDamaged(StoreDamaged):
+    code, name = 1028, "vault_damaged"
+
+
+class StoreTooNew(StoreDamaged):
+    code, name = 1029, "store_too_new"
+
+
+class VectorsDamaged(StoreDamaged):
+    """``vectors/`` cannot be read or belongs to another store; ``ctx repair`` rebuilds it."""
+
+    code, name = 1032, "vectors_damaged"
+
+
+class NoSpace(CtxError):
+    """The disk holding the data dir is full: nothing was written; reads still work."""
+
+    code, name, exit_code = 1033, "no_space", 1
+
+
 class IntegrityError(CtxError):
     """A shipped file (tokenizer, model weights) does not match its published hash."""
 
@@ -111,6 +152,8 @@ REJECT_EMPTY = "empty"
 REJECT_TOO_LARGE = "too_large"
 REJECT_MALFORMED = "malformed"
 REJECT_UNSUPPORTED = "unsupported"
+REJECT_SPECIAL = "special_file"  # a FIFO, socket or device: never opened
+REJECT_UNPACKED_TOO_LARGE = "unpacked_too_large"  # a zip bomb, or a container too big
 
 
 class EngineClosed(CtxError):

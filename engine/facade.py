@@ -22,7 +22,7 @@ from engine import paths as P
 from engine.config import Config, load_config
 from engine.context_inputs import check_query, utf8
 from engine.crypto import keys
-from engine.crypto.rotation import NameHasher, Rotation
+from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
 from engine.embedding.lazy import LazyEmbedder
 from engine.errors import (
@@ -30,20 +30,26 @@ from engine.errors import (
     InvalidInput,
     ModelMismatch,
     NotFound,
-    StoreNotInitialized,
 )
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
 from engine.ingest.pipeline import Writer
 from engine.metrics import Metrics
+from engine.opening import (
+    lock_store,
+    new_vault,
+    open_vectors,
+    prepare_root,
+    repair_layout,
+)
 from engine.retrieval.search import search as run_search
 from engine.runtime import Runtime
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
-from engine.store.vectors import VectorStore
 from engine.tokens import TokenCounter
 from engine.types import ContextPayload, SearchHit
+from engine.vector_rebuild import check_vectors, chunk_key, repair_work
 
 log = logging.getLogger("ctx.engine")
 
@@ -54,65 +60,84 @@ def store_exists(root: Path) -> bool:
 
 def init_store(data_dir: str | Path | None = None, *, passphrase: str | None = None,
                use_keychain: bool | None = None, config: Config | None = None) -> Path:
-    """Create a new, empty store (its data key and vault). Refuses an existing one."""
-    root = P.ensure_private_dir(P.data_dir(data_dir))
+    """Create a new, empty store (its data key and vault). Refuses an existing one, or
+    any part of one; a folder holding other files is used only because it was asked."""
+    root, _ = prepare_root(data_dir, create=True, explicit_init=True)
     cfg = config or load_config(root)
     with DataDirLock(P.lock_path(root)):
         key = keys.create_key(root, cfg.keys, passphrase=passphrase, use_keychain=use_keychain)
-        Vault(P.vault_path(root), keys.derive(key, "vault"), cache_mb=cfg.store.vault_cache_mb
-              ).close()
+        new_vault(root, key, cfg).close()
     return root
+
+
+def repair_store(data_dir: str | Path | None = None, *, passphrase: str | None = None,
+                 embedder: Embedder | None = None) -> dict[str, Any]:
+    """`ctx repair`: set aside a vectors/ that cannot be opened, then rebuild every
+    vector from the vault and drop embedding-cache rows no chunk uses."""
+    moved = repair_layout(data_dir, passphrase=passphrase)
+    eng = ContextEngine.open(data_dir, passphrase=passphrase, embedder=embedder, create=False,
+                             auto_repair=False)
+    try:
+        return {**eng.repair(), "set_aside": moved}
+    finally:
+        eng.close()
 
 
 class ContextEngine:
     def __init__(self, root: Path, cfg: Config, key: bytes, lock: DataDirLock,
-                 embedder: Embedder | None) -> None:
+                 embedder: Embedder | None, auto_repair: bool = True) -> None:
         self.data_dir = root
         self.config = cfg
         self._lock = lock
         self._closed = False
-        vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
-                      cache_mb=cfg.store.vault_cache_mb)
+        vault = new_vault(root, key, cfg)
         try:
             emb = embedder if embedder is not None else LazyEmbedder(cfg.embedding)
             self._check_model(vault, emb)
-            rotation = Rotation(key, emb.dim)
-            collection = "ctx-" + keys.key_id(key)
-            vectors = VectorStore(cfg.store, P.vectors_path(root), rotation, collection)
+            vectors = open_vectors(root, cfg, key, emb.dim, vault)
         except BaseException:
             vault.close()
             raise
         self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
                           NameHasher(key), Metrics())
         self._writer = Writer(cfg, vault, vectors, emb, self.rt.hasher, self.rt.counter)
-        recovered = src.recover(vault)
-        if recovered:
-            log.warning("recovered %d sources left incomplete by a crash", len(recovered))
-        self._writer.flush_tombstones()
+        if not vault.read_only:
+            recovered = src.recover(vault)
+            if recovered:
+                log.warning("recovered %d sources left incomplete by a crash", len(recovered))
         self._jobs = JobRunner(on_finish=self._job_finished)
+        try:
+            self._check_vectors(auto_repair)
+        except BaseException:
+            self._jobs.stop()
+            vectors.close()
+            vault.close()
+            raise
 
     # -- lifecycle ---------------------------------------------------------------
     @classmethod
     def open(cls, data_dir: str | Path | None = None, *, config: Config | None = None,
              passphrase: str | None = None, embedder: Embedder | None = None,
-             create: bool = True) -> ContextEngine:
+             create: bool = True, auto_repair: bool = True) -> ContextEngine:
         """Open (or, with ``create``, first create) the store in ``data_dir``.
 
-        Raises StoreLocked when another engine has it open, WrongKey or
-        KeyUnavailable when the key cannot be unlocked; nothing on disk changes then.
+        ``create`` makes a store only in a missing or empty folder, never in a
+        folder that holds other files (that takes ``init_store``). Raises
+        StoreLocked when another engine has it open, WrongKey or KeyUnavailable
+        when the key cannot be unlocked, StoreNotInitialized, NotAStore or a
+        StoreDamaged error naming the damaged part; nothing on disk changes then.
+        With ``auto_repair``, vectors missing while the vault holds chunks are
+        rebuilt from the vault in the background (alert while it runs).
         """
-        root = P.ensure_private_dir(P.data_dir(data_dir))
+        root, fresh = prepare_root(data_dir, create=create)
         cfg = config or load_config(root)
-        lock = DataDirLock(P.lock_path(root))
-        lock.acquire()
+        lock = lock_store(root)
         try:
-            if not store_exists(root):
-                if not create:
-                    raise StoreNotInitialized(f"no store at {root}: run `ctx init`")
+            if fresh and not store_exists(root):
                 key = keys.create_key(root, cfg.keys, passphrase=passphrase)
             else:
                 key = keys.unlock_key(root, passphrase=passphrase)
-            return cls(root, cfg, key, lock, embedder)
+            return cls(root, cfg, key, lock, embedder, auto_repair)
         except BaseException:
             lock.release()
             raise
@@ -134,8 +159,12 @@ class ContextEngine:
             return
         self._closed = True
         self._jobs.stop()
-        self.rt.vault.close()
-        self._lock.release()
+        try:
+            self.rt.vectors.close()
+        finally:
+            self.rt.vault.close()
+            P.harden(self.data_dir)
+            self._lock.release()
 
     def __enter__(self) -> Self:
         return self
@@ -158,6 +187,30 @@ class ContextEngine:
             raise ModelMismatch(
                 f"this store's vectors were made by {name} ({dim} dims); the configured model "
                 f"is {emb.name} ({emb.dim} dims). Use the same model or a new data dir.")
+
+    def _check_vectors(self, auto_repair: bool) -> None:
+        """Flush pending vector deletions; rebuild vectors the vault has and the vector
+        store lacks (in the background, alerting), or alert when the counts differ."""
+        if not self.rt.vault.read_only:
+            self._writer.flush_tombstones()
+        reason = check_vectors(self.rt, auto_repair)
+        if reason:
+            self.repair(wait=False, reason=reason)
+
+    def repair(self, *, wait: bool = True, reason: str = "repair") -> dict[str, Any]:
+        """Rebuild every vector from the vault (the single writer runs it, alerting
+        while it does); a full repair also drops embedding-cache rows no chunk uses and
+        rebuilds the keyword index."""
+        result: dict[str, Any] = {"reason": reason}
+        job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
+        result["job"] = job.id
+        if wait:
+            snap = self._jobs.wait(job.id)
+            if snap["state"] == "failed":
+                from engine.errors import error_from_dict
+
+                raise error_from_dict(snap["error"] or {})
+        return result
 
     def _job_finished(self, job: Any) -> None:
         self.rt.vault.add_audit("ingest_job", os.getpid(), [job.id],
@@ -209,6 +262,19 @@ class ContextEngine:
         """Follow every job's progress; returns a function that unsubscribes."""
         return self._jobs.subscribe(listener)
 
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel a job: a queued one is dropped, a running one stops at its next safe
+        point (between files, between embedding steps). Sources it fully stored stay;
+        the one it was writing is not stored. Returns the job's snapshot (a running
+        job still shows "running" until it stops: follow it with ``wait``)."""
+        self._live()
+        return self._jobs.cancel(job_id)
+
+    def cancel_all(self) -> list[dict[str, Any]]:
+        """Cancel every queued and running job (for an app that quits); their snapshots."""
+        self._live()
+        return self._jobs.cancel_all()
+
     def pause_ingestion(self) -> None:
         self._jobs.pause()
 
@@ -254,8 +320,9 @@ class ContextEngine:
             holder: dict[str, Any] = {}
 
             def work(job: Any, progress: Callable[[], None]) -> None:
-                holder.update(recall(rt, self._writer, None, index=index, do_sync=sync))
-            self._jobs.wait(self._jobs.submit("sync", work).id)
+                holder.update(recall(rt, self._writer, None, index=index, do_sync=sync,
+                                     progress=_job_progress(job, progress)))
+            self._wait_ok(self._jobs.submit("sync", work).id)
             if query is None and not auto:
                 return holder
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
@@ -271,49 +338,46 @@ class ContextEngine:
         rt = self._live()
         holder: dict[str, Any] = {}
         job = self._jobs.submit("sync", lambda job, progress: holder.update(
-            sync(rt, self._writer, paths)))
-        snap = self._jobs.wait(job.id)
+            sync(rt, self._writer, paths, _job_progress(job, progress))))
+        self._wait_ok(job.id)
+        return holder
+
+    def _wait_ok(self, job_id: str) -> None:
+        snap = self._jobs.wait(job_id)
         if snap["state"] == "failed":
             from engine.errors import error_from_dict
 
             raise error_from_dict(snap["error"] or {})
-        return holder
 
     def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
         return [s.to_dict() for s in src.list_ready(self._live().vault, project=project)]
 
     def delete(self, source: str | int) -> dict[str, Any]:
-        """Delete a source by id, uri or path (a folder deletes every source under it)."""
+        """Delete sources by id, uri or path: a folder deletes every source under it, a
+        transcript file every segment of it, ``project:NAME`` every source of a project.
+
+        Deleted means gone: rows, chunks and FTS entries (removed from the index
+        segments), embedding-cache rows no other chunk uses, vectors, and the text
+        a transcript's sync state held.
+        """
         rt = self._live()
-        ids = self._resolve_sources(source)
+        ids = src.resolve(rt.vault, source)
         if not ids:
             raise NotFound("no such source")
+        key = chunk_key(rt.embedder.name)
+
         def work(job: Any, progress: Callable[[], None]) -> None:
-            src.delete_sources(rt.vault, ids)
+            paths = src.transcript_paths(rt.vault, ids)
+            src.delete_sources(rt.vault, ids, cache_key=key)
+            src.forget_sync_text(rt.vault, paths)
             self._writer.flush_tombstones()
-        self._jobs.wait(self._jobs.submit("delete", work).id)
+        snap = self._jobs.wait(self._jobs.submit("delete", work).id)
+        if snap["state"] == "failed":
+            from engine.errors import error_from_dict
+
+            raise error_from_dict(snap["error"] or {})
         rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
         return {"deleted": len(ids), "sources": ids}
-
-    def _resolve_sources(self, source: str | int) -> list[int]:
-        vault = self.rt.vault
-        text = str(source).strip()
-        if text.isdigit():
-            return [r[0] for r in vault.query(
-                "SELECT id FROM sources WHERE id = ? AND state = 'ready'", (int(text),))]
-        candidates = [text]
-        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
-            candidates.append(str(Path(text).expanduser().resolve()))
-        for uri in candidates:
-            rows = vault.query("SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (uri,))
-            if rows:
-                return [r[0] for r in rows]
-        folder = candidates[-1].rstrip("/") + "/"
-        if Path(candidates[-1]).is_dir():
-            return [r[0] for r in vault.query(
-                "SELECT id FROM sources WHERE substr(uri, 1, ?) = ? AND state = 'ready'",
-                (len(folder), folder))]
-        return []
 
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -342,6 +406,15 @@ class ContextEngine:
 
     def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return self._live().vault.audit(since, limit)
+
+
+def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
+    """A transcript sync's counts, copied onto its job (what `ctx recall --sync` shows)."""
+    def update(counts: dict[str, Any]) -> None:
+        for name in ("files_total", "files_done", "bytes_total", "bytes", "chunks", "current"):
+            setattr(job, name, counts[name])
+        progress()
+    return update
 
 
 def _dir_size(root: Path) -> int:

@@ -16,6 +16,8 @@ QUERY_MS = "context_engine.rag_query.duration_ms"
 TOKEN_ACCURACY = "context_engine.packing.token_accuracy_percent"
 ALERT_VECTOR_DOWN = "context_engine.vector_db.unavailable"
 ALERT_INGEST_FAILED = "context_engine.ingestion.failed"
+ALERT_VECTOR_REBUILD = "context_engine.vector_db.rebuilding"  # vectors rebuilt from the vault
+ALERT_VECTOR_INCOMPLETE = "context_engine.vector_db.incomplete"  # counts differ: `ctx repair`
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import platformdirs
@@ -47,3 +48,48 @@ def config_path(root: Path) -> Path:
 
 def lock_path(root: Path) -> Path:
     return root / "engine.lock"
+
+
+def harden(path: Path) -> None:
+    """Make ``path`` (a file, or a folder and everything in it) owner-only, whatever
+    the umask was when its files were made. Links are left alone."""
+    if os.name != "posix":
+        return
+    try:
+        top = path.lstat()
+    except OSError:
+        return
+    if stat.S_ISREG(top.st_mode):
+        _owner_only(path, top.st_mode, 0o600)
+        return
+    if not stat.S_ISDIR(top.st_mode):
+        return
+    _owner_only(path, top.st_mode, 0o700)
+    for dirpath, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            p = Path(dirpath) / name
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                _owner_only(p, st.st_mode, 0o700)
+            elif stat.S_ISREG(st.st_mode):
+                _owner_only(p, st.st_mode, 0o600)
+
+
+def _owner_only(path: Path, mode: int, want: int) -> None:
+    if mode & 0o077:
+        try:
+            os.chmod(path, want)
+        except OSError:
+            pass
+
+
+def disk_full(path: Path, reserve: int = 1 << 20) -> bool:
+    """Whether the file system holding ``path`` has less than ``reserve`` bytes free."""
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):
+        return False
+    return st.f_bavail * st.f_frsize < reserve

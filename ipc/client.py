@@ -18,8 +18,8 @@ from typing import Any, Self
 import zmq
 
 from engine.errors import CtxError, error_from_dict
-from ipc.connection import ConnectionInfo
-from ipc.errors import BadSignature, IpcTimeout, MessageTooLarge, ProtocolError
+from ipc.connection import ConnectionInfo, find_live
+from ipc.errors import BadSignature, IpcTimeout, KeyMismatch, MessageTooLarge, ProtocolError
 from ipc.protocol import IpcConfig, method_spec, validate_params, version_compatible
 from ipc.session import Message, Rejected, Session
 
@@ -37,11 +37,14 @@ class Client:
     the lost request). Thread-safe: calls from several threads are serialized
     on the one socket; use one client per thread for parallel calls.
 
-    ``rediscover`` (for example ``lambda: find_live(data_dir)``) is asked for
-    fresh connection info before each retry, so a client outlives a server
+    ``rediscover`` (default: ``find_live`` of ``info["data_dir"]``) is asked
+    for fresh connection info before each retry, so a client outlives a server
     restart: a restarted server has a new key (and on TCP a new port). A reply
-    that fails verification is then retried too, since it may come from the
-    new server answering a request signed with the old key.
+    that cannot be verified comes from a server holding another key (the
+    restarted one refusing a request signed with the old key); the client
+    then reads the connection info again and, if the key changed, sends the
+    request once more (safe for every method: a server that cannot verify a
+    request does not act on it). Otherwise it raises KeyMismatch (2009).
     """
 
     def __init__(self, info: ConnectionInfo, *, timeout: float = _DEFAULTS.timeout_s,
@@ -54,7 +57,7 @@ class Client:
         self.retries = retries
         self.max_message_bytes = max_message_bytes
         self.resets = 0  # REQ sockets thrown away after a timeout or a bad reply
-        self._rediscover_fn = rediscover
+        self._rediscover_fn = rediscover or (lambda: find_live(info["data_dir"]))
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
         self._lock = threading.Lock()
@@ -71,16 +74,17 @@ class Client:
         self._session = Session(info["key"].encode("utf-8"),
                                 max_message_bytes=self.max_message_bytes)
 
-    def _rediscover(self) -> None:
-        if self._rediscover_fn is None:
-            return
+    def _rediscover(self) -> bool:
+        """Adopt fresh connection info if it names another endpoint or key; True if so."""
         try:
             info = self._rediscover_fn()
         except (CtxError, OSError):
-            return
+            return False
         if info is not None and (info["endpoint"], info["key"]) != (
                 self.info["endpoint"], self.info["key"]):
             self._adopt(info)
+            return True
+        return False
 
     def call(self, method: str, params: dict[str, Any] | None = None, *,
              timeout: float | None = None, retries: int | None = None) -> Any:
@@ -98,9 +102,9 @@ class Client:
         with self._lock:
             if self._closed:
                 raise ProtocolError("client is closed")
-            for attempt in range(retries + 1):
-                if attempt:
-                    self._rediscover()
+            key_retried = False
+            attempt = 0
+            while attempt <= retries:
                 header, frames = self._session.pack(method, params)
                 size = sum(len(f) for f in frames)
                 if size > self.max_message_bytes:
@@ -109,13 +113,19 @@ class Client:
                         f"{self.max_message_bytes}", size=size, limit=self.max_message_bytes)
                 try:
                     reply = self._exchange(frames, header["msg_id"], time.monotonic() + timeout)
-                except BadSignature:
-                    if self._rediscover_fn is None or attempt == retries:
+                except KeyMismatch:
+                    # the server could not verify the request: resending after adopting
+                    # the new key is safe for any method, once
+                    if key_retried or not self._rediscover():
                         raise
+                    key_retried = True
                     continue
                 if reply is not None:
                     return self._result(reply)
                 self._reset()
+                attempt += 1
+                if attempt <= retries:
+                    self._rediscover()
         raise IpcTimeout(
             f"no reply to {method} from {self.endpoint} within {timeout:g} s "
             f"({retries + 1} attempt{'s' if retries else ''})",
@@ -157,6 +167,12 @@ class Client:
                 msg = self._session.unpack(raw, reply=True)
             except Rejected as rej:
                 self._reset()
+                if type(rej.error) is BadSignature:
+                    raise KeyMismatch(
+                        f"the reply from {self.endpoint} cannot be verified with this "
+                        "connection's key: the server restarted with a new key; read its "
+                        "connection file again (ctx does so by itself when it can)",
+                        endpoint=self.endpoint) from None
                 raise rej.error from None
             if msg.header["parent"] != msg_id:
                 self._reset()

@@ -4,7 +4,10 @@ A server writes ``ctx-<tag>.json`` (``tag`` = a hash of the resolved data dir)
 into the user runtime dir, readable by the owner alone, written atomically, and
 removes it on a clean exit. When the runtime dir is not usable (missing, not
 ours, open to others) the data dir is used instead. A file left behind by a
-killed server is recognised by its dead pid and removed by :func:`find_live`.
+killed server is recognised and removed by :func:`find_live`: its pid is gone,
+or now belongs to another process (the file records the server's process
+start time), or, where start times cannot be read, the server does not
+answer a ping within a second.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import hashlib
 import json
 import os
 import secrets
+import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import platformdirs
 
@@ -27,13 +31,15 @@ from ipc.protocol import PROTOCOL_VERSION
 
 __all__ = [
     "ConnectionInfo", "connection_file_path", "default_endpoint", "find_live", "make_info",
-    "pid_alive", "read_connection_file", "remove_connection_file", "runtime_dir",
-    "write_connection_file",
+    "pid_alive", "process_started", "read_connection_file", "remove_connection_file",
+    "runtime_dir", "write_connection_file",
 ]
 
 ENV_RUNTIME_DIR = "CTX_RUNTIME_DIR"
 _MAX_FILE_BYTES = 64 * 1024
 _MAX_IPC_PATH = 100  # bytes; AF_UNIX sun_path is 104 (macOS) or 108 (Linux) with the NUL
+PROBE_TIMEOUT_S = 1.0  # ping answered by the server's socket thread; only where start
+# times cannot be read (an old file, or a platform without /proc or ps)
 
 
 class ConnectionInfo(TypedDict):
@@ -45,6 +51,7 @@ class ConnectionInfo(TypedDict):
     protocol_version: str  # "1.0"
     transport: str  # "ipc" | "tcp"
     data_dir: str  # the resolved data dir the server owns
+    started: NotRequired[str]  # the server process's start time (opaque): tells pid reuse
 
 
 def data_dir_tag(data_dir: str | os.PathLike[str] | None) -> str:
@@ -117,9 +124,13 @@ def transport_of(endpoint: str) -> str:
 
 def make_info(endpoint: str, key: str, data_dir: str | os.PathLike[str] | None) -> ConnectionInfo:
     """A ConnectionInfo for this process."""
-    return ConnectionInfo(endpoint=endpoint, key=key, pid=os.getpid(),
+    info = ConnectionInfo(endpoint=endpoint, key=key, pid=os.getpid(),
                           protocol_version=PROTOCOL_VERSION, transport=transport_of(endpoint),
                           data_dir=str(resolve_data_dir(data_dir)))
+    started = process_started(os.getpid())
+    if started is not None:
+        info["started"] = started
+    return info
 
 
 def write_connection_file(info: ConnectionInfo, path: Path | None = None) -> Path:
@@ -168,7 +179,13 @@ def read_connection_file(path: Path) -> ConnectionInfo:
             raise ProtocolError(f"connection file field {name} missing or wrong: {path}")
     if data["transport"] not in ("ipc", "tcp"):
         raise ProtocolError(f"connection file transport unknown: {path}")
-    return ConnectionInfo(**{k: data[k] for k in types})  # type: ignore[typeddict-item]
+    info = ConnectionInfo(**{k: data[k] for k in types})  # type: ignore[typeddict-item]
+    started = data.get("started")
+    if started is not None:
+        if not isinstance(started, str) or not 0 < len(started) <= 256:
+            raise ProtocolError(f"connection file field started wrong: {path}")
+        info["started"] = started
+    return info
 
 
 def remove_connection_file(path: Path, *, pid: int | None = None) -> bool:
@@ -223,18 +240,64 @@ def _pid_alive_windows(pid: int) -> bool:  # pragma: no cover - Windows only
         kernel32.CloseHandle(handle)
 
 
+def process_started(pid: int) -> str | None:
+    """An opaque token for when process ``pid`` started, or None where it cannot be read.
+
+    Two processes that reuse one pid have different tokens. Linux reads
+    /proc (start time in clock ticks since boot, plus the boot id); other
+    POSIX systems ask ``ps``.
+    """
+    if pid <= 0:
+        return None
+    if sys.platform.startswith("linux"):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+            ticks = stat.rsplit(")", 1)[1].split()[19]
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        except (OSError, IndexError):
+            return None
+        return f"linux:{boot}:{ticks}"
+    if os.name == "posix":  # pragma: no cover - macOS and the BSDs
+        try:
+            done = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True,
+                                  text=True, timeout=2, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        out = done.stdout.strip()
+        return f"ps:{out}" if done.returncode == 0 and out else None
+    return None
+
+
 def _socket_missing(info: ConnectionInfo) -> bool:
     if info["transport"] != "ipc":
         return False
     return not Path(info["endpoint"][len("ipc://"):]).exists()
 
 
-def find_live(data_dir: str | os.PathLike[str] | None = None) -> ConnectionInfo | None:
+def _answers_ping(info: ConnectionInfo, timeout: float) -> bool:
+    """Whether the server in ``info`` answers a ping, signed with its key, within ``timeout``."""
+    from engine.errors import CtxError
+    from ipc.client import Client
+
+    try:
+        with Client(info, timeout=timeout, retries=0, rediscover=lambda: None) as client:
+            client.call("ping")
+    except (CtxError, OSError):
+        return False
+    return True
+
+
+def find_live(data_dir: str | os.PathLike[str] | None = None, *,
+              probe_timeout: float = PROBE_TIMEOUT_S) -> ConnectionInfo | None:
     """The connection info of the live server for ``data_dir``, or None.
 
-    A file whose pid is gone (or whose ipc socket vanished) is stale: it is
-    removed. A malformed file is removed too. Nothing is contacted over the
-    network; a live pid is trusted (the client's timeout covers the rest).
+    A file is stale, and removed, when its pid is gone, when that pid now
+    belongs to another process (its start time differs from the recorded
+    one), when its ipc socket vanished, or when it is malformed. Where the
+    start time cannot be compared (a file without one, a platform without
+    /proc or ps), a ping must come back within ``probe_timeout`` seconds;
+    a file that fails it is skipped but left in place (the server may only
+    be slow).
     """
     root = resolve_data_dir(data_dir)
     for path in candidate_paths(root):
@@ -252,5 +315,13 @@ def find_live(data_dir: str | os.PathLike[str] | None = None) -> ConnectionInfo 
         if not pid_alive(info["pid"]) or _socket_missing(info):
             remove_connection_file(path, pid=info["pid"])
             continue
-        return info
+        recorded = info.get("started")
+        current = process_started(info["pid"]) if recorded is not None else None
+        if recorded is not None and current is not None:
+            if current != recorded:  # the pid was reused by another process
+                remove_connection_file(path, pid=info["pid"])
+                continue
+            return info
+        if _answers_ping(info, probe_timeout):
+            return info
     return None

@@ -16,6 +16,7 @@ __all__ = [
     "InternalError",
     "IpcError",
     "IpcTimeout",
+    "KeyMismatch",
     "MessageTooLarge",
     "ProtocolError",
     "Replayed",
@@ -76,3 +77,16 @@ class InternalError(IpcError):
     """The engine raised something that is not a CtxError (a bug): only its type travels."""
 
     code, name = 2008, "internal_error"
+
+
+class KeyMismatch(BadSignature):
+    """Client side: a reply cannot be verified with the connection's key.
+
+    The server at that endpoint holds another key: it restarted (each start
+    makes a new key) and a client kept the old connection file. The server
+    cannot have acted on the request (it could not verify it either). Read
+    the connection file again (``find_live``) and retry; ``Client`` does so
+    itself before raising this.
+    """
+
+    code, name, exit_code = 2009, "key_mismatch", 5

@@ -9,15 +9,21 @@ imports ZeroMQ, so any part of ctx may import it.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import ConfigError, CtxError, InvalidBudget, InvalidInput
-from engine.types import SOURCE_KINDS
+from engine.errors import (
+    ConfigError,
+    InvalidBudget,
+    InvalidItemKind,
+    LiveSnapshotTooLarge,
+)
+from engine.types import LIVE_KINDS, SOURCE_KINDS
+from ipc.endpoints import check_loopback
 from ipc.errors import ProtocolError, UnknownMethod
+from ipc.schema import Field, check, check_text
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -46,7 +52,6 @@ FINAL_JOB_STATES = ("done", "failed", "cancelled")
 HEADER_FIELDS = ("msg_id", "method", "version", "date", "pid")
 REPLY_HEADER_FIELDS = (*HEADER_FIELDS, "parent")
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MSG_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -55,7 +60,8 @@ class IpcConfig:
     """Wire settings for server and client, defaults in one place.
 
     ``endpoint`` None means the platform default (``ipc://`` socket in the
-    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows).
+    runtime dir on POSIX, ``tcp://127.0.0.1:<free port>`` on Windows); any
+    other must be loopback or ``ipc://`` (:func:`ipc.endpoints.check_loopback`).
     """
 
     endpoint: str | None = None
@@ -63,7 +69,10 @@ class IpcConfig:
     control_workers: int = 2  # separate pool for status/job/metrics: never behind an ingest
     max_pending: int = 1024  # queued requests beyond this get server_unavailable
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_clock_skew_s: float = 120.0  # a message dated further off is refused as replayed
+    max_clock_skew_s: float = 120.0  # a message dated further back is refused as replayed
+    # a message dated further ahead is refused too: server and clients share this machine's
+    # clock, so only a clock step (or a forger) dates a message seconds into the future
+    max_future_skew_s: float = 10.0
     replay_history: int = 10_000  # message ids remembered to refuse replays
     drain_timeout_s: float = 5.0  # on shutdown, how long in-flight requests may finish
     timeout_s: float = 10.0  # client: per attempt
@@ -76,6 +85,7 @@ class IpcConfig:
             ("max_pending", self.max_pending, 1, 1_000_000),
             ("max_message_bytes", self.max_message_bytes, 4096, 1 << 30),
             ("max_clock_skew_s", self.max_clock_skew_s, 1.0, 86_400.0),
+            ("max_future_skew_s", self.max_future_skew_s, 0.0, 3600.0),
             ("replay_history", self.replay_history, 16, 10_000_000),
             ("drain_timeout_s", self.drain_timeout_s, 0.0, 3600.0),
             ("timeout_s", self.timeout_s, 0.01, 86_400.0),
@@ -84,33 +94,8 @@ class IpcConfig:
         for name, value, lo, hi in checks:
             if isinstance(value, bool) or not lo <= value <= hi:
                 raise ConfigError(f"ipc.{name}: must be between {lo} and {hi}", key=f"ipc.{name}")
-        if self.endpoint is not None and not re.match(r"^(ipc|tcp)://.+", self.endpoint):
-            raise ConfigError("ipc.endpoint: must start with ipc:// or tcp://", key="ipc.endpoint")
-
-
-@dataclass(frozen=True)
-class Field:
-    """One value's schema. ``kind``: str, int, number, bool, list, object or any.
-
-    ``lo``/``hi`` bound numbers; ``min_len``/``max_len`` bound string lengths
-    (characters) and list lengths (items). For objects, ``fields`` lists known
-    keys and ``extra`` says whether others are allowed. ``error`` is the class
-    raised when the value is wrong, so a bad budget is ``invalid_budget`` on the
-    wire exactly as it would be in process.
-    """
-
-    kind: str
-    required: bool = False
-    nullable: bool = False
-    lo: float | None = None
-    hi: float | None = None
-    min_len: int = 0
-    max_len: int | None = None
-    choices: tuple[str, ...] | None = None
-    items: Field | None = None
-    fields: Mapping[str, Field] | None = None
-    extra: bool = True
-    error: type[CtxError] = InvalidInput
+        if self.endpoint is not None:
+            check_loopback(self.endpoint)
 
 
 @dataclass(frozen=True)
@@ -123,21 +108,51 @@ class MethodSpec:
     idempotent: bool = True
     control: bool = False  # served by the control pool (cheap reads)
     audited: bool = True  # the server records an audit event (ids and counts only)
+    # a check across parameters, after each one fits its Field (e.g. live text bytes)
+    extra_check: Callable[[Mapping[str, Any]], None] | None = field(default=None,
+                                                                     compare=False)
 
 
 def _obj(fields: Mapping[str, Field] | None = None, **kw: Any) -> Field:
     return Field("object", fields=fields or {}, **kw)
 
 
+# Limits a caller can rely on. The engine enforces the same numbers (its defaults:
+# engine.config.SearchConfig, engine.packing.packer.MAX_BUDGET, engine.context_inputs);
+# tests/ipc/test_ipc_wire_limits.py checks that docs/wire.md, these and the engine agree.
+MAX_QUERY_CHARS = 4_000  # build_context, search: the query analyzer reads no more
+MAX_LONG_QUERY_CHARS = 100_000  # recall's query and task (the engine does not cap them)
+MAX_BUDGET = 200_000  # tokens; 0 is allowed (an empty context)
+MAX_LIVE_ITEMS = 64
+MAX_LIVE_BYTES = 2_000_000  # UTF-8 bytes of all live items' text together
+MAX_CONVERSATION_TURNS = 200
 _TEXT_MAX = 8 * 1024 * 1024  # characters; the message size limit bites first anyway
 _PATH = Field("str", min_len=1, max_len=4096)
 _TIME = Field("number", nullable=True, lo=0.0, hi=1e11)
 _SHORT = Field("str", nullable=True, max_len=256)
 _K = Field("int", lo=1, hi=1000)
-_BUDGET = Field("int", lo=1, hi=1_000_000, error=InvalidBudget)
+_BUDGET = Field("int", lo=0, hi=MAX_BUDGET, error=InvalidBudget)
 _STR_LIST = Field("list", nullable=True, max_len=64, items=Field("str", min_len=1, max_len=64))
 _ANY_OBJ = _obj()
 _OBJ_LIST = Field("list", items=_ANY_OBJ)
+_LIVE_ITEM = _obj({
+    "kind": Field("str", choices=LIVE_KINDS, error=InvalidItemKind),
+    "source": Field("str", max_len=4096), "title": Field("str", max_len=1024),
+    "text": Field("str"), "captured_at": Field("any", nullable=True),
+}, extra=False)
+_TURN = _obj({"role": Field("str", max_len=64), "text": Field("str"),
+              "time": Field("any", nullable=True)})
+
+
+def _live_bytes(params: Mapping[str, Any]) -> None:
+    total = 0
+    for item in params.get("live") or ():
+        total += len(str(item.get("text", "")).encode("utf-8"))
+        if total > MAX_LIVE_BYTES:
+            raise LiveSnapshotTooLarge(
+                f"build_context.live: the items' text is over {MAX_LIVE_BYTES} bytes",
+                field="build_context.live", limit=MAX_LIVE_BYTES)
+
 
 _JOB_RESULT = _obj({
     "id": Field("str", required=True),
@@ -151,7 +166,7 @@ _JOB_RESULT = _obj({
 _PAYLOAD_RESULT = _obj({
     "context": Field("str", required=True),
     "total_tokens": Field("int", required=True, lo=0),
-    "budget": Field("int", required=True, lo=1),
+    "budget": Field("int", required=True, lo=0),
     "items": Field("list", required=True, items=_obj({
         "kind": Field("str", required=True), "source": Field("str", required=True),
         "tokens": Field("int", required=True, lo=0), "score": Field("number", required=True),
@@ -187,25 +202,29 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
         "wait": Field("bool"),
     }, _obj({"job_id": Field("str", required=True)}), idempotent=False),
     MethodSpec("build_context", {
-        "query": Field("str", required=True, max_len=100_000),
-        "live": Field("list", nullable=True, max_len=10_000, items=_ANY_OBJ),
-        "conversation": Field("list", nullable=True, max_len=10_000, items=_ANY_OBJ),
+        "query": Field("str", required=True, max_len=MAX_QUERY_CHARS),
+        "live": Field("list", nullable=True, max_len=MAX_LIVE_ITEMS, items=_LIVE_ITEM,
+                      len_error=LiveSnapshotTooLarge),
+        "conversation": Field("list", nullable=True, max_len=MAX_CONVERSATION_TURNS,
+                              items=_TURN),
         "budget": _BUDGET,
         "config": Field("object", nullable=True),
         "fmt": Field("str", nullable=True, min_len=1, max_len=32),
         "mode": Field("str", nullable=True, min_len=1, max_len=32),
         "now": _TIME,
-    }, _PAYLOAD_RESULT),
+    }, _PAYLOAD_RESULT, extra_check=_live_bytes),
     MethodSpec("search", {
-        "query": Field("str", required=True, max_len=100_000), "k": _K, "kinds": _STR_LIST,
+        "query": Field("str", required=True, max_len=MAX_QUERY_CHARS), "k": _K,
+        "kinds": _STR_LIST,
         "path_prefix": Field("str", nullable=True, max_len=4096),
         "since": _TIME, "until": _TIME,
     }, Field("list", items=_HIT_RESULT)),
     MethodSpec("recall", {
-        "query": Field("str", nullable=True, max_len=100_000), "auto": Field("bool"),
+        "query": Field("str", nullable=True, max_len=MAX_LONG_QUERY_CHARS), "auto": Field("bool"),
         "project": _SHORT, "branch": _SHORT, "since": _TIME, "types": _STR_LIST, "k": _K,
-        "budget": _BUDGET, "task": Field("str", nullable=True, max_len=100_000),
+        "budget": _BUDGET, "task": Field("str", nullable=True, max_len=MAX_LONG_QUERY_CHARS),
         "fmt": Field("str", min_len=1, max_len=32),
+        "index": Field("list", max_len=1_000, items=_PATH), "sync": Field("bool"),
     }, _ANY_OBJ),
     MethodSpec("sources", {"project": _SHORT}, _OBJ_LIST),
     MethodSpec("delete", {"source": Field("str", required=True, min_len=1, max_len=4096)},
@@ -217,84 +236,43 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
 )}
 
 
-def _key_label(key: object) -> str:
-    """A field name fit for an error message (never echo arbitrary caller text)."""
-    return key if isinstance(key, str) and _IDENT.match(key) else "<non-identifier key>"
-
-
-def check(value: Any, spec: Field, where: str) -> None:
-    """Raise ``spec.error`` naming ``where`` unless ``value`` fits ``spec``."""
-    def fail(why: str) -> None:
-        raise spec.error(f"{where}: {why}", field=where)
-
-    if value is None:
-        if not spec.nullable:
-            fail("must not be null")
-        return
-    kind = spec.kind
-    if kind == "any":
-        return
-    if kind == "bool":
-        if not isinstance(value, bool):
-            fail("expected true or false")
-    elif kind in ("int", "number"):
-        ok = int if kind == "int" else (int, float)
-        if isinstance(value, bool) or not isinstance(value, ok):
-            fail("expected an integer" if kind == "int" else "expected a number")
-        if isinstance(value, float) and not math.isfinite(value):
-            fail("expected a finite number")
-        if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
-            fail(f"must be between {spec.lo} and {spec.hi}")
-    elif kind == "str":
-        if not isinstance(value, str):
-            fail("expected a string")
-        _check_len(len(value), spec, fail, "characters")
-        if spec.choices is not None and value not in spec.choices:
-            fail("must be one of " + ", ".join(spec.choices))
-    elif kind == "list":
-        if not isinstance(value, list):
-            fail("expected a list")
-        _check_len(len(value), spec, fail, "items")
-        if spec.items is not None:
-            for i, item in enumerate(value):
-                check(item, spec.items, f"{where}[{i}]")
-    elif kind == "object":
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            fail("expected an object")
-        known = spec.fields or {}
-        if not spec.extra:
-            for key in value:
-                if key not in known:
-                    fail(f"unknown field {_key_label(key)}")
-        for name, sub in known.items():
-            if name in value:
-                check(value[name], sub, f"{where}.{name}")
-            elif sub.required:
-                raise sub.error(f"{where}.{name}: required", field=f"{where}.{name}")
-    else:  # a schema bug, not a caller error
-        raise ProtocolError(f"{where}: schema has unknown kind {kind}")
-
-
-def _check_len(n: int, spec: Field, fail: Any, unit: str) -> None:
-    if n < spec.min_len:
-        fail(f"must have at least {spec.min_len} {unit}")
-    if spec.max_len is not None and n > spec.max_len:
-        fail(f"must have at most {spec.max_len} {unit}")
-
-
 def method_spec(method: object) -> MethodSpec:
-    """The spec of ``method``, or UnknownMethod."""
+    """The spec of ``method``, or UnknownMethod (which never repeats the name asked for)."""
     spec = METHODS.get(method) if isinstance(method, str) else None
     if spec is None:
-        raise UnknownMethod(f"unknown method {_key_label(method)}", method=_key_label(method))
+        raise UnknownMethod("unknown method (see the method table in docs/wire.md)")
     return spec
 
 
+def _schema_names() -> frozenset[str]:
+    names: set[str] = set(METHODS)
+    stack = [f for spec in METHODS.values() for f in spec.params.values()]
+    for spec in METHODS.values():
+        names.update(spec.params)
+    while stack:
+        f = stack.pop()
+        names.update(f.fields or {})
+        stack.extend((f.fields or {}).values())
+        if f.items is not None:
+            stack.append(f.items)
+    return frozenset(names)
+
+
 def validate_params(method: str, params: Any) -> dict[str, Any]:
-    """Check a request body against ``method``'s schema; returns it as a dict."""
+    """Check a request body against ``method``'s schema; returns it as a dict.
+
+    Text that is not UTF-8 anywhere in it is ``not_utf8`` (1007); everything
+    else wrong is ``invalid_input`` (1002) or a subclass, with ``details.field``.
+    """
     spec = method_spec(method)
+    check_text(params, method, _SCHEMA_NAMES)
     check(params, Field("object", fields=spec.params, extra=False), method)
+    if spec.extra_check is not None:
+        spec.extra_check(params)
     return dict(params)
+
+
+_SCHEMA_NAMES = _schema_names()
 
 
 def validate_result(method: str, result: Any) -> None:
@@ -319,7 +297,7 @@ def check_header(header: Any, *, reply: bool) -> dict[str, Any]:
             raise ProtocolError(f"header.{name}: required", field=f"header.{name}")
     for name in ("msg_id", "parent") if reply else ("msg_id",):
         value = header[name]
-        if not isinstance(value, str) or not MSG_ID_RE.match(value):
+        if not isinstance(value, str) or not MSG_ID_RE.fullmatch(value):
             raise ProtocolError(f"header.{name}: expected 32 lowercase hex digits")
     if not isinstance(header["method"], str) or len(header["method"]) > 64:
         raise ProtocolError("header.method: expected a method name")

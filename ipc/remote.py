@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -23,8 +23,15 @@ __all__ = ["RemoteEngine", "connect"]
 _DEFAULTS = IpcConfig()
 
 
+LONG_TIMEOUT_S = 6 * 3600.0  # indexing transcripts: one attempt may take this long
+
+
 def _drop_none(**params: Any) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
+
+
+def _list(value: Sequence[Any] | None) -> list[Any] | None:
+    return None if value is None else list(value)
 
 
 class RemoteEngine:
@@ -34,6 +41,7 @@ class RemoteEngine:
                  retries: int = _DEFAULTS.retries,
                  rediscover: Callable[[], ConnectionInfo | None] | None = None) -> None:
         self.data_dir = Path(info["data_dir"])
+        self.long_timeout = LONG_TIMEOUT_S
         self.client = Client(info, timeout=timeout, retries=retries, rediscover=rediscover)
 
     @classmethod
@@ -99,29 +107,43 @@ class RemoteEngine:
     def jobs(self) -> list[dict[str, Any]]:
         return list(self._call("jobs"))
 
-    def build_context(self, query: str, live: list[dict[str, Any]] | None = None,
-                      conversation: list[dict[str, Any]] | None = None, budget: int = 1500,
-                      config: dict[str, Any] | None = None, fmt: str | None = None,
-                      mode: str | None = None, now: float | None = None) -> dict[str, Any]:
+    def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
+                      conversation: Sequence[Mapping[str, Any]] | None = None,
+                      budget: int = 1500, config: Mapping[str, Any] | None = None,
+                      fmt: str | None = None, mode: str | None = None,
+                      now: float | None = None) -> dict[str, Any]:
         """The context payload as a dict (context, total_tokens, budget, items, timings...)."""
         return dict(self._call("build_context", _drop_none(
-            query=query, live=live, conversation=conversation, budget=budget, config=config,
-            fmt=fmt, mode=mode, now=now)))
+            query=query, live=_list(live), conversation=_list(conversation), budget=budget,
+            config=dict(config) if config is not None else None, fmt=fmt, mode=mode, now=now)))
 
-    def search(self, query: str, k: int = 10, *, kinds: list[str] | None = None,
+    def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
                until: float | None = None) -> list[dict[str, Any]]:
         """Ranked hits, each a dict with the fields of engine.types.SearchHit."""
         return list(self._call("search", _drop_none(
-            query=query, k=k, kinds=kinds, path_prefix=path_prefix, since=since, until=until)))
+            query=query, k=k, kinds=_list(kinds), path_prefix=path_prefix, since=since,
+            until=until)))
 
-    def recall(self, query: str | None = None, *, auto: bool = False, project: str | None = None,
-               branch: str | None = None, since: float | None = None,
-               types: list[str] | None = None, k: int = 10, budget: int = 4000,
-               task: str | None = None, fmt: str = "context") -> dict[str, Any]:
-        return dict(self._call("recall", _drop_none(
-            query=query, auto=auto, project=project, branch=branch, since=since, types=types,
-            k=k, budget=budget, task=task, fmt=fmt)))
+    def recall(self, query: str | None = None, *, auto: bool = False,
+               project: str | None = None, branch: str | None = None,
+               since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
+               budget: int | None = None, task: str | None = None, fmt: str = "context",
+               index: Sequence[str] = (), sync: bool = False) -> dict[str, Any]:
+        """Search session memory or (``auto``) recent + related + failures.
+
+        With ``index`` or ``sync`` the server first indexes transcripts, which may
+        take minutes: that call waits up to ``long_timeout`` instead of the usual one.
+        """
+        params = _drop_none(query=query, auto=auto, project=project, branch=branch,
+                            since=since, types=_list(types), k=k, budget=budget, task=task,
+                            fmt=fmt)
+        if index:
+            params["index"] = [os.fspath(p) for p in index]
+        if sync:
+            params["sync"] = True
+        timeout = self.long_timeout if (index or sync) else None
+        return dict(self._call("recall", params, timeout=timeout))
 
     def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
         return list(self._call("sources", _drop_none(project=project)))
@@ -130,8 +152,10 @@ class RemoteEngine:
         """Delete a source by id, uri or path (sent as a string; the engine reads ids back)."""
         return dict(self._call("delete", {"source": str(source)}))
 
-    def sync(self, paths: list[str] | None = None) -> dict[str, Any]:
-        return dict(self._call("sync", _drop_none(paths=paths)))
+    def sync(self, paths: Sequence[str] | None = None) -> dict[str, Any]:
+        """Index what is new in the transcript folders (or ``paths``); may take minutes."""
+        return dict(self._call("sync", _drop_none(paths=_list(paths)),
+                               timeout=self.long_timeout))
 
     def status(self) -> dict[str, Any]:
         """The engine's status, plus ``server``: the server's counters."""

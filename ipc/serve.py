@@ -1,11 +1,17 @@
-"""Run a ctx server for one data dir until told to stop.
+"""Run a ctx server for one data dir: headless (``serve``) or inside another process.
+
+:class:`ServerHost` is the one piece both the headless server and the desktop
+app use: it binds a :class:`~ipc.server.Server` for an already open engine,
+writes the connection file (so the CLI, hooks and siblings find it), serves on
+a background thread and, on :meth:`ServerHost.stop`, stops serving and removes
+the file. It never closes the engine: its owner does.
 
 ``serve()`` owns the whole life of a headless server: it opens the engine
 (which takes the data dir lock, so a second server on the same data dir fails
-with ``store_locked`` before touching anything), binds, writes the connection
-file, serves until SIGTERM/SIGINT or a ``shutdown`` request, and then removes
-the file and closes the engine. ``python -m ipc.serve`` does the same from a
-shell and prints one JSON line (without the key) once it is ready.
+with ``store_locked`` before touching anything), serves through a ServerHost
+until SIGTERM/SIGINT, a ``shutdown`` request or ``idle_timeout`` seconds
+without a request, and then closes the engine. ``python -m ipc.serve`` does the
+same from a shell and prints one JSON line (without the key) once it is ready.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import secrets
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +42,7 @@ from ipc.connection import (
 from ipc.protocol import IpcConfig
 from ipc.server import Server
 
-__all__ = ["main", "serve"]
+__all__ = ["ServerHost", "main", "serve"]
 
 EngineFactory = Callable[[Path | None], Any]
 
@@ -70,38 +77,153 @@ def ipc_config(engine: Any) -> IpcConfig:
     return from_dict(IpcConfig, table, "ipc")
 
 
+class ServerHost:
+    """The IPC server of one open engine, as the headless server and the desktop app run it.
+
+    ``start()`` binds (a busy endpoint fails here), writes the owner-only
+    connection file with a fresh key and serves on a background thread.
+    ``stop()`` ends serving (in-flight requests may finish), removes the
+    connection file and leaves the engine open. Safe to stop twice.
+    """
+
+    def __init__(self, engine: Any, *, endpoint: str | None = None, workers: int = 4,
+                 config: IpcConfig | None = None) -> None:
+        self.engine = engine
+        self._endpoint = endpoint
+        self._workers = workers
+        self._config = config
+        self._server: Server | None = None
+        self._conn_path: Path | None = None
+        self._info: ConnectionInfo | None = None
+        self._started_at: float | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._last_received = 0
+        self._last_activity = time.monotonic()
+
+    @property
+    def info(self) -> ConnectionInfo | None:
+        """The connection info (endpoint, key, pid...) once started; None before."""
+        return self._info
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None and not self._stopped and not self._server.wait(0)
+
+    def start(self) -> ConnectionInfo:
+        """Bind, write the connection file and serve on a background thread."""
+        with self._lock:
+            if self._server is not None:
+                raise RuntimeError("ServerHost.start() may be called once")
+            root = Path(self.engine.data_dir)
+            key = secrets.token_hex(32)
+            config = self._config or ipc_config(self.engine)
+            server = Server(self.engine, self._endpoint or config.endpoint
+                            or default_endpoint(root), key, workers=self._workers,
+                            config=config)
+            try:
+                info = make_info(server.endpoint, key, root)
+                self._conn_path = write_connection_file(info, connection_file_path(root))
+            except BaseException:
+                server.close()
+                raise
+            self._server, self._info = server, info
+            self._started_at = time.monotonic()
+            self._last_activity = self._started_at
+            server.start()
+            return info
+
+    def stats(self) -> dict[str, Any]:
+        """The server's counters (received, replied, method:<name>...), plus endpoint and uptime."""
+        if self._server is None:
+            return {"running": False}
+        out: dict[str, Any] = dict(self._server.stats())
+        out["requests_served"] = out.get("replied", 0)
+        out["endpoint"] = self._server.endpoint
+        out["running"] = self.running
+        out["uptime_s"] = round(time.monotonic() - (self._started_at or time.monotonic()), 3)
+        return out
+
+    def idle_seconds(self) -> float:
+        """Seconds since the last request arrived or finished (or since start)."""
+        if self._server is None:
+            return 0.0
+        stats = self._server.stats()
+        now = time.monotonic()
+        received = stats.get("received", 0)
+        if received != self._last_received or stats.get("in_flight", 0) > 0:
+            self._last_received = received
+            self._last_activity = now
+        return now - self._last_activity
+
+    def request_stop(self) -> None:
+        """Ask the server to stop (signal-handler safe); :meth:`stop` finishes the job."""
+        if self._server is not None:
+            self._server.stop()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until serving has ended (a ``shutdown`` request, :meth:`request_stop`)."""
+        return True if self._server is None else self._server.wait(timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop serving, wait up to ``timeout`` for the loop, remove the connection file."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            server, conn_path = self._server, self._conn_path
+        try:
+            if server is not None:
+                server.close(timeout=timeout)
+        finally:
+            if conn_path is not None:
+                remove_connection_file(conn_path, pid=os.getpid())
+
+
+def _jobs_active(engine: Any) -> bool:
+    jobs = getattr(engine, "jobs", None)
+    if jobs is None:
+        return False
+    try:
+        return any(j.get("state") in ("queued", "running") for j in jobs())
+    except Exception:  # noqa: BLE001 - a failing engine call only means "don't know"
+        return False
+
+
 def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers: int = 4,
           ready: Callable[[ConnectionInfo], None] | None = None,
-          config: IpcConfig | None = None, engine_factory: EngineFactory | None = None) -> int:
+          config: IpcConfig | None = None, engine_factory: EngineFactory | None = None,
+          idle_timeout: float | None = None) -> int:
     """Serve the engine of ``data_dir`` (None: $CTX_HOME or the platform default) until stopped.
 
     ``ready`` is called with the connection info once clients can connect.
     ``engine_factory`` replaces ``ContextEngine.open`` (tests, embedding).
+    ``idle_timeout``: stop after that many seconds without a request (and no
+    ingestion job queued or running); None serves until told to stop.
     Returns 0 after a clean stop; engine errors (StoreLocked, WrongKey...) propagate.
     """
+    if idle_timeout is not None and idle_timeout <= 0:
+        raise ValueError("idle_timeout must be positive")
     engine = (engine_factory or _open_context_engine)(data_dir)
-    warm_up = getattr(engine, "warm_up", None)
-    if warm_up is not None:
-        warm_up()  # load the model in the background while clients connect
-    server: Server | None = None
-    conn_path: Path | None = None
+    host: ServerHost | None = None
     try:
-        root = Path(engine.data_dir)
-        key = secrets.token_hex(32)
-        config = config or ipc_config(engine)
-        server = Server(engine, endpoint or config.endpoint or default_endpoint(root), key,
-                        workers=workers, config=config)
-        info = make_info(server.endpoint, key, root)
-        conn_path = write_connection_file(info, connection_file_path(root))
-        with _stop_on_signals(server.stop):
+        warm_up = getattr(engine, "warm_up", None)
+        if warm_up is not None:
+            warm_up()  # load the model in the background while clients connect
+        host = ServerHost(engine, endpoint=endpoint, workers=workers, config=config)
+        info = host.start()
+        with _stop_on_signals(host.request_stop):
             if ready is not None:
                 ready(info)
-            server.run()
+            poll = 0.2 if idle_timeout is None else min(0.2, idle_timeout / 4)
+            while not host.wait(poll):
+                if idle_timeout is not None and host.idle_seconds() >= idle_timeout:
+                    if _jobs_active(engine):
+                        continue
+                    host.request_stop()
     finally:
-        if conn_path is not None:
-            remove_connection_file(conn_path, pid=os.getpid())
-        if server is not None:
-            server.close()
+        if host is not None:
+            host.stop(timeout=30)
         engine.close()
     return 0
 

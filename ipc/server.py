@@ -29,47 +29,31 @@ from typing import Any, Self
 import zmq
 
 from engine.errors import CtxError
+from ipc.endpoints import check_loopback
 from ipc.errors import InternalError, MessageTooLarge, ServerUnavailable
-from ipc.protocol import PROTOCOL_VERSION, IpcConfig, MethodSpec, method_spec, validate_params
-from ipc.session import Message, Rejected, Session, dumps
+from ipc.protocol import (
+    METHODS,
+    PROTOCOL_VERSION,
+    IpcConfig,
+    MethodSpec,
+    method_spec,
+    validate_params,
+)
+from ipc.replies import error_body, job_jsonable, to_jsonable, wire_error
+from ipc.session import Message, Rejected, Session
 
 __all__ = ["Server"]
 
 log = logging.getLogger(__name__)
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Plain JSON data from engine results (``to_dict()`` objects, dataclasses, paths)."""
-    if obj is None or isinstance(obj, (str, int, float, bool)):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return to_jsonable(obj.to_dict())
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return to_jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"cannot send a {type(obj).__name__} as JSON")
-
-
-def error_body(error: CtxError) -> dict[str, Any]:
-    """The reply body for ``error``; details that are not JSON are left out."""
-    data = error.to_dict()
-    try:
-        dumps(data)
-    except (TypeError, ValueError):
-        data["details"] = {}
-    return {"ok": False, "error": data}
-
-
 class Server:
     """Serves one engine on ``endpoint``; ``key`` signs and verifies every message.
 
     Binds at construction (so a busy address fails early and ``endpoint`` holds
-    the real address, e.g. the port chosen for ``tcp://127.0.0.1:*``). Call
+    the real address, e.g. the port chosen for ``tcp://127.0.0.1:*``); only
+    loopback or ``ipc://`` endpoints are accepted (ConfigError 1001 otherwise,
+    see :mod:`ipc.endpoints`), checked before and after binding. Call
     :meth:`run` on the thread that should own the socket, or :meth:`start` for
     a background thread; :meth:`stop` (any thread, signal handlers included)
     ends it after in-flight requests finish or ``drain_timeout_s`` passes.
@@ -85,6 +69,7 @@ class Server:
         self._session = Session(key.encode("utf-8") if isinstance(key, str) else key,
                                 max_message_bytes=self.config.max_message_bytes,
                                 max_clock_skew_s=self.config.max_clock_skew_s,
+                                max_future_skew_s=self.config.max_future_skew_s,
                                 history_size=self.config.replay_history)
         self._ctx = zmq.Context()
         self._router = self._ctx.socket(zmq.ROUTER)
@@ -99,6 +84,7 @@ class Server:
         try:
             self._router.bind(endpoint)
             self.endpoint: str = self._router.getsockopt(zmq.LAST_ENDPOINT).decode()
+            check_loopback(self.endpoint)  # e.g. "localhost" must have resolved to loopback
             self._socket_file: tuple[str, int] | None = None
             if self.endpoint.startswith("ipc://") and os.name == "posix":
                 path = self.endpoint[len("ipc://"):]
@@ -279,7 +265,8 @@ class Server:
     def _reply_frames(self, identities: list[bytes], header: Mapping[str, Any],
                       body: dict[str, Any]) -> list[bytes]:
         method = header.get("method")
-        method = method if isinstance(method, str) and len(method) <= 64 else "unknown"
+        # never echo an unknown name (nor fail on an unverified header's odd value)
+        method = method if isinstance(method, str) and method in METHODS else "unknown"
         try:
             _, frames = self._session.pack(method, body, parent=header["msg_id"],
                                            identities=identities)
@@ -307,7 +294,7 @@ class Server:
         try:
             result = self._call(spec.name, params)
         except CtxError as exc:
-            error = exc
+            error = wire_error(exc, spec.name, params)
         except Exception as exc:  # noqa: BLE001 - a bug becomes internal_error, not silence
             self._count("internal_errors")
             log.error("engine error in %s (%s):\n%s", spec.name, type(exc).__name__,
@@ -350,6 +337,10 @@ class Server:
             out = dict(to_jsonable(result))
             out["server"] = self.stats()
             return out
+        if method == "job":
+            return job_jsonable(to_jsonable(result))
+        if method == "jobs":
+            return [job_jsonable(j) for j in to_jsonable(result)]
         return to_jsonable(result)
 
     def _audit(self, method: str, msg: Message, params: Mapping[str, Any], result: Any,

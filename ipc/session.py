@@ -9,13 +9,14 @@ nothing about methods or sockets, so server and client share one implementation.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import hmac
 import json
 import os
+import re
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -102,21 +103,33 @@ class Session:
     encoded). Verification order is: size, signature (constant time), header
     shape and version, date window, replay history, body JSON; only signed
     messages enter the bounded history, so garbage cannot flush it.
+
+    The date window is ``max_clock_skew_s`` back and ``max_future_skew_s``
+    ahead of this clock. The replay history remembers at most
+    ``history_size`` ids, and only while their date is inside the window
+    (older ones would be refused by date anyway). When it is full, the
+    *oldest-dated* id is forgotten and its date becomes a floor: messages
+    dated at or before it are refused (``too_old``). Evicting by date, not by
+    arrival, means the floor never passes a date still remembered, so one
+    message dated ahead cannot push the floor past the correctly dated ones.
     """
 
     def __init__(self, key: bytes, *, max_message_bytes: int = _DEFAULTS.max_message_bytes,
                  max_clock_skew_s: float = _DEFAULTS.max_clock_skew_s,
+                 max_future_skew_s: float = _DEFAULTS.max_future_skew_s,
                  history_size: int = _DEFAULTS.replay_history) -> None:
         if not key:
             raise ValueError("a Session needs a non-empty key: ctx never sends unsigned messages")
         IpcConfig(max_message_bytes=max_message_bytes, max_clock_skew_s=max_clock_skew_s,
-                  replay_history=history_size)
+                  max_future_skew_s=max_future_skew_s, replay_history=history_size)
         self._key = bytes(key)
         self.max_message_bytes = max_message_bytes
         self.max_clock_skew_s = max_clock_skew_s
-        self._history: OrderedDict[str, float] = OrderedDict()
+        self.max_future_skew_s = max_future_skew_s
+        self._seen: dict[str, float] = {}  # msg_id -> date, for ids inside the window
+        self._by_date: list[tuple[float, str]] = []  # heap of (date, msg_id): oldest first
         self._history_size = history_size
-        self._floor = 0.0  # newest date evicted from history: older messages are refused
+        self._floor = 0.0  # the newest date forgotten early (history full): refused at or below
         self._lock = threading.Lock()
         self.pid = os.getpid()
 
@@ -183,34 +196,65 @@ class Session:
 
     def _check_fresh(self, header: dict[str, Any]) -> None:
         date = parse_date(header["date"])
-        skew = abs(time.time() - date)
-        if skew > self.max_clock_skew_s:
-            raise Replayed(f"message date is {skew:.0f} s away from this clock",
+        now = time.time()
+        if date < now - self.max_clock_skew_s:
+            raise Replayed(f"message date is {now - date:.0f} s behind this clock",
                            reason="date", limit_s=self.max_clock_skew_s)
+        if date > now + self.max_future_skew_s:
+            raise Replayed(f"message date is {date - now:.0f} s ahead of this clock",
+                           reason="future", limit_s=self.max_future_skew_s)
         msg_id = header["msg_id"]
         with self._lock:
-            if msg_id in self._history:
-                raise Replayed(f"message {msg_id} was already received", reason="seen")
+            self._expire(now - self.max_clock_skew_s)
+            if msg_id in self._seen:
+                raise Replayed("message id was already received", reason="seen")
             if date <= self._floor:
-                raise Replayed(f"message {msg_id} is older than the replay history",
-                               reason="too_old")
-            self._history[msg_id] = date
-            while len(self._history) > self._history_size:
-                _, evicted = self._history.popitem(last=False)
+                raise Replayed("message is older than the replay history", reason="too_old")
+            self._seen[msg_id] = date
+            heapq.heappush(self._by_date, (date, msg_id))
+            while len(self._seen) > self._history_size:
+                evicted, old_id = heapq.heappop(self._by_date)
+                del self._seen[old_id]
                 self._floor = max(self._floor, evicted)
+
+    def _expire(self, horizon: float) -> None:
+        """Forget ids dated before ``horizon``: the date check refuses them already."""
+        heap = self._by_date
+        while heap and heap[0][0] < horizon:
+            _, old_id = heapq.heappop(heap)
+            del self._seen[old_id]
+
+    def history_len(self) -> int:
+        """How many message ids the replay history holds now."""
+        with self._lock:
+            return len(self._seen)
+
+
+_PEEK_PARSE_BYTES = 1 << 20  # larger (or unparsable) headers are scanned, not parsed
+_MSG_ID_FIELD = re.compile(rb'"msg_id"\s*:\s*"([0-9a-f]{32})"')
 
 
 def _peek_header(raw: bytes) -> dict[str, Any] | None:
-    """An unverified header, only to address an error reply; None if unusable."""
-    if len(raw) > MAX_HEADER_BYTES:
+    """An unverified header, only to address an error reply; None if no id can be read.
+
+    A header that is too large or too deeply nested to parse is scanned for
+    its ``"msg_id": "<32 hex>"`` pair instead (used only when exactly one
+    distinct id appears), so such a message still gets its error reply.
+    """
+    header: Any = None
+    if len(raw) <= _PEEK_PARSE_BYTES:
+        try:
+            header = loads(raw, "header")
+        except ProtocolError:
+            header = None
+    if isinstance(header, dict):
+        msg_id = header.get("msg_id")
+        if isinstance(msg_id, str) and MSG_ID_RE.fullmatch(msg_id):
+            return header
         return None
-    try:
-        header = loads(raw, "header")
-    except ProtocolError:
+    if header is not None:
+        return None  # valid JSON, not an object: nothing to address
+    ids = {m.group(1) for m in _MSG_ID_FIELD.finditer(raw)}
+    if len(ids) != 1:
         return None
-    if not isinstance(header, dict):
-        return None
-    msg_id = header.get("msg_id")
-    if not isinstance(msg_id, str) or not MSG_ID_RE.match(msg_id):
-        return None
-    return header
+    return {"msg_id": ids.pop().decode("ascii")}

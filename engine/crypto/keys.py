@@ -28,7 +28,13 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engine.config import KeyConfig
-from engine.errors import ConfigError, KeyUnavailable, StoreNotInitialized, WrongKey
+from engine.errors import (
+    ConfigError,
+    KeyRecordDamaged,
+    KeyUnavailable,
+    StoreNotInitialized,
+    WrongKey,
+)
 from engine.paths import keyfile_path
 
 log = logging.getLogger("ctx.keys")
@@ -57,7 +63,7 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.b64decode(text.encode("ascii"))
+    return base64.b64decode(text.encode("ascii"), validate=True)
 
 
 def key_id(key: bytes) -> str:
@@ -103,14 +109,56 @@ def keychain_available() -> bool:
         return False
 
 
+_DAMAGED = "key.json is damaged ({what}): restore it from a backup of this store"
+
+
 def read_record(root: Path) -> KeyRecord | None:
+    """The store's key record, checked field by field (KeyRecordDamaged names the field)."""
     path = keyfile_path(root)
     if not path.exists():
         return None
     try:
-        return KeyRecord(**json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{path}: unreadable key record") from exc
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise KeyRecordDamaged(_DAMAGED.format(what=exc.strerror or "unreadable")) from None
+    except (ValueError, UnicodeDecodeError):
+        raise KeyRecordDamaged(_DAMAGED.format(what="not JSON")) from None
+    if not isinstance(data, dict):
+        raise KeyRecordDamaged(_DAMAGED.format(what="not a JSON object"))
+    try:
+        record = KeyRecord(**data)
+    except TypeError:
+        raise KeyRecordDamaged(_DAMAGED.format(what="unknown or missing fields")) from None
+    _check_record(record)
+    return record
+
+
+def _check_record(r: KeyRecord) -> None:
+    def bad(what: str) -> KeyRecordDamaged:
+        return KeyRecordDamaged(_DAMAGED.format(what=what))
+
+    if r.version != 1:
+        raise bad(f"version {r.version!r} is not 1")
+    if r.method not in ("keychain", "passphrase"):
+        raise bad("unknown wrapping method")
+    if not isinstance(r.key_id, str) or len(r.key_id) != 16 \
+            or any(c not in "0123456789abcdef" for c in r.key_id):
+        raise bad("key_id")
+    if r.method == "keychain":
+        return
+    for name, size in (("salt", 16), ("nonce", 12), ("wrapped", 48)):
+        value = getattr(r, name)
+        try:
+            raw = _unb64(value) if isinstance(value, str) else None
+        except (ValueError, UnicodeEncodeError):
+            raw = None
+        if raw is None or len(raw) != size:
+            raise bad(f"{name} is not valid base64 of {size} bytes")
+    n, rr, p = r.scrypt_n, r.scrypt_r, r.scrypt_p
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, rr, p)) \
+            or not (1024 <= n <= 2 ** 24 and n & (n - 1) == 0) or not 1 <= rr <= 64 \
+            or not 1 <= p <= 16 or 128 * n * rr > 256 * 1024 * 1024:
+        raise bad("scrypt parameters out of range")
 
 
 def _write_record(root: Path, record: KeyRecord) -> None:
@@ -166,7 +214,10 @@ def unlock_key(root: Path, *, passphrase: str | None = None) -> bytes:
             raise KeyUnavailable("the OS keychain is not reachable") from exc
         if not secret:
             raise KeyUnavailable("the data key is missing from the OS keychain")
-        key = _unb64(secret)
+        try:
+            key = _unb64(secret)
+        except ValueError:
+            raise KeyUnavailable("the data key in the OS keychain is damaged") from None
     else:
         if passphrase is None:
             passphrase = headless_passphrase()

@@ -22,14 +22,14 @@ class Rotation:
         q, r = np.linalg.qr(rng.standard_normal((dim, dim)))
         q *= np.sign(np.diag(r))  # unique (Haar-distributed) orthogonal matrix
         self.dim = dim
-        self._q = q.astype(np.float32)
+        self._q = q  # float64: a row's result does not depend on the batch it came in
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
-        """Rotate row vectors (n x dim) into the stored space."""
-        return np.asarray(vectors, dtype=np.float32) @ self._q
+        """Rotate row vectors (n x dim) into the stored space (float32)."""
+        return (np.asarray(vectors, dtype=np.float64) @ self._q).astype(np.float32)
 
     def invert(self, vectors: np.ndarray) -> np.ndarray:
-        return np.asarray(vectors, dtype=np.float32) @ self._q.T
+        return (np.asarray(vectors, dtype=np.float64) @ self._q.T).astype(np.float32)
 
 
 class NameHasher:

@@ -4,7 +4,9 @@ Each extractor turns one file format into plain text with a markdown-like
 structure the chunker understands (``#`` heading lines, blank lines between
 blocks, tab-separated table rows). Parsing is left to maintained libraries
 (beautifulsoup4 with lxml, pypdf, python-docx, json); a parse failure raises
-:class:`FormatError`, which the loader reports as a malformed file.
+:class:`FormatError`, which the loader reports as a malformed file. Zip-based
+formats are checked against unpacked-size and ratio limits first
+(:func:`check_zip`), so a zip bomb is refused before anything is inflated.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import io
 import json
 import re
 import warnings
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +56,40 @@ BINARY_EXTS = frozenset({
 
 class FormatError(Exception):
     """A file of a known format failed to parse (reported as ``malformed``)."""
+
+
+class UnpackedTooLarge(FormatError):
+    """A compressed container would unpack past the limits (a zip bomb, or just too big)."""
+
+
+# Limits on what a zip-based file (DOCX) may unpack to, checked from its directory
+# before any member is inflated. Python's zipfile never inflates a member past the size
+# its directory declares, so these bound what is read; the parsed XML then costs about
+# 10x its size in lxml and python-docx objects, hence 64 MB for all members together.
+# The ratio limit catches bombs early: Word's own XML deflates about 5-20 to 1.
+ZIP_MAX_UNPACKED = 64 * 1024 * 1024
+ZIP_MAX_RATIO = 100
+ZIP_RATIO_FLOOR = 1024 * 1024  # members smaller than this may have any ratio
+ZIP_MAX_MEMBERS = 10_000
+
+
+def check_zip(data: bytes) -> None:
+    """Raise UnpackedTooLarge unless the zip in ``data`` stays within the limits above."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise FormatError("not a zip file") from exc
+    if len(infos) > ZIP_MAX_MEMBERS:
+        raise UnpackedTooLarge(f"{len(infos)} members in the zip")
+    total = 0
+    for info in infos:
+        total += info.file_size
+        ratio = info.file_size / max(1, info.compress_size)
+        if info.file_size > ZIP_RATIO_FLOOR and ratio > ZIP_MAX_RATIO:
+            raise UnpackedTooLarge(f"a member unpacks {ratio:.0f}x its packed size")
+    if total > ZIP_MAX_UNPACKED:
+        raise UnpackedTooLarge(f"unpacks to {total} bytes")
 
 
 @dataclass
@@ -222,6 +259,7 @@ def extract_docx(data: bytes) -> Extracted:
     import docx
     from docx.table import Table
 
+    check_zip(data)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -3,6 +3,11 @@
 A job's progress (files, bytes, chunks, the file being read, per-file errors)
 can be polled with ``get()`` or followed with ``subscribe()``. A file that
 fails is reported by path and reason and the job goes on with the rest.
+
+``cancel()`` drops a queued job at once and asks a running one to stop at its
+next safe point: the job body calls ``job.check()`` (or ``progress()``, which
+checks too) only where everything before is either fully stored or not stored
+at all, so a cancelled job keeps the sources it finished and nothing else.
 """
 
 from __future__ import annotations
@@ -36,24 +41,41 @@ class Job:
     files_skipped: int = 0
     files_unchanged: int = 0
     bytes: int = 0
+    bytes_total: int = 0  # when known ahead (transcript sync): for a time-left estimate
     chunks: int = 0
     current: str = ""
     errors: list[dict[str, str]] = field(default_factory=list)
     sources: list[int] = field(default_factory=list)
     error: dict[str, Any] | None = None
+    cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def check(self) -> None:
+        """A safe point: raise :class:`Cancelled` when the job was asked to stop."""
+        if self.cancel_event.is_set():
+            raise Cancelled(self.id)
 
     def snapshot(self) -> dict[str, Any]:
         return {
             "id": self.id, "kind": self.kind, "state": self.state, "created": self.created,
             "started": self.started, "finished": self.finished, "files_total": self.files_total,
             "files_done": self.files_done, "files_skipped": self.files_skipped,
-            "files_unchanged": self.files_unchanged, "bytes": self.bytes, "chunks": self.chunks,
+            "files_unchanged": self.files_unchanged, "bytes": self.bytes,
+            "bytes_total": self.bytes_total, "chunks": self.chunks,
             "current": self.current, "errors": list(self.errors), "sources": list(self.sources),
             "error": self.error,
         }
 
 
+class Cancelled(Exception):
+    """Raised at a job's safe point after ``cancel()``; the runner marks the job cancelled."""
+
+
 Work = Callable[[Job, Callable[[], None]], None]
+FINAL_STATES = ("done", "failed", "cancelled")
 
 
 class JobRunner:
@@ -95,7 +117,7 @@ class JobRunner:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             snap = self.get(job_id)
-            if snap["state"] in ("done", "failed", "cancelled"):
+            if snap["state"] in FINAL_STATES:
                 return snap
             if deadline is not None and time.monotonic() > deadline:
                 return snap
@@ -111,6 +133,31 @@ class JobRunner:
                 if listener in self._listeners:
                     self._listeners.remove(listener)
         return unsubscribe
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        """Drop a queued job, or ask a running one to stop at its next safe point.
+
+        Returns the job's snapshot: "cancelled" at once for a queued job; a
+        running one stays "running" until it reaches a safe point (poll with
+        ``get`` or ``wait``). A finished job is left as it is.
+        """
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                raise NotFound("no such job")
+            job.cancel_event.set()
+            dropped = job.state == "queued"
+            if dropped:
+                job.state, job.finished = "cancelled", time.time()
+        if dropped:
+            self._emit(job)
+        return job.snapshot()
+
+    def cancel_all(self) -> list[dict[str, Any]]:
+        """Cancel every queued and running job (an app that quits); returns their snapshots."""
+        with self._lock:
+            live = [j.id for j in self._jobs.values() if j.state in ("queued", "running")]
+        return [self.cancel(jid) for jid in live]
 
     def pause(self) -> None:
         self._resume.clear()
@@ -143,12 +190,19 @@ class JobRunner:
             if item is None:
                 return
             job, work = item
-            self._resume.wait()
-            job.state, job.started = "running", time.time()
+            self._wait_resumed(job)
+            with self._lock:
+                if job.state == "cancelled":  # dropped while queued
+                    continue
+                job.state, job.started = "running", time.time()
             self._emit(job)
             try:
+                job.check()
                 work(job, lambda j=job: self._progress(j))
                 job.state = "done"
+            except Cancelled:
+                job.state = "cancelled"
+                log.info("job %s cancelled after %d sources", job.id, len(job.sources))
             except CtxError as exc:
                 job.state, job.error = "failed", exc.to_dict()
             except Exception as exc:
@@ -163,11 +217,26 @@ class JobRunner:
                 except Exception:
                     log.exception("job finish hook failed")
 
-    def _progress(self, job: Job) -> None:
-        self._resume.wait()
-        self._emit(job)
+    def _wait_resumed(self, job: Job) -> None:
+        """Wait while ingestion is paused, unless the job is cancelled meanwhile."""
+        while not self._resume.wait(0.1):
+            if job.cancel_requested:
+                return
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def _progress(self, job: Job) -> None:
+        self._emit(job)
+        self._wait_resumed(job)
+        job.check()
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Run what is queued, then end the worker; past ``timeout`` seconds the jobs
+        still queued or running are cancelled (they stop at a safe point).
+        Returns whether the worker has ended."""
         self._resume.set()
         self._queue.put(None)
         self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("jobs still running after %.0f s: cancelling them", timeout)
+            self.cancel_all()
+            self._thread.join(timeout)
+        return not self._thread.is_alive()

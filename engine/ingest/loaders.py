@@ -1,10 +1,11 @@
 """Turn one file (or a string) into a :class:`LoadedDocument`.
 
 The loader decides the format from the extension, checks the size before
-reading, decodes text strictly (UTF-8, UTF-8 with BOM, UTF-16/32 with BOM),
-extracts structured formats through :mod:`engine.ingest.formats`, and
+reading, decodes text (UTF-8, UTF-8/16/32 with a BOM, else Windows-1252 /
+Latin-1 when the bytes look like text), extracts structured formats through :mod:`engine.ingest.formats`, and
 reports every file it will not ingest as :class:`FileRejected` with a stable
-reason, so that a folder ingest can count skips by cause.
+reason, so that a folder ingest can count skips by cause. A file name that is
+not valid UTF-8 is kept with ``\\xNN`` escapes in its uri and title.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from engine.errors import (
     REJECT_BINARY,
     REJECT_EMPTY,
     REJECT_MALFORMED,
+    REJECT_SPECIAL,
     REJECT_TOO_LARGE,
+    REJECT_UNPACKED_TOO_LARGE,
     REJECT_UNREADABLE,
     REJECT_UNSUPPORTED,
     FileRejected,
@@ -27,6 +30,7 @@ from engine.errors import (
     NotUtf8,
 )
 from engine.ingest import formats as fm
+from engine.ingest.pathnames import shown
 from engine.types import SOURCE_KINDS, LoadedDocument
 
 DEFAULT_MAX_BYTES = 20_000_000
@@ -41,15 +45,24 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 
 
+# Characters that plain text (in any encoding) almost never holds: C0 controls other
+# than whitespace, DEL and the C1 range. Random binary bytes are about 1 in 4 such.
+_CONTROLS = dict.fromkeys([*(c for c in range(32) if chr(c) not in "\t\n\r\f\v"),
+                           *range(0x7F, 0xA0)])
+LEGACY_MAX_CONTROL_SHARE = 100  # 1 control character in 100 at most
+
+
 class _NotText(Exception):
     """The bytes are not text we can decode."""
 
 
-def decode_text(data: bytes) -> str:
-    """Decode file bytes strictly; raise ``_NotText`` for binary data.
+def decode_text(data: bytes, *, legacy: bool = True) -> str:
+    """Decode file bytes; raise ``_NotText`` for binary data.
 
-    A byte-order mark selects UTF-8/16/32; otherwise the data must be UTF-8
-    without NUL bytes. Line ends become ``\\n``.
+    A byte-order mark selects UTF-8/16/32; otherwise the data must be free of
+    NUL bytes and is read as UTF-8, or (``legacy``) as Windows-1252 / Latin-1
+    when it is not UTF-8 and holds almost no control characters. Line ends
+    become ``\\n``.
     """
     for bom, codec in _BOMS:
         if data.startswith(bom):
@@ -64,10 +77,25 @@ def decode_text(data: bytes) -> str:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _NotText from exc
+            if not legacy:
+                raise _NotText from exc
+            text = _legacy_text(data)
     if "\x00" in text:
         raise _NotText
     return normalize_newlines(text)
+
+
+def _legacy_text(data: bytes) -> str:
+    """Bytes that are not UTF-8, read as Windows-1252 (Latin-1 where it has no character);
+    ``_NotText`` unless they look like text (at most 1 control character in 100)."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    controls = len(text) - len(text.translate(_CONTROLS))
+    if controls * LEGACY_MAX_CONTROL_SHARE > len(text):
+        raise _NotText
+    return text
 
 
 def normalize_newlines(text: str) -> str:
@@ -85,7 +113,10 @@ def _looks_like_text(head: bytes) -> bool:
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
-        return False
+        try:
+            _legacy_text(head)
+        except _NotText:
+            return False
     return True
 
 
@@ -93,18 +124,20 @@ def _read(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
     try:
         st = path.stat()
     except OSError as exc:
-        raise FileRejected(str(path), REJECT_UNREADABLE) from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise FileRejected(str(path), REJECT_UNREADABLE)
+        raise FileRejected(shown(path), REJECT_UNREADABLE) from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise FileRejected(shown(path), REJECT_UNREADABLE)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO, socket or device: never opened
+        raise FileRejected(shown(path), REJECT_SPECIAL)
     if st.st_size > max_bytes:
-        raise FileRejected(str(path), REJECT_TOO_LARGE)
+        raise FileRejected(shown(path), REJECT_TOO_LARGE)
     try:
         with path.open("rb") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise FileRejected(str(path), REJECT_UNREADABLE) from exc
+        raise FileRejected(shown(path), REJECT_UNREADABLE) from exc
     if len(data) > max_bytes:  # grew after stat
-        raise FileRejected(str(path), REJECT_TOO_LARGE)
+        raise FileRejected(shown(path), REJECT_TOO_LARGE)
     return data, st
 
 
@@ -138,18 +171,24 @@ def _classify(path: Path) -> tuple[str, str | None]:
 
 
 def _html_text(data: bytes, where: str) -> str:
+    """UTF-8 (or a BOM), else the charset the page declares, else Windows-1252."""
     try:
-        return decode_text(data)
+        return decode_text(data, legacy=False)
     except _NotText:
         pass
     from bs4.dammit import EncodingDetector
 
-    declared = EncodingDetector.find_declared_encoding(data, is_html=True)
-    if not declared or b"\x00" in data:
+    if b"\x00" in data:
         raise FileRejected(where, REJECT_BINARY)
+    declared = EncodingDetector.find_declared_encoding(data, is_html=True)
+    if declared:
+        try:
+            return normalize_newlines(data.decode(declared))
+        except (LookupError, UnicodeDecodeError):
+            pass
     try:
-        return normalize_newlines(data.decode(declared))
-    except (LookupError, UnicodeDecodeError) as exc:
+        return decode_text(data)
+    except _NotText as exc:
         raise FileRejected(where, REJECT_BINARY) from exc
 
 
@@ -162,7 +201,7 @@ def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedDocume
     holds ``bytes`` and ``mtime`` (plus ``pages`` for PDF, ``markup`` for RST).
     """
     path = Path(path)
-    where = str(path)
+    where = shown(path)
     family, language = _classify(path)
     data, st = _read(path, max_bytes)
     if not data.strip():
@@ -198,16 +237,18 @@ def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedDocume
                 fmt, kind = "code", "code"
             elif family == "rst":
                 meta["markup"] = "rst"
+    except fm.UnpackedTooLarge as exc:
+        raise FileRejected(where, REJECT_UNPACKED_TOO_LARGE) from exc
     except fm.FormatError as exc:
         raise FileRejected(where, REJECT_MALFORMED) from exc
     if not text.strip():
         raise FileRejected(where, REJECT_EMPTY)
     try:
-        uri = str(path.resolve())
+        uri = shown(path.resolve())
     except OSError:
-        uri = str(path.absolute())
+        uri = shown(path.absolute())
     return LoadedDocument(
-        uri=uri, kind=kind, title=title or path.name, text=text, fmt=fmt,
+        uri=uri, kind=kind, title=title or shown(path.name), text=text, fmt=fmt,
         language=language if fmt == "code" else None, created_at=st.st_mtime, meta=meta,
     )
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +29,14 @@ from engine.tokens import TokenCounter
 from engine.types import ChunkDraft, LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
+
+# Texts per call to the model, and so the distance between two cancellation points:
+# each step is sized from the pace of the last one to take about STEP_SECONDS, within
+# [EMBED_STEP_MIN, EMBED_STEP]. Small steps also bound the model's activations (they
+# grow with batch x sequence length squared: 64 chunks of 256 tokens take ~200 MB).
+EMBED_STEP = 32
+EMBED_STEP_MIN = 4
+STEP_SECONDS = 0.5
 
 
 def content_hash(text: str) -> str:
@@ -70,6 +80,7 @@ class Writer:
         self.hasher = hasher
         self.counter = counter
         self.embedded_texts = 0  # texts that really went through the model
+        self._step = EMBED_STEP_MIN  # texts in the next embedding step (see _pace)
 
     def prepare(self, doc: LoadedDocument, *, chunks: list[ChunkDraft] | None = None,
                 project: str | None = None, force: bool = False) -> Prepared | None:
@@ -86,7 +97,10 @@ class Writer:
             surrogates = make_surrogates(doc.text, doc.title, self.cfg.surrogates, self.counter)
         return Prepared(doc, chunks, digest, surrogates, project, [r[0] for r in versions])
 
-    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
+    def _vectors(self, texts: Sequence[str], check: Callable[[], None] | None = None
+                 ) -> np.ndarray:
+        """Vectors of ``texts``: from the cache, else from the model in steps of
+        ``EMBED_STEP`` texts, with ``check()`` (a cancellation point) between steps."""
         keys = [cache_key(self.embedder.name, t) for t in texts]
         cached = self.vault.cached_vectors(keys)
         first: dict[str, int] = {}
@@ -96,9 +110,18 @@ class Writer:
         fresh: dict[str, np.ndarray] = {}
         if first:
             todo = list(first.items())
-            vecs = self.embedder.encode([texts[i] for _, i in todo])
-            self.embedded_texts += len(todo)
-            fresh = {k: vecs[j] for j, (k, _) in enumerate(todo)}
+            self._load_model(check)
+            start = 0
+            while start < len(todo):
+                if check is not None:
+                    check()
+                step = todo[start:start + self._step]
+                began = time.perf_counter()
+                vecs = self.embedder.encode([texts[i] for _, i in step])
+                self._pace(len(step), time.perf_counter() - began)
+                self.embedded_texts += len(step)
+                fresh.update({k: vecs[j] for j, (k, _) in enumerate(step)})
+                start += len(step)
             with self.vault.write() as c:
                 c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
                               [(k, v.astype(np.float32).tobytes()) for k, v in fresh.items()])
@@ -107,15 +130,60 @@ class Writer:
             out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)
         return out
 
+    def _pace(self, n: int, seconds: float) -> None:
+        """Size the next embedding step to take about STEP_SECONDS at the pace just seen."""
+        if n >= self._step or seconds > STEP_SECONDS:
+            per_text = max(seconds, 1e-6) / n
+            self._step = max(EMBED_STEP_MIN, min(EMBED_STEP, int(STEP_SECONDS / per_text)))
+
+    def _load_model(self, check: Callable[[], None] | None) -> None:
+        """Load a lazy model in a helper thread, so that a cancel need not wait for it."""
+        if check is None or getattr(self.embedder, "loaded", True):
+            return
+        loader = threading.Thread(target=self._try_load, name="ctx-model-load", daemon=True)
+        loader.start()
+        while loader.is_alive():
+            loader.join(0.1)
+            check()
+
+    def _try_load(self) -> None:
+        try:
+            self.embedder.load()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - encode() loads again and reports the error
+            log.debug("model load failed in the helper thread")
+
     def write_batch(self, batch: Sequence[Prepared],
-                    on_written: Callable[[Prepared, int], None] | None = None) -> list[int]:
-        """Embed every chunk of ``batch`` in one pass, then store each document."""
+                    on_written: Callable[[Prepared, int], None] | None = None,
+                    check: Callable[[], None] | None = None) -> list[int]:
+        """Embed every chunk of ``batch`` in one pass, then store each document.
+
+        ``check`` is called at the safe points (between embedding steps and
+        between documents) and may raise to stop: documents already written
+        stay, the others are not written at all. ``on_written`` may raise too.
+        """
         texts = [embed_text(p.doc.title, ch.heading, ch.kind, ch.text)
                  for p in batch for ch in p.chunks]
-        vecs = self._vectors(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+        vecs = (self._vectors(texts, check) if texts
+                else np.zeros((0, self.embedder.dim), np.float32))
         written: list[int] = []
+        try:
+            self._store(batch, vecs, written, on_written, check)
+        except BaseException:
+            try:  # versions replaced before the stop: their vectors go now, or at next open
+                self.flush_tombstones()
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                log.warning("vector tombstones left for the next open")
+            raise
+        self.flush_tombstones()
+        return written
+
+    def _store(self, batch: Sequence[Prepared], vecs: np.ndarray, written: list[int],
+               on_written: Callable[[Prepared, int], None] | None,
+               check: Callable[[], None] | None) -> None:
         offset = 0
         for p in batch:
+            if check is not None:
+                check()
             n = len(p.chunks)
             chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
             sid, ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks, chunk_hashes,
@@ -127,8 +195,6 @@ class Writer:
             written.append(sid)
             if on_written is not None:
                 on_written(p, sid)
-        self.flush_tombstones()
-        return written
 
     def _meta(self, p: Prepared, sid: int, ch: ChunkDraft) -> dict[str, object]:
         meta: dict[str, object] = {"source_id": sid, "kind": ch.kind, "source_kind": p.doc.kind,

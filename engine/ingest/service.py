@@ -11,6 +11,7 @@ from engine.errors import CtxError, FileRejected
 from engine.ingest.conversation import load_conversation
 from engine.ingest.jobs import Job
 from engine.ingest.loaders import load_file, load_text
+from engine.ingest.pathnames import shown
 from engine.ingest.pipeline import Prepared, Writer, batched
 from engine.ingest.walker import walk_paths
 from engine.metrics import ALERT_INGEST_FAILED
@@ -19,7 +20,7 @@ from engine.types import LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
 
-BATCH_CHUNKS = 256
+BATCH_CHUNKS = 64
 
 
 def _reject(job: Job, path: str, reason: str) -> None:
@@ -43,7 +44,8 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
 
         def prepared() -> Iterator[Prepared]:
             for path in files:
-                job.current = str(path)
+                job.check()  # a safe point: every earlier file is stored or not at all
+                job.current = shown(path)
                 try:
                     doc = load_file(path, max_bytes=cfg.max_file_bytes)
                     item = writer.prepare(doc)
@@ -79,7 +81,7 @@ def _write_all(rt: Runtime, writer: Writer, job: Job, items: Iterator[Prepared],
 
     for group in batched(items, BATCH_CHUNKS):
         try:
-            writer.write_batch(group, on_written)
+            writer.write_batch(group, on_written, job.check)
         except CtxError:
             rt.metrics.alert(ALERT_INGEST_FAILED, True, "write failed")
             raise

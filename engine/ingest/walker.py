@@ -6,7 +6,9 @@ file with the same syntax (it wins over ``.gitignore`` in the same folder),
 the caller's excludes and a fixed list of folders nobody wants indexed. The
 order is deterministic (names sorted), symlinked folders are never followed,
 and problems are yielded as :class:`FileRejected` values instead of stopping
-the walk, so one unreadable folder does not lose the rest.
+the walk, so one unreadable folder does not lose the rest. FIFOs, sockets and
+devices are reported (``special_file``), never opened. Paths in reports are
+shown with ``\\xNN`` escapes where a name is not valid UTF-8.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from engine.errors import REJECT_UNREADABLE, FileRejected, InvalidInput
+from engine.errors import REJECT_SPECIAL, REJECT_UNREADABLE, FileRejected, InvalidInput
+from engine.ingest.pathnames import shown
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +140,7 @@ class _Walk:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
-            yield FileRejected(str(folder), REJECT_UNREADABLE)
+            yield FileRejected(shown(folder), REJECT_UNREADABLE)
             return
         for entry in entries:
             if self.full():
@@ -157,11 +160,13 @@ class _Walk:
             try:
                 st = entry.stat(follow_symlinks=True)
             except OSError:
-                yield FileRejected(str(path), REJECT_UNREADABLE)  # broken link, vanished file
+                yield FileRejected(shown(path), REJECT_UNREADABLE)  # broken link, vanished file
                 continue
             if stat.S_ISDIR(st.st_mode):
                 continue  # a symlink to a folder: never followed
-            if stat.S_ISREG(st.st_mode) and self.accept(path, st):
+            if not stat.S_ISREG(st.st_mode):
+                yield FileRejected(shown(path), REJECT_SPECIAL)  # opening a FIFO would block
+            elif self.accept(path, st):
                 yield path
 
 
@@ -196,9 +201,11 @@ def walk_paths(
         try:
             st = path.stat()
         except OSError:
-            yield FileRejected(str(raw), REJECT_UNREADABLE)
+            yield FileRejected(shown(raw), REJECT_UNREADABLE)
             continue
         if stat.S_ISDIR(st.st_mode):
             yield from walk.folder(path)
+        elif not stat.S_ISREG(st.st_mode):
+            yield FileRejected(shown(path), REJECT_SPECIAL)
         elif walk.accept(path, st):
             yield path

@@ -10,7 +10,7 @@ from typing import Any
 from engine.errors import InvalidInput
 from engine.ingest.pipeline import Writer
 from engine.recall.auto import RECALL_KINDS, auto_context
-from engine.recall.sync import add_folder, folders, sync_files, transcript_files
+from engine.recall.sync import Progress, add_folder, folders, sync_files, transcript_files
 from engine.retrieval.search import search
 from engine.runtime import Runtime
 from engine.store.vault import Filters
@@ -18,10 +18,11 @@ from engine.store.vault import Filters
 FORMATS = ("context", "markdown", "json", "claude-hook")
 
 
-def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None) -> dict[str, Any]:
+def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None,
+         progress: Progress | None = None) -> dict[str, Any]:
     """Sync ``paths`` (files or folders), or every known transcript folder."""
     roots = [Path(p).expanduser().resolve() for p in paths] if paths else folders(rt)
-    result = sync_files(rt, writer, transcript_files(roots))
+    result = sync_files(rt, writer, transcript_files(roots), progress)
     result["folders"] = [str(r) for r in roots]
     rt.vault.add_audit("sync", os.getpid(), [], {"files": result["files"],
                                                  "chunks": result["chunks"]})
@@ -32,15 +33,15 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
            project: str | None = None, branch: str | None = None, since: float | None = None,
            types: Sequence[str] | None = None, k: int = 10, budget: int | None = None,
            task: str | None = None, fmt: str = "context", index: Sequence[str] = (),
-           do_sync: bool = False) -> dict[str, Any]:
+           do_sync: bool = False, progress: Progress | None = None) -> dict[str, Any]:
     """Search transcript memory, or (``auto``) assemble recent + related + failures."""
     out: dict[str, Any] = {}
     for folder in index:
         add_folder(rt, folder)
     if index:
-        out["indexed"] = sync(rt, writer, list(index))
+        out["indexed"] = sync(rt, writer, list(index), progress)
     if do_sync:
-        out["synced"] = sync(rt, writer)
+        out["synced"] = sync(rt, writer, None, progress)
     if fmt not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}")
     kinds = tuple(types or RECALL_KINDS)

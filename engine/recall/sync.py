@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,46 +92,129 @@ def _drop_segments(rt: Runtime, writer: Writer, path: Path) -> int:
     return len(ids)
 
 
-def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path]) -> dict[str, Any]:
-    """Index what is new in ``files``; returns counts (files seen, skipped, read, chunks...)."""
-    t0 = time.perf_counter()
-    states = _states(rt)
-    stats = {"files": len(files), "unchanged": 0, "appended": 0, "full": 0, "chunks": 0,
-             "bad_lines": 0, "errors": []}
-    embedded_before = writer.embedded_texts
+Progress = Callable[[dict[str, Any]], None]
+
+
+def _plan_all(states: dict[str, FileState], files: Sequence[Path]
+              ) -> tuple[list[tuple[Path, os.stat_result, FileState | None]], int, int]:
+    """The files that changed since their last sync, the bytes to read, and the unchanged count."""
+    todo: list[tuple[Path, os.stat_result, FileState | None]] = []
+    to_read = unchanged = 0
     for path in files:
-        key = str(path)
         try:
             st = os.stat(path)
-            prev = states.get(key)
-            if prev is not None and st.st_size == prev.size and st.st_mtime_ns == prev.mtime_ns:
-                stats["unchanged"] += 1
-                continue
+        except OSError:
+            todo.append((path, os.stat_result((0,) * 10), states.get(str(path))))
+            continue
+        prev = states.get(str(path))
+        if prev is not None and st.st_size == prev.size and st.st_mtime_ns == prev.mtime_ns:
+            unchanged += 1
+            continue
+        todo.append((path, st, prev))
+        to_read += max(0, st.st_size - (prev.offset if prev is not None else 0))
+    return todo, to_read, unchanged
+
+
+BATCH_CHUNKS = 256  # chunks embedded per model call across files (the model likes full batches)
+
+
+class _Batch:
+    """Parsed files waiting to be embedded and stored together, with their sync states.
+
+    A file's state is recorded only after its segment is stored, so a crash
+    in between makes the next sync read that file again, never skip it.
+    """
+
+    def __init__(self, rt: Runtime, writer: Writer) -> None:
+        self.rt, self.writer = rt, writer
+        self.items: list[tuple[Any, FileState]] = []  # (Prepared, its file's state)
+        self.chunks = 0
+
+    def add(self, prepared: Any, state: FileState | None) -> None:
+        if state is None:  # not a transcript: nothing to record
+            return
+        if prepared is None:
+            _save_state(self.rt, state)
+            return
+        self.items.append((prepared, state))
+        self.chunks += len(prepared.chunks)
+
+    def flush(self) -> None:
+        if not self.items:
+            return
+        states = {id(p): st for p, st in self.items}
+        self.writer.write_batch([p for p, _ in self.items],
+                                on_written=lambda p, _sid: _save_state(self.rt, states[id(p)]))
+        self.items, self.chunks = [], 0
+
+
+def _save_state(rt: Runtime, state: FileState) -> None:
+    with rt.vault.write() as c:
+        c.execute("INSERT OR REPLACE INTO recall_files VALUES (?, ?)",
+                  (state.path, json.dumps(state.to_dict())))
+
+
+def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
+               progress: Progress | None = None) -> dict[str, Any]:
+    """Index what is new in ``files``; returns counts (files seen, skipped, read, chunks...).
+
+    Files are parsed one by one and embedded in batches of about
+    ``BATCH_CHUNKS`` chunks across files. ``progress`` is called as files are
+    read with ``files_total`` (files that changed), ``files_done``,
+    ``bytes_total`` (bytes to read), ``bytes``, ``chunks`` and ``current`` (a
+    path, never content).
+    """
+    t0 = time.perf_counter()
+    states = _states(rt)
+    stats: dict[str, Any] = {"files": len(files), "unchanged": 0, "appended": 0, "full": 0,
+                             "chunks": 0, "bad_lines": 0, "errors": []}
+    embedded_before = writer.embedded_texts
+    todo, to_read, stats["unchanged"] = _plan_all(states, files)
+    done = {"files_total": len(todo), "files_done": 0, "bytes_total": to_read, "bytes": 0,
+            "chunks": 0, "current": ""}
+    if progress is not None:
+        progress(dict(done))
+    batch = _Batch(rt, writer)
+    for path, st, prev in todo:
+        key = str(path)
+        done["current"] = key
+        try:
+            st = os.stat(path)
             decision = plan(path, st, read_head(path), prev)
         except (OSError, FileRejected):
             stats["errors"].append({"path": key, "reason": "unreadable"})
-            continue
+            decision = "skip"
         if decision == "skip":
             stats["unchanged"] += 1
-            continue
-        try:
-            added = _sync_one(rt, writer, path, st, decision, prev)
-        except (OSError, FileRejected):
-            stats["errors"].append({"path": key, "reason": "unreadable"})
-            continue
-        stats["full" if decision == "full" else "appended"] += 1
-        stats["chunks"] += added[0]
-        stats["bad_lines"] += added[1]
+        else:
+            try:
+                prepared, state, n_chunks, bad = _read_one(rt, writer, path, st, decision, prev)
+            except (OSError, FileRejected):
+                stats["errors"].append({"path": key, "reason": "unreadable"})
+            else:
+                batch.add(prepared, state)
+                stats["full" if decision == "full" else "appended"] += 1
+                stats["chunks"] += n_chunks
+                stats["bad_lines"] += bad
+        if batch.chunks >= BATCH_CHUNKS:
+            batch.flush()
+        done["files_done"] += 1
+        done["bytes"] += max(0, st.st_size - (prev.offset if prev is not None else 0))
+        done["chunks"] = stats["chunks"]
+        if progress is not None:
+            progress(dict(done))
+    batch.flush()
     stats["embedded"] = writer.embedded_texts - embedded_before
     stats["seconds"] = round(time.perf_counter() - t0, 4)
     return stats
 
 
-def _sync_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result,
-              decision: Any, prev: FileState | None) -> tuple[int, int]:
+def _read_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result, decision: Any,
+              prev: FileState | None) -> tuple[Any, FileState | None, int, int]:
+    """Parse what is new in ``path``: (prepared segment or None, state to record, chunks, bad)."""
     agent = detect_agent(path)
     if agent is None:
-        return 0, 0
+        return None, None, 0, 0
     if decision == "full":
         _drop_segments(rt, writer, path)
         offset, pstate, start = 0, None, 0
@@ -144,6 +227,7 @@ def _sync_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result,
     parse = parse_claude if agent == "claude" else parse_codex
     result = apply_privacy(parse(path, start_offset=offset, state=pstate), rt.cfg.recall.privacy)
     chunks = transcript_chunks(result, rt.cfg.recall.chunks, rt.counter, start_ordinal=start)
+    prepared = None
     if chunks:
         info = result.info
         doc = LoadedDocument(
@@ -152,10 +236,4 @@ def _sync_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result,
             text="\n".join(c.text for c in chunks), fmt="transcript",
             created_at=info.started_at, meta={"bytes": result.end_offset - offset})
         prepared = writer.prepare(doc, chunks=list(chunks), project=info.project)
-        if prepared is not None:
-            writer.write_batch([prepared])
-    state = next_state(path, st, result)
-    with rt.vault.write() as c:
-        c.execute("INSERT OR REPLACE INTO recall_files VALUES (?, ?)",
-                  (str(path), json.dumps(state.to_dict())))
-    return len(chunks), result.bad_lines
+    return prepared, next_state(path, st, result), len(chunks), result.bad_lines

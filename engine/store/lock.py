@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import IO, Self
 
-from engine.errors import StoreLocked
+from engine.errors import StoreDamaged, StoreLocked
 
 
 class DataDirLock:
@@ -15,7 +15,12 @@ class DataDirLock:
         self._fh: IO[str] | None = None
 
     def acquire(self) -> None:
-        fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held while locked
+        try:
+            fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held while locked
+        except OSError as exc:
+            raise StoreDamaged(
+                f"the lock file {self.path.name} cannot be opened ({exc.strerror}): if it is "
+                "not a plain file, remove it and retry") from None
         try:
             if os.name == "nt":
                 import msvcrt

@@ -101,18 +101,56 @@ M3_VOCAB = """
         CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab('chunks_fts', 'row');
 """
 
-# Each migration is a SQL script, applied in one transaction with its record.
-MIGRATIONS: list[str] = [M1_BASE, M2_SESSIONS, M3_VOCAB]
+# Deleted means gone: FTS5 removes a deleted row's terms from the index segments
+# themselves ('secure-delete', SQLite 3.42+), not only a tombstone beside them; the
+# chunk ids whose vectors must leave the vector store are kept (ids only) until
+# they have (the vector store's ids are keyed, so the vault must remember them);
+# chunks are looked up by content hash to tell when an embedding-cache row is no
+# longer used by any chunk.
+M5_DELETED_MEANS_GONE = """
+        INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('secure-delete', 1);
+        INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize');
+        CREATE TABLE vector_dead (
+            chunk_id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL
+        );
+        CREATE INDEX vector_dead_source ON vector_dead(source_id);
+        CREATE TRIGGER chunks_vec_ad AFTER DELETE ON chunks BEGIN
+            INSERT OR IGNORE INTO vector_dead VALUES (old.id, old.source_id);
+        END;
+        CREATE INDEX chunks_hash ON chunks(content_hash);
+"""
+
+# Each migration is a SQL script, applied in one transaction with its record,
+# in order of its number (numbers are fixed once released; 4 comes from another branch).
+MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB,
+                              5: M5_DELETED_MEANS_GONE}
+
+
+def check_version(conn: Conn) -> None:
+    """StoreTooNew when the vault records a migration this version does not know."""
+    from engine.errors import StoreTooNew
+
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                       "AND name = 'schema_migrations'").fetchone()
+    if not has:
+        return
+    unknown = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")
+               if r[0] not in MIGRATIONS]
+    if unknown:
+        raise StoreTooNew(
+            f"this store was written by a newer ctx (schema {max(unknown)}, this version "
+            f"knows up to {max(MIGRATIONS)}): upgrade ctx, or restore a backup")
 
 
 def migrate(conn: Conn) -> int:
     """Apply every migration not yet recorded; returns the schema version."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations "
-        "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
-    )
+    has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                       "AND name = 'schema_migrations'").fetchone()
+    if not has:  # a store read-only (disk full) must still open: no write when present
+        conn.execute("CREATE TABLE schema_migrations "
+                     "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)")
     done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-    for number, script in enumerate(MIGRATIONS, start=1):
+    for number, script in sorted(MIGRATIONS.items()):
         if number in done:
             continue
         try:
@@ -123,4 +161,4 @@ def migrate(conn: Conn) -> int:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-    return len(MIGRATIONS)
+    return max(MIGRATIONS)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from engine.ingest.pathnames import shown
 from engine.store.vault import Vault
 from engine.types import ChunkDraft, LoadedDocument
 
@@ -96,14 +98,37 @@ def finalize(vault: Vault, source_id: int, replaces: Sequence[int] = ()) -> None
             c.execute("DELETE FROM sources WHERE id = ?", (old,))
 
 
-def delete_sources(vault: Vault, source_ids: Sequence[int]) -> int:
-    """Delete sources (rows, chunks, FTS, surrogates, stats); vectors are tombstoned."""
+KeyOf = Callable[[str, str, str, str], str]  # (title, heading, kind, text) -> cache key
+
+
+def delete_sources(vault: Vault, source_ids: Sequence[int], *,
+                   cache_key: KeyOf | None = None) -> int:
+    """Delete sources (rows, chunks, FTS, surrogates, stats); vectors are tombstoned.
+
+    With ``cache_key``, the embedding-cache rows of the deleted chunks that no
+    remaining chunk uses go too, in the same transaction (deleted means gone).
+    The FTS index removes the terms from its segments ('secure-delete') and the
+    vault zeroes freed pages (``secure_delete``).
+    """
     if not source_ids:
         return 0
     with vault.write() as c:
+        doomed: dict[str, str] = {}
+        if cache_key is not None:
+            for sid in source_ids:
+                for title, heading, kind, text, h in c.execute(
+                        "SELECT s.title, c.heading, c.kind, c.text, c.content_hash FROM chunks c "
+                        "JOIN sources s ON s.id = c.source_id WHERE s.id = ?", (sid,)):
+                    doomed[cache_key(title, heading, kind, text)] = h
         for sid in source_ids:
             c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (sid, time.time()))
             c.execute("DELETE FROM sources WHERE id = ?", (sid,))
+        for key, h in doomed.items():
+            kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
+                "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
+                "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
+            if not kept:
+                c.execute("DELETE FROM embed_cache WHERE hash = ?", (key,))
     return len(source_ids)
 
 
@@ -112,10 +137,19 @@ def tombstones(vault: Vault) -> list[int]:
 
 
 def clear_tombstones(vault: Vault, source_ids: Sequence[int]) -> None:
+    """The vector store has dropped these sources' vectors: forget them."""
     if source_ids:
-        with vault.write() as c:
+        with vault.write(chunks=False) as c:
             c.executemany("DELETE FROM vector_tombstones WHERE source_id = ?",
                           [(s,) for s in source_ids])
+            c.executemany("DELETE FROM vector_dead WHERE source_id = ?",
+                          [(s,) for s in source_ids])
+
+
+def dead_chunks(vault: Vault, source_id: int) -> list[int]:
+    """Ids of a deleted source's chunks whose vectors may still be in the vector store."""
+    return [r[0] for r in vault.query("SELECT chunk_id FROM vector_dead WHERE source_id = ?",
+                                      (source_id,))]
 
 
 def recover(vault: Vault) -> list[int]:
@@ -130,3 +164,72 @@ def counts(vault: Vault) -> dict[str, int]:
         "SELECT count(*), COALESCE(sum(n_chunks), 0), COALESCE(sum(tokens), 0), "
         "COALESCE(sum(bytes), 0) FROM sources WHERE state = 'ready'").fetchone()
     return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3]}
+
+
+TRANSCRIPT = "transcript:"
+_NOT_PATHS = ("text:", "stdin:", "conversation:", "project:", TRANSCRIPT)
+
+
+def resolve(vault: Vault, source: str | int) -> list[int]:
+    """Ready sources named by an id, a uri, a file or folder path (documents and
+    transcript segments under it), or ``project:NAME``."""
+    text = shown(str(source).strip())  # names that are not UTF-8 are stored with \xNN escapes
+    if text.isdigit():
+        return _ids(vault, "id = ?", (int(text),))
+    if text.startswith("project:"):
+        return _ids(vault, "project = ?", (text[len("project:"):],))
+    found = _ids(vault, "uri = ?", (text,))
+    if found:
+        return found
+    if text.startswith(TRANSCRIPT):  # transcript:<path> names every segment of it
+        return _prefixed(vault, text + "#")
+    if "://" in text or text.startswith(_NOT_PATHS):
+        return []
+    real = Path(str(source).strip()).expanduser().resolve()
+    path = shown(real)
+    found = _ids(vault, "uri = ?", (path,)) + _prefixed(vault, f"{TRANSCRIPT}{path}#")
+    if found or not real.is_dir():
+        return sorted(set(found))
+    folder = path.rstrip("/") + "/"
+    return sorted(set(_prefixed(vault, folder) + _prefixed(vault, TRANSCRIPT + folder)))
+
+
+def _ids(vault: Vault, where: str, args: tuple[Any, ...]) -> list[int]:
+    return [r[0] for r in vault.query(
+        f"SELECT id FROM sources WHERE {where} AND state = 'ready' ORDER BY id", args)]
+
+
+def _prefixed(vault: Vault, prefix: str) -> list[int]:
+    return _ids(vault, "substr(uri, 1, ?) = ?", (len(prefix), prefix))
+
+
+def transcript_paths(vault: Vault, source_ids: Sequence[int]) -> list[str]:
+    """The transcript files that the given sources are segments of."""
+    out: set[str] = set()
+    for sid in source_ids:
+        for (uri,) in vault.query("SELECT uri FROM sources WHERE id = ?", (sid,)):
+            if uri.startswith(TRANSCRIPT) and "#" in uri:
+                out.add(uri[len(TRANSCRIPT):uri.rindex("#")])
+    return sorted(out)
+
+
+def forget_sync_text(vault: Vault, paths: Sequence[str]) -> None:
+    """Drop the parser state (it holds user text) from these transcripts' sync state;
+    the offsets stay, so a later sync reads only what is appended after the delete."""
+    if not paths:
+        return
+    with vault.write(chunks=False) as c:
+        for path in paths:
+            row = c.execute("SELECT state FROM recall_files WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                continue
+            try:
+                state = json.loads(row[0])
+            except ValueError:
+                state = None
+            if isinstance(state, dict):
+                state["parser_state"] = {}
+                c.execute("UPDATE recall_files SET state = ? WHERE path = ?",
+                          (json.dumps(state), path))
+            else:
+                c.execute("DELETE FROM recall_files WHERE path = ?", (path,))

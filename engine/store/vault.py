@@ -9,6 +9,7 @@ data key, so opening costs no PBKDF.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -19,8 +20,25 @@ from typing import Any
 
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import WrongKey
-from engine.store.migrations import migrate
+from engine.errors import CtxError, NoSpace, VaultDamaged, WrongKey
+from engine.store.migrations import check_version, migrate
+
+log = logging.getLogger("ctx.vault")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "disk is full" in text or "no space" in text or \
+        getattr(exc, "sqlite_errorcode", None) == 13  # SQLITE_FULL
+
+
+def store_error(exc: BaseException) -> CtxError:
+    """The error to raise for a SQLite failure on an opened vault."""
+    if is_disk_full(exc):
+        return NoSpace("the disk holding the data dir is full: nothing was written; free "
+                       "some space and retry (the store can still be read)")
+    return VaultDamaged(f"vault.db is damaged ({type(exc).__name__}: "
+                        f"{str(exc)[:80]}): restore it from a backup of this store")
 
 
 @dataclass(frozen=True)
@@ -113,21 +131,53 @@ class Vault:
         self._count_cache: tuple[int, int] | None = None
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
-        conn = self.conn()
+        self.read_only = False
+        sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
+        self._made = [p for p in sidecars if not p.exists()]  # removed if the open fails
         try:
+            conn = self.conn()
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite.DatabaseError:
-            self.close()
-            raise WrongKey("the vault cannot be opened with this key") from None
-        with self._write_lock:
-            conn.execute("PRAGMA journal_mode=WAL")
-            migrate(conn)
+        except sqlite.DatabaseError as exc:
+            self._close_failed()
+            if "not a database" in str(exc) or "encrypted" in str(exc):
+                raise WrongKey(
+                    "vault.db cannot be decrypted with this store's key: it belongs to another "
+                    "store (or its first page is damaged); restore this store's vault.db "
+                    "from a backup") from None
+            raise store_error(exc) from None
+        try:
+            with self._write_lock:
+                check_version(conn)
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
+                migrate(conn)
+        except CtxError:
+            self._close_failed()
+            raise
+        except sqlite.DatabaseError as exc:
+            self._close_failed()
+            raise store_error(exc) from None
+
+    def _close_failed(self) -> None:
+        """Close after a failed open and remove the WAL files that open made (an empty
+        log and its index), so that a refused vault is left as it was found."""
+        self.close()
+        for p in self._made:
+            try:
+                if p.name.endswith("-shm") or p.stat().st_size == 0:
+                    p.unlink()
+            except OSError:
+                pass
 
     def conn(self) -> Any:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=30.0)
+            try:  # a refused key is reported by ctx, not by SQLCipher's log on stderr
+                conn.execute("PRAGMA cipher_log_level = NONE")
+            except sqlite.Error:
+                pass
             conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -156,13 +206,21 @@ class Vault:
         and speakers stay valid (access stats, audit rows, meta)."""
         with self._write_lock:
             conn = self.conn()
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite.OperationalError as exc:
+                if is_disk_full(exc):
+                    raise store_error(exc) from None
+                raise
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite.Error) and is_disk_full(exc):
+                    raise store_error(exc) from None
                 raise
-            conn.execute("COMMIT")
             if chunks:
                 self._generation += 1
 
@@ -317,6 +375,12 @@ class Vault:
     def record_access(self, source_ids: Sequence[int], now: float) -> None:
         if not source_ids:
             return
+        try:
+            self._record_access(source_ids, now)
+        except NoSpace:  # statistics are best effort: a full disk must not fail a read
+            log.warning("disk full: access statistics not recorded")
+
+    def _record_access(self, source_ids: Sequence[int], now: float) -> None:
         with self.write(chunks=False) as c:
             c.executemany(
                 "INSERT INTO access_stats(source_id, count, last_access) VALUES (?, 1, ?) "
@@ -335,10 +399,14 @@ class Vault:
 
     def add_audit(self, method: str, caller_pid: int | None, ids: Sequence[str],
                   counts: dict[str, int]) -> None:
-        with self.write(chunks=False) as c:
-            c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) VALUES (?,?,?,?,?)",
-                      (time.time(), method, caller_pid, json.dumps(list(ids)),
-                       json.dumps(counts, sort_keys=True)))
+        try:
+            with self.write(chunks=False) as c:
+                c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) "
+                          "VALUES (?,?,?,?,?)", (time.time(), method, caller_pid,
+                                                 json.dumps(list(ids)),
+                                                 json.dumps(counts, sort_keys=True)))
+        except NoSpace:  # a read on a full disk still answers; the row is lost, logged
+            log.warning("disk full: audit row for %s not written", method)
 
     def audit(self, since: float | None, limit: int) -> list[dict[str, Any]]:
         rows = self.conn().execute(

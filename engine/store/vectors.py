@@ -1,30 +1,81 @@
-"""The vector side: Chroma (embedded, or a server over HTTP) holding rotated vectors.
+"""The vector side: what the engine needs from a vector index, and the Chroma one.
 
-Only chunk ids, rotated embeddings and filter metadata (source id, kinds, time,
-keyed hashes of project and source names) go to Chroma; never text.
-Chroma's metadata filters are slow (brute force), so filtered queries
-over-fetch and the caller post-filters against the vault.
+Chroma (embedded, or a server over HTTP) holds, per chunk, a keyed id (see
+``vector_ids``) and the embedding under the secret rotation; no text and no
+metadata at all (kinds, times and source names stay in the vault; filters are
+applied there). Each batch is added in a random order, so Chroma's internal
+insertion sequence follows ingestion only batch by batch.
+
+Below ``store.exact_search_max`` vectors, queries are answered by an exact
+search over the vectors held in memory (HNSW results differ between processes
+for such sizes: chroma-core/chroma#2675); above it, HNSW candidates are
+re-scored exactly and ties broken by chunk id.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+import secrets
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
 
+from engine import paths as P
 from engine.config import StoreConfig
 from engine.crypto.rotation import Rotation
-from engine.errors import ConfigError, VectorStoreUnavailable
+from engine.errors import ConfigError, NoSpace, VectorsDamaged, VectorStoreUnavailable
+from engine.store.exact_index import ExactIndex
+from engine.store.vector_ids import KeyedIds
 
 log = logging.getLogger("ctx.vectors")
 
 # Keep Chroma from ever phoning home, whatever its settings default to.
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+DeadLookup = Callable[[int], list[int]]  # source id -> ids of its deleted chunks
+_FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+class VectorStore:
+    """The vector index the engine writes and queries (chunk ids, model-space vectors)."""
+
+    backend = "none"
+    legacy: str | None = None  # an older collection to drop once rebuilt
+
+    def add(self, ids: Sequence[int], vectors: np.ndarray,
+            metas: Sequence[dict[str, Any]] | None = None) -> None:
+        raise NotImplementedError
+
+    def delete_source(self, source_id: int) -> None:
+        raise NotImplementedError
+
+    def delete(self, ids: Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        raise NotImplementedError
+
+    def count(self) -> int:
+        raise NotImplementedError
+
+    def healthy(self) -> bool:
+        try:
+            self.count()
+            return True
+        except Exception:  # noqa: BLE001 - health probe: any failure is "down"
+            return False
+
+    def reset(self) -> None:
+        """Remove every vector (before a rebuild)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the index (and, for Chroma, its process-wide cached client)."""
 
 
 def _settings() -> Any:
@@ -33,12 +84,64 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
-class VectorStore:
-    def __init__(self, cfg: StoreConfig, path: Path, rotation: Rotation, collection: str) -> None:
+def _evict_cached_system(path: Path) -> None:
+    """Drop Chroma's cached client for ``path`` (chroma-core/chroma#6499): a folder
+    deleted and recreated, or restored from a backup, must be opened afresh."""
+    from chromadb.api.shared_system_client import SharedSystemClient as S
+
+    key = str(path)
+    system = S._identifier_to_system.pop(key, None)
+    S._identifier_to_refcount.pop(key, None)
+    if system is not None:
+        try:
+            system.stop()
+        except BaseException as exc:
+            if isinstance(exc, _FATAL):
+                raise
+
+
+def peek_collections(path: Path) -> list[str] | None:
+    """The collection names in an embedded store, read without opening Chroma (which
+    writes on open, and panics on a damaged file); None when there is no store yet.
+    VectorsDamaged when its database cannot be read."""
+    db = path / "chroma.sqlite3"
+    if not db.exists():
+        return None
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            return [r[0] for r in con.execute("SELECT name FROM collections")]
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise VectorsDamaged(
+            f"vectors/chroma.sqlite3 cannot be read ({str(exc)[:60]}): run `ctx repair` to "
+            "set it aside and rebuild the vectors from the vault") from None
+
+
+def collection_name(key_id: str) -> str:
+    return "ctx2-" + key_id
+
+
+class ChromaVectors(VectorStore):
+    def __init__(self, cfg: StoreConfig, path: Path, rotation: Rotation, ids: KeyedIds,
+                 key_id: str, dead: DeadLookup) -> None:
         import chromadb
 
         self.rotation = rotation
         self.backend = cfg.vector_backend
+        self._keyed = ids
+        self._dead = dead
+        self._path = path
+        self._exact_max = cfg.exact_search_max
+        self._exact: ExactIndex | None = None
+        self._exact_state = "unknown"  # unknown | exact | hnsw
+        self._exact_lock = threading.Lock()
+        self._hnsw_cfg = {"hnsw": {"space": "cosine", "ef_search": cfg.hnsw_ef_search}}
+        self._client: Any = None
+        name = collection_name(key_id)
         try:
             if cfg.vector_backend == "http":
                 url = urlparse(cfg.chroma_url)
@@ -47,68 +150,238 @@ class VectorStore:
                 self._client = chromadb.HttpClient(
                     host=url.hostname, port=url.port or (443 if url.scheme == "https" else 8000),
                     ssl=url.scheme == "https", settings=_settings())
-            else:
-                self._client = chromadb.PersistentClient(path=str(path), settings=_settings())
-            self._col = self._client.get_or_create_collection(
-                collection, embedding_function=None,
-                configuration={"hnsw": {"space": "cosine", "ef_search": cfg.hnsw_ef_search}},
-            )
-        except ConfigError:
+                self._col = self._client.get_or_create_collection(
+                    name, embedding_function=None, configuration=self._hnsw_cfg)
+                return
+            if path.exists() and not path.is_dir():
+                raise VectorsDamaged("vectors/ is not a folder: run `ctx repair` to set it "
+                                     "aside and rebuild the vectors from the vault")
+            found = peek_collections(path)
+            if found is not None:
+                self._check_owner(found, name, "ctx-" + key_id)
+            _evict_cached_system(path)
+            self._client = chromadb.PersistentClient(path=str(path), settings=_settings())
+            self._col = self._open_embedded(name, "ctx-" + key_id)
+            P.harden(path)
+        except (ConfigError, VectorsDamaged):
+            self.close()
             raise
-        except Exception as exc:
-            raise VectorStoreUnavailable(
-                f"vector store ({cfg.vector_backend}) not reachable: {type(exc).__name__}"
-            ) from exc
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, _FATAL):
+                raise
+            if cfg.vector_backend == "http":
+                raise VectorStoreUnavailable(
+                    f"vector store (http) not reachable: {type(exc).__name__}") from None
+            if P.disk_full(path.parent):
+                raise NoSpace("the disk holding the data dir is full: the vector store cannot "
+                              "open; free some space") from None
+            raise VectorsDamaged(
+                f"vectors/ cannot be read ({type(exc).__name__}): run `ctx repair` to "
+                "rebuild it from the vault (the damaged folder is kept aside)") from None
+
+    @staticmethod
+    def _check_owner(names: list[str], name: str, legacy: str) -> None:
+        if name not in names and any(n != legacy for n in names):
+            raise VectorsDamaged(
+                "vectors/ belongs to another store (its collections were made with another "
+                "key): run `ctx repair` to set it aside and rebuild the vectors from the vault")
+
+    def _open_embedded(self, name: str, legacy: str) -> Any:
+        names = [getattr(c, "name", c) for c in self._client.list_collections()]
+        if name in names:
+            return self._client.get_collection(name, embedding_function=None)
+        self._check_owner(names, name, legacy)
+        if legacy in names:
+            self.legacy = legacy
+        return self._client.create_collection(name, embedding_function=None,
+                                              configuration=self._hnsw_cfg)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except Exception as exc:
+        except BaseException as exc:  # Chroma's Rust side can panic (BaseException)
+            if isinstance(exc, _FATAL):
+                raise
+            if self.backend == "embedded" and what in ("add", "delete") \
+                    and P.disk_full(self._path.parent):
+                raise NoSpace("the disk holding the data dir is full: nothing was written; "
+                              "free some space and retry (the store can still be read)") \
+                    from None
             raise VectorStoreUnavailable(f"vector store {what} failed: {type(exc).__name__}") \
-                from exc
+                from None
 
-    def add(self, ids: Sequence[int], vectors: np.ndarray, metas: Sequence[dict[str, Any]]) -> None:
+    # -- writes ------------------------------------------------------------------
+    def add(self, ids: Sequence[int], vectors: np.ndarray,
+            metas: Sequence[dict[str, Any]] | None = None) -> None:
+        """Add chunk vectors; ``metas`` is accepted for callers and not stored."""
         if not len(ids):
             return
-        rotated = self.rotation.apply(vectors)
-        for i in range(0, len(ids), 2000):
-            self._call("add", self._col.upsert, ids=[str(x) for x in ids[i:i + 2000]],
-                        embeddings=rotated[i:i + 2000], metadatas=list(metas[i:i + 2000]))
+        order = list(range(len(ids)))
+        secrets.SystemRandom().shuffle(order)
+        chunk_ids = [int(ids[i]) for i in order]
+        rotated = self.rotation.apply(np.asarray(vectors)[order])
+        keyed = self._keyed.encode(chunk_ids)
+        for i in range(0, len(keyed), 2000):
+            self._call("add", self._col.upsert, ids=keyed[i:i + 2000],
+                       embeddings=rotated[i:i + 2000])
+        with self._exact_lock:
+            if self._exact is not None:
+                self._exact.add(chunk_ids, rotated)
+                if len(self._exact) > self._exact_max:
+                    self._exact, self._exact_state = None, "hnsw"
+        if self.backend == "embedded":
+            P.harden(self._path)
 
     def delete_source(self, source_id: int) -> None:
-        self._call("delete", self._col.delete, where={"source_id": int(source_id)})
+        self.delete(self._dead(int(source_id)))
 
     def delete(self, ids: Sequence[int]) -> None:
-        if ids:
-            self._call("delete", self._col.delete, ids=[str(x) for x in ids])
+        if not ids:
+            return
+        keyed = self._keyed.encode(ids)
+        for i in range(0, len(keyed), 2000):
+            self._call("delete", self._col.delete, ids=keyed[i:i + 2000])
+        with self._exact_lock:
+            if self._exact is not None:
+                self._exact.delete(ids)
+
+    def reset(self) -> None:
+        with self._exact_lock:
+            self._exact, self._exact_state = None, "unknown"
+        while True:
+            got = self._call("get", self._col.get, limit=5000, include=[])
+            if not got["ids"]:
+                return
+            self._call("delete", self._col.delete, ids=got["ids"])
+
+    def drop_legacy(self) -> None:
+        if self.legacy and self._client is not None:
+            self._call("delete", self._client.delete_collection, self.legacy)
+            self.legacy = None
+
+    # -- reads -------------------------------------------------------------------
+    def _exact_index(self) -> ExactIndex | None:
+        with self._exact_lock:
+            if self._exact_state == "unknown":
+                n = self.count()
+                if n <= self._exact_max:
+                    index = ExactIndex(self.rotation.dim)
+                    offset = 0
+                    while offset < n + 1:
+                        got = self._call("get", self._col.get, limit=5000, offset=offset,
+                                         include=["embeddings"])
+                        if not got["ids"]:
+                            break
+                        cids = self._keyed.decode(got["ids"])
+                        keep = [j for j, c in enumerate(cids) if c is not None]
+                        emb = np.asarray(got["embeddings"], dtype=np.float32)
+                        index.add([cids[j] for j in keep], emb[keep])  # type: ignore[misc]
+                        offset += len(got["ids"])
+                    self._exact, self._exact_state = index, "exact"
+                else:
+                    self._exact_state = "hnsw"
+            return self._exact
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Nearest chunks to ``vector`` (model space): (chunk id, cosine similarity).
-
-        Chroma answers a query for more results than it holds with what it has, so
-        no count is needed first (a round trip per query); only if a backend refuses
-        is the request clamped to its count and retried.
-        """
+        """Nearest chunks to ``vector`` (model space): (chunk id, cosine), best first."""
         if k <= 0:
             return []
         q = self.rotation.apply(np.asarray(vector, dtype=np.float32).reshape(1, -1))
-        try:
-            res = self._col.query(query_embeddings=q, n_results=k, include=["distances"])
-        except Exception:  # noqa: BLE001 - a refusal: clamp to the count and retry once
-            n = self.count()
-            if n == 0:
-                return []
-            res = self._call("query", self._col.query, query_embeddings=q, n_results=min(k, n),
-                             include=["distances"])
-        ids, dists = res["ids"][0], res["distances"][0]
-        return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
+        exact = self._exact_index()
+        if exact is not None:
+            return exact.query(q[0], k)
+        n = self.count()
+        if n == 0:
+            return []
+        res = self._call("query", self._col.query, query_embeddings=q, n_results=min(k, n),
+                         include=["embeddings"])
+        cids = self._keyed.decode(res["ids"][0])
+        emb = np.asarray(res["embeddings"][0], dtype=np.float32)
+        keep = [j for j, c in enumerate(cids) if c is not None]
+        if not keep:
+            return []
+        index = ExactIndex(self.rotation.dim)  # exact re-scoring, ties by chunk id
+        index.add([cids[j] for j in keep], emb[keep])  # type: ignore[misc]
+        return index.query(q[0], k)
 
     def count(self) -> int:
         return int(self._call("count", self._col.count))
 
-    def healthy(self) -> bool:
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
         try:
-            self._col.count()
-            return True
-        except Exception:  # noqa: BLE001 - health probe: any failure is "down"
-            return False
+            for owner in (client, getattr(client, "_admin_client", None)):
+                session = getattr(getattr(owner, "_server", None), "_session", None)
+                if session is not None:  # an HTTP client's connection pool
+                    session.close()
+            client.close()
+        except BaseException as exc:
+            if isinstance(exc, _FATAL):
+                raise
+        if self.backend == "embedded":
+            _evict_cached_system(self._path)
+            P.harden(self._path)
+
+
+class OfflineVectors(VectorStore):
+    """Stands in when the vector store cannot open (disk full): every call fails with
+    VectorStoreUnavailable, so searches go on with the keyword lanes and an alert."""
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+
+    def _down(self) -> VectorStoreUnavailable:
+        return VectorStoreUnavailable(f"vector store offline: {self.reason}")
+
+    def add(self, ids: Sequence[int], vectors: np.ndarray,
+            metas: Sequence[dict[str, Any]] | None = None) -> None:
+        raise self._down()
+
+    def delete_source(self, source_id: int) -> None:
+        raise self._down()
+
+    def delete(self, ids: Sequence[int]) -> None:
+        raise self._down()
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        raise self._down()
+
+    def count(self) -> int:
+        raise self._down()
+
+    def reset(self) -> None:
+        raise self._down()
+
+
+class MemoryVectors(VectorStore):
+    """No vector on disk: an exact in-memory index, rebuilt from the vault at open."""
+
+    backend = "memory"
+
+    def __init__(self, dim: int, dead: DeadLookup) -> None:
+        self._index = ExactIndex(dim)
+        self._dead = dead
+
+    def add(self, ids: Sequence[int], vectors: np.ndarray,
+            metas: Sequence[dict[str, Any]] | None = None) -> None:
+        if len(ids):
+            self._index.add([int(i) for i in ids], np.asarray(vectors, dtype=np.float32))
+
+    def delete_source(self, source_id: int) -> None:
+        self.delete(self._dead(int(source_id)))
+
+    def delete(self, ids: Sequence[int]) -> None:
+        self._index.delete(ids)
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        return self._index.query(vector, k)
+
+    def count(self) -> int:
+        return len(self._index)
+
+    def reset(self) -> None:
+        self._index = ExactIndex(self._index.dim)

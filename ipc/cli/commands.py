@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,26 +60,65 @@ def _read_stdin() -> str:
         raise NotUtf8("standard input is not valid UTF-8") from None
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+def _interrupted(backend: Any, job_ids: list[str], as_json: bool) -> int:
+    """Ctrl-C: stop the jobs at their next safe point, say what was kept, exit 130."""
+    targets = list(job_ids)
     try:
-        paths = [p for p in args.paths if p != "-"]
-        missing = [p for p in paths if not Path(p).exists()]
-        for p in missing:
-            print(f"ctx: not found: {p}", file=sys.stderr)
-        paths = [p for p in paths if p not in missing]
-        job_ids = []
-        if "-" in args.paths:
-            job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
-                                          kind="text"))
-        if paths:
-            job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
-        if args.no_wait:
-            emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
-            return 3 if missing else 0
-        snaps = [_wait_job(backend, j) for j in job_ids]
+        if backend.remote:
+            for jid in targets:
+                backend.cancel_job(jid)
+        else:  # this process owns the engine: nothing it queued may run on at close
+            targets = [s["id"] for s in backend.cancel_all()] or targets
+        snaps = [backend.wait(jid, 30.0) for jid in targets]
+    except Exception as exc:  # noqa: BLE001 - an old server without cancel_job
+        print(f"ctx: interrupted; the jobs could not be cancelled ({type(exc).__name__})",
+              file=sys.stderr)
+        return 130
+    kept = sum(len(s["sources"]) for s in snaps)
+    chunks = sum(s["chunks"] for s in snaps)
+    if as_json:
+        emit_json({"interrupted": True, "jobs": snaps})
+    print(f"interrupted: kept {kept} sources ({chunks} chunks) stored before the stop; "
+          "files not finished were not stored", file=sys.stderr)
+    return 130
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    try:
+        backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
+    except KeyboardInterrupt:
+        print("interrupted: nothing was stored", file=sys.stderr)
+        return 130
+    job_ids: list[str] = []
+    try:
+        return _ingest(backend, args, job_ids)
+    except KeyboardInterrupt:
+        code = _interrupted(backend, job_ids, args.json)
+        backend.close()  # the store is closed: everything kept is on disk
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Exit now: a model still loading in a helper thread would hold up (or, in
+        # torch's C++ threads, abort) the interpreter's shutdown for many seconds.
+        os._exit(code)
     finally:
         backend.close()
+
+
+def _ingest(backend: Any, args: argparse.Namespace, job_ids: list[str]) -> int:
+    paths = [p for p in args.paths if p != "-"]
+    missing = [p for p in paths if not Path(p).exists()]
+    for p in missing:
+        print(f"ctx: not found: {p}", file=sys.stderr)
+    paths = [p for p in paths if p not in missing]
+    if "-" in args.paths:
+        job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
+                                      kind="text"))
+    if paths:
+        job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
+    if args.no_wait:
+        emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
+        return 3 if missing else 0
+    snaps = [_wait_job(backend, j) for j in job_ids]
     if args.json:
         emit_json({"jobs": snaps})
     else:
@@ -96,7 +136,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
         hits = backend.search(args.query, args.k, kinds=args.kind, path_prefix=args.path,
                               since=parse_when(args.since), until=parse_when(args.until))
@@ -124,7 +164,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             raise InvalidInput("--live must name a readable JSON file") from None
         if isinstance(live, dict):
             live = live.get("items", [])
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
         payload = backend.build_context(args.query, live=live, budget=args.budget,
                                         fmt=args.format, mode=args.mode, now=parse_when(args.now))
@@ -140,7 +180,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_sources(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         rows = backend.sources()
     finally:
@@ -154,7 +194,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         result = backend.delete(args.source)
     finally:
@@ -164,7 +204,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         status = backend.status()
         metrics = backend.metrics()
@@ -185,7 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local)
     try:
         rows = backend.audit(since=parse_when(args.since), limit=args.limit)
     finally:
@@ -199,15 +239,57 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from ipc.cli.backend import open_engine
-    from ipc.serve import serve
+def cmd_repair(args: argparse.Namespace) -> int:
+    from engine.facade import repair_store
 
-    return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
-                 workers=args.workers, engine_factory=open_engine)
+    result = repair_store(args.data_dir)
+    if args.json:
+        emit_json(result)
+    else:
+        for part, where in sorted(result.get("set_aside", {}).items()):
+            print(f"damaged {part}/ set aside as {where}")
+        print(f"rebuilt {result['vectors']} vectors ({result['embedded']} embedded again) in "
+              f"{result['seconds']:.1f} s; {result.get('cache_rows_dropped', 0)} unused "
+              "embedding-cache rows dropped")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ipc.cli.serve_cmd import run_serve
+
+    return run_serve(args)
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    """The desktop app (PySide6, the ``desktop`` extra); it shares this data dir flag."""
+    try:
+        from desktop.app import main as app_main
+    except ImportError as exc:
+        from engine.errors import ConfigError
+
+        raise ConfigError("the desktop app needs PySide6: pip install 'ctx[desktop]'") from exc
+    argv = ["--data-dir", args.data_dir] if args.data_dir else []
+    for path in args.ingest:
+        argv += ["--ingest", path]
+    argv += [f"--{flag}" for flag in ("status", "quit") if getattr(args, flag)]
+    if args.no_tray:
+        argv.append("--no-tray")
+    return app_main(argv)
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
     from ipc.cli.recall_cmd import run_recall
 
     return run_recall(args)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from ipc.mcp.server import run_mcp
+
+    return run_mcp(args)
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from ipc.cli.hook_cmd import run_hook
+
+    return run_hook(args)

@@ -1,4 +1,4 @@
-"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, audit.
+"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, app, audit, mcp, hook.
 
 Exit codes: 0 ok, 2 usage, 3 not found, 4 locked or wrong key, 1 other.
 """
@@ -20,6 +20,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctx", description="Local context engine.")
     p.add_argument("--data-dir", help="data directory (default: $CTX_HOME or the user data dir)")
     p.add_argument("-v", "--verbose", action="store_true", help="log to stderr (no content)")
+    p.add_argument("--local", action="store_true",
+                   help="open the store in this process instead of using or starting the "
+                        "background engine")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     s = sub.add_parser("init", help="create the store and its key")
@@ -81,9 +84,32 @@ def _parser() -> argparse.ArgumentParser:
                    default="context")
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("repair", help="rebuild the vectors from the vault (set aside a "
+                                      "damaged vectors/); the store must not be in use")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("app", help="start the desktop tray app, or talk to the running one")
+    s.add_argument("--ingest", action="append", default=[], metavar="PATH",
+                   help="ingest a file or folder in the app (the running one, if any)")
+    s.add_argument("--status", action="store_true", help="print the running app's status")
+    s.add_argument("--quit", action="store_true", help="ask the running app to quit")
+    s.add_argument("--no-tray", action="store_true", help="use the window, not the tray")
+
     s = sub.add_parser("serve", help="run the engine headless with the ZeroMQ server")
     s.add_argument("--endpoint", help="ZeroMQ endpoint to bind (default: ipc:// or tcp://127.0.0.1)")
     s.add_argument("--workers", type=int, default=4)
+    s.add_argument("--idle-timeout", type=int, default=0, metavar="SECONDS",
+                   help="stop after this many seconds without a call (0: never)")
+    s.add_argument("--sync-on-start", action="store_true",
+                   help="index what is new in the transcript folders once serving")
+
+    s = sub.add_parser("mcp", help="MCP server on stdio for coding agents (Claude Code, Codex)")
+    s.add_argument("--budget", type=int, default=2000,
+                   help="default token budget of build_context and recall results")
+
+    from ipc.cli.hook_cmd import add_hook_parser
+
+    add_hook_parser(sub)
     return p
 
 
@@ -95,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except CtxError as exc:
-        _report(exc, getattr(args, "json", False))
+        _report(exc, getattr(args, "json", False), serve=args.cmd == "serve")
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -103,9 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _report(exc: CtxError, as_json: bool) -> None:
+def _report(exc: CtxError, as_json: bool, serve: bool = False) -> None:
     if as_json:
         sys.stdout.write(json.dumps({"error": exc.to_dict()}) + "\n")
+    if serve:  # what a process that started this engine in the background reads back
+        sys.stderr.write(json.dumps({"error": exc.to_dict()}) + "\n")
     sys.stderr.write(f"ctx: error [{exc.name}]: {exc.message}\n")
 
 

@@ -85,3 +85,64 @@ class Progress:
         if self.enabled:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def fmt_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class SyncProgress:
+    """Transcript indexing progress on stderr: files, bytes, chunks, rate and time left.
+
+    On a terminal one line is redrawn; otherwise (a log, an agent) a line is
+    printed every ``every_s`` seconds, so a long index is never silent.
+    """
+
+    def __init__(self, stream: TextIO = sys.stderr, every_s: float = 5.0) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.every_s = 0.2 if self.tty else every_s
+        self._last = 0.0
+        self._t0 = time.monotonic()
+        self._drawn = False
+
+    def line(self, snap: dict[str, Any]) -> str:
+        elapsed = max(1e-6, time.monotonic() - self._t0)
+        done, total = int(snap.get("bytes") or 0), int(snap.get("bytes_total") or 0)
+        rate = done / elapsed
+        left = (total - done) / rate if rate > 0 and total >= done else None
+        eta = fmt_duration(left) if left is not None and done else "?"
+        return (f"indexing: {snap.get('files_done', 0)}/{snap.get('files_total', 0)} files, "
+                f"{fmt_bytes(done)}/{fmt_bytes(total)}, {snap.get('chunks', 0)} chunks, "
+                f"{fmt_bytes(rate)}/s, {fmt_duration(elapsed)} elapsed, {eta} left")
+
+    def update(self, snap: dict[str, Any], force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self.every_s:
+            return
+        self._last = now
+        text = self.line(snap)
+        if self.tty:
+            self.stream.write("\r" + text.ljust(100)[:160])
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

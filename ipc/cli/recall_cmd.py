@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
-from ipc.cli.backend import open_backend
-from ipc.cli.output import emit_json, parse_when
+from ipc.cli.backend import LocalBackend, RemoteBackend, open_backend
+from ipc.cli.output import SyncProgress, emit_json, parse_when
 
 
 def current_project(cwd: Path | None = None) -> str:
@@ -22,19 +25,67 @@ def current_project(cwd: Path | None = None) -> str:
     return here.name
 
 
+def _watcher(backend: LocalBackend | RemoteBackend) -> Any:
+    """Something to poll ``jobs()`` on while another call indexes (its own socket if remote)."""
+    if isinstance(backend, RemoteBackend):
+        from ipc.remote import RemoteEngine
+
+        return RemoteEngine(backend.remote_engine.info, timeout=5.0)
+    return backend
+
+
+def index_with_progress(backend: LocalBackend | RemoteBackend, index: list[str],
+                        sync: bool) -> dict[str, Any]:
+    """Run the index/sync step, drawing its job's progress on stderr until it ends."""
+    holder: dict[str, Any] = {}
+    since = time.time() - 1.0
+
+    def work() -> None:
+        try:
+            holder["result"] = backend.recall(None, index=index, sync=sync)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            holder["error"] = exc
+
+    thread = threading.Thread(target=work, name="ctx-recall-index", daemon=True)
+    thread.start()
+    watcher = _watcher(backend)
+    bar = SyncProgress()
+    last: dict[str, Any] | None = None
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+            try:
+                jobs = [j for j in watcher.jobs() if j.get("kind") == "sync"
+                        and j.get("state") == "running" and (j.get("created") or 0) >= since]
+            except Exception:  # noqa: BLE001 - progress is best effort; the result decides
+                jobs = []
+            if jobs:
+                last = jobs[-1]
+                bar.update(last)
+    finally:
+        bar.close()
+        if watcher is not backend:
+            watcher.close()
+    if "error" in holder:
+        raise holder["error"]
+    return dict(holder.get("result") or {})
+
+
 def run_recall(args: argparse.Namespace) -> int:
     types = [t.strip() for t in args.type.split(",") if t.strip()] if args.type else None
-    backend = open_backend(args.data_dir)
+    backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
+        result: dict[str, Any] = {}
+        if args.index or args.sync:
+            result.update(index_with_progress(backend, args.index or [], args.sync))
         if args.auto:
             project = args.project or current_project()
-            result = backend.recall(args.query, auto=True, project=project, branch=args.branch,
-                                    budget=args.budget, task=args.task, fmt=args.format,
-                                    index=args.index or (), sync=args.sync)
-        else:
-            result = backend.recall(args.query, project=args.project, branch=args.branch,
-                                    since=parse_when(args.since), types=types, k=args.k,
-                                    index=args.index or (), sync=args.sync)
+            result.update(backend.recall(args.query, auto=True, project=project,
+                                         branch=args.branch, budget=args.budget, task=args.task,
+                                         fmt=args.format))
+        elif args.query is not None:
+            result.update(backend.recall(args.query, project=args.project, branch=args.branch,
+                                         since=parse_when(args.since), types=types, k=args.k))
     finally:
         backend.close()
     if args.json or args.format == "json":
@@ -47,8 +98,9 @@ def run_recall(args: argparse.Namespace) -> int:
                   f"{s['unchanged']} unchanged, {len(s['errors'])} errors in {s['seconds']:.2f} s",
                   file=sys.stderr)
     if args.auto:
-        sys.stdout.write(result.get("output") or result["context"])
-        if not (result.get("output") or result["context"]).endswith("\n"):
+        text = result.get("output") or result["context"]
+        sys.stdout.write(text)
+        if not text.endswith("\n"):
             sys.stdout.write("\n")
         return 0
     for i, h in enumerate(result.get("hits", []), 1):

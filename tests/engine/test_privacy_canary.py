@@ -54,3 +54,89 @@ def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: object,
     assert all(canary not in h.text for h in eng.search(canary, k=20))
     eng.close()
     assert _grep_data_dir(data_dir, _needles(canary)) == []
+
+
+def _decrypted_rows(data_dir: Path) -> dict[str, list[bytes]]:
+    """Every value of every table of the decrypted vault (FTS shadow tables included),
+    as bytes, by table."""
+    import os
+
+    from engine.crypto import keys
+    from engine.store.vault import Vault
+
+    key = keys.unlock_key(data_dir, passphrase=os.environ["CTX_PASSPHRASE"])
+    vault = Vault(data_dir / "vault.db", keys.derive(key, "vault"))
+    try:
+        tables = [r[0] for r in vault.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
+            "'CREATE VIRTUAL TABLE%'")]
+        out: dict[str, list[bytes]] = {}
+        for table in tables:
+            values: list[bytes] = []
+            for row in vault.query(f'SELECT * FROM "{table}"'):
+                for v in row:
+                    if isinstance(v, str):
+                        values.append(v.encode("utf-8"))
+                    elif isinstance(v, bytes):
+                        values.append(v)
+            out[table] = values
+        return out
+    finally:
+        vault.close()
+
+
+def _transcript(path: Path, canary: str) -> None:
+    import json
+
+    lines = [
+        {"type": "user", "sessionId": "s-canary", "cwd": "/work/proj", "gitBranch": "main",
+         "timestamp": "2026-01-02T10:00:00Z", "uuid": "u1",
+         "message": {"role": "user", "content": f"remember the word {canary} for later"}},
+        {"type": "assistant", "sessionId": "s-canary", "cwd": "/work/proj",
+         "timestamp": "2026-01-02T10:00:05Z", "uuid": "u2",
+         "message": {"role": "assistant", "content": [
+             {"type": "text", "text": f"Noted: {canary} is the word we keep."}]}},
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+@pytest.mark.parametrize("how", ["file", "folder", "project"])
+def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir: Path,
+                                                        how: str) -> None:
+    """After delete no table of the decrypted vault holds the canary: not the chunks,
+    not the FTS index segments, not the embedding cache, not a transcript's sync state."""
+    from engine.vector_rebuild import chunk_key
+
+    canary = "zq" + uuid.uuid4().hex[:12] + "canary"
+    needles = [canary.encode(), canary[2:-1].encode()]  # FTS keeps porter stems, prefix-shared
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "secret.md").write_text(f"# Secret\n\nThe code word is {canary} today.\n")
+    (docs / "keep.md").write_text("# Keep\n\nA note about tides and harbours to keep.\n")
+    sessions = tmp_path / "agent" / "proj"
+    _transcript(sessions / "s-canary.jsonl", canary)
+
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(paths=[str(docs)]))
+        eng.recall(index=[str(tmp_path / "agent")])
+        assert any(canary in h.text for h in eng.search(canary, k=10))
+        keys_before = {chunk_key(eng.rt.embedder.name)(*r) for r in eng.rt.vault.query(
+            "SELECT s.title, c.heading, c.kind, c.text FROM chunks c JOIN sources s "
+            "ON s.id = c.source_id WHERE c.text LIKE ?", (f"%{canary}%",))}
+        assert keys_before
+        eng.delete(str(docs / "secret.md"))
+        project = next(s["project"] for s in eng.sources() if s["kind"] == "transcript")
+        target = {"file": str(sessions / "s-canary.jsonl"), "folder": str(tmp_path / "agent"),
+                  "project": f"project:{project}"}[how]
+        assert eng.delete(target)["deleted"] >= 1
+        assert [Path(s["uri"]).name for s in eng.sources()] == ["keep.md"]
+        assert all(canary not in h.text for h in eng.search(canary, k=20))
+        cache = {r[0] for r in eng.rt.vault.query("SELECT hash FROM embed_cache")}
+        assert not keys_before & cache
+    rows = _decrypted_rows(data_dir)
+    assert {"chunks_fts_data", "embed_cache", "recall_files"} <= set(rows)
+    holding = sorted(t for t, values in rows.items()
+                     if any(n in v.lower() for v in values for n in needles))
+    assert holding == []
+    assert _grep_data_dir(data_dir, _needles(canary)) == []

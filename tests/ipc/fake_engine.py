@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import EmptyQuery, NotFound
+from engine.errors import ConfigError, EmptyQuery, NotFound, error_from_dict
+from engine.ingest.jobs import JobRunner
 from engine.paths import data_dir as resolve_data_dir
 from engine.paths import ensure_private_dir, lock_path
 from engine.store.lock import DataDirLock
@@ -34,6 +35,16 @@ class FakeEngine:
         self.release_ingest = threading.Event()
         self.release_ingest.set()
         self.closed = False
+        self._runner: JobRunner | None = None  # the engine's own job runner, for failed jobs
+
+    def _failed_job(self) -> dict[str, Any]:
+        """A job that fails on a bug, run by the engine's real JobRunner."""
+        if self._runner is None:
+            self._runner = JobRunner()
+
+        def work(job: Any, progress: Any) -> None:
+            raise RuntimeError("a bug while holding secret user text")
+        return self._runner.wait(self._runner.submit("sync", work).id, timeout=30)
 
     @classmethod
     def open(cls, data_dir: str | Path | None = None) -> FakeEngine:
@@ -41,6 +52,8 @@ class FakeEngine:
 
     def close(self) -> None:
         self.closed = True
+        if self._runner is not None:
+            self._runner.stop(timeout=5)
         self._lock.release()
 
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
@@ -59,8 +72,10 @@ class FakeEngine:
         return job_id
 
     def job(self, job_id: str) -> dict[str, Any]:
+        if job_id == "bugjob":
+            return self._failed_job()
         if job_id not in self._jobs:
-            raise NotFound(f"no job {job_id}", job_id=job_id)
+            raise NotFound(f"no job {job_id}", job_id=job_id)  # as engine.ingest.jobs does
         return dict(self._jobs[job_id])
 
     def jobs(self) -> list[dict[str, Any]]:
@@ -72,6 +87,9 @@ class FakeEngine:
                       mode: str | None = None, now: float | None = None) -> ContextPayload:
         if not query.strip():
             raise EmptyQuery("query is empty")
+        if config:  # as engine.config_base refuses an unknown key: it names the keys
+            names = ", ".join(sorted(config))
+            raise ConfigError(f"unknown config key: {names}", keys=sorted(config))
         item = PayloadItem(kind="section", source="fake://echo", title="echo", time=now,
                            tokens=1, score=1.0, lanes={"keyword": 1}, why="snippet")
         return ContextPayload(context=f"echo:{query}", total_tokens=1, budget=budget,
@@ -110,6 +128,8 @@ class FakeEngine:
         return {"deleted": source}
 
     def sync(self, paths: list[str] | None = None) -> dict[str, Any]:
+        if paths == ["raise:jobbug"]:  # as ContextEngine.sync re-raises a failed job's error
+            raise error_from_dict(self._failed_job()["error"] or {})
         return {"synced": len(paths or [])}
 
     def status(self) -> dict[str, Any]:

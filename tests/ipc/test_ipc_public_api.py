@@ -9,20 +9,22 @@ import pytest
 from engine.errors import CtxError, all_error_classes, error_from_dict
 
 EXPECTED = {
-    "ipc.errors": ["BadSignature", "InternalError", "IpcError", "IpcTimeout", "MessageTooLarge",
-                   "ProtocolError", "Replayed", "ServerUnavailable", "UnknownMethod"],
+    "ipc.errors": ["BadSignature", "InternalError", "IpcError", "IpcTimeout", "KeyMismatch",
+                   "MessageTooLarge", "ProtocolError", "Replayed", "ServerUnavailable",
+                   "UnknownMethod"],
     "ipc.protocol": ["DEFAULT_MAX_MESSAGE_BYTES", "DELIMITER", "FINAL_JOB_STATES", "Field",
                      "IpcConfig", "JOB_STATES", "METHODS", "MethodSpec", "PROTOCOL_VERSION",
                      "check", "check_header", "method_spec", "validate_params",
                      "validate_result", "version_compatible"],
     "ipc.session": ["Message", "Rejected", "Session", "dumps", "loads"],
     "ipc.connection": ["ConnectionInfo", "connection_file_path", "default_endpoint",
-                       "find_live", "make_info", "pid_alive", "read_connection_file",
+                       "find_live", "make_info", "pid_alive", "process_started",
+                       "read_connection_file",
                        "remove_connection_file", "runtime_dir", "write_connection_file"],
     "ipc.server": ["Server"],
     "ipc.client": ["Client"],
     "ipc.remote": ["RemoteEngine", "connect"],
-    "ipc.serve": ["main", "serve"],
+    "ipc.serve": ["ServerHost", "main", "serve"],
 }
 
 
@@ -40,7 +42,7 @@ def test_error_codes_are_stable_and_unique() -> None:
     assert table == {
         "ipc_error": 2000, "protocol_error": 2001, "bad_signature": 2002, "replayed": 2003,
         "message_too_large": 2004, "unknown_method": 2005, "ipc_timeout": 2006,
-        "server_unavailable": 2007, "internal_error": 2008,
+        "server_unavailable": 2007, "internal_error": 2008, "key_mismatch": 2009,
     }
     codes = [cls.code for cls in all_error_classes()]
     assert len(codes) == len(set(codes))

@@ -192,9 +192,18 @@ def test_size_limit_is_inclusive(tmp_path: Path) -> None:
     assert load_file(path, max_bytes=100).text == "a" * 100
 
 
-@pytest.mark.parametrize("name", ["latin1.txt", "nul.txt"])
-def test_reject_binary_text_formats(name: str) -> None:
-    assert _reason(FIXTURES / name) == REJECT_BINARY
+def test_reject_binary_text_formats() -> None:
+    assert _reason(FIXTURES / "nul.txt") == REJECT_BINARY
+
+
+def test_latin1_text_is_decoded(tmp_path: Path) -> None:
+    assert load_file(FIXTURES / "latin1.txt").text == "café crème, encoded as Latin-1\n"
+    path = tmp_path / "notes.weird"  # an unknown extension is sniffed the same way
+    path.write_bytes("Grüße aus Köln, 20 € – “quoted”\n".encode("cp1252"))
+    assert load_file(path).text == "Grüße aus Köln, 20 € – “quoted”\n"
+    noise = tmp_path / "noise.txt"  # no NUL, not UTF-8, full of control bytes: binary
+    noise.write_bytes(bytes(range(1, 256)) * 4)
+    assert _reason(noise) == REJECT_BINARY
 
 
 def test_reject_binary_markdown(tmp_path: Path) -> None:

@@ -121,3 +121,65 @@ def test_failures_carry_a_code_and_the_runner_goes_on(runner: JobRunner) -> None
     assert c["state"] == "done"
     with pytest.raises(NotFound):
         runner.get("nope")
+
+
+def test_cancel_drops_a_queued_job(runner: JobRunner) -> None:
+    ran: list[str] = []
+    runner.pause()
+    first = runner.submit("ingest", lambda job, progress: ran.append("first"))
+    second = runner.submit("ingest", lambda job, progress: ran.append("second"))
+    snap = runner.cancel(first.id)
+    assert snap["state"] == "cancelled" and snap["finished"] is not None
+    runner.resume()
+    assert runner.wait(second.id, timeout=10)["state"] == "done"
+    assert runner.get(first.id)["state"] == "cancelled"
+    assert ran == ["second"]
+
+
+def test_cancel_stops_a_running_job_at_its_next_safe_point(runner: JobRunner) -> None:
+    entered, gate = threading.Event(), threading.Event()
+    done: list[int] = []
+
+    def work(job: Job, progress) -> None:
+        for i in range(100):
+            if i == 3:
+                entered.set()
+                gate.wait(10)
+            done.append(i)
+            progress()  # a safe point
+
+    jid = runner.submit("ingest", work).id
+    assert entered.wait(10)
+    assert runner.cancel(jid)["state"] == "running"  # it stops at its next safe point
+    gate.set()
+    snap = runner.wait(jid, timeout=10)
+    assert snap["state"] == "cancelled" and snap["error"] is None
+    assert done == [0, 1, 2, 3]
+
+
+def test_cancel_reaches_a_paused_job_and_cancel_all(runner: JobRunner) -> None:
+    started = threading.Event()
+
+    def work(job: Job, progress) -> None:
+        started.set()
+        while True:
+            progress()
+
+    jid = runner.submit("ingest", work).id
+    queued = runner.submit("ingest", _steps(2)).id
+    assert started.wait(10)
+    runner.pause()  # the running job now waits in progress()
+    snaps = runner.cancel_all()
+    assert {s["id"] for s in snaps} == {jid, queued}
+    assert runner.wait(jid, timeout=10)["state"] == "cancelled"
+    assert runner.get(queued)["state"] == "cancelled"
+    runner.resume()
+    assert runner.wait(runner.submit("ingest", _steps(1)).id, timeout=10)["state"] == "done"
+
+
+def test_cancel_a_finished_or_unknown_job(runner: JobRunner) -> None:
+    jid = runner.submit("ingest", _steps(1)).id
+    assert runner.wait(jid, timeout=10)["state"] == "done"
+    assert runner.cancel(jid)["state"] == "done"
+    with pytest.raises(NotFound):
+        runner.cancel("nope")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.engines import stop_engine
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -53,13 +55,18 @@ def test_ingest_search_build_delete(docs: Path) -> None:
     assert r.returncode == 3 and "not_found" in r.stderr
     r = ctx("audit", "--json")
     methods = {row["method"] for row in json.loads(r.stdout)["audit"]}
-    assert {"cli:search", "cli:build_context", "ingest_job"} <= methods
+    assert {"search", "build_context", "ingest_job"} <= methods
 
 
 def test_stdin_and_status(tmp_path: Path) -> None:
     r = ctx("ingest", "-", "--title", "pasted", stdin="Gulls nest on the northern cliffs.\n")
     assert r.returncode == 0, r.stderr
+    assert "starting the ctx engine in the background" in r.stderr  # said once, on stderr
     r = ctx("status", "--json")
+    status = json.loads(r.stdout)["status"]
+    assert status["sources"] == 1 and status["served"] is True  # the engine ingest started
+    stop_engine(tmp_path / "ctx-home")
+    r = ctx("--local", "status", "--json")
     status = json.loads(r.stdout)["status"]
     assert status["sources"] == 1 and status["served"] is False
 
@@ -68,7 +75,10 @@ def test_exit_codes() -> None:
     assert ctx("search").returncode == 2  # usage
     assert ctx("ingest", "-", stdin="hello there").returncode == 0
     r = ctx("search", "hello", env={"CTX_PASSPHRASE": "not the passphrase"})
-    assert r.returncode == 4 and "wrong_key" in r.stderr
+    assert r.returncode == 0  # the running engine answers; the caller's key is not needed
+    stop_engine(os.environ["CTX_HOME"])
+    r = ctx("search", "hello", env={"CTX_PASSPHRASE": "not the passphrase"})
+    assert r.returncode == 4 and "wrong_key" in r.stderr  # the background engine's error
     r = ctx("build", "hello", "--budget", "-5")
     assert r.returncode == 2 and "invalid_budget" in r.stderr
 
@@ -84,8 +94,43 @@ def test_locked_store_exit_code() -> None:
     from engine.facade import ContextEngine
 
     with ContextEngine.open():
-        r = ctx("status")
+        r = ctx("status", env={"CTX_LOCK_WAIT_S": "1"})
     assert r.returncode == 4 and "store_locked" in r.stderr
+    assert "waiting" in r.stderr
+
+
+def test_commands_queue_behind_the_process_that_holds_the_store(tmp_path: Path) -> None:
+    """A model command waits for a --local process to release the store, then answers."""
+    assert ctx("--local", "ingest", "-", stdin="The lighthouse keeper logs the tides.").returncode == 0
+    release = tmp_path / "release"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys, time, pathlib; from engine.facade import ContextEngine; "
+            "e = ContextEngine.open(); print('held', flush=True); p = pathlib.Path(sys.argv[1])\n"
+            "while not p.exists(): time.sleep(0.05)\n"
+            "e.close()"), str(release)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
+    search = None
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        search = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "search",
+                                   "lighthouse tides", "--json"], cwd=REPO, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert search.stderr is not None
+        first = search.stderr.readline()
+        assert "waiting" in first, first  # it queues instead of failing with store_locked
+        release.touch()
+        out, err = search.communicate(timeout=240)
+    finally:
+        release.touch()
+        holder.wait(60)
+        assert holder.stdout is not None
+        holder.stdout.close()
+        if search is not None and search.poll() is None:
+            search.kill()
+            search.communicate()
+    assert search.returncode == 0, err
+    assert "starting the ctx engine" in err and json.loads(out)["hits"]
 
 
 def test_non_utf8_stdin() -> None:

@@ -1,0 +1,1 @@
+"""Dialogs of the desktop app: first run (create the store) and unlock."""

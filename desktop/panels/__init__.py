@@ -1,0 +1,2 @@
+"""The main window's panels: one module each; they react to the EngineHost's signals
+and never call each other."""

@@ -1,0 +1,240 @@
+"""Health panel: latency percentiles, store size and counts, model, vector backend,
+the IPC endpoint and requests served, alerts, and the audit log.
+
+Status, metrics and audit are read together on a pool worker (on ready, after
+jobs and builds, every few seconds while the panel is shown, and on Refresh).
+Alerts come from the host's ``alert`` signal and from the engine's status.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from desktop.panels.widgets import (
+    Banner,
+    cell,
+    error_text,
+    fmt_bytes,
+    fmt_duration,
+    fmt_int,
+    fmt_ms,
+    fmt_time,
+    heading,
+    make_table,
+)
+from desktop.qt import (
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    Qt,
+    QTimer,
+    QVBoxLayout,
+    QWidget,
+)
+
+BUILD_MS = "context_engine.build.duration_ms"
+QUERY_MS = "context_engine.rag_query.duration_ms"
+ALERT_NAMES = {"context_engine.vector_db.unavailable": "Vector store unavailable",
+               "context_engine.ingestion.failed": "Ingestion failed"}
+
+
+def snapshot(engine: Any) -> dict[str, Any]:
+    """Worker: everything the panel shows, in one trip."""
+    return {"status": engine.status(), "metrics": engine.metrics(),
+            "audit": engine.audit(limit=200)}
+
+
+class HealthPanel(QWidget):
+    def __init__(self, host: Any, parent: QWidget | None = None, *,
+                 refresh_ms: int = 5000) -> None:
+        super().__init__(parent)
+        self.host = host
+        self.data: dict[str, Any] = {}
+        self.alerts: list[dict[str, Any]] = []
+        self._busy = False
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        self.updated = QLabel("")
+        self.banner = Banner(self)
+        top = QHBoxLayout()
+        top.addWidget(heading("Health"))
+        top.addStretch(1)
+        top.addWidget(self.updated)
+        top.addWidget(self.refresh_button)
+
+        self.fields: dict[str, QLabel] = {}
+        store = self._group("Store", ["Data folder", "Size on disk", "Sources", "Chunks",
+                                      "Tokens", "Vectors"])
+        model = self._group("Model and vectors", ["Model", "Dimensions", "Model loaded",
+                                                  "Vector backend", "Vector store",
+                                                  "Chroma server"])
+        ipc = self._group("IPC", ["Endpoint", "Requests served", "In flight", "Up for"])
+        self.latency = make_table(["Latency", "Count", "p50", "p95", "p99", "Max"], stretch=0)
+        self.latency.setRowCount(2)
+        self.latency.setFixedHeight(self.latency.horizontalHeader().sizeHint().height()
+                                    + 2 * self.latency.verticalHeader().defaultSectionSize()
+                                    + 2 * self.latency.frameWidth() + 2)
+        self.alert_list = QListWidget()
+        self.alert_list.setMaximumHeight(80)
+        self.audit = make_table(["Time", "Operation", "Caller pid", "Ids", "Counts"], stretch=4)
+
+        left = QVBoxLayout()
+        left.addWidget(store)
+        left.addWidget(model)
+        left.addWidget(ipc)
+        left.addStretch(1)
+        right = QVBoxLayout()
+        right.addWidget(heading("Alerts"))
+        right.addWidget(self.alert_list)
+        right.addWidget(heading("Latency (engine, last 2048 calls)"))
+        right.addWidget(self.latency)
+        right.addWidget(heading("Audit log (ids and counts only)"))
+        right.addWidget(self.audit, 1)
+        body = QHBoxLayout()
+        body.addLayout(left, 2)
+        body.addLayout(right, 3)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.banner)
+        layout.addLayout(body, 1)
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(refresh_ms)
+        self.timer.timeout.connect(self.refresh)
+        host.ready.connect(self.refresh)
+        host.alert.connect(self.add_alert)
+        host.build_finished.connect(lambda _build: self._soon())
+        host.sources_changed.connect(self._soon)
+        host.state_changed.connect(lambda _state: self._draw_alerts())
+        self._draw_alerts()
+        if getattr(host, "engine_ready", False):
+            self.refresh()
+
+    def _group(self, title: str, names: list[str]) -> QGroupBox:
+        box = QGroupBox(title)
+        form = QFormLayout(box)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+        for name in names:
+            value = QLabel("—")
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            value.setWordWrap(True)
+            self.fields[name] = value
+            form.addRow(name, value)
+        return box
+
+    # -- refresh -------------------------------------------------------------------------
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        self.timer.start()
+        self.refresh()
+
+    def hideEvent(self, event: Any) -> None:
+        super().hideEvent(event)
+        self.timer.stop()
+
+    def _soon(self) -> None:
+        QTimer.singleShot(300, self.refresh)
+
+    def refresh(self) -> None:
+        if self._busy or not getattr(self.host, "engine_ready", False):
+            return
+        self._busy = True
+        self.host.run(snapshot, success=self._loaded, failure=self._failed)
+
+    def _failed(self, error: BaseException) -> None:
+        self._busy = False
+        self.banner.show_message("error", "Health could not be read: " + error_text(error))
+
+    def _loaded(self, data: dict[str, Any]) -> None:
+        self._busy = False
+        self.banner.clear_message()
+        self.data = data
+        status, metrics = data["status"], data["metrics"]
+        f = self.fields
+        f["Data folder"].setText(str(status.get("data_dir", "—")))
+        f["Size on disk"].setText(fmt_bytes(status.get("store_bytes")))
+        f["Sources"].setText(fmt_int(status.get("sources")))
+        f["Chunks"].setText(fmt_int(status.get("chunks")))
+        f["Tokens"].setText(fmt_int(status.get("tokens")))
+        f["Vectors"].setText(fmt_int(status.get("vectors")))
+        f["Model"].setText(str(status.get("model", "—")))
+        f["Dimensions"].setText(fmt_int(status.get("dim")))
+        f["Model loaded"].setText("yes" if status.get("model_loaded") else "loading…")
+        backend = str(status.get("vector_backend", "—"))
+        f["Vector backend"].setText(backend)
+        f["Vector store"].setText("available" if status.get("vector_store_ok")
+                                  else "UNAVAILABLE: searches use keywords only")
+        config = getattr(self.host, "config", None)
+        url = getattr(getattr(config, "store", None), "chroma_url", "")
+        f["Chroma server"].setText(url if backend == "http" else "— (embedded store)")
+        self._draw_ipc()
+        hist = metrics.get("histograms") or {}
+        for row, (label, name) in enumerate((("Build context", BUILD_MS),
+                                             ("Query (search)", QUERY_MS))):
+            h = hist.get(name) or {}
+            self.latency.setItem(row, 0, cell(label))
+            self.latency.setItem(row, 1, cell(fmt_int(h.get("count", 0)),
+                                              number=h.get("count", 0)))
+            for col, key in enumerate(("p50", "p95", "p99", "max"), start=2):
+                value = h.get(key) if h.get("count") else None
+                self.latency.setItem(row, col, cell(fmt_ms(value), number=value or 0))
+        self._draw_audit(data.get("audit") or [])
+        self._draw_alerts()
+        self.updated.setText("Updated " + time.strftime("%H:%M:%S"))
+
+    def _draw_ipc(self) -> None:
+        stats = self.host.server_stats() if hasattr(self.host, "server_stats") else {}
+        f = self.fields
+        endpoint = getattr(self.host, "ipc_info", None) or stats.get("endpoint")
+        f["Endpoint"].setText(str(endpoint) if endpoint else "not serving")
+        running = bool(stats.get("running"))
+        f["Requests served"].setText(fmt_int(stats.get("requests_served", 0)) if running
+                                     else "—")
+        f["In flight"].setText(fmt_int(stats.get("in_flight", 0)) if running else "—")
+        f["Up for"].setText(fmt_duration(stats.get("uptime_s")) if running else "—")
+
+    def _draw_audit(self, rows: list[dict[str, Any]]) -> None:
+        table = self.audit
+        table.setRowCount(len(rows))
+        for r, entry in enumerate(sorted(rows, key=lambda e: e.get("time") or 0, reverse=True)):
+            ids = list(entry.get("ids") or [])
+            counts = entry.get("counts") or {}
+            table.setItem(r, 0, cell(fmt_time(entry.get("time")), number=entry.get("time") or 0))
+            table.setItem(r, 1, cell(str(entry.get("method", ""))))
+            pid = entry.get("caller_pid")
+            table.setItem(r, 2, cell("—" if pid is None else str(pid), number=pid or 0))
+            table.setItem(r, 3, cell(fmt_int(len(ids)), number=len(ids), tip=", ".join(ids[:20])))
+            table.setItem(r, 4, cell(", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
+
+    # -- alerts ----------------------------------------------------------------------------
+    def add_alert(self, alert: dict[str, Any]) -> None:
+        entry = dict(alert, time=time.time())
+        self.alerts.insert(0, entry)
+        del self.alerts[50:]
+        self._draw_alerts()
+
+    def active_alerts(self) -> list[str]:
+        """Lines for the alert list: engine alerts still active, then the host's, newest first."""
+        lines: list[str] = []
+        status = (self.data.get("status") or {}) if self.data else {}
+        for name, info in (status.get("alerts") or {}).items():
+            detail = info.get("detail", "") if isinstance(info, dict) else ""
+            since = fmt_time(info.get("since")) if isinstance(info, dict) else ""
+            lines.append(f"ACTIVE · {ALERT_NAMES.get(name, name)} since {since}"
+                         + (f": {detail}" if detail else ""))
+        for alert in self.alerts:
+            lines.append(f"{fmt_time(alert['time'], with_date=False)} · "
+                         f"{alert.get('message', '')} ({alert.get('name', 'alert')})")
+        return lines
+
+    def _draw_alerts(self) -> None:
+        self.alert_list.clear()
+        lines = self.active_alerts()
+        state = getattr(self.host, "state", "")
+        if state and state not in ("ready",):
+            lines.insert(0, f"Engine state: {state}")
+        self.alert_list.addItems(lines or ["No alerts. Everything is working."])

@@ -1,0 +1,351 @@
+"""Ingestion panel: running and recent jobs, their failures, pause/resume/cancel, drops,
+and the watched folders that are ingested again when their files change.
+
+It follows the host's ``job_progress`` snapshots (never polls the engine on the
+GUI thread). Every job that skipped a file says so on its card, in the banner
+and in the failures table: there is no silent success.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from desktop import config_io
+from desktop.panels.jobcard import FINAL, JobCard, progress
+from desktop.panels.widgets import (
+    Banner,
+    cell,
+    error_text,
+    fmt_time,
+    heading,
+    make_table,
+    muted,
+    reason_text,
+)
+from desktop.qt import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QObject,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    Qt,
+    QVBoxLayout,
+    QWidget,
+    Signal,
+)
+from desktop.watch import FolderWatcher
+from engine.errors import CtxError, NotFound
+
+MAX_CARDS = 12
+
+
+class _WatchBridge(QObject):
+    """Carries the watcher's batches (its timer thread) onto the GUI thread."""
+
+    batch = Signal(list, list)
+
+
+class IngestionPanel(QWidget):
+    def __init__(self, host: Any, parent: QWidget | None = None, *,
+                 watch_delay: float = 1.5) -> None:
+        super().__init__(parent)
+        self.host = host
+        self.cards: dict[str, JobCard] = {}
+        self.failures: list[dict[str, Any]] = []
+        self._seen_failures: set[tuple[str, str]] = set()
+        self._announced: set[str] = set()
+        self.setAcceptDrops(True)
+
+        self.banner = Banner(self)
+        self.add_files = QPushButton("Ingest files…")
+        self.add_folder = QPushButton("Ingest folder…")
+        self.pause = QPushButton("Pause")
+        self.resume = QPushButton("Resume")
+        self.paused_label = QLabel("")
+        self.add_files.clicked.connect(self._pick_files)
+        self.add_folder.clicked.connect(self._pick_folder)
+        self.pause.clicked.connect(self._pause)
+        self.resume.clicked.connect(self._resume)
+        self.resume.setEnabled(False)
+        bar = QHBoxLayout()
+        for w in (self.add_files, self.add_folder, self.pause, self.resume):
+            bar.addWidget(w)
+        bar.addWidget(self.paused_label)
+        bar.addStretch(1)
+
+        self.jobs_box = QVBoxLayout()
+        self.jobs_box.setSpacing(6)
+        self.no_jobs = muted("No ingestion yet. Drop files or folders anywhere on this window, "
+                             "or use the buttons above.")
+        self.jobs_box.addWidget(self.no_jobs)
+        self.jobs_box.addStretch(1)
+        inner = QWidget()
+        inner.setLayout(self.jobs_box)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(inner)
+
+        self.failure_table = make_table(["Time", "Path", "Reason"], stretch=1)
+        self.clear_failures = QPushButton("Clear list")
+        self.clear_failures.clicked.connect(self._clear_failures)
+        fail_head = QHBoxLayout()
+        fail_head.addWidget(heading("Failures"))
+        fail_head.addStretch(1)
+        fail_head.addWidget(self.clear_failures)
+        fail_box = QVBoxLayout()
+        fail_box.setContentsMargins(0, 0, 0, 0)
+        fail_box.addLayout(fail_head)
+        fail_box.addWidget(self.failure_table)
+
+        self.watch_list = QListWidget()
+        self.watch_list.setMaximumHeight(110)
+        watch_box = QVBoxLayout()
+        watch_box.setContentsMargins(0, 0, 0, 0)
+        watch_box.addWidget(heading("Watched folders"))
+        watch_box.addWidget(muted("Changed files are ingested again and deleted files leave the "
+                                  "store. Add or remove folders in Settings."))
+        watch_box.addWidget(self.watch_list)
+
+        lower = QWidget()
+        lower_box = QVBoxLayout(lower)
+        lower_box.setContentsMargins(0, 0, 0, 0)
+        lower_box.addLayout(fail_box, 3)
+        lower_box.addLayout(watch_box, 1)
+        top = QWidget()
+        top_box = QVBoxLayout(top)
+        top_box.setContentsMargins(0, 0, 0, 0)
+        top_box.addWidget(heading("Jobs"))
+        top_box.addWidget(scroll)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(top)
+        split.addWidget(lower)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([400, 300])
+        self.failure_table.setMinimumHeight(90)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        layout.addWidget(self.banner)
+        layout.addWidget(split, 1)
+
+        self._bridge = _WatchBridge(self)
+        self._bridge.batch.connect(self._on_watch_batch)
+        exclude = [str(host.data_dir)] if getattr(host, "data_dir", None) else []
+        self.watcher = FolderWatcher(self._bridge.batch.emit, delay=watch_delay,
+                                     exclude=exclude)
+        self.watch_problems: dict[str, str] = {}
+        host.job_progress.connect(self.on_job)
+        host.ready.connect(self._on_ready)
+        host.config_changed.connect(self.reload_watched)
+        host.paused_changed.connect(self._set_paused)
+        host.state_changed.connect(self._on_state)
+        self._set_paused(bool(getattr(host, "ingestion_paused", False)))
+        if getattr(host, "engine_ready", False):
+            self._on_ready()
+
+    # -- host events -------------------------------------------------------------------
+    def _on_ready(self) -> None:
+        self.host.run(lambda engine: engine.jobs(), success=self._load_jobs,
+                      failure=self._show_failure)
+        self.reload_watched(catch_up=True)
+
+    def _on_state(self, state: str) -> None:
+        if state in ("stopping", "stopped"):
+            self.watcher.close()
+
+    def _load_jobs(self, jobs: list[dict[str, Any]]) -> None:
+        for job in sorted(jobs, key=lambda j: j.get("created") or 0)[-MAX_CARDS:]:
+            self.on_job(job)
+
+    def on_job(self, job: dict[str, Any]) -> None:
+        """A job snapshot from the host: redraw its card, collect its failures."""
+        if job.get("kind") not in ("paths", "text", "conversation", "sync"):
+            return
+        job_id = str(job["id"])
+        card = self.cards.get(job_id)
+        if card is None:
+            card = JobCard(job, self.cancel_job)
+            self.cards[job_id] = card
+            self.jobs_box.insertWidget(0, card)
+            self.no_jobs.hide()
+            self._trim()
+        else:
+            card.update_job(job)
+        for err in job.get("errors") or []:
+            self._add_failure(job, str(err.get("path", "")), reason_text(str(err.get("reason"))))
+        if job.get("state") == "failed":
+            self._add_failure(job, "", error_text(job.get("error")))
+        if job.get("state") in FINAL and job_id not in self._announced:
+            self._announced.add(job_id)
+            self._announce(job)
+
+    def _announce(self, job: dict[str, Any]) -> None:
+        done, total = progress(job)
+        skipped = int(job.get("files_skipped") or 0)
+        state = job.get("state")
+        if state == "failed":
+            self.banner.show_message("error", "Ingestion failed: " + error_text(job.get("error"))
+                                     + ". Nothing already stored was lost.")
+        elif state == "cancelled":
+            self.banner.show_message("info", f"Ingestion cancelled after {done} of {total} "
+                                     "files; the files finished before stay stored.")
+        elif skipped:
+            self.banner.show_message("error", f"{total - skipped} of {total} files ingested; "
+                                     f"{skipped} skipped. See Failures below for why.")
+        elif job.get("kind") == "paths":
+            unchanged = int(job.get("files_unchanged") or 0)
+            extra = f" ({unchanged} unchanged)" if unchanged else ""
+            self.banner.show_message("ok", f"{total} file{'s' if total != 1 else ''} "
+                                     f"ingested{extra}, {job.get('chunks', 0)} chunks.")
+
+    def _trim(self) -> None:
+        finished = [c for c in self.cards.values() if c.snapshot.get("state") in FINAL]
+        finished.sort(key=lambda c: c.snapshot.get("created") or 0)
+        while len(self.cards) > MAX_CARDS and finished:
+            card = finished.pop(0)
+            del self.cards[card.job_id]
+            card.setParent(None)
+            card.deleteLater()
+
+    def _add_failure(self, job: dict[str, Any], path: str, reason: str) -> None:
+        key = (str(job.get("id")), path or reason)
+        if key in self._seen_failures:
+            return
+        self._seen_failures.add(key)
+        self.failures.append({"job": job.get("id"), "path": path, "reason": reason})
+        table = self.failure_table
+        table.setSortingEnabled(False)
+        table.insertRow(0)
+        when = job.get("finished") or job.get("started") or job.get("created")
+        table.setItem(0, 0, cell(fmt_time(when, with_date=False)))
+        table.setItem(0, 1, cell(path or "(whole job)", tip=path))
+        table.setItem(0, 2, cell(reason, tip=reason))
+
+    def _clear_failures(self) -> None:
+        self.failures.clear()
+        self.failure_table.setRowCount(0)
+
+    def _show_failure(self, error: BaseException | dict[str, Any] | str) -> None:
+        self.banner.show_message("error", error_text(error))
+
+    # -- actions -------------------------------------------------------------------------
+    def accept_drop(self, paths: list[str]) -> None:
+        """Ingest dropped (or picked) files and folders; a missing path is a clear message."""
+        missing = [p for p in paths if not Path(p).exists()]
+        present = [p for p in paths if Path(p).exists()]
+        if missing:
+            self.banner.show_message("error", "Not found, not ingested: " + ", ".join(missing))
+        if present:
+            if not missing:
+                self.banner.show_message("info", f"Ingesting {len(present)} "
+                                         f"item{'s' if len(present) != 1 else ''}…")
+            self.host.ingest_paths(present)
+
+    def dragEnterEvent(self, event: Any) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: Any) -> None:
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.accept_drop(paths)
+
+    def _pick_files(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Ingest files")
+        if files:
+            self.accept_drop(files)
+
+    def _pick_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Ingest folder")
+        if folder:
+            self.accept_drop([folder])
+
+    def _pause(self) -> None:
+        self.host.pause_ingestion()  # the host's paused_changed redraws the buttons
+
+    def _resume(self) -> None:
+        self.host.resume_ingestion()
+
+    def _set_paused(self, paused: bool) -> None:
+        self.pause.setEnabled(not paused)
+        self.resume.setEnabled(paused)
+        self.paused_label.setText("Ingestion is paused" if paused else "")
+
+    def cancel_job(self, job_id: str) -> None:
+        self.host.cancel_job(job_id)
+
+    # -- watched folders -------------------------------------------------------------------
+    def reload_watched(self, catch_up: bool = False) -> None:
+        """Watch the folders config.toml's [desktop] table names (after Settings saves)."""
+        data_dir = getattr(self.host, "data_dir", None)
+        if data_dir is None:
+            return
+        try:
+            folders = list(config_io.read(data_dir).desktop.watched_folders)
+        except CtxError as exc:  # a broken config.toml: say so, watch nothing
+            self.watch_problems = {}
+            self.watcher.set_folders([])
+            self._draw_watched([], f"config.toml: {error_text(exc)}")
+            return
+        before = set(self.watcher.folders)
+        self.watch_problems = self.watcher.set_folders(folders)
+        self._draw_watched(folders, "")
+        fresh = [f for f in self.watcher.folders if catch_up or f not in before]
+        if fresh and getattr(self.host, "engine_ready", False):
+            self._catch_up(fresh)
+
+    def _draw_watched(self, folders: list[str], problem: str) -> None:
+        self.watch_list.clear()
+        if problem:
+            self.watch_list.addItem(QListWidgetItem(problem))
+        if not folders and not problem:
+            self.watch_list.addItem(QListWidgetItem("No folder is watched."))
+        for folder in folders:
+            why = self.watch_problems.get(folder)
+            self.watch_list.addItem(QListWidgetItem(
+                f"{folder}  —  {'not watched: ' + why if why else 'watching'}"))
+
+    def _catch_up(self, folders: list[str]) -> None:
+        """Ingest watched folders once and drop stored files that vanished meanwhile."""
+        self.host.ingest_paths(folders)
+
+        def vanished(engine: Any) -> int:
+            gone = 0
+            for source in engine.sources():
+                uri = str(source.get("uri", ""))
+                if any(uri.startswith(f.rstrip("/") + "/") for f in folders) \
+                        and not Path(uri).exists():
+                    engine.delete(source["id"])
+                    gone += 1
+            return gone
+        self.host.run(vanished, success=self._removed, failure=self._show_failure)
+
+    def _on_watch_batch(self, changed: list[str], deleted: list[str]) -> None:
+        if changed:
+            self.host.ingest_paths(changed)
+        if deleted:
+            def remove(engine: Any) -> int:
+                gone = 0
+                for path in deleted:
+                    try:
+                        gone += int(engine.delete(path).get("deleted", 0))
+                    except NotFound:
+                        pass  # never stored (skipped, or not a file ctx reads)
+                return gone
+            self.host.run(remove, success=self._removed, failure=self._show_failure)
+
+    def _removed(self, count: int) -> None:
+        if count:
+            self.banner.show_message("info", f"{count} deleted file{'s' if count != 1 else ''} "
+                                     "removed from the store.")
+
+    def shutdown(self) -> None:
+        """Stop watching (the main window calls this on quit)."""
+        self.watcher.close()

@@ -1,0 +1,253 @@
+"""Retrieved items panel: ask the engine as a caller would and see what it would send.
+
+A query, a budget, a packing mode and optional live-context text go to
+``build_context`` on a pool worker. The ranked items come back with kind,
+source, tokens, score, lanes and tier; the selected item's block is previewed;
+the exact payload is shown with its token count (recounted with cl100k) and
+can be copied to the clipboard. The host reports the build to the Budget panel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from desktop import config_io
+from desktop.panels.blocks import block_tier, item_blocks
+from desktop.panels.widgets import (
+    Banner,
+    cell,
+    error_text,
+    fmt_int,
+    fmt_ms,
+    heading,
+    make_table,
+    monospace,
+    muted,
+)
+from desktop.qt import (
+    QComboBox,
+    QGroupBox,
+    QGuiApplication,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    Qt,
+    QVBoxLayout,
+    QWidget,
+)
+from desktop.reporting import item_tier
+from engine import TokenCounter
+from engine.errors import CtxError
+
+MODES = ("fast", "dense_cached")
+LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal", "window",
+              "other")
+COLUMNS = ["#", "Kind", "Source", "Tokens", "Score", "Lanes", "Tier"]
+
+
+def lanes_text(lanes: dict[str, int]) -> str:
+    return ", ".join(f"{name} #{rank}" for name, rank in sorted(lanes.items(), key=lambda x: x[1]))
+
+
+class RetrievedPanel(QWidget):
+    def __init__(self, host: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.host = host
+        self.payload: dict[str, Any] | None = None
+        self.items: list[dict[str, Any]] = []
+        self.blocks: list[str] = []
+        self.recount: int | None = None
+
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Ask what a caller would ask, e.g. how do I rotate the keys?")
+        self.query.returnPressed.connect(self.build)
+        self.budget = QSpinBox()
+        self.budget.setRange(1, 1_000_000)
+        self.budget.setSingleStep(100)
+        self.budget.setValue(config_io.DEFAULT_BUDGET)
+        self.budget.setSuffix(" tokens")
+        self.mode = QComboBox()
+        self.mode.addItems(MODES)
+        self.mode.setToolTip("fast: stored text; dense_cached: summaries by tier where they fit")
+        self.go = QPushButton("Build context")
+        self.go.setDefault(True)
+        self.go.clicked.connect(self.build)
+        row = QHBoxLayout()
+        row.addWidget(self.query, 1)
+        row.addWidget(QLabel("Budget"))
+        row.addWidget(self.budget)
+        row.addWidget(QLabel("Mode"))
+        row.addWidget(self.mode)
+        row.addWidget(self.go)
+
+        self.live_box = QGroupBox("Live context (optional)")
+        self.live_box.setCheckable(True)
+        self.live_box.setChecked(False)
+        self.live_kind = QComboBox()
+        self.live_kind.addItems(LIVE_KINDS)
+        self.live_text = QPlainTextEdit()
+        self.live_text.setPlaceholderText("Text the caller sees right now (a selection, a file…)")
+        self.live_text.setMaximumHeight(70)
+        live = QHBoxLayout(self.live_box)
+        live.addWidget(self.live_kind)
+        live.addWidget(self.live_text, 1)
+
+        self.banner = Banner(self)
+        self.table = make_table(COLUMNS, stretch=2)
+        self.table.itemSelectionChanged.connect(self._preview)
+        self.preview = QPlainTextEdit()
+        self.preview.setReadOnly(True)
+        self.preview.setFont(monospace())
+        self.preview.setPlaceholderText("Select an item to see its block of the payload.")
+        self.tokens = QLabel("")
+        self.copy = QPushButton("Copy payload")
+        self.copy.setEnabled(False)
+        self.copy.clicked.connect(self.copy_payload)
+        self.payload_text = QPlainTextEdit()
+        self.payload_text.setReadOnly(True)
+        self.payload_text.setFont(monospace())
+        self.payload_text.setPlaceholderText("The exact text a caller would receive appears here.")
+
+        upper = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        lbox = QVBoxLayout(left)
+        lbox.setContentsMargins(0, 0, 0, 0)
+        lbox.addWidget(heading("Ranked items"))
+        lbox.addWidget(self.table)
+        right = QWidget()
+        rbox = QVBoxLayout(right)
+        rbox.setContentsMargins(0, 0, 0, 0)
+        rbox.addWidget(heading("Selected item"))
+        rbox.addWidget(self.preview)
+        upper.addWidget(left)
+        upper.addWidget(right)
+        upper.setStretchFactor(0, 3)
+        upper.setStretchFactor(1, 2)
+        lower = QWidget()
+        low = QVBoxLayout(lower)
+        low.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        head.addWidget(heading("Payload as sent"))
+        head.addWidget(self.tokens, 1)
+        head.addWidget(self.copy)
+        low.addLayout(head)
+        low.addWidget(self.payload_text)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(upper)
+        split.addWidget(lower)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.live_box)
+        layout.addWidget(self.banner)
+        layout.addWidget(split, 1)
+        self.hint = muted("")
+        layout.addWidget(self.hint)
+        self._set_ready(bool(getattr(host, "engine_ready", False)))
+        host.ready.connect(lambda: self._set_ready(True))
+        host.ready.connect(self._load_defaults)
+        host.config_changed.connect(self._load_defaults)
+        if getattr(host, "engine_ready", False):
+            self._load_defaults()
+
+    def _set_ready(self, ready: bool) -> None:
+        self.go.setEnabled(ready)
+        self.hint.setText("" if ready else "The store is opening…")
+        self.hint.setVisible(not ready)
+
+    def _load_defaults(self) -> None:
+        try:
+            settings = config_io.read(self.host.data_dir)
+        except CtxError:
+            return  # the Settings panel shows what is wrong with config.toml
+        self.budget.setValue(settings.desktop.default_budget)
+        self.mode.setCurrentText(settings.engine.packing.mode)
+
+    # -- build ---------------------------------------------------------------------------
+    def live_items(self) -> list[dict[str, Any]]:
+        text = self.live_text.toPlainText()
+        if not self.live_box.isChecked() or not text.strip():
+            return []
+        return [{"kind": self.live_kind.currentText(), "source": "ctx window",
+                 "title": "typed in the Retrieved items panel", "text": text}]
+
+    def build(self) -> None:
+        query, budget, mode, live = (self.query.text(), self.budget.value(),
+                                     self.mode.currentText(), self.live_items())
+
+        def work(engine: Any) -> dict[str, Any]:
+            payload = engine.build_context(query, live=live or None, budget=budget, mode=mode)
+            data = payload.to_dict()
+            data["recount"] = TokenCounter.shared().count(payload.context)
+            return data
+
+        self.go.setEnabled(False)
+        self.banner.show_message("info", "Building…")
+        self.host.run(work, success=self._built, failure=self._failed)
+
+    def _failed(self, error: BaseException) -> None:
+        self.go.setEnabled(True)
+        self.banner.show_message("error", "Nothing was built: " + error_text(error))
+
+    def _built(self, data: dict[str, Any]) -> None:
+        self.go.setEnabled(True)
+        self.payload = data
+        self.recount = int(data.get("recount", 0))
+        self.items = [dict(i, tier=item_tier(str(i.get("kind")), str(i.get("why", ""))))
+                      for i in data.get("items", [])]
+        self.blocks = item_blocks(str(data.get("context", "")), self.items)
+        for item, block in zip(self.items, self.blocks, strict=True):
+            tier = block_tier(block)
+            if tier:
+                item["tier"] = tier
+        table = self.table
+        table.setRowCount(len(self.items))
+        for row, item in enumerate(self.items):
+            table.setItem(row, 0, cell(str(row + 1), number=row + 1))
+            table.setItem(row, 1, cell(str(item.get("kind"))))
+            source = str(item.get("title") or item.get("source") or "")
+            table.setItem(row, 2, cell(source, tip=str(item.get("source", ""))))
+            table.setItem(row, 3, cell(fmt_int(item.get("tokens")), number=item.get("tokens")))
+            table.setItem(row, 4, cell(f"{float(item.get('score', 0)):.3f}",
+                                       number=item.get("score")))
+            table.setItem(row, 5, cell(lanes_text(item.get("lanes") or {}) or "—"))
+            table.setItem(row, 6, cell(str(item.get("tier") or "—")))
+        context = str(data.get("context", ""))
+        self.payload_text.setPlainText(context)
+        total, budget = int(data.get("total_tokens", 0)), int(data.get("budget", 0))
+        exact = "exact" if self.recount == total else f"recounted {fmt_int(self.recount)}"
+        self.tokens.setText(f"{fmt_int(total)} of {fmt_int(budget)} tokens "
+                            f"({exact}, cl100k) · {len(self.items)} items · "
+                            f"{fmt_ms((data.get('timings') or {}).get('total'))}")
+        self.copy.setEnabled(bool(context))
+        if self.items:
+            self.banner.clear_message()
+            table.selectRow(0)
+        else:
+            self.banner.show_message("info", "Nothing in the store matched this query.")
+            self.preview.clear()
+
+    def _preview(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows or rows[0].row() >= len(self.items):
+            self.preview.clear()
+            return
+        i = rows[0].row()
+        item = self.items[i]
+        block = self.blocks[i] if i < len(self.blocks) else ""
+        meta = (f"{item.get('kind')} · {fmt_int(item.get('tokens'))} tokens · "
+                f"score {float(item.get('score', 0)):.3f} · {item.get('why', '')}\n"
+                f"{item.get('source', '')}\n\n")
+        self.preview.setPlainText(meta + (block or "(this item's block could not be located "
+                                          "in the payload's format)"))
+
+    def copy_payload(self) -> None:
+        if self.payload is None:
+            return
+        QGuiApplication.clipboard().setText(str(self.payload.get("context", "")))
+        self.banner.show_message("ok", "Payload copied to the clipboard "
+                                 f"({fmt_int(self.payload.get('total_tokens'))} tokens).")

@@ -1,0 +1,224 @@
+"""Small pieces the panels share: formatting, a message banner, tables, kind colours.
+
+Nothing here talks to the engine or the host; panels compose these.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from desktop.qt import (
+    QAbstractItemView,
+    QColor,
+    QFont,
+    QHeaderView,
+    QLabel,
+    QPalette,
+    Qt,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+)
+
+# Item kinds of a payload, in the order the budget chart stacks them, with a colour
+# each that reads on light and dark backgrounds (Okabe-Ito, colour-blind safe).
+KIND_COLOURS: dict[str, str] = {
+    "section": "#0072B2", "code": "#009E73", "turn": "#E69F00", "turn_pair": "#D55E00",
+    "thinking": "#CC79A7", "tool": "#56B4E9", "surrogate": "#8C6BB1", "live": "#F0E442",
+    "conversation": "#B07A4F", "other": "#999999",
+}
+
+REASONS = {
+    "unreadable": "could not be read (permissions or an I/O error)",
+    "binary": "binary content, not text",
+    "empty": "empty: no text to index",
+    "too_large": "larger than ingest.max_file_bytes",
+    "malformed": "malformed: the file could not be parsed",
+    "unsupported": "a format ctx does not read",
+}
+
+
+def kind_group(kind: str) -> str:
+    """The colour group of an item kind ("live:selection" -> "live")."""
+    if kind.startswith("live:"):
+        return "live"
+    return kind if kind in KIND_COLOURS else "other"
+
+
+def kind_colour(kind: str) -> QColor:
+    return QColor(KIND_COLOURS[kind_group(kind)])
+
+
+def item_tier(item: dict[str, Any]) -> str:
+    """A payload item's surrogate tier (full, gist, micro) or "raw" for stored text."""
+    tier = item.get("tier")
+    if tier:
+        return str(tier)
+    if item.get("kind") == "surrogate":
+        return "summary"
+    if str(item.get("kind", "")).startswith("live:") or item.get("kind") == "conversation":
+        return "live"
+    return "raw"
+
+
+def reason_text(reason: str) -> str:
+    return REASONS.get(reason, reason or "failed")
+
+
+def fmt_int(n: float | None) -> str:
+    return "—" if n is None else f"{int(n):,}"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "—"
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "—"
+    if seconds < 1:
+        return "<1 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "—"
+    return f"{ms:.1f} ms" if ms < 100 else f"{ms:,.0f} ms"
+
+
+def fmt_time(epoch: float | None, *, with_date: bool = True) -> str:
+    if not epoch:
+        return "—"
+    fmt = "%Y-%m-%d %H:%M" if with_date else "%H:%M:%S"
+    return time.strftime(fmt, time.localtime(epoch))
+
+
+def error_text(error: BaseException | dict[str, Any] | str | None) -> str:
+    """A message for a person: the error's stable name and its message."""
+    if error is None:
+        return "failed"
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict):
+        name, message = error.get("name", "error"), error.get("message", "")
+        return f"{message} ({name})" if message and message != name else str(name)
+    name = getattr(error, "name", None)
+    message = getattr(error, "message", None) or str(error)
+    if isinstance(name, str) and name != message:
+        return f"{message} ({name})"
+    return message or type(error).__name__
+
+
+def is_dark(widget: QWidget) -> bool:
+    return widget.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def monospace() -> QFont:
+    font = QFont("monospace")
+    font.setStyleHint(QFont.StyleHint.TypeWriter)
+    return font
+
+
+BANNER_STYLES = {  # (light background, light text, dark background, dark text)
+    "info": ("#E8F0FE", "#0B3D91", "#1E2A3D", "#C9DAF8"),
+    "ok": ("#E6F4EA", "#0D5323", "#1B3324", "#B7E1C1"),
+    "error": ("#FCE8E6", "#8A1C12", "#3D1E1C", "#F6C1BB"),
+}
+
+
+class Banner(QLabel):
+    """A one-line message: info, ok or error; colours chosen for the current palette."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.kind = ""
+        self.hide()
+
+    def show_message(self, kind: str, text: str) -> None:
+        self.kind = kind
+        bg, fg, dbg, dfg = BANNER_STYLES[kind]
+        if is_dark(self):
+            bg, fg = dbg, dfg
+        self.setStyleSheet(f"QLabel {{ background: {bg}; color: {fg}; padding: 6px 8px;"
+                           f" border-radius: 4px; }}")
+        self.setText(text)
+        self.show()
+
+    def clear_message(self) -> None:
+        self.kind = ""
+        self.setText("")
+        self.hide()
+
+
+def heading(text: str, parent: QWidget | None = None) -> QLabel:
+    label = QLabel(text, parent)
+    font = label.font()
+    font.setBold(True)
+    font.setPointSizeF(font.pointSizeF() * 1.1)
+    label.setFont(font)
+    return label
+
+
+def muted(text: str, parent: QWidget | None = None) -> QLabel:
+    label = QLabel(text, parent)
+    label.setWordWrap(True)
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    return label
+
+
+def make_table(headers: Sequence[str], parent: QWidget | None = None, *,
+               stretch: int | None = None) -> QTableWidget:
+    table = QTableWidget(0, len(headers), parent)
+    table.setHorizontalHeaderLabels(list(headers))
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setAlternatingRowColors(True)
+    table.verticalHeader().setVisible(False)
+    table.setWordWrap(False)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    if stretch is not None:
+        header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+    else:
+        header.setStretchLastSection(True)
+    return table
+
+
+def cell(text: str, *, number: float | None = None, tip: str = "", data: Any = None
+         ) -> QTableWidgetItem:
+    """A table cell; ``number`` makes it sort and align as a number."""
+    item = _NumberItem(text) if number is not None else QTableWidgetItem(text)
+    if number is not None:
+        item.setData(Qt.ItemDataRole.UserRole + 1, float(number))
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if tip:
+        item.setToolTip(tip)
+    if data is not None:
+        item.setData(Qt.ItemDataRole.UserRole, data)
+    return item
+
+
+class _NumberItem(QTableWidgetItem):
+    def __lt__(self, other: QTableWidgetItem) -> bool:  # type: ignore[override]
+        a = self.data(Qt.ItemDataRole.UserRole + 1)
+        b = other.data(Qt.ItemDataRole.UserRole + 1)
+        if a is None or b is None:
+            return super().__lt__(other)
+        return float(a) < float(b)

@@ -1,0 +1,81 @@
+"""Can this process open the store? A cheap probe, without opening it.
+
+Used before starting an engine in the background (a CLI command, an agent's
+hook): it reads the key record and tries the data dir lock, and imports
+nothing heavy (no model, no vector store), so that a hook can tell in a few
+milliseconds that the key is missing from its environment or that another
+process holds the store, and say so, instead of starting a server that would
+fail after seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine import paths as P
+from engine.errors import CtxError, KeyUnavailable, StoreLocked
+
+__all__ = ["StoreProbe", "probe_store"]
+
+
+@dataclass(frozen=True)
+class StoreProbe:
+    """What :func:`probe_store` found; ``problem`` is None when an engine could open the store.
+
+    ``key``: "keychain", "passphrase-env" (CTX_PASSPHRASE or CTX_KEY_FILE),
+    "none" (nothing here could unlock or create the key) or "new" (no store
+    yet: it is created on first open, with the keychain or the environment's key).
+    """
+
+    data_dir: Path
+    exists: bool
+    key: str
+    locked: bool
+    problem: CtxError | None
+
+
+def _key_source(root: Path) -> tuple[bool, str]:
+    from engine.crypto import keys
+
+    record = keys.read_record(root)
+    headless = bool(os.environ.get(keys.ENV_PASSPHRASE) or os.environ.get(keys.ENV_KEY_FILE))
+    if record is None:
+        return False, "new" if headless or keys.keychain_available() else "none"
+    if record.method == "keychain":
+        return True, "keychain"
+    return True, "passphrase-env" if headless else "none"
+
+
+def _locked(root: Path) -> bool:
+    from engine.store.lock import DataDirLock
+
+    if not root.is_dir():
+        return False
+    lock = DataDirLock(P.lock_path(root))
+    try:
+        lock.acquire()
+    except StoreLocked:
+        return True
+    lock.release()
+    return False
+
+
+def probe_store(data_dir: str | os.PathLike[str] | None = None) -> StoreProbe:
+    """Whether the store of ``data_dir`` exists, can be unlocked here, and is free."""
+    root = P.data_dir(data_dir)
+    try:
+        exists, key = _key_source(root)
+    except CtxError as exc:
+        return StoreProbe(root, True, "none", False, exc)
+    locked = _locked(root)
+    problem: CtxError | None = None
+    if key == "none":
+        problem = KeyUnavailable(
+            ("this store is locked by a passphrase and neither " if exists else
+             "no keychain to create a store with, and neither ") +
+            "CTX_PASSPHRASE nor CTX_KEY_FILE is set here")
+    elif locked:
+        problem = StoreLocked(f"another ctx process has this data dir open: {root}")
+    return StoreProbe(root, exists, key, locked, problem)

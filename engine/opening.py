@@ -1,0 +1,145 @@
+"""Opening a store: check before touching, then open the vault and the vectors.
+
+Order matters for "a failed open changes nothing on disk": the data dir's
+layout is read first (nothing created, chmodded or locked), then the lock is
+taken and the key unlocked, and only an open that succeeds hardens the files'
+modes. A store is created only where the caller allows it: a missing or empty
+folder with ``create``, a foreign folder only for ``ctx init``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from engine import paths as P
+from engine.config import Config, load_config
+from engine.crypto import keys
+from engine.crypto.rotation import Rotation
+from engine.errors import NoSpace, StoreLocked, VectorsDamaged
+from engine.store import sources as src
+from engine.store.layout import check_can_create, check_existing, read_layout
+from engine.store.lock import DataDirLock
+from engine.store.vault import Vault
+from engine.store.vector_ids import KeyedIds
+from engine.store.vectors import ChromaVectors, MemoryVectors, OfflineVectors, VectorStore
+
+log = logging.getLogger("ctx.engine")
+
+
+def prepare_root(data_dir: str | Path | None, *, create: bool, explicit_init: bool = False
+                 ) -> tuple[Path, bool]:
+    """The data dir to open and whether a new store is to be made there.
+
+    Raises (changing nothing) StoreNotInitialized for a missing store without
+    ``create``, NotAStore for a folder that is not a store, and the damaged-store
+    errors of ``engine.store.layout``.
+    """
+    root = P.data_dir(data_dir)
+    layout = read_layout(root)
+    if layout.has_key or layout.has_vault or layout.has_vectors:
+        if explicit_init:
+            check_can_create(layout, explicit_init=True)
+        check_existing(layout)
+        return root, False
+    if not create:
+        check_existing(layout)  # StoreNotInitialized or NotAStore, naming the path
+    check_can_create(layout, explicit_init=explicit_init)
+    P.ensure_private_dir(root)
+    return root, True
+
+
+def lock_store(root: Path) -> DataDirLock:
+    lock = DataDirLock(P.lock_path(root))
+    lock.acquire()
+    return lock
+
+
+def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
+    vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
+                  cache_mb=cfg.store.vault_cache_mb)
+    vault.read_only = P.disk_full(root)  # opens to be read; writes say "no space"
+    P.harden(root)
+    return vault
+
+
+def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) -> VectorStore:
+    def dead(source_id: int) -> list[int]:
+        return src.dead_chunks(vault, source_id)
+
+    if cfg.store.vector_backend == "memory":
+        return MemoryVectors(dim, dead)
+    try:
+        return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim),
+                             KeyedIds(key), keys.key_id(key), dead)
+    except NoSpace:
+        log.warning("disk full: the vector store stays offline until the store is reopened")
+        return OfflineVectors(cfg.store.vector_backend, "disk full")
+
+
+def rebuild_reason(vault: Vault, vectors: VectorStore) -> tuple[str | None, int, int]:
+    """Why the vectors must be rebuilt now (None if not), the vault's chunk count and
+    the vector count."""
+    chunks = src.counts(vault)["chunks"]
+    if vectors.backend == "memory":
+        return ("memory backend" if chunks else None), chunks, 0
+    if isinstance(vectors, OfflineVectors):
+        return None, chunks, -1
+    if vectors.legacy:
+        return "older vector layout", chunks, -1
+    count = vectors.count()
+    if count == 0 and chunks > 0:
+        return "vector store empty", chunks, count
+    return None, chunks, count
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged part out of the way (kept, never deleted) and return where."""
+    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+        n += 1
+    shutil.move(str(path), str(target))
+    return target
+
+
+def repair_layout(data_dir: str | Path | None, *, passphrase: str | None = None,
+                  check: Callable[[Path, Config, bytes], None] | None = None
+                  ) -> dict[str, str]:
+    """Before ``ctx repair`` opens the engine: set aside a ``vectors/`` that cannot be
+    opened (or belongs to another store). The vault must be sound; its errors stand."""
+    root, _ = prepare_root(data_dir, create=False)
+    cfg = load_config(root)
+    moved: dict[str, str] = {}
+    if cfg.store.vector_backend != "embedded":
+        return moved
+    try:
+        lock = lock_store(root)
+    except StoreLocked:
+        raise StoreLocked(f"another ctx engine has {root} open: stop it (the app or "
+                          "`ctx serve`) and run `ctx repair` again") from None
+    try:
+        key = keys.unlock_key(root, passphrase=passphrase)
+        vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
+                      cache_mb=cfg.store.vault_cache_mb)
+        try:
+            dim = int(vault.get_meta("embedding_dim") or 0)
+        finally:
+            vault.close()
+        vec_path = P.vectors_path(root)
+        if vec_path.exists() or vec_path.is_symlink():
+            try:
+                if not vec_path.is_dir():
+                    raise VectorsDamaged("vectors/ is not a folder")
+                if dim:
+                    open_vectors(root, cfg, key, dim, vault).close()
+            except VectorsDamaged:
+                moved["vectors"] = str(set_aside(vec_path))
+                log.warning("vectors/ set aside as %s", moved["vectors"])
+    finally:
+        lock.release()
+    return moved

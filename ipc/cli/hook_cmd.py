@@ -1,0 +1,258 @@
+"""`ctx hook`: install ctx into coding agents, and the hook command they run.
+
+``ctx hook install [claude|codex|all] [--dry-run]`` writes the agents'
+settings (see ``ipc.cli.agent_config``); ``ctx hook uninstall`` takes them out.
+
+``ctx hook session-start`` is what Claude Code's SessionStart hook runs. It
+never fails a session: whatever happens it exits 0 within ``DEADLINE_S`` and
+prints only Claude Code's documented JSON on stdout::
+
+    {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                            "additionalContext": "<what this session should know>"},
+     "systemMessage": "ctx: <what went wrong and how to fix it>"}   # only when needed
+
+The context comes from the running engine (the app or ``ctx serve``); when none
+runs, the hook starts one in the background (which then syncs the transcript
+folders) and says so. Sync never runs inside the hook's time: the hook sends
+the engine a ``sync`` request and leaves without waiting for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEADLINE_S = 1.5  # the hook answers within 2 s; Python's start-up and imports come first
+
+
+def add_hook_parser(sub: Any) -> None:
+    s = sub.add_parser("hook", help="install ctx into coding agents; the hooks they run")
+    hs = s.add_subparsers(dest="hook_cmd", required=True, metavar="ACTION")
+    for name, text in (("install", "write ctx into the agents' settings (idempotent)"),
+                       ("uninstall", "remove what `ctx hook install` wrote")):
+        a = hs.add_parser(name, help=text)
+        a.add_argument("agent", nargs="?", choices=("claude", "codex", "all"), default="all")
+        a.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+        a.add_argument("--home", help=argparse.SUPPRESS)  # tests: a stand-in for ~
+        if name == "install":
+            a.add_argument("--budget", type=int, default=4000,
+                           help="token budget of the context the hook adds (default 4000)")
+    a = hs.add_parser("session-start", help="the SessionStart hook (reads the event on stdin)")
+    a.add_argument("--budget", type=int, default=4000)
+
+
+def run_hook(args: argparse.Namespace) -> int:
+    if args.hook_cmd == "session-start":
+        return session_start(args)
+    return _install(args)
+
+
+# -- install / uninstall --------------------------------------------------------------------
+
+def _install(args: argparse.Namespace) -> int:
+    from ipc.cli import agent_config as ac
+
+    agents = ("claude", "codex") if args.agent == "all" else (args.agent,)
+    home = Path(args.home).expanduser() if args.home else Path.home()
+    if args.hook_cmd == "install":
+        data_dir = args.data_dir or os.environ.get("CTX_HOME")
+        changes = ac.install(agents, home=home, cmd=ac.ctx_command(data_dir),
+                             budget=args.budget, dry_run=args.dry_run)
+    else:
+        changes = ac.uninstall(agents, home=home, dry_run=args.dry_run)
+    verb = "would write" if args.dry_run else "wrote"
+    for ch in changes:
+        if not ch.changed:
+            print(f"{ch.agent}: {ch.note}: already up to date in {ch.path}")
+            continue
+        print(f"{ch.agent}: {ch.note}: {verb} {ch.path}"
+              + ("" if args.dry_run or ch.before is None else
+                 f" (previous content kept in {ch.path.name}.ctx-backup)"))
+        if args.dry_run:
+            _show_diff(ch.before or "", ch.after or "", str(ch.path))
+    return 0
+
+
+def _show_diff(before: str, after: str, name: str) -> None:
+    import difflib
+
+    sys.stdout.writelines(difflib.unified_diff(before.splitlines(keepends=True),
+                                               after.splitlines(keepends=True),
+                                               name, name + " (new)"))
+
+
+# -- session-start --------------------------------------------------------------------------
+
+class _Answer:
+    """Prints the hook's JSON exactly once, from the work or from the watchdog."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.done = False
+
+    def emit(self, context: str, message: str | None = None) -> bool:
+        with self._lock:
+            if self.done:
+                return False
+            self.done = True
+            out: dict[str, Any] = {"hookSpecificOutput": {
+                "hookEventName": "SessionStart", "additionalContext": context}}
+            if message:
+                out["systemMessage"] = message
+            try:
+                sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
+            return True
+
+
+def _read_event() -> dict[str, Any]:
+    """The hook's input JSON (session_id, cwd, source...); {} when absent or unreadable."""
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return {}
+        import select
+
+        if hasattr(select, "select") and not select.select([sys.stdin], [], [], 0.2)[0]:
+            return {}
+        data = json.loads(sys.stdin.read(1 << 20) or "{}")
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def session_start(args: argparse.Namespace) -> int:
+    answer = _Answer()
+    started = time.monotonic()
+    end = started + DEADLINE_S
+
+    def watchdog() -> None:
+        if answer.emit("", "ctx: no session memory this time: the engine did not answer "
+                           "within 2 s (check `ctx status`)"):
+            os._exit(0)
+    timer = threading.Timer(DEADLINE_S + 0.15, watchdog)
+    timer.daemon = True
+    timer.start()
+    try:
+        context, message = _session_context(args, end)
+        answer.emit(context, message)
+    except BaseException as exc:  # noqa: BLE001 - a hook never fails the agent's session
+        answer.emit("", _fix_message(exc))
+    finally:
+        timer.cancel()
+    return 0
+
+
+def _session_context(args: argparse.Namespace, end: float) -> tuple[str, str | None]:
+    from engine import probe_store
+    from ipc.cli.recall_cmd import current_project
+    from ipc.connection import find_live
+
+    event = _read_event()
+    cwd = Path(str(event.get("cwd") or os.getcwd()))
+    info = find_live(args.data_dir)
+    fresh = False
+    if info is None:
+        probe = probe_store(args.data_dir)
+        root = probe.data_dir
+        if probe.key == "none":
+            return "", _fix_message(probe.problem)
+        info = _start_or_wait(root, probe.locked, end)
+        if isinstance(info, str):
+            return "", info
+        fresh = True
+    from ipc.remote import RemoteEngine
+
+    remaining = max(0.1, end - time.monotonic() - 0.05)
+    engine = RemoteEngine(info, timeout=remaining, retries=0)
+    try:
+        result = engine.recall(auto=True, project=current_project(cwd), budget=args.budget,
+                               fmt="context")
+    finally:
+        engine.close()
+    if not fresh:
+        _fire_sync(info, end)
+    return str(result.get("context") or ""), None
+
+
+def _start_or_wait(root: Path, locked: bool, end: float) -> Any:
+    """The server's info, or the message to show when it cannot answer in time."""
+    from engine.errors import CtxError
+    from ipc.cli.autostart import ensure_server
+    from ipc.connection import find_live
+
+    if locked:  # an engine starting up, or another process with the store open
+        while time.monotonic() < end - 0.3:
+            info = find_live(root)
+            if info is not None:
+                return info
+            time.sleep(0.05)
+        return ("ctx: another ctx process holds the store (an ingest run with --local?), so "
+                "no session memory this time; it comes back when that process ends. Run "
+                "ingests without --local so they go through the engine.")
+    from ipc.cli.autostart import last_engine_error
+
+    failed_before = last_engine_error(root)
+    try:
+        return ensure_server(root, deadline=end - 0.3, sync_on_start=True)
+    except CtxError as exc:
+        if exc.details.get("reason") != "starting":
+            raise
+        if failed_before is not None:  # it is starting again, but it failed last time
+            return _fix_message(failed_before).replace("this time:", "this time (the "
+                                                        "background engine failed last time):")
+        return ("ctx: started its engine in the background (first run: it loads the model "
+                "and indexes your sessions); memory is added from the next session.")
+
+
+def _fire_sync(info: Any, end: float) -> None:
+    """Ask the engine to index new transcripts, without waiting for it (it runs after we leave)."""
+    import zmq
+
+    from ipc.session import Session
+
+    ctx = zmq.Context()
+    try:
+        sock = ctx.socket(zmq.REQ)
+        _, frames = Session(info["key"].encode("utf-8")).pack("sync", {})
+        sock.connect(info["endpoint"])
+        sock.send_multipart(frames, zmq.NOBLOCK)
+        sock.close(linger=max(50, int((end - time.monotonic()) * 1000)))
+    except zmq.ZMQError:
+        pass
+    finally:
+        ctx.term()
+
+
+_FIXES = {
+    "key_unavailable": "the agent's environment cannot unlock the store. Start the ctx app or "
+                       "`ctx serve` in your own shell (the hook then uses it), or set "
+                       "CTX_PASSPHRASE or CTX_KEY_FILE for the agent",
+    "wrong_key": "the key in the agent's environment does not open the store: fix "
+                 "CTX_PASSPHRASE or CTX_KEY_FILE",
+    "store_locked": "another ctx process holds the store; memory comes back when it ends",
+    "store_not_initialized": "no ctx store yet: run `ctx init`",
+    "ipc_timeout": "the engine did not answer within 2 s (busy?); check `ctx status`",
+    "server_unavailable": "the engine could not be reached; check `ctx status` and the "
+                          "engine log (logs/engine.log in the data dir)",
+    "config_invalid": "ctx's config.toml has an error; run `ctx status` to see it",
+}
+
+
+def _fix_message(exc: BaseException | None) -> str:
+    """A short systemMessage saying what went wrong and what to do (no user text)."""
+    from engine.errors import CtxError
+
+    if isinstance(exc, CtxError):
+        fix = _FIXES.get(exc.name, f"{exc.name}: run `ctx status` to see why")
+        return f"ctx: no session memory this time: {fix}."
+    kind = type(exc).__name__ if exc is not None else "unknown"
+    return (f"ctx: no session memory this time: the hook failed ({kind}); "
+            "run `ctx hook session-start < /dev/null` in a terminal to see why.")

@@ -1,0 +1,1 @@
+"""`ctx mcp`: the Model Context Protocol server (stdio) that coding agents use."""

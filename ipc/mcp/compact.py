@@ -1,0 +1,91 @@
+"""Compact, budgeted text for agents: search hits, recall hits, source lists.
+
+Every tool result is plain text whose cl100k token count never exceeds the
+budget the agent asked for: whole entries are kept while they fit, the first
+that does not is cut at a token boundary, and the rest is left out with a
+one-line note saying how many (so the agent can ask for more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+SNIPPET_TOKENS = 160  # at most this many tokens of text per hit
+
+
+def counter() -> Any:
+    from engine import TokenCounter
+
+    return TokenCounter.shared()
+
+
+def _cut(text: str, tokens: int) -> str:
+    """``text`` cut to at most ``tokens`` tokens (an ellipsis marks a cut)."""
+    tc = counter()
+    if tc.count(text) <= tokens:
+        return text
+    if tokens <= 1:
+        return ""
+    return tc.truncate(text, tokens - 1).rstrip() + "…"
+
+
+def fit(entries: Iterable[str], budget: int, *, header: str = "", what: str = "results"
+        ) -> str:
+    """Join ``entries`` under ``header`` within ``budget`` tokens (see the module doc)."""
+    tc = counter()
+    items = list(entries)
+    out = header
+    used = tc.count(out)
+    for i, entry in enumerate(items):
+        piece = ("\n" if out else "") + entry
+        cost = tc.count(out + piece) - used
+        if used + cost <= budget:
+            out += piece
+            used += cost
+            continue
+        left = len(items) - i
+        note = f"\n[{left} more {what} left out to stay within {budget} tokens]"
+        note_cost = tc.count(out + note) - used
+        room = budget - used - note_cost
+        if room > 20:
+            part = _cut(piece, room)
+            if part.strip() and tc.count(out + part + note) <= budget:
+                out += part
+                left -= 1
+                note = (f"\n[{left} more {what} left out to stay within {budget} tokens]"
+                        if left else "")
+        if note and tc.count(out + note) <= budget:
+            out += note
+        break
+    while tc.count(out) > budget:  # joins can merge tokens; never exceed the budget
+        out = _cut(out, budget)
+    return out
+
+
+def _when(ts: float | None) -> str:
+    return "-" if not ts else datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def hit_entries(hits: Sequence[dict[str, Any]]) -> list[str]:
+    out = []
+    for i, h in enumerate(hits, 1):
+        meta = h.get("meta") or {}
+        where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
+        flag = " FAILED" if meta.get("failure") else ""
+        head = (f"{i}. [{h.get('kind')}{flag}] {h.get('title')} ({h.get('source')}"
+                f"{', ' + where if where else ''}; {_when(h.get('time'))}; "
+                f"score {float(h.get('score') or 0):.3f})")
+        out.append(head + "\n   " + _cut(_one_line(h.get("text", "")), SNIPPET_TOKENS))
+    return out
+
+
+def source_entries(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return [f"{s.get('id')}. [{s.get('kind')}] {s.get('title') or s.get('uri')} — "
+            f"{s.get('uri')} ({s.get('n_chunks')} chunks, {_when(s.get('ingested_at'))})"
+            for s in rows]

@@ -1,0 +1,205 @@
+"""`ctx mcp`: ctx's tools for coding agents over MCP (stdio, the official `mcp` SDK).
+
+Tools: ``build_context`` (the best context for a task, within a token budget),
+``search`` (ranked passages), ``recall`` (memory of past coding sessions, or
+``auto``: recent work, related memory and failures to avoid), ``sources``
+(what is stored) and ``ingest`` (a text or a file/folder path). Each returns
+compact text within the budget asked. The server talks to the running engine
+and starts one in the background when none runs; stdout carries nothing but
+the protocol (logs go to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from engine.errors import CtxError
+from ipc.mcp.compact import fit, hit_entries, source_entries
+from ipc.mcp.link import EngineLink
+
+INSTRUCTIONS = (
+    "ctx is the user's local, encrypted memory: their documents, notes and the transcripts of "
+    "past coding-agent sessions (Claude Code, Codex). Call build_context before a task that may "
+    "depend on earlier decisions, conventions or documents; recall to find what was done or "
+    "what failed in past sessions; search for specific passages. Results never exceed the "
+    "token budget you pass."
+)
+
+Budget = Annotated[int, Field(ge=50, le=50_000,
+                              description="Most tokens (cl100k) the result may use.")]
+
+
+def _tool_error(exc: CtxError) -> Exception:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(f"{exc.name}: {exc.message}")
+
+
+class CtxTools:
+    """The tool bodies; each maps engine errors to MCP tool errors."""
+
+    def __init__(self, link: EngineLink, default_budget: int) -> None:
+        self.link = link
+        self.default_budget = default_budget
+
+    def _call(self, fn: Any) -> Any:
+        try:
+            return self.link.call(fn)
+        except CtxError as exc:
+            raise _tool_error(exc) from None
+
+    def build_context(self, query: Annotated[str, Field(
+            min_length=1, max_length=20_000,
+            description="The task or question, in plain words (e.g. 'how do we retry failed "
+                        "uploads?').")],
+            budget: Budget = 2000) -> str:
+        """Build the most relevant context for a task from the user's stored documents and
+        past sessions, packed within `budget` tokens. Returns the context text, with its
+        sources named; use it before answering questions about this user's projects."""
+        payload = self._call(lambda e: e.build_context(query, budget=budget))
+        return str(payload["context"]) or "(nothing relevant is stored)"
+
+    def search(self, query: Annotated[str, Field(min_length=1, max_length=20_000,
+                                                 description="What to look for.")],
+               k: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = 8,
+               kinds: Annotated[list[str] | None, Field(
+                   description="Only these kinds (e.g. ['markdown', 'code', 'transcript']).")
+               ] = None,
+               path_prefix: Annotated[str | None, Field(
+                   description="Only sources under this path.")] = None,
+               budget: Budget = 1500) -> str:
+        """Hybrid (keyword + semantic) search of everything stored. Returns ranked hits, one
+        per passage: kind, title, source, date, score and a snippet, within `budget` tokens."""
+        hits = self._call(lambda e: e.search(query, k, kinds=kinds, path_prefix=path_prefix))
+        if not hits:
+            return "no results"
+        return fit(hit_entries(hits), budget, what="hits")
+
+    def recall(self, query: Annotated[str | None, Field(
+            max_length=20_000,
+            description="What to recall from past coding sessions; leave empty with auto=true.")
+            ] = None,
+            auto: Annotated[bool, Field(
+                description="Instead of searching: what a new session should know (recent "
+                            "sessions of the project, memory related to `query`, failures "
+                            "to avoid).")] = False,
+            project: Annotated[str | None, Field(
+                description="Project (repository folder name); default: all projects, or the "
+                            "current folder's with auto.")] = None,
+            branch: Annotated[str | None, Field(description="Git branch.")] = None,
+            types: Annotated[list[Literal["turn_pair", "thinking", "code", "tool"]] | None,
+                             Field(description="Kinds of session chunks to search.")] = None,
+            k: Annotated[int, Field(ge=1, le=50, description="Most hits.")] = 8,
+            budget: Budget = 2000) -> str:
+        """Memory of past Claude Code and Codex sessions: what was asked, done, decided and
+        what failed. With a query: ranked session excerpts. With auto=true: a digest for
+        starting work. Within `budget` tokens."""
+        if auto:
+            proj = project or _project_of(Path(os.getcwd()))
+            result = self._call(lambda e: e.recall(query, auto=True, project=proj,
+                                                   branch=branch, budget=budget))
+            return str(result.get("context") or "") or "(no session memory for this project yet)"
+        if not query or not query.strip():
+            from mcp.server.mcpserver.exceptions import ToolError
+
+            raise ToolError("invalid_input: give a query, or set auto=true")
+        result = self._call(lambda e: e.recall(query, project=project, branch=branch,
+                                               types=types, k=k))
+        hits = result.get("hits") or []
+        return fit(hit_entries(hits), budget, what="hits") if hits else "no results"
+
+    def sources(self, project: Annotated[str | None, Field(
+                    description="Only transcript sources of this project.")] = None,
+                limit: Annotated[int, Field(ge=1, le=1000, description="Most rows.")] = 50,
+                budget: Budget = 1500) -> str:
+        """List what ctx has stored (id, kind, title, location, chunks, date), newest first."""
+        rows = self._call(lambda e: e.sources(project=project))
+        rows = sorted(rows, key=lambda s: -(s.get("ingested_at") or 0))
+        if not rows:
+            return "nothing stored yet"
+        return fit(source_entries(rows[:limit]), budget,
+                   header=f"{len(rows)} sources" + (f" (newest {limit})" if len(rows) > limit
+                                                     else ""), what="sources")
+
+    def ingest(self, text: Annotated[str | None, Field(
+                   max_length=2_000_000,
+                   description="Text to remember (a note, a decision, a snippet).")] = None,
+               path: Annotated[str | None, Field(
+                   description="Absolute path of a file or folder to ingest "
+                               "(folders honour .gitignore).")] = None,
+               title: Annotated[str | None, Field(
+                   max_length=512, description="Title for `text`.")] = None,
+               wait: Annotated[bool, Field(
+                   description="Wait until it is stored (false: return the job id at "
+                               "once).")] = True) -> str:
+        """Store a text or a file/folder in the user's encrypted memory so later
+        build_context, search and recall calls find it. Give exactly one of text or path."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        if (text is None) == (path is None):
+            raise ToolError("invalid_input: give exactly one of text or path")
+        if path is not None:
+            p = Path(path).expanduser()
+            if not p.is_absolute():
+                raise ToolError("invalid_input: path must be absolute")
+            if not p.exists():
+                raise ToolError(f"not_found: {p}")
+            job_id = self._call(lambda e: e.ingest(paths=[str(p)]))
+        else:
+            job_id = self._call(lambda e: e.ingest(text=text, title=title or "note from agent"))
+        if not wait:
+            return f"queued: job {job_id}"
+        snap = self._call(lambda e: e.wait(job_id, timeout=600.0))
+        errors = len(snap.get("errors") or [])
+        return (f"{snap.get('state')}: job {job_id}, {snap.get('files_done', 0)} files, "
+                f"{snap.get('chunks', 0)} chunks" + (f", {errors} skipped" if errors else ""))
+
+
+def _project_of(cwd: Path) -> str:
+    from ipc.cli.recall_cmd import current_project
+
+    return current_project(cwd)
+
+
+def make_server(data_dir: str | None = None, *, default_budget: int = 2000) -> Any:
+    """The MCPServer with ctx's tools registered (``run()`` it, or test it in memory)."""
+    import threading
+
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    from ipc.mcp.compact import counter
+
+    threading.Thread(target=counter, name="ctx-mcp-warm", daemon=True).start()  # tokenizer
+    tools = CtxTools(EngineLink(data_dir), default_budget)
+    server = MCPServer("ctx", title="ctx: local context engine", instructions=INSTRUCTIONS,
+                       log_level="WARNING")
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    server.add_tool(tools.build_context, name="build_context", annotations=read_only)
+    server.add_tool(tools.search, name="search", annotations=read_only)
+    server.add_tool(tools.recall, name="recall", annotations=read_only)
+    server.add_tool(tools.sources, name="sources", annotations=read_only)
+    server.add_tool(tools.ingest, name="ingest",
+                    annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False,
+                                                idempotentHint=True, openWorldHint=False))
+    server.ctx_tools = tools  # type: ignore[attr-defined]
+    return server
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    """Serve MCP on stdin/stdout until the client closes the stream."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)
+    server = make_server(args.data_dir, default_budget=args.budget)
+    try:
+        server.run("stdio")
+    finally:
+        server.ctx_tools.link.close()
+    return 0

@@ -1,0 +1,155 @@
+"""Reply bodies as they go on the wire: results as plain JSON, errors without caller text.
+
+The engine's errors name ids, counts, paths and config keys; several of those
+come from the request itself (a job id asked for, an unknown config key, a
+path). Nothing the caller sent is ever repeated over the wire, so before an
+engine error leaves the server, :func:`wire_error` withholds its message and
+drops each detail that repeats any text of the request. It also gives every
+``invalid_input`` family error a ``details.field`` (the request's parameter
+path), and turns a failure that was not a CtxError into ``internal_error``
+(2008), including a failed job's, which the engine records as a bare error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from engine.errors import CtxError, InvalidInput
+from ipc.errors import InternalError
+from ipc.protocol import METHODS
+from ipc.session import dumps
+
+__all__ = ["caller_strings", "error_body", "job_jsonable", "to_jsonable", "wire_error"]
+
+_TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
+_MAX_STRINGS = 200_000  # a request holds far fewer; past this, everything is withheld
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON data from engine results (``to_dict()`` objects, dataclasses, paths)."""
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    if hasattr(obj, "to_dict"):
+        return to_jsonable(obj.to_dict())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable(dataclasses.asdict(obj))
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"cannot send a {type(obj).__name__} as JSON")
+
+
+def error_body(error: CtxError) -> dict[str, Any]:
+    """The reply body for ``error``; details that are not JSON are left out."""
+    data = error.to_dict()
+    try:
+        dumps(data)
+    except (TypeError, ValueError):
+        data["details"] = {}
+    return {"ok": False, "error": data}
+
+
+def _schema_constants() -> frozenset[str]:
+    """Strings the schemas themselves define (choices): repeating them repeats no caller text."""
+    out: set[str] = set(METHODS)
+    stack = [f for spec in METHODS.values() for f in spec.params.values()]
+    while stack:
+        f = stack.pop()
+        out.update(f.choices or ())
+        out.update(f.fields or {})
+        stack.extend((f.fields or {}).values())
+        if f.items is not None:
+            stack.append(f.items)
+    return frozenset(out)
+
+
+_CONSTANTS = _schema_constants()
+
+
+def caller_strings(params: Any) -> set[str] | None:
+    """Every non-empty string (values and keys) in a request, schema constants aside.
+
+    None when there are too many to compare (then every engine message is withheld).
+    """
+    out: set[str] = set()
+    stack: list[Any] = [params]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item and item not in _CONSTANTS:
+                out.add(item)
+                if len(out) > _MAX_STRINGS:
+                    return None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
+
+
+def _repeats(text: str, strings: Iterable[str]) -> bool:
+    """Whether ``text`` contains one of ``strings`` (short ones only as a whole word)."""
+    for s in strings:
+        if len(s) > len(text) or s not in text:
+            continue
+        if len(s) >= 4 or re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text):
+            return True
+    return False
+
+
+def _flat(value: Any) -> str:
+    try:
+        return dumps(value).decode("utf-8", "replace") if not isinstance(value, str) else value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def wire_error(error: CtxError, method: str, params: Any) -> CtxError:
+    """``error`` fit for the wire: no caller text, a field on invalid input, bugs as 2008."""
+    if type(error) is CtxError:  # only a failed job's bare error dict rebuilds to this
+        kind = error.message if _TYPE_NAME.match(error.message) else None
+        return InternalError(f"{method} failed in a job" + (f" with {kind}" if kind else ""),
+                             **({"type": kind} if kind else {}))
+    strings = caller_strings(params)
+    message = error.message
+    details = dict(error.details)
+    if strings is None or _repeats(message, strings):
+        message = f"{error.name}: message withheld (it would repeat text from the request)"
+    if strings is None:
+        details = {k: v for k, v in details.items() if isinstance(v, (int, float, bool))}
+    else:
+        details = {k: v for k, v in details.items() if not _repeats(_flat(v), strings)}
+    if isinstance(error, InvalidInput):
+        field = details.get("field")
+        if not isinstance(field, str) or not field:
+            details["field"] = method
+        elif field != method and not field.startswith((f"{method}.", f"{method}[")):
+            details["field"] = f"{method}.{field}"
+    if message == error.message and details == error.details:
+        return error
+    out = CtxError.__new__(type(error))
+    CtxError.__init__(out, message, **details)
+    return out
+
+
+def job_jsonable(job: Any) -> Any:
+    """A job snapshot for the wire: a job that failed on a bug says ``internal_error`` (2008)."""
+    if not isinstance(job, dict):
+        return job
+    err = job.get("error")
+    if isinstance(err, dict) and (err.get("name") == "internal_error"
+                                  or err.get("code") == CtxError.code):
+        kind = str(err.get("message", ""))
+        kind = kind if _TYPE_NAME.match(kind) else ""
+        job = dict(job, error=InternalError(
+            "job failed" + (f" with {kind}" if kind else ""),
+            **({"type": kind} if kind else {})).to_dict())
+    return job

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# System packages the tests need beyond Python: Xvfb and a tray host (trayer) for the
+# desktop end-to-end test, the xcb cursor library Qt's xcb platform loads, and
+# xdotool/xwininfo to find windows. Installs only what is missing; a machine without
+# apt (or without root) prints what to install and goes on: those tests then skip
+# with that reason.
+set -uo pipefail
+need=()
+command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
+command -v trayer >/dev/null 2>&1 || need+=(trayer)
+command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
+command -v xwininfo >/dev/null 2>&1 || need+=(x11-utils)
+ldconfig -p 2>/dev/null | grep -q libxcb-cursor.so.0 || need+=(libxcb-cursor0)
+[ ${#need[@]} -eq 0 ] && exit 0
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "system-deps: installing ${need[*]}" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") \
+    >/tmp/ctx-system-deps.log 2>&1 || echo "system-deps: apt-get failed (see /tmp/ctx-system-deps.log)" >&2
+else
+  echo "system-deps: please install ${need[*]} (the desktop end-to-end tests skip without them)" >&2
+fi
+exit 0

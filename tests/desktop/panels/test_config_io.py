@@ -1,0 +1,62 @@
+"""config.toml round trips: validated by the engine's config before anything is written."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from desktop import config_io
+from engine import load_config
+from engine.errors import ConfigError
+
+
+def test_write_then_read_back_and_engine_accepts_it(tmp_path: Path) -> None:
+    raw = config_io.with_values({"ipc": {"workers": 3}}, {
+        "packing.mode": "dense_cached", "tiers.recent_days": 3.5,
+        "desktop.watched_folders": (str(tmp_path / "notes"),), "desktop.start_at_login": True,
+        "store.chroma_url": 'http://h:1/"q"\\'})
+    settings = config_io.write(tmp_path, raw)
+    assert settings.engine.packing.mode == "dense_cached"
+    back = config_io.read(tmp_path)
+    assert back.raw == settings.raw and back.raw["ipc"] == {"workers": 3}
+    assert back.desktop.watched_folders == (str(tmp_path / "notes"),)
+    assert back.desktop.start_at_login is True
+    cfg = load_config(tmp_path, environ={})  # the engine opens a store with this file
+    assert cfg.tiers.recent_days == 3.5 and cfg.store.chroma_url == 'http://h:1/"q"\\'
+    assert (tmp_path / "config.toml").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize(("values", "needle"), [
+    ({"tiers.recent_days": 40.0, "tiers.old_days": 30.0}, "recent_days <= old_days"),
+    ({"packing.mode": "turbo"}, "packing.mode"),
+    ({"packing.max_item_tokens": 0}, "max_item_tokens"),
+    ({"store.vector_backend": "cloud"}, "store.vector_backend"),
+    ({"desktop.watched_folders": ["relative/dir"]}, "not an absolute path"),
+    ({"desktop.default_budget": 0}, "desktop.default_budget"),
+    ({"desktop.colour": "red"}, "desktop.colour"),
+])
+def test_invalid_value_shows_its_message_and_writes_nothing(
+        tmp_path: Path, values: dict[str, object], needle: str) -> None:
+    tmp_path = tmp_path / "data"
+    tmp_path.mkdir()
+    path = tmp_path / "config.toml"
+    path.write_text("[packing]\nmode = \"fast\"\n", encoding="utf-8")
+    before = path.read_bytes()
+    with pytest.raises(ConfigError) as err:
+        config_io.write(tmp_path, config_io.with_values(config_io.read_raw(tmp_path), values))
+    assert needle in err.value.message
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]  # no temp file left
+
+
+def test_broken_file_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[packing\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config_io.read(tmp_path)
+
+
+def test_dumps_round_trips_awkward_values() -> None:
+    data = {"a": {"b": {"c": [1, 2.5, "x\ty\n\u0001"], "t": True}}, "top": "v"}
+    assert tomllib.loads(config_io.dumps(data)) == data

@@ -1,0 +1,100 @@
+"""Health panel against a real host: counts, model, backend, IPC, latency, alerts, audit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.desktop.panels.conftest import ingest
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def served_host(qtbot: Any) -> Iterator[Any]:
+    from desktop.host import EngineHost
+
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True, alert_poll_ms=60_000)
+    with qtbot.waitSignal(host.ready, timeout=60_000):
+        host.start()
+    yield host
+    host.shutdown(wait=True)
+
+
+def _refreshed(qtbot: Any, panel: Any) -> None:
+    before = panel.data
+    panel.refresh()
+    qtbot.waitUntil(lambda: panel.data is not before and not panel._busy, timeout=30_000)
+
+
+def test_shows_store_model_ipc_latency_and_audit(qtbot: Any, served_host: Any,
+                                                 docs: Path) -> None:
+    from desktop.panels.health import HealthPanel
+    from ipc.remote import RemoteEngine
+
+    host = served_host
+    panel = HealthPanel(host, refresh_ms=60_000)
+    qtbot.addWidget(panel)
+    ingest(qtbot, host, [str(docs)])
+
+    def sibling() -> Any:
+        remote = RemoteEngine.connect(host.data_dir)
+        assert remote is not None
+        with remote:
+            return remote.build_context("inverter", budget=200)
+    with qtbot.waitSignal(host.build_finished, timeout=60_000):
+        host.tasks.run(sibling)
+    host.run(lambda e: e.search("batteries"))
+    qtbot.waitUntil(lambda: not host.tasks.running(), timeout=30_000)
+    _refreshed(qtbot, panel)
+    f = panel.fields
+    assert f["Sources"].text() == "3" and int(f["Chunks"].text()) >= 3
+    assert f["Model"].text().startswith("fake") and f["Dimensions"].text() == "384"
+    assert f["Vector backend"].text() == "embedded" and f["Vector store"].text() == "available"
+    assert f["Size on disk"].text().endswith(("KB", "MB"))
+    assert f["Endpoint"].text() == host.ipc_info and f["Endpoint"].text().startswith("ipc://")
+    assert int(f["Requests served"].text()) >= 1
+    build_row = [panel.latency.item(0, c).text() for c in range(6)]
+    query_row = [panel.latency.item(1, c).text() for c in range(6)]
+    assert build_row[0] == "Build context" and int(build_row[1]) >= 1
+    assert build_row[2].endswith("ms") and query_row[0].startswith("Query")
+    assert int(query_row[1]) >= 1
+    methods = [panel.audit.item(r, 1).text() for r in range(panel.audit.rowCount())]
+    assert "ingest_job" in methods
+
+
+def test_ingestion_failure_is_an_alert(qtbot: Any, panel_host: Any, tmp_path: Path) -> None:
+    from desktop.panels.health import HealthPanel
+
+    panel = HealthPanel(panel_host, refresh_ms=60_000)
+    qtbot.addWidget(panel)
+    (tmp_path / "junk.txt").write_bytes(bytes(range(256)) * 8)
+    with qtbot.waitSignal(panel_host.alert, timeout=60_000):
+        ingest(qtbot, panel_host, [str(tmp_path / "junk.txt")])
+    _refreshed(qtbot, panel)
+    lines = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
+    assert any("could not be ingested" in line for line in lines)
+    assert any(line.startswith("ACTIVE · Ingestion failed") for line in lines)
+
+
+def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from desktop.host import EngineHost
+    from desktop.panels.health import HealthPanel
+
+    monkeypatch.setenv("CTX_CHROMA_URL", "http://127.0.0.1:9")  # nothing listens there
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False, alert_poll_ms=60_000)
+    panel = HealthPanel(host, refresh_ms=60_000)
+    qtbot.addWidget(panel)
+    try:
+        with qtbot.waitSignal(host.alert, timeout=60_000):
+            host.start()
+        qtbot.waitUntil(lambda: host.state == "error", timeout=30_000)
+        lines = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
+        assert lines[0] == "Engine state: error"
+        assert any("vector_store_unavailable" in line for line in lines)
+    finally:
+        host.shutdown(wait=True)

@@ -1,0 +1,157 @@
+"""Ingestion panel against a real host: jobs, failures by path and reason, drops, watching."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop import config_io
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def panel(qtbot: Any, panel_host: Any) -> Any:
+    from desktop.panels.ingestion import IngestionPanel
+
+    widget = IngestionPanel(panel_host, watch_delay=0.3)
+    qtbot.addWidget(widget)
+    widget.resize(900, 700)
+    yield widget
+    widget.shutdown()
+
+
+def test_dropped_folder_is_ingested_and_shown(qtbot: Any, panel: Any, docs: Path) -> None:
+    panel.accept_drop([str(docs)])
+    qtbot.waitUntil(lambda: any(c.snapshot.get("state") == "done"
+                                for c in panel.cards.values()), timeout=60_000)
+    card = next(iter(panel.cards.values()))
+    assert card.bar.value() == card.bar.maximum() == 3
+    assert "3 of 3 files" in card.detail.text()
+    assert panel.banner.kind == "ok" and "3 files ingested" in panel.banner.text()
+    assert panel.failure_table.rowCount() == 0
+
+
+@pytest.fixture
+def small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ingest.max_file_bytes lowered (before the host opens the engine)."""
+    monkeypatch.setenv("CTX__INGEST__MAX_FILE_BYTES", "10000")
+
+
+def test_bad_files_are_listed_with_path_and_reason(qtbot: Any, small_files: None, panel: Any,
+                                                   tmp_path: Path, panel_host: Any) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "good.txt").write_text("A readable note about inverters.\n", encoding="utf-8")
+    (bad / "blob.txt").write_bytes(bytes(range(256)) * 16)
+    (bad / "dangling.md").symlink_to(tmp_path / "nowhere.md")  # unreadable even for root
+    (bad / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(2000))
+    secret = bad / "secret.txt"
+    secret.write_text("locked away\n", encoding="utf-8")
+    secret.chmod(0)
+    huge = bad / "huge.txt"
+    huge.write_bytes(b"word " * 4000)  # over ingest.max_file_bytes
+    root = os.geteuid() == 0  # root reads a mode-000 file: it is then ingested
+    try:
+        panel.accept_drop([str(bad)])
+        qtbot.waitUntil(lambda: any(c.snapshot.get("state") == "done"
+                                    for c in panel.cards.values()), timeout=60_000)
+    finally:
+        secret.chmod(0o600)
+    paths = {f["path"]: f["reason"] for f in panel.failures}
+    assert panel.banner.kind == "error" and "skipped" in panel.banner.text()
+    assert "binary" in paths[str(bad / "blob.txt")]
+    assert "format" in paths[str(bad / "image.png")]
+    assert "max_file_bytes" in paths[str(huge)]
+    assert "could not be read" in paths[str(bad / "dangling.md")]
+    if not root:
+        assert "could not be read" in paths[str(secret)]
+    card = next(iter(panel.cards.values()))
+    assert "skipped" in card.state.text()
+    assert panel.failure_table.rowCount() == len(panel.failures)
+    stored = []
+    panel_host.run(lambda e: e.sources(), success=stored.extend)
+    qtbot.waitUntil(lambda: bool(stored), timeout=30_000)
+    names = sorted(Path(s["uri"]).name for s in stored)
+    assert names == (["good.txt", "secret.txt"] if root else ["good.txt"])
+
+
+def test_folder_of_binaries_is_no_silent_success(qtbot: Any, panel: Any,
+                                                  tmp_path: Path) -> None:
+    folder = tmp_path / "bins"
+    folder.mkdir()
+    for i in range(4):
+        (folder / f"dump{i}.log").write_bytes(bytes([0, 1, 2, 255]) * 600 + bytes([i]))
+    panel.accept_drop([str(folder)])
+    qtbot.waitUntil(lambda: any(c.snapshot.get("state") == "done"
+                                for c in panel.cards.values()), timeout=60_000)
+    assert panel.banner.kind == "error"
+    assert "0 of 4 files ingested; 4 skipped" in panel.banner.text()
+    assert panel.failure_table.rowCount() == 4
+
+
+def test_missing_path_is_a_clear_message(qtbot: Any, panel: Any, tmp_path: Path) -> None:
+    panel.accept_drop([str(tmp_path / "gone.md")])
+    assert panel.banner.kind == "error" and "gone.md" in panel.banner.text()
+    assert panel.cards == {}
+
+
+def test_pause_and_resume(qtbot: Any, panel: Any, panel_host: Any, docs: Path) -> None:
+    with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
+        panel.pause.click()
+    assert panel.resume.isEnabled() and not panel.pause.isEnabled()
+    panel.accept_drop([str(docs)])
+    qtbot.waitUntil(lambda: bool(panel.cards), timeout=30_000)
+    card = next(iter(panel.cards.values()))
+    assert card.snapshot["state"] == "queued"
+    with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
+        panel.resume.click()
+    qtbot.waitUntil(lambda: card.snapshot.get("state") == "done", timeout=60_000)
+
+
+def test_watched_folder_reingests_changes_and_drops_deleted_files(
+        qtbot: Any, panel: Any, panel_host: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    note = folder / "note.md"
+    note.write_text("# Note\n\nfirst version about inverters\n", encoding="utf-8")
+    config_io.write(panel_host.data_dir, {"desktop": {"watched_folders": [str(folder)]}})
+    with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
+        panel_host.reload_config()
+
+    def uris() -> list[str]:
+        out: list[list[str]] = []
+        panel_host.run(lambda e: [s["uri"] for s in e.sources()], success=out.append)
+        qtbot.waitUntil(lambda: bool(out), timeout=30_000)
+        return out[0]
+
+    qtbot.waitUntil(lambda: str(note) in uris(), timeout=60_000)
+    assert "watching" in panel.watch_list.item(0).text()
+    other = folder / "other.md"
+    other.write_text("# Other\n\nsecond file\n", encoding="utf-8")
+    qtbot.waitUntil(lambda: str(other) in uris(), timeout=60_000)
+    note.unlink()
+    qtbot.waitUntil(lambda: str(note) not in uris(), timeout=60_000)
+    assert str(other) in uris()
+
+
+def test_cancel_a_queued_job(qtbot: Any, panel: Any, panel_host: Any, docs: Path) -> None:
+    from engine import ContextEngine
+
+    if not hasattr(ContextEngine, "cancel_job"):
+        pytest.skip("engine.cancel_job is not in this branch yet")
+    with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
+        panel.pause.click()
+    panel.accept_drop([str(docs)])
+    qtbot.waitUntil(lambda: bool(panel.cards), timeout=30_000)
+    card = next(iter(panel.cards.values()))
+    assert card.cancel.isVisible() or not card.isVisible()
+    card.cancel.click()
+    qtbot.waitUntil(lambda: card.snapshot.get("state") == "cancelled", timeout=30_000)
+    assert card.state.text() == "Cancelled" and card.cancel.isHidden()
+    assert panel.banner.kind == "info" and "cancelled" in panel.banner.text()
+    with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
+        panel.resume.click()

@@ -1,0 +1,109 @@
+"""Retrieved items panel against a real host: ranked items, preview, exact payload, copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.desktop.panels.conftest import ingest
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def panel(qtbot: Any, panel_host: Any, docs: Path) -> Any:
+    from desktop.panels.retrieved import RetrievedPanel
+
+    ingest(qtbot, panel_host, [str(docs)])
+    widget = RetrievedPanel(panel_host)
+    qtbot.addWidget(widget)
+    return widget
+
+
+def _build(qtbot: Any, panel: Any, panel_host: Any) -> dict[str, Any]:
+    with qtbot.waitSignal(panel_host.build_finished, timeout=60_000) as sig:
+        panel.go.click()
+    qtbot.waitUntil(lambda: panel.go.isEnabled(), timeout=30_000)
+    return sig.args[0]
+
+
+def test_build_shows_ranked_items_preview_and_exact_payload(qtbot: Any, panel: Any,
+                                                            panel_host: Any) -> None:
+    from engine import TokenCounter
+
+    panel.query.setText("inverter batteries")
+    panel.budget.setValue(400)
+    report = _build(qtbot, panel, panel_host)
+    assert report["origin"] == "gui" and report["budget"] == 400
+    assert panel.table.rowCount() == len(panel.items) >= 1
+    assert panel.table.item(0, 1).text() in ("section", "code")
+    assert "#1" in panel.table.item(0, 5).text()  # lanes with their ranks
+    context = panel.payload_text.toPlainText()
+    total = TokenCounter.shared().count(context)
+    assert total == panel.payload["total_tokens"] <= 400
+    assert f"{total} of 400 tokens (exact" in panel.tokens.text()
+    # the selected item's own block, not the whole payload
+    block = panel.blocks[0]
+    assert block and block in context and block != context
+    assert block in panel.preview.toPlainText()
+    panel.table.selectRow(len(panel.items) - 1)
+    assert panel.blocks[-1] in panel.preview.toPlainText()
+
+
+def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any) -> None:
+    panel.query.setText("inverter")
+    panel.mode.setCurrentText("dense_cached")
+    panel.live_box.setChecked(True)
+    panel.live_kind.setCurrentText("selection")
+    panel.live_text.setPlainText("selected text mentioning the inverter warranty")
+    report = _build(qtbot, panel, panel_host)
+    kinds = [i["kind"] for i in panel.items]
+    assert "live:selection" in kinds
+    assert "inverter warranty" in panel.payload_text.toPlainText()
+    live_row = kinds.index("live:selection")
+    assert panel.table.item(live_row, 6).text() == "—"
+    assert "inverter warranty" in panel.blocks[live_row]
+    assert [i["kind"] for i in report["items"]] == kinds
+    tiers = [i["tier"] for i in panel.items if i["kind"] == "surrogate"]
+    assert tiers and set(tiers) <= {"full", "gist", "micro"}  # read from the block headers
+
+
+def test_copy_puts_the_exact_payload_on_the_clipboard(qtbot: Any, panel: Any,
+                                                      panel_host: Any) -> None:
+    from desktop.qt import QGuiApplication
+
+    panel.query.setText("key rotation")
+    _build(qtbot, panel, panel_host)
+    panel.copy.click()
+    assert QGuiApplication.clipboard().text() == panel.payload["context"]
+    assert panel.banner.kind == "ok"
+
+
+def test_empty_query_is_a_clear_message(qtbot: Any, panel: Any) -> None:
+    panel.query.setText("   ")
+    panel.go.click()
+    qtbot.waitUntil(lambda: panel.banner.kind == "error", timeout=30_000)
+    assert "empty" in panel.banner.text().lower()
+    assert panel.go.isEnabled() and panel.table.rowCount() == 0
+
+
+def test_blocks_are_split_per_item() -> None:
+    from desktop.panels.blocks import item_blocks
+
+    context = ("[now · 2026]\n\n=== Live context ===\n[live:selection · ed] sel\nabc\n\n"
+               "=== Memory ===\n[code · a.py · t] a.py > f\ndef f(): pass\n\n"
+               "[summary:gist · b.md · t] b.md\nGist of b.\n")
+    items = [{"kind": "live:selection", "title": "sel"}, {"kind": "code", "title": "a.py > f"},
+             {"kind": "surrogate", "title": "b.md"}, {"kind": "section", "title": "missing"}]
+    assert item_blocks(context, items) == [
+        "[live:selection · ed] sel\nabc", "[code · a.py · t] a.py > f\ndef f(): pass",
+        "[summary:gist · b.md · t] b.md\nGist of b.", ""]
+
+
+def test_block_tier() -> None:
+    from desktop.panels.blocks import block_tier
+
+    assert block_tier("[summary:gist · b.md · t] b.md\nGist.") == "gist"
+    assert block_tier("[section · a.md] a") is None

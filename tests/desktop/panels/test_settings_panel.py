@@ -1,0 +1,131 @@
+"""Settings panel against a real host: typed values written back to config.toml, the
+config's own messages for invalid values, nothing written then."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import load_config
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def autostart(tmp_path: Path) -> Any:
+    from desktop.autostart import Autostart
+
+    return Autostart(system="linux", home=tmp_path / "home", env={},
+                     command=["ctx-desktop"])
+
+
+@pytest.fixture
+def panel(qtbot: Any, panel_host: Any, autostart: Any) -> Any:
+    from desktop.panels.settings import SettingsPanel
+
+    widget = SettingsPanel(panel_host, autostart=autostart)
+    qtbot.addWidget(widget)
+    return widget
+
+
+def _config(host: Any) -> Path:
+    return Path(host.data_dir) / "config.toml"
+
+
+def test_shows_the_typed_defaults(panel: Any) -> None:
+    values = panel.values()
+    assert values["packing.mode"] == "fast" and values["tiers.mode"] == "importance"
+    assert values["store.vector_backend"] == "embedded"
+    assert not panel.form.editors["store.chroma_url"].isEnabled()
+    assert values["desktop.default_budget"] == 1500
+    assert values["desktop.watched_folders"] == [] and not values["desktop.start_at_login"]
+
+
+def test_save_writes_only_the_changes_and_the_engine_reads_them(
+        qtbot: Any, panel: Any, panel_host: Any, autostart: Any, tmp_path: Path) -> None:
+    panel.form.editors["packing.mode"].setCurrentText("dense_cached")
+    panel.form.editors["tiers.recent_days"].setValue(3)
+    panel.form.editors["store.vector_backend"].setCurrentText("http")
+    assert panel.form.editors["store.chroma_url"].isEnabled()
+    panel.form.editors["store.chroma_url"].setText("http://10.0.0.5:8000")
+    panel.add_folder(str(tmp_path))
+    panel.start_at_login.setChecked(True)
+    with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
+        assert panel.save_settings()
+    written = tomllib.loads(_config(panel_host).read_text(encoding="utf-8"))
+    assert written == {
+        "packing": {"mode": "dense_cached"}, "tiers": {"recent_days": 3.0},
+        "store": {"vector_backend": "http", "chroma_url": "http://10.0.0.5:8000"},
+        "desktop": {"watched_folders": [str(tmp_path)], "start_at_login": True}}
+    cfg = load_config(Path(panel_host.data_dir), environ={})
+    assert cfg.packing.mode == "dense_cached" and cfg.store.vector_backend == "http"
+    assert autostart.enabled()
+    assert panel.banner.kind == "ok" and "next opens the store" in panel.banner.text()
+    assert panel.changed() == {}
+    panel.start_at_login.setChecked(False)
+    assert panel.save_settings() and not autostart.enabled()
+
+
+def test_other_keys_in_the_file_are_kept(qtbot: Any, panel_host: Any, autostart: Any) -> None:
+    from desktop.panels.settings import SettingsPanel
+
+    _config(panel_host).write_text('[ipc]\nworkers = 2\n\n[search]\nrrf_k = 30\n',
+                                   encoding="utf-8")
+    widget = SettingsPanel(panel_host, autostart=autostart)
+    qtbot.addWidget(widget)
+    widget.form.editors["packing.max_item_tokens"].setValue(500)
+    assert widget.save_settings()
+    written = tomllib.loads(_config(panel_host).read_text(encoding="utf-8"))
+    assert written == {"ipc": {"workers": 2}, "search": {"rrf_k": 30},
+                       "packing": {"max_item_tokens": 500}}
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (lambda p: (p.form.editors["tiers.recent_days"].setValue(40),
+                p.form.editors["tiers.old_days"].setValue(30)), "recent_days <= old_days"),
+    (lambda p: p.form.editors["packing.max_item_tokens"].setValue(0), "max_item_tokens"),
+    (lambda p: p.form.editors["packing.live_max_share"].setValue(1.5), "live_max_share"),
+    (lambda p: p.add_folder("relative/folder"), "not an absolute path"),
+])
+def test_invalid_value_shows_the_config_message_and_writes_nothing(
+        panel: Any, panel_host: Any, edit: Any, needle: str) -> None:
+    path = _config(panel_host)
+    path.write_text('[packing]\nmode = "fast"\n', encoding="utf-8")
+    panel.load()
+    before = path.read_bytes()
+    edit(panel)
+    assert not panel.save_settings()
+    assert panel.banner.kind == "error" and needle in panel.banner.text()
+    assert "unchanged" in panel.banner.text()
+    assert path.read_bytes() == before
+
+
+def test_a_broken_file_is_reported_and_never_overwritten(qtbot: Any, panel_host: Any,
+                                                         autostart: Any) -> None:
+    from desktop.panels.settings import SettingsPanel
+
+    _config(panel_host).write_text("[packing\nmode = 'fast'\n", encoding="utf-8")
+    widget = SettingsPanel(panel_host, autostart=autostart)
+    qtbot.addWidget(widget)
+    assert widget.banner.kind == "error" and "not valid TOML" in widget.banner.text()
+    assert not widget.save.isEnabled()
+
+
+def test_saved_watched_folder_reaches_the_ingestion_panel(
+        qtbot: Any, panel: Any, panel_host: Any, tmp_path: Path) -> None:
+    from desktop.panels.ingestion import IngestionPanel
+
+    ingestion = IngestionPanel(panel_host, watch_delay=0.3)
+    qtbot.addWidget(ingestion)
+    try:
+        folder = tmp_path / "notes"
+        folder.mkdir()
+        panel.add_folder(str(folder))
+        with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
+            panel.save_settings()
+        qtbot.waitUntil(lambda: ingestion.watcher.folders == [str(folder)], timeout=30_000)
+    finally:
+        ingestion.shutdown()

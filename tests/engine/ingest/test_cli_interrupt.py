@@ -1,0 +1,87 @@
+"""Ctrl-C during `ctx ingest` (a real process, a real SIGINT): stop at a safe point,
+say what was kept, exit 130; the store holds exactly that (issue 10)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.facade import ContextEngine
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _read_until(fd: int, pattern: re.Pattern[str], proc: subprocess.Popen[bytes],
+                deadline: float) -> str:
+    seen = ""
+    while time.monotonic() < deadline and proc.poll() is None:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096).decode("utf-8", "replace")
+            except OSError:
+                break
+            if pattern.search(seen):
+                return seen
+    return seen
+
+
+@pytest.mark.slow
+def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    para = "Paragraph {i}.{j} is about harbours, tides, ropes and sails in some detail. " * 5
+    for i in range(600):
+        body = "\n\n".join(para.format(i=i, j=j) for j in range(3))
+        (docs / f"doc{i:03}.md").write_text(f"# Doc {i}\n\n{body}\n")
+    # stderr on a pseudo-terminal: the CLI draws its progress bar there ("N/600 files").
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "ingest", str(docs)],
+                            cwd=REPO, env=dict(os.environ), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    try:
+        progress = re.compile(r"\] ([1-9]\d|\d{3})/600 files")
+        seen = _read_until(master, progress, proc, time.monotonic() + 120)
+        assert progress.search(seen), f"no progress seen: {seen[-300:]!r}"
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(60)
+        seen += _read_until(master, re.compile(r"files not finished"), proc,
+                            time.monotonic() + 5)
+        try:
+            while select.select([master], [], [], 0.2)[0]:
+                seen += os.read(master, 4096).decode("utf-8", "replace")
+        except OSError:
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        os.close(master)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert rc == 130, seen[-500:]
+    assert "terminate called" not in seen and "Traceback" not in seen
+    m = re.search(r"interrupted: kept (\d+) sources \((\d+) chunks\)", seen)
+    assert m, seen[-500:]
+    kept, chunks = int(m.group(1)), int(m.group(2))
+    with ContextEngine.open(data_dir) as eng:
+        sources = eng.sources()
+        assert len(sources) == kept and 0 < kept < 600
+        assert sum(s["n_chunks"] for s in sources) == chunks
+        assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
+                                  )[0][0] == 0
+        assert eng.rt.vectors.count() == chunks
+        # The rest goes in on the next run; what was kept counts as unchanged.
+        snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=600)
+        assert snap["state"] == "done" and snap["files_unchanged"] == kept
+        assert len(eng.sources()) == 600

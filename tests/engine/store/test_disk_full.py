@@ -1,0 +1,60 @@
+"""Disk full: a clear ``no_space`` error, nothing stored is lost, the store opens to be read.
+
+The disk is real: a 6 MB tmpfs mounted for the test (root only; skipped elsewhere).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.facade import ContextEngine
+from engine.metrics import ALERT_VECTOR_DOWN
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m,mode=0700", "tmpfs",
+                           str(mnt)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {proc.stderr.strip()[:80]}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_full_disk_says_no_space_and_the_store_still_reads(small_disk: Path) -> None:
+    store = small_disk / "store"
+    eng = ContextEngine.open(store)
+    try:
+        last = None
+        for i in range(400):
+            snap = eng.wait(eng.ingest(text=" ".join(f"w{i}x{j}" for j in range(3000)),
+                                       title=f"t{i}"))
+            if snap["state"] != "done":
+                last = snap
+                break
+        assert last is not None, "the disk never filled"
+        assert last["state"] == "failed" and last["error"]["name"] == "no_space"
+        kept = eng.status()["sources"]
+        assert kept >= 1
+        assert eng.search("w0x5", k=3)
+    finally:
+        eng.close()
+    with ContextEngine.open(store) as eng:  # still full: opens, reads, refuses writes
+        status = eng.status()
+        assert status["sources"] == kept
+        hits = eng.search("w0x5", k=3)
+        assert hits and hits[0].title == "t0"
+        payload = eng.build_context("w0x5", budget=200)
+        assert payload.total_tokens <= 200
+        assert ALERT_VECTOR_DOWN in eng.metrics()["alerts"] or status["vector_store_ok"]
+        job = eng.wait(eng.ingest(text="one more note", title="more"))
+        assert job["state"] == "failed" and job["error"]["name"] == "no_space"
+        assert eng.status()["sources"] == kept
