@@ -38,7 +38,7 @@ EXCLUDES: tuple[str, ...] = (
     "engine.embedding.onnx_export",  # build-time exporter (torch)
     # Chroma's server, cluster and test parts (the app uses the embedded store or HttpClient)
     "chromadb.test", "chromadb.server", "chromadb.cli", "chromadb.app", "kubernetes",
-    "fastapi", "uvicorn", "starlette", "hypothesis", "posthog",
+    "fastapi", "uvicorn", "hypothesis", "posthog",  # (starlette: the MCP server needs it)
     # tests, notebooks, build tools, other GUI toolkits
     "pytest", "_pytest", "pytestqt", "pytest_timeout", "IPython", "jupyter_client",
     "ipykernel", "notebook", "tkinter", "_tkinter", "setuptools", "pip", "wheel",

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-GUI_NAMES = frozenset({"ctx-app", "ctx app", "ctx_app"})
+GUI_NAMES = frozenset({"ctx-app", "ctx-desktop", "ctx_app"})
 
 
 def version() -> str:
