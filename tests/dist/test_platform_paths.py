@@ -51,6 +51,14 @@ def test_each_system_has_complete_build_settings(system: str) -> None:
     assert spec.exe("ctx") == ("ctx.exe" if system == "win32" else "ctx")
 
 
+def test_one_executable_on_linux_two_where_the_gui_must_not_open_a_console() -> None:
+    assert not P.current("linux").gui_exe  # ctx-app is a link to ctx there
+    assert P.current("darwin").gui_exe and P.current("win32").gui_exe
+    assert not P.keep("PySide6/Qt/translations/qtbase_de.qm")
+    assert not P.keep("PySide6\\Qt\\plugins\\tls\\qopensslbackend.dll")
+    assert P.keep("PySide6/Qt/plugins/platforms/libqxcb.so")
+
+
 def test_linux_names_are_the_default_and_unknown_systems_stop_the_build() -> None:
     assert P.current("linux2").system == "linux"
     with pytest.raises(SystemExit):
