@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 import tomllib
 import uuid
 from collections.abc import Iterator
@@ -33,12 +34,15 @@ VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["versi
 
 
 @pytest.fixture
-def bundle(tmp_path: Path) -> Iterator[Bundle]:
+def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bundle]:
     root = require_bundle()
     home = tmp_path / "home"
     home.mkdir()
     runtime = tmp_path / "xdg-run"
     runtime.mkdir(mode=0o700)
+    # this process's ZeroMQ client looks for connection files where the bundle writes them
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.delenv("CTX_RUNTIME_DIR", raising=False)
     yield Bundle(root, home, runtime)
 
 
@@ -72,19 +76,25 @@ def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
     _ok(bundle.run("init"))  # headless: no keychain here, the key from CTX_PASSPHRASE
     assert (bundle.data_dir / "vault.db").exists()
     docs = _corpus(tmp_path / "docs", canary)
-    report = json.loads(_ok(bundle.run("ingest", str(docs), "--json")))
-    assert report["files_done"] == 3 and not report["errors"], report
+    jobs = json.loads(_ok(bundle.run("ingest", str(docs), "--json")))["jobs"]
+    assert sum(j["files_done"] for j in jobs) == 3, jobs
+    assert not any(j["errors"] for j in jobs), jobs
 
     status = json.loads(_ok(bundle.run("status", "--json")))
+    status = status.get("status", status)
     assert status["model"] == "all-MiniLM-L6-v2" and status["chunks"] >= 3
     payload = json.loads(_ok(bundle.run("build", "how often does the client retry?",
                                         "--budget", "120", "--format", "json")))
     assert 0 < payload["total_tokens"] <= 120
     assert any(item["source"].endswith("retry.md") for item in payload["items"])
 
+    from ipc.remote import connect
+
+    # Commands that need the model may have started a background engine (the bundle's
+    # `ctx -m ipc.cli.main serve`): stop it, so that the data dir is free for `ctx serve`.
+    _stop_engine(bundle)
     server = bundle.start("serve")
     try:
-        from ipc.remote import connect
 
         remote = wait_for(lambda: connect(bundle.data_dir, timeout=5.0), 120,
                           "ctx serve's connection file")
@@ -101,6 +111,7 @@ def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
     finally:
         _out, err = stop(server)
     assert server.returncode == 0, err
+    _stop_engine(bundle)  # the CLI call above may not have found the server yet
 
     assert not files_containing(bundle.data_dir, canary.encode())
     assert not files_containing(bundle.runtime, canary.encode())
@@ -133,7 +144,20 @@ def test_tray_app_under_xvfb(bundle: Bundle) -> None:
         finally:
             stop(app)
     assert app.returncode == 0
+    _stop_engine(bundle)
     assert not files_containing(bundle.data_dir, canary.encode())
+
+
+def _stop_engine(bundle: Bundle) -> None:
+    from ipc.remote import connect
+
+    remote = connect(bundle.data_dir, timeout=10.0)
+    if remote is None:
+        return
+    remote.shutdown()
+    wait_for(lambda: connect(bundle.data_dir, timeout=5.0) is None, 120,
+             "the background engine to stop")
+    time.sleep(1.0)  # its lock is released after its connection file is removed
 
 
 def _app_status(bundle: Bundle, env: dict[str, str]) -> dict[str, object] | None:
