@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall bench-agents lint clean
+.PHONY: run test setup bench-store bench-locomo bench-ipc bench-recall bench-agents bench-embed bench-dist dist test-dist lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,5 +38,21 @@ bench-recall: $(STAMP)
 bench-agents: $(STAMP)
 	$(VENV)/bin/python -m bench.agents_bench
 
+bench-embed: $(STAMP)
+	$(VENV)/bin/python -m bench.embed_bench
+
+# The app bundle (PyInstaller, Linux: + .tar.gz, .deb, dist/build-report.md). Slow (minutes):
+# not part of `make test`; CI runs it in its own job, then `make test-dist`.
+dist: $(STAMP)
+	$(VENV)/bin/python -m pip install -q -c constraints.txt -e '.[desktop,dist]'
+	PYTHON=$(VENV)/bin/python ./scripts/build-dist.sh
+
+# The smoke test of the built bundle (skipped when there is none).
+test-dist: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m dist tests/dist
+
+bench-dist: $(STAMP)
+	$(VENV)/bin/python -m bench.dist_bench
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

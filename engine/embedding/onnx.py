@@ -12,7 +12,9 @@ Threads: a query (a few short texts) runs on one thread, in its own session;
 with more, its tail latency on a busy machine grows several-fold. Larger
 batches run in a second session with ``threads`` intra-op threads, made on
 first use (ingestion), with thread spinning off so that an idle pool does not
-burn the cores the rest of the app needs.
+burn the cores the rest of the app needs, and without onnxruntime's memory
+arena, which would keep the peak of the largest batch (a batch of 64 long
+chunks: RSS 1.2 GB with it, 0.3 GB without, about a fifth slower).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ from engine.errors import ConfigError
 SMALL_BATCH = 4  # up to this many texts run on the one-thread query session
 
 
-def _session(path: Path, threads: int) -> Any:
+def _session(path: Path, threads: int, *, arena: bool) -> Any:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
+    so.enable_cpu_mem_arena = arena
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -65,7 +68,7 @@ class OnnxEmbedder:
         self._tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self._tok.enable_truncation(max_length=max_seq_length)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._query = _session(folder / ONNX_FILE, 1)
+        self._query = _session(folder / ONNX_FILE, 1, arena=True)
         self._inputs = {i.name for i in self._query.get_inputs()}
         self._batch: Any = None
         self._lock = threading.Lock()
@@ -82,7 +85,7 @@ class OnnxEmbedder:
             return self._query
         with self._lock:
             if self._batch is None:
-                self._batch = _session(self.folder / ONNX_FILE, self._batch_threads)
+                self._batch = _session(self.folder / ONNX_FILE, self._batch_threads, arena=False)
             return self._batch
 
     def _run(self, session: Any, texts: list[str]) -> np.ndarray:

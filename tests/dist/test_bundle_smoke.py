@@ -1,0 +1,168 @@
+"""Smoke test of the built app bundle (marker ``dist``; skipped when there is no bundle).
+
+The bundled executables run outside any virtualenv with a clean HOME and a
+headless key: version, init, ingest a folder, a context within budget, `ctx
+serve` answering a ZeroMQ client, the tray app under Xvfb with a tray host;
+afterwards no byte of the data dir holds the canary.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import tomllib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.dist.bundle import (
+    REPO,
+    Bundle,
+    files_containing,
+    require_bundle,
+    stop,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.dist, pytest.mark.timeout(900)]
+
+VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+@pytest.fixture
+def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bundle]:
+    root = require_bundle()
+    home = tmp_path / "home"
+    home.mkdir()
+    runtime = tmp_path / "xdg-run"
+    runtime.mkdir(mode=0o700)
+    # this process's ZeroMQ client looks for connection files where the bundle writes them
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.delenv("CTX_RUNTIME_DIR", raising=False)
+    yield Bundle(root, home, runtime)
+
+
+def _corpus(folder: Path, canary: str) -> Path:
+    folder.mkdir()
+    (folder / "retry.md").write_text(
+        "# Retry policy\n\nThe sync client retries three times with exponential backoff "
+        f"and then gives up. Incident marker {canary}.\n", encoding="utf-8")
+    (folder / "tray.md").write_text(
+        "# Tray icon\n\nThe tray icon turns amber while ingestion runs and grey when the "
+        "engine is locked.\n", encoding="utf-8")
+    (folder / "notes.py").write_text(
+        "def backoff(attempt: int) -> float:\n    \"\"\"Seconds to wait before retrying.\"\"\"\n"
+        "    return 0.5 * 2 ** attempt\n", encoding="utf-8")
+    return folder
+
+
+def _ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
+    canary = f"CANARY{uuid.uuid4().hex}"
+    assert _ok(bundle.run("--version")).strip() == f"ctx {VERSION}"
+    about = json.loads(_ok(bundle.run("--version", "--json")))
+    assert about["frozen"] is True and about["chroma_telemetry"] == "False"
+    assert about["onnx_export"].startswith(str(bundle.root))  # the model inside the bundle
+    assert not (bundle.root / "_internal" / "torch").exists()
+
+    _ok(bundle.run("init"))  # headless: no keychain here, the key from CTX_PASSPHRASE
+    assert (bundle.data_dir / "vault.db").exists()
+    docs = _corpus(tmp_path / "docs", canary)
+    jobs = json.loads(_ok(bundle.run("ingest", str(docs), "--json")))["jobs"]
+    assert sum(j["files_done"] for j in jobs) == 3, jobs
+    assert not any(j["errors"] for j in jobs), jobs
+
+    status = json.loads(_ok(bundle.run("status", "--json")))
+    status = status.get("status", status)
+    assert status["model"] == "all-MiniLM-L6-v2" and status["chunks"] >= 3
+    payload = json.loads(_ok(bundle.run("build", "how often does the client retry?",
+                                        "--budget", "120", "--format", "json")))
+    assert 0 < payload["total_tokens"] <= 120
+    assert any(item["source"].endswith("retry.md") for item in payload["items"])
+
+    from ipc.remote import connect
+
+    # Commands that need the model may have started a background engine (the bundle's
+    # `ctx -m ipc.cli.main serve`): stop it, so that the data dir is free for `ctx serve`.
+    _stop_engine(bundle)
+    server = bundle.start("serve")
+    try:
+
+        remote = wait_for(lambda: connect(bundle.data_dir, timeout=5.0), 120,
+                          "ctx serve's connection file")
+        assert remote.ping()["pid"] == server.pid  # type: ignore[attr-defined]
+        served = remote.build_context("what does the tray icon show?", budget=80)  # type: ignore[attr-defined]
+        assert 0 < served["total_tokens"] <= 80
+        assert any(i["source"].endswith("tray.md") for i in served["items"])
+        # the CLI finds the running server of the same data dir and goes through it
+        via_cli = json.loads(_ok(bundle.run("build", "backoff seconds", "--budget", "60",
+                                            "--format", "json")))
+        assert via_cli["total_tokens"] <= 60
+        remote.shutdown()  # type: ignore[attr-defined]
+        server.wait(timeout=60)
+    finally:
+        _out, err = stop(server)
+    assert server.returncode == 0, err
+    _stop_engine(bundle)  # the CLI call above may not have found the server yet
+
+    assert not files_containing(bundle.data_dir, canary.encode())
+    assert not files_containing(bundle.runtime, canary.encode())
+
+
+def test_tray_app_under_xvfb(bundle: Bundle) -> None:
+    if not (bundle.root / "_internal" / "PySide6").exists():
+        pytest.skip("this bundle has no desktop app yet")
+    for tool in ("Xvfb", "trayer", "xwininfo"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    from tests.dist.xsession import XSession
+
+    canary = f"CANARY{uuid.uuid4().hex}"
+    _ok(bundle.run("init"))
+    with XSession() as x:
+        env = dict(bundle.env, DISPLAY=x.display)
+        app = bundle.start(exe="ctx-app", env=env)
+        try:
+            status = wait_for(lambda: _app_status(bundle, env), 120, "the tray app's status")
+            assert status.get("ok"), status
+            assert wait_for(lambda: x.tray_has_icon(), 60, "an icon docked in the tray")
+            _ok(bundle.run("ingest", "-", "--title", "note", input=f"tray note {canary}\n",
+                           env=env))
+            served = json.loads(_ok(bundle.run("build", "tray note", "--budget", "50",
+                                               "--format", "json", env=env)))
+            assert served["total_tokens"] <= 50
+            _ok(bundle.run("--quit", exe="ctx-app", env=env))
+            app.wait(timeout=60)
+        finally:
+            stop(app)
+    assert app.returncode == 0
+    _stop_engine(bundle)
+    assert not files_containing(bundle.data_dir, canary.encode())
+
+
+def _stop_engine(bundle: Bundle) -> None:
+    from ipc.remote import connect
+
+    remote = connect(bundle.data_dir, timeout=10.0)
+    if remote is None:
+        return
+    remote.shutdown()
+    wait_for(lambda: connect(bundle.data_dir, timeout=5.0) is None, 120,
+             "the background engine to stop")
+    time.sleep(1.0)  # its lock is released after its connection file is removed
+
+
+def _app_status(bundle: Bundle, env: dict[str, str]) -> dict[str, object] | None:
+    proc = bundle.run("--status", exe="ctx-app", env=env, timeout=30)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    reply = json.loads(proc.stdout)
+    return reply if reply.get("ok") and reply.get("timings_ms", {}).get("ready") else None
