@@ -46,6 +46,7 @@ from engine.opening import (
 )
 from engine.retrieval.search import search as run_search
 from engine.runtime import Runtime
+from engine.store import aliases
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
@@ -379,14 +380,30 @@ class ContextEngine:
         """Delete a source by id, uri or path (a folder deletes every source under it)."""
         rt = self._live()
         ids = self._resolve_sources(source)
-        if not ids:
+        paths = self._resolve_aliases(source)  # paths sharing another path's source
+        if not ids and not paths:
             raise NotFound("no such source")
+        by_path = not str(source).strip().isdigit()
         def work(job: Any, progress: Callable[[], None]) -> None:
-            src.delete_sources(rt.vault, ids)
+            aliases.drop(rt.vault, paths)
+            # A path deleted whose content other paths share hands the source to them.
+            kept = aliases.keep_aliased(rt.vault, ids) if by_path else []
+            src.delete_sources(rt.vault, [i for i in ids if i not in kept])
             self._writer.flush_tombstones()
         self._jobs.wait(self._jobs.submit("delete", work).id)
-        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
-        return {"deleted": len(ids), "sources": ids}
+        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids],
+                           {"sources": len(ids), "paths": len(paths)})
+        return {"deleted": len(ids) + len(paths), "sources": ids}
+
+    @staticmethod
+    def _candidates(text: str) -> tuple[list[str], Path]:
+        """Uris a delete argument may name, and the path it names (for folders)."""
+        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
+        resolved = Path(text)
+        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
+            resolved = Path(text).expanduser().resolve()
+            candidates.append(shown(resolved))
+        return candidates, resolved
 
     def _resolve_sources(self, source: str | int) -> list[int]:
         vault = self.rt.vault
@@ -394,11 +411,7 @@ class ContextEngine:
         if text.isdigit():
             return [r[0] for r in vault.query(
                 "SELECT id FROM sources WHERE id = ? AND state = 'ready'", (int(text),))]
-        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
-        resolved = Path(text)
-        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
-            resolved = Path(text).expanduser().resolve()
-            candidates.append(shown(resolved))
+        candidates, resolved = self._candidates(text)
         for uri in candidates:
             rows = vault.query("SELECT id FROM sources WHERE uri = ? AND state = 'ready'", (uri,))
             if rows:
@@ -409,6 +422,14 @@ class ContextEngine:
                 "SELECT id FROM sources WHERE substr(uri, 1, ?) = ? AND state = 'ready'",
                 (len(folder), folder))]
         return []
+
+    def _resolve_aliases(self, source: str | int) -> list[str]:
+        text = str(source).strip()
+        if text.isdigit():
+            return []
+        candidates, resolved = self._candidates(text)
+        folder = candidates[-1].rstrip("/") + "/" if resolved.is_dir() else None
+        return aliases.matching(self.rt.vault, candidates, folder)
 
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
