@@ -33,6 +33,7 @@ from engine.errors import (
 )
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
+from engine.ingest.pathnames import shown
 from engine.ingest.pipeline import Writer
 from engine.metrics import Metrics
 from engine.opening import (
@@ -44,6 +45,7 @@ from engine.opening import (
 )
 from engine.retrieval.search import search as run_search
 from engine.runtime import Runtime
+from engine.store import aliases
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
@@ -362,22 +364,42 @@ class ContextEngine:
         """
         rt = self._live()
         ids = src.resolve(rt.vault, source)
-        if not ids:
+        paths = self._resolve_aliases(source)  # paths sharing another path's source
+        if not ids and not paths:
             raise NotFound("no such source")
+        by_path = not str(source).strip().isdigit()
         key = chunk_key(rt.embedder.name)
 
         def work(job: Any, progress: Callable[[], None]) -> None:
-            paths = src.transcript_paths(rt.vault, ids)
-            src.delete_sources(rt.vault, ids, cache_key=key)
-            src.forget_sync_text(rt.vault, paths)
+            aliases.drop(rt.vault, paths)
+            # A path deleted whose content other paths share hands the source to them.
+            kept = aliases.keep_aliased(rt.vault, ids) if by_path else []
+            gone = [i for i in ids if i not in kept]
+            transcripts = src.transcript_paths(rt.vault, gone)
+            src.delete_sources(rt.vault, gone, cache_key=key)
+            src.forget_sync_text(rt.vault, transcripts)
             self._writer.flush_tombstones()
         snap = self._jobs.wait(self._jobs.submit("delete", work).id)
         if snap["state"] == "failed":
             from engine.errors import error_from_dict
 
             raise error_from_dict(snap["error"] or {})
-        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
-        return {"deleted": len(ids), "sources": ids}
+        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids],
+                           {"sources": len(ids), "paths": len(paths)})
+        return {"deleted": len(ids) + len(paths), "sources": ids}
+
+    def _resolve_aliases(self, source: str | int) -> list[str]:
+        """Paths (stored as aliases of another path's source) that ``source`` names."""
+        text = str(source).strip()
+        if text.isdigit():
+            return []
+        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
+        resolved = Path(text)
+        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
+            resolved = Path(text).expanduser().resolve()
+            candidates.append(shown(resolved))
+        folder = candidates[-1].rstrip("/") + "/" if resolved.is_dir() else None
+        return aliases.matching(self.rt.vault, candidates, folder)
 
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
