@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench import scifact_data as sd
 
 FIT_FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
@@ -63,7 +65,7 @@ def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[s
     return out
 
 
-def dump_scifact(cache: Path, docs: int | None) -> dict[str, Any]:
+def dump_scifact(cache: Path, docs: int | None, claims: int | None) -> dict[str, Any]:
     from engine.facade import ContextEngine
 
     embedder = sd.make_embedder("minilm")
@@ -75,13 +77,15 @@ def dump_scifact(cache: Path, docs: int | None) -> dict[str, Any]:
         if rel:
             questions.append((text, lambda row, rel=rel: (
                 (d := sd.doc_id(row.source) or ""), int(d in rel))))
+    n_rel = [len(qrels[q]) for q in sd.queries() if q in qrels]
+    if claims:
+        questions, n_rel = questions[:claims], n_rel[:claims]
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(store, Path(tmp) / "s")
         with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
             dumped = _dump_store(eng, questions)
-    n_rel = [len(qrels[q]) for q in sd.queries() if q in qrels]
-    return {"kind": "document", "split": "SciFact train", "docs": docs or 5183,
-            "queries": dumped, "n_relevant": n_rel}
+    return {"kind": "document", "split": f"SciFact train (first {len(questions)} claims)",
+            "docs": docs or 5183, "queries": dumped, "n_relevant": n_rel}
 
 
 def dump_locomo(cache: Path) -> dict[str, Any]:
@@ -110,37 +114,51 @@ def dump_locomo(cache: Path) -> dict[str, Any]:
             "queries": queries, "n_relevant": n_rel}
 
 
-def _rank(q: Query, w: dict[str, float]) -> list[tuple[str, int]]:
-    scored = sorted(range(len(q)), key=lambda i: -sum(
-        wv * q[i][2].get(f, 0.0) for f, wv in w.items()))
-    return [(q[i][0], q[i][1]) for i in scored]
+class Prepared:
+    """A dump as arrays: per question, its feature matrix, labels and group keys."""
+
+    def __init__(self, dump: dict[str, Any]) -> None:
+        self.kind = dump["kind"]
+        self.items = []
+        for q, n in zip(dump["queries"], dump["n_relevant"], strict=True):
+            feats = np.array([[c[2].get(f, 0.0) for f in FIT_FEATURES] for c in q],
+                             dtype=np.float64).reshape(len(q), len(FIT_FEATURES))
+            labels = np.array([c[1] for c in q], dtype=np.int8)
+            keys = [c[0] for c in q]
+            self.items.append((feats, labels, keys, n))
 
 
-def ndcg10_docs(q: Query, w: dict[str, float], n_rel: int) -> float:
+def _order(feats: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.argsort(-(feats @ w), kind="stable")
+
+
+def ndcg10_docs(feats: np.ndarray, labels: np.ndarray, keys: list[str], n_rel: int,
+                w: np.ndarray) -> float:
     seen: dict[str, int] = {}
-    for key, label in _rank(q, w):
-        if key not in seen:
-            seen[key] = label
-        if len(seen) >= 10:
-            break
-    dcg = sum(lab / math.log2(i + 2) for i, lab in enumerate(seen.values()))
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(10, n_rel)))
+    for i in _order(feats, w):
+        if keys[i] not in seen:
+            seen[keys[i]] = int(labels[i])
+            if len(seen) >= 10:
+                break
+    dcg = sum(lab / math.log2(r + 2) for r, lab in enumerate(seen.values()))
+    ideal = sum(1.0 / math.log2(r + 2) for r in range(min(10, n_rel)))
     return dcg / ideal if ideal else 0.0
 
 
-def recall_turns(q: Query, w: dict[str, float], n_rel: int) -> float:
-    order = _rank(q, w)
-    r = [len({k for k, lab in order[:k] if lab}) / n_rel for k in (10, 25)]
-    return sum(r) / len(r)
+def recall_turns(feats: np.ndarray, labels: np.ndarray, keys: list[str], n_rel: int,
+                 w: np.ndarray) -> float:
+    order = _order(feats, w)
+    found = [len({keys[i] for i in order[:k] if labels[i]}) for k in (10, 25)]
+    return sum(f / n_rel for f in found) / 2
 
 
-def objective(dump: dict[str, Any], w: dict[str, float]) -> float:
-    fn = ndcg10_docs if dump["kind"] == "document" else recall_turns
-    return statistics.mean(fn(q, w, n) for q, n in zip(dump["queries"], dump["n_relevant"],
-                                                        strict=True))
+def objective(prep: Prepared, w: dict[str, float]) -> float:
+    fn = ndcg10_docs if prep.kind == "document" else recall_turns
+    vec = np.array([w.get(f, 0.0) for f in FIT_FEATURES])
+    return statistics.mean(fn(f, lab, k, n, vec) for f, lab, k, n in prep.items)
 
 
-def fit(dump: dict[str, Any], start: dict[str, float], drop_below: float,
+def fit(dump: Prepared, start: dict[str, float], drop_below: float,
         rounds: int = 3) -> tuple[dict[str, float], list[str]]:
     w = {f: float(start.get(f, 0.0)) for f in FIT_FEATURES}
     best = objective(dump, w)
@@ -173,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store-cache", type=Path, default=Path(tempfile.gettempdir()) / "ctx-bench")
     ap.add_argument("--scifact-docs", type=int, help="the SciFact subset store of N documents")
+    ap.add_argument("--claims", type=int, help="only the first N SciFact train claims")
     ap.add_argument("--drop-below", type=float, default=0.002)
     ap.add_argument("--only", choices=("document", "conversation"))
     ap.add_argument("--out", type=Path, default=OUT)
@@ -182,22 +201,23 @@ def main(argv: list[str] | None = None) -> int:
 
     args.store_cache.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
-    jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs),
+    jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs, args.claims),
             "conversation": lambda: dump_locomo(args.store_cache)}
     for kind, make in jobs.items():
         if args.only and kind != args.only:
             continue
-        tag = f"-{args.scifact_docs}" if kind == "document" and args.scifact_docs else ""
+        tag = (f"-{args.scifact_docs}-{args.claims}" if kind == "document" else "")
         path = args.store_cache / f"rank-features-{kind}{tag}.json"
         if path.exists():
             dump = json.loads(path.read_text())
         else:
             dump = make()
             path.write_text(json.dumps(dump))
+        prep = Prepared(dump)
         start = DEFAULT_PROFILES[kind]
-        before = objective(dump, start)
-        weights, dropped = fit(dump, start, args.drop_below)
-        after = objective(dump, weights)
+        before = objective(prep, start)
+        weights, dropped = fit(prep, start, args.drop_below)
+        after = objective(prep, weights)
         metric = "nDCG@10" if kind == "document" else "mean of evidence recall@10 and @25"
         print(f"{kind} ({dump['split']}, {len(dump['queries'])} questions): {metric} "
               f"{before:.4f} -> {after:.4f}; weights {weights}; dropped {dropped}")

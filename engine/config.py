@@ -108,6 +108,11 @@ class SearchConfig:
     # distinct sources survive when sources have several matching chunks (SciFact:
     # 100 chunk hits hold about 76 distinct abstracts, issue 12; 3x leaves room).
     distinct_depth_factor: int = 3
+    # Threads numpy's BLAS may use (0: leave it alone). The ranking's matrix products are
+    # tiny (a 130 x 384 window); with 2 OpenBLAS threads on the shared 2-core machine one
+    # such product took a median 119 ms (threads spinning for a busy core) against 0.19 ms
+    # in one thread (issue 12, measured with threadpoolctl). Set once per process.
+    blas_threads: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.rrf_k <= 1000:
@@ -119,6 +124,8 @@ class SearchConfig:
         if not 0.0 < self.keyword_max_df <= 1.0 or self.keyword_prune_min_chunks < 0:
             raise ConfigError("search.keyword_max_df must be in (0, 1] and "
                               "keyword_prune_min_chunks >= 0")
+        if not 0 <= self.blas_threads <= 256:
+            raise ConfigError("search.blas_threads must be between 0 and 256")
         if not 1 <= self.distinct_depth_factor <= 20:
             raise ConfigError("search.distinct_depth_factor must be between 1 and 20")
         if self.recency_depth < 0 or self.max_live_items < 0 or self.max_live_bytes < 0:

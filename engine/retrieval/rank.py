@@ -37,10 +37,30 @@ class RankResult:
     vectors: dict[int, np.ndarray]
 
 
+_blas_limited: list[int] = []
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Cap numpy's BLAS threads once per process (``search.blas_threads``; 0: leave it).
+
+    The ranking's products are tiny; spread over threads that wait for a busy core they
+    cost a hundred times more than in one thread (see the config note).
+    """
+    if not threads or _blas_limited:
+        return
+    _blas_limited.append(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; without it, BLAS keeps its threads
+        return
+    threadpool_limits(threads, user_api="blas")
+
+
 def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False
               ) -> RankResult:
     """Rerank the fused window of ``res`` by each hit's kind profile (``all_features``:
     every feature computed, for fitting the weights)."""
+    limit_blas_threads(cfg.search.blas_threads)
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
     vectors = stored_vectors(rt, [rows[c] for c, _ in pool])
