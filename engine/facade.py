@@ -43,7 +43,7 @@ from engine.opening import (
     prepare_root,
     repair_layout,
 )
-from engine.retrieval.search import search as run_search
+from engine.retrieval.rank import search as run_search
 from engine.runtime import Runtime
 from engine.store import aliases
 from engine.store import sources as src
@@ -221,14 +221,23 @@ class ContextEngine:
 
     # -- ingestion ---------------------------------------------------------------
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
-               title: str | None = None, kind: str = "text", wait: bool = False) -> str:
-        """Queue an ingestion of files/folders or of a text; returns the job id."""
+               title: str | None = None, kind: str = "text", external_id: str | None = None,
+               wait: bool = False) -> str:
+        """Queue an ingestion of files/folders or of a text; returns the job id.
+
+        ``external_id`` (text only) is the caller's id for the text: it becomes the
+        source's uri, so ingesting again under it replaces the earlier version and
+        ``delete(external_id)`` removes it, as ``ingest_conversation``'s ``uri`` does.
+        """
         rt = self._live()
         if bool(paths) == (text is not None):
             raise InvalidInput("ingest takes either paths or text")
+        if external_id is not None and (text is None or not str(external_id).strip()):
+            raise InvalidInput("external_id needs a text and must not be blank")
         if text is not None:
             text = utf8(text, "text")
-            work = service.ingest_text(rt, self._writer, text, title=title, kind=kind)
+            work = service.ingest_text(rt, self._writer, text, title=title, kind=kind,
+                                       uri=external_id)
             job = self._jobs.submit("text", work)
         else:
             resolved = [str(Path(p).expanduser().resolve()) for p in paths]
@@ -286,13 +295,18 @@ class ContextEngine:
     # -- reading -----------------------------------------------------------------
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None) -> list[SearchHit]:
+               until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
+        """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
+
+        ``distinct_sources``: at most one chunk (the best) per source, so ``k`` hits
+        name up to ``k`` different sources.
+        """
         rt = self._live()
         query = check_query(query, rt.cfg.search)
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
-        return run_search(rt, query, k, filters=filters)
+        return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,
