@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System packages the tests need beyond Python: Xvfb and a tray host (trayer) for the
-# desktop end-to-end test, the xcb cursor library Qt's xcb platform loads, and
+# desktop end-to-end test, the xcb libraries Qt's xcb platform loads, and
 # xdotool/xwininfo to find windows. Installs only what is missing; a machine without
 # apt (or without root) prints what to install and goes on: those tests then skip
 # with that reason.
@@ -10,7 +10,10 @@ command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 command -v trayer >/dev/null 2>&1 || need+=(trayer)
 command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
 command -v xwininfo >/dev/null 2>&1 || need+=(x11-utils)
-ldconfig -p 2>/dev/null | grep -q libxcb-cursor.so.0 || need+=(libxcb-cursor0)
+for lib in libxcb-cursor0:libxcb-cursor.so.0 libxcb-icccm4:libxcb-icccm.so.4 \
+           libxcb-keysyms1:libxcb-keysyms.so.1; do
+  ldconfig -p 2>/dev/null | grep -q "${lib#*:}" || need+=("${lib%%:*}")
+done
 [ ${#need[@]} -eq 0 ] && exit 0
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   echo "system-deps: installing ${need[*]}" >&2
