@@ -65,24 +65,26 @@ def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[s
     return out
 
 
-def dump_scifact(cache: Path, docs: int | None, claims: int | None) -> dict[str, Any]:
+def dump_scifact(cache: Path, docs: int | None, claims: int | None,
+                 store_path: Path | None = None) -> dict[str, Any]:
     from engine.facade import ContextEngine
 
     embedder = sd.make_embedder("minilm")
-    store, _ = sd.prepare_store(embedder, cache, docs)
+    store = store_path or sd.prepare_store(embedder, cache, docs)[0]
     qrels = sd.qrels()
-    questions = []
-    for qid, text in sd.queries().items():
-        rel = qrels.get(qid)
-        if rel:
-            questions.append((text, lambda row, rel=rel: (
-                (d := sd.doc_id(row.source) or ""), int(d in rel))))
-    n_rel = [len(qrels[q]) for q in sd.queries() if q in qrels]
-    if claims:
-        questions, n_rel = questions[:claims], n_rel[:claims]
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(store, Path(tmp) / "s")
         with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
+            fair = sd.covered_claims(eng, qrels)
+            questions, n_rel = [], []
+            for qid, text in sd.queries().items():
+                rel = qrels.get(qid)
+                if rel and qid in fair:
+                    questions.append((text, lambda row, rel=rel: (
+                        (d := sd.doc_id(row.source) or ""), int(d in rel))))
+                    n_rel.append(len(rel))
+            if claims:
+                questions, n_rel = questions[:claims], n_rel[:claims]
             dumped = _dump_store(eng, questions)
     return {"kind": "document", "split": f"SciFact train (first {len(questions)} claims)",
             "docs": docs or 5183, "queries": dumped, "n_relevant": n_rel}
@@ -191,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store-cache", type=Path, default=Path(tempfile.gettempdir()) / "ctx-bench")
     ap.add_argument("--scifact-docs", type=int, help="the SciFact subset store of N documents")
+    ap.add_argument("--scifact-store", type=Path, help="use this SciFact store")
     ap.add_argument("--claims", type=int, help="only the first N SciFact train claims")
     ap.add_argument("--drop-below", type=float, default=0.002)
     ap.add_argument("--only", choices=("document", "conversation"))
@@ -201,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args.store_cache.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
-    jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs, args.claims),
+    jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs, args.claims,
+                                              args.scifact_store),
             "conversation": lambda: dump_locomo(args.store_cache)}
     for kind, make in jobs.items():
         if args.only and kind != args.only:

@@ -9,7 +9,8 @@ embedded on every call: the engine's query cache is off here, and the median
 time of each stage).
 
     python -m bench.locomo [--split dev|test|both] [--embedder minilm|fake] [--limit N]
-                           [--store-cache DIR] [--conv I ...] [--threads N] [--json FILE]
+                           [--store-cache DIR] [--conv I ...] [--threads N] [--stride N]
+                           [--json FILE]
 
 ``--store-cache DIR`` keeps each conversation's ingested store under DIR (by
 conversation and embedder) and reuses a copy of it on later runs, so that
@@ -137,8 +138,8 @@ def prepare_store(sample: dict[str, Any], embedder: Any, workdir: Path,
 
 
 def evaluate(eng: Any, sample: dict[str, Any], texts: dict[str, str], now: float,
-             limit: int | None) -> dict[str, Any]:
-    questions = [q for q in sample["qa"] if q.get("category") in (1, 2, 3, 4)]
+             limit: int | None, stride: int = 1) -> dict[str, Any]:
+    questions = [q for q in sample["qa"] if q.get("category") in (1, 2, 3, 4)][::stride]
     if limit:
         questions = questions[:limit]
     recall_at: dict[int, list[float]] = {b: [] for b in BUDGETS}
@@ -169,13 +170,13 @@ def evaluate(eng: Any, sample: dict[str, Any], texts: dict[str, str], now: float
 
 
 def run_conversation(sample: dict[str, Any], embedder: Any, workdir: Path, limit: int | None,
-                     cache: Path | None = None) -> dict[str, Any]:
+                     cache: Path | None = None, stride: int = 1) -> dict[str, Any]:
     from engine.facade import ContextEngine
 
     texts, now = turn_texts(sample)
     ingest_s = prepare_store(sample, embedder, workdir, cache)
     with ContextEngine.open(workdir, embedder=embedder) as eng:
-        res = evaluate(eng, sample, texts, now, limit)
+        res = evaluate(eng, sample, texts, now, limit, stride)
     return {**res, "ingest_s": ingest_s, "turns": len(texts)}
 
 
@@ -195,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--limit", type=int, help="questions per conversation (quick runs)")
+    ap.add_argument("--stride", type=int, default=1,
+                    help="every Nth question of each conversation (an even sample, quick runs)")
     ap.add_argument("--conv", type=int, nargs="*", help="only these conversation indices")
     ap.add_argument("--store-cache", type=Path,
                     help="keep ingested stores here and reuse them on later runs")
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             with tempfile.TemporaryDirectory(prefix="ctx-locomo-") as tmp:
                 res = run_conversation(data[idx], embedder, Path(tmp) / "store", args.limit,
-                                       args.store_cache)
+                                       args.store_cache, args.stride)
             for b in BUDGETS:
                 agg["recall"][b] += res["recall"][b]
             for key in ("stages", "by_cat"):

@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store-cache", type=Path, default=Path(tempfile.gettempdir()) / "ctx-bench")
     ap.add_argument("--limit", type=int, help="only the first N claims (quick runs)")
-    ap.add_argument("--docs", type=int, help="a store of only the first N documents (smoke runs)")
+    ap.add_argument("--docs", type=int, help="the store of a fixed N-document subset")
+    ap.add_argument("--store", type=Path, help="use this store instead of the cached one")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     if not (sd.DATA / "corpus.jsonl").exists():
@@ -201,16 +202,21 @@ def main(argv: list[str] | None = None) -> int:
 
     embedder = sd.make_embedder("minilm")
     args.store_cache.mkdir(parents=True, exist_ok=True)
-    store, ingest_s = sd.prepare_store(embedder, args.store_cache, args.docs)
+    if args.store:
+        store, ingest_s = args.store, float("nan")
+    else:
+        store, ingest_s = sd.prepare_store(embedder, args.store_cache, args.docs)
     qrels = sd.qrels()
-    claims = [(q, t) for q, t in sd.queries().items() if q in qrels]
-    if args.limit:
-        claims = claims[: args.limit]
     with tempfile.TemporaryDirectory(prefix="ctx-scifact-") as tmp:
         work = Path(tmp) / "store"
         shutil.copytree(store, work)  # runs record access statistics: keep the cache clean
         with ContextEngine.open(work, embedder=embedder) as eng:
             chunks = eng.rt.vault.chunk_count()
+            print(f"store: {len(eng.sources())} documents, {chunks} chunks", file=sys.stderr)
+            fair = sd.covered_claims(eng, qrels)
+            claims = [(q, t) for q, t in sd.queries().items() if q in fair]
+            if args.limit:
+                claims = claims[: args.limit]
             rep = evaluate(eng, claims, qrels)
     print_report(rep, chunks, ingest_s)
     if args.json:

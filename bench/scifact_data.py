@@ -119,6 +119,13 @@ def prepare_store(embedder: Any, cache: Path, limit: int | None = None) -> tuple
     return cached / "store", seconds
 
 
+def covered_claims(eng: Any, qrels: dict[str, dict[str, int]]) -> set[str]:
+    """Claims whose every cited document is in the store (all of them for a full store;
+    a store cut short holds a prefix of its corpus, and only these claims are fair)."""
+    present = {d for s in eng.sources() if (d := doc_id(s["uri"]))}
+    return {q for q, rel in qrels.items() if set(rel) <= present}
+
+
 def make_embedder(name: str) -> Any:
     from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder as make

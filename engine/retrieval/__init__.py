@@ -10,10 +10,13 @@ tested without a store or a model:
 - ``fusion``  weighted reciprocal rank fusion of the lanes' rankings;
 - ``rerank``  answer-focused rerank of the fused top window (rule features, and an
               optional local cross-encoder);
+- ``profiles`` which rerank features count, and how much, per kind of memory
+              (document, conversation, transcript), with the weights' origin;
 - ``dedupe``  near-duplicate suppression by cosine similarity, or by text overlap
               for items without vectors;
 - ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload.
 
 The lanes themselves (keyword, vector, recency, live) read the store and are wired
-by the engine, which calls these functions.
+by the engine, which calls these functions: ``search`` runs and fuses the lanes,
+``rank`` reranks the fused window by kind (shared by search and build_context).
 """

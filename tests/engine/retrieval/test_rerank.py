@@ -100,8 +100,9 @@ def test_only_the_window_is_reordered_and_the_tail_follows_in_fused_order() -> N
     cands = [RerankCandidate(i, "filler words only", 1.0 - i / 100) for i in range(10)]
     cands.append(RerankCandidate("late", "the glacier answer", 0.5))  # below the window
     cands.insert(0, RerankCandidate("win", "the glacier answer", 0.985))  # inside it
+    simple = {p: {"fused": 0.8, "term_recall": 1.0} for p in PROFILES}
     out = rerank(analyze_query("glacier answer"), cands,
-                 RerankConfig(window=5, default_profile="conversation"))
+                 RerankConfig(window=5, profiles=simple), all_features=True)
     ids = [i for i, _, _ in out]
     assert ids[0] == "win"
     assert ids[5:] == [4, 5, 6, 7, 8, 9, "late"]
