@@ -1,6 +1,7 @@
 """Coding-agent paths: the SessionStart hook's wall time and MCP build_context round trips.
 
     python -m bench.agents_bench [--embedder minilm|fake] [--hooks 20] [--cold 5] [--calls 100]
+                                 [--sessions N]
 
 1. Hook, cold: no engine runs; the installed hook command (a real process, as
    Claude Code runs it) starts one in the background and answers. The engine
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold", type=int, default=5, help="cold hook runs")
     ap.add_argument("--calls", type=int, default=100, help="MCP build_context calls")
     ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--sessions", type=int, default=0,
+                    help="index only the N smallest shared transcripts (0: all)")
     args = ap.parse_args(argv)
     if not SHARED.exists():
         print(f"transcripts not found at {SHARED}", file=sys.stderr)
@@ -126,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ctx-agents-bench-"))
     home, data = work / "home", work / "data"
     projects = home / ".claude" / "projects"
-    for sub in ("claude", "codex"):
-        shutil.copytree(SHARED / sub, projects / f"-work-{sub}")
+    files = sorted(SHARED.rglob("*.jsonl"), key=lambda f: f.stat().st_size)
+    for f in files[:args.sessions] if args.sessions else files:
+        dst = projects / f"-work-{f.parent.name}" / f.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, dst)
     env = _env(home, data, args.embedder)
     os.environ.update({k: env[k] for k in ("CTX_HOME", "CTX_PASSPHRASE", "HOME")})
     try:
