@@ -115,7 +115,11 @@ def _plan_all(states: dict[str, FileState], files: Sequence[Path]
     return todo, to_read, unchanged
 
 
-BATCH_CHUNKS = 256  # chunks embedded per model call across files (the model likes full batches)
+# Chunks embedded per model call, across files. The model sorts a call's texts by length
+# and pads each batch of 64 to its longest; per-file calls padded 26% over the real
+# wordpieces of the shared transcripts, calls of 512 chunks 6% (bench note in the
+# commit: model CPU 132 s per file vs 119 s at 256 chunks, in the same run).
+BATCH_CHUNKS = 512
 
 
 class _Batch:
