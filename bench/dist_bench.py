@@ -124,6 +124,7 @@ def serve_rows(bundle: Path, tmp: Path, seed: Path, queries: int) -> list[list[A
         for proc, remote, _ in servers.values():
             with contextlib.suppress(Exception):  # best effort; terminated below
                 remote.shutdown()
+            remote.close()
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
