@@ -201,9 +201,9 @@ def bench_launch(args: argparse.Namespace, work: Path, env: dict[str, str]) -> l
 
 
 def make_corpus(folder: Path, chunks: int) -> int:
-    """Copy real text files until about ``chunks`` chunks (~800 bytes each) are there."""
+    """Copy real text files until about ``chunks`` chunks (~1.4 KB each) are there."""
     folder.mkdir(parents=True, exist_ok=True)
-    budget, n = chunks * 800, 0
+    budget, n = chunks * 1400, 0
     for path in corpus_files(max_bytes=60_000):
         if budget <= 0:
             break

@@ -1,4 +1,6 @@
-"""The Qt tray application (PySide6). Not built yet: no issue has asked for it so far.
+"""The ctx desktop app (PySide6): tray icon, main window with panels, first-run and unlock.
 
-It will talk to the engine only through ``engine``'s public API (see DESIGN.md).
+It talks to the engine only through ``engine``'s public API, from worker threads
+(``desktop.host.EngineHost``); every Qt import goes through ``desktop.qt``.
+Start it with ``ctx app``, ``ctx-desktop`` or ``python -m desktop.app``.
 """

@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from desktop.host import EngineFactory, EngineHost
+from desktop.host import EngineHost
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send
 from desktop.messages import describe
+from desktop.opening import EngineFactory
 from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
 
 
@@ -38,7 +39,8 @@ class GuiGarbageCollector(QObject):
     Python's automatic collector runs in whichever thread happens to allocate:
     an engine or IPC thread could then free Qt objects there and crash the app.
     So automatic collection is off while the app runs, and a timer collects
-    here: the young generation often (cheap), everything now and then.
+    here: the young generation every 2 s (cheap), the middle one every 30 s, and
+    everything every 5 minutes.
     """
 
     def __init__(self, parent: QObject, *, young_ms: int = 2000, full_every: int = 150
@@ -55,7 +57,10 @@ class GuiGarbageCollector(QObject):
 
     def collect(self) -> None:
         self._ticks += 1
-        gc.collect(2 if self._ticks % self._full_every == 0 else 0)
+        if self._ticks % self._full_every == 0:
+            gc.collect(2)
+        else:
+            gc.collect(1 if self._ticks % 15 == 0 else 0)
 
     def stop(self) -> None:
         self.timer.stop()

@@ -21,7 +21,6 @@ server. Builds they request reach ``build_finished`` through a reporting proxy.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -29,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from desktop.messages import job_alert, metric_alert
+from desktop.opening import EngineFactory, Opened, close_all, open_and_serve, open_engine
 from desktop.qt import QObject, Qt, QTimer, Signal, Slot
 from desktop.reporting import ReportingEngine
 from desktop.tasks import Failure, Success, Task, TaskManager, error_dict
@@ -36,30 +37,10 @@ from engine.errors import KeyUnavailable, StoreNotInitialized, WrongKey
 
 log = logging.getLogger("ctx.desktop.host")
 
-# factory(data_dir, passphrase) -> an open engine; passphrase None: keychain or environment.
-EngineFactory = Callable[[Path, "str | None"], Any]
-
 STATES = ("starting", "needs_setup", "locked", "opening", "ready", "error", "stopping",
           "stopped")
 FINAL_JOB_STATES = ("done", "failed", "cancelled")
 JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last one always)
-# Engine alert names (metrics) -> the error a user is shown.
-ALERT_CODES = {"context_engine.vector_db.unavailable": (1040, "vector_store_unavailable"),
-               "context_engine.ingestion.failed": (1050, "ingest_failed")}
-
-
-def headless_key_given() -> bool:
-    """True when the environment carries the key (CTX_PASSPHRASE or CTX_KEY_FILE)."""
-    return bool(os.environ.get("CTX_PASSPHRASE") or os.environ.get("CTX_KEY_FILE"))
-
-
-def open_engine(data_dir: Path, passphrase: str | None) -> Any:
-    """Open an existing store; create one only where the environment holds the key."""
-    from engine import ContextEngine
-
-    return ContextEngine.open(data_dir, passphrase=passphrase,
-                              create=passphrase is None and headless_key_given())
-
 
 class EngineHost(QObject):
     """The GUI's one owner of the engine; see the module docstring for its signals."""
@@ -178,34 +159,19 @@ class EngineHost(QObject):
             return self._open(factory, data_dir, passphrase)
         self.tasks.run(work, self._opened, self._open_failed, name="create_store")
 
-    def _open(self, factory: EngineFactory, data_dir: Path, passphrase: str | None) -> Any:
-        """Worker: open the engine, load the model in the background, bind the server."""
-        engine = factory(data_dir, passphrase)
-        try:
-            warm_up = getattr(engine, "warm_up", None)
-            if warm_up is not None:
-                warm_up()
-            server, server_error = None, None
-            if self._serve:
-                from ipc.serve import ServerHost
+    def _open(self, factory: EngineFactory, data_dir: Path, passphrase: str | None
+              ) -> Opened:
+        """Worker: open and serve; remember the result until the GUI thread takes it."""
+        opened = open_and_serve(factory, data_dir, passphrase, serve=self._serve,
+                                workers=self._workers, report=self._report,
+                                on_job=self._on_job)
+        with self._pending_lock:
+            self._just_opened = (opened.engine, opened.server)
+        return opened
 
-                server = ServerHost(ReportingEngine(engine, "ipc", self._report),
-                                    workers=self._workers)
-                try:
-                    server.start()
-                except Exception as exc:  # noqa: BLE001 - the app works without IPC
-                    server, server_error = None, exc
-            status = engine.status()
-            unsubscribe = engine.subscribe(self._on_job)
-            with self._pending_lock:
-                self._just_opened = (engine, server)
-            return engine, server, server_error, engine.config, status, unsubscribe
-        except BaseException:
-            engine.close()
-            raise
-
-    def _opened(self, result: tuple[Any, ...]) -> None:
-        engine, server, server_error, config, status, unsubscribe = result
+    def _opened(self, opened: Opened) -> None:
+        engine, server, server_error = opened.engine, opened.server, opened.server_error
+        config, status, unsubscribe = opened.config, opened.status, opened.unsubscribe
         with self._pending_lock:
             if self._state in ("stopping", "stopped"):  # quit while opening: shutdown closes it
                 return
@@ -259,11 +225,11 @@ class EngineHost(QObject):
                 if unsubscribe is not None:
                     unsubscribe()
                 tasks.wait_for_done(int(timeout * 1000))
-                self._close(engine, server)
+                close_all(engine, server)
                 with self._pending_lock:  # opened while we were stopping
                     late, self._just_opened = self._just_opened, None
                 if late is not None:
-                    self._close(*late)
+                    close_all(*late)
                 self._relay("stopped", None)
             self._shutdown_thread = threading.Thread(target=work, name="ctx-shutdown",
                                                      daemon=True)
@@ -271,21 +237,6 @@ class EngineHost(QObject):
         if wait and self._shutdown_thread is not None:
             self._shutdown_thread.join(timeout)
             self._finish_stopped()
-
-    @staticmethod
-    def _close(engine: Any, server: Any) -> None:
-        if server is not None:
-            try:
-                server.stop(timeout=10)
-            except Exception:  # closing the engine matters more
-                log.exception("stopping the IPC server failed")
-        if engine is None:
-            return
-        try:  # jobs stop at their next safe point; what they fully stored stays
-            engine.cancel_all()
-        except Exception:  # close() still stops the writer
-            log.exception("cancelling jobs at quit failed")
-        engine.close()
 
     def _finish_stopped(self) -> None:
         if self._state != "stopped":
@@ -436,16 +387,9 @@ class EngineHost(QObject):
             self.sources_changed.emit()
 
     def _job_alert(self, snap: dict[str, Any]) -> None:
-        if snap.get("state") == "failed":
-            err = snap.get("error") or {}
-            self.alert.emit({"code": err.get("code", 1050), "name": err.get("name",
-                             "ingest_failed"), "message": f"Job {snap['id']} failed: "
-                             f"{err.get('message', 'unknown error')}", "job": snap["id"]})
-        elif snap.get("errors"):
-            n = len(snap["errors"])
-            self.alert.emit({"code": 1050, "name": "ingest_failed", "job": snap["id"],
-                             "message": f"{n} file{'s' if n != 1 else ''} could not be "
-                                        f"ingested (job {snap['id']}); see Ingestion."})
+        alert = job_alert(snap)
+        if alert is not None:
+            self.alert.emit(alert)
 
     def _poll_alerts(self) -> None:
         """Active engine alerts (vector store down, ingestion failed), reported once each."""
@@ -463,8 +407,5 @@ class EngineHost(QObject):
         for name, info in active.items():
             if name in self._known_alerts:
                 continue
-            code, err_name = ALERT_CODES.get(name, (1000, name))
-            detail = info.get("detail") if isinstance(info, dict) else ""
-            self.alert.emit({"code": code, "name": err_name,
-                             "message": detail or name.replace("context_engine.", "")})
+            self.alert.emit(metric_alert(name, info))
         self._known_alerts = set(active)

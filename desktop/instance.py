@@ -34,8 +34,9 @@ def server_name(data_dir: Path) -> str:
     return f"ctx-app-{uid}-{tag}"
 
 
-def _wait(step: Callable[[int], bool], deadline: float) -> bool:
-    """Call a blocking Qt wait in short slices until it succeeds or ``deadline`` passes.
+def _wait(step: Callable[[int], bool], deadline: float, sock: QLocalSocket) -> bool:
+    """Call a blocking Qt wait in short slices until it succeeds, the socket fails or
+    ``deadline`` passes.
 
     Short slices let other Python threads (a GUI thread in the same process) run
     between them, since a blocking Qt wait may hold the GIL.
@@ -43,7 +44,8 @@ def _wait(step: Callable[[int], bool], deadline: float) -> bool:
     while True:
         if step(20):
             return True
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or (
+                sock.state() == QLocalSocket.LocalSocketState.UnconnectedState):
             return False
 
 
@@ -53,7 +55,7 @@ def send(data_dir: Path, message: dict[str, Any], timeout_ms: int = 3000
     deadline = time.monotonic() + timeout_ms / 1000
     sock = QLocalSocket()
     sock.connectToServer(server_name(data_dir))
-    if not _wait(sock.waitForConnected, min(deadline, time.monotonic() + 1.0)):
+    if not _wait(sock.waitForConnected, min(deadline, time.monotonic() + 1.0), sock):
         sock.abort()
         return None
     try:
@@ -63,10 +65,10 @@ def send(data_dir: Path, message: dict[str, Any], timeout_ms: int = 3000
             if sock.bytesToWrite():
                 sock.waitForBytesWritten(ms)
             return not sock.bytesToWrite()
-        _wait(flushed, deadline)
+        _wait(flushed, deadline, sock)
         data = b""
         while not data.endswith(b"\n") and len(data) <= MAX_MESSAGE:
-            if not sock.bytesAvailable() and not _wait(sock.waitForReadyRead, deadline):
+            if not sock.bytesAvailable() and not _wait(sock.waitForReadyRead, deadline, sock):
                 data += bytes(sock.readAll().data())  # what came with the disconnect
                 break
             data += bytes(sock.readAll().data())

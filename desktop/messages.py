@@ -38,6 +38,10 @@ WHAT_TO_DO = {
     "invalid_budget": "Choose a budget between the allowed limits.",
 }
 
+# Engine alert names (metrics) -> the error a user is shown.
+ALERT_CODES = {"context_engine.vector_db.unavailable": (1040, "vector_store_unavailable"),
+               "context_engine.ingestion.failed": (1050, "ingest_failed")}
+
 OPERATIONS = {
     "open": "Opening the store", "create_store": "Creating the store",
     "ingest": "Ingestion", "build_context": "Building context", "delete_source": "Deleting",
@@ -66,3 +70,26 @@ def error_color(widget: object) -> str:
 
 def error_style(widget: object) -> str:
     return f"color: {error_color(widget)}; font-weight: bold;"
+
+
+def job_alert(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """The alert for a finished job that failed or skipped files (None when all went in)."""
+    if snap.get("state") == "failed":
+        err = snap.get("error") or {}
+        return {"code": err.get("code", 1050), "name": err.get("name", "ingest_failed"),
+                "message": f"Job {snap['id']} failed: {err.get('message', 'unknown error')}",
+                "job": snap["id"]}
+    if snap.get("errors"):
+        n = len(snap["errors"])
+        return {"code": 1050, "name": "ingest_failed", "job": snap["id"],
+                "message": f"{n} file{'s' if n != 1 else ''} could not be ingested "
+                           f"(job {snap['id']})"}
+    return None
+
+
+def metric_alert(name: str, info: Any) -> dict[str, Any]:
+    """The alert for an engine metrics alert (``context_engine.vector_db.unavailable``...)."""
+    code, err_name = ALERT_CODES.get(name, (1000, name))
+    detail = info.get("detail") if isinstance(info, dict) else ""
+    return {"code": code, "name": err_name,
+            "message": detail or name.replace("context_engine.", "")}

@@ -10,12 +10,13 @@ fail after seconds.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine import paths as P
-from engine.errors import CtxError, KeyUnavailable, StoreLocked
+from engine.errors import ConfigError, CtxError, KeyUnavailable, StoreLocked
 
 __all__ = ["StoreProbe", "probe_store"]
 
@@ -36,14 +37,26 @@ class StoreProbe:
     problem: CtxError | None
 
 
-def _key_source(root: Path) -> tuple[bool, str]:
-    from engine.crypto import keys
+def _key_method(root: Path) -> str | None:
+    """The key record's ``method`` (None: no store), read without loading the crypto stack."""
+    path = P.keyfile_path(root)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: unreadable key record") from exc
+    return str(data.get("method")) if isinstance(data, dict) else "passphrase"
 
-    record = keys.read_record(root)
-    headless = bool(os.environ.get(keys.ENV_PASSPHRASE) or os.environ.get(keys.ENV_KEY_FILE))
-    if record is None:
+
+def _key_source(root: Path) -> tuple[bool, str]:
+    method = _key_method(root)
+    headless = bool(os.environ.get("CTX_PASSPHRASE") or os.environ.get("CTX_KEY_FILE"))
+    if method is None:
+        from engine.crypto import keys
+
         return False, "new" if headless or keys.keychain_available() else "none"
-    if record.method == "keychain":
+    if method == "keychain":
         return True, "keychain"
     return True, "passphrase-env" if headless else "none"
 

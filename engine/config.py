@@ -63,18 +63,44 @@ class IngestConfig:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Lane depths and fusion for search and build_context."""
+    """Lane depths and fusion for search and build_context.
 
+    Ranking constants and where each value came from (the rerank's per-kind
+    weights are in ``engine.retrieval.profiles``, fitted by ``bench/fit_rank.py``):
+    """
+
+    # Reciprocal rank fusion constant: k = 60 from Cormack, Clarke and Buettcher
+    # (SIGIR 2009), the value BEIR-style hybrid baselines use; the rerank's fused
+    # feature is fitted on top of it, so it is not tuned here.
     rrf_k: int = 60
+    # Hits per lane: the seed's value, not fitted (the rerank window is the fused top
+    # 100, which two lanes of 50 fill).
     lane_depth: int = 50
+    # Cosine at or above which a lower-ranked chunk is a near-duplicate of a kept one:
+    # the seed's hand-set value, not fitted. Overlap of neighbouring chunks of one
+    # source is removed separately (engine.packing.overlap).
     dedupe_threshold: float = 0.9
-    recency_depth: int = 30
+    recency_depth: int = 30  # newest chunks in the recency lane (temporal queries only)
     max_live_items: int = 64
     max_live_bytes: int = 2_000_000
     max_query_chars: int = 4000
     cross_encoder_path: str = ""
-    keyword_max_df: float = 0.05  # in stores of keyword_prune_min_chunks or more, words in
-    keyword_prune_min_chunks: int = 5000  # more than this share of chunks leave the FTS query
+    # Keyword pruning: in stores of keyword_prune_min_chunks or more, words in more than
+    # keyword_max_df of chunks leave the FTS query. It was added for keyword-lane latency
+    # at 100k chunks (bench/store_bench.py); on SciFact (11k chunks) it cost 0.014
+    # nDCG@10 with no latency gain (issue 12), so it starts at 50k chunks, where only the
+    # store bench's latency case applies.
+    keyword_max_df: float = 0.05
+    keyword_prune_min_chunks: int = 50_000
+    # search(distinct_sources=True) reads this many times more lane hits, so that k
+    # distinct sources survive when sources have several matching chunks (SciFact:
+    # 100 chunk hits hold about 76 distinct abstracts, issue 12; 3x leaves room).
+    distinct_depth_factor: int = 3
+    # Threads numpy's BLAS may use (0: leave it alone). The ranking's matrix products are
+    # tiny (a 130 x 384 window); with 2 OpenBLAS threads on the shared 2-core machine one
+    # such product took a median 119 ms (threads spinning for a busy core) against 0.19 ms
+    # in one thread (issue 12, measured with threadpoolctl). Set once per process.
+    blas_threads: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.rrf_k <= 1000:
@@ -86,6 +112,10 @@ class SearchConfig:
         if not 0.0 < self.keyword_max_df <= 1.0 or self.keyword_prune_min_chunks < 0:
             raise ConfigError("search.keyword_max_df must be in (0, 1] and "
                               "keyword_prune_min_chunks >= 0")
+        if not 0 <= self.blas_threads <= 256:
+            raise ConfigError("search.blas_threads must be between 0 and 256")
+        if not 1 <= self.distinct_depth_factor <= 20:
+            raise ConfigError("search.distinct_depth_factor must be between 1 and 20")
         if self.recency_depth < 0 or self.max_live_items < 0 or self.max_live_bytes < 0:
             raise ConfigError("search depths and live limits must be >= 0")
 

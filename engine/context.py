@@ -11,17 +11,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from engine.config import Config
 from engine.context_inputs import check_budget, check_conversation, check_live, check_query
-from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import BUILD_MS, TOKEN_ACCURACY
 from engine.packing.candidates import PackCandidate
+from engine.packing.overlap import Span, trim_overlaps
 from engine.packing.packer import PackingConfig, pack
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
-from engine.retrieval.rerank import RerankCandidate, rerank
+from engine.retrieval.rank import rank_hits, rerank_text
 from engine.retrieval.search import LaneResult, run_lanes
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.runtime import Runtime
@@ -100,22 +98,17 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     or, for short chunks such as chat turns, their neighbours added as candidates."""
     t = time.perf_counter()
     rows = res.rows
-    pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1) * 2]]
-    vectors = stored_vectors(rt, [rows[c] for c, _ in pool])
-    sims = _similarities(res, vectors)
-    window = [RerankCandidate(id=cid, text=_rerank_text(rows[cid]), fused=score,
-                              time=rows[cid].time, meta=_rerank_meta(rows[cid]),
-                              similarity=sims.get(cid), keyword=res.keyword_scores.get(cid))
-              for cid, score in pool]
-    timings["vectors"] = _ms(t)
-    t = time.perf_counter()
-    ranked = rerank(res.analysis, window, cfg.rerank)
+    result = rank_hits(rt, cfg, res)
+    vectors = result.vectors
+    ranked = result.ranked
+    timings["rerank"] = _ms(t)
     if cfg.search.cross_encoder_path:
+        t = time.perf_counter()
         cross = rt.cross_encoder(cfg.search.cross_encoder_path)
         head = ranked[: cross.cfg.window]
         ranked = cross.rerank(res.analysis.text, ranked,
-                              {cid: _rerank_text(rows[cid]) for cid, _, _ in head})
-    timings["rerank"] = _ms(t)
+                              {cid: rerank_text(rows[cid]) for cid, _, _ in head})
+        timings["cross_encoder"] = _ms(t)
 
     t = time.perf_counter()
     order = [cid for cid, _, _ in ranked]
@@ -133,11 +126,14 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     near = neighbours(rt, pcfg, [rows[c] for c in kept], norm, set(dropped))
     surrogates = _surrogates(rt, cfg, [rows[c] for c in kept], mode, now, scores, top)
     out: list[PackCandidate] = []
+    spans: dict[str, Span] = {}
     for rank, cid in enumerate(kept):
         row = rows[cid]
-        expanded, covered = (None, (cid,))
+        expanded, covered, span = None, (cid,), _span(row)
         if rank < pcfg.expand_top and row.kind not in pcfg.neighbour_kinds:
-            expanded, covered = expand(rt, row, pcfg.expansion_max_tokens)
+            expanded, covered, span = expand(rt, row, pcfg.expansion_max_tokens)
+        if span is not None and row.kind not in pcfg.neighbour_kinds:
+            spans[f"chunk:{cid}"] = span
         sur = surrogates.pop(row.source_id, None) if rank >= pcfg.expand_top else None
         score = max(norm[cid], near.pop(cid, (row, 0.0))[1])
         out.append(PackCandidate(
@@ -151,6 +147,7 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
             key=f"chunk:{cid}", section="memory", kind=row.kind, source=row.source,
             title=_title(row), time=row.time, score=score, text=row.text, chunk_ids=(cid,),
             why="neighbour", position=float(row.ordinal)))
+    out = trim_overlaps(out, spans)
     timings["expand"] = _ms(t)
     return out
 
@@ -205,27 +202,6 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
-    """Cosine of the query to every candidate: the vector lane's, else from stored vectors."""
-    sims = dict(res.similarity)
-    q = res.query_vector
-    missing = [cid for cid in vectors if cid not in sims]
-    if q is not None and missing:
-        matrix = np.stack([vectors[c] for c in missing])
-        if matrix.shape[1] == len(q):
-            sims.update(zip(missing, (matrix @ np.asarray(q, dtype=np.float32)).tolist(),
-                            strict=True))
-    return sims
-
-
-def stored_vectors(rt: Runtime, rows: Sequence[ChunkRow]) -> dict[int, np.ndarray]:
-    """Model-space vectors of chunks, from the vault's embedding cache (no vector-store trip)."""
-    keys = {r.id: cache_key(rt.embedder.name, embed_text(r.title, r.heading, r.kind, r.text))
-            for r in rows}
-    found = rt.vault.cached_vectors(list(keys.values()))
-    return {cid: np.frombuffer(found[k], dtype=np.float32) for cid, k in keys.items() if k in found}
-
-
 def _title(row: ChunkRow) -> str:
     """The item's header title; a turn's speaker only where its text does not start
     with it (turns of one session then share one header)."""
@@ -238,20 +214,10 @@ def _title(row: ChunkRow) -> str:
     return row.title
 
 
-def _rerank_text(row: ChunkRow) -> str:
-    return f"{row.heading}\n{row.text}" if row.heading else row.text
-
-
-def _rerank_meta(row: ChunkRow) -> dict[str, Any]:
-    meta = {"title": row.title, "heading": row.heading, "source": row.source}
-    for key in ("speaker", "path", "project", "tool"):
-        if key in row.meta:
-            meta[key] = row.meta[key]
-    return meta
-
-
-def expand(rt: Runtime, row: ChunkRow, max_tokens: int) -> tuple[str, tuple[int, ...]]:
-    """The hit with its neighbours (same source, same section) up to ``max_tokens``."""
+def expand(rt: Runtime, row: ChunkRow, max_tokens: int
+           ) -> tuple[str, tuple[int, ...], Span | None]:
+    """The hit with its neighbours (same source, same section) up to ``max_tokens``:
+    (text, chunk ids, its span in the source when the chunks are contiguous)."""
     near = rt.vault.neighbours(row.source_id, row.ordinal - 3, row.ordinal + 3)
     same = [n for n in near if n.heading == row.heading and n.kind == row.kind]
     chosen = [row]
@@ -266,22 +232,31 @@ def expand(rt: Runtime, row: ChunkRow, max_tokens: int) -> tuple[str, tuple[int,
             used += n.tokens
     chosen.sort(key=lambda n: n.ordinal)
     if len(chosen) == 1:
-        return row.text, (row.id,)
-    return _merge(chosen), tuple(n.id for n in chosen)
+        return row.text, (row.id,), _span(row)
+    text, contiguous = _merge(chosen)
+    span = (chosen[0].start, max(n.start + len(n.text) for n in chosen)) if contiguous else None
+    return text, tuple(n.id for n in chosen), span
 
 
-def _merge(rows: Sequence[ChunkRow]) -> str:
-    """Join consecutive chunks by their source offsets, so overlaps are not repeated."""
+def _span(row: ChunkRow) -> Span:
+    return row.start, row.start + len(row.text)
+
+
+def _merge(rows: Sequence[ChunkRow]) -> tuple[str, bool]:
+    """Join consecutive chunks by their source offsets, so overlaps are not repeated;
+    also whether they were contiguous (no gap between them)."""
     text = rows[0].text
     end = rows[0].start + len(rows[0].text)
+    contiguous = True
     for r in rows[1:]:
         r_end = r.start + len(r.text)
         if r.start < end and r_end > end:
             text += r.text[end - r.start:]
         elif r.start >= end:
             text += "\n" + r.text
+            contiguous = contiguous and r.start - end <= 2  # a line break between them
         end = max(end, r_end)
-    return text
+    return text, contiguous
 
 
 def _surrogates(rt: Runtime, cfg: Config, rows: Sequence[ChunkRow], mode: str, now: float,

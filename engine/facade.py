@@ -33,6 +33,7 @@ from engine.errors import (
 )
 from engine.ingest import service
 from engine.ingest.jobs import JobRunner
+from engine.ingest.pathnames import shown
 from engine.ingest.pipeline import Writer
 from engine.metrics import Metrics
 from engine.opening import (
@@ -42,8 +43,9 @@ from engine.opening import (
     prepare_root,
     repair_layout,
 )
-from engine.retrieval.search import search as run_search
+from engine.retrieval.rank import search as run_search
 from engine.runtime import Runtime
+from engine.store import aliases
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
@@ -219,14 +221,23 @@ class ContextEngine:
 
     # -- ingestion ---------------------------------------------------------------
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
-               title: str | None = None, kind: str = "text", wait: bool = False) -> str:
-        """Queue an ingestion of files/folders or of a text; returns the job id."""
+               title: str | None = None, kind: str = "text", external_id: str | None = None,
+               wait: bool = False) -> str:
+        """Queue an ingestion of files/folders or of a text; returns the job id.
+
+        ``external_id`` (text only) is the caller's id for the text: it becomes the
+        source's uri, so ingesting again under it replaces the earlier version and
+        ``delete(external_id)`` removes it, as ``ingest_conversation``'s ``uri`` does.
+        """
         rt = self._live()
         if bool(paths) == (text is not None):
             raise InvalidInput("ingest takes either paths or text")
+        if external_id is not None and (text is None or not str(external_id).strip()):
+            raise InvalidInput("external_id needs a text and must not be blank")
         if text is not None:
             text = utf8(text, "text")
-            work = service.ingest_text(rt, self._writer, text, title=title, kind=kind)
+            work = service.ingest_text(rt, self._writer, text, title=title, kind=kind,
+                                       uri=external_id)
             job = self._jobs.submit("text", work)
         else:
             resolved = [str(Path(p).expanduser().resolve()) for p in paths]
@@ -284,13 +295,18 @@ class ContextEngine:
     # -- reading -----------------------------------------------------------------
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None) -> list[SearchHit]:
+               until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
+        """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
+
+        ``distinct_sources``: at most one chunk (the best) per source, so ``k`` hits
+        name up to ``k`` different sources.
+        """
         rt = self._live()
         query = check_query(query, rt.cfg.search)
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
-        return run_search(rt, query, k, filters=filters)
+        return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,
@@ -362,22 +378,42 @@ class ContextEngine:
         """
         rt = self._live()
         ids = src.resolve(rt.vault, source)
-        if not ids:
+        paths = self._resolve_aliases(source)  # paths sharing another path's source
+        if not ids and not paths:
             raise NotFound("no such source")
+        by_path = not str(source).strip().isdigit()
         key = chunk_key(rt.embedder.name)
 
         def work(job: Any, progress: Callable[[], None]) -> None:
-            paths = src.transcript_paths(rt.vault, ids)
-            src.delete_sources(rt.vault, ids, cache_key=key)
-            src.forget_sync_text(rt.vault, paths)
+            aliases.drop(rt.vault, paths)
+            # A path deleted whose content other paths share hands the source to them.
+            kept = aliases.keep_aliased(rt.vault, ids) if by_path else []
+            gone = [i for i in ids if i not in kept]
+            transcripts = src.transcript_paths(rt.vault, gone)
+            src.delete_sources(rt.vault, gone, cache_key=key)
+            src.forget_sync_text(rt.vault, transcripts)
             self._writer.flush_tombstones()
         snap = self._jobs.wait(self._jobs.submit("delete", work).id)
         if snap["state"] == "failed":
             from engine.errors import error_from_dict
 
             raise error_from_dict(snap["error"] or {})
-        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids], {"sources": len(ids)})
-        return {"deleted": len(ids), "sources": ids}
+        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids],
+                           {"sources": len(ids), "paths": len(paths)})
+        return {"deleted": len(ids) + len(paths), "sources": ids}
+
+    def _resolve_aliases(self, source: str | int) -> list[str]:
+        """Paths (stored as aliases of another path's source) that ``source`` names."""
+        text = str(source).strip()
+        if text.isdigit():
+            return []
+        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
+        resolved = Path(text)
+        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
+            resolved = Path(text).expanduser().resolve()
+            candidates.append(shown(resolved))
+        folder = candidates[-1].rstrip("/") + "/" if resolved.is_dir() else None
+        return aliases.matching(self.rt.vault, candidates, folder)
 
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,9 +42,14 @@ def chunk_key(model: str) -> Callable[[str, str, str, str], str]:
 
 
 def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
-                  ) -> Iterator[tuple[list[int], np.ndarray, int]]:
-    """(chunk ids, model-space vectors, how many had to be embedded again), in id order."""
+                  ) -> tuple[list[int], np.ndarray, int]:
+    """Every ready chunk's (id, model-space vector), in id order, and how many had to be
+    embedded again. The cache is read in one sequential scan (looking each key up in
+    its b-tree costs a random, decrypted page read per chunk)."""
     key = chunk_key(embedder.name)
+    ids: list[int] = []
+    keys: list[str] = []
+    texts: dict[int, str] = {}
     last = -1
     while True:
         rows = vault.query(
@@ -52,24 +57,39 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
             "JOIN sources s ON s.id = c.source_id WHERE s.state = 'ready' AND c.id > ? "
             "ORDER BY c.id LIMIT ?", (last, batch))
         if not rows:
-            return
-        keys = [key(r[1], r[2], r[3], r[4]) for r in rows]
-        cached = vault.cached_vectors(keys)
-        out = np.zeros((len(rows), embedder.dim), dtype=np.float32)
-        missing = [i for i, k in enumerate(keys) if k not in cached]
-        for i, k in enumerate(keys):
-            if k in cached:
-                out[i] = np.frombuffer(cached[k], dtype=np.float32)
-        if missing:
-            fresh = embedder.encode([embed_text(rows[i][1], rows[i][2], rows[i][3], rows[i][4])
-                                     for i in missing])
-            out[missing] = fresh
-            with vault.write(chunks=False) as c:
-                c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
-                              [(keys[i], fresh[j].astype(np.float32).tobytes())
-                               for j, i in enumerate(missing)])
-        yield [int(r[0]) for r in rows], out, len(missing)
+            break
+        for r in rows:
+            ids.append(int(r[0]))
+            keys.append(key(r[1], r[2], r[3], r[4]))
         last = int(rows[-1][0])
+    want: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        want.setdefault(k, []).append(i)
+    out = np.zeros((len(ids), embedder.dim), dtype=np.float32)
+    found = np.zeros(len(ids), dtype=bool)
+    for h, vec in vault.conn().execute("SELECT hash, vec FROM embed_cache"):
+        rows_of = want.get(h)
+        if rows_of is not None and len(vec) == 4 * embedder.dim:
+            out[rows_of] = np.frombuffer(vec, dtype=np.float32)
+            found[rows_of] = True
+    missing = [int(i) for i in np.nonzero(~found)[0]]
+    for start in range(0, len(missing), batch):
+        part = missing[start:start + batch]
+        for i in part:
+            texts[i] = _embed_input(vault, ids[i])
+        fresh = embedder.encode([texts.pop(i) for i in part])
+        out[part] = fresh
+        with vault.write(chunks=False) as c:
+            c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
+                          [(keys[i], fresh[j].astype(np.float32).tobytes())
+                           for j, i in enumerate(part)])
+    return ids, out, len(missing)
+
+
+def _embed_input(vault: Vault, chunk_id: int) -> str:
+    r = vault.query("SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
+                    "JOIN sources s ON s.id = c.source_id WHERE c.id = ?", (chunk_id,))[0]
+    return embed_text(r[0], r[1], r[2], r[3])
 
 
 def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bool = True,
@@ -78,30 +98,17 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     t0 = time.perf_counter()
     if reset:
         vectors.reset()
-    added = embedded = 0
-    if vectors.backend == "memory":
-        for ids, vecs, n_embedded in vault_vectors(vault, embedder):
-            vectors.add(ids, vecs)
-            added += len(ids)
-            embedded += n_embedded
-            if progress is not None:
-                progress(added)
-    else:  # one pass in a random order: the store's row order says nothing of ingestion
-        all_ids: list[int] = []
-        parts: list[np.ndarray] = []
-        for ids, vecs, n_embedded in vault_vectors(vault, embedder):
-            all_ids += ids
-            parts.append(vecs)
-            embedded += n_embedded
-        if all_ids:
-            matrix = np.concatenate(parts)
-            order = np.array(secrets.SystemRandom().sample(range(len(all_ids)), len(all_ids)))
-            for i in range(0, len(order), BATCH):
-                part = order[i:i + BATCH]
-                vectors.add([all_ids[j] for j in part], matrix[part])
-                added += len(part)
-                if progress is not None:
-                    progress(added)
+    ids, matrix, embedded = vault_vectors(vault, embedder)
+    order = np.arange(len(ids))
+    if vectors.backend != "memory":  # one pass in a random order: the store's row order
+        secrets.SystemRandom().shuffle(order)  # says nothing of ingestion
+    added = 0
+    for i in range(0, len(order), BATCH):
+        part = order[i:i + BATCH]
+        vectors.add([ids[j] for j in part], matrix[part])
+        added += len(part)
+        if progress is not None:
+            progress(added)
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()

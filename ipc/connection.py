@@ -243,9 +243,11 @@ def _pid_alive_windows(pid: int) -> bool:  # pragma: no cover - Windows only
 def process_started(pid: int) -> str | None:
     """An opaque token for when process ``pid`` started, or None where it cannot be read.
 
-    Two processes that reuse one pid have different tokens. Linux reads
-    /proc (start time in clock ticks since boot, plus the boot id); other
-    POSIX systems ask ``ps``.
+    Two processes that reuse one pid have different tokens (a pid is reused
+    only long after its first process ended, well past the clock's 10 ms
+    resolution). The token names the pid too, so a file whose token belongs to
+    another pid is stale as well. Linux reads /proc (boot id, start time in
+    clock ticks since boot); other POSIX systems ask ``ps``.
     """
     if pid <= 0:
         return None
@@ -256,7 +258,7 @@ def process_started(pid: int) -> str | None:
             boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
         except (OSError, IndexError):
             return None
-        return f"linux:{boot}:{ticks}"
+        return f"linux:{boot}:{pid}:{ticks}"
     if os.name == "posix":  # pragma: no cover - macOS and the BSDs
         try:
             done = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True,
@@ -264,7 +266,7 @@ def process_started(pid: int) -> str | None:
         except (OSError, subprocess.SubprocessError):
             return None
         out = done.stdout.strip()
-        return f"ps:{out}" if done.returncode == 0 and out else None
+        return f"ps:{pid}:{out}" if done.returncode == 0 and out else None
     return None
 
 

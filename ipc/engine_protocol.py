@@ -25,7 +25,8 @@ class EngineAPI(Protocol):
     """What both ContextEngine and RemoteEngine offer (see ContextEngine for meanings)."""
 
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
-               title: str | None = None, kind: str = "text", wait: bool = False) -> str: ...
+               title: str | None = None, kind: str = "text", external_id: str | None = None,
+               wait: bool = False) -> str: ...
 
     def job(self, job_id: str) -> dict[str, Any]: ...
 
@@ -41,7 +42,7 @@ class EngineAPI(Protocol):
 
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None) -> list[Any]: ...
+               until: float | None = None, distinct_sources: bool = False) -> list[Any]: ...
 
     def recall(self, query: str | None = None, *, auto: bool = False,
                project: str | None = None, branch: str | None = None,

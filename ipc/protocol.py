@@ -199,6 +199,7 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
         "text": Field("str", nullable=True, max_len=_TEXT_MAX),
         "title": Field("str", nullable=True, max_len=1024),
         "kind": Field("str", choices=SOURCE_KINDS),
+        "external_id": Field("str", nullable=True, min_len=1, max_len=4096),
         "wait": Field("bool"),
     }, _obj({"job_id": Field("str", required=True)}), idempotent=False),
     MethodSpec("build_context", {
@@ -217,7 +218,7 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
         "query": Field("str", required=True, max_len=MAX_QUERY_CHARS), "k": _K,
         "kinds": _STR_LIST,
         "path_prefix": Field("str", nullable=True, max_len=4096),
-        "since": _TIME, "until": _TIME,
+        "since": _TIME, "until": _TIME, "distinct_sources": Field("bool"),
     }, Field("list", items=_HIT_RESULT)),
     MethodSpec("recall", {
         "query": Field("str", nullable=True, max_len=MAX_LONG_QUERY_CHARS), "auto": Field("bool"),

@@ -71,14 +71,15 @@ class RemoteEngine:
     # -- methods mirroring ContextEngine ----------------------------------------------
 
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
-               title: str | None = None, kind: str = "text", wait: bool = False) -> str:
+               title: str | None = None, kind: str = "text", external_id: str | None = None,
+               wait: bool = False) -> str:
         """Queue an ingestion job and return its id; ``wait`` polls the job until it ends.
 
         Waiting happens here, by polling ``job``, so that no server worker and no
         single request is held for the length of an ingest.
         """
         params = _drop_none(paths=[os.fspath(p) for p in paths], text=text, title=title,
-                            kind=kind, wait=False)
+                            kind=kind, external_id=external_id, wait=False)
         job_id = str(self._call("ingest", params)["job_id"])
         if wait:
             self.wait(job_id)
@@ -119,11 +120,12 @@ class RemoteEngine:
 
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None) -> list[dict[str, Any]]:
+               until: float | None = None, distinct_sources: bool = False
+               ) -> list[dict[str, Any]]:
         """Ranked hits, each a dict with the fields of engine.types.SearchHit."""
         return list(self._call("search", _drop_none(
             query=query, k=k, kinds=_list(kinds), path_prefix=path_prefix, since=since,
-            until=until)))
+            until=until, distinct_sources=distinct_sources or None)))
 
     def recall(self, query: str | None = None, *, auto: bool = False,
                project: str | None = None, branch: str | None = None,

@@ -204,6 +204,10 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
     """
     if idle_timeout is not None and idle_timeout <= 0:
         raise ValueError("idle_timeout must be positive")
+    if endpoint is not None:
+        from ipc.endpoints import check_loopback
+
+        check_loopback(endpoint)  # refused before the store is opened (or created)
     engine = (engine_factory or _open_context_engine)(data_dir)
     host: ServerHost | None = None
     try:

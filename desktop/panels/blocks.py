@@ -27,6 +27,13 @@ def _label_matches(label: str, kind: str) -> bool:
     return label == kind
 
 
+def _title_matches(head_title: str, title: str) -> bool:
+    """The header leaves out a title equal to the source's name and shortens long ones."""
+    if not title or not head_title or head_title == title:
+        return True
+    return title.startswith(head_title.rstrip("…").rstrip())
+
+
 def _headers(context: str) -> list[tuple[int, str, str]]:
     """(offset, label, title) of every line that looks like an item header."""
     out: list[tuple[int, str, str]] = []
@@ -52,7 +59,7 @@ def item_blocks(context: str, items: list[dict[str, Any]]) -> list[str]:
         found = None
         for j in range(h, len(headers)):
             offset, label, head_title = headers[j]
-            if _label_matches(label, kind) and (not title or head_title == title):
+            if _label_matches(label, kind) and _title_matches(head_title, title):
                 found, h = offset, j + 1
                 break
         starts.append(found)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop import config_io
 from desktop.panels.jobcard import FINAL, JobCard, progress
+from desktop.panels.watched import WatchedFolders
 from desktop.panels.widgets import (
     Banner,
     cell,
@@ -28,26 +28,16 @@ from desktop.qt import (
     QHBoxLayout,
     QLabel,
     QListWidget,
-    QListWidgetItem,
-    QObject,
     QPushButton,
     QScrollArea,
     QSplitter,
     Qt,
     QVBoxLayout,
     QWidget,
-    Signal,
 )
 from desktop.watch import FolderWatcher
-from engine.errors import CtxError, NotFound
 
 MAX_CARDS = 12
-
-
-class _WatchBridge(QObject):
-    """Carries the watcher's batches (its timer thread) onto the GUI thread."""
-
-    batch = Signal(list, list)
 
 
 class IngestionPanel(QWidget):
@@ -102,20 +92,13 @@ class IngestionPanel(QWidget):
         fail_box.addLayout(fail_head)
         fail_box.addWidget(self.failure_table)
 
-        self.watch_list = QListWidget()
-        self.watch_list.setMaximumHeight(110)
-        watch_box = QVBoxLayout()
-        watch_box.setContentsMargins(0, 0, 0, 0)
-        watch_box.addWidget(heading("Watched folders"))
-        watch_box.addWidget(muted("Changed files are ingested again and deleted files leave the "
-                                  "store. Add or remove folders in Settings."))
-        watch_box.addWidget(self.watch_list)
+        self.watched = WatchedFolders(host, self.banner.show_message, delay=watch_delay)
 
         lower = QWidget()
         lower_box = QVBoxLayout(lower)
         lower_box.setContentsMargins(0, 0, 0, 0)
         lower_box.addLayout(fail_box, 3)
-        lower_box.addLayout(watch_box, 1)
+        lower_box.addWidget(self.watched, 1)
         top = QWidget()
         top_box = QVBoxLayout(top)
         top_box.setContentsMargins(0, 0, 0, 0)
@@ -134,15 +117,9 @@ class IngestionPanel(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(split, 1)
 
-        self._bridge = _WatchBridge(self)
-        self._bridge.batch.connect(self._on_watch_batch)
-        exclude = [str(host.data_dir)] if getattr(host, "data_dir", None) else []
-        self.watcher = FolderWatcher(self._bridge.batch.emit, delay=watch_delay,
-                                     exclude=exclude)
-        self.watch_problems: dict[str, str] = {}
         host.job_progress.connect(self.on_job)
         host.ready.connect(self._on_ready)
-        host.config_changed.connect(self.reload_watched)
+        host.config_changed.connect(self.watched.reload)
         host.paused_changed.connect(self._set_paused)
         host.state_changed.connect(self._on_state)
         self._set_paused(bool(getattr(host, "ingestion_paused", False)))
@@ -153,11 +130,11 @@ class IngestionPanel(QWidget):
     def _on_ready(self) -> None:
         self.host.run(lambda engine: engine.jobs(), success=self._load_jobs,
                       failure=self._show_failure)
-        self.reload_watched(catch_up=True)
+        self.watched.reload(catch_up=True)
 
     def _on_state(self, state: str) -> None:
         if state in ("stopping", "stopped"):
-            self.watcher.close()
+            self.watched.close_watcher()
 
     def _load_jobs(self, jobs: list[dict[str, Any]]) -> None:
         for job in sorted(jobs, key=lambda j: j.get("created") or 0)[-MAX_CARDS:]:
@@ -281,71 +258,17 @@ class IngestionPanel(QWidget):
     def cancel_job(self, job_id: str) -> None:
         self.host.cancel_job(job_id)
 
-    # -- watched folders -------------------------------------------------------------------
-    def reload_watched(self, catch_up: bool = False) -> None:
-        """Watch the folders config.toml's [desktop] table names (after Settings saves)."""
-        data_dir = getattr(self.host, "data_dir", None)
-        if data_dir is None:
-            return
-        try:
-            folders = list(config_io.read(data_dir).desktop.watched_folders)
-        except CtxError as exc:  # a broken config.toml: say so, watch nothing
-            self.watch_problems = {}
-            self.watcher.set_folders([])
-            self._draw_watched([], f"config.toml: {error_text(exc)}")
-            return
-        before = set(self.watcher.folders)
-        self.watch_problems = self.watcher.set_folders(folders)
-        self._draw_watched(folders, "")
-        fresh = [f for f in self.watcher.folders if catch_up or f not in before]
-        if fresh and getattr(self.host, "engine_ready", False):
-            self._catch_up(fresh)
+    @property
+    def watcher(self) -> FolderWatcher:
+        return self.watched.watcher
 
-    def _draw_watched(self, folders: list[str], problem: str) -> None:
-        self.watch_list.clear()
-        if problem:
-            self.watch_list.addItem(QListWidgetItem(problem))
-        if not folders and not problem:
-            self.watch_list.addItem(QListWidgetItem("No folder is watched."))
-        for folder in folders:
-            why = self.watch_problems.get(folder)
-            self.watch_list.addItem(QListWidgetItem(
-                f"{folder}  —  {'not watched: ' + why if why else 'watching'}"))
+    @property
+    def watch_list(self) -> QListWidget:
+        return self.watched.list
 
-    def _catch_up(self, folders: list[str]) -> None:
-        """Ingest watched folders once and drop stored files that vanished meanwhile."""
-        self.host.ingest_paths(folders)
-
-        def vanished(engine: Any) -> int:
-            gone = 0
-            for source in engine.sources():
-                uri = str(source.get("uri", ""))
-                if any(uri.startswith(f.rstrip("/") + "/") for f in folders) \
-                        and not Path(uri).exists():
-                    engine.delete(source["id"])
-                    gone += 1
-            return gone
-        self.host.run(vanished, success=self._removed, failure=self._show_failure)
-
-    def _on_watch_batch(self, changed: list[str], deleted: list[str]) -> None:
-        if changed:
-            self.host.ingest_paths(changed)
-        if deleted:
-            def remove(engine: Any) -> int:
-                gone = 0
-                for path in deleted:
-                    try:
-                        gone += int(engine.delete(path).get("deleted", 0))
-                    except NotFound:
-                        pass  # never stored (skipped, or not a file ctx reads)
-                return gone
-            self.host.run(remove, success=self._removed, failure=self._show_failure)
-
-    def _removed(self, count: int) -> None:
-        if count:
-            self.banner.show_message("info", f"{count} deleted file{'s' if count != 1 else ''} "
-                                     "removed from the store.")
+    def reload_watched(self) -> None:
+        self.watched.reload()
 
     def shutdown(self) -> None:
-        """Stop watching (the main window calls this on quit)."""
-        self.watcher.close()
+        """Stop watching (the main window may call this on quit; "stopping" does too)."""
+        self.watched.close_watcher()

@@ -8,6 +8,7 @@ crash-safe unit (see ``engine.store.sources``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -21,6 +22,7 @@ from engine.config import Config
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
 from engine.ingest.chunking import chunk_document
+from engine.store import aliases
 from engine.store import sources as src
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
@@ -66,6 +68,19 @@ class Prepared:
     surrogates: dict[str, str] | None
     project: str | None = None
     replaces: list[int] = field(default_factory=list)
+    # Identical content already stored (a source id) or prepared earlier in this job:
+    # this path becomes an alias of it, with nothing to embed or store.
+    alias_of: int | Prepared | None = None
+    unalias: bool = False  # the uri was an alias: it gets its own source now
+    source_id: int | None = None  # once written
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.doc_hash, self.doc.kind, self.doc.fmt)
+
+    def release(self) -> None:
+        """Drop the text once written (a job keeps its documents to find twins)."""
+        self.chunks, self.surrogates = [], None
+        self.doc = dataclasses.replace(self.doc, text="")
 
 
 class Writer:
@@ -83,19 +98,40 @@ class Writer:
         self._step = EMBED_STEP_MIN  # texts in the next embedding step (see _pace)
 
     def prepare(self, doc: LoadedDocument, *, chunks: list[ChunkDraft] | None = None,
-                project: str | None = None, force: bool = False) -> Prepared | None:
-        """Chunk and summarise ``doc``; None when an identical version is already stored."""
+                project: str | None = None, force: bool = False,
+                dedupe: dict[tuple[str, str, str], Prepared] | None = None) -> Prepared | None:
+        """Chunk and summarise ``doc``; None when an identical version is already stored.
+
+        With ``dedupe`` (the job's documents so far, by content), a document whose
+        content is already stored under another path, or prepared earlier in the
+        job, is returned as an alias of it: nothing to chunk, embed or store twice.
+        """
         digest = content_hash(doc.text)
         versions = self.vault.query("SELECT id, content_hash FROM sources WHERE uri = ? AND "
                                     "state = 'ready' ORDER BY id DESC", (doc.uri,))
         if versions and versions[0][1] == digest and not force:
             return None
+        replaces = [r[0] for r in versions]
+        unalias = False
+        if dedupe is not None and not force:
+            hit = aliases.target(self.vault, doc.uri)
+            if hit is not None and hit[1] == digest and not versions:
+                return None  # an alias whose content has not changed
+            unalias = hit is not None
+            key = (digest, doc.kind, doc.fmt)
+            twin = dedupe.get(key) or aliases.twin(self.vault, digest, doc.kind, doc.fmt,
+                                                   doc.uri)
+            if twin is not None:
+                return Prepared(doc, [], digest, None, project, replaces, alias_of=twin)
         if chunks is None:
             chunks = chunk_document(doc, self.cfg.chunking, self.counter)
         surrogates = None
         if self.cfg.ingest.surrogates and doc.kind != "transcript" and chunks:
             surrogates = make_surrogates(doc.text, doc.title, self.cfg.surrogates, self.counter)
-        return Prepared(doc, chunks, digest, surrogates, project, [r[0] for r in versions])
+        item = Prepared(doc, chunks, digest, surrogates, project, replaces, unalias=unalias)
+        if dedupe is not None:
+            dedupe.setdefault(item.key(), item)
+        return item
 
     def _vectors(self, texts: Sequence[str], check: Callable[[], None] | None = None
                  ) -> np.ndarray:
@@ -184,17 +220,36 @@ class Writer:
         for p in batch:
             if check is not None:
                 check()
+            if p.alias_of is not None:
+                sid = self._store_alias(p)
+                if on_written is not None:
+                    on_written(p, sid)
+                continue
             n = len(p.chunks)
             chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
             sid, ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks, chunk_hashes,
                                           p.surrogates, p.project)
             self.vectors.add(ids, vecs[offset:offset + n], [self._meta(p, sid, ch)
                                                             for ch in p.chunks])
-            src.finalize(self.vault, sid, p.replaces)
+            kept = aliases.keep_aliased(self.vault, p.replaces)  # other paths keep the old text
+            src.finalize(self.vault, sid, [r for r in p.replaces if r not in kept])
+            if p.unalias:
+                aliases.drop(self.vault, [p.doc.uri])
+            p.source_id = sid
             offset += n
             written.append(sid)
             if on_written is not None:
                 on_written(p, sid)
+            p.release()
+
+    def _store_alias(self, p: Prepared) -> int:
+        """Point ``p``'s path at the source that holds the same content."""
+        target = p.alias_of if isinstance(p.alias_of, int) else p.alias_of.source_id  # type: ignore[union-attr]
+        if target is None:  # its twin earlier in the job was not written: cannot happen
+            raise RuntimeError("alias of an unwritten document")
+        aliases.attach(self.vault, p.doc.uri, target, p.doc.created_at, p.replaces)
+        p.source_id = target
+        return target
 
     def _meta(self, p: Prepared, sid: int, ch: ChunkDraft) -> dict[str, object]:
         meta: dict[str, object] = {"source_id": sid, "kind": ch.kind, "source_kind": p.doc.kind,

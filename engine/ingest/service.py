@@ -43,12 +43,13 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
         progress()
 
         def prepared() -> Iterator[Prepared]:
+            seen: dict[tuple[str, str, str], Prepared] = {}  # this job's contents so far
             for path in files:
                 job.check()  # a safe point: every earlier file is stored or not at all
                 job.current = shown(path)
                 try:
                     doc = load_file(path, max_bytes=cfg.max_file_bytes)
-                    item = writer.prepare(doc)
+                    item = writer.prepare(doc, dedupe=seen)
                 except FileRejected as exc:
                     _reject(job, exc.path, exc.reason)
                     job.files_done += 1

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, KIND_PROFILES
 from engine.retrieval.query import (
     INTENTS,
     STOPWORDS,
@@ -44,53 +45,42 @@ def _cues(words: str, *phrases: str) -> tuple[str, ...]:
 
 
 # Words or phrases (case-insensitive) that show a candidate holds an answer of a kind.
+# Origin: closed-class English (calendar names, relative-time expressions, number
+# words, causal connectives), written from general grammar, not from any dataset.
 DEFAULT_ANSWER_CUES: dict[str, tuple[str, ...]] = {
-    "location": _cues("city country town village beach park museum abroad downtown street "
-                      "restaurant cafe lake mountain mountains island visited", "moved to",
-                      "trip to", "went to", "lives in", "live in"),
-    "date": _cues(f"{_MONTHS} {_WEEKDAYS} mondays tuesdays wednesdays thursdays fridays "
-                  "saturdays sundays weekend yesterday today tonight tomorrow ago recently",
-                  "last week", "last night", "last weekend", "last month", "last year",
-                  "next week", "next month", "this week", "this weekend", "this month",
-                  "this morning", "the other day"),
-    "ownership": _cues("mine own owns owned bought adopted", "have a", "has a", "got a",
-                       "have two", "has two"),
+    "date": _cues(f"{_MONTHS} {_WEEKDAYS} weekend yesterday today tonight tomorrow ago",
+                  "last week", "last month", "last year", "next week", "next month",
+                  "next year", "this week", "this month", "this year"),
     "count": _cues("two three four five six seven eight nine ten eleven twelve twenty thirty "
-                   "hundred thousand once twice several dozen dozens", "a few", "a couple"),
-    "reason": _cues("because since inspired motivated", "so that", "due to", "in order to",
-                    "that's why", "the reason", "caused by", "made me", "led me", "helped me"),
-    "preference": _cues("like likes liked love loves loved favorite favourite favorites "
-                        "favourites enjoy enjoys enjoyed prefer prefers preferred passion "
-                        "passionate hobby hobbies into", "fan of"),
+                   "hundred thousand million once twice several dozen"),
+    "reason": _cues("because since", "so that", "due to", "in order to", "the reason",
+                    "caused by"),
 }
 # Structural answer patterns, matched case-sensitively against the original text.
+# Origin: the shapes of a place name after a locative preposition, of years and
+# numeric dates, and of digits; general English, not taken from any dataset.
 DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
-    "location": ((rf"\b(?:in|at|from|near|visit(?:ed|ing)?)\s+(?:the\s+)?"
+    "location": ((rf"\b(?:in|at|from|near|to)\s+(?:the\s+)?"
                   rf"(?!(?:{_MONTH_RX})\b)[A-Z][a-z][\w'-]*"),),
     "date": (r"\b(?:19|20)\d\d\b", r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b"),
-    "ownership": (r"\b(?:my|his|her|their|our)\s+(?:own\s+)?[a-z]{3,}",),
     "count": (r"\d",),
 }
-FEATURES = ("fused", "term_recall", "term_precision", "entity", "year", "date", "intent",
-            "distractor", "similarity", "keyword")
 
 
 @dataclass(frozen=True)
 class RerankConfig:
-    """Weights and patterns of the rule rerank (defaults are general, not tuned to data)."""
+    """The rerank's window, per-kind feature weights (``profiles``) and answer patterns.
+
+    Weights come from ``engine.retrieval.profiles`` (fitted on training splits, with
+    their origin recorded there). ``kind_profiles`` maps a source kind to a profile;
+    kinds it does not name use ``default_profile``.
+    """
 
     window: int = 100
-    w_fused: float = 0.8
-    w_term_recall: float = 1.0
-    w_term_precision: float = 0.1
-    w_entity: float = 0.2
-    w_year: float = 0.2
-    w_date: float = 0.4
-    w_intent: float = 0.2
-    distractor_penalty: float = 0.2
-    # Raw lane scores: fusion keeps only ranks, but how close a candidate is matters too.
-    w_similarity: float = 1.0  # the query's cosine similarity to the candidate (clipped to 0..1)
-    w_keyword: float = 0.3  # its keyword (BM25) score over the window's best
+    profiles: Mapping[str, Mapping[str, float]] = field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PROFILES.items()})
+    kind_profiles: Mapping[str, str] = field(default_factory=lambda: dict(KIND_PROFILES))
+    default_profile: str = "document"
     fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
     date_window_days: float = 3.0  # a candidate this many days off the asked date scores 0
     scan_chars: int = 2000  # only the first chars of a long candidate are scanned
@@ -112,11 +102,23 @@ class RerankConfig:
         object.__setattr__(self, "entity_fields", tuple(self.entity_fields))
         if self.window < 1:
             raise ConfigError("rerank.window must be >= 1")
-        for name in ("w_fused", "w_term_recall", "w_term_precision", "w_entity", "w_year",
-                     "w_date", "w_intent", "distractor_penalty", "w_similarity", "w_keyword"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 10.0:
-                raise ConfigError(f"rerank.{name} must be in [0, 10]")
+        profiles: dict[str, dict[str, float]] = {}
+        for name, weights in self.profiles.items():
+            if not isinstance(weights, Mapping):
+                raise ConfigError(f"rerank.profiles.{name}: expected feature = weight pairs")
+            unknown = set(weights) - set(FEATURES)
+            if unknown:
+                raise ConfigError(f"rerank.profiles.{name}: unknown features {sorted(unknown)}"
+                                  f"; expected among {FEATURES}")
+            for feature, value in weights.items():
+                if not isinstance(value, int | float) or not -10.0 <= value <= 10.0:
+                    raise ConfigError(f"rerank.profiles.{name}.{feature} must be in [-10, 10]")
+            profiles[name] = {f: float(w) for f, w in weights.items() if w}
+        object.__setattr__(self, "profiles", profiles)
+        if self.default_profile not in profiles or \
+                set(self.kind_profiles.values()) - set(profiles):
+            raise ConfigError("rerank: default_profile and kind_profiles must name profiles "
+                              f"among {sorted(profiles)}")
         if self.fused_norm not in ("max", "minmax"):
             raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
         if self.date_window_days < 0 or self.scan_chars < 1:
@@ -165,19 +167,21 @@ class RerankCandidate:
     meta: Mapping[str, Any] = field(default_factory=dict)
     similarity: float | None = None
     keyword: float | None = None
+    profile: str | None = None  # its kind's feature weights; None: the default profile
 
 
 Ranked = tuple[Hashable, float, dict[str, float]]
 
 
 def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
-           cfg: RerankConfig | None = None) -> list[Ranked]:
+           cfg: RerankConfig | None = None, *, all_features: bool = False) -> list[Ranked]:
     """Rerank the top ``cfg.window`` candidates by fused score; the rest follow in order.
 
-    Returns ``(id, score, features)`` best first. Window scores are the weighted sum of
-    the features (see :data:`FEATURES`); candidates past the window keep their fused
-    order with scores just below the lowest window score and ``{"fused": ...}`` only.
-    Fused scores are expected non-negative and finite (RRF scores are).
+    Returns ``(id, score, features)`` best first. A window candidate's score is the
+    weighted sum of its features under its profile's weights; only the features its
+    profile weighs are computed (``all_features``: every one, for fitting). Candidates
+    past the window keep their fused order with scores just below the lowest window
+    score and ``{"fused": ...}`` only. Fused scores are expected non-negative and finite.
     """
     cfg = cfg or RerankConfig()
     order = sorted(range(len(candidates)), key=lambda i: -candidates[i].fused)
@@ -186,7 +190,9 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     if not head:
         return []
     norm = _normalizer([c.fused for c in head], cfg.fused_norm)
-    fused = [norm(c.fused) for c in head]
+    weights = [cfg.profiles.get(c.profile or cfg.default_profile,
+                                cfg.profiles[cfg.default_profile]) for c in head]
+    wanted = set(FEATURES) if all_features else {f for w in weights for f in w}
     query_terms = set(analysis.terms)
     entity_keys = [k for k in map(_entity_key, analysis.entities) if k[0].strip()]
     scanned = [_Scan(c, cfg) for c in head]
@@ -201,27 +207,30 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
                        default=0.0)
 
     rows: list[dict[str, float]] = []
-    for cand, f_norm, sc in zip(head, fused, scanned, strict=True):
+    for cand, w, sc in zip(head, weights, scanned, strict=True):
+        need = wanted if all_features else w
         hits = query_terms & sc.terms
-        feats = {
-            "fused": f_norm,
-            "term_recall": sum(idf[t] for t in hits) / idf_total if idf_total else 0.0,
-            "term_precision": math.sqrt(len(hits) / len(sc.terms)) if sc.terms else 0.0,
-            "entity": _entity_coverage(entity_keys, sc),
-            "year": _year_match(analysis, year_rx, sc.day, sc.text),
-            "date": _date_match(qdates, sc.day, cfg.date_window_days),
-            "intent": (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
-                       if intents else 0.0),
-            "distractor": 0.0,
-            "similarity": _unit(cand.similarity),
-            "keyword": _unit(cand.keyword / best_keyword) if cand.keyword and best_keyword else 0.0,
-        }
+        feats = {"fused": norm(cand.fused), "similarity": _unit(cand.similarity),
+                 "keyword": (_unit(cand.keyword / best_keyword)
+                             if cand.keyword and best_keyword else 0.0),
+                 "term_recall": sum(idf[t] for t in hits) / idf_total if idf_total else 0.0,
+                 "term_precision": math.sqrt(len(hits) / len(sc.terms)) if sc.terms else 0.0}
+        if "entity" in need or "distractor" in wanted:
+            feats["entity"] = _entity_coverage(entity_keys, sc)
+        if "year" in need:
+            feats["year"] = _year_match(analysis, year_rx, sc.day, sc.text)
+        if "date" in need:
+            feats["date"] = _date_match(qdates, sc.day, cfg.date_window_days)
+        if "intent" in need:
+            feats["intent"] = (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
+                               if intents else 0.0)
         rows.append(feats)
-    if entity_keys and any(r["entity"] > 0 for r in rows):
+    if "distractor" in wanted:
+        named = entity_keys and any(r.get("entity", 0.0) > 0 for r in rows)
         for r in rows:
-            r["distractor"] = 1.0 if r["entity"] == 0 else 0.0
+            r["distractor"] = 1.0 if named and r.get("entity", 0.0) == 0 else 0.0
 
-    scored = [(_score(r, cfg), i) for i, r in enumerate(rows)]
+    scored = [(_score(r, w), i) for i, (r, w) in enumerate(zip(rows, weights, strict=True))]
     scored.sort(key=lambda s: (-s[0], s[1]))
     out: list[Ranked] = [(head[i].id, score, rows[i]) for score, i in scored]
     floor = scored[-1][0]
@@ -230,12 +239,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     return out
 
 
-def _score(f: Mapping[str, float], cfg: RerankConfig) -> float:
-    return (cfg.w_fused * f["fused"] + cfg.w_term_recall * f["term_recall"]
-            + cfg.w_term_precision * f["term_precision"] + cfg.w_entity * f["entity"]
-            + cfg.w_year * f["year"] + cfg.w_date * f["date"] + cfg.w_intent * f["intent"]
-            - cfg.distractor_penalty * f["distractor"]
-            + cfg.w_similarity * f["similarity"] + cfg.w_keyword * f["keyword"])
+def _score(f: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    return sum(w * f.get(name, 0.0) for name, w in weights.items())
 
 
 def _unit(value: float | None) -> float:

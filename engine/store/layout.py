@@ -28,6 +28,7 @@ from engine.errors import (
 STORE_NAMES = frozenset({
     "key.json", "key.tmp", "vault.db", "vault.db-wal", "vault.db-shm", "vault.db-journal",
     "vectors", "engine.lock", "config.toml",
+    "logs", "engine-start.lock", "engine-start.json",  # the background engine (ipc.cli.autostart)
 })
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PAGE = 1024  # SQLCipher pages are 4096 bytes by default; any valid vault is a multiple of 1024

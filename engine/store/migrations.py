@@ -101,6 +101,20 @@ M3_VOCAB = """
         CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab('chunks_fts', 'row');
 """
 
+# Identical content under several paths is stored once: the other paths are aliases
+# of the source that holds it (deleting one path keeps the others). Sources are looked
+# up by content hash to find such a twin.
+M4_SOURCE_ALIASES = """
+        CREATE TABLE source_aliases (
+            uri TEXT PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+            created_at REAL,
+            added REAL NOT NULL
+        );
+        CREATE INDEX source_aliases_source ON source_aliases(source_id, added);
+        CREATE INDEX sources_content ON sources(content_hash, state);
+"""
+
 # Deleted means gone: FTS5 removes a deleted row's terms from the index segments
 # themselves ('secure-delete', SQLite 3.42+), not only a tombstone beside them; the
 # chunk ids whose vectors must leave the vector store are kept (ids only) until
@@ -121,8 +135,8 @@ M5_DELETED_MEANS_GONE = """
 """
 
 # Each migration is a SQL script, applied in one transaction with its record,
-# in order of its number (numbers are fixed once released; 4 comes from another branch).
-MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB,
+# in order of its number (numbers are fixed once released).
+MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
                               5: M5_DELETED_MEANS_GONE}
 
 

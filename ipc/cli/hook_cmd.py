@@ -31,6 +31,14 @@ from typing import Any
 DEADLINE_S = 1.5  # the hook answers within 2 s; Python's start-up and imports come first
 
 
+def deadline_s() -> float:
+    """Seconds the hook may work ($CTX_HOOK_DEADLINE_S, for slow machines and tests)."""
+    try:
+        return min(60.0, max(0.3, float(os.environ.get("CTX_HOOK_DEADLINE_S", DEADLINE_S))))
+    except ValueError:
+        return DEADLINE_S
+
+
 def add_hook_parser(sub: Any) -> None:
     s = sub.add_parser("hook", help="install ctx into coding agents; the hooks they run")
     hs = s.add_subparsers(dest="hook_cmd", required=True, metavar="ACTION")
@@ -89,12 +97,21 @@ def _show_diff(before: str, after: str, name: str) -> None:
 
 # -- session-start --------------------------------------------------------------------------
 
+_LATE = {  # what the watchdog says, by the step the hook was in when time ran out
+    "probe": "reading the store's state took too long (is the data dir on a slow disk?)",
+    "start": "its engine is starting in the background; memory is added from the next "
+             "session",
+    "engine": "the engine did not answer within 2 s (busy indexing?); check `ctx status`",
+}
+
+
 class _Answer:
     """Prints the hook's JSON exactly once, from the work or from the watchdog."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.done = False
+        self.stage = "probe"
 
     def emit(self, context: str, message: str | None = None) -> bool:
         with self._lock:
@@ -130,18 +147,17 @@ def _read_event() -> dict[str, Any]:
 
 def session_start(args: argparse.Namespace) -> int:
     answer = _Answer()
-    started = time.monotonic()
-    end = started + DEADLINE_S
+    limit = deadline_s()
+    end = time.monotonic() + limit
 
     def watchdog() -> None:
-        if answer.emit("", "ctx: no session memory this time: the engine did not answer "
-                           "within 2 s (check `ctx status`)"):
+        if answer.emit("", f"ctx: no session memory this time: {_LATE[answer.stage]}."):
             os._exit(0)
-    timer = threading.Timer(DEADLINE_S + 0.15, watchdog)
+    timer = threading.Timer(limit + 0.15, watchdog)
     timer.daemon = True
     timer.start()
     try:
-        context, message = _session_context(args, end)
+        context, message = _session_context(args, end, answer)
         answer.emit(context, message)
     except BaseException as exc:  # noqa: BLE001 - a hook never fails the agent's session
         answer.emit("", _fix_message(exc))
@@ -150,7 +166,8 @@ def session_start(args: argparse.Namespace) -> int:
     return 0
 
 
-def _session_context(args: argparse.Namespace, end: float) -> tuple[str, str | None]:
+def _session_context(args: argparse.Namespace, end: float, answer: _Answer
+                     ) -> tuple[str, str | None]:
     from engine import probe_store
     from ipc.cli.recall_cmd import current_project
     from ipc.connection import find_live
@@ -164,10 +181,12 @@ def _session_context(args: argparse.Namespace, end: float) -> tuple[str, str | N
         root = probe.data_dir
         if probe.key == "none":
             return "", _fix_message(probe.problem)
+        answer.stage = "start"
         info = _start_or_wait(root, probe.locked, end)
         if isinstance(info, str):
             return "", info
         fresh = True
+    answer.stage = "engine"
     from ipc.remote import RemoteEngine
 
     remaining = max(0.1, end - time.monotonic() - 0.05)

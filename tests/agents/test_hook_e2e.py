@@ -53,8 +53,16 @@ def hook_command(home: Path) -> str:
 
 
 def run_hook(command: str, home: Path, cwd: Path, *, drop: tuple[str, ...] = (),
-             path: str | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+             path: str | None = None, deadline: str | None = "30"
+             ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run the installed hook command as Claude Code does; check its exit and its JSON.
+
+    The hook's 2 s deadline is raised (``deadline``) so that what is checked is the
+    answer of each row, not the load of the machine; ``deadline=None`` keeps 2 s.
+    """
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
+    if deadline is not None:
+        env["CTX_HOOK_DEADLINE_S"] = deadline
     for name in drop:
         env.pop(name, None)
     if path is not None:
@@ -81,8 +89,9 @@ def _project_dir(tmp_path: Path, home: Path) -> Path:
     r = ctx("recall", "--index", str(home / ".claude" / "projects"), "test", "-k", "20",
             "--json")
     assert r.returncode == 0, r.stderr
-    projects = [h["meta"].get("project") for h in json.loads(r.stdout)["hits"]]
-    name = next(p for p in projects if p)
+    projects = dict.fromkeys(h["meta"].get("project") for h in json.loads(r.stdout)["hits"])
+    name = next(p for p in projects if p and ctx(  # one whose sessions give an auto context
+        "recall", "--auto", "--project", p, "--budget", str(BUDGET)).stdout.strip())
     folder = tmp_path / "work" / name
     folder.mkdir(parents=True)
     return folder
@@ -156,6 +165,15 @@ def test_row_ctx_not_on_path(hook_command: str, home: Path, tmp_path: Path) -> N
     assert shutil.which("ctx", path="/usr/bin:/bin") is None
     r, _out = run_hook(hook_command, home, cwd, path="/usr/bin:/bin")
     assert "command not found" not in r.stderr
+
+
+def test_hook_answers_with_its_own_deadline_whatever_the_load(
+        hook_command: str, home: Path, tmp_path: Path) -> None:
+    """With the real 2 s deadline: exit 0 and the documented JSON, context or not."""
+    for _ in range(2):
+        _r, out = run_hook(hook_command, home, tmp_path, deadline=None)
+        if "systemMessage" in out:
+            assert out["systemMessage"].startswith("ctx: ")
 
 
 def test_row_no_key_in_env(hook_command: str, home: Path, tmp_path: Path) -> None:

@@ -119,12 +119,25 @@ def test_stdout_is_protocol_only() -> None:
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
             "name": "sources", "arguments": {"budget": 60}}},
     ]
-    proc = subprocess.run([sys.executable, "-m", "ipc.cli.main", "mcp"],
-                          input="".join(json.dumps(r) + "\n" for r in requests),
-                          capture_output=True, text=True, cwd=REPO, timeout=240,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    messages = [json.loads(ln) for ln in lines]
+    proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "mcp"], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdin is not None and proc.stdout is not None
+    messages = []
+    try:
+        for req in requests:
+            proc.stdin.write(json.dumps(req) + "\n")
+            proc.stdin.flush()
+        while not any(m.get("id") == 3 for m in messages):
+            line = proc.stdout.readline()
+            assert line, "ctx mcp closed stdout before answering"
+            messages.append(json.loads(line))  # anything but JSON-RPC would fail here
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+        proc.stdout.close()
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
-    ids = {m.get("id") for m in messages if "id" in m}
-    assert {1, 2, 3} <= ids, proc.stderr[-2000:]
+    assert {1, 2, 3} <= {m.get("id") for m in messages}
+    (call,) = [m for m in messages if m.get("id") == 3]
+    assert _tokens(call["result"]["content"][0]["text"]) <= 60

@@ -105,3 +105,21 @@ def test_ctx_app_status_without_a_running_app(data_dir: Path, short_runtime: Pat
 
     assert main(["--data-dir", str(data_dir), "app", "--status"]) == 3
     assert "no ctx app is running" in capsys.readouterr().out
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(qtbot: Any) -> None:
+    import gc
+
+    from desktop.app import GuiGarbageCollector
+    from desktop.qt import QObject
+
+    owner = QObject()
+    gc.enable()
+    collector = GuiGarbageCollector(owner, young_ms=10, full_every=3)
+    try:
+        assert not gc.isenabled()
+        qtbot.waitUntil(lambda: collector._ticks >= 4, timeout=5000)
+    finally:
+        collector.stop()
+    assert gc.isenabled()
+    gc.disable()  # as the desktop tests' fixture keeps it

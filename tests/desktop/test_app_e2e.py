@@ -33,6 +33,12 @@ r = e.build_context("lighthouse tides", budget=200)
 print(json.dumps({"tokens": r["total_tokens"], "items": len(r["items"]),
                   "sources": [i["source"] for i in r["items"]]}))
 """
+PROBE = """
+import json, sys
+from ipc.remote import connect
+e = connect(sys.argv[1], timeout=30)
+print(json.dumps({"sources": e.sources(), "hits": e.search("harbours and tides", k=5)}))
+"""
 MISSING = [b for b in ("Xvfb", "trayer", "xwininfo") if shutil.which(b) is None]
 
 
@@ -188,3 +194,46 @@ def test_real_app_under_xvfb(with_tray: bool, env: dict[str, str], tmp_path: Pat
                 except subprocess.TimeoutExpired:
                     proc.kill()
         display.close()
+
+
+def test_kill_9_loses_nothing_and_a_relaunch_works(env: dict[str, str], tmp_path: Path) -> None:
+    """kill -9 in the middle of an ingestion: the next launch takes over the stale
+    single-instance socket and connection file, opens the store, and every source
+    stored before the kill is whole and searchable."""
+    env = {**env, "QT_QPA_PLATFORM": "offscreen"}  # window mode; no display needed
+    data_dir = tmp_path / "data"
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(150):
+        (folder / f"doc{i:03d}.md").write_text(f"# Doc {i}\n\n" + f"Paragraph {i} about "
+                                               "harbours and tides. " * 120)
+    app = subprocess.Popen(app_cmd(data_dir, "--ingest", str(folder)), env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_status(data_dir, env, app, lambda s: s["jobs"]["total"] >= 1 and
+                    s["jobs"]["chunks"] > 0)
+        app.kill()  # SIGKILL: no cleanup at all
+        app.wait(30)
+        again = subprocess.Popen(app_cmd(data_dir), env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            wait_status(data_dir, env, again, lambda s: s["state"] == "ready")
+            probe = subprocess.run([sys.executable, "-c", PROBE, str(data_dir)], check=False,
+                                   env=env, capture_output=True, text=True, timeout=120)
+            assert probe.returncode == 0, probe.stderr
+            seen = json.loads(probe.stdout)
+            stored = seen["sources"]
+            assert stored, "sources stored before the kill are kept"
+            assert all(s["n_chunks"] > 0 for s in stored)  # none half-written
+            assert seen["hits"] and {h["source_id"] for h in seen["hits"]} <= {
+                s["id"] for s in stored}
+            quit_ = subprocess.run(app_cmd(data_dir, "--quit"), check=False, env=env,
+                                   capture_output=True, text=True, timeout=60)
+            assert quit_.returncode == 0
+            assert again.wait(120) == 0
+        finally:
+            if again.poll() is None:
+                again.kill()
+    finally:
+        if app.poll() is None:
+            app.kill()

@@ -39,10 +39,16 @@ def test_process_start_tells_two_processes_apart(sleeper: subprocess.Popen[bytes
     assert process_started(sleeper.pid) != make_info("ipc:///x", "k" * 64, None).get("started")
 
 
-def test_a_file_naming_a_reused_pid_is_stale(data_dir: Path,
-                                             sleeper: subprocess.Popen[bytes]) -> None:
+@pytest.mark.parametrize("token", ["another process's", "same pid, started earlier"])
+def test_a_file_naming_a_reused_pid_is_stale(data_dir: Path, sleeper: subprocess.Popen[bytes],
+                                             token: str) -> None:
     info = make_info("ipc:///nonexistent/ctx.sock", "k" * 64, data_dir)
-    info.update(pid=sleeper.pid, endpoint="tcp://127.0.0.1:9")  # our start time, its pid
+    info.update(pid=sleeper.pid, endpoint="tcp://127.0.0.1:9")  # our start token, its pid
+    if token == "same pid, started earlier":
+        if not sys.platform.startswith("linux"):
+            pytest.skip("the token's layout is read on Linux only")
+        head, ticks = str(process_started(sleeper.pid)).rsplit(":", 1)
+        info["started"] = f"{head}:{int(ticks) - 1}"
     path = write_connection_file(info)
     assert find_live(data_dir) is None
     assert not path.exists()
@@ -60,14 +66,24 @@ def test_a_file_without_start_time_is_pinged(data_dir: Path,
 
 
 def test_ctx_status_opens_the_store_when_the_files_pid_was_reused(
-        tmp_path: Path, runtime_dir: Path, sleeper: subprocess.Popen[bytes]) -> None:
+        tmp_path: Path, runtime_dir: Path) -> None:
     data_dir = tmp_path / "data"
     server = ServeProcess(data_dir, runtime_dir, tmp_path / "server.log")
     info = server.wait_ready()
     assert server.kill(signal.SIGKILL) != 0
     path = connection_file_path(data_dir)
     assert read_connection_file(path)["started"] == info["started"]  # left behind
-    stale = dict(info, pid=sleeper.pid)  # the killed server's pid now names another process
+    # the killed server's pid now names another process, started after it died
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        _status_opens_the_store(data_dir, runtime_dir, path, dict(info, pid=other.pid))
+    finally:
+        other.kill()
+        other.wait(10)
+
+
+def _status_opens_the_store(data_dir: Path, runtime_dir: Path, path: Path,
+                            stale: dict[str, object]) -> None:
     write_connection_file(stale, path)  # type: ignore[arg-type]
     done = subprocess.run(
         [sys.executable, "-m", "ipc.cli.main", "--data-dir", str(data_dir), "status", "--json"],

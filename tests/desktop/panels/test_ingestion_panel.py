@@ -155,3 +155,15 @@ def test_cancel_a_queued_job(qtbot: Any, panel: Any, panel_host: Any, docs: Path
     assert panel.banner.kind == "info" and "cancelled" in panel.banner.text()
     with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
         panel.resume.click()
+
+
+def test_broken_config_is_shown_in_watched_folders(qtbot: Any, panel: Any, panel_host: Any,
+                                                   tmp_path: Path) -> None:
+    (Path(panel_host.data_dir) / "config.toml").write_text("[desktop\n", encoding="utf-8")
+    panel.reload_watched()
+    assert "not valid TOML" in panel.watch_list.item(0).text()
+    assert panel.watcher.folders == []
+    missing = tmp_path / "missing"
+    config_io.write(panel_host.data_dir, {"desktop": {"watched_folders": [str(missing)]}})
+    panel.reload_watched()
+    assert panel.watch_list.item(0).text() == f"{missing}  —  not watched: does not exist"

@@ -94,12 +94,18 @@ def test_blocks_are_split_per_item() -> None:
 
     context = ("[now · 2026]\n\n=== Live context ===\n[live:selection · ed] sel\nabc\n\n"
                "=== Memory ===\n[code · a.py · t] a.py > f\ndef f(): pass\n\n"
-               "[summary:gist · b.md · t] b.md\nGist of b.\n")
+               "[summary:gist · b.md · t] b.md\nGist of b.\n\n"
+               "[section · c.md · t]\nTitle left out: it equals the source.\n\n"
+               "[section · d.md · t] A very long ti…\nShortened title.\n")
     items = [{"kind": "live:selection", "title": "sel"}, {"kind": "code", "title": "a.py > f"},
-             {"kind": "surrogate", "title": "b.md"}, {"kind": "section", "title": "missing"}]
+             {"kind": "surrogate", "title": "b.md"}, {"kind": "section", "title": "c.md"},
+             {"kind": "section", "title": "A very long title indeed"},
+             {"kind": "section", "title": "missing"}]
     assert item_blocks(context, items) == [
         "[live:selection · ed] sel\nabc", "[code · a.py · t] a.py > f\ndef f(): pass",
-        "[summary:gist · b.md · t] b.md\nGist of b.", ""]
+        "[summary:gist · b.md · t] b.md\nGist of b.",
+        "[section · c.md · t]\nTitle left out: it equals the source.",
+        "[section · d.md · t] A very long ti…\nShortened title.", ""]
 
 
 def test_block_tier() -> None:

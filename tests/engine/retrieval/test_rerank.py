@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigError
+from engine.retrieval.profiles import DEFAULT_PROFILES, PROFILES
 from engine.retrieval.query import analyze_query
 from engine.retrieval.rerank import (
     FEATURES,
@@ -21,6 +22,9 @@ from engine.retrieval.rerank import (
     RerankConfig,
     rerank,
 )
+
+# Chat memory: the profile whose features include speakers, dates and answer cues.
+CONV = RerankConfig(default_profile="conversation")
 
 
 def _epoch(y: int, m: int, d: int) -> float:
@@ -37,7 +41,7 @@ def test_candidate_answering_the_date_intent_moves_above_one_that_does_not() -> 
         RerankCandidate("plain", "Ada: the pottery class was so much fun", 0.033),
         RerankCandidate("answer", "Ada: I signed up for a pottery class yesterday", 0.031),
     ]
-    out = rerank(analyze_query("When did Ada sign up for the pottery class?"), cands)
+    out = rerank(analyze_query("When did Ada sign up for the pottery class?"), cands, CONV)
     assert [i for i, _, _ in out] == ["answer", "plain"]
     feats = {i: f for i, _, f in out}
     assert feats["answer"]["intent"] == 1.0 and feats["plain"]["intent"] == 0.0
@@ -48,7 +52,7 @@ def test_candidate_naming_the_asked_entity_beats_a_distractor() -> None:
         RerankCandidate("other", "Riley: I love to paint landscapes", 0.033),
         RerankCandidate("asked", "Jordan: I paint sunsets most evenings", 0.030),
     ]
-    out = rerank(analyze_query("What does Jordan like to paint?"), cands)
+    out = rerank(analyze_query("What does Jordan like to paint?"), cands, CONV)
     assert out[0][0] == "asked"
     feats = {i: f for i, _, f in out}
     assert feats["other"]["distractor"] == 1.0 and feats["asked"]["distractor"] == 0.0
@@ -60,7 +64,7 @@ def test_entity_found_in_meta_fields_counts() -> None:
                              meta={"source": "/repo/src/parser.py"}),
              RerankCandidate("b", "the function returns a list", 0.03,
                              meta={"source": "/repo/src/lexer.py"})]
-    out = rerank(analyze_query("what does parser.py return"), cands)
+    out = rerank(analyze_query("what does parser.py return"), cands, CONV)
     assert out[0][0] == "a" and out[0][2]["entity"] == 1.0
 
 
@@ -77,7 +81,7 @@ def test_time_on_the_asked_date_beats_a_week_off() -> None:
                              time=_epoch(2023, 10, 20)),
              RerankCandidate("same_day", "Kai: we shared photos of the lake", 0.030,
                              time=_epoch(2023, 10, 13))]
-    out = rerank(analyze_query("What photos did Kai share on October 13, 2023?"), cands)
+    out = rerank(analyze_query("What photos did Kai share on October 13, 2023?"), cands, CONV)
     assert out[0][0] == "same_day"
     feats = {i: f for i, _, f in out}
     assert feats["same_day"]["date"] == 1.0 and feats["week_off"]["date"] == 0.0
@@ -87,7 +91,7 @@ def test_time_on_the_asked_date_beats_a_week_off() -> None:
 def test_month_match_beats_year_only() -> None:
     cands = [RerankCandidate("june", "Kai: I hurt my knee", 0.03, time=_epoch(2023, 6, 2)),
              RerankCandidate("oct", "Kai: I hurt my knee", 0.03, time=_epoch(2023, 10, 2))]
-    out = rerank(analyze_query("What setback did Kai face in October 2023?"), cands)
+    out = rerank(analyze_query("What setback did Kai face in October 2023?"), cands, CONV)
     assert out[0][0] == "oct"
     assert out[0][2]["year"] == 1.0 and out[1][2]["year"] == 0.5
 
@@ -96,7 +100,8 @@ def test_only_the_window_is_reordered_and_the_tail_follows_in_fused_order() -> N
     cands = [RerankCandidate(i, "filler words only", 1.0 - i / 100) for i in range(10)]
     cands.append(RerankCandidate("late", "the glacier answer", 0.5))  # below the window
     cands.insert(0, RerankCandidate("win", "the glacier answer", 0.985))  # inside it
-    out = rerank(analyze_query("glacier answer"), cands, RerankConfig(window=5))
+    out = rerank(analyze_query("glacier answer"), cands,
+                 RerankConfig(window=5, default_profile="conversation"))
     ids = [i for i, _, _ in out]
     assert ids[0] == "win"
     assert ids[5:] == [4, 5, 6, 7, 8, 9, "late"]
@@ -116,7 +121,8 @@ def test_lane_scores_are_features() -> None:
     feats = {i: f for i, _, f in out}
     assert feats["near"]["similarity"] == 0.7 and feats["near"]["keyword"] == 1.0
     assert feats["none"]["similarity"] == 0.0 and feats["none"]["keyword"] == 0.0
-    off = RerankConfig(w_similarity=0.0, w_keyword=0.0)
+    off = RerankConfig(profiles={p: {**w, "similarity": 0.0, "keyword": 0.0}
+                                 for p, w in DEFAULT_PROFILES.items()})
     assert _order("beach trip", cands, off) == ["far", "near", "none"]  # ties: fused order
 
 
@@ -129,16 +135,15 @@ def test_ties_keep_fused_order_and_results_are_deterministic() -> None:
 
 
 def test_zero_weights_leave_fused_order() -> None:
-    cfg = RerankConfig(w_term_recall=0, w_term_precision=0, w_entity=0, w_year=0, w_date=0,
-                       w_intent=0, distractor_penalty=0, w_similarity=0, w_keyword=0)
+    cfg = RerankConfig(profiles={p: {"fused": 1.0} for p in PROFILES})
     cands = [RerankCandidate("a", "x", 0.3), RerankCandidate("b", "Jordan paints", 0.2)]
     assert _order("What does Jordan paint?", cands, cfg) == ["a", "b"]
-    assert _order("What does Jordan paint?", cands) == ["b", "a"]
+    assert _order("What does Jordan paint?", cands, CONV) == ["b", "a"]
 
 
 def test_custom_cues_and_patterns() -> None:
     cfg = RerankConfig(intent_cues={"count": ("umpteen",)},
-                       intent_patterns={"count": (r"\bN=\d+",)})
+                       intent_patterns={"count": (r"\bN=\d+",)}, default_profile="conversation")
     cands = [RerankCandidate("no", "we ran it", 0.03),
              RerankCandidate("cue", "we ran it umpteen times", 0.03),
              RerankCandidate("pat", "we ran it, N=12", 0.03)]
@@ -147,13 +152,49 @@ def test_custom_cues_and_patterns() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"window": 0}, {"w_fused": -1.0}, {"fused_norm": "softmax"}, {"scan_chars": 0},
+    {"window": 0}, {"profiles": {p: {"fused": 11.0} for p in PROFILES}},
+    {"profiles": {"document": {"bogus": 1.0}}}, {"default_profile": "nope"},
+    {"kind_profiles": {"document": "nope"}}, {"fused_norm": "softmax"}, {"scan_chars": 0},
     {"intent_patterns": {"count": ("(",)}}, {"intent_patterns": {"mood": ("x",)}},
     {"intent_cues": {"count": "one two"}},
 ])
 def test_config_validation(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         RerankConfig(**kwargs)
+
+
+def test_each_candidate_is_scored_by_its_kind_profile() -> None:
+    """Chat features (the asked date, answer cues) apply to conversation items only."""
+    q = analyze_query("When did Ada sign up for the pottery class?")
+    text = "Ada: I signed up for a pottery class yesterday"
+    cands = [RerankCandidate("doc", text, 0.03, profile="document"),
+             RerankCandidate("chat", text, 0.03, profile="conversation")]
+    feats = {i: f for i, _, f in rerank(q, cands)}
+    assert "intent" not in feats["doc"] and feats["chat"]["intent"] == 1.0
+    assert feats["doc"]["term_recall"] == feats["chat"]["term_recall"]
+    out = rerank(q, cands, all_features=True)
+    assert all(set(f) == set(FEATURES) for _, _, f in out)
+
+
+def test_profile_weights_decide_and_unknown_kinds_fall_back() -> None:
+    only_sim = {p: {"fused": 0.1, "similarity": 1.0} for p in PROFILES}
+    only_sim["transcript"] = {"fused": 0.1, "keyword": 1.0}
+    cfg = RerankConfig(profiles=only_sim)
+    cands = [RerankCandidate("kw", "x", 0.03, similarity=0.1, keyword=5.0, profile="transcript"),
+             RerankCandidate("sim", "x", 0.03, similarity=0.9, keyword=1.0, profile="document")]
+    assert _order("x", cands, cfg)[0] == "kw"
+    from engine.retrieval.profiles import profile_of
+    assert profile_of("conversation", cfg) == "conversation"
+    assert profile_of("code", cfg) == "document"
+    assert profile_of("no-such-kind", cfg) == "document"
+
+
+def test_default_answer_cues_hold_no_topic_words() -> None:
+    """Cues are closed-class words (calendar, numbers, connectives), not chat topics."""
+    from engine.retrieval.rerank import DEFAULT_ANSWER_CUES
+    words = {w for cues in DEFAULT_ANSWER_CUES.values() for c in cues for w in c.split()}
+    assert not words & {"adopted", "passion", "bought", "beach", "museum", "hobby", "love"}
+    assert set(DEFAULT_ANSWER_CUES) <= {"date", "count", "reason", "location"}
 
 
 def test_fifty_short_candidates_rerank_quickly() -> None:

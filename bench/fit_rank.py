@@ -1,0 +1,236 @@
+"""Fit the rerank's per-kind weights (``engine.retrieval.profiles``) on training splits.
+
+Two steps, both reproducible:
+
+1. dump: for every training question, run the store's lanes as build_context
+   does and record every rerank feature of the fused window (``rank_hits`` with
+   ``all_features``) with its label. Documents: SciFact train claims over the
+   cached SciFact store (label: the chunk's document is cited by the claim).
+   Conversations: LoCoMo dev questions, categories 1-4, over the cached
+   per-conversation stores (label: the chunk is an evidence turn). LoCoMo test
+   is never read.
+2. fit: coordinate ascent over a grid of weights, from the current defaults,
+   maximizing nDCG@10 of documents (SciFact) or the mean of evidence recall@10
+   and @25 (LoCoMo dev); then each feature is dropped in turn when dropping it
+   costs less than ``--drop-below`` of the objective (features that do not pay).
+
+    python -m bench.fit_rank [--store-cache DIR] [--scifact-docs N] [--out FILE]
+
+The dumps are kept under the store cache, so a second run only fits. The
+result (weights, objective before/after, splits, sizes) goes to ``--out``
+(default ``bench/data/rank_fit.json``); the weights are then copied into
+``engine/retrieval/profiles.py`` by hand, where the file is cited.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import scifact_data as sd
+
+FIT_FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
+                "distractor", "year", "date", "intent")
+GRID = (-1.0, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0)
+OUT = Path(__file__).resolve().parent / "data" / "rank_fit.json"
+
+Query = list[tuple[str, int, dict[str, float]]]  # (group key, label, features) per candidate
+
+
+def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[str, int]]]]
+                ) -> list[Query]:
+    from engine.retrieval.rank import rank_hits
+    from engine.retrieval.search import run_lanes
+
+    rt = eng.rt
+    out = []
+    for text, label_of in questions:
+        res = run_lanes(rt, text)
+        ranked = rank_hits(rt, rt.cfg, res, all_features=True).ranked[: rt.cfg.rerank.window]
+        rows = []
+        for cid, _, feats in ranked:
+            key, label = label_of(res.rows[cid])
+            rows.append((key, label, {f: round(v, 5) for f, v in feats.items()}))
+        out.append(rows)
+    return out
+
+
+def dump_scifact(cache: Path, docs: int | None, claims: int | None) -> dict[str, Any]:
+    from engine.facade import ContextEngine
+
+    embedder = sd.make_embedder("minilm")
+    store, _ = sd.prepare_store(embedder, cache, docs)
+    qrels = sd.qrels()
+    questions = []
+    for qid, text in sd.queries().items():
+        rel = qrels.get(qid)
+        if rel:
+            questions.append((text, lambda row, rel=rel: (
+                (d := sd.doc_id(row.source) or ""), int(d in rel))))
+    n_rel = [len(qrels[q]) for q in sd.queries() if q in qrels]
+    if claims:
+        questions, n_rel = questions[:claims], n_rel[:claims]
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(store, Path(tmp) / "s")
+        with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
+            dumped = _dump_store(eng, questions)
+    return {"kind": "document", "split": f"SciFact train (first {len(questions)} claims)",
+            "docs": docs or 5183, "queries": dumped, "n_relevant": n_rel}
+
+
+def dump_locomo(cache: Path) -> dict[str, Any]:
+    from bench import locomo
+    from engine.facade import ContextEngine
+
+    embedder = sd.make_embedder("minilm")
+    data = json.loads(locomo.DATA.read_text(encoding="utf-8"))
+    queries: list[Query] = []
+    n_rel: list[int] = []
+    for idx in locomo.SPLITS["dev"]:  # dev only: test is never tuned on
+        sample = data[idx]
+        texts, _ = locomo.turn_texts(sample)
+        qs = []
+        for q in sample["qa"]:
+            ev = {e for e in q["evidence"] if e in texts}
+            if q.get("category") in (1, 2, 3, 4) and ev:
+                qs.append((q["question"], lambda row, ev=ev: (
+                    (t := str(row.meta.get("turn_id", ""))), int(t in ev))))
+                n_rel.append(len(ev))
+        with tempfile.TemporaryDirectory() as tmp:
+            locomo.prepare_store(sample, embedder, Path(tmp) / "s", cache / "locomo")
+            with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
+                queries += _dump_store(eng, qs)
+    return {"kind": "conversation", "split": "LoCoMo dev (conversations 0-4)",
+            "queries": queries, "n_relevant": n_rel}
+
+
+class Prepared:
+    """A dump as arrays: per question, its feature matrix, labels and group keys."""
+
+    def __init__(self, dump: dict[str, Any]) -> None:
+        self.kind = dump["kind"]
+        self.items = []
+        for q, n in zip(dump["queries"], dump["n_relevant"], strict=True):
+            feats = np.array([[c[2].get(f, 0.0) for f in FIT_FEATURES] for c in q],
+                             dtype=np.float64).reshape(len(q), len(FIT_FEATURES))
+            labels = np.array([c[1] for c in q], dtype=np.int8)
+            keys = [c[0] for c in q]
+            self.items.append((feats, labels, keys, n))
+
+
+def _order(feats: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.argsort(-(feats @ w), kind="stable")
+
+
+def ndcg10_docs(feats: np.ndarray, labels: np.ndarray, keys: list[str], n_rel: int,
+                w: np.ndarray) -> float:
+    seen: dict[str, int] = {}
+    for i in _order(feats, w):
+        if keys[i] not in seen:
+            seen[keys[i]] = int(labels[i])
+            if len(seen) >= 10:
+                break
+    dcg = sum(lab / math.log2(r + 2) for r, lab in enumerate(seen.values()))
+    ideal = sum(1.0 / math.log2(r + 2) for r in range(min(10, n_rel)))
+    return dcg / ideal if ideal else 0.0
+
+
+def recall_turns(feats: np.ndarray, labels: np.ndarray, keys: list[str], n_rel: int,
+                 w: np.ndarray) -> float:
+    order = _order(feats, w)
+    found = [len({keys[i] for i in order[:k] if labels[i]}) for k in (10, 25)]
+    return sum(f / n_rel for f in found) / 2
+
+
+def objective(prep: Prepared, w: dict[str, float]) -> float:
+    fn = ndcg10_docs if prep.kind == "document" else recall_turns
+    vec = np.array([w.get(f, 0.0) for f in FIT_FEATURES])
+    return statistics.mean(fn(f, lab, k, n, vec) for f, lab, k, n in prep.items)
+
+
+def fit(dump: Prepared, start: dict[str, float], drop_below: float,
+        rounds: int = 3) -> tuple[dict[str, float], list[str]]:
+    w = {f: float(start.get(f, 0.0)) for f in FIT_FEATURES}
+    best = objective(dump, w)
+    for r in range(rounds):
+        improved = False
+        for f in FIT_FEATURES:
+            for v in GRID:
+                if v == w[f]:
+                    continue
+                trial = {**w, f: v}
+                score = objective(dump, trial)
+                if score > best + 1e-6:
+                    best, w, improved = score, trial, True
+        print(f"  round {r + 1}: {best:.4f} {w}", file=sys.stderr)
+        if not improved:
+            break
+    dropped = []
+    for f in FIT_FEATURES:
+        if f == "fused" or not w[f]:
+            continue
+        trial = {**w, f: 0.0}
+        score = objective(dump, trial)
+        if score >= best - drop_below:
+            dropped.append(f)
+            w, best = trial, score
+    return {f: v for f, v in w.items() if v}, dropped
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store-cache", type=Path, default=Path(tempfile.gettempdir()) / "ctx-bench")
+    ap.add_argument("--scifact-docs", type=int, help="the SciFact subset store of N documents")
+    ap.add_argument("--claims", type=int, help="only the first N SciFact train claims")
+    ap.add_argument("--drop-below", type=float, default=0.002)
+    ap.add_argument("--only", choices=("document", "conversation"))
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    sd.bench_env()
+    from engine.retrieval.profiles import DEFAULT_PROFILES
+
+    args.store_cache.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
+    jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs, args.claims),
+            "conversation": lambda: dump_locomo(args.store_cache)}
+    for kind, make in jobs.items():
+        if args.only and kind != args.only:
+            continue
+        tag = (f"-{args.scifact_docs}-{args.claims}" if kind == "document" else "")
+        path = args.store_cache / f"rank-features-{kind}{tag}.json"
+        if path.exists():
+            dump = json.loads(path.read_text())
+        else:
+            dump = make()
+            path.write_text(json.dumps(dump))
+        prep = Prepared(dump)
+        start = DEFAULT_PROFILES[kind]
+        before = objective(prep, start)
+        weights, dropped = fit(prep, start, args.drop_below)
+        after = objective(prep, weights)
+        metric = "nDCG@10" if kind == "document" else "mean of evidence recall@10 and @25"
+        print(f"{kind} ({dump['split']}, {len(dump['queries'])} questions): {metric} "
+              f"{before:.4f} -> {after:.4f}; weights {weights}; dropped {dropped}")
+        result[kind] = {"split": dump["split"], "questions": len(dump["queries"]),
+                        "docs": dump.get("docs"), "metric": metric,
+                        "before": round(before, 4), "after": round(after, 4),
+                        "start": start, "weights": weights, "dropped": dropped,
+                        "grid": list(GRID), "drop_below": args.drop_below,
+                        "command": "python -m bench.fit_rank " + " ".join(argv or sys.argv[1:])}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Ranking by kind of memory: which rerank features count, and how much, per kind.
+
+Every stored chunk belongs to a source of some kind (document, code, text,
+conversation, transcript). A *profile* is the feature -> weight map that the
+rerank applies to the chunks of the kinds mapped to it, so that what helps chat
+memory (who spoke, the asked date, answer cues) is not imposed on abstracts,
+files or coding sessions, and a new kind is composed from the same features
+rather than special-cased. A feature missing from a profile weighs 0 there and
+is not computed for its chunks.
+
+The features (all in [0, 1]; see ``rerank``):
+
+- ``fused``: the hit's reciprocal-rank-fusion score over the window's best;
+- ``similarity``: the query's cosine similarity to the chunk (clipped to 0..1);
+- ``keyword``: its BM25 score over the window's best;
+- ``term_recall``: share of the query's terms (idf-weighted in the window) it holds;
+- ``term_precision``: sqrt of the share of its own terms that are query terms;
+- ``entity``: share of the query's named entities in its text or fields (speaker,
+  title, heading, path); ``distractor``: 1 when some window hit names them and
+  this one does not (its weight is a penalty, so negative);
+- ``year``, ``date``: its time (or text) falls on the asked year/month or day;
+- ``intent``: it holds an answer of the asked kind (a date, a place, a count...).
+
+Where the weights came from (``python -m bench.fit_rank``: coordinate ascent over
+a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
+
+- ``conversation``: fitted on LoCoMo dev (conversations 0-4, 759 questions,
+  mean of evidence recall@10 and @25 of turns); LoCoMo test was never used.
+  No feature was dropped: each one's removal cost at least 0.002.
+- ``document``: see below (SciFact train).
+- ``transcript``: no benchmark large enough to fit ten weights (the transcripts
+  recall bench has 28 questions); it takes the document profile's features,
+  measured by ``bench/transcripts_recall.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
+            "distractor", "year", "date", "intent")
+PROFILES = ("document", "conversation", "transcript")
+
+# Source kind -> profile. Code and pasted text are read like documents.
+KIND_PROFILES: dict[str, str] = {
+    "document": "document", "code": "document", "text": "document",
+    "conversation": "conversation", "transcript": "transcript",
+}
+
+# Fitted weights (see the module docstring for the command and split of each).
+DEFAULT_PROFILES: dict[str, dict[str, float]] = {
+    "document": {"fused": 0.8, "similarity": 1.0, "keyword": 0.3, "term_recall": 1.0,
+                 "term_precision": 0.1},
+    # LoCoMo dev, 759 questions: mean evidence recall@10/@25 0.7685 -> 0.8058.
+    "conversation": {"fused": -0.1, "similarity": 2.0, "keyword": 0.3, "term_recall": 0.3,
+                     "term_precision": -0.3, "entity": 0.2, "distractor": -0.2, "year": 0.5,
+                     "date": 0.5, "intent": 0.2},
+    "transcript": {"fused": 0.8, "similarity": 1.0, "keyword": 0.3, "term_recall": 1.0,
+                   "term_precision": 0.1},
+}
+
+
+def profile_of(source_kind: str, cfg: object) -> str:
+    """The profile name for chunks of a source of ``source_kind`` under ``cfg`` (a
+    RerankConfig); unknown kinds fall back to its default profile."""
+    kinds: Mapping[str, str] = getattr(cfg, "kind_profiles", KIND_PROFILES)
+    return kinds.get(source_kind, getattr(cfg, "default_profile", "document"))

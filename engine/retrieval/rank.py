@@ -1,0 +1,149 @@
+"""The ranking that search and build_context share: fused lane hits, reranked by the
+features of each hit's kind of memory (see ``profiles``).
+
+The window is the top of the fused list; the query's cosine similarity to every
+window hit comes from the vector lane, else from the chunk's stored vector (read
+once from the vault's embedding cache, float32). ``rank_hits`` returns the ranked
+ids with their features and the vectors it read (dedupe reuses them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.config import Config
+from engine.ingest.pipeline import cache_key, embed_text
+from engine.metrics import QUERY_MS
+from engine.retrieval.profiles import profile_of
+from engine.retrieval.rerank import RerankCandidate, rerank
+from engine.retrieval.search import LaneResult, run_lanes, to_hit
+from engine.runtime import Runtime
+from engine.store.vault import ChunkRow, Filters
+from engine.types import SearchHit
+
+Ranked = tuple[Hashable, float, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """Ranked chunk ids (best first) with features, and the window's stored vectors."""
+
+    ranked: list[Ranked]
+    vectors: dict[int, np.ndarray]
+
+
+_blas_limited: list[int] = []
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Cap numpy's BLAS threads once per process (``search.blas_threads``; 0: leave it).
+
+    The ranking's products are tiny; spread over threads that wait for a busy core they
+    cost a hundred times more than in one thread (see the config note).
+    """
+    if not threads or _blas_limited:
+        return
+    _blas_limited.append(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; without it, BLAS keeps its threads
+        return
+    threadpool_limits(threads, user_api="blas")
+
+
+def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False
+              ) -> RankResult:
+    """Rerank the fused window of ``res`` by each hit's kind profile (``all_features``:
+    every feature computed, for fitting the weights)."""
+    limit_blas_threads(cfg.search.blas_threads)
+    rows = res.rows
+    pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
+    vectors = stored_vectors(rt, [rows[c] for c, _ in pool])
+    sims = similarities(res, vectors)
+    window = [RerankCandidate(id=cid, text=rerank_text(rows[cid]), fused=score,
+                              time=rows[cid].time, meta=rerank_meta(rows[cid]),
+                              similarity=sims.get(cid), keyword=res.keyword_scores.get(cid),
+                              profile=profile_of(rows[cid].source_kind, cfg.rerank))
+              for cid, score in pool]
+    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features)
+    tail = res.fused[len(pool):]
+    if tail:
+        floor = ranked[-1][1] if ranked else 0.0
+        ranked.extend((cid, floor - 1e-6 * (j + 1), {"fused": score})
+                      for j, (cid, score, _) in enumerate(tail))
+    return RankResult(ranked, vectors)
+
+
+def similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
+    """Cosine of the query to every candidate: the vector lane's, else from stored vectors."""
+    sims = dict(res.similarity)
+    q = res.query_vector
+    missing = [cid for cid in vectors if cid not in sims]
+    if q is not None and missing:
+        matrix = np.stack([vectors[c] for c in missing])
+        if matrix.shape[1] == len(q):
+            sims.update(zip(missing, (matrix @ np.asarray(q, dtype=np.float32)).tolist(),
+                            strict=True))
+    return sims
+
+
+def stored_vectors(rt: Runtime, rows: Sequence[ChunkRow]) -> dict[int, np.ndarray]:
+    """Model-space vectors of chunks, from the vault's embedding cache (no vector-store trip)."""
+    keys = {r.id: cache_key(rt.embedder.name, embed_text(r.title, r.heading, r.kind, r.text))
+            for r in rows}
+    found = rt.vault.cached_vectors(list(keys.values()))
+    return {cid: np.frombuffer(found[k], dtype=np.float32) for cid, k in keys.items() if k in found}
+
+
+def rerank_text(row: ChunkRow) -> str:
+    return f"{row.heading}\n{row.text}" if row.heading else row.text
+
+
+def rerank_meta(row: ChunkRow) -> dict[str, Any]:
+    meta = {"title": row.title, "heading": row.heading, "source": row.source}
+    for key in ("speaker", "path", "project", "tool"):
+        if key in row.meta:
+            meta[key] = row.meta[key]
+    return meta
+
+
+def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[int, ChunkRow],
+                     k: int) -> list[tuple[int, float, Any]]:
+    """The best-ranked chunk of each source, best first, at most ``k`` of them."""
+    seen: set[int] = set()
+    out = []
+    for item in ranked:
+        sid = rows[item[0]].source_id
+        if sid in seen:
+            continue
+        seen.add(sid)
+        out.append(item)
+        if len(out) >= k:
+            break
+    return out
+
+
+def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
+           distinct_sources: bool = False) -> list[SearchHit]:
+    """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
+
+    ``distinct_sources``: at most one hit per source (its best chunk), so that ``k``
+    hits name ``k`` different sources where the store has them.
+    """
+    t = time.perf_counter()
+    cfg = rt.cfg
+    depth = max(k, cfg.search.lane_depth)
+    if distinct_sources:
+        depth = min(1000, depth * cfg.search.distinct_depth_factor)
+    res = run_lanes(rt, query, filters=filters, depth=depth)
+    ranked = rank_hits(rt, cfg, res).ranked
+    lanes = {cid: ranks for cid, _, ranks in res.fused}
+    top = (distinct_sources_of(ranked, res.rows, k) if distinct_sources else ranked[:k])
+    hits = [to_hit(res.rows[cid], score, lanes.get(cid, {})) for cid, score, _ in top]
+    rt.metrics.observe(QUERY_MS, (time.perf_counter() - t) * 1000)
+    return hits
