@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--embeds", type=int, default=100)
     args = p.parse_args(argv)
+    args.bundle = args.bundle.resolve()
     if not (args.bundle / "ctx").is_file():
         sys.stderr.write(f"no bundle at {args.bundle}: run make dist\n")
         return 2
