@@ -39,12 +39,18 @@ QUERIES = ["how are messages signed", "what happens after a timeout", "how is th
 VARIANTS = ("bundle", "pip-torch", "pip-onnx")
 
 
-def env_for(home: Path, runtime: Path, variant: str) -> dict[str, str]:
+ONNX_IN_BUNDLE = Path("_internal") / "ctx_models" / "all-MiniLM-L6-v2-onnx"
+
+
+def env_for(home: Path, runtime: Path, variant: str, bundle: Path | None = None
+            ) -> dict[str, str]:
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
            "XDG_RUNTIME_DIR": str(runtime), "CTX_PASSPHRASE": "bench passphrase"}
     if variant != "bundle":
         env["PYTHONPATH"] = str(REPO)
         env["CTX__EMBEDDING__BACKEND"] = '"torch"' if variant == "pip-torch" else '"onnx"'
+        if variant == "pip-onnx" and bundle is not None:  # the very export the bundle carries
+            env["CTX__EMBEDDING__ONNX_DIR"] = json.dumps(str(bundle / ONNX_IN_BUNDLE))
     return env
 
 
@@ -62,7 +68,7 @@ def embed_rows(bundle: Path, tmp: Path, n: int) -> list[list[Any]]:
         home = tmp / f"embed-{variant}"
         home.mkdir()
         out = subprocess.run(command(variant, bundle, "--bench-embed", str(n), launcher=True),
-                             env=env_for(home, tmp, variant), capture_output=True, text=True,
+                             env=env_for(home, tmp, variant, bundle), capture_output=True, text=True,
                              check=True, cwd=home).stdout
         r = json.loads(out)
         rows.append([variant, r["backend"], r["load_s"], pct(r["ms"], 50), pct(r["ms"], 95)])
@@ -106,7 +112,7 @@ def serve_rows(bundle: Path, tmp: Path, seed: Path, queries: int) -> list[list[A
             os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # where our client looks
             t = time.perf_counter()
             proc = subprocess.Popen(command(variant, bundle, "serve"),
-                                    env=env_for(home, runtime, variant), cwd=home,
+                                    env=env_for(home, runtime, variant, bundle), cwd=home,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             remote = wait_connect(data, proc)
             remote.build_context("first question after start", budget=500)
@@ -124,6 +130,7 @@ def serve_rows(bundle: Path, tmp: Path, seed: Path, queries: int) -> list[list[A
         for proc, remote, _ in servers.values():
             with contextlib.suppress(Exception):  # best effort; terminated below
                 remote.shutdown()
+            remote.close()
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -183,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=60)
     p.add_argument("--embeds", type=int, default=100)
     args = p.parse_args(argv)
+    args.bundle = args.bundle.resolve()
     if not (args.bundle / "ctx").is_file():
         sys.stderr.write(f"no bundle at {args.bundle}: run make dist\n")
         return 2

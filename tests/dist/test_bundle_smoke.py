@@ -107,6 +107,7 @@ def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
                                             "--format", "json")))
         assert via_cli["total_tokens"] <= 60
         remote.shutdown()  # type: ignore[attr-defined]
+        remote.close()  # type: ignore[attr-defined]
         server.wait(timeout=60)
     finally:
         _out, err = stop(server)
@@ -148,15 +149,27 @@ def test_tray_app_under_xvfb(bundle: Bundle) -> None:
     assert not files_containing(bundle.data_dir, canary.encode())
 
 
+def _engine_running(bundle: Bundle) -> bool:
+    from ipc.remote import connect
+
+    remote = connect(bundle.data_dir, timeout=5.0)
+    if remote is None:
+        return False
+    remote.close()
+    return True
+
+
 def _stop_engine(bundle: Bundle) -> None:
     from ipc.remote import connect
 
     remote = connect(bundle.data_dir, timeout=10.0)
     if remote is None:
         return
-    remote.shutdown()
-    wait_for(lambda: connect(bundle.data_dir, timeout=5.0) is None, 120,
-             "the background engine to stop")
+    try:
+        remote.shutdown()
+    finally:
+        remote.close()
+    wait_for(lambda: not _engine_running(bundle), 120, "the background engine to stop")
     time.sleep(1.0)  # its lock is released after its connection file is removed
 
 
