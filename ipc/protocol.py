@@ -192,6 +192,8 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
     MethodSpec("job", {"job_id": Field("str", required=True, min_len=1, max_len=128)},
                _JOB_RESULT, control=True, audited=False),
     MethodSpec("jobs", {}, Field("list", items=_JOB_RESULT), control=True, audited=False),
+    MethodSpec("cancel_job", {"job_id": Field("str", required=True, min_len=1, max_len=128)},
+               _JOB_RESULT, control=True, audited=False),
     MethodSpec("audit", {"since": _TIME, "limit": Field("int", lo=1, hi=10_000)},
                _OBJ_LIST, control=True, audited=False),
     MethodSpec("ingest", {

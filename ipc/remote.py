@@ -105,6 +105,10 @@ class RemoteEngine:
     def job(self, job_id: str) -> dict[str, Any]:
         return dict(self._call("job", {"job_id": job_id}))
 
+    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        """Cancel a job (a running one stops at its next safe point); its snapshot."""
+        return dict(self._call("cancel_job", {"job_id": job_id}))
+
     def jobs(self) -> list[dict[str, Any]]:
         return list(self._call("jobs"))
 

@@ -337,7 +337,7 @@ class Server:
             out = dict(to_jsonable(result))
             out["server"] = self.stats()
             return out
-        if method == "job":
+        if method in ("job", "cancel_job"):
             return job_jsonable(to_jsonable(result))
         if method == "jobs":
             return [job_jsonable(j) for j in to_jsonable(result)]

@@ -29,6 +29,7 @@ GOOD = {
     "metrics": {},
     "jobs": {},
     "job": {"job_id": "abc"},
+    "cancel_job": {"job_id": "abc"},
     "audit": {"since": 0, "limit": 10},
     "ingest": {"text": "hello", "title": "t", "kind": "text", "wait": False},
     "build_context": {"query": "q", "live": [{"kind": "clipboard", "text": "x"}],

@@ -12,9 +12,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engine.errors import StoreLocked
 from engine.facade import ContextEngine
 
 REPO = Path(__file__).resolve().parents[3]
@@ -35,8 +37,35 @@ def _read_until(fd: int, pattern: re.Pattern[str], proc: subprocess.Popen[bytes]
     return seen
 
 
+def _stored(data_dir: Path, background: bool) -> tuple[list[dict[str, Any]], Any]:
+    """The sources stored, read from the background engine (then stopped) or the store."""
+    if not background:
+        with ContextEngine.open(data_dir) as eng:
+            assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
+                                      )[0][0] == 0
+            return eng.sources(), eng.rt.vectors.count()
+    from ipc.remote import connect
+
+    remote = connect(data_dir)
+    assert remote is not None, "the background engine the CLI started is gone"
+    try:
+        return remote.sources(), remote.status()["vectors"]
+    finally:
+        remote.shutdown()
+        remote.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the engine lets go of the store
+            try:
+                ContextEngine.open(data_dir).close()
+                break
+            except StoreLocked:
+                time.sleep(0.2)
+
+
 @pytest.mark.slow
-def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Path) -> None:
+@pytest.mark.parametrize("background", [False, True], ids=["local", "background-engine"])
+def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Path,
+                                                     background: bool) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     para = "Paragraph {i}.{j} is about harbours, tides, ropes and sails in some detail. " * 5
@@ -45,7 +74,8 @@ def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Pa
         (docs / f"doc{i:03}.md").write_text(f"# Doc {i}\n\n{body}\n")
     # stderr on a pseudo-terminal: the CLI draws its progress bar there ("N/600 files").
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "ingest", str(docs)],
+    local = [] if background else ["--local"]
+    proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", *local, "ingest", str(docs)],
                             cwd=REPO, env=dict(os.environ), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
@@ -74,13 +104,11 @@ def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Pa
     m = re.search(r"interrupted: kept (\d+) sources \((\d+) chunks\)", seen)
     assert m, seen[-500:]
     kept, chunks = int(m.group(1)), int(m.group(2))
+    sources, vectors = _stored(data_dir, background)
+    assert len(sources) == kept and 0 < kept < 600
+    assert sum(s["n_chunks"] for s in sources) == chunks
+    assert vectors == chunks
     with ContextEngine.open(data_dir) as eng:
-        sources = eng.sources()
-        assert len(sources) == kept and 0 < kept < 600
-        assert sum(s["n_chunks"] for s in sources) == chunks
-        assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
-                                  )[0][0] == 0
-        assert eng.rt.vectors.count() == chunks
         # The rest goes in on the next run; what was kept counts as unchanged.
         snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=600)
         assert snap["state"] == "done" and snap["files_unchanged"] == kept
