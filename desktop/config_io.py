@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import Config, load_config
-from engine.errors import ConfigError
+from engine import Config, ConfigError, load_config
 
 CONFIG_NAME = "config.toml"
 DEFAULT_BUDGET = 1500

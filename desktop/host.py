@@ -33,7 +33,7 @@ from desktop.opening import EngineFactory, Opened, close_all, open_and_serve, op
 from desktop.qt import QObject, Qt, QTimer, Signal, Slot
 from desktop.reporting import ReportingEngine
 from desktop.tasks import Failure, Success, Task, TaskManager, error_dict
-from engine.errors import KeyUnavailable, StoreNotInitialized, WrongKey
+from engine import KeyUnavailable, StoreNotInitialized, WrongKey
 
 log = logging.getLogger("ctx.desktop.host")
 
@@ -259,7 +259,7 @@ class EngineHost(QObject):
         op = name or getattr(fn, "__name__", "task")
         engine = self._gui_engine
         if engine is None or self._state != "ready":
-            from engine.errors import EngineClosed
+            from engine import EngineClosed
 
             err = EngineClosed(f"the engine is not open ({self._state})")
             if failure is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from desktop.qt import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
-from engine.errors import CtxError
+from engine import CtxError
 
 log = logging.getLogger("ctx.desktop.tasks")
 

@@ -10,13 +10,19 @@ from typing import Any
 
 __all__ = [
     "Config",
+    "ConfigError",
     "ContextEngine",
     "ContextPayload",
     "CtxError",
+    "EngineClosed",
+    "KeyUnavailable",
     "LiveItem",
+    "NotFound",
     "PayloadItem",
     "SearchHit",
+    "StoreNotInitialized",
     "TokenCounter",
+    "WrongKey",
     "init_store",
     "load_config",
     "probe_store",
@@ -26,7 +32,10 @@ _WHERE = {
     "ContextEngine": "engine.facade", "init_store": "engine.facade", "Config": "engine.config",
     "load_config": "engine.config", "ContextPayload": "engine.types",
     "PayloadItem": "engine.types", "SearchHit": "engine.types", "LiveItem": "engine.types",
-    "CtxError": "engine.errors", "TokenCounter": "engine.tokens", "probe_store": "engine.access",
+    "CtxError": "engine.errors",
+    # The errors a GUI or client tells apart (each has a stable code and name).
+    **{n: "engine.errors" for n in ("ConfigError", "EngineClosed", "KeyUnavailable", "NotFound",
+                                    "StoreNotInitialized", "WrongKey")}, "TokenCounter": "engine.tokens", "probe_store": "engine.access",
 }
 
 

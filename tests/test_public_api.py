@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 def test_engine_exports() -> None:
     assert sorted(engine.__all__) == sorted([
         "ContextEngine", "init_store", "Config", "load_config", "ContextPayload", "PayloadItem",
-        "SearchHit", "LiveItem", "CtxError", "TokenCounter", "probe_store"])
+        "SearchHit", "LiveItem", "CtxError", "ConfigError", "EngineClosed", "KeyUnavailable",
+        "NotFound", "StoreNotInitialized", "WrongKey", "TokenCounter", "probe_store"])
     for name in engine.__all__:
         assert getattr(engine, name) is not None
 

@@ -40,8 +40,7 @@ from desktop.qt import (
     QWidget,
 )
 from desktop.reporting import item_tier
-from engine import TokenCounter
-from engine.errors import CtxError
+from engine import CtxError, TokenCounter
 
 MODES = ("fast", "dense_cached")
 LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal", "window",

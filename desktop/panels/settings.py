@@ -26,7 +26,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
-from engine.errors import CtxError
+from engine import CtxError
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> list[str]:

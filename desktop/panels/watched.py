@@ -17,7 +17,7 @@ from desktop import config_io
 from desktop.panels.widgets import error_text, heading, muted
 from desktop.qt import QListWidget, QObject, Qt, QVBoxLayout, QWidget, Signal
 from desktop.watch import FolderWatcher
-from engine.errors import CtxError, NotFound
+from engine import CtxError, NotFound
 
 Notify = Callable[[str, str], None]  # (banner kind, text)
 
