@@ -24,6 +24,7 @@ __all__ = [
     "TokenCounter",
     "WrongKey",
     "init_store",
+    "keychain_available",
     "load_config",
     "probe_store",
 ]
@@ -36,6 +37,7 @@ _WHERE = {
     # The errors a GUI or client tells apart (each has a stable code and name).
     **{n: "engine.errors" for n in ("ConfigError", "EngineClosed", "KeyUnavailable", "NotFound",
                                     "StoreNotInitialized", "WrongKey")}, "TokenCounter": "engine.tokens", "probe_store": "engine.access",
+    "keychain_available": "engine.crypto.keys",
 }
 
 

@@ -15,7 +15,8 @@ def test_engine_exports() -> None:
     assert sorted(engine.__all__) == sorted([
         "ContextEngine", "init_store", "Config", "load_config", "ContextPayload", "PayloadItem",
         "SearchHit", "LiveItem", "CtxError", "ConfigError", "EngineClosed", "KeyUnavailable",
-        "NotFound", "StoreNotInitialized", "WrongKey", "TokenCounter", "probe_store"])
+        "NotFound", "StoreNotInitialized", "WrongKey", "TokenCounter", "probe_store",
+        "keychain_available"])
     for name in engine.__all__:
         assert getattr(engine, name) is not None
 

@@ -26,20 +26,9 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from engine import keychain_available
 
 MIN_PASSPHRASE = 10
-
-
-def keychain_available() -> bool:
-    """True when an OS keychain backend (keyring) is usable here."""
-    try:
-        import keyring
-        from keyring.backends import fail
-
-        backend = keyring.get_keyring()
-        return not isinstance(backend, fail.Keyring) and backend.priority > 0
-    except Exception:  # noqa: BLE001 - any backend failure means "no keychain"
-        return False
 
 
 def strength(passphrase: str) -> tuple[int, str]:

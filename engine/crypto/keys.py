@@ -99,6 +99,7 @@ def _keychain_account(root: Path) -> str:
 
 
 def keychain_available() -> bool:
+    """True when an OS keychain backend (keyring) is usable here."""
     try:
         import keyring
         from keyring.backends import fail
