@@ -65,6 +65,7 @@ class ServeProcess:
             if info is not None and info["pid"] == self.proc.pid:
                 return info
             time.sleep(0.05)
+        self.kill()  # a test that gives up on the server must not leave it running
         raise AssertionError(f"server not ready in {timeout} s: {self.stderr()}")
 
     def stderr(self) -> str:
