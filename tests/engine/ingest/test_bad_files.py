@@ -98,16 +98,25 @@ def test_cli_reproduction_from_the_issue(tmp_path: Path) -> None:
     d.mkdir()
     (d / "a.md").write_text("hi\n")
     (d / LATIN1_NAME).write_text("x\n")
-    r = subprocess.run([sys.executable, "-m", "ipc.cli.main", "ingest", str(d), "--json"],
-                       capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
-                       env=dict(os.environ))
-    assert r.returncode == 0, r.stderr
-    job = json.loads(r.stdout)["jobs"][0]
-    assert job["state"] == "done" and job["files_done"] == 2 and job["errors"] == []
-    r = subprocess.run([sys.executable, "-m", "ipc.cli.main", "sources", "--json"],
-                       capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
-                       env=dict(os.environ))
-    assert sorted(s["title"] for s in json.loads(r.stdout)["sources"]) == ["a.md", "caf\\xe9.txt"]
+    try:
+        r = subprocess.run([sys.executable, "-m", "ipc.cli.main", "ingest", str(d), "--json"],
+                           capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
+                           env=dict(os.environ))
+        assert r.returncode == 0, r.stderr
+        job = json.loads(r.stdout)["jobs"][0]
+        assert job["state"] == "done" and job["files_done"] == 2 and job["errors"] == []
+        r = subprocess.run([sys.executable, "-m", "ipc.cli.main", "sources", "--json"],
+                           capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
+                           env=dict(os.environ))
+        titles = sorted(s["title"] for s in json.loads(r.stdout)["sources"])
+        assert titles == ["a.md", "caf\\xe9.txt"]
+    finally:  # the CLI started a background engine for this store: stop it
+        from ipc.remote import connect
+
+        remote = connect()
+        if remote is not None:
+            remote.shutdown()
+            remote.close()
 
 
 def test_docx_zip_bomb_is_refused_before_inflating(engine: ContextEngine, tmp_path: Path,
