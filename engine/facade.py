@@ -426,6 +426,7 @@ class ContextEngine:
             "vector_backend": rt.cfg.store.vector_backend, "vector_store_ok": vector_ok,
             "model": rt.embedder.name, "dim": rt.embedder.dim,
             "model_loaded": getattr(rt.embedder, "loaded", True),
+            "model_backend": getattr(rt.embedder, "backend", None),
             "jobs_active": self._jobs.busy(), "ingestion_paused": self._jobs.paused,
             "store_bytes": _dir_size(rt.root), "alerts": rt.metrics.snapshot()["alerts"],
         }

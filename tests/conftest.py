@@ -63,6 +63,15 @@ def minilm() -> object:
     return make_embedder(EmbeddingConfig(model="minilm"))
 
 
+@pytest.fixture(scope="session")
+def minilm_torch() -> object:
+    """MiniLM on sentence-transformers (torch), whatever ``minilm`` resolves to."""
+    from engine.config import EmbeddingConfig
+    from engine.embedding.factory import make_embedder
+
+    return make_embedder(EmbeddingConfig(model="minilm", backend="torch"))
+
+
 @pytest.fixture
 def real_engine(data_dir: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
                 ) -> Iterator[object]:

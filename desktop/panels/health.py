@@ -163,7 +163,9 @@ class HealthPanel(QWidget):
         f["Vectors"].setText(fmt_int(status.get("vectors")))
         f["Model"].setText(str(status.get("model", "—")))
         f["Dimensions"].setText(fmt_int(status.get("dim")))
-        f["Model loaded"].setText("yes" if status.get("model_loaded") else "loading…")
+        runtime = status.get("model_backend")
+        f["Model loaded"].setText(f"yes ({runtime})" if status.get("model_loaded") and runtime
+                                  else "yes" if status.get("model_loaded") else "loading…")
         backend = str(status.get("vector_backend", "—"))
         f["Vector backend"].setText(backend)
         f["Vector store"].setText("available" if status.get("vector_store_ok")

@@ -28,7 +28,11 @@ class EmbeddingConfig:
     batch_size: int = 64
     device: str = "auto"  # auto | cpu | cuda | mps (torch); onnx runs on the CPU
     query_cache_size: int = 1024
-    threads: int = 0  # intra-op threads for batches; 0 = the runtime's default
+    threads: int = 0  # threads for batches; 0 = one per core
+    # Padded tokens (texts x longest) per model run. 1024 = four chunks of 256 word pieces:
+    # 1 MB of prose peaks at <= 400 MB RSS with it, and runs no slower than batches of 64
+    # (python -m bench.ingest_mem --cases prose_1mb; python -m bench.embed_bench --batch-tokens).
+    max_batch_tokens: int = 1024
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= 4096:
@@ -37,5 +41,7 @@ class EmbeddingConfig:
             raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
         if self.backend not in ("auto", "torch", "onnx"):
             raise ConfigError("embedding.backend must be auto, torch or onnx")
+        if not 256 <= self.max_batch_tokens <= 1_000_000:
+            raise ConfigError("embedding.max_batch_tokens must be between 256 and 1000000")
         if self.query_cache_size < 0 or self.threads < 0:
             raise ConfigError("embedding.query_cache_size and threads must be >= 0")

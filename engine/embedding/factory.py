@@ -48,7 +48,8 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
             from engine.embedding.onnx import OnnxEmbedder
 
             assert export is not None
-            return OnnxEmbedder.open(export, batch_size=cfg.batch_size, threads=cfg.threads)
+            return OnnxEmbedder.open(export, batch_size=cfg.batch_size, threads=cfg.threads,
+                                    max_batch_tokens=cfg.max_batch_tokens)
     elif cfg.backend == "onnx":
         raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
                           key="embedding.backend")
@@ -61,13 +62,14 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
     if model in MINILM_NAMES:
         return _torch_or_explain(lambda: SentenceTransformerEmbedder(
             minilm_path(), name="all-MiniLM-L6-v2", expected_sha256=MINILM_SHA256,
-            device=cfg.device, batch_size=cfg.batch_size, threads=cfg.threads))
+            device=cfg.device, batch_size=cfg.batch_size, threads=cfg.threads,
+        max_batch_tokens=cfg.max_batch_tokens))
     path = Path(model).expanduser()
     if not path.is_dir():
         raise ConfigError("embedding.model must be 'minilm', 'fake' or a local model folder")
     return _torch_or_explain(lambda: SentenceTransformerEmbedder(
         path.resolve(), name=f"local:{path.name}", expected_sha256=None, device=cfg.device,
-        batch_size=cfg.batch_size, threads=cfg.threads))
+        batch_size=cfg.batch_size, threads=cfg.threads, max_batch_tokens=cfg.max_batch_tokens))
 
 
 def _torch_or_explain(load: Callable[[], Embedder]) -> Embedder:

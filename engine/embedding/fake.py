@@ -18,6 +18,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class FakeEmbedder:
+    backend = "fake"
+
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim
         self.name = f"fake-hash-{dim}"

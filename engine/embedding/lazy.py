@@ -45,6 +45,11 @@ class LazyEmbedder:
         return self._inner is not None
 
     @property
+    def backend(self) -> str | None:
+        """The runtime that embeds ("onnx", "torch", "fake"), once the model is loaded."""
+        return getattr(self._inner, "backend", None) if self._inner is not None else None
+
+    @property
     def inner(self) -> Embedder:
         return self.load()
 

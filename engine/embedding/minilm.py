@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.embedding.batching import token_batches
+from engine.embedding.heap import cap_heap_retention
 from engine.errors import ConfigError, IntegrityError
 
 log = logging.getLogger("ctx.embedding")
@@ -23,6 +25,7 @@ log = logging.getLogger("ctx.embedding")
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 SMALL_BATCH = 4
 SMALL_BATCH_THREADS = 1
+CHARS_PER_TOKEN = 4  # a rough word-piece length for English prose, for batch sizing only
 _verified: set[tuple[str, int, int]] = set()
 _lock = threading.Lock()
 
@@ -65,8 +68,11 @@ def _device(choice: str) -> str:
 
 
 class SentenceTransformerEmbedder:
+    backend = "torch"
+
     def __init__(self, model_dir: Path, *, name: str, expected_sha256: str | None,
-                 device: str = "auto", batch_size: int = 64, threads: int = 0) -> None:
+                 device: str = "auto", batch_size: int = 64, threads: int = 0,
+                 max_batch_tokens: int = 1024) -> None:
         if not (model_dir / "config.json").exists():
             raise ConfigError(f"not a sentence-transformers model folder: {model_dir}")
         if expected_sha256:
@@ -90,8 +96,12 @@ class SentenceTransformerEmbedder:
         self.dim = int(self._model.get_embedding_dimension()
                        if hasattr(self._model, "get_embedding_dimension")
                        else self._model.get_sentence_embedding_dimension())
+        self._max_len = int(getattr(self._model, "max_seq_length", 256) or 256)
         self.name = name
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        if self.device == "cpu":
+            cap_heap_retention()
         self._infer_lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -104,7 +114,18 @@ class SentenceTransformerEmbedder:
         with self._infer_lock:
             if self._torch.get_num_threads() != threads:
                 self._torch.set_num_threads(threads)
-            vecs = self._model.encode(list(texts), batch_size=self.batch_size,
-                                      convert_to_numpy=True, normalize_embeddings=True,
-                                      show_progress_bar=False)
+            if len(texts) <= SMALL_BATCH or self.device != "cpu":
+                return self._encode(list(texts), self.batch_size)
+            # On the CPU, batches bounded by padded tokens (see batching.py); lengths are
+            # estimated from characters so as not to tokenise twice.
+            out = np.empty((len(texts), self.dim), dtype=np.float32)
+            lengths = [min(self._max_len, len(t) // CHARS_PER_TOKEN + 2) for t in texts]
+            for idx in token_batches(lengths, max_texts=self.batch_size,
+                                     max_tokens=self.max_batch_tokens):
+                out[idx] = self._encode([texts[i] for i in idx], len(idx))
+            return out
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vecs = self._model.encode(texts, batch_size=batch_size, convert_to_numpy=True,
+                                  normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)

@@ -8,13 +8,15 @@ equal sentence-transformers' within 1e-5 cosine (checked at export and in
 tests), so they are recorded under the same model name and a store moves
 between a pip install (torch) and the app bundle (ONNX).
 
-Threads: a query (a few short texts) runs on one thread, in its own session;
-with more, its tail latency on a busy machine grows several-fold. Larger
-batches run in a second session with ``threads`` intra-op threads, made on
-first use (ingestion), with thread spinning off so that an idle pool does not
-burn the cores the rest of the app needs, and without onnxruntime's memory
-arena, which would keep the peak of the largest batch (a batch of 64 long
-chunks: RSS 1.2 GB with it, 0.3 GB without, about a fifth slower).
+One onnxruntime session holds the weights once (two sessions held them twice:
+about 100 MB more). It runs each call on one intra-op thread: a query (a few
+short texts) is fastest that way, and on a busy 2-core machine more threads
+multiply its tail latency. Larger inputs are cut into batches bounded by padded
+tokens (``batching.token_batches``) and run concurrently on ``threads`` worker
+threads, since a session serves concurrent runs and releases the GIL while it
+runs. Without onnxruntime's memory arena (it would keep the peak of the
+largest batch) and with glibc's heap kept from holding freed buffers
+(``heap.cap_heap_retention``), memory goes back after every batch.
 """
 
 from __future__ import annotations
@@ -22,23 +24,26 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.embedding.batching import token_batches
+from engine.embedding.heap import cap_heap_retention
 from engine.embedding.onnx_files import MODEL_NAME, ONNX_FILE, TOKENIZER_FILE, verify_export
 from engine.errors import ConfigError
 
-SMALL_BATCH = 4  # up to this many texts run on the one-thread query session
+SMALL_BATCH = 4  # up to this many texts run in the caller's thread, in one run
 
 
-def _session(path: Path, threads: int, *, arena: bool) -> Any:
+def _session(path: Path) -> Any:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.enable_cpu_mem_arena = arena
-    so.intra_op_num_threads = threads
+    so.enable_cpu_mem_arena = False
+    so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -51,7 +56,7 @@ class OnnxEmbedder:
     backend = "onnx"
 
     def __init__(self, folder: Path, *, dim: int, max_seq_length: int, batch_size: int = 64,
-                 threads: int = 0) -> None:
+                 threads: int = 0, max_batch_tokens: int = 1024) -> None:
         """Load the files in ``folder`` as they are; :meth:`open` checks them first."""
         try:
             import onnxruntime  # noqa: F401
@@ -60,53 +65,65 @@ class OnnxEmbedder:
             raise ConfigError("embedding.backend 'onnx' needs onnxruntime and tokenizers"
                               ) from exc
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        cap_heap_retention()
         self.name = MODEL_NAME
         self.dim = dim
         self.folder = folder
         self.batch_size = batch_size
-        self._batch_threads = threads or max(1, os.cpu_count() or 1)
+        self.max_batch_tokens = max_batch_tokens
+        self._workers = threads or max(1, os.cpu_count() or 1)
         self._tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self._tok.enable_truncation(max_length=max_seq_length)
-        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._query = _session(folder / ONNX_FILE, 1, arena=True)
-        self._inputs = {i.name for i in self._query.get_inputs()}
-        self._batch: Any = None
+        self._tok.no_padding()  # each batch is padded to its own longest text in _run
+        self._session = _session(folder / ONNX_FILE)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, folder: Path, *, batch_size: int = 64, threads: int = 0) -> OnnxEmbedder:
+    def open(cls, folder: Path, *, batch_size: int = 64, threads: int = 0,
+             max_batch_tokens: int = 1024) -> OnnxEmbedder:
         """The export in ``folder``, once it passes :func:`verify_export` (IntegrityError)."""
         man = verify_export(folder)
         return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
-                   batch_size=batch_size, threads=threads)
+                   batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens)
 
-    def _batch_session(self) -> Any:
-        if self._batch_threads == 1:
-            return self._query
+    def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
-            if self._batch is None:
-                self._batch = _session(self.folder / ONNX_FILE, self._batch_threads, arena=False)
-            return self._batch
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ctx-embed")
+            return self._pool
 
-    def _run(self, session: Any, texts: list[str]) -> np.ndarray:
-        enc = self._tok.encode_batch(texts)
-        feeds = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                 "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                 "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
-        out = session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+    def _run(self, encs: list[Any]) -> np.ndarray:
+        """One session run over tokenised texts, padded to the longest of them."""
+        width = max(len(e.ids) for e in encs)
+        ids = np.zeros((len(encs), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encs):
+            ids[row, :len(e.ids)] = e.ids
+            mask[row, :len(e.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        out = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
         return np.asarray(out, dtype=np.float32)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        clean = [str(t).strip() for t in texts]
-        if len(clean) <= SMALL_BATCH:
-            return self._run(self._query, clean)
-        session = self._batch_session()
+        encs = self._tok.encode_batch([str(t).strip() for t in texts])
+        if len(encs) <= SMALL_BATCH:
+            return self._run(encs)
         # Longest first, as sentence-transformers does, so that each batch pads little.
-        order = sorted(range(len(clean)), key=lambda i: -len(clean[i]))
-        out = np.empty((len(clean), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            out[idx] = self._run(session, [clean[i] for i in idx])
+        groups = token_batches([len(e.ids) for e in encs], max_texts=self.batch_size,
+                               max_tokens=self.max_batch_tokens)
+        out = np.empty((len(encs), self.dim), dtype=np.float32)
+        runs = self._executor().map(lambda idx: self._run([encs[i] for i in idx]), groups)
+        for idx, vecs in zip(groups, runs, strict=True):
+            out[idx] = vecs
         return out
+
+    def close(self) -> None:
+        """Stop the worker threads (they also end with the process)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)

@@ -40,6 +40,7 @@ from engine.embedding.onnx_files import (
     Manifest,
     sha256_file,
     user_export_dir,
+    verify_export,
 )
 from engine.errors import IntegrityError
 
@@ -190,13 +191,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help=f"target folder (default: {user_export_dir()})")
     p.add_argument("--model-dir", type=Path, default=None,
                    help="sentence-transformers folder (default: the shipped MiniLM)")
+    p.add_argument("--if-missing", action="store_true",
+                   help="keep an export already there when it passes its checks")
     args = p.parse_args(argv)
+    out = args.out or user_export_dir()
+    if args.if_missing and args.model_dir is None:
+        try:
+            man = verify_export(out)
+            sys.stdout.write(json.dumps({"out": str(out), "reused": True}) + "\n")
+            return 0
+        except IntegrityError:
+            pass  # absent or damaged: export afresh
     try:
-        man = export(args.out or user_export_dir(), args.model_dir)
+        man = export(out, args.model_dir)
     except IntegrityError as exc:
         sys.stderr.write(f"export failed: {exc}\n")
         return 1
-    out = args.out or user_export_dir()
     sys.stdout.write(json.dumps({"out": str(out), "onnx_sha256": man.onnx_sha256,
                                  "probe_min_cosine": man.probe_min_cosine,
                                  "bytes": (out / ONNX_FILE).stat().st_size}) + "\n")

@@ -45,9 +45,10 @@ def test_export_records_what_it_was_made_from(onnx_export_dir: Path) -> None:
     assert not list(onnx_export_dir.parent.glob(".*tmp*"))  # staging folder gone
 
 
-def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder, minilm: object) -> None:
+def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder,
+                                            minilm_torch: object) -> None:
     texts = list(PROBE_TEXTS) + EXTRA
-    ref = minilm.encode(texts)  # type: ignore[attr-defined]
+    ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
     batch = onnx_embedder.encode(texts)  # several batches of 8, longest first
     alone = np.stack([onnx_embedder.encode([t])[0] for t in texts])
     assert batch.shape == ref.shape == (len(texts), 384) and batch.dtype == np.float32
@@ -57,15 +58,28 @@ def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder, minilm
     assert onnx_embedder.encode([]).shape == (0, 384)
 
 
-def test_auto_picks_the_export_under_minilms_name(onnx_export_dir: Path, minilm: object) -> None:
+def test_token_bounded_concurrent_batches_give_the_same_vectors(onnx_export_dir: Path,
+                                                                minilm_torch: object) -> None:
+    texts = list(PROBE_TEXTS) + EXTRA + ["word " * 400]  # the last one is cut at 256 pieces
+    ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
+    emb = OnnxEmbedder.open(onnx_export_dir, batch_size=64, threads=3, max_batch_tokens=256)
+    try:
+        got = emb.encode(texts)
+    finally:
+        emb.close()
+    assert float((got * ref).sum(1).min()) >= 0.99999
+
+
+def test_auto_picks_the_export_under_minilms_name(onnx_export_dir: Path,
+                                                  minilm_torch: object) -> None:
     emb = make_embedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir)))
     assert isinstance(emb, OnnxEmbedder)
-    assert emb.name == minilm.name == "all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    assert emb.name == minilm_torch.name == "all-MiniLM-L6-v2"  # type: ignore[attr-defined]
     torch_emb = make_embedder(EmbeddingConfig(backend="torch", onnx_dir=str(onnx_export_dir)))
     assert not isinstance(torch_emb, OnnxEmbedder)
 
 
-def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm: object,
+def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm_torch: object,
                                               onnx_export_dir: Path) -> None:
     from engine.facade import ContextEngine
 
@@ -74,16 +88,18 @@ def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm: object,
     (docs / "retry.md").write_text("# Retry policy\n\nThe client retries three times with "
                                    "exponential backoff, then reports a timeout.\n")
     (docs / "tray.md").write_text("# Tray\n\nThe tray icon turns amber while ingesting.\n")
-    eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
+    eng = ContextEngine.open(data_dir, embedder=minilm_torch)  # type: ignore[arg-type]
     try:
         eng.wait(eng.ingest(paths=[str(docs)]))
         before = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
+        assert eng.status()["model_backend"] == "torch"
     finally:
         eng.close()
     eng = ContextEngine.open(data_dir, embedder=OnnxEmbedder.open(onnx_export_dir))
     try:
         after = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
         assert eng.status()["model"] == "all-MiniLM-L6-v2"
+        assert eng.status()["model_backend"] == "onnx"
     finally:
         eng.close()
     assert after == before
