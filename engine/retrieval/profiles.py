@@ -19,7 +19,9 @@ The features (all in [0, 1]; see ``rerank``):
   title, heading, path); ``distractor``: 1 when some window hit names them and
   this one does not (its weight is a penalty, so negative);
 - ``year``, ``date``: its time (or text) falls on the asked year/month or day;
-- ``intent``: it holds an answer of the asked kind (a date, a place, a count...).
+- ``intent``: it holds an answer of the asked kind (a date, a place, a count...);
+- ``sibling``: the best ``fused`` among the other window hits of its source (0 when
+  none), so that a source matched by several of its chunks ranks higher.
 
 Where the weights came from (``python -m bench.fit_rank``: coordinate ascent over
 a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
@@ -45,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
-            "distractor", "year", "date", "intent")
+            "distractor", "year", "date", "intent", "sibling")
 PROFILES = ("document", "conversation", "transcript")
 
 # Source kind -> profile. Code and pasted text are read like documents.

@@ -56,19 +56,24 @@ def limit_blas_threads(threads: int) -> None:
     threadpool_limits(threads, user_api="blas")
 
 
-def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False
-              ) -> RankResult:
+def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False,
+              timings: dict[str, float] | None = None) -> RankResult:
     """Rerank the fused window of ``res`` by each hit's kind profile (``all_features``:
-    every feature computed, for fitting the weights)."""
+    every feature computed, for fitting the weights). ``timings`` gets the time spent
+    reading the window's stored vectors (ms) as ``vectors``."""
     limit_blas_threads(cfg.search.blas_threads)
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
+    t = time.perf_counter()
     vectors = stored_vectors(rt, [rows[c] for c, _ in pool])
+    if timings is not None:
+        timings["vectors"] = (time.perf_counter() - t) * 1000
     sims = similarities(res, vectors)
     window = [RerankCandidate(id=cid, text=rerank_text(rows[cid]), fused=score,
                               time=rows[cid].time, meta=rerank_meta(rows[cid]),
                               similarity=sims.get(cid), keyword=res.keyword_scores.get(cid),
-                              profile=profile_of(rows[cid].source_kind, cfg.rerank))
+                              profile=profile_of(rows[cid].source_kind, cfg.rerank),
+                              group=rows[cid].source_id)
               for cid, score in pool]
     ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features)
     tail = res.fused[len(pool):]

@@ -50,10 +50,15 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
     return f.branch is None or row.meta.get("branch") == f.branch
 
 
-def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters
+def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
+                timings: dict[str, float] | None = None
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
-    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector)."""
+    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector).
+    ``timings`` gets the query embedding's share (ms) as ``embed``."""
+    t = time.perf_counter()
     vec = rt.embed_query(query)
+    if timings is not None:
+        timings["embed"] = (time.perf_counter() - t) * 1000
     fetch = depth if filters.empty else depth * 8
     try:
         found = rt.vectors.query(vec, fetch)
@@ -159,7 +164,7 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["keyword"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters)
+    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters, timings)
     timings["vector"] = (time.perf_counter() - t) * 1000
 
     use_recency = a.temporal_recent if recency is None else recency
