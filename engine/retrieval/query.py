@@ -199,7 +199,7 @@ def terms_of_words(words: set[str], stopwords: frozenset[str]) -> set[str]:
         if len(_TERM_TABLES) > 8:
             _TERM_TABLES.clear()
         table = _TERM_TABLES[stopwords] = {}
-    for w in words - table.keys():
+    for w in words.difference(table):  # a dict argument: O(len(words)) lookups in C
         table[w] = (stem(w) if w not in stopwords
                     and ((len(w) > 1 and w.isalpha()) or _is_content(w)) else "")
     out = set(map(table.__getitem__, words))
