@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import Config
+from engine.errors import VectorStoreUnavailable
 from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
@@ -65,7 +66,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
     t = time.perf_counter()
-    vectors = stored_vectors(rt, [rows[c] for c, _ in pool])
+    vectors = window_vectors(rt, res, [rows[c] for c, _ in pool])
     if timings is not None:
         timings["vectors"] = (time.perf_counter() - t) * 1000
     sims = similarities(res, vectors)
@@ -95,6 +96,25 @@ def similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int
             sims.update(zip(missing, (matrix @ np.asarray(q, dtype=np.float32)).tolist(),
                             strict=True))
     return sims
+
+
+def window_vectors(rt: Runtime, res: LaneResult, rows: Sequence[ChunkRow]
+                   ) -> dict[int, np.ndarray]:
+    """Stored vectors of the window's chunks: those the vector lane returned with its
+    hits, the rest read from the vector index (one call), and any it lacks from the
+    vault's embedding cache. At 100k chunks the index answers 50 ids in about half
+    the time the vault takes (random pages of the cache table; issue 12)."""
+    out = {r.id: res.vectors[r.id] for r in rows if r.id in res.vectors}
+    missing = [r for r in rows if r.id not in out]
+    if missing:
+        try:
+            out.update(rt.vectors.vectors([r.id for r in missing]))
+        except VectorStoreUnavailable:
+            pass
+        rest = [r for r in missing if r.id not in out]
+        if rest:
+            out.update(stored_vectors(rt, rest))
+    return out
 
 
 def stored_vectors(rt: Runtime, rows: Sequence[ChunkRow]) -> dict[int, np.ndarray]:

@@ -32,6 +32,7 @@ class LaneResult:
     timings: dict[str, float]
     keyword_scores: dict[int, float] = field(default_factory=dict)  # BM25, higher better
     query_vector: np.ndarray | None = None  # what the vector lane searched with
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)  # the vector lane's hits'
 
 
 def _matches(row: ChunkRow, f: Filters) -> bool:
@@ -51,17 +52,19 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
 
 
 def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
-                timings: dict[str, float] | None = None
+                timings: dict[str, float] | None = None,
+                vectors: dict[int, np.ndarray] | None = None,
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
     """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector).
-    ``timings`` gets the query embedding's share (ms) as ``embed``."""
+    ``timings`` gets the query embedding's share (ms) as ``embed``; ``vectors`` the
+    hits' stored vectors where the index returned them with the hits."""
     t = time.perf_counter()
     vec = rt.embed_query(query)
     if timings is not None:
         timings["embed"] = (time.perf_counter() - t) * 1000
     fetch = depth if filters.empty else depth * 8
     try:
-        found = rt.vectors.query(vec, fetch)
+        found = rt.vectors.query(vec, fetch, found=vectors)
     except VectorStoreUnavailable:
         rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
         return [], {}, vec
@@ -164,7 +167,8 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["keyword"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters, timings)
+    hit_vectors: dict[int, np.ndarray] = {}
+    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters, timings, hit_vectors)
     timings["vector"] = (time.perf_counter() - t) * 1000
 
     use_recency = a.temporal_recent if recency is None else recency
@@ -179,7 +183,7 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     rows.update(rt.vault.chunks([cid for cid, _, _ in fused if cid not in rows]))
     timings["fetch"] = (time.perf_counter() - t) * 1000
     fused = [f for f in fused if f[0] in rows]
-    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec)
+    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec, hit_vectors)
 
 
 def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:
