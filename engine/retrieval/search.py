@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -16,7 +17,7 @@ from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis, analyze_query, fts_query, lane_weights
 from engine.runtime import Runtime
-from engine.store.vault import ChunkRow, Filters
+from engine.store.vault import ChunkRow, Filters, Vault
 from engine.types import SearchHit
 
 
@@ -127,7 +128,7 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
     if len(words) > 1 and cfg.search.keyword_max_df < 1.0:
         n = rt.vault.chunk_count()
         if n >= cfg.search.keyword_prune_min_chunks:
-            df = rt.vault.doc_frequency(words)
+            df = _doc_frequency(rt.vault, words)
             limit = cfg.search.keyword_max_df * n
             rare = [w for w in words if df.get(w.lower(), 0) <= limit]
             if not rare:
@@ -135,6 +136,29 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
             if len(rare) < len(words):
                 a = dataclasses.replace(a, words=tuple(rare))
     return fts_query(a)
+
+
+# vault -> (its generation, word -> chunks holding it): looking a word up in the FTS
+# vocabulary reads its whole posting list (several ms for common words at 100k chunks),
+# so counts are kept until the next write that may change chunks.
+_DF_CACHE: weakref.WeakKeyDictionary[Vault, tuple[int, dict[str, int]]] = \
+    weakref.WeakKeyDictionary()
+_DF_CACHE_MAX = 100_000
+
+
+def _doc_frequency(vault: Vault, words: Iterable[str]) -> dict[str, int]:
+    gen = vault.generation
+    cached = _DF_CACHE.get(vault)
+    if cached is None or cached[0] != gen or len(cached[1]) > _DF_CACHE_MAX:
+        cached = (gen, {})
+        _DF_CACHE[vault] = cached
+    known = cached[1]
+    wanted = [w.lower() for w in words]
+    missing = [w for w in dict.fromkeys(wanted) if w not in known]
+    if missing:
+        found = vault.doc_frequency(missing)
+        known.update({w: found.get(w, 0) for w in missing})
+    return {w: known[w] for w in wanted}
 
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
