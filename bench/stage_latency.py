@@ -1,9 +1,12 @@
 """Where build_context's milliseconds go, stage by stage, on a store already built.
 
     python -m bench.stage_latency STORE [--queries 200] [--budget 1500] [--json FILE]
+                                  [--store-model minilm|fake] [--build N]
 
-STORE is a ctx data dir (e.g. the 100k-chunk store ``bench.store_bench`` grows,
-or a cached benchmark store). Queries are drawn from the store's own chunks
+STORE is a ctx data dir (a cached benchmark store, or one grown here: with
+``--build N`` and no store at STORE, the files of ``bench.store_bench``'s corpus
+are ingested until N chunks, with ``--store-model``'s embedder; about 17 minutes
+for 100k chunks with the fake one on the shared 2-core machine). Queries are drawn from the store's own chunks
 (3-8 consecutive words of a random chunk, fixed seed). The query-embedding
 cache is off: every call embeds its query with the real MiniLM (ONNX when an
 export exists), as a user pays. When the store's vectors were made by the fake
@@ -106,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=1500)
     ap.add_argument("--store-model", default="minilm", choices=("minilm", "fake"),
                     help="the embedder that made the store's vectors")
+    ap.add_argument("--build", type=int, help="grow a store of this many chunks at STORE first")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
@@ -119,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     model.encode(["warm up"])
     store_model = model if args.store_model == "minilm" else make_embedder(
         EmbeddingConfig(model=args.store_model))
+    if args.build and not Path(args.store).exists():
+        from bench.store_bench import ingest, pick_files
+
+        files, _ = pick_files(args.build)
+        with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
+            seconds, _ = ingest(eng, files)
+            print(f"built {args.store}: {eng.status()['chunks']} chunks in {seconds:.0f} s")
     with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
         chunks = eng.status()["chunks"]
         if store_model is not model:
