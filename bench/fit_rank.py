@@ -40,8 +40,9 @@ import numpy as np
 from bench import scifact_data as sd
 
 FIT_FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
-                "distractor", "year", "date", "intent")
-GRID = (-1.0, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0)
+                "distractor", "year", "date", "intent", "sibling")
+GRID = (-2.0, -1.0, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0,
+        8.0)
 OUT = Path(__file__).resolve().parent / "data" / "rank_fit.json"
 
 Query = list[tuple[str, int, dict[str, float]]]  # (group key, label, features) per candidate

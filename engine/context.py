@@ -65,9 +65,11 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     t = time.perf_counter()
     payload = pack(candidates, budget, pcfg, rt.counter, now=now, query=query)
     timings["pack"] = _ms(t)
+    t = time.perf_counter()
     used = _sources_used(rt, payload, known)
     if used:
         rt.vault.record_access(used, now)
+    timings["access"] = _ms(t)
     timings["total"] = _ms(t_start)
     rt.metrics.observe(BUILD_MS, timings["total"])
     recount = rt.counter.count(payload.context)
@@ -98,7 +100,7 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     or, for short chunks such as chat turns, their neighbours added as candidates."""
     t = time.perf_counter()
     rows = res.rows
-    result = rank_hits(rt, cfg, res)
+    result = rank_hits(rt, cfg, res, timings=timings)
     vectors = result.vectors
     ranked = result.ranked
     timings["rerank"] = _ms(t)

@@ -214,6 +214,8 @@ class _Packer:
             overhead += self.group_cost[section]
         if limit - self.used - overhead <= 0:
             return _NO_FIT
+        if p.view is None and self._too_long(p, limit - self.used - overhead):
+            return _NO_FIT  # too long even with a free header: skip working the header out
         self.pieces.prepare_head(p)
         if p.run not in self.open_runs:
             overhead += p.run_cost

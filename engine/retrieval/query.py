@@ -188,9 +188,28 @@ def content_terms(text: str, stopwords: frozenset[str]) -> set[str]:
 
 
 def terms_of_words(words: set[str], stopwords: frozenset[str]) -> set[str]:
-    """Stemmed content terms of an already tokenized set of lowercase words."""
-    return {stem(w) for w in words - stopwords
-            if (len(w) > 1 and w.isalpha()) or _is_content(w)}
+    """Stemmed content terms of an already tokenized set of lowercase words.
+
+    Each word's term ("" for a stopword or a word that is no content) is kept in a
+    table per stopword list, so that scanning a candidate is set and map operations
+    in C: the rerank scans a hundred candidates of some hundred words per query.
+    """
+    table = _TERM_TABLES.get(stopwords)
+    if table is None or len(table) > _TERM_TABLE_MAX:
+        if len(_TERM_TABLES) > 8:
+            _TERM_TABLES.clear()
+        table = _TERM_TABLES[stopwords] = {}
+    for w in words.difference(table):  # a dict argument: O(len(words)) lookups in C
+        table[w] = (stem(w) if w not in stopwords
+                    and ((len(w) > 1 and w.isalpha()) or _is_content(w)) else "")
+    out = set(map(table.__getitem__, words))
+    out.discard("")
+    return out
+
+
+# stopword list -> word -> its term ("" when none); bounded, rebuilt when full
+_TERM_TABLES: dict[frozenset[str], dict[str, str]] = {}
+_TERM_TABLE_MAX = 500_000
 
 
 def _is_content(word: str) -> bool:

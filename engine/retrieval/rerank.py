@@ -168,6 +168,7 @@ class RerankCandidate:
     similarity: float | None = None
     keyword: float | None = None
     profile: str | None = None  # its kind's feature weights; None: the default profile
+    group: Hashable | None = None  # its source: window hits of one group are siblings
 
 
 Ranked = tuple[Hashable, float, dict[str, float]]
@@ -225,6 +226,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
             feats["intent"] = (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
                                if intents else 0.0)
         rows.append(feats)
+    if "sibling" in wanted:
+        _add_siblings(head, rows)
     if "distractor" in wanted:
         named = entity_keys and any(r.get("entity", 0.0) > 0 for r in rows)
         for r in rows:
@@ -237,6 +240,24 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     out.extend((c.id, floor - 1e-6 * (j + 1), {"fused": norm(c.fused)})
                for j, c in enumerate(tail))
     return out
+
+
+def _add_siblings(head: Sequence[RerankCandidate], rows: list[dict[str, float]]) -> None:
+    """``sibling``: the best fused feature among the other window hits of the same
+    source (0 when it has none there), so that a source several of whose pieces
+    match ranks above one that matches once (a document's evidence split in chunks)."""
+    best: dict[Hashable, list[float]] = {}  # group -> its two best fused features
+    for cand, r in zip(head, rows, strict=True):
+        if cand.group is not None:
+            top = best.setdefault(cand.group, [0.0, 0.0])
+            f = r["fused"]
+            if f > top[0]:
+                top[0], top[1] = f, top[0]
+            elif f > top[1]:
+                top[1] = f
+    for cand, r in zip(head, rows, strict=True):
+        top = best.get(cand.group) if cand.group is not None else None
+        r["sibling"] = 0.0 if top is None else (top[1] if r["fused"] >= top[0] else top[0])
 
 
 def _score(f: Mapping[str, float], weights: Mapping[str, float]) -> float:
@@ -261,14 +282,14 @@ def _normalizer(values: list[float], how: str) -> Callable[[float], float]:
 class _Scan:
     """One candidate tokenized once: body text, its words, and terms incl. entity fields."""
 
-    __slots__ = ("day", "fields", "joined", "terms", "text", "words")
+    __slots__ = ("_joined", "_tokens", "day", "fields", "terms", "text", "words")
 
     def __init__(self, cand: RerankCandidate, cfg: RerankConfig) -> None:
         self.day = _utc_day(cand.time)
         self.text = cand.text[: cfg.scan_chars]
-        tokens = words_of(self.text)
+        tokens = self._tokens = words_of(self.text)
+        self._joined: str | None = None
         self.words = set(tokens)
-        self.joined = " " + " ".join(tokens) + " "
         self.terms = terms_of_words(self.words, cfg.stopwords)
         extra = [v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str)]
         self.fields = ""  # entity fields as a token-joined string, like ``joined``
@@ -276,6 +297,14 @@ class _Scan:
             field_tokens = words_of("\n".join(extra))
             self.fields = " " + " ".join(field_tokens) + " "
             self.terms |= terms_of_words(set(field_tokens), cfg.stopwords)
+
+    @property
+    def joined(self) -> str:
+        """The body's tokens joined by spaces, with a space at each end (phrase lookups;
+        built on first use: profiles without phrase features never need it)."""
+        if self._joined is None:
+            self._joined = " " + " ".join(self._tokens) + " "
+        return self._joined
 
 
 def _answers(intent: str, sc: _Scan, cfg: RerankConfig) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -16,7 +17,7 @@ from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis, analyze_query, fts_query, lane_weights
 from engine.runtime import Runtime
-from engine.store.vault import ChunkRow, Filters
+from engine.store.vault import ChunkRow, Filters, Vault
 from engine.types import SearchHit
 
 
@@ -32,6 +33,7 @@ class LaneResult:
     timings: dict[str, float]
     keyword_scores: dict[int, float] = field(default_factory=dict)  # BM25, higher better
     query_vector: np.ndarray | None = None  # what the vector lane searched with
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)  # the vector lane's hits'
 
 
 def _matches(row: ChunkRow, f: Filters) -> bool:
@@ -50,13 +52,20 @@ def _matches(row: ChunkRow, f: Filters) -> bool:
     return f.branch is None or row.meta.get("branch") == f.branch
 
 
-def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters
+def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
+                timings: dict[str, float] | None = None,
+                vectors: dict[int, np.ndarray] | None = None,
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
-    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector)."""
+    """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector).
+    ``timings`` gets the query embedding's share (ms) as ``embed``; ``vectors`` the
+    hits' stored vectors where the index returned them with the hits."""
+    t = time.perf_counter()
     vec = rt.embed_query(query)
+    if timings is not None:
+        timings["embed"] = (time.perf_counter() - t) * 1000
     fetch = depth if filters.empty else depth * 8
     try:
-        found = rt.vectors.query(vec, fetch)
+        found = rt.vectors.query(vec, fetch, found=vectors)
     except VectorStoreUnavailable:
         rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
         return [], {}, vec
@@ -119,7 +128,7 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
     if len(words) > 1 and cfg.search.keyword_max_df < 1.0:
         n = rt.vault.chunk_count()
         if n >= cfg.search.keyword_prune_min_chunks:
-            df = rt.vault.doc_frequency(words)
+            df = _doc_frequency(rt.vault, words)
             limit = cfg.search.keyword_max_df * n
             rare = [w for w in words if df.get(w.lower(), 0) <= limit]
             if not rare:
@@ -127,6 +136,29 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
             if len(rare) < len(words):
                 a = dataclasses.replace(a, words=tuple(rare))
     return fts_query(a)
+
+
+# vault -> (its generation, word -> chunks holding it): looking a word up in the FTS
+# vocabulary reads its whole posting list (several ms for common words at 100k chunks),
+# so counts are kept until the next write that may change chunks.
+_DF_CACHE: weakref.WeakKeyDictionary[Vault, tuple[int, dict[str, int]]] = \
+    weakref.WeakKeyDictionary()
+_DF_CACHE_MAX = 100_000
+
+
+def _doc_frequency(vault: Vault, words: Iterable[str]) -> dict[str, int]:
+    gen = vault.generation
+    cached = _DF_CACHE.get(vault)
+    if cached is None or cached[0] != gen or len(cached[1]) > _DF_CACHE_MAX:
+        cached = (gen, {})
+        _DF_CACHE[vault] = cached
+    known = cached[1]
+    wanted = [w.lower() for w in words]
+    missing = [w for w in dict.fromkeys(wanted) if w not in known]
+    if missing:
+        found = vault.doc_frequency(missing)
+        known.update({w: found.get(w, 0) for w in missing})
+    return {w: known[w] for w in wanted}
 
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
@@ -159,7 +191,8 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["keyword"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters)
+    hit_vectors: dict[int, np.ndarray] = {}
+    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters, timings, hit_vectors)
     timings["vector"] = (time.perf_counter() - t) * 1000
 
     use_recency = a.temporal_recent if recency is None else recency
@@ -174,7 +207,7 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     rows.update(rt.vault.chunks([cid for cid, _, _ in fused if cid not in rows]))
     timings["fetch"] = (time.perf_counter() - t) * 1000
     fused = [f for f in fused if f[0] in rows]
-    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec)
+    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec, hit_vectors)
 
 
 def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:

@@ -81,6 +81,12 @@ class ExactIndex:
             self._n = left
             self._row = {int(c): i for i, c in enumerate(self._ids[:left])}
 
+    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The (unit) vectors of those of ``ids`` held here, copied."""
+        with self._lock:
+            rows = {int(c): self._row[int(c)] for c in ids if int(c) in self._row}
+            return {c: self._mat[r].copy() for c, r in rows.items()}
+
     def ids(self) -> list[int]:
         with self._lock:
             return sorted(int(i) for i in self._ids[:self._n])

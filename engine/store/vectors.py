@@ -57,8 +57,15 @@ class VectorStore:
     def delete(self, ids: Sequence[int]) -> None:
         raise NotImplementedError
 
-    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
+              ) -> list[tuple[int, float]]:
+        """Nearest chunks: (chunk id, cosine), best first. ``found``, when given, also
+        gets the hits' vectors (model space) where the index read them anyway."""
         raise NotImplementedError
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """Model-space vectors of those of ``ids`` the index holds ({} if it cannot say)."""
+        return {}
 
     def count(self) -> int:
         raise NotImplementedError
@@ -139,6 +146,10 @@ class ChromaVectors(VectorStore):
         self._exact: ExactIndex | None = None
         self._exact_state = "unknown"  # unknown | exact | hnsw
         self._exact_lock = threading.Lock()
+        # The collection's size as last counted, dropped by every write: Chroma counts
+        # by scanning (about 40 ms at 100k vectors), and a query needs it only to bound
+        # n_results.
+        self._size: int | None = None
         self._hnsw_cfg = {"hnsw": {"space": "cosine", "ef_search": cfg.hnsw_ef_search}}
         self._client: Any = None
         name = collection_name(key_id)
@@ -222,9 +233,11 @@ class ChromaVectors(VectorStore):
         chunk_ids = [int(ids[i]) for i in order]
         rotated = self.rotation.apply(np.asarray(vectors)[order])
         keyed = self._keyed.encode(chunk_ids)
+        self._size = None
         for i in range(0, len(keyed), 2000):
             self._call("add", self._col.upsert, ids=keyed[i:i + 2000],
                        embeddings=rotated[i:i + 2000])
+        self._size = None
         with self._exact_lock:
             if self._exact is not None:
                 self._exact.add(chunk_ids, rotated)
@@ -240,8 +253,10 @@ class ChromaVectors(VectorStore):
         if not ids:
             return
         keyed = self._keyed.encode(ids)
+        self._size = None
         for i in range(0, len(keyed), 2000):
             self._call("delete", self._col.delete, ids=keyed[i:i + 2000])
+        self._size = None
         with self._exact_lock:
             if self._exact is not None:
                 self._exact.delete(ids)
@@ -250,6 +265,7 @@ class ChromaVectors(VectorStore):
         with self._exact_lock:
             self._exact, self._exact_state = None, "unknown"
         while True:
+            self._size = None
             got = self._call("get", self._col.get, limit=5000, include=[])
             if not got["ids"]:
                 return
@@ -283,15 +299,22 @@ class ChromaVectors(VectorStore):
                     self._exact_state = "hnsw"
             return self._exact
 
-    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Nearest chunks to ``vector`` (model space): (chunk id, cosine), best first."""
+    def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
+              ) -> list[tuple[int, float]]:
+        """Nearest chunks to ``vector`` (model space): (chunk id, cosine), best first;
+        with ``found``, the hits' vectors too (Chroma returns them with the hits)."""
         if k <= 0:
             return []
         q = self.rotation.apply(np.asarray(vector, dtype=np.float32).reshape(1, -1))
         exact = self._exact_index()
         if exact is not None:
-            return exact.query(q[0], k)
-        n = self.count()
+            hits = exact.query(q[0], k)
+            if found is not None:
+                found.update(self._unrotate(exact.vectors([c for c, _ in hits])))
+            return hits
+        n = self._size
+        if n is None:
+            n = self._size = self.count()
         if n == 0:
             return []
         res = self._call("query", self._col.query, query_embeddings=q, n_results=min(k, n),
@@ -303,7 +326,32 @@ class ChromaVectors(VectorStore):
             return []
         index = ExactIndex(self.rotation.dim)  # exact re-scoring, ties by chunk id
         index.add([cids[j] for j in keep], emb[keep])  # type: ignore[misc]
-        return index.query(q[0], k)
+        hits = index.query(q[0], k)
+        if found is not None:
+            found.update(self._unrotate(index.vectors([c for c, _ in hits])))
+        return hits
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of ``ids`` (model space): from the in-memory exact index
+        below ``store.exact_search_max``, else read from Chroma."""
+        if not ids:
+            return {}
+        exact = self._exact_index()
+        if exact is not None:
+            return self._unrotate(exact.vectors(ids))
+        got = self._call("get", self._col.get, ids=self._keyed.encode(ids),
+                         include=["embeddings"])
+        cids = self._keyed.decode(got["ids"])
+        emb = got["embeddings"]
+        return self._unrotate({c: np.asarray(emb[j], dtype=np.float32)
+                               for j, c in enumerate(cids) if c is not None})
+
+    def _unrotate(self, rotated: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        if not rotated:
+            return {}
+        ids = list(rotated)
+        back = self.rotation.invert(np.stack([rotated[c] for c in ids]))
+        return dict(zip(ids, back, strict=True))
 
     def count(self) -> int:
         return int(self._call("count", self._col.count))
@@ -347,7 +395,8 @@ class OfflineVectors(VectorStore):
     def delete(self, ids: Sequence[int]) -> None:
         raise self._down()
 
-    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
+              ) -> list[tuple[int, float]]:
         raise self._down()
 
     def count(self) -> int:
@@ -377,8 +426,15 @@ class MemoryVectors(VectorStore):
     def delete(self, ids: Sequence[int]) -> None:
         self._index.delete(ids)
 
-    def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        return self._index.query(vector, k)
+    def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
+              ) -> list[tuple[int, float]]:
+        hits = self._index.query(vector, k)
+        if found is not None:
+            found.update(self._index.vectors([c for c, _ in hits]))
+        return hits
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        return self._index.vectors(ids)
 
     def count(self) -> int:
         return len(self._index)

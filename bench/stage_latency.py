@@ -1,0 +1,162 @@
+"""Where build_context's milliseconds go, stage by stage, on a store already built.
+
+    python -m bench.stage_latency STORE [--queries 200] [--budget 1500] [--json FILE]
+                                  [--store-model minilm|fake] [--build N]
+
+STORE is a ctx data dir (a cached benchmark store, or one grown here: with
+``--build N`` and no store at STORE, the files of ``bench.store_bench``'s corpus
+are ingested until N chunks, with ``--store-model``'s embedder; about 17 minutes
+for 100k chunks with the fake one on the shared 2-core machine). Queries are drawn from the store's own chunks
+(3-8 consecutive words of a random chunk, fixed seed). The query-embedding
+cache is off: every call embeds its query with the real MiniLM (ONNX when an
+export exists), as a user pays. When the store's vectors were made by the fake
+embedder (a store grown for size only), MiniLM embeds the queries under the
+store's model name, so the lanes run on an index of the right size; which
+vectors come back differs, the work per call does not.
+
+Printed: median and p95 per stage of build_context (its own timings: embed,
+vector, keyword, fetch, vectors (stored vectors read for the rerank window),
+rerank (including vectors), dedupe, expand, pack, access), the wall time of the
+whole call, and the keyword lane on its own (the FTS query the lane runs),
+beside the DESIGN.md budgets, with the machine's load average before and after.
+The CPU rows are the process's CPU time per call: on a machine shared with other
+work, wall times wait for a core and the CPU time is what a quiet machine would
+come near (the query embedder's threads count in it too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.stats import summary, table
+
+BUDGETS_MS = {"build_context (wall)": 50.0, "build_context (CPU)": 50.0, "keyword lane": 10.0,
+              "keyword lane (CPU)": 10.0, "vector lane": 5.0, "pack": 5.0}
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def draw_queries(eng: Any, n: int, seed: int = 7) -> list[str]:
+    """``n`` queries of 3-8 consecutive words from random chunks of the store."""
+    rows = eng.rt.vault.query("SELECT id FROM chunks ORDER BY id", [])
+    ids = [r[0] for r in rows]
+    rng = random.Random(seed)
+    words = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
+    out: list[str] = []
+    while len(out) < n and ids:
+        row = eng.rt.vault.chunks([rng.choice(ids)])
+        found = words.findall(next(iter(row.values())).text) if row else []
+        if len(found) >= 6:
+            start = rng.randrange(0, max(1, len(found) - 6))
+            out.append(" ".join(found[start:start + rng.randint(3, 8)]))
+    return out
+
+
+class QueryModel:
+    """MiniLM under the store's model name (see the module docstring)."""
+
+    def __init__(self, name: str, dim: int, model: Any) -> None:
+        self.name, self.dim, self._model = name, dim, model
+
+    def encode(self, texts: list[str]) -> Any:
+        return self._model.encode(texts)
+
+
+def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, float]]:
+    from engine.retrieval.query import analyze_query
+    from engine.retrieval.search import keyword_match
+    from engine.store.vault import Filters
+
+    rt = eng.rt
+    stages: dict[str, list[float]] = {}
+    for q in queries[:5]:  # warm the model and the store's caches
+        eng.build_context(q, budget=budget)
+    for q in queries:
+        rt._qcache.clear()
+        cpu = time.process_time()
+        t = time.perf_counter()
+        payload = eng.build_context(q, budget=budget)
+        wall = (time.perf_counter() - t) * 1000
+        stages.setdefault("build_context (CPU)", []).append((time.process_time() - cpu) * 1000)
+        for name, ms in payload.timings.items():
+            stages.setdefault(name, []).append(ms)
+        stages.setdefault("vector lane", []).append(
+            payload.timings.get("vector", 0.0) - payload.timings.get("embed", 0.0))
+        stages.setdefault("build_context (wall)", []).append(wall)
+    for q in queries:
+        cpu = time.process_time()
+        t = time.perf_counter()
+        rt.vault.keyword(keyword_match(rt, analyze_query(q, rt.cfg.query), rt.cfg), 50, Filters())
+        stages.setdefault("keyword lane", []).append((time.perf_counter() - t) * 1000)
+        stages.setdefault("keyword lane (CPU)", []).append((time.process_time() - cpu) * 1000)
+    return {k: summary(v) for k, v in stages.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("store")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--budget", type=int, default=1500)
+    ap.add_argument("--store-model", default="minilm", choices=("minilm", "fake"),
+                    help="the embedder that made the store's vectors")
+    ap.add_argument("--build", type=int, help="grow a store of this many chunks at STORE first")
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
+    os.environ["CTX__EMBEDDING__QUERY_CACHE_SIZE"] = "0"
+    from engine.config import EmbeddingConfig
+    from engine.embedding.factory import make_embedder
+    from engine.facade import ContextEngine
+
+    before = load()
+    model = make_embedder(EmbeddingConfig(model="minilm"))
+    model.encode(["warm up"])
+    store_model = model if args.store_model == "minilm" else make_embedder(
+        EmbeddingConfig(model=args.store_model))
+    if args.build and not Path(args.store).exists():
+        from bench.store_bench import ingest, pick_files
+
+        files, _ = pick_files(args.build)
+        with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
+            seconds, _ = ingest(eng, files)
+            print(f"built {args.store}: {eng.status()['chunks']} chunks in {seconds:.0f} s")
+    with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
+        chunks = eng.status()["chunks"]
+        if store_model is not model:
+            eng.rt.embedder = QueryModel(store_model.name, store_model.dim, model)
+        queries = draw_queries(eng, args.queries)
+        result = measure(eng, queries, args.budget)
+    order = ["embed", "vector lane", "vector", "keyword", "analysis", "fetch", "vectors",
+             "rerank", "dedupe", "expand", "live", "pack", "access", "total",
+             "build_context (wall)", "build_context (CPU)", "keyword lane",
+             "keyword lane (CPU)"]
+    names = [n for n in order if n in result] + sorted(set(result) - set(order))
+    rows = []
+    for name in names:
+        s = result[name]
+        target = BUDGETS_MS.get(name)
+        rows.append([name, s["n"], s["p50"], s["p95"], f"{target:.0f}" if target else "-",
+                     f"{s['p95'] / target:.2f}x" if target else "-"])
+    print(f"\nbuild_context stages, {chunks} chunks, budget {args.budget}, query cache off, "
+          f"query model {type(model).__name__}")
+    print(table(["stage", "calls", "p50 ms", "p95 ms", "budget p95 ms", "p95 / budget"], rows))
+    print(f"load average before {before}, after {load()} ({os.cpu_count()} cores)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"chunks": chunks, "stages": result,
+                                               "load_before": before, "load_after": load()},
+                                              indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
