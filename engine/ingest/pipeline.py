@@ -147,7 +147,7 @@ class Writer:
                 first[k] = i
         fresh: dict[str, np.ndarray] = {}
         if first:
-            todo = list(first.items())
+            todo = self._by_length(texts, list(first.items()))
             self._load_model(check)
             start = 0
             while start < len(todo):
@@ -167,6 +167,18 @@ class Writer:
         for i, k in enumerate(keys):
             out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)
         return out
+
+    def _by_length(self, texts: Sequence[str], todo: list[tuple[str, int]]
+                   ) -> list[tuple[str, int]]:
+        """``todo`` (cache key, index into ``texts``) longest text first.
+
+        The model pads the texts of a step to the longest one, so steps of texts
+        of like length compute little padding: on the shared transcripts, steps of
+        8 chunks in file order computed 46% more word pieces than the texts hold,
+        steps sorted by cl100k length 11% (bench/recall_bench.py, --compare).
+        """
+        sizes = {i: self.counter.count(texts[i]) for _, i in todo}
+        return sorted(todo, key=lambda item: -sizes[item[1]])
 
     def _pace(self, n: int, seconds: float) -> None:
         """Size the next embedding step to take about STEP_SECONDS at the pace just seen."""
