@@ -10,8 +10,8 @@
    pieces (what its steps computed, padding included, vs the texts' own) are
    counted from the texts each model call got, after the timed pass.
    ``--compare`` also runs the cold pass as indexing was before issue 11
-   ("before": the model's steps take the texts in file order), in turns with
-   the current one ("after"), ``--rounds`` times each, so that
+   ("before": the model's steps take the texts in file order, tool chunks
+   are embedded whole), in turns with the current one ("after"), ``--rounds`` times each, so that
    both see the same machine load; the table ends with after/before ratios.
 2. Replicated pass: the same files copied, with fresh session ids, until there
    are ``--sessions`` sessions, then indexed. Copies repeat texts, so the
@@ -87,15 +87,18 @@ def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
 @contextlib.contextmanager
 def before_issue_11() -> Iterator[None]:
     """Indexing as it was before issue 11: the model's steps take the texts in file
-    order (each step padded to its longest text)."""
+    order (each step padded to its longest text), and tool chunks are embedded whole."""
     from engine.ingest.pipeline import Writer
+    from engine.recall import embedview
 
-    by_length = Writer._by_length
+    by_length, chars = Writer._by_length, embedview.TOOL_EMBED_CHARS
     Writer._by_length = lambda self, texts, todo: todo  # type: ignore[method-assign]
+    embedview.TOOL_EMBED_CHARS = None
     try:
         yield
     finally:
         Writer._by_length = by_length  # type: ignore[method-assign]
+        embedview.TOOL_EMBED_CHARS = chars
 
 
 def sessions_of(stats: dict[str, Any]) -> int:

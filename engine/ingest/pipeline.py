@@ -22,6 +22,7 @@ from engine.config import Config
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
 from engine.ingest.chunking import chunk_document
+from engine.recall.embedview import embed_view
 from engine.store import aliases
 from engine.store import sources as src
 from engine.store.vault import Vault
@@ -48,9 +49,10 @@ def content_hash(text: str) -> str:
 
 
 def embed_text(title: str, heading: str, kind: str, text: str) -> str:
-    """What the model sees for a chunk: its title and heading path give it context."""
+    """What the model sees for a chunk: its title and heading path give it context
+    (a transcript chunk needs none; of a tool call, see ``engine.recall.embedview``)."""
     if kind in ("turn", "turn_pair", "thinking", "tool"):
-        return text
+        return embed_view(kind, text)
     head = " > ".join(p for p in (title, heading) if p)
     return f"{head}\n{text}" if head else text
 
