@@ -1,25 +1,43 @@
 """Transcript indexing throughput and recall latency (issue: session-aware recall).
 
-    python -m bench.recall_bench [--sessions 1000] [--embedder minilm|fake] [--queries 100]
+    python -m bench.recall_bench [--sessions 100] [--embedder minilm|fake] [--queries 20]
+                                 [--compare] [--rounds 1]
 
 1. Cold pass: the shared Claude Code and Codex transcripts (every text new to
-   the model) are indexed into a fresh store: sessions and chunks per minute.
+   the model) are indexed into a fresh store. Printed: sessions, chunks, chunks
+   per session, seconds, sessions/min and the projected minutes for 1000 new
+   sessions of the same average size (the target: under 30). The model's word
+   pieces (what its steps computed, padding included, vs the texts' own) are
+   counted from the texts each model call got, after the timed pass.
+   ``--compare`` also runs the cold pass as indexing was before issue 11
+   ("before": the model's steps take the texts in file order, tool chunks
+   are embedded whole), in turns with the current one ("after"), ``--rounds`` times each, so that
+   both see the same machine load; the table ends with after/before ratios.
 2. Replicated pass: the same files copied, with fresh session ids, until there
    are ``--sessions`` sessions, then indexed. Copies repeat texts, so the
-   embedding cache serves them: this measures everything but the model, and
-   the table also projects the time for as many sessions of new text from (1).
+   embedding cache serves them: this is the cost of everything but the model,
+   per session, and so the model's share of the cold pass.
 3. A sync over the unchanged folders (no embedding) and recall query latency.
+
+The machine's load average is printed with every pass: compare figures of one
+run (ratios), not across runs on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from bench.stats import pct, table
 
@@ -28,6 +46,89 @@ SHARED = REPO.parent / "shared" / "data" / "transcripts"
 QUERIES = ["why did the tests fail", "how was the build configured", "which command failed",
            "what did we decide about the session format", "error reading the file",
            "add a new endpoint", "fix the failing lint", "update the documentation"]
+TARGET_MIN = 30.0  # the seed's target: 1000 sessions indexed in under 30 minutes
+MAX_WORDPIECES = 256  # MiniLM's max_seq_length: longer texts are cut by the model
+
+
+class Recording:
+    """The model, recording the texts of every call (to count word pieces afterwards)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self.inner.encode(texts)
+
+
+def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
+    """(word pieces of the texts, word pieces computed with each call padded to its
+    longest text), both cut at the model's maximum; None without MiniLM's tokenizer."""
+    try:
+        from tokenizers import Tokenizer
+
+        from engine.embedding.minilm import minilm_path
+
+        tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+    except Exception:  # noqa: BLE001 - the count is extra information
+        return None
+    tok.no_padding()
+    tok.no_truncation()
+    real = padded = 0
+    for texts in calls:
+        sizes = [min(MAX_WORDPIECES, len(e.ids))
+                 for e in tok.encode_batch([t.strip() for t in texts])]
+        real += sum(sizes)
+        padded += max(sizes) * len(sizes) if sizes else 0
+    return real, padded
+
+
+@contextlib.contextmanager
+def before_issue_11() -> Iterator[None]:
+    """Indexing as it was before issue 11: the model's steps take the texts in file
+    order (each step padded to its longest text), and tool chunks are embedded whole."""
+    from engine.ingest.pipeline import Writer
+    from engine.recall import embedview
+
+    by_length, chars = Writer._by_length, embedview.TOOL_EMBED_CHARS
+    Writer._by_length = lambda self, texts, todo: todo  # type: ignore[method-assign]
+    embedview.TOOL_EMBED_CHARS = None
+    try:
+        yield
+    finally:
+        Writer._by_length = by_length  # type: ignore[method-assign]
+        embedview.TOOL_EMBED_CHARS = chars
+
+
+def sessions_of(stats: dict[str, Any]) -> int:
+    return int(stats["full"]) + int(stats["appended"])
+
+
+def cold_pass(model: Any, work: Path, name: str) -> tuple[dict[str, Any], Any]:
+    """Index the shared transcripts into a fresh store: (figures, the open engine)."""
+    from engine.facade import ContextEngine
+
+    rec = Recording(model)
+    eng = ContextEngine.open(work / f"store-{name}", embedder=rec)
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    stats = eng.sync([str(SHARED)])
+    seconds = time.perf_counter() - t
+    n = sessions_of(stats)
+    rate = n / seconds * 60
+    return {"pass": name, "sessions": n, "chunks": stats["chunks"],
+            "per_session": stats["chunks"] / n, "embedded": stats["embedded"],
+            "wp": wordpieces(rec.calls), "seconds": seconds, "rate": rate,
+            "per_1000": 1000 / rate, "load": (load, os.getloadavg()[0])}, eng
+
+
+def cold_row(r: dict[str, Any]) -> list[Any]:
+    wp = r["wp"]
+    return [f"cold: shared transcripts ({r['pass']})", r["sessions"], r["chunks"],
+            r["per_session"], r["embedded"],
+            f"{wp[0]} / {wp[1]}" if wp else "-", r["seconds"], r["rate"], r["per_1000"],
+            f"{r['load'][0]:.1f}-{r['load'][1]:.1f}"]
 
 
 def replicate(src: Path, dst: Path, sessions: int) -> int:
@@ -59,9 +160,12 @@ def replicate(src: Path, dst: Path, sessions: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--sessions", type=int, default=100)
     ap.add_argument("--embedder", default="minilm")
-    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--compare", action="store_true",
+                    help="also run the cold pass as it was before issue 11, in turns")
+    ap.add_argument("--rounds", type=int, default=1, help="cold passes of each kind")
     args = ap.parse_args(argv)
     if not SHARED.exists():
         print(f"transcripts not found at {SHARED}", file=sys.stderr)
@@ -71,42 +175,67 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["CTX_EMBEDDER"] = args.embedder
     from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
-    from engine.facade import ContextEngine
 
     model = make_embedder(EmbeddingConfig(model=args.embedder))
+    model.encode(["warm up"] * 8)
     work = Path(tempfile.mkdtemp(prefix="ctx-recall-bench-"))
-    eng = ContextEngine.open(work / "store", embedder=model)
-    rows = []
-    t = time.perf_counter()
-    cold = eng.sync([str(SHARED)])
-    cold_s = time.perf_counter() - t
-    n_cold = cold["files"]
-    rows.append(["cold: shared transcripts", n_cold, cold["chunks"], cold["embedded"], cold_s,
-                 n_cold / cold_s * 60, cold["chunks"] / cold_s * 60])
+    print(f"\nIndexing ({args.embedder} embedder: {type(model).__name__}; "
+          f"target: 1000 sessions in under {TARGET_MIN:.0f} min; {os.cpu_count()} cores)",
+          flush=True)
+    headers = ["pass", "sessions", "chunks", "chunks/session", "embedded",
+               "word pieces (texts / computed)", "seconds", "sessions/min",
+               "min per 1000 sessions", "load avg"]
+    cold: list[dict[str, Any]] = []
+    eng = None
+    for _ in range(args.rounds):
+        for name in (("before", "after") if args.compare else ("after",)):
+            if eng is not None:
+                eng.close()
+            with before_issue_11() if name == "before" else contextlib.nullcontext():
+                r, eng = cold_pass(model, work, f"{name}{len(cold)}")
+            r["pass"] = name
+            cold.append(r)
+            print(f"  {r['pass']}: {r['seconds']:.1f} s, {r['rate']:.1f} sessions/min, "
+                  f"load {r['load'][0]:.1f}-{r['load'][1]:.1f}", flush=True)
+    assert eng is not None
+    rows = [cold_row(r) for r in cold]
+    after = [r for r in cold if r["pass"] == "after"]
+    before = [r for r in cold if r["pass"] == "before"]
+    n_cold = after[-1]["sessions"]
+    cold_s = statistics.median(r["seconds"] for r in after)
 
     copies = work / "copies"
     made = replicate(SHARED, copies, args.sessions)
+    load = os.getloadavg()[0]
     t = time.perf_counter()
     rep = eng.sync([str(copies)])
     rep_s = time.perf_counter() - t
-    rows.append([f"replicated to {made} sessions (cached texts)", made, rep["chunks"],
-                 rep["embedded"], rep_s, made / rep_s * 60, rep["chunks"] / rep_s * 60])
-    per_session_model = max(0.0, cold_s - rep_s / made * n_cold) / n_cold
-    projected = rep_s + per_session_model * made
-    rows.append([f"projected: {made} sessions of new text", made, rep["chunks"], "-",
-                 projected, made / projected * 60, rep["chunks"] / projected * 60])
+    rows.append([f"replicated to {made} sessions (cached texts: all but the model)",
+                 sessions_of(rep), rep["chunks"], rep["chunks"] / made, rep["embedded"], "-",
+                 rep_s, made / rep_s * 60, 1000 / (made / rep_s * 60),
+                 f"{load:.1f}-{os.getloadavg()[0]:.1f}"])
+    print(table(headers, rows))
+    rate = n_cold / cold_s * 60
+    model_share = max(0.0, cold_s - rep_s / made * n_cold) / cold_s
+    print(f"\nProjection (after, median of {len(after)}): {rate:.1f} sessions/min = "
+          f"{1000 / rate:.1f} min per 1000 new sessions of {after[-1]['per_session']:.0f} "
+          f"chunks each (target {TARGET_MIN:.0f} min: "
+          f"{'met' if 1000 / rate < TARGET_MIN else 'NOT met'}); the model is "
+          f"{model_share:.0%} of the cold pass")
+    if before:
+        b_s = statistics.median(r["seconds"] for r in before)
+        print(f"after/before (medians, same run): time x{cold_s / b_s:.2f}, "
+              f"sessions/min x{b_s / cold_s:.2f}")
 
+    load = os.getloadavg()[0]
     t = time.perf_counter()
     again = eng.sync([str(SHARED), str(copies)])
     idle_s = time.perf_counter() - t
-    rows.append(["sync of unchanged folders", again["files"], again["chunks"], again["embedded"],
-                 idle_s, "-", "-"])
-    print(f"\nIndexing ({args.embedder} embedder; target: 1000 sessions in under 30 min)")
-    print(table(["pass", "sessions", "chunks", "embedded", "seconds", "sessions/min",
-                 "chunks/min"], rows))
-    print(f"unchanged sync: {idle_s / max(1, again['files']) * 100 * 1000:.1f} ms per 100 files")
+    print(f"unchanged sync: {again['files']} files, {again['embedded']} embedded, "
+          f"{idle_s:.2f} s ({idle_s / max(1, again['files']) * 100 * 1000:.1f} ms per 100 "
+          f"files; load {load:.1f})")
 
-    lat = {"recall query": [], "recall --auto": []}
+    lat: dict[str, list[float]] = {"recall query": [], "recall --auto": []}
     for i in range(args.queries):
         q = QUERIES[i % len(QUERIES)]
         eng.rt._qcache.clear()
@@ -116,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         eng.recall(auto=True, project="spotter", budget=4000, task=q)
         lat["recall --auto"].append((time.perf_counter() - t) * 1000)
-    print(f"\nRecall latency ({eng.status()['chunks']} chunks)")
+    print(f"\nRecall latency ({eng.status()['chunks']} chunks; load {os.getloadavg()[0]:.1f})")
     print(table(["call", "n", "p50 ms", "p95 ms"],
                 [[k, len(v), pct(v, 50), pct(v, 95)] for k, v in lat.items()]))
     eng.close()

@@ -35,7 +35,7 @@ from bench import scifact_data as sd
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "transcripts"
 QUESTIONS = Path(__file__).resolve().parent / "data" / "transcript_questions.json"
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: tool chunks embedded by their result (engine/recall/embedview.py)
 _WS = re.compile(r"\s+")
 
 

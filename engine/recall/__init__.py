@@ -5,6 +5,7 @@ appended to it since the last sync) into normalized events
 (``claude.parse_claude``, ``codex.parse_codex``, ``model.detect_agent``), the
 privacy filter applied to those events (``privacy.apply_privacy``), the chunk
 extraction that turns events into ``turn_pair`` / ``thinking`` / ``code`` /
-``tool`` chunks with stable keys (``chunks.transcript_chunks``), and the
+``tool`` chunks with stable keys (``chunks.transcript_chunks``), what the
+embedding model reads of each (``embedview.embed_view``), and the
 incremental-sync decision (``syncplan.plan``). Nothing here touches the store.
 """
