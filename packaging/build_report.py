@@ -40,7 +40,7 @@ def apparent_bytes(path: Path) -> tuple[int, int]:
 def largest(internal: Path, n: int = 20) -> list[tuple[str, int]]:
     """The biggest entries of _internal (a folder counts as the sum of its files)."""
     sizes = [(p.name, apparent_bytes(p)[0] if p.is_dir() else p.stat().st_size)
-             for p in internal.iterdir()]
+             for p in internal.iterdir() if not p.is_symlink()]
     return sorted(sizes, key=lambda s: -s[1])[:n]
 
 

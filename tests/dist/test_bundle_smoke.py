@@ -73,6 +73,8 @@ def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
     assert about["onnx_export"].startswith(str(bundle.root))  # the model inside the bundle
     for left_out in ("torch", "grpc"):  # see packaging/ctx_platform.py EXCLUDES
         assert not (bundle.root / "_internal" / left_out).exists(), left_out
+    dangling = [p for p in bundle.root.rglob("*") if p.is_symlink() and not p.exists()]
+    assert not dangling, dangling  # links to a dropped library (packaging/ctx.spec)
 
     init = bundle.run("init")  # headless: no keychain here, the key from CTX_PASSPHRASE
     _ok(init)
