@@ -37,10 +37,24 @@ def apparent_bytes(path: Path) -> tuple[int, int]:
     return total, count
 
 
-def largest(internal: Path, n: int = 12) -> list[tuple[str, int]]:
+def largest(internal: Path, n: int = 20) -> list[tuple[str, int]]:
+    """The biggest entries of _internal (a folder counts as the sum of its files)."""
     sizes = [(p.name, apparent_bytes(p)[0] if p.is_dir() else p.stat().st_size)
-             for p in internal.iterdir()]
+             for p in internal.iterdir() if not p.is_symlink()]
     return sorted(sizes, key=lambda s: -s[1])[:n]
+
+
+def largest_files(internal: Path, n: int = 40) -> list[tuple[str, int]]:
+    """The biggest single files, by path inside _internal: where pruning could still help."""
+    files = [(p.relative_to(internal).as_posix(), p.stat().st_size)
+             for p in internal.rglob("*") if p.is_file() and not p.is_symlink()]
+    return sorted(files, key=lambda s: -s[1])[:n]
+
+
+def tarball(dist: Path, version: str, arch: str) -> Path | None:
+    """The Linux tarball, whatever it is compressed with (see scripts/build-dist.sh)."""
+    found = sorted(dist.glob(f"ctx-{version}-linux-{arch}.tar.*"))
+    return found[0] if found else None
 
 
 def main() -> int:
@@ -52,16 +66,18 @@ def main() -> int:
     args = p.parse_args()
     bundle = args.dist / "ctx"
     apparent, files = apparent_bytes(bundle)
-    tar = args.dist / f"ctx-{args.version}-linux-{args.arch}.tar.gz"
+    tar = tarball(args.dist, args.version, args.arch)
     deb = args.dist / f"ctx_{args.version}_{args.arch}.deb"
     export_info = Path("build/onnx-export.json")
     report = {
         "version": args.version, "arch": args.arch,
         "bundle_disk_bytes": disk_bytes(bundle), "bundle_apparent_bytes": apparent,
         "bundle_files": files,
-        "tar_gz_bytes": tar.stat().st_size if tar.exists() else None,
+        "tarball": tar.name if tar else None,
+        "tarball_bytes": tar.stat().st_size if tar else None,
         "deb_bytes": deb.stat().st_size if deb.exists() else None,
         "largest": largest(bundle / "_internal"),
+        "largest_files": largest_files(bundle / "_internal"),
         "seconds": {k: int(v) for k, v in (s.split("=", 1) for s in args.seconds)},
         "onnx_export": json.loads(export_info.read_text()) if export_info.exists() else None,
         "has_torch": (bundle / "_internal" / "torch").exists(),
@@ -74,12 +90,15 @@ def main() -> int:
              (f"| bundle on disk (du) | {d:.1f} | <= {BUDGET_DISK_MB} (moonshot "
              f"{MOONSHOT_DISK_MB}): {'ok' if d <= BUDGET_DISK_MB else 'OVER'} |"),
              f"| bundle apparent ({files} files) | {apparent / MB:.1f} | |"]
-    for name, size in (("tar.gz", report["tar_gz_bytes"]), (".deb (xz)", report["deb_bytes"])):
+    for name, size in ((report["tarball"], report["tarball_bytes"]),
+                       (".deb (xz)", report["deb_bytes"])):
         if size:
             ok = "ok" if size / MB <= BUDGET_COMPRESSED_MB else "OVER"
             lines.append(f"| {name} | {size / MB:.1f} | <= {BUDGET_COMPRESSED_MB}: {ok} |")
     lines += ["", "| largest in _internal | MB |", "|---|---|"]
     lines += [f"| {name} | {size / MB:.1f} |" for name, size in report["largest"]]
+    lines += ["", "| largest files | MB |", "|---|---|"]
+    lines += [f"| {name} | {size / MB:.1f} |" for name, size in report["largest_files"]]
     lines += ["", "| build step | seconds |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in report["seconds"].items()]
     lines += ["", f"torch in bundle: {report['has_torch']}; Qt in bundle: {report['has_qt']}"]

