@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine import paths as P
+from engine.blas import limit_blas_threads
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import Rotation
@@ -72,6 +73,7 @@ def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) ->
 
     if cfg.store.vector_backend == "memory":
         return MemoryVectors(dim, dead)
+    limit_blas_threads(cfg.search.blas_threads)  # before the rotation's QR (engine/blas.py)
     try:
         return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim),
                              KeyedIds(key), keys.key_id(key), dead)

@@ -35,7 +35,8 @@ from engine.embedding.heap import cap_heap_retention
 from engine.embedding.onnx_files import MODEL_NAME, ONNX_FILE, TOKENIZER_FILE, verify_export
 from engine.errors import ConfigError
 
-SMALL_BATCH = 4  # up to this many texts run in the caller's thread, in one run
+SMALL_BATCH = 4  # a query: up to this many texts of up to SMALL_TOKENS word pieces in all,
+SMALL_TOKENS = 256  # run in the caller's thread as one run; anything more is spread over workers
 
 
 def _session(path: Path) -> Any:
@@ -110,11 +111,16 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         encs = self._tok.encode_batch([str(t).strip() for t in texts])
-        if len(encs) <= SMALL_BATCH:
+        lengths = [len(e.ids) for e in encs]
+        if len(encs) <= SMALL_BATCH and sum(lengths) <= SMALL_TOKENS:
             return self._run(encs)
-        # Longest first, as sentence-transformers does, so that each batch pads little.
-        groups = token_batches([len(e.ids) for e in encs], max_texts=self.batch_size,
-                               max_tokens=self.max_batch_tokens)
+        # Longest first, as sentence-transformers does, so that each batch pads little; and
+        # at least one batch per worker, so that a handful of long texts uses every core.
+        per_worker = -(-sum(lengths) // self._workers)
+        budget = min(self.max_batch_tokens, max(SMALL_TOKENS, per_worker))
+        groups = token_batches(lengths, max_texts=self.batch_size, max_tokens=budget)
+        if len(groups) == 1:
+            return self._run(encs)
         out = np.empty((len(encs), self.dim), dtype=np.float32)
         runs = self._executor().map(lambda idx: self._run([encs[i] for i in idx]), groups)
         for idx, vecs in zip(groups, runs, strict=True):

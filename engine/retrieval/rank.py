@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.ingest.pipeline import cache_key, embed_text
@@ -36,25 +37,6 @@ class RankResult:
 
     ranked: list[Ranked]
     vectors: dict[int, np.ndarray]
-
-
-_blas_limited: list[int] = []
-
-
-def limit_blas_threads(threads: int) -> None:
-    """Cap numpy's BLAS threads once per process (``search.blas_threads``; 0: leave it).
-
-    The ranking's products are tiny; spread over threads that wait for a busy core they
-    cost a hundred times more than in one thread (see the config note).
-    """
-    if not threads or _blas_limited:
-        return
-    _blas_limited.append(threads)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; without it, BLAS keeps its threads
-        return
-    threadpool_limits(threads, user_api="blas")
 
 
 def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False,
