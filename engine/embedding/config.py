@@ -29,10 +29,13 @@ class EmbeddingConfig:
     device: str = "auto"  # auto | cpu | cuda | mps (torch); onnx runs on the CPU
     query_cache_size: int = 1024
     threads: int = 0  # threads for batches; 0 = one per core
-    # Padded tokens (texts x longest) per model run. 1024 = four chunks of 256 word pieces:
-    # 1 MB of prose peaks at <= 400 MB RSS with it, and runs no slower than batches of 64
-    # (python -m bench.ingest_mem --cases prose_1mb; python -m bench.embed_bench --batch-tokens).
-    max_batch_tokens: int = 1024
+    # Padded tokens (texts x longest) per model run. 256 = one chunk of 256 word pieces, or
+    # several short texts. On 2 cores (onnx, two runs at once), against 512 and 1024: 1 MB
+    # of prose peaks at 372 / 404 / 425 MB RSS and takes 54 / 60 / 80 s
+    # (python -m bench.ingest_mem --cases prose_1mb --backends onnx, with
+    # CTX__EMBEDDING__MAX_BATCH_TOKENS set); long texts embed at 26 / 24 / 21 per second
+    # (2026-11-22, load 1.5).
+    max_batch_tokens: int = 256
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= 4096:

@@ -72,7 +72,7 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model_dir: Path, *, name: str, expected_sha256: str | None,
                  device: str = "auto", batch_size: int = 64, threads: int = 0,
-                 max_batch_tokens: int = 1024) -> None:
+                 max_batch_tokens: int = 256) -> None:
         if not (model_dir / "config.json").exists():
             raise ConfigError(f"not a sentence-transformers model folder: {model_dir}")
         if expected_sha256:

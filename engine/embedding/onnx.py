@@ -57,7 +57,7 @@ class OnnxEmbedder:
     backend = "onnx"
 
     def __init__(self, folder: Path, *, dim: int, max_seq_length: int, batch_size: int = 64,
-                 threads: int = 0, max_batch_tokens: int = 1024) -> None:
+                 threads: int = 0, max_batch_tokens: int = 256) -> None:
         """Load the files in ``folder`` as they are; :meth:`open` checks them first."""
         try:
             import onnxruntime  # noqa: F401
@@ -83,7 +83,7 @@ class OnnxEmbedder:
 
     @classmethod
     def open(cls, folder: Path, *, batch_size: int = 64, threads: int = 0,
-             max_batch_tokens: int = 1024) -> OnnxEmbedder:
+             max_batch_tokens: int = 256) -> OnnxEmbedder:
         """The export in ``folder``, once it passes :func:`verify_export` (IntegrityError)."""
         man = verify_export(folder)
         return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
@@ -117,7 +117,7 @@ class OnnxEmbedder:
         # Longest first, as sentence-transformers does, so that each batch pads little; and
         # at least one batch per worker, so that a handful of long texts uses every core.
         per_worker = -(-sum(lengths) // self._workers)
-        budget = min(self.max_batch_tokens, max(SMALL_TOKENS, per_worker))
+        budget = min(self.max_batch_tokens, max(per_worker, max(lengths)))
         groups = token_batches(lengths, max_texts=self.batch_size, max_tokens=budget)
         if len(groups) == 1:
             return self._run(encs)

@@ -35,11 +35,11 @@ log = logging.getLogger("ctx.ingest")
 
 # Texts per call to the model, and so the distance between two cancellation points:
 # each step is sized from the pace of the last one to take about STEP_SECONDS, within
-# [EMBED_STEP_MIN, EMBED_STEP]. Small steps also bound the model's activations, which
-# grow with batch x sequence length squared. Measured on chunks of ~230 tokens (peak
-# RSS above the loaded model): torch +100 MB at 32 texts, +220 MB at 64; onnxruntime
-# +210 MB at 8, +330 MB at 16, +600 MB at 32, with no loss of speed at 8 on either.
-EMBED_STEP = 8
+# [EMBED_STEP_MIN, EMBED_STEP]. The model's working memory no longer grows with the
+# step: the embedders cut each call into batches bounded by padded tokens
+# (engine/embedding/batching.py). 32 lets short texts (transcript tool views) fill
+# both cores: 174 vs 93 texts/s at 8 on 2 cores (2026-11-22, onnx, bench.recall_bench).
+EMBED_STEP = 32
 EMBED_STEP_MIN = 4
 STEP_SECONDS = 0.5
 
