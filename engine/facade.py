@@ -95,6 +95,7 @@ class ContextEngine:
         vault = new_vault(root, key, cfg)
         try:
             emb = embedder if embedder is not None else LazyEmbedder(cfg.embedding)
+            self._own_embedder = embedder is None  # closed with the engine
             self._check_model(vault, emb)
             vectors = open_vectors(root, cfg, key, emb.dim, vault)
         except BaseException:
@@ -167,6 +168,10 @@ class ContextEngine:
             self.rt.vault.close()
             P.harden(self.data_dir)
             self._lock.release()
+            if self._own_embedder:
+                close = getattr(self.rt.embedder, "close", None)
+                if close is not None:
+                    close()
 
     def __enter__(self) -> Self:
         return self

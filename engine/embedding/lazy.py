@@ -64,3 +64,11 @@ class LazyEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.load().encode(texts)
+
+    def close(self) -> None:
+        """Let the loaded model go (its worker threads stop); a later encode loads it again."""
+        with self._lock:
+            inner, self._inner = self._inner, None
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()

@@ -25,7 +25,10 @@ log = logging.getLogger("ctx.embedding")
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 SMALL_BATCH = 4
 SMALL_BATCH_THREADS = 1
-CHARS_PER_TOKEN = 4  # a rough word-piece length for English prose, for batch sizing only
+# A rough word-piece length for English prose, for batch sizing only: CJK text or code
+# runs to more pieces per character, so their batches may hold up to ~4x the budget
+# (each text is still cut at 256 pieces).
+CHARS_PER_TOKEN = 4
 _verified: set[tuple[str, int, int]] = set()
 _lock = threading.Lock()
 

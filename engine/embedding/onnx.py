@@ -53,6 +53,14 @@ def _session(path: Path) -> Any:
     return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
 
+def _cores() -> int:
+    """Cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
 class OnnxEmbedder:
     backend = "onnx"
 
@@ -72,7 +80,7 @@ class OnnxEmbedder:
         self.folder = folder
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
-        self._workers = threads or max(1, os.cpu_count() or 1)
+        self._workers = threads or _cores()
         self._tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self._tok.enable_truncation(max_length=max_seq_length)
         self._tok.no_padding()  # each batch is padded to its own longest text in _run
@@ -121,6 +129,11 @@ class OnnxEmbedder:
         groups = token_batches(lengths, max_texts=self.batch_size, max_tokens=budget)
         if len(groups) == 1:
             return self._run(encs)
+        if self._workers == 1:
+            out = np.empty((len(encs), self.dim), dtype=np.float32)
+            for idx in groups:
+                out[idx] = self._run([encs[i] for i in idx])
+            return out
         out = np.empty((len(encs), self.dim), dtype=np.float32)
         runs = self._executor().map(lambda idx: self._run([encs[i] for i in idx]), groups)
         for idx, vecs in zip(groups, runs, strict=True):

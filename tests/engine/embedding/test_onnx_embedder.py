@@ -34,7 +34,9 @@ def onnx_export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def onnx_embedder(onnx_export_dir: Path) -> Iterator[OnnxEmbedder]:
-    yield OnnxEmbedder.open(onnx_export_dir, batch_size=8, threads=2)
+    emb = OnnxEmbedder.open(onnx_export_dir, batch_size=8, threads=2)
+    yield emb
+    emb.close()
 
 
 def test_export_records_what_it_was_made_from(onnx_export_dir: Path) -> None:
@@ -49,7 +51,7 @@ def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder,
                                             minilm_torch: object) -> None:
     texts = list(PROBE_TEXTS) + EXTRA
     ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
-    batch = onnx_embedder.encode(texts)  # several batches of 8, longest first
+    batch = onnx_embedder.encode(texts)  # token-bounded batches on 2 workers
     alone = np.stack([onnx_embedder.encode([t])[0] for t in texts])
     assert batch.shape == ref.shape == (len(texts), 384) and batch.dtype == np.float32
     assert float((batch * ref).sum(1).min()) >= 0.99999
