@@ -30,6 +30,8 @@ from typing import Any
 
 from bench.corpus import corpus_files
 from bench.stats import pct, table
+from tests.dist import xsession
+from tests.dist.xsession import icon_docked
 
 REPO = Path(__file__).resolve().parents[1]
 PASSPHRASE = "gui bench passphrase"
@@ -64,21 +66,7 @@ class Xvfb:
 
 
 def x_tree(env: dict[str, str]) -> str:
-    return subprocess.run(["xwininfo", "-root", "-tree"], env=env, capture_output=True,
-                          text=True, timeout=20, check=False).stdout
-
-
-def icon_docked(tree: str) -> bool:
-    lines = tree.splitlines()
-    for i, line in enumerate(lines):
-        if '("panel" "trayer")' in line:
-            indent = len(line) - len(line.lstrip())
-            for child in lines[i + 1:]:
-                if len(child) - len(child.lstrip()) <= indent:
-                    break
-                if '"ctx":' in child:
-                    return True
-    return False
+    return xsession.x_tree(env.get("DISPLAY"))
 
 
 def window_mapped(tree: str) -> bool:

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.dist.xsession import icon_docked, x_tree
+
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,26 +63,6 @@ class Display:
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(10)
-
-
-def x_tree(display: str) -> str:
-    return subprocess.run(["xwininfo", "-root", "-tree"], check=False,
-                          env={**os.environ, "DISPLAY": display},
-                          capture_output=True, text=True, timeout=20).stdout
-
-
-def icon_docked_in_trayer(tree: str) -> bool:
-    """True when a window named "ctx" is a child of trayer's panel window."""
-    lines = tree.splitlines()
-    for i, line in enumerate(lines):
-        if '("panel" "trayer")' in line:
-            indent = len(line) - len(line.lstrip())
-            for child in lines[i + 1:]:
-                if len(child) - len(child.lstrip()) <= indent:
-                    break
-                if '"ctx":' in child:
-                    return True
-    return False
 
 
 @pytest.fixture
@@ -144,13 +126,13 @@ def test_real_app_under_xvfb(with_tray: bool, env: dict[str, str], tmp_path: Pat
                                      "visible": True}
             assert ready["window"]["visible"] is False
             deadline = time.monotonic() + 30
-            while not icon_docked_in_trayer(x_tree(display.name)):
+            while not icon_docked(x_tree(display.name)):
                 assert time.monotonic() < deadline, "no ctx icon inside trayer's panel"
                 time.sleep(0.2)
         else:
             assert ready["tray"]["available"] is False and ready["tray"]["used"] is False
             assert ready["window"]["visible"] is True
-            assert not icon_docked_in_trayer(x_tree(display.name))
+            assert not icon_docked(x_tree(display.name))
         assert ready["ipc"]
 
         folder = tmp_path / "notes"

@@ -9,6 +9,27 @@ from types import TracebackType
 from typing import Self
 
 
+
+def x_tree(display: str | None = None) -> str:
+    """``xwininfo -root -tree`` of ``display`` (default: $DISPLAY)."""
+    env = dict(os.environ, DISPLAY=display) if display else dict(os.environ)
+    return subprocess.run(["xwininfo", "-root", "-tree"], check=False, env=env,
+                          capture_output=True, text=True, timeout=20).stdout
+
+
+def icon_docked(tree: str, name: str = "ctx") -> bool:
+    """True when a window named ``name`` is a child of trayer's panel in an X ``tree``."""
+    lines = tree.splitlines()
+    for i, line in enumerate(lines):
+        if '("panel" "trayer")' in line:
+            indent = len(line) - len(line.lstrip())
+            for child in lines[i + 1:]:
+                if len(child) - len(child.lstrip()) <= indent:
+                    break
+                if f'"{name}":' in child:
+                    return True
+    return False
+
 class XSession:
     """Xvfb on a free display (it picks one: -displayfd) with ``trayer`` as the tray host."""
 
@@ -50,22 +71,11 @@ class XSession:
         return proc
 
     def tree(self) -> str:
-        return subprocess.run(["xwininfo", "-root", "-tree"], check=False,
-                              env=dict(os.environ, DISPLAY=self.display),
-                              capture_output=True, text=True, timeout=20).stdout
+        return x_tree(self.display)
 
     def tray_has_icon(self, name: str = "ctx") -> bool:
         """True when a window named ``name`` is a child of trayer's panel (icon docked)."""
-        lines = self.tree().splitlines()
-        for i, line in enumerate(lines):
-            if '("panel" "trayer")' in line:
-                indent = len(line) - len(line.lstrip())
-                for child in lines[i + 1:]:
-                    if len(child) - len(child.lstrip()) <= indent:
-                        break
-                    if f'"{name}":' in child:
-                        return True
-        return False
+        return icon_docked(self.tree(), name)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
