@@ -79,7 +79,7 @@ def missing_tools() -> list[str]:
 
 
 def _run(*args: str) -> str:
-    proc = subprocess.run(args, capture_output=True, text=True)
+    proc = subprocess.run(args, check=False, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"icu_trim: {args[0]} failed ({proc.returncode}): "
                          f"{proc.stderr.strip()[-500:]}")
