@@ -376,3 +376,17 @@ def test_a_body_that_is_only_the_title_is_kept() -> None:
     title = "Release checklist"
     p = pack([mem("a", 0.9, title, title=title)], 500, PackingConfig(expand_top=0), COUNTER)
     assert p.context.count(title) == 2 and p.total_tokens == COUNTER.count(p.context)
+
+
+def test_a_turn_that_does_not_fit_whole_is_skipped_not_cut() -> None:
+    long_turn = dataclasses.replace(_turn(1, 0.9), text="Ann: " + prose(120, 1))
+    short = dataclasses.replace(_turn(2, 0.8), text="Bob: short reply.")
+    budget = 60
+    for cfg, cut in ((PackingConfig(expand_top=0), False),
+                     (PackingConfig(expand_top=0, whole_kinds=()), True)):
+        p = pack([long_turn, short], budget, cfg, COUNTER)
+        assert ("|cut" in p.items[0].why) is cut
+        if not cut:
+            assert [i.chunk_ids for i in p.items] == [short.chunk_ids]
+            assert "Ann:" not in p.context
+        assert p.total_tokens == COUNTER.count(p.context) <= budget
