@@ -84,24 +84,26 @@ class PackingConfig:
     neighbour_hits: int = 30
     neighbour_span: int = 3
     neighbour_after: float = 0.9
-    # 0.8 before; 0.9 chosen on LoCoMo dev with the speaker factors below (see there).
+    # neighbour_after/before and the three factors below: chosen on LoCoMo dev
+    # (conversations 0-4, 759 questions; test never used) by ``python -m bench.fit_pack
+    # --store-cache DIR`` (bench/data/pack_fit.json): it replays scoring and packing over
+    # each question's ranked turns and maximizes the mean evidence recall in the payload
+    # at 500/1000/2000 tokens. neighbour_before was 0.8 (seed value). Turns are weighed
+    # by who spoke them (engine.packing.turns): when the query names a speaker, a
+    # matching turn by another speaker scores speaker_other times its score, a
+    # neighbouring one speaker_other_neighbour times; a turn that asks ("?")
+    # question_turn times. `python -m bench.locomo --split dev`: ctx@500/1000/2000
+    # 0.786/0.851/0.895 -> 0.816/0.864/0.915, recall@10 unchanged (0.772). Fitted on
+    # conversations 0-2 alone, the factors moved 3-4 from 0.758/0.828/0.875 to
+    # 0.782/0.830/0.901 (replay).
     neighbour_before: float = 0.9
-    # Turns of neighbour_kinds are weighed by who spoke them (engine.packing.turns):
-    # when the query names a speaker, a matching turn by another speaker scores
-    # speaker_other times its score, a neighbouring one speaker_other_neighbour times;
-    # a turn that asks a question ("?") question_turn times. Chosen on LoCoMo dev
-    # (conversations 0-4, 759 questions) by replaying packing over the ranked
-    # candidates of every question (the method and figures are in
-    # bench/data/turn_prior.md; LoCoMo test never used): mean evidence recall in the
-    # payload at 500/1000/2000 tokens 0.783/0.849/0.894 -> 0.816/0.862/0.914 with
-    # neighbour_before 0.9 and whole_kinds; held out by halves (fit on
-    # conversations 0-2, checked on 3-4) the gain kept its sign at every budget.
     speaker_other: float = 0.85
     speaker_other_neighbour: float = 0.7
     question_turn: float = 0.95
     # Items of these chunk kinds are packed whole or not at all (a chat turn cut in
     # the middle spends the end of the budget on half a statement; a whole later
-    # turn may still fit). LoCoMo dev, same replay: +0.002 at 1000 tokens.
+    # turn may still fit). LoCoMo dev, replayed as bench.fit_pack does: +0.002 at 1000
+    # tokens against cutting (one exploratory replay, not in pack_fit.json).
     whole_kinds: tuple[str, ...] = ("turn",)
 
     def __post_init__(self) -> None:
