@@ -17,6 +17,7 @@ from engine.metrics import BUILD_MS, TOKEN_ACCURACY
 from engine.packing.candidates import PackCandidate
 from engine.packing.overlap import Span, trim_overlaps
 from engine.packing.packer import PackingConfig, pack
+from engine.packing.turns import TurnPrior
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
 from engine.retrieval.rank import rank_hits, rerank_text
@@ -125,7 +126,11 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     t = time.perf_counter()
     pcfg = cfg.packing
     norm = {cid: max(0.0, scores[cid] / top) for cid in kept}
-    near = neighbours(rt, pcfg, [rows[c] for c in kept], norm, set(dropped))
+    prior = turn_prior(rt, pcfg, res.analysis.entities, [rows[c] for c in kept])
+    for cid in kept:
+        if rows[cid].kind in pcfg.neighbour_kinds:
+            norm[cid] *= prior.weight(rows[cid].meta.get("speaker"), rows[cid].text)
+    near = neighbours(rt, pcfg, [rows[c] for c in kept], norm, set(dropped), prior)
     surrogates = _surrogates(rt, cfg, [rows[c] for c in kept], mode, now, scores, top)
     out: list[PackCandidate] = []
     spans: dict[str, Span] = {}
@@ -154,12 +159,25 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
     return out
 
 
+def turn_prior(rt: Runtime, cfg: PackingConfig, entities: Sequence[str],
+               hits: Sequence[ChunkRow]) -> TurnPrior:
+    """The speaker/question weights of turns for a query naming ``entities``, among
+    the store's speakers (read only when some hit is a turn)."""
+    turns = any(h.kind in cfg.neighbour_kinds for h in hits)
+    speakers = rt.vault.speakers() if turns and entities else frozenset()
+    return TurnPrior.for_query(entities, speakers,
+                               other_speaker=cfg.speaker_other,
+                               other_neighbour=cfg.speaker_other_neighbour,
+                               question=cfg.question_turn)
+
+
 def neighbours(rt: Runtime, cfg: PackingConfig, hits: Sequence[ChunkRow],
-               scores: Mapping[int, float], excluded: set[int]
-               ) -> dict[int, tuple[ChunkRow, float]]:
+               scores: Mapping[int, float], excluded: set[int],
+               prior: TurnPrior | None = None) -> dict[int, tuple[ChunkRow, float]]:
     """Chunks next to the best hits of ``cfg.neighbour_kinds``, with the score they
-    inherit: chunk id -> (row, best inherited score). Hits and ``excluded`` ids
-    (near-duplicates) may appear; the caller keeps a hit's own score when higher."""
+    inherit (weighed by ``prior``, who spoke them): chunk id -> (row, best inherited
+    score). Hits and ``excluded`` ids (near-duplicates) may appear; the caller keeps a
+    hit's own score when higher."""
     span = cfg.neighbour_span
     if not span or not cfg.neighbour_hits or not cfg.neighbour_kinds:
         return {}
@@ -189,6 +207,8 @@ def neighbours(rt: Runtime, cfg: PackingConfig, hits: Sequence[ChunkRow],
                 if n is None or n.id in excluded or n.heading != h.heading:
                     continue
                 score = base * factor ** d
+                if prior is not None:
+                    score *= prior.weight(n.meta.get("speaker"), n.text, neighbour=True)
                 if score > out.get(n.id, (n, -1.0))[1]:
                     out[n.id] = (n, score)
     return out

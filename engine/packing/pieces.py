@@ -123,6 +123,8 @@ class PieceMaker:
                 start = _line_start(raw, pos)
         body = normalize_body(raw[start:start + limit])
         p.capped = start > 0 or len(raw) > start + limit
+        if start == 0:
+            body = _without_title(body, p.view.title)
         if not body:
             return
         if start > 0:
@@ -165,6 +167,19 @@ class PieceMaker:
         if not cut or cut == text.rstrip():
             return cut
         return cut + _CUT_MARK
+
+
+def _without_title(body: str, title: str) -> str:
+    """``body`` without its first line when that line is the title the header already
+    shows (a document's first chunk starts with its title): sent once, not twice.
+    Kept when nothing else would be left."""
+    if not title:
+        return body
+    first, newline, rest = body.partition("\n")
+    if not newline or clean_line(first, len(first) + 1) != title:
+        return body
+    rest = normalize_body(rest)
+    return rest or body
 
 
 def _locator(source: str) -> bool:

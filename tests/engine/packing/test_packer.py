@@ -345,3 +345,48 @@ def test_packing_sixty_candidates_is_fast() -> None:
             runs.append(time.perf_counter() - start)
         assert p.total_tokens == COUNTER.count(p.context) <= 2000
         assert statistics.median(runs) < 0.05
+
+
+# -- a document's title is sent once ------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_a_body_that_opens_with_the_headers_title_sends_it_once(fmt: str) -> None:
+    title = "Sleep and memory consolidation in older adults"
+    p = pack([mem("a", 0.9, f"{title}\n\n{prose(30, 1)}", title=title)], 2000,
+             PackingConfig(expand_top=0, fmt=fmt), COUNTER)
+    ctx = p.context
+    assert ctx.count(title) == 1 and prose(30, 1) in ctx
+    if fmt == "json":
+        item = json.loads(ctx)["items"][0]
+        assert item["title"] == title and item["text"] == prose(30, 1)
+    assert p.total_tokens == COUNTER.count(ctx) <= 2000
+
+
+def test_a_first_line_that_only_resembles_the_title_stays() -> None:
+    title = "Sleep and memory"
+    cands = [mem("a", 0.9, f"{title}.\n{prose(20, 1)}", title=title),
+             mem("b", 0.8, f"{title} in older adults\n{prose(20, 2)}", title=title,
+                 source="/notes/b.md")]
+    ctx = pack(cands, 2000, PackingConfig(expand_top=0), COUNTER).context
+    assert f"\n{title}.\n" in ctx and f"\n{title} in older adults\n" in ctx
+
+
+def test_a_body_that_is_only_the_title_is_kept() -> None:
+    title = "Release checklist"
+    p = pack([mem("a", 0.9, title, title=title)], 500, PackingConfig(expand_top=0), COUNTER)
+    assert p.context.count(title) == 2 and p.total_tokens == COUNTER.count(p.context)
+
+
+def test_a_turn_that_does_not_fit_whole_is_skipped_not_cut() -> None:
+    long_turn = dataclasses.replace(_turn(1, 0.9), text="Ann: " + prose(120, 1))
+    short = dataclasses.replace(_turn(2, 0.8), text="Bob: short reply.")
+    budget = 60
+    for cfg, cut in ((PackingConfig(expand_top=0), False),
+                     (PackingConfig(expand_top=0, whole_kinds=()), True)):
+        p = pack([long_turn, short], budget, cfg, COUNTER)
+        assert ("|cut" in p.items[0].why) is cut
+        if not cut:
+            assert [i.chunk_ids for i in p.items] == [short.chunk_ids]
+            assert "Ann:" not in p.context
+        assert p.total_tokens == COUNTER.count(p.context) <= budget

@@ -138,3 +138,29 @@ def test_access_and_audit_writes_keep_chunk_caches(engine: ContextEngine) -> Non
     engine.wait(engine.ingest_conversation([{"speaker": "Cy", "text": "Hello."}],
                                            title="session 3", uri="chat:3"))
     assert vault.generation > gen and "Cy" in vault.speakers()
+
+
+def test_turns_by_the_speaker_the_question_names_keep_their_score(
+        engine: ContextEngine) -> None:
+    _ingest(engine)
+    query = "What is Ada going to make for the bake stall?"
+    flat = {"speaker_other": 1.0, "speaker_other_neighbour": 1.0, "question_turn": 1.0}
+    runs = {}
+    for name, packing in (("on", {}), ("off", flat)):
+        payload = engine.build_context(query, budget=2000, now=T0 + 30 * 86400,
+                                       config={"search": {"lane_depth": 1},
+                                               "packing": packing})
+        runs[name] = {i.chunk_ids: i.score for i in payload.items}
+    rows = engine.rt.vault.chunks([c for ids in runs["off"] for c in ids])
+    assert set(runs["on"]) == set(runs["off"])
+    ben = [ids for ids in runs["off"] if rows[ids[0]].meta["speaker"] == "Ben"]
+    ada = [ids for ids in runs["off"] if rows[ids[0]].meta["speaker"] == "Ada"
+           and "?" not in rows[ids[0]].text]
+    assert ben and ada
+    # Ben is not asked about: his turns weigh at most 0.85 of their score without the
+    # prior; Ada's statements lose nothing of their own, only what the hit they
+    # neighbour lost, so none of them loses more than any of Ben's turns.
+    ratio = {ids: runs["on"][ids] / runs["off"][ids] for ids in runs["off"]}
+    assert all(ratio[ids] <= 0.85 + 1e-9 for ids in ben)
+    assert min(ratio[ids] for ids in ada) >= max(ratio[ids] for ids in ben) - 1e-9
+    assert min(ratio[ids] for ids in ada) > min(ratio[ids] for ids in ben)
