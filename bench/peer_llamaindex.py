@@ -192,9 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="only the first N covered claims")
     ap.add_argument("--store", type=Path, help="keep the Chroma store here (reused if there)")
     ap.add_argument("--model", type=Path, help="the MiniLM folder (default: from ctx's venv)")
+    ap.add_argument("--threads", type=int,
+                    help="torch threads (default: torch's own choice, what a user gets)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     model = args.model or find_model()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
     tmp = None
     store = args.store
     if store is None:
@@ -216,10 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    rep.update(ingest_s=ingest_s, nodes=nodes, docs=len(present),
+    rep.update(ingest_s=ingest_s, nodes=nodes, docs=len(present), torch_threads=threads,
                load_avg_before_ingest=load_before, load_avg_after_ingest=load_ingest)
     print(f"\nPeer: LlamaIndex 0.14 + Chroma, MiniLM, top-{TOP_K}, greedy pack "
-          f"(SciFact train, {rep['claims']} claims, {rep['docs']} docs)")
+          f"(SciFact train, {rep['claims']} claims, {rep['docs']} docs, torch threads {threads})")
     print("| peer | ingest s | nodes | nDCG@10 | in payload @500 | @1000 | @2000 "
           "| retrieve+pack p50 ms | p95 ms |")
     print("|---|---|---|---|---|---|---|---|---|")
