@@ -43,9 +43,10 @@ bench-agents: $(STAMP)
 bench-embed: $(STAMP)
 	$(VENV)/bin/python -m bench.embed_bench
 
-# The app bundle (PyInstaller, Linux: + .tar.xz, .deb, dist/build-report.md). Slow (minutes):
+# The app bundle (PyInstaller, Linux: + .tar.gz, .deb, dist/build-report.md). Slow (minutes):
 # not part of `make test`; CI runs it in its own job, then `make test-dist`.
 dist: $(STAMP)
+	./scripts/system-deps.sh
 	$(VENV)/bin/python -m pip install -q -c constraints.txt -e '.[desktop,dist]'
 	PYTHON=$(VENV)/bin/python ./scripts/build-dist.sh
 

@@ -2,6 +2,7 @@
 
     python -m bench.stage_latency STORE [--queries 200] [--budget 1500] [--json FILE]
                                   [--store-model minilm|fake] [--build N]
+                                  [--ab SECTION.KEY=VALUE ...]
 
 STORE is a ctx data dir (a cached benchmark store, or one grown here: with
 ``--build N`` and no store at STORE, the files of ``bench.store_bench``'s corpus
@@ -13,6 +14,11 @@ export exists), as a user pays. When the store's vectors were made by the fake
 embedder (a store grown for size only), MiniLM embeds the queries under the
 store's model name, so the lanes run on an index of the right size; which
 vectors come back differs, the work per call does not.
+
+``--ab`` compares the store's configuration (A) with it changed as given (B):
+every query runs under both, in alternating order, so that load on a shared
+machine falls on both alike; printed: build_context wall and CPU p50/p95 per arm
+and the B/A ratios.
 
 Printed: median and p95 per stage of build_context (its own timings: embed,
 vector, keyword, fetch, vectors (stored vectors read for the rerank window),
@@ -102,6 +108,49 @@ def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, fl
     return {k: summary(v) for k, v in stages.items()}
 
 
+def parse_ab(items: list[str]) -> dict[str, Any]:
+    """``["search.parallel_lanes=false"]`` -> ``{"search": {"parallel_lanes": False}}``."""
+    import tomllib
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, raw = item.partition("=")
+        section, _, name = key.partition(".")
+        if not (section and name and raw):
+            raise SystemExit(f"--ab wants SECTION.KEY=VALUE, got {item!r}")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        out.setdefault(section, {})[name] = value
+    return out
+
+
+def measure_ab(eng: Any, queries: list[str], budget: int, overrides: dict[str, Any]
+               ) -> dict[str, dict[str, float]]:
+    """build_context under the store's config (A) and with ``overrides`` (B), each query
+    under both in alternating order; wall and CPU ms per arm."""
+    rt = eng.rt
+    arms = {"A": rt.cfg, "B": rt.cfg.with_overrides(overrides)}
+    out: dict[str, list[float]] = {}
+    try:
+        for q in queries[:5]:
+            for cfg in arms.values():
+                rt.cfg = cfg
+                eng.build_context(q, budget=budget)
+        for i, q in enumerate(queries):
+            for name in (("A", "B") if i % 2 == 0 else ("B", "A")):
+                rt.cfg = arms[name]
+                rt._qcache.clear()
+                cpu, t = time.process_time(), time.perf_counter()
+                eng.build_context(q, budget=budget)
+                out.setdefault(f"{name} wall", []).append((time.perf_counter() - t) * 1000)
+                out.setdefault(f"{name} CPU", []).append((time.process_time() - cpu) * 1000)
+    finally:
+        rt.cfg = arms["A"]
+    return {k: summary(v) for k, v in out.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("store")
@@ -111,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the embedder that made the store's vectors")
     ap.add_argument("--build", type=int, help="grow a store of this many chunks at STORE first")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--ab", nargs="+", metavar="SECTION.KEY=VALUE",
+                    help="compare the store's config with it changed so (see above)")
     args = ap.parse_args(argv)
+    ab = parse_ab(args.ab) if args.ab else None
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ["CTX__EMBEDDING__QUERY_CACHE_SIZE"] = "0"
     from engine.config import EmbeddingConfig
@@ -135,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         if store_model is not model:
             eng.rt.embedder = QueryModel(store_model.name, store_model.dim, model)
         queries = draw_queries(eng, args.queries)
+        if ab is not None:
+            return print_ab(measure_ab(eng, queries, args.budget, ab), ab, chunks, before)
         result = measure(eng, queries, args.budget)
     order = ["embed", "vector lane", "vector", "keyword", "analysis", "fetch", "vectors",
              "rerank", "dedupe", "expand", "live", "pack", "access", "total",
@@ -155,6 +209,21 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"chunks": chunks, "stages": result,
                                                "load_before": before, "load_after": load()},
                                               indent=2))
+    return 0
+
+
+def print_ab(result: dict[str, dict[str, float]], ab: dict[str, Any], chunks: int,
+             before: str) -> int:
+    print(f"\nbuild_context, {chunks} chunks, A: the store's config, B: A with {ab}; "
+          "query cache off, each query under both arms")
+    rows = []
+    for kind in ("wall", "CPU"):
+        a, b = result[f"A {kind}"], result[f"B {kind}"]
+        rows.append([kind, a["n"], a["p50"], a["p95"], b["p50"], b["p95"],
+                     f"{b['p50'] / a['p50']:.2f}", f"{b['p95'] / a['p95']:.2f}"])
+    print(table(["ms", "calls", "A p50", "A p95", "B p50", "B p95", "B/A p50", "B/A p95"],
+                rows))
+    print(f"load average before {before}, after {load()} ({os.cpu_count()} cores)")
     return 0
 
 

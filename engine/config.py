@@ -101,6 +101,10 @@ class SearchConfig:
     # such product took a median 119 ms (threads spinning for a busy core) against 0.19 ms
     # in one thread (issue 12, measured with threadpoolctl). Set once per process.
     blas_threads: int = 1
+    # Run the vector lane (query embedding, index search) in a thread beside the keyword
+    # lane: both wait outside the GIL (onnxruntime, SQLite), so on two cores the slower
+    # of the two, not their sum, is paid (bench/stage_latency.py, issue 12).
+    parallel_lanes: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.rrf_k <= 1000:

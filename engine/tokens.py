@@ -52,8 +52,15 @@ class TokenCounter:
     _shared: TokenCounter | None = None
     _lock = threading.Lock()
 
+    # Counts of recent texts: the packer counts each candidate's rendered item about
+    # twice per build_context (about 200 counts, 110 distinct texts, 25k characters
+    # at 100k chunks; bench/stage_latency.py, issue 12). Small and short texts only.
+    COUNT_CACHE = 512
+    COUNT_CACHE_CHARS = 16_384
+
     def __init__(self) -> None:
         self._enc = _load_encoding()
+        self._counts: dict[str, int] = {}
 
     @classmethod
     def shared(cls) -> TokenCounter:
@@ -72,7 +79,15 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode_ordinary(text))
+        if len(text) > self.COUNT_CACHE_CHARS:
+            return len(self._enc.encode_ordinary(text))
+        known = self._counts.get(text)
+        if known is None:
+            known = len(self._enc.encode_ordinary(text))
+            if len(self._counts) >= self.COUNT_CACHE:
+                self._counts.clear()  # a cheap bound: the packer's texts repeat within a call
+            self._counts[text] = known
+        return known
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         return [len(t) for t in self._enc.encode_ordinary_batch(list(texts))]

@@ -69,6 +69,7 @@ def main() -> int:
     tar = tarball(args.dist, args.version, args.arch)
     deb = args.dist / f"ctx_{args.version}_{args.arch}.deb"
     export_info = Path("build/onnx-export.json")
+    icu_info = Path("build/icu-trim.json")
     report = {
         "version": args.version, "arch": args.arch,
         "bundle_disk_bytes": disk_bytes(bundle), "bundle_apparent_bytes": apparent,
@@ -80,6 +81,7 @@ def main() -> int:
         "largest_files": largest_files(bundle / "_internal"),
         "seconds": {k: int(v) for k, v in (s.split("=", 1) for s in args.seconds)},
         "onnx_export": json.loads(export_info.read_text()) if export_info.exists() else None,
+        "icu_trim": json.loads(icu_info.read_text()) if icu_info.exists() else None,
         "has_torch": (bundle / "_internal" / "torch").exists(),
         "has_qt": (bundle / "_internal" / "PySide6").exists(),
     }
@@ -101,6 +103,10 @@ def main() -> int:
     lines += [f"| {name} | {size / MB:.1f} |" for name, size in report["largest_files"]]
     lines += ["", "| build step | seconds |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in report["seconds"].items()]
+    icu = report["icu_trim"]
+    if isinstance(icu, dict) and "bytes_after" in icu:
+        lines += ["", f"Qt's ICU data trimmed to root (packaging/linux/icu_trim.py): "
+                  f"{icu['bytes_before'] / MB:.1f} -> {icu['bytes_after'] / MB:.1f} MB"]
     lines += ["", f"torch in bundle: {report['has_torch']}; Qt in bundle: {report['has_qt']}"]
     text = "\n".join(lines) + "\n"
     (args.dist / "build-report.md").write_text(text)

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # System packages the tests need beyond Python: Xvfb and a tray host (trayer) for the
 # desktop end-to-end test, the xcb libraries Qt's xcb platform loads, and
-# xdotool/xwininfo to find windows. Installs only what is missing; a machine without
-# apt (or without root) prints what to install and goes on: those tests then skip
-# with that reason.
+# xdotool/xwininfo to find windows; and icupkg, objcopy and cc for the bundle's ICU
+# data trim (packaging/linux/icu_trim.py, also tested in the ordinary run). Installs
+# only what is missing; a machine without apt (or without root) prints what to
+# install and goes on: those tests then skip with that reason.
 set -uo pipefail
 need=()
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 command -v trayer >/dev/null 2>&1 || need+=(trayer)
 command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
 command -v xwininfo >/dev/null 2>&1 || need+=(x11-utils)
+command -v icupkg >/dev/null 2>&1 || need+=(icu-devtools)
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
 for lib in libxcb-cursor0:libxcb-cursor.so.0 libxcb-icccm4:libxcb-icccm.so.4 \
            libxcb-keysyms1:libxcb-keysyms.so.1; do
   ldconfig -p 2>/dev/null | grep -q "${lib#*:}" || need+=("${lib%%:*}")

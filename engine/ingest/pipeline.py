@@ -206,12 +206,15 @@ class Writer:
 
     def write_batch(self, batch: Sequence[Prepared],
                     on_written: Callable[[Prepared, int], None] | None = None,
-                    check: Callable[[], None] | None = None) -> list[int]:
+                    check: Callable[[], None] | None = None,
+                    keep: Callable[[Prepared], bool] | None = None) -> list[int]:
         """Embed every chunk of ``batch`` in one pass, then store each document.
 
         ``check`` is called at the safe points (between embedding steps and
         between documents) and may raise to stop: documents already written
         stay, the others are not written at all. ``on_written`` may raise too.
+        ``keep(p)``, asked just before a document is stored, may say False to
+        leave that one out (a job of a joined group cancelled meanwhile).
         """
         texts = [embed_text(p.doc.title, ch.heading, ch.kind, ch.text)
                  for p in batch for ch in p.chunks]
@@ -219,7 +222,7 @@ class Writer:
                 else np.zeros((0, self.embedder.dim), np.float32))
         written: list[int] = []
         try:
-            self._store(batch, vecs, written, on_written, check)
+            self._store(batch, vecs, written, on_written, check, keep)
         except BaseException:
             try:  # versions replaced before the stop: their vectors go now, or at next open
                 self.flush_tombstones()
@@ -231,11 +234,15 @@ class Writer:
 
     def _store(self, batch: Sequence[Prepared], vecs: np.ndarray, written: list[int],
                on_written: Callable[[Prepared, int], None] | None,
-               check: Callable[[], None] | None) -> None:
+               check: Callable[[], None] | None,
+               keep: Callable[[Prepared], bool] | None = None) -> None:
         offset = 0
         for p in batch:
             if check is not None:
                 check()
+            if keep is not None and not keep(p):
+                offset += len(p.chunks)  # its vectors are skipped with it
+                continue
             if p.alias_of is not None:
                 sid = self._store_alias(p)
                 if on_written is not None:

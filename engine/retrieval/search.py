@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 import time
 import weakref
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -178,22 +180,32 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     # names a speaker of the store at all (the speakers of the hits are among those).
     named = speaker_names_in(query, rt.vault.speakers()) if cfg.query.speaker_scoped else []
 
-    t = time.perf_counter()
-    found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
-    rows: dict[int, ChunkRow] = {}
-    content = query
-    if named and found:
-        rows = rt.vault.chunks([cid for cid, _ in found])
-        content, ca = content_query(query, a, row_speakers(rows.values()), cfg)
-        if ca is not None:
-            found = rt.vault.keyword(keyword_match(rt, ca, cfg), depth, filters)
-    lanes["keyword"] = [cid for cid, _ in found]
-    timings["keyword"] = (time.perf_counter() - t) * 1000
-
-    t = time.perf_counter()
+    # The vector lane (query embedding and index search, both outside the GIL) runs in
+    # a worker thread while this thread runs the keyword lane; when the query names a
+    # speaker, the vector lane waits for the keyword hits (see ``content_query``).
     hit_vectors: dict[int, np.ndarray] = {}
-    lanes["vector"], sims, qvec = vector_lane(rt, content, depth, filters, timings, hit_vectors)
-    timings["vector"] = (time.perf_counter() - t) * 1000
+    vector_timings: dict[str, float] = {}
+    early = (_lane_pool().submit(_timed_vector_lane, rt, query, depth, filters,
+                                 vector_timings, hit_vectors)
+             if cfg.search.parallel_lanes and not named else None)
+    try:
+        t = time.perf_counter()
+        found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
+        rows: dict[int, ChunkRow] = {}
+        content = query
+        if named and found:
+            rows = rt.vault.chunks([cid for cid, _ in found])
+            content, ca = content_query(query, a, row_speakers(rows.values()), cfg)
+            if ca is not None:
+                found = rt.vault.keyword(keyword_match(rt, ca, cfg), depth, filters)
+        lanes["keyword"] = [cid for cid, _ in found]
+        timings["keyword"] = (time.perf_counter() - t) * 1000
+    finally:
+        vector = early.result() if early is not None else None  # never left running
+    if vector is None:
+        vector = _timed_vector_lane(rt, content, depth, filters, vector_timings, hit_vectors)
+    lanes["vector"], sims, qvec = vector
+    timings.update(vector_timings)
 
     use_recency = a.temporal_recent if recency is None else recency
     if use_recency and cfg.search.recency_depth:
@@ -208,6 +220,29 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["fetch"] = (time.perf_counter() - t) * 1000
     fused = [f for f in fused if f[0] in rows]
     return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec, hit_vectors)
+
+
+def _timed_vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
+                       timings: dict[str, float], vectors: dict[int, np.ndarray],
+                       ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
+    t = time.perf_counter()
+    out = vector_lane(rt, query, depth, filters, timings, vectors)
+    timings["vector"] = (time.perf_counter() - t) * 1000
+    return out
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _lane_pool() -> ThreadPoolExecutor:
+    """Threads for vector lanes, shared by every engine of the process (a few: one per
+    concurrent build_context, as the IPC server's worker threads may run several)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ctx-lane")
+        return _POOL
 
 
 def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:

@@ -9,7 +9,6 @@ from types import TracebackType
 from typing import Self
 
 
-
 def x_tree(display: str | None = None) -> str:
     """``xwininfo -root -tree`` of ``display`` (default: $DISPLAY)."""
     env = dict(os.environ, DISPLAY=display) if display else dict(os.environ)

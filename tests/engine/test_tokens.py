@@ -34,3 +34,15 @@ def test_truncate_never_splits_a_character() -> None:
         cut = tc.truncate(text, n)
         cut.encode("utf-8")  # a split surrogate pair or byte would fail here
         assert text.startswith(cut)
+
+
+def test_count_cache_gives_the_encoders_counts() -> None:
+    counter = TokenCounter()
+    texts = [f"item {i}: " + "word " * (i % 37) for i in range(counter.COUNT_CACHE * 2 + 5)]
+    for _ in range(2):  # second pass: from the cache where it still holds them
+        for t in texts:
+            assert counter.count(t) == len(counter.encode(t))
+    assert len(counter._counts) <= counter.COUNT_CACHE
+    long = "x y " * counter.COUNT_CACHE_CHARS
+    assert counter.count(long) == len(counter.encode(long))
+    assert long not in counter._counts

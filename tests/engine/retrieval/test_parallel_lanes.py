@@ -1,0 +1,73 @@
+"""The vector lane in a worker thread beside the keyword lane (search.parallel_lanes):
+the same lanes, fused order and query vector as one after the other, with and without
+filters (the worker then reads rows from the vault on its own connection), and the
+lane's error still reaches the caller (fake embedder, real store)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engine.errors import CtxError
+from engine.facade import ContextEngine
+from engine.retrieval.search import run_lanes
+from engine.store.vault import Filters
+
+DOCS = {
+    "notes/budget.md": "The packer keeps every payload within the caller's token budget.",
+    "notes/keys.md": "Keys live in the system keychain; a passphrase unlocks a headless store.",
+    "notes/ipc.md": "Sibling processes call the engine over ZeroMQ with signed messages.",
+    "notes/tray.md": "The tray icon shows the engine's health and the last ingest.",
+}
+
+
+def _ingest(engine: ContextEngine) -> None:
+    for name, text in DOCS.items():
+        engine.wait(engine.ingest(text=text * 3, title=name, external_id=name))
+
+
+def _lanes(engine: ContextEngine, parallel: bool, query: str, filters: Filters | None = None):
+    cfg = engine.rt.cfg.with_overrides({"search": {"parallel_lanes": parallel}})
+    return run_lanes(engine.rt, query, cfg=cfg, filters=filters)
+
+
+@pytest.mark.parametrize("query", ["how is the token budget kept", "keychain passphrase",
+                                   "zeromq signed messages between processes"])
+def test_parallel_lanes_give_what_serial_lanes_give(engine: ContextEngine, query: str) -> None:
+    _ingest(engine)
+    serial, parallel = _lanes(engine, False, query), _lanes(engine, True, query)
+    assert serial.lanes["vector"] and serial.lanes["keyword"]
+    assert parallel.lanes == serial.lanes
+    assert parallel.fused == serial.fused
+    assert parallel.query_vector is not None and serial.query_vector is not None
+    assert (parallel.query_vector == serial.query_vector).all()
+    assert {"embed", "vector", "keyword"} <= set(parallel.timings)
+
+
+def test_parallel_lanes_with_filters(engine: ContextEngine) -> None:
+    _ingest(engine)
+    keep = frozenset(s["id"] for s in engine.sources() if s["title"] in ("notes/keys.md",
+                                                                        "notes/tray.md"))
+    f = Filters(source_ids=keep)
+    serial = _lanes(engine, False, "engine keychain tray", f)
+    parallel = _lanes(engine, True, "engine keychain tray", f)
+    assert parallel.lanes == serial.lanes and parallel.lanes["vector"]
+    assert all(parallel.rows[c].source_id in keep for c in parallel.lanes["vector"])
+
+
+def test_the_vector_lanes_error_reaches_the_caller(engine: ContextEngine) -> None:
+    _ingest(engine)
+    threads: list[str] = []
+
+    class Broken:
+        name, dim = engine.rt.embedder.name, engine.rt.embedder.dim
+
+        def encode(self, texts: list[str]) -> list[object]:
+            threads.append(threading.current_thread().name)
+            raise CtxError("model down")
+
+    engine.rt.embedder = Broken()  # type: ignore[assignment]
+    with pytest.raises(CtxError, match="model down"):
+        _lanes(engine, True, "token budget")
+    assert threads and threads[0].startswith("ctx-lane")  # it ran in the lane thread
