@@ -38,7 +38,9 @@ a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
   the same train split (the test split is not in the project): six weights on 809
   claims, a small fit, but not a held-out figure. With them ``python -m
   bench.scifact --store-cache DIR`` gave, in one run: nDCG@10 0.749 against 0.716
-  for RRF k=60 of the same lanes (+0.033), Recall@100 0.952 against 0.961 (below).
+  for RRF k=60 of the same lanes (+0.033), Recall@100 0.952 against 0.961 (below);
+  distinct-source search now reranks a 200-chunk window (``rerank.distinct_window``,
+  ``python -m bench.fit_window``): nDCG@10 0.752, Recall@100 0.962.
 - ``transcript``: no benchmark large enough to fit ten weights (the transcripts
   recall bench has 28 questions). On it, the document profile's weights gave
   hit@5 0.786 / MRR@10 0.570 against 0.821 / 0.578 for the fused order alone

@@ -9,6 +9,7 @@ ids with their features and the vectors it read (dedupe reuses them).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -147,6 +148,9 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
     depth = max(k, cfg.search.lane_depth)
     if distinct_sources:
         depth = min(1000, depth * cfg.search.distinct_depth_factor)
+        if cfg.rerank.distinct_window > cfg.rerank.window:
+            cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
+                cfg.rerank, window=cfg.rerank.distinct_window))
     res = run_lanes(rt, query, filters=filters, depth=depth)
     ranked = rank_hits(rt, cfg, res).ranked
     lanes = {cid: ranks for cid, _, ranks in res.fused}

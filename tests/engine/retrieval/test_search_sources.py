@@ -3,6 +3,7 @@ caller id becomes its source (fake embedder, real store)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -49,3 +50,31 @@ def test_external_id_names_the_source_and_replaces_or_deletes_it(engine: Any) ->
 def test_external_id_needs_a_text_and_a_name(engine: Any, kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput):
         engine.ingest(**kwargs)
+
+
+def _gaps(hits: list[Any]) -> list[float]:
+    return [round(a.score - b.score, 9) for a, b in itertools.pairwise(hits)]
+
+
+def test_distinct_search_reranks_a_wider_window(engine: Any) -> None:
+    import dataclasses
+
+    from engine.retrieval.rank import search
+
+    for i in range(12):
+        engine.ingest(text=f"Kiln log {i}: {PARAGRAPH} Shelf {i} ran {i * 7} degrees hot.",
+                      title=f"log {i}", external_id=f"log:{i}", wait=True)
+    rt = engine.rt
+    base = rt.cfg
+    try:
+        for distinct_window, reranked in ((2, 2), (12, 12)):
+            rt.cfg = dataclasses.replace(base, rerank=dataclasses.replace(
+                base.rerank, window=2, distinct_window=distinct_window))
+            hits = search(rt, "kiln shelf degrees hot", k=12, distinct_sources=True)
+            assert len(hits) == 12
+            # Past the window the fused order follows, each score 1e-6 below the last.
+            assert sum(g == 1e-6 for g in _gaps(hits)) == 12 - reranked
+            plain = search(rt, "kiln shelf degrees hot", k=12)
+            assert [g == 1e-6 for g in _gaps(plain)[1:]] == [True] * 10  # window 2 there
+    finally:
+        rt.cfg = base
