@@ -351,14 +351,54 @@ class Vault:
         return {r[0] for r in rows}
 
     def recent(self, limit: int, filters: Filters) -> list[int]:
-        """Recency lane: chunk ids, newest first."""
+        """Recency lane: chunk ids, newest first (a chunk's time, else its source's).
+
+        Read in two index-friendly parts and merged, instead of one sort over every
+        chunk (230 ms at 100k chunks; issue 12): chunks with a time through the
+        ``chunks_time`` index, and chunks without one source by source, newest source
+        first, until ``limit`` of them are in (sources of equal time together).
+        """
+        if limit <= 0:
+            return []
         where, args = filters.sql()
-        rows = self.conn().execute(
-            f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where} "
-            "ORDER BY COALESCE(c.time, s.created_at, s.ingested_at) DESC, c.id DESC LIMIT ?",
-            (*args, limit),
-        ).fetchall()
-        return [r[0] for r in rows]
+        conn = self.conn()
+        found: list[tuple[float, int]] = [
+            (t, cid) for cid, t in conn.execute(
+                f"SELECT c.id, c.time FROM chunks c JOIN sources s ON s.id = c.source_id "
+                f"WHERE c.time IS NOT NULL AND {where} ORDER BY c.time DESC, c.id DESC LIMIT ?",
+                (*args, limit))]
+        untimed = 0
+        block: list[int] = []
+        block_time: float | None = None
+        size = 1  # sources per query: doubling, so a filter that skips most stays cheap
+
+        def take(ids: list[int]) -> int:
+            marks = ",".join("?" * len(ids))
+            rows = conn.execute(
+                f"SELECT c.id, COALESCE(s.created_at, s.ingested_at, 0) AS t FROM chunks c "
+                f"JOIN sources s ON s.id = c.source_id "
+                # (+c.time: look chunks up by source; the time index would scan them all)
+                f"WHERE +c.time IS NULL AND c.source_id IN ({marks}) AND {where} "
+                "ORDER BY t DESC, c.id DESC LIMIT ?", (*ids, *args, limit)).fetchall()
+            found.extend((t, cid) for cid, t in rows)
+            return len(rows)
+
+        for sid, t in conn.execute("SELECT id, COALESCE(created_at, ingested_at, 0) AS t "
+                                   "FROM sources ORDER BY t DESC, id DESC"):
+            # a block ends only where the time changes, so that each block's own newest
+            # ``limit`` are exact and blocks come newest first
+            if len(block) >= size and t != block_time:
+                untimed += take(block)
+                block, size = [], min(size * 2, 256)
+                if untimed >= limit:
+                    break
+            block.append(sid)
+            block_time = t
+        else:
+            if block:
+                take(block)
+        found.sort(reverse=True)
+        return [cid for _, cid in found[:limit]]
 
     # --- embeddings cache ---------------------------------------------------
     def cached_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:

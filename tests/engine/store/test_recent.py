@@ -1,0 +1,70 @@
+"""The recency lane (Vault.recent) reads chunks with a time through its index and
+chunks without one source by source; it must give exactly what one sort of every
+chunk by its own time, else its source's, gives (the lane's former query), with
+sources of equal time, filters, and limits that end inside a source."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.facade import ContextEngine
+from engine.store.vault import Filters, Vault
+
+T0 = 1_700_000_000.0
+
+
+def _reference(vault: Vault, limit: int, filters: Filters) -> list[int]:
+    where, args = filters.sql()
+    rows = vault.conn().execute(
+        f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where} "
+        "ORDER BY COALESCE(c.time, s.created_at, s.ingested_at) DESC, c.id DESC LIMIT ?",
+        (*args, limit)).fetchall()
+    return [r[0] for r in rows]
+
+
+@pytest.fixture
+def mixed(engine: ContextEngine) -> ContextEngine:
+    rng = random.Random(5)
+    for i in range(14):  # documents: no chunk time, their source's time counts
+        body = "\n\n".join(f"Section {j} of note {i}: " + "words " * rng.randint(40, 160)
+                           for j in range(rng.randint(1, 4)))
+        engine.wait(engine.ingest(text=body, title=f"note {i}", external_id=f"n{i}"))
+    for n in range(4):  # conversations: every turn has its time
+        turns = [{"speaker": "A" if j % 2 else "B", "text": f"turn {j} of chat {n}",
+                  "time": T0 + n * 1000 + j} for j in range(6)]
+        engine.wait(engine.ingest_conversation(turns, title=f"chat {n}", uri=f"chat:{n}"))
+    for i in (0, 1, 2, 5):  # new text for some notes (new sources replace the old)
+        engine.wait(engine.ingest(text="Rewritten: " + "other words " * (60 * (i + 1)),
+                                  title=f"note {i}", external_id=f"n{i}"))
+    # Source times in shuffled order (a newer source may hold older ids), in threes
+    # (sources of equal time), some between the conversations' turn times.
+    with engine.rt.vault.write() as conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM sources WHERE kind != 'conversation'"
+                                          " ORDER BY id")]
+        times = [T0 + 500 * (k // 3) for k in range(len(ids))]
+        rng.shuffle(times)
+        for sid, t in zip(ids, times, strict=True):
+            conn.execute("UPDATE sources SET created_at = ? WHERE id = ?", (t, sid))
+    return engine
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 7, 9, 13, 17, 30, 200])
+def test_recent_is_the_one_sort_of_every_chunk(mixed: ContextEngine, limit: int) -> None:
+    vault = mixed.rt.vault
+    n = vault.conn().execute("SELECT count(*), sum(time IS NULL) FROM chunks").fetchone()
+    assert n[0] > 40 and 0 < n[1] < n[0]  # both kinds of chunk are there
+    assert vault.recent(limit, Filters()) == _reference(vault, limit, Filters())
+
+
+def test_recent_with_filters(mixed: ContextEngine) -> None:
+    vault = mixed.rt.vault
+    some = tuple(r[0] for r in vault.conn().execute("SELECT id FROM sources ORDER BY id")
+                 )[::3]
+    for f in (Filters(kinds=("conversation",)), Filters(kinds=("text",)),
+              Filters(source_ids=some), Filters(since=T0 + 900), Filters(until=T0 + 1200),
+              Filters(path_prefix="chat:")):
+        for limit in (1, 4, 30):
+            assert vault.recent(limit, f) == _reference(vault, limit, f), (f, limit)
+    assert vault.recent(0, Filters()) == []
