@@ -85,7 +85,7 @@ class Cancelled(Exception):
 Work = Callable[[Job, Callable[[], None]], None]
 FINAL_STATES = ("done", "failed", "cancelled")
 # Jobs run together at most (see the module docstring): 64 abstracts of SciFact are
-# about 130 chunks at 200 tokens, enough to keep both cores busy between two writes.
+# about 90 chunks at the default chunk size, enough to keep both cores busy between writes.
 MAX_JOINED = 64
 
 

@@ -236,34 +236,67 @@ class Writer:
                on_written: Callable[[Prepared, int], None] | None,
                check: Callable[[], None] | None,
                keep: Callable[[Prepared], bool] | None = None) -> None:
+        """Store the batch's documents: every one pending, then all their vectors in one
+        vector-store call (one call per document cost about 50 ms of Chroma upsert each,
+        10% of ingesting SciFact's abstracts), then each made ready in order.
+
+        Until its vectors are in, a stop (``check``, ``keep``, an error) removes the
+        pending documents of this call; a crash leaves them pending, and ``recover``
+        at open removes them with their vectors.
+        """
         offset = 0
-        for p in batch:
-            if check is not None:
-                check()
-            if keep is not None and not keep(p):
-                offset += len(p.chunks)  # its vectors are skipped with it
-                continue
-            if p.alias_of is not None:
-                sid = self._store_alias(p)
-                if on_written is not None:
-                    on_written(p, sid)
-                continue
-            n = len(p.chunks)
-            chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
-            sid, ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks, chunk_hashes,
-                                          p.surrogates, p.project)
-            self.vectors.add(ids, vecs[offset:offset + n], [self._meta(p, sid, ch)
-                                                            for ch in p.chunks])
-            kept = aliases.keep_aliased(self.vault, p.replaces)  # other paths keep the old text
-            src.finalize(self.vault, sid, [r for r in p.replaces if r not in kept])
-            if p.unalias:
-                aliases.drop(self.vault, [p.doc.uri])
-            p.source_id = sid
-            offset += n
-            written.append(sid)
+        pending: list[tuple[Prepared, int]] = []
+        ids: list[int] = []
+        rows: list[np.ndarray] = []
+        metas: list[dict[str, object]] = []
+        try:
+            for p in batch:
+                if check is not None:
+                    check()
+                n = len(p.chunks)
+                if keep is not None and not keep(p):
+                    offset += n  # its vectors are skipped with it
+                    continue
+                if p.alias_of is not None:
+                    pending.append((p, -1))
+                    continue
+                chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
+                sid, chunk_ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks,
+                                                    chunk_hashes, p.surrogates, p.project)
+                pending.append((p, sid))
+                ids += chunk_ids
+                rows.append(vecs[offset:offset + n])
+                metas += [self._meta(p, sid, ch) for ch in p.chunks]
+                offset += n
+            if ids:
+                self.vectors.add(ids, np.concatenate(rows), metas)
+        except BaseException:
+            src.delete_sources(self.vault, [sid for _, sid in pending if sid >= 0])
+            raise
+        for n, (p, sid) in enumerate(pending):
+            try:
+                self._finish(p, sid, written, on_written)
+            except BaseException:  # the rest stay pending: remove them (and their vectors)
+                src.delete_sources(self.vault, [s for _, s in pending[n + 1:] if s >= 0])
+                raise
+
+    def _finish(self, p: Prepared, sid: int, written: list[int],
+                on_written: Callable[[Prepared, int], None] | None) -> None:
+        """Make one stored document ready (an alias: point its path at its twin)."""
+        if p.alias_of is not None:
+            sid = self._store_alias(p)
             if on_written is not None:
                 on_written(p, sid)
-            p.release()
+            return
+        kept = aliases.keep_aliased(self.vault, p.replaces)  # other paths keep the old text
+        src.finalize(self.vault, sid, [r for r in p.replaces if r not in kept])
+        if p.unalias:
+            aliases.drop(self.vault, [p.doc.uri])
+        p.source_id = sid
+        written.append(sid)
+        if on_written is not None:
+            on_written(p, sid)
+        p.release()
 
     def _store_alias(self, p: Prepared) -> int:
         """Point ``p``'s path at the source that holds the same content."""
