@@ -32,8 +32,8 @@ _MARKDOWN_FMTS = frozenset({"markdown", "html", "docx"})
 class ChunkingConfig:
     """Chunk sizes in cl100k tokens.
 
-    Origin of target_tokens / max_tokens / overlap_tokens (300 / 360 / 0): chosen by
-    quality per embedding second on SciFact train (issue 12), with
+    Origin of target_tokens / max_tokens / overlap_tokens (200 / 240 / 0): chosen by
+    quality per embedding work on SciFact train (issue 12), with
     ``python -m bench.chunk_sweep --settings 200/240/30,200/240/0,300/360/0,400/480/0,
     1000/1200/0 --sample-every 50 --rounds 2`` (2026-11-23; quality on the
     1,500-abstract subset, every 2nd of the 809 train claims; embedding work over all
@@ -47,17 +47,19 @@ class ChunkingConfig:
     | 400/480/0 | 1.38 M | 0.848 | 0.988 | 0.844 / 0.879 / 0.909 |
     | 1000/1200/0 | 1.27 M | 0.847 | 0.985 | 0.837 / 0.879 / 0.904 |
 
-    300/360/0 keeps the quality (every figure within 0.005 of before) for 74% of
-    the embedding work; 400 and more lose payload recall at 1000 and 2000 tokens.
-    A chunk may pass MiniLM's 256 word pieces: the model sees its first 256, the
-    keyword lane all of it. Overlap bought nothing measurable, and overlapping
-    chunks sent together repeat text. Conversations are unaffected (a turn is one
-    chunk unless over max_tokens; LoCoMo's longest turn is 112 tokens), and so are
-    transcripts (chunked by ``engine.recall.chunks``).
+    Overlap bought nothing measurable (and overlapping chunks sent together repeat
+    text): it goes, for 9% less embedding work. 300/360/0 looked as good on the
+    subset for 74% of the work, but on the whole corpus (``python -m bench.scifact``,
+    all 809 claims) it lost payload recall: 0.744 / 0.794 / 0.847 at 500 / 1000 /
+    2000 tokens against 0.756 / 0.812 / 0.859 at 200/240/30; and its chunks pass
+    MiniLM's 256 word pieces, leaving their tails to the keyword lane on long
+    documents, which no benchmark here covers. Conversations are unaffected (a turn
+    is one chunk unless over max_tokens; LoCoMo's longest turn is 112 tokens), and so
+    are transcripts (chunked by ``engine.recall.chunks``).
     """
 
-    target_tokens: int = 300
-    max_tokens: int = 360
+    target_tokens: int = 200
+    max_tokens: int = 240
     overlap_tokens: int = 0
     min_tokens: int = 20
 

@@ -85,7 +85,8 @@ class Cancelled(Exception):
 Work = Callable[[Job, Callable[[], None]], None]
 FINAL_STATES = ("done", "failed", "cancelled")
 # Jobs run together at most (see the module docstring): 64 abstracts of SciFact are
-# about 90 chunks at the default chunk size, enough to keep both cores busy between writes.
+# about 90 chunks at 300-token chunks (more at the default 200), enough to keep both
+# cores busy between writes.
 MAX_JOINED = 64
 
 
