@@ -75,13 +75,18 @@ def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Pa
     # stderr on a pseudo-terminal: the CLI draws its progress bar there ("N/600 files").
     master, slave = pty.openpty()
     local = [] if background else ["--local"]
-    # Small chunks (about 4 a file): enough work left after the first progress line for
-    # the signal to land mid-ingest on a busy machine (one chunk a file finished the
-    # 600 files before the signal was handled once in CI).
-    env = {**os.environ, "CTX__CHUNKING__TARGET_TOKENS": "60", "CTX__CHUNKING__MAX_TOKENS": "80"}
-    proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", *local, "ingest", str(docs)],
-                            cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=slave)
+    # A suite started in the background by a non-interactive shell runs with SIGINT
+    # ignored, which a child inherits; with Python's own handler here, the child
+    # starts with the default and turns SIGINT into KeyboardInterrupt as in a terminal.
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", *local, "ingest",
+                                 str(docs)], cwd=REPO, env=dict(os.environ),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    finally:
+        signal.signal(signal.SIGINT, before)
     os.close(slave)
     try:
         progress = re.compile(r"\] ([1-9]\d|\d{3})/600 files")
