@@ -229,10 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(tempfile.gettempdir()) / "ctx-bench" / "chunk-sweep")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    if not (sd.DATA / "corpus.jsonl").exists():
-        print(f"SciFact data not found at {sd.DATA}", file=sys.stderr)
+    if not sd.prepared():
         return 2
-    sd.bench_env()
     settings = [parse(s) for s in args.settings.split(",") if s.strip()]
     emb = sd.make_embedder("minilm")
     print(f"embedder {type(emb).__name__}; load {load_avg()}", file=sys.stderr)

@@ -158,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", choices=("ctx", "peer"), help="run only the other side")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    if not (sd.DATA / "corpus.jsonl").exists():
-        print(f"SciFact data not found at {sd.DATA}", file=sys.stderr)
+    if not sd.prepared():
         return 2
-    sd.bench_env()
     ctx = run_ctx(args) if args.skip != "ctx" else None
     peer = run_peer(args) if args.skip != "peer" else None
     print_table(ctx, peer, str(args.docs or "all 5,183"))

@@ -194,10 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", type=Path, help="use this store instead of the cached one")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    if not (sd.DATA / "corpus.jsonl").exists():
-        print(f"SciFact data not found at {sd.DATA}", file=sys.stderr)
+    if not sd.prepared():
         return 2
-    sd.bench_env()
     from engine.facade import ContextEngine
 
     embedder = sd.make_embedder("minilm")

@@ -30,6 +30,15 @@ def bench_env() -> None:
     os.environ.setdefault("CTX__EMBEDDING__QUERY_CACHE_SIZE", "0")
 
 
+def prepared() -> bool:
+    """Whether the SciFact data is there (else says so on stderr); sets ``bench_env``."""
+    if not (DATA / "corpus.jsonl").exists():
+        print(f"SciFact data not found at {DATA}", file=sys.stderr)
+        return False
+    bench_env()
+    return True
+
+
 def corpus(docs: int | None = None) -> Iterator[tuple[str, str, str]]:
     """(doc id, title, abstract) in file order; with ``docs``, a fixed subset of that
     many: every document a train claim cites, then the others spread evenly over the
