@@ -6,7 +6,6 @@ import dataclasses
 import re
 import threading
 import time
-import weakref
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis, analyze_query, fts_query, lane_weights
 from engine.runtime import Runtime
-from engine.store.vault import ChunkRow, Filters, Vault
+from engine.store.vault import ChunkRow, Filters
 from engine.types import SearchHit
 
 
@@ -59,8 +58,20 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
                 vectors: dict[int, np.ndarray] | None = None,
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
     """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector).
-    ``timings`` gets the query embedding's share (ms) as ``embed``; ``vectors`` the
-    hits' stored vectors where the index returned them with the hits."""
+    ``timings`` gets the lane's time (ms) as ``vector`` and the query embedding's share
+    of it as ``embed``; ``vectors`` the hits' stored vectors where the index returned
+    them with the hits."""
+    t = time.perf_counter()
+    try:
+        return _vector_lane(rt, query, depth, filters, timings, vectors)
+    finally:
+        if timings is not None:
+            timings["vector"] = (time.perf_counter() - t) * 1000
+
+
+def _vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
+                 timings: dict[str, float] | None, vectors: dict[int, np.ndarray] | None,
+                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
     t = time.perf_counter()
     vec = rt.embed_query(query)
     if timings is not None:
@@ -130,7 +141,7 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
     if len(words) > 1 and cfg.search.keyword_max_df < 1.0:
         n = rt.vault.chunk_count()
         if n >= cfg.search.keyword_prune_min_chunks:
-            df = _doc_frequency(rt.vault, words)
+            df = rt.vault.doc_frequency(words)
             limit = cfg.search.keyword_max_df * n
             rare = [w for w in words if df.get(w.lower(), 0) <= limit]
             if not rare:
@@ -138,29 +149,6 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
             if len(rare) < len(words):
                 a = dataclasses.replace(a, words=tuple(rare))
     return fts_query(a)
-
-
-# vault -> (its generation, word -> chunks holding it): looking a word up in the FTS
-# vocabulary reads its whole posting list (several ms for common words at 100k chunks),
-# so counts are kept until the next write that may change chunks.
-_DF_CACHE: weakref.WeakKeyDictionary[Vault, tuple[int, dict[str, int]]] = \
-    weakref.WeakKeyDictionary()
-_DF_CACHE_MAX = 100_000
-
-
-def _doc_frequency(vault: Vault, words: Iterable[str]) -> dict[str, int]:
-    gen = vault.generation
-    cached = _DF_CACHE.get(vault)
-    if cached is None or cached[0] != gen or len(cached[1]) > _DF_CACHE_MAX:
-        cached = (gen, {})
-        _DF_CACHE[vault] = cached
-    known = cached[1]
-    wanted = [w.lower() for w in words]
-    missing = [w for w in dict.fromkeys(wanted) if w not in known]
-    if missing:
-        found = vault.doc_frequency(missing)
-        known.update({w: found.get(w, 0) for w in missing})
-    return {w: known[w] for w in wanted}
 
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
@@ -185,8 +173,8 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     # speaker, the vector lane waits for the keyword hits (see ``content_query``).
     hit_vectors: dict[int, np.ndarray] = {}
     vector_timings: dict[str, float] = {}
-    early = (_lane_pool().submit(_timed_vector_lane, rt, query, depth, filters,
-                                 vector_timings, hit_vectors)
+    early = (_lane_pool().submit(vector_lane, rt, query, depth, filters, vector_timings,
+                                 hit_vectors)
              if cfg.search.parallel_lanes and not named else None)
     try:
         t = time.perf_counter()
@@ -203,7 +191,7 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     finally:
         vector = early.result() if early is not None else None  # never left running
     if vector is None:
-        vector = _timed_vector_lane(rt, content, depth, filters, vector_timings, hit_vectors)
+        vector = vector_lane(rt, content, depth, filters, vector_timings, hit_vectors)
     lanes["vector"], sims, qvec = vector
     timings.update(vector_timings)
 
@@ -220,15 +208,6 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     timings["fetch"] = (time.perf_counter() - t) * 1000
     fused = [f for f in fused if f[0] in rows]
     return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec, hit_vectors)
-
-
-def _timed_vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
-                       timings: dict[str, float], vectors: dict[int, np.ndarray],
-                       ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
-    t = time.perf_counter()
-    out = vector_lane(rt, query, depth, filters, timings, vectors)
-    timings["vector"] = (time.perf_counter() - t) * 1000
-    return out
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -87,6 +87,8 @@ class Filters:
                     or self.project is not None or self.branch is not None)
 
 
+DF_CACHE_MAX = 100_000  # words whose chunk counts a vault keeps (doc_frequency)
+
 CHUNK_COLUMNS = (
     "c.id, c.source_id, c.ordinal, c.kind, c.heading, c.text, c.tokens, c.start, c.time, "
     "c.meta, s.uri, s.title, s.kind, s.created_at, s.ingested_at, s.project"
@@ -129,6 +131,10 @@ class Vault:
         self._all_lock = threading.Lock()
         self._generation = 0
         self._count_cache: tuple[int, int] | None = None
+        # (generation, word -> chunks holding it): a vocabulary lookup reads the word's
+        # whole posting list (several ms for common words at 100k chunks), so counts are
+        # kept until the next write that may change chunks
+        self._df_cache: tuple[int, dict[str, int]] = (-1, {})
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
@@ -287,16 +293,27 @@ class Vault:
         The index stores porter stems; a word's stem is found as the longest of its
         prefixes (or the prefix with a final y turned into i) that the index holds.
         """
+        gen = self._generation
+        if self._df_cache[0] != gen or len(self._df_cache[1]) > DF_CACHE_MAX:
+            self._df_cache = (gen, {})
+        known = self._df_cache[1]
+        wanted = [w.lower() for w in words]
+        missing = [w for w in dict.fromkeys(wanted) if w not in known]
+        if missing:
+            known.update(self._vocab_counts(missing))
+        return {w: known[w] for w in wanted}
+
+    def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
+        """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
         cands: dict[str, list[str]] = {}
         for w in words:
-            w = w.lower()
             forms = [w[:n] for n in range(len(w), max(2, len(w) - 4), -1)]
             if w.endswith("y"):
                 forms.append(w[:-1] + "i")
             cands[w] = forms
         flat = sorted({f for forms in cands.values() for f in forms})
         if not flat:
-            return {}
+            return dict.fromkeys(cands, 0)
         rows = dict(self.conn().execute(
             f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(flat))})",
             flat).fetchall())
