@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from bench import scifact_data as sd
+from engine.retrieval.profiles import FEATURES
 
-FIT_FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
-                "distractor", "year", "date", "intent", "sibling")
+FIT_FEATURES = FEATURES  # every feature the rerank computes is free to enter
 GRID = (-2.0, -1.0, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0,
         8.0)
 OUT = Path(__file__).resolve().parent / "data" / "rank_fit.json"

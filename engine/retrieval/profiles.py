@@ -19,9 +19,7 @@ The features (all in [0, 1]; see ``rerank``):
   title, heading, path); ``distractor``: 1 when some window hit names them and
   this one does not (its weight is a penalty, so negative);
 - ``year``, ``date``: its time (or text) falls on the asked year/month or day;
-- ``intent``: it holds an answer of the asked kind (a date, a place, a count...);
-- ``sibling``: the best ``fused`` among the other window hits of its source (0 when
-  none), so that a source matched by several of its chunks ranks higher.
+- ``intent``: it holds an answer of the asked kind (a date, a place, a count...).
 
 Where the weights came from (``python -m bench.fit_rank``: coordinate ascent over
 a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
@@ -34,8 +32,9 @@ a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
   --only document --store-cache DIR`` (DIR holding the store ``python -m
   bench.scifact_data DIR`` builds): nDCG@10 of the reranked window 0.7240 ->
   0.7483 from the earlier weights. ``year`` and ``intent`` entered and were then
-  dropped (each paid under 0.002); ``sibling`` stayed at 0. Fitted and reported on
-  the same train split (the test split is not in the project): six weights on 809
+  dropped (each paid under 0.002); a ``sibling`` feature (the best fused score
+  among the other window hits of the same source) stayed at 0 and was deleted.
+  Fitted and reported on the same train split (the test split is not in the project): six weights on 809
   claims, a small fit, but not a held-out figure. With them ``python -m
   bench.scifact --store-cache DIR`` gave, in one run: nDCG@10 0.749 against 0.716
   for RRF k=60 of the same lanes (+0.033), Recall@100 0.952 against 0.961 (below);
@@ -52,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
-            "distractor", "year", "date", "intent", "sibling")
+            "distractor", "year", "date", "intent")
 PROFILES = ("document", "conversation", "transcript")
 
 # Source kind -> profile. Code and pasted text are read like documents.

@@ -56,8 +56,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     window = [RerankCandidate(id=cid, text=rerank_text(rows[cid]), fused=score,
                               time=rows[cid].time, meta=rerank_meta(rows[cid]),
                               similarity=sims.get(cid), keyword=res.keyword_scores.get(cid),
-                              profile=profile_of(rows[cid].source_kind, cfg.rerank),
-                              group=rows[cid].source_id)
+                              profile=profile_of(rows[cid].source_kind, cfg.rerank))
               for cid, score in pool]
     ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features)
     tail = res.fused[len(pool):]

@@ -174,7 +174,6 @@ class RerankCandidate:
     similarity: float | None = None
     keyword: float | None = None
     profile: str | None = None  # its kind's feature weights; None: the default profile
-    group: Hashable | None = None  # its source: window hits of one group are siblings
 
 
 Ranked = tuple[Hashable, float, dict[str, float]]
@@ -232,8 +231,6 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
             feats["intent"] = (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
                                if intents else 0.0)
         rows.append(feats)
-    if "sibling" in wanted:
-        _add_siblings(head, rows)
     if "distractor" in wanted:
         named = entity_keys and any(r.get("entity", 0.0) > 0 for r in rows)
         for r in rows:
@@ -246,24 +243,6 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     out.extend((c.id, floor - 1e-6 * (j + 1), {"fused": norm(c.fused)})
                for j, c in enumerate(tail))
     return out
-
-
-def _add_siblings(head: Sequence[RerankCandidate], rows: list[dict[str, float]]) -> None:
-    """``sibling``: the best fused feature among the other window hits of the same
-    source (0 when it has none there), so that a source several of whose pieces
-    match ranks above one that matches once (a document's evidence split in chunks)."""
-    best: dict[Hashable, list[float]] = {}  # group -> its two best fused features
-    for cand, r in zip(head, rows, strict=True):
-        if cand.group is not None:
-            top = best.setdefault(cand.group, [0.0, 0.0])
-            f = r["fused"]
-            if f > top[0]:
-                top[0], top[1] = f, top[0]
-            elif f > top[1]:
-                top[1] = f
-    for cand, r in zip(head, rows, strict=True):
-        top = best.get(cand.group) if cand.group is not None else None
-        r["sibling"] = 0.0 if top is None else (top[1] if r["fused"] >= top[0] else top[0])
 
 
 def _score(f: Mapping[str, float], weights: Mapping[str, float]) -> float:

@@ -273,17 +273,11 @@ def test_cross_encoder_blend_reorders_the_head_and_keeps_the_tail() -> None:
     assert [s for _, s, _ in out] == sorted((s for _, s, _ in out), reverse=True)
 
 
-def test_sibling_feature_lifts_a_source_matched_by_two_of_its_chunks() -> None:
-    """Two equal hits; one has a sibling chunk of its source in the window."""
-    cfg = RerankConfig(profiles={**DEFAULT_PROFILES, "document": {"fused": 1.0, "sibling": 1.0}})
-    cands = [RerankCandidate("lone", "text one", 1.0, group=1),
-             RerankCandidate("pair", "text two", 1.0, group=2),
-             RerankCandidate("pair-2", "text three", 0.5, group=2),
-             RerankCandidate("none", "text four", 0.9)]
-    out = {i: f for i, _, f in rerank(analyze_query("text"), cands, cfg)}
-    assert out["pair"]["sibling"] == 0.5 and out["pair-2"]["sibling"] == 1.0
-    assert out["lone"]["sibling"] == 0.0 and out["none"]["sibling"] == 0.0
-    assert _order("text", cands, cfg)[:2] == ["pair", "pair-2"]
+def test_the_deleted_sibling_feature_is_refused_in_config() -> None:
+    """``sibling`` stayed at weight 0 in the fit and was deleted: a profile naming it is a
+    config error, not a silently ignored weight."""
+    with pytest.raises(ConfigError, match="unknown features"):
+        RerankConfig(profiles={**DEFAULT_PROFILES, "document": {"fused": 1.0, "sibling": 1.0}})
 
 
 def test_terms_of_words_is_the_plain_definition() -> None:
