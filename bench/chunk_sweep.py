@@ -75,24 +75,36 @@ def chunking_env(cfg: dict[str, int]) -> Iterator[None]:
 
 
 class CachedEmbedder:
-    """The real embedder, with vectors of texts seen before served from memory."""
+    """The real embedder, with vectors of texts seen before served from memory (queries
+    and documents apart: documents may come from the int8 model)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name, self.dim = inner.name, inner.dim
         self.backend = getattr(inner, "backend", "?")
+        self.document_precision = getattr(inner, "document_precision", "float32")
         self._cache: dict[str, np.ndarray] = {}
+        self._docs: dict[str, np.ndarray] = {}
         self.computed = 0
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        return self._cached(texts, self._cache, self.inner.encode)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        from engine.embedding.base import encode_documents
+
+        return self._cached(texts, self._docs, lambda t: encode_documents(self.inner, t))
+
+    def _cached(self, texts: Sequence[str], cache: dict[str, np.ndarray], encode: Any
+                ) -> np.ndarray:
+        todo = list(dict.fromkeys(t for t in texts if t not in cache))
         if todo:
-            for t, v in zip(todo, self.inner.encode(todo), strict=True):
-                self._cache[t] = v
+            for t, v in zip(todo, encode(todo), strict=True):
+                cache[t] = v
             self.computed += len(todo)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        return np.stack([cache[t] for t in texts])
 
     def close(self) -> None:
         pass  # the inner model belongs to this bench, closed at exit
@@ -125,6 +137,8 @@ def work(settings: list[dict[str, int]], emb: Any, every: int, rounds: int
     """Corpus chunks and word pieces per setting; embedding seconds from a timed sample."""
     from tokenizers import Tokenizer
 
+    from engine.embedding.base import encode_documents
+
     folder = getattr(emb, "folder", None)
     tok = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")) if folder else None
     if tok is not None:
@@ -142,7 +156,7 @@ def work(settings: list[dict[str, int]], emb: Any, every: int, rounds: int
     for _ in range(rounds):
         for row in rows:
             t = time.perf_counter()
-            emb.encode(row["sample_texts"])
+            encode_documents(emb, row["sample_texts"])  # as ingest embeds them
             row["sample_s"].append(time.perf_counter() - t)
     for row in rows:
         best = min(row["sample_s"])

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.models import embedding_config, vectors_tag
 from bench.stats import pct
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,7 +125,7 @@ def prepare_store(sample: dict[str, Any], embedder: Any, workdir: Path,
     """
     if cache is None:
         return ingest(sample, embedder, workdir)
-    cached = _cache_dir(cache, sample, embedder.name)
+    cached = _cache_dir(cache, sample, vectors_tag(embedder))
     seconds = 0.0
     if not (cached / "READY").exists():
         shutil.rmtree(cached, ignore_errors=True)
@@ -213,10 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     # Every build embeds its query: latency includes it, as the budget demands.
     os.environ.setdefault("CTX__EMBEDDING__QUERY_CACHE_SIZE", "0")
     os.environ["CTX_EMBEDDER"] = args.embedder
-    from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
 
-    embedder = make_embedder(EmbeddingConfig(model=args.embedder, threads=args.threads))
+    embedder = make_embedder(embedding_config(model=args.embedder, threads=args.threads))
     embedder.encode(["warm up"])
     data = json.loads(DATA.read_text(encoding="utf-8"))
     splits = ["dev", "test"] if args.split == "both" else [args.split]

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.models import embedding_config
 from bench.stats import pct, table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,10 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     os.environ["CTX_EMBEDDER"] = args.embedder
-    from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
 
-    model = make_embedder(EmbeddingConfig(model=args.embedder))
+    model = make_embedder(embedding_config(model=args.embedder))
     model.encode(["warm up"] * 8)
     work = Path(tempfile.mkdtemp(prefix="ctx-recall-bench-"))
     print(f"\nIndexing ({args.embedder} embedder: {type(model).__name__}; "

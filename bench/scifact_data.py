@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.models import embedding_config, vectors_tag
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "scifact"
 CACHE_VERSION = "1"  # bump when the ingestion path changes what a store holds
@@ -113,7 +115,7 @@ def prepare_store(embedder: Any, cache: Path, limit: int | None = None) -> tuple
 
     Runs mutate a store (access statistics); callers that care copy it first.
     """
-    name = f"v{CACHE_VERSION}-{embedder.name.replace('/', '_')}-{chunk_tag()}"
+    name = f"v{CACHE_VERSION}-{vectors_tag(embedder)}-{chunk_tag()}"
     if limit:
         name += f"-subset{limit}"
     cached = cache / name
@@ -136,10 +138,11 @@ def covered_claims(eng: Any, qrels: dict[str, dict[str, int]]) -> set[str]:
 
 
 def make_embedder(name: str) -> Any:
-    from engine.config import EmbeddingConfig
+    """The embedder ``name`` ("minilm", "fake"), with the CTX__EMBEDDING__* settings of the
+    environment (backend, onnx_dir, document_precision, ...) applied."""
     from engine.embedding.factory import make_embedder as make
 
-    emb = make(EmbeddingConfig(model=name))
+    emb = make(embedding_config(model=name))
     emb.encode(["warm up"])
     return emb
 

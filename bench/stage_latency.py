@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.models import embedding_config
 from bench.stats import summary, table
 
 BUDGETS_MS = {"build_context (wall)": 50.0, "build_context (CPU)": 50.0, "keyword lane": 10.0,
@@ -166,15 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     ab = parse_ab(args.ab) if args.ab else None
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ["CTX__EMBEDDING__QUERY_CACHE_SIZE"] = "0"
-    from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
     from engine.facade import ContextEngine
 
     before = load()
-    model = make_embedder(EmbeddingConfig(model="minilm"))
+    model = make_embedder(embedding_config(model="minilm"))
     model.encode(["warm up"])
     store_model = model if args.store_model == "minilm" else make_embedder(
-        EmbeddingConfig(model=args.store_model))
+        embedding_config(model=args.store_model))
     if args.build and not Path(args.store).exists():
         from bench.store_bench import ingest, pick_files
 

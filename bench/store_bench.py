@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.corpus import corpus_files
+from bench.models import embedding_config
 from bench.stats import summary, table
 
 TARGETS_MS = {"vector lane": 5.0, "keyword lane": 10.0, "build_context": 50.0,
@@ -148,10 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     os.environ["CTX_EMBEDDER"] = "minilm"
-    from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
 
-    model = make_embedder(EmbeddingConfig(model="minilm"))
+    model = make_embedder(embedding_config(model="minilm"))
     results: dict[str, Any] = {}
     work = Path(tempfile.mkdtemp(prefix="ctx-bench-"))
     files, texts = pick_files(args.chunks)
@@ -203,13 +203,12 @@ def compare_and_measure(model: Any, files: list[Path], texts: list[str], queries
 
 def measure_big(args: argparse.Namespace, model: Any, queries: list[str],
                 small: dict[str, dict[str, float]], work: Path, results: dict[str, Any]) -> None:
-    from engine.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
     from engine.facade import ContextEngine
 
     os.environ["CTX_EMBEDDER"] = args.big_embedder
     big_model = model if args.big_embedder == "minilm" else make_embedder(
-        EmbeddingConfig(model="fake"))
+        embedding_config(model="fake"))
     big = ContextEngine.open(work / "big", embedder=big_model)
     big_files, _ = pick_files(args.big)
     t = time.perf_counter()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import scifact_data as sd
+from bench.models import vectors_tag
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "transcripts"
@@ -56,7 +57,7 @@ def first_answer(texts: Sequence[str], answers: Sequence[str]) -> int | None:
 def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
     from engine.facade import ContextEngine
 
-    cached = cache / f"transcripts-v{CACHE_VERSION}-{embedder.name.replace('/', '_')}"
+    cached = cache / f"transcripts-v{CACHE_VERSION}-{vectors_tag(embedder)}"
     if (cached / "READY").exists():
         return cached / "store", float((cached / "READY").read_text().split()[0])
     building = cached.with_name(cached.name + ".tmp")

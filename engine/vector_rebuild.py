@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.embedding.base import Embedder
+from engine.embedding.base import Embedder, encode_documents
 from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import (
     ALERT_VECTOR_DOWN,
@@ -77,7 +77,7 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
         part = missing[start:start + batch]
         for i in part:
             texts[i] = _embed_input(vault, ids[i])
-        fresh = embedder.encode([texts.pop(i) for i in part])
+        fresh = encode_documents(embedder, [texts.pop(i) for i in part])
         out[part] = fresh
         with vault.write(chunks=False) as c:
             c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",

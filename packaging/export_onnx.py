@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.embedding.onnx_export import export
-from engine.embedding.onnx_files import ONNX_FILE, verify_export
+from engine.embedding.onnx_files import INT8_FILE, MANIFEST_VERSION, ONNX_FILE, verify_export
 from engine.errors import IntegrityError
 
 
@@ -36,6 +36,8 @@ def main() -> int:
         if args.force:
             raise IntegrityError("forced")
         man = verify_export(args.out)
+        if man.version != MANIFEST_VERSION:
+            raise IntegrityError("an older export: no int8 document model")
         reused = True
     except IntegrityError:
         try:
@@ -46,6 +48,9 @@ def main() -> int:
     print(json.dumps({"onnx_export": str(args.out), "reused": reused,
                       "onnx_sha256": man.onnx_sha256, "probe_min_cosine": man.probe_min_cosine,
                       "onnx_bytes": (args.out / ONNX_FILE).stat().st_size,
+                      "int8_probe_min_cosine": man.int8_probe_min_cosine,
+                      "int8_bytes": ((args.out / INT8_FILE).stat().st_size
+                                     if man.int8_sha256 else 0),
                       "seconds": round(time.perf_counter() - t, 1)}))
     return 0
 

@@ -17,3 +17,10 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch: an array of shape (len(texts), dim)."""
         ...
+
+
+def encode_documents(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of texts to store: the embedder's ``encode_documents`` when it has one
+    (the ONNX embedder's int8 model), else ``encode``."""
+    encode = getattr(embedder, "encode_documents", None)
+    return encode(texts) if encode is not None else embedder.encode(texts)

@@ -19,7 +19,9 @@ class EmbeddingConfig:
     takes ONNX when an exported model is found (the app bundle ships one; a pip
     install gets one from ``python -m engine.embedding.onnx_export``) and the
     device is the CPU, else torch. ``onnx_dir``: a folder holding an export,
-    searched before the bundle and the user cache dir.
+    searched before the bundle and the user cache dir. ``document_precision``:
+    "int8" embeds documents (not queries) with the ONNX export's int8 model when
+    it has one, "float32" with the float32 model (see ``engine.embedding.onnx``).
     """
 
     model: str = "minilm"
@@ -36,6 +38,12 @@ class EmbeddingConfig:
     # CTX__EMBEDDING__MAX_BATCH_TOKENS set); long texts embed at 26 / 24 / 21 per second
     # (2026-11-22, load 1.5).
     max_batch_tokens: int = 256
+    # int8 documents: 1.47x the float32 model's speed on 256-piece texts (2026-11-23, 2-core
+    # AVX2 machine, load 1.2-2.3), for SciFact train quality on 1,500 abstracts (every 2nd
+    # claim, 200/240/0 chunks) of nDCG@10 0.848 vs 0.852 and in payload @500/1000/2000
+    # 0.862/0.896/0.926 vs 0.859/0.891/0.926; int8 queries as well lost more (payload
+    # @500 0.849). Commands: ``python -m bench.embed_precision`` (speed, cosine, quality).
+    document_precision: Literal["int8", "float32"] = "int8"
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= 4096:
@@ -44,6 +52,8 @@ class EmbeddingConfig:
             raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
         if self.backend not in ("auto", "torch", "onnx"):
             raise ConfigError("embedding.backend must be auto, torch or onnx")
+        if self.document_precision not in ("int8", "float32"):
+            raise ConfigError("embedding.document_precision must be int8 or float32")
         if not 256 <= self.max_batch_tokens <= 1_000_000:
             raise ConfigError("embedding.max_batch_tokens must be between 256 and 1000000")
         if self.query_cache_size < 0 or self.threads < 0:

@@ -3,7 +3,8 @@
 MiniLM runs on torch (sentence-transformers) or on onnxruntime (an ONNX
 export of the same weights); ``embedding.backend`` chooses, "auto" taking
 ONNX when an export is found and the device is the CPU. Both record the same
-model name, since their vectors are equal.
+model name, since their query vectors are equal (ONNX documents may come from
+its int8 model: see ``engine.embedding.onnx``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
 
             assert export is not None
             return OnnxEmbedder.open(export, batch_size=cfg.batch_size, threads=cfg.threads,
-                                    max_batch_tokens=cfg.max_batch_tokens)
+                                    max_batch_tokens=cfg.max_batch_tokens,
+                                    document_precision=cfg.document_precision)
     elif cfg.backend == "onnx":
         raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
                           key="embedding.backend")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.embedding.base import Embedder
+from engine.embedding.base import Embedder, encode_documents
 from engine.embedding.config import EmbeddingConfig
 
 
@@ -64,6 +64,9 @@ class LazyEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.load().encode(texts)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return encode_documents(self.load(), texts)
 
     def close(self) -> None:
         """Let the loaded model go (its worker threads stop); a later encode loads it again."""

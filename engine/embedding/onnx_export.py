@@ -9,10 +9,13 @@ Needs torch, transformers and sentence-transformers (the pip install has
 them; the bundle does not, and needs none of them at run time). The weights
 are hash-checked first; the exported graph is the BERT encoder followed by
 mean pooling and L2 normalisation, which is what sentence-transformers'
-modules.json for all-MiniLM-L6-v2 does. Before the manifest is written the
-export must match sentence-transformers on the probe set (each text alone
-and all as one padded batch) with cosine >= MIN_PROBE_COSINE; otherwise
-nothing is installed. Nothing is downloaded.
+modules.json for all-MiniLM-L6-v2 does. It is stored with float16 weights
+(computing in float32), and quantised into the int8 document model
+(``onnx_precision``). Before the manifest is written the float32 model must
+match sentence-transformers on the probe set (each text alone and all as one
+padded batch) with cosine >= MIN_PROBE_COSINE, else nothing is installed; an
+int8 model below MIN_INT8_PROBE_COSINE is left out (documents then embed in
+float32). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ import numpy as np
 from engine.embedding.minilm import MINILM_SHA256, minilm_path, verify_weights
 from engine.embedding.onnx import OnnxEmbedder
 from engine.embedding.onnx_files import (
+    INT8_FILE,
     MANIFEST_FILE,
     MANIFEST_VERSION,
+    MIN_INT8_PROBE_COSINE,
     MIN_PROBE_COSINE,
     MODEL_NAME,
     ONNX_FILE,
@@ -42,6 +47,7 @@ from engine.embedding.onnx_files import (
     user_export_dir,
     verify_export,
 )
+from engine.embedding.onnx_precision import quantize_int8, store_float16
 from engine.errors import IntegrityError
 
 OPSET = 17
@@ -128,10 +134,12 @@ def reference_vectors(model_dir: Path, texts: Sequence[str]) -> np.ndarray:
 
 
 def probe_cosine(embedder: OnnxEmbedder, reference: np.ndarray,
-                 texts: Sequence[str] = PROBE_TEXTS) -> float:
-    """Worst cosine between ``embedder`` and ``reference``, texts alone and as one batch."""
-    alone = np.stack([embedder.encode([t])[0] for t in texts])
-    batch = embedder.encode(list(texts))
+                 texts: Sequence[str] = PROBE_TEXTS, *, documents: bool = False) -> float:
+    """Worst cosine between ``embedder`` and ``reference``, texts alone and as one batch
+    (with ``documents``, of its document model)."""
+    encode = embedder.encode_documents if documents else embedder.encode
+    alone = np.stack([encode([t])[0] for t in texts])
+    batch = encode(list(texts))
     return float(min((alone * reference).sum(1).min(), (batch * reference).sum(1).min()))
 
 
@@ -161,19 +169,34 @@ def export(out_dir: Path, model_dir: Path | None = None) -> Manifest:
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir()
     try:
-        _export_graph(source, stage / ONNX_FILE)
+        full = stage / "float32.onnx"
+        _export_graph(source, full)
+        quantize_int8(full, stage / "int8-float32.onnx")
+        store_float16(stage / "int8-float32.onnx", stage / INT8_FILE)  # its embedding tables
+        store_float16(full, stage / ONNX_FILE)
+        full.unlink()
+        (stage / "int8-float32.onnx").unlink()
         shutil.copyfile(source / TOKENIZER_FILE, stage / TOKENIZER_FILE)
         dim, seq = _shape(source)
-        candidate = OnnxEmbedder(stage, dim=dim, max_seq_length=seq, threads=1)
-        worst = probe_cosine(candidate, reference_vectors(source, PROBE_TEXTS))
+        candidate = OnnxEmbedder(stage, dim=dim, max_seq_length=seq, threads=1,
+                                 document_file=stage / INT8_FILE)
+        reference = reference_vectors(source, PROBE_TEXTS)
+        worst = probe_cosine(candidate, reference)
         if worst < MIN_PROBE_COSINE:
             raise IntegrityError(f"ONNX export differs from sentence-transformers: worst probe "
                                  f"cosine {worst:.7f} < {MIN_PROBE_COSINE}")
+        worst8 = probe_cosine(candidate, reference, documents=True)
+        int8 = ""
+        if worst8 >= MIN_INT8_PROBE_COSINE:
+            int8 = sha256_file(stage / INT8_FILE)
+        else:  # documents embed in float32 with this export
+            (stage / INT8_FILE).unlink()
         man = Manifest(version=MANIFEST_VERSION, model_name=MODEL_NAME, dim=candidate.dim,
                        max_seq_length=seq, source_sha256=MINILM_SHA256,
                        onnx_sha256=sha256_file(stage / ONNX_FILE),
                        tokenizer_sha256=sha256_file(stage / TOKENIZER_FILE),
-                       probe_min_cosine=worst, opset=OPSET, exported_with=_versions())
+                       probe_min_cosine=worst, opset=OPSET, exported_with=_versions(),
+                       int8_sha256=int8, int8_probe_min_cosine=worst8)
         (stage / MANIFEST_FILE).write_text(man.to_json(), encoding="utf-8")
         del candidate
         if out_dir.exists():
@@ -197,11 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or user_export_dir()
     if args.if_missing and args.model_dir is None:
         try:
-            man = verify_export(out)
-            sys.stdout.write(json.dumps({"out": str(out), "reused": True}) + "\n")
-            return 0
+            if verify_export(out).version == MANIFEST_VERSION:
+                sys.stdout.write(json.dumps({"out": str(out), "reused": True}) + "\n")
+                return 0
         except IntegrityError:
-            pass  # absent or damaged: export afresh
+            pass  # absent or damaged: export afresh (an older version too)
     try:
         man = export(out, args.model_dir)
     except IntegrityError as exc:
@@ -209,7 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     sys.stdout.write(json.dumps({"out": str(out), "onnx_sha256": man.onnx_sha256,
                                  "probe_min_cosine": man.probe_min_cosine,
-                                 "bytes": (out / ONNX_FILE).stat().st_size}) + "\n")
+                                 "bytes": (out / ONNX_FILE).stat().st_size,
+                                 "int8_sha256": man.int8_sha256,
+                                 "int8_probe_min_cosine": man.int8_probe_min_cosine}) + "\n")
     return 0
 
 

@@ -1,13 +1,17 @@
 """Where an ONNX export of MiniLM lives, and the hash check it must pass before loading.
 
 An export is a folder holding ``model.onnx`` (the encoder with mean pooling
-and L2 normalisation inside the graph), ``tokenizer.json`` (copied from the
+and L2 normalisation inside the graph; its weights stored as float16 and
+widened to float32 when the session loads, so it computes in float32),
+``model-int8.onnx`` (the same graph with its weight matrices quantised to
+int8, for documents: see ``onnx``), ``tokenizer.json`` (copied from the
 shipped model) and ``manifest.json``. The manifest records, at export time,
-the sha256 of both files, the sha256 of the safetensors weights they were
-exported from, and the worst cosine against sentence-transformers on the
-probe set. Loading checks all of it: the files' hashes, and that the source
-weights are the published MiniLM weights, so that vectors made by this
-export may be recorded under MiniLM's name.
+the sha256 of every file, the sha256 of the safetensors weights they were
+exported from, and each model's worst cosine against sentence-transformers on
+the probe set. Loading checks all of it: the files' hashes, and that the
+source weights are the published MiniLM weights, so that vectors made by this
+export may be recorded under MiniLM's name. A version 1 export (no int8 model,
+float32 storage) still loads; its documents are embedded in float32.
 
 Folders searched, first found wins: ``embedding.onnx_dir``; the app bundle's
 data files (``sys._MEIPASS``); the user cache dir (a pip install's export).
@@ -30,13 +34,19 @@ from engine.errors import ConfigError, IntegrityError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 ONNX_FILE = "model.onnx"
+INT8_FILE = "model-int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
 BUNDLE_SUBDIR = Path("ctx_models") / f"{MODEL_NAME}-onnx"  # inside the bundle's data
 MIN_PROBE_COSINE = 0.99999  # an export below this against sentence-transformers is refused
-MANIFEST_VERSION = 1
+# The int8 document model's floor on the probe set: measured 0.981 at its worst (and 0.994
+# on average over SciFact abstracts, bench/embed_precision.py); an
+# export whose int8 model falls below this has none (documents then embed in float32).
+MIN_INT8_PROBE_COSINE = 0.95
+MANIFEST_VERSION = 2
+_V2_ONLY = ("int8_sha256", "int8_probe_min_cosine")
 
-_verified: set[tuple[str, int, int, int, int]] = set()
+_verified: set[tuple[object, ...]] = set()
 _lock = threading.Lock()
 
 
@@ -54,6 +64,8 @@ class Manifest:
     probe_min_cosine: float  # worst cosine vs sentence-transformers on the probe set
     opset: int
     exported_with: dict[str, str]  # package versions at export time
+    int8_sha256: str = ""  # the int8 document model; "" when the export has none
+    int8_probe_min_cosine: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -113,6 +125,8 @@ def read_manifest(folder: Path) -> Manifest:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         names = {f.name for f in fields(Manifest)}
+        if isinstance(raw, dict) and raw.get("version") == 1:
+            names -= set(_V2_ONLY)  # a version 1 export: no int8 model
         if not isinstance(raw, dict) or set(raw) != names:
             raise ValueError("unexpected keys")
         return Manifest(**raw)
@@ -123,30 +137,33 @@ def read_manifest(folder: Path) -> Manifest:
 def verify_export(folder: Path) -> Manifest:
     """The export's manifest, once its files match it and it comes from MiniLM's weights.
 
-    Raises IntegrityError otherwise. Hashing 90 MB costs about 0.1 s, so a
+    Raises IntegrityError otherwise. Hashing 80 MB costs about 0.1 s, so a
     folder already verified in this process (same sizes and mtimes) is not
     hashed again.
     """
     man = read_manifest(folder)
-    if man.version != MANIFEST_VERSION or man.model_name != MODEL_NAME:
-        raise IntegrityError(f"ONNX export is not a {MODEL_NAME} export of version "
+    if man.version not in (1, MANIFEST_VERSION) or man.model_name != MODEL_NAME:
+        raise IntegrityError(f"ONNX export is not a {MODEL_NAME} export of version 1 or "
                              f"{MANIFEST_VERSION}: {folder}")
     if man.source_sha256 != MINILM_SHA256:
         raise IntegrityError("ONNX export was not made from the published MiniLM weights")
     if man.probe_min_cosine < MIN_PROBE_COSINE:
         raise IntegrityError("ONNX export failed its probe check against sentence-transformers")
-    onnx, tok = folder / ONNX_FILE, folder / TOKENIZER_FILE
+    if man.int8_sha256 and man.int8_probe_min_cosine < MIN_INT8_PROBE_COSINE:
+        raise IntegrityError("ONNX export's int8 model failed its probe check")
+    files = {ONNX_FILE: man.onnx_sha256, TOKENIZER_FILE: man.tokenizer_sha256}
+    if man.int8_sha256:
+        files[INT8_FILE] = man.int8_sha256
     try:
-        so, st = onnx.stat(), tok.stat()
+        stats = [(folder / name).stat() for name in files]
     except OSError as exc:
         raise IntegrityError(f"ONNX export incomplete: {folder}") from exc
-    key = (str(folder.resolve()), so.st_size, so.st_mtime_ns, st.st_size, st.st_mtime_ns)
+    key = (str(folder.resolve()), *[(s.st_size, s.st_mtime_ns) for s in stats])
     with _lock:
         if key in _verified:
             return man
-        if sha256_file(onnx) != man.onnx_sha256:
-            raise IntegrityError(f"{ONNX_FILE} does not match the sha256 recorded at export")
-        if sha256_file(tok) != man.tokenizer_sha256:
-            raise IntegrityError(f"{TOKENIZER_FILE} does not match the sha256 recorded at export")
+        for name, digest in files.items():
+            if sha256_file(folder / name) != digest:
+                raise IntegrityError(f"{name} does not match the sha256 recorded at export")
         _verified.add(key)
     return man

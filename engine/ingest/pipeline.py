@@ -20,7 +20,7 @@ import numpy as np
 
 from engine.config import Config
 from engine.crypto.rotation import NameHasher
-from engine.embedding.base import Embedder
+from engine.embedding.base import Embedder, encode_documents
 from engine.ingest.chunking import chunk_document
 from engine.recall.embedview import embed_view
 from engine.store import aliases
@@ -157,7 +157,7 @@ class Writer:
                     check()
                 step = todo[start:start + self._step]
                 began = time.perf_counter()
-                vecs = self.embedder.encode([texts[i] for _, i in step])
+                vecs = encode_documents(self.embedder, [texts[i] for _, i in step])
                 self._pace(len(step), time.perf_counter() - began)
                 self.embedded_texts += len(step)
                 fresh.update({k: vecs[j] for j, (k, _) in enumerate(step)})

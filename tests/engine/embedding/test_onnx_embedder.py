@@ -116,3 +116,76 @@ def test_a_corrupted_export_is_refused_at_load(onnx_export_dir: Path, tmp_path: 
     (copy / F.ONNX_FILE).write_bytes(bytes(data))
     with pytest.raises(IntegrityError, match="sha256"):
         OnnxEmbedder.open(copy)
+
+
+def test_the_export_stores_float16_weights_and_an_int8_document_model(
+        onnx_export_dir: Path) -> None:
+    import onnx
+
+    man = F.verify_export(onnx_export_dir)
+    assert man.version == F.MANIFEST_VERSION
+    assert man.int8_sha256 == F.sha256_file(onnx_export_dir / F.INT8_FILE)
+    assert F.MIN_INT8_PROBE_COSINE <= man.int8_probe_min_cosine < F.MIN_PROBE_COSINE
+    full = onnx.load(str(onnx_export_dir / F.ONNX_FILE))
+    big = [i for i in full.graph.initializer if np.prod(i.dims) >= 1024]
+    assert big and all(i.data_type == onnx.TensorProto.FLOAT16 for i in big)
+    int8 = onnx.load(str(onnx_export_dir / F.INT8_FILE))
+    assert sum(i.data_type == onnx.TensorProto.INT8 for i in int8.graph.initializer) >= 36
+    assert (onnx_export_dir / F.ONNX_FILE).stat().st_size < 50e6  # float32 storage: 90 MB
+
+
+def test_documents_run_on_int8_and_queries_stay_exact(onnx_export_dir: Path,
+                                                      minilm_torch: object) -> None:
+    texts = list(PROBE_TEXTS) + EXTRA
+    ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
+    emb = OnnxEmbedder.open(onnx_export_dir, threads=2)
+    exact = OnnxEmbedder.open(onnx_export_dir, threads=2, document_precision="float32")
+    try:
+        assert emb.document_precision == "int8" and exact.document_precision == "float32"
+        docs = emb.encode_documents(texts)
+        cos = (docs * ref).sum(1)
+        assert float(cos.min()) >= F.MIN_INT8_PROBE_COSINE
+        assert float(cos.min()) < 0.9999  # really another model, not the float32 one
+        assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-4)
+        assert float((emb.encode(texts) * ref).sum(1).min()) >= 0.99999  # queries: exact
+        assert float((exact.encode_documents(texts) * ref).sum(1).min()) >= 0.99999
+        assert emb.encode_documents([]).shape == (0, 384)
+    finally:
+        emb.close()
+        exact.close()
+
+
+def test_ingest_stores_int8_document_vectors_and_search_finds_them(
+        data_dir: Path, onnx_export_dir: Path) -> None:
+    from engine.embedding.base import encode_documents
+    from engine.facade import ContextEngine
+    from engine.ingest.pipeline import embed_text
+
+    emb = OnnxEmbedder.open(onnx_export_dir)
+    text = "The client retries three times with exponential backoff, then reports a timeout."
+    with ContextEngine.open(data_dir, embedder=emb) as eng:
+        eng.ingest(text=text, title="Retry policy", external_id="note:retry", wait=True)
+        hit = eng.search("how often does the client retry?", k=1)[0]
+        stored = eng.rt.vectors.vectors([hit.chunk_id])[hit.chunk_id]
+    view = embed_text("Retry policy", "", "text", text)
+    assert float(stored @ encode_documents(emb, [view])[0]) >= 0.99999
+    assert float(stored @ emb.encode([view])[0]) < 0.9999  # not the float32 model's vector
+    emb.close()
+
+
+def test_the_lazy_embedder_hands_documents_to_the_int8_model(onnx_export_dir: Path) -> None:
+    from engine.embedding.lazy import LazyEmbedder
+
+    texts = EXTRA[:6]
+    lazy = LazyEmbedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir)))
+    exact = LazyEmbedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir),
+                                         document_precision="float32"))
+    direct = OnnxEmbedder.open(onnx_export_dir)
+    try:
+        assert np.allclose(lazy.encode_documents(texts), direct.encode_documents(texts),
+                           atol=1e-6)
+        assert np.allclose(exact.encode_documents(texts), direct.encode(texts), atol=1e-6)
+        assert not np.allclose(lazy.encode_documents(texts), lazy.encode(texts), atol=1e-4)
+    finally:
+        for e in (lazy, exact, direct):
+            e.close()

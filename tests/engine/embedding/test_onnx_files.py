@@ -20,12 +20,15 @@ def _fake_export(folder: Path, **changes: object) -> Path:
     """A folder shaped like an export: small stand-in files and a manifest matching them."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / F.ONNX_FILE).write_bytes(b"not really onnx " * 64)
+    (folder / F.INT8_FILE).write_bytes(b"not really int8 " * 32)
     (folder / F.TOKENIZER_FILE).write_text('{"version": "1.0"}', encoding="utf-8")
     man = F.Manifest(version=F.MANIFEST_VERSION, model_name=F.MODEL_NAME, dim=384,
                      max_seq_length=256, source_sha256=F.MINILM_SHA256,
                      onnx_sha256=F.sha256_file(folder / F.ONNX_FILE),
                      tokenizer_sha256=F.sha256_file(folder / F.TOKENIZER_FILE),
-                     probe_min_cosine=0.9999999, opset=17, exported_with={"torch": "x"})
+                     probe_min_cosine=0.9999999, opset=17, exported_with={"torch": "x"},
+                     int8_sha256=F.sha256_file(folder / F.INT8_FILE),
+                     int8_probe_min_cosine=0.98)
     man = dataclasses.replace(man, **changes)  # type: ignore[arg-type]
     (folder / F.MANIFEST_FILE).write_text(man.to_json(), encoding="utf-8")
     return folder
@@ -43,7 +46,7 @@ def test_a_matching_export_verifies(tmp_path: Path) -> None:
     assert man.model_name == "all-MiniLM-L6-v2" and man.dim == 384
 
 
-@pytest.mark.parametrize("victim", [F.ONNX_FILE, F.TOKENIZER_FILE])
+@pytest.mark.parametrize("victim", [F.ONNX_FILE, F.TOKENIZER_FILE, F.INT8_FILE])
 def test_a_changed_file_fails_its_hash(tmp_path: Path, victim: str) -> None:
     folder = _fake_export(tmp_path / "x")
     with open(folder / victim, "ab") as fh:
@@ -56,6 +59,7 @@ def test_a_changed_file_fails_its_hash(tmp_path: Path, victim: str) -> None:
     {"source_sha256": "0" * 64},       # exported from other weights
     {"model_name": "other-model"},
     {"probe_min_cosine": 0.999},       # did not match sentence-transformers
+    {"int8_probe_min_cosine": 0.9},    # its int8 model strays too far
     {"version": 99},
 ])
 def test_a_manifest_that_does_not_vouch_for_minilm_is_refused(tmp_path: Path,
@@ -73,11 +77,32 @@ def test_a_manifest_with_missing_or_extra_keys_is_refused(tmp_path: Path) -> Non
         F.verify_export(folder)
 
 
-def test_missing_model_file_is_an_integrity_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("victim", [F.ONNX_FILE, F.INT8_FILE])
+def test_missing_model_file_is_an_integrity_error(tmp_path: Path, victim: str) -> None:
     folder = _fake_export(tmp_path / "x")
-    (folder / F.ONNX_FILE).unlink()
+    (folder / victim).unlink()
     with pytest.raises(IntegrityError, match="incomplete"):
         F.verify_export(folder)
+
+
+def test_an_export_without_an_int8_model_needs_no_int8_file(tmp_path: Path) -> None:
+    folder = _fake_export(tmp_path / "x", int8_sha256="", int8_probe_min_cosine=0.0)
+    (folder / F.INT8_FILE).unlink()
+    assert F.verify_export(folder).int8_sha256 == ""
+
+
+def test_a_version_1_export_still_loads_but_not_with_version_2_keys(tmp_path: Path) -> None:
+    folder = _fake_export(tmp_path / "x")
+    raw = json.loads((folder / F.MANIFEST_FILE).read_text())
+    raw["version"] = 1
+    (folder / F.MANIFEST_FILE).write_text(json.dumps(raw))
+    with pytest.raises(IntegrityError, match="manifest"):  # a v1 manifest has no int8 keys
+        F.verify_export(folder)
+    for key in ("int8_sha256", "int8_probe_min_cosine"):
+        raw.pop(key)
+    (folder / F.MANIFEST_FILE).write_text(json.dumps(raw))
+    man = F.verify_export(folder)
+    assert man.version == 1 and man.int8_sha256 == ""  # documents then embed in float32
 
 
 def test_lookup_order_config_then_bundle_then_user_cache(tmp_path: Path,
@@ -151,3 +176,12 @@ def test_backend_is_validated_from_toml_and_environment(data_dir: Path,
         Config().with_overrides({"embedding": {"backend": "tensorflow"}})
     monkeypatch.setenv("CTX__EMBEDDING__BACKEND", '"onnx"')
     assert load_config(data_dir).embedding.backend == "onnx"
+
+
+def test_document_precision_is_validated(monkeypatch: pytest.MonkeyPatch,
+                                         data_dir: Path) -> None:
+    assert Config().embedding.document_precision == "int8"
+    with pytest.raises(ConfigError, match="document_precision"):
+        Config().with_overrides({"embedding": {"document_precision": "int4"}})
+    monkeypatch.setenv("CTX__EMBEDDING__DOCUMENT_PRECISION", '"float32"')
+    assert load_config(data_dir).embedding.document_precision == "float32"
