@@ -164,6 +164,8 @@ class HealthPanel(QWidget):
         f["Model"].setText(str(status.get("model", "—")))
         f["Dimensions"].setText(fmt_int(status.get("dim")))
         runtime = status.get("model_backend")
+        if runtime and status.get("model_document_precision") == "int8":
+            runtime = f"{runtime}, int8 documents"
         f["Model loaded"].setText(f"yes ({runtime})" if status.get("model_loaded") and runtime
                                   else "yes" if status.get("model_loaded") else "loading…")
         backend = str(status.get("vector_backend", "—"))

@@ -50,6 +50,13 @@ class LazyEmbedder:
         return getattr(self._inner, "backend", None) if self._inner is not None else None
 
     @property
+    def document_precision(self) -> str | None:
+        """"int8" or "float32": the model documents run on, once the model is loaded."""
+        if self._inner is None:
+            return None
+        return getattr(self._inner, "document_precision", "float32")
+
+    @property
     def inner(self) -> Embedder:
         return self.load()
 

@@ -102,6 +102,7 @@ def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm_torch: obje
         after = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
         assert eng.status()["model"] == "all-MiniLM-L6-v2"
         assert eng.status()["model_backend"] == "onnx"
+        assert eng.status()["model_document_precision"] == "int8"
     finally:
         eng.close()
     assert after == before
@@ -182,8 +183,10 @@ def test_the_lazy_embedder_hands_documents_to_the_int8_model(onnx_export_dir: Pa
                                          document_precision="float32"))
     direct = OnnxEmbedder.open(onnx_export_dir)
     try:
+        assert lazy.document_precision is None  # not loaded yet
         assert np.allclose(lazy.encode_documents(texts), direct.encode_documents(texts),
                            atol=1e-6)
+        assert lazy.document_precision == "int8"
         assert np.allclose(exact.encode_documents(texts), direct.encode(texts), atol=1e-6)
         assert not np.allclose(lazy.encode_documents(texts), lazy.encode(texts), atol=1e-4)
     finally:
