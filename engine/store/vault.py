@@ -270,6 +270,25 @@ class Vault:
         ).fetchall()
         return [ChunkRow.from_row(r) for r in rows]
 
+    def chunks_at(self, positions: Sequence[tuple[int, int]]
+                  ) -> dict[tuple[int, int], ChunkRow]:
+        """The ready chunks at the given (source id, ordinal) places, keyed by them
+        (places with no chunk are left out); one indexed lookup per place."""
+        wanted = sorted(set(positions))
+        out: dict[tuple[int, int], ChunkRow] = {}
+        for i in range(0, len(wanted), 400):
+            part = wanted[i:i + 400]
+            rows = self.conn().execute(
+                f"WITH want(sid, ord) AS (VALUES {','.join(['(?, ?)'] * len(part))}) "
+                f"SELECT {CHUNK_COLUMNS} FROM want JOIN chunks c ON c.source_id = want.sid "
+                "AND c.ordinal = want.ord JOIN sources s ON s.id = c.source_id "
+                "WHERE s.state = 'ready'", [v for p in part for v in p],
+            ).fetchall()
+            for r in rows:
+                row = ChunkRow.from_row(r)
+                out[(row.source_id, row.ordinal)] = row
+        return out
+
     def keyword(self, match: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` must be a safe expression."""
         if not match:
