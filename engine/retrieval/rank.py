@@ -94,18 +94,18 @@ def context_similarities(rt: Runtime, res: LaneResult, window: Sequence[ChunkRow
     if q is None or not turns or cfg.context_share <= 0:
         return {}
     near = rt.vault.chunks_at([(r.source_id, r.ordinal + d) for r in turns for d in (-1, 1)])
-    around: dict[int, list[ChunkRow]] = {}
+    around: dict[int, list[int]] = {}
     for r in turns:
-        around[r.id] = [n for d in (-1, 1)
+        around[r.id] = [n[0] for d in (-1, 1)
                         if (n := near.get((r.source_id, r.ordinal + d))) is not None
-                        and n.kind == r.kind and n.heading == r.heading]
-    need = {n.id: n for ns in around.values() for n in ns if n.id not in vectors}
-    found = window_vectors(rt, res, list(need.values())) if need else {}
+                        and n[1] == r.kind and n[2] == r.heading]
+    need = sorted({n for ns in around.values() for n in ns if n not in vectors})
+    found = neighbour_vectors(rt, res, need) if need else {}
     own = np.stack([vectors[r.id] for r in turns]).astype(np.float32)
     near_sum = np.zeros_like(own)
     for i, r in enumerate(turns):
         for n in around[r.id]:
-            v = vectors.get(n.id, found.get(n.id))
+            v = vectors.get(n, found.get(n))
             if v is not None and v.shape == own.shape[1:]:
                 near_sum[i] += v
     query = np.asarray(q, dtype=np.float32)
@@ -113,6 +113,23 @@ def context_similarities(rt: Runtime, res: LaneResult, window: Sequence[ChunkRow
         return {}
     cos = context_cosines(query, own, near_sum, cfg.context_share)
     return {r.id: float(c) for r, c in zip(turns, cos.tolist(), strict=True)}
+
+
+def neighbour_vectors(rt: Runtime, res: LaneResult, ids: Sequence[int]
+                      ) -> dict[int, np.ndarray]:
+    """Stored vectors of chunks known by id only: the vector lane's, the index's, and
+    for any it lacks, the vault's embedding cache (their rows read for its keys)."""
+    out = {c: res.vectors[c] for c in ids if c in res.vectors}
+    missing = [c for c in ids if c not in out]
+    if missing:
+        try:
+            out.update(rt.vectors.vectors(missing))
+        except VectorStoreUnavailable:
+            pass
+        rest = [c for c in missing if c not in out]
+        if rest:
+            out.update(stored_vectors(rt, list(rt.vault.chunks(rest).values())))
+    return out
 
 
 def context_cosines(query: np.ndarray, own: np.ndarray, near_sum: np.ndarray,

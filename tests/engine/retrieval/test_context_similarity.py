@@ -90,7 +90,9 @@ def test_chunks_at_reads_the_given_places_only(engine: ContextEngine) -> None:
     sid = next(r.source_id for r in rows if r.kind == "turn")
     found = vault.chunks_at([(sid, 1), (sid, 3), (sid, 99), (sid, 1)])
     assert sorted(found) == [(sid, 1), (sid, 3)]
-    assert found[(sid, 1)].text.startswith("Ben: Three years now")
+    cid, kind, heading = found[(sid, 1)]
+    assert vault.chunks([cid])[cid].text.startswith("Ben: Three years now")
+    assert (kind, heading) == ("turn", "")
     assert vault.chunks_at([]) == {}
 
 
