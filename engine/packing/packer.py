@@ -105,6 +105,15 @@ class PackingConfig:
     # turn may still fit). LoCoMo dev, replayed as bench.fit_pack does: +0.002 at 1000
     # tokens against cutting (one exploratory replay, not in pack_fit.json).
     whole_kinds: tuple[str, ...] = ("turn",)
+    # Memory items of these chunk kinds are rendered under a run header without the
+    # kind label ("[2023-05-08 13:56 UTC] session 1", not "[turn · 2023-05-08 ...]"):
+    # a chat turn's "Speaker: text" line already says what it is, and a session's
+    # header is paid once per session in the payload (3 of its ~20 tokens here).
+    # LoCoMo dev (test never used), ``python -m bench.fit_context`` (last row of
+    # bench/data/context_fit.json, 2026-11-23), with rerank.context_share 0.3:
+    # ctx@500/1000/2000 0.816/0.872/0.916 -> 0.816/0.875/0.916. Not a fitted value:
+    # a saving that only frees budget.
+    unlabelled_kinds: tuple[str, ...] = ("turn",)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -134,9 +143,10 @@ class PackingConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"packing.{name} must be in [0, 1]")
-        if isinstance(self.whole_kinds, str):
-            raise ConfigError("packing.whole_kinds must be a list of chunk kinds")
-        object.__setattr__(self, "whole_kinds", tuple(self.whole_kinds))
+        for name in ("whole_kinds", "unlabelled_kinds"):
+            if isinstance(getattr(self, name), str):
+                raise ConfigError(f"packing.{name} must be a list of chunk kinds")
+            object.__setattr__(self, name, tuple(getattr(self, name)))
 
 
 def _rank_key(score: float) -> float:
@@ -179,7 +189,8 @@ class _Packer:
         self.head, self.foot = self.r.head(stamp), self.r.foot()
         self.frame_cost = counter.count(self.head) + counter.count(self.foot)
         self.group_cost = {s: counter.count(self.r.group(s)) for s in GROUP_ORDER}
-        self.pieces = PieceMaker(self.r, counter, include_time=cfg.include_time, query=query)
+        self.pieces = PieceMaker(self.r, counter, include_time=cfg.include_time, query=query,
+                                 unlabelled_kinds=cfg.unlabelled_kinds)
         self.used = 0
         self.live_used = 0
         self.open_groups: set[str] = set()

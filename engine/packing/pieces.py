@@ -65,9 +65,10 @@ class PieceMaker:
     """Prepares the pieces of one ``pack`` call: headers, capped bodies, costs and cuts."""
 
     def __init__(self, r: Renderer, counter: TokenCounter, *, include_time: bool,
-                 query: str | None) -> None:
+                 query: str | None, unlabelled_kinds: tuple[str, ...] = ()) -> None:
         self.r, self.counter = r, counter
         self.include_time = include_time
+        self.unlabelled_kinds = frozenset(unlabelled_kinds)
         self.query_re = _query_pattern(query)
         # (label, section, source, title, time) -> (view, run header cost, empty item cost)
         self.heads: dict[tuple[object, ...], tuple[BlockView, int, int]] = {}
@@ -99,9 +100,10 @@ class PieceMaker:
             source = ""
         if title and p.grouped and not _locator(c.source):
             source = ""  # an opaque id ("conversation:3f2a…") says less than the title
-        return BlockView(label, source, title,
-                         format_time(c.time) if self.include_time else "",
-                         code_lang(p.label, source))
+        when = format_time(c.time) if self.include_time else ""
+        if p.grouped and p.label in self.unlabelled_kinds and (when or source):
+            label = ""  # e.g. chat turns: their "Speaker: text" lines say what they are
+        return BlockView(label, source, title, when, code_lang(p.label, source))
 
     def item(self, p: Piece, body: str) -> str:
         """The piece as rendered without its run header (the whole block when alone)."""

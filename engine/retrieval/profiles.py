@@ -11,7 +11,8 @@ is not computed for its chunks.
 The features (all in [0, 1]; see ``rerank``):
 
 - ``fused``: the hit's reciprocal-rank-fusion score over the window's best;
-- ``similarity``: the query's cosine similarity to the chunk (clipped to 0..1);
+- ``similarity``: the query's cosine similarity to the chunk (clipped to 0..1); a
+  chat turn is read with its adjacent turns (``RerankConfig.context_share``);
 - ``keyword``: its BM25 score over the window's best;
 - ``term_recall``: share of the query's terms (idf-weighted in the window) it holds;
 - ``term_precision``: sqrt of the share of its own terms that are query terms;
@@ -26,7 +27,11 @@ a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
 
 - ``conversation``: fitted on LoCoMo dev (conversations 0-4, 759 questions,
   mean of evidence recall@10 and @25 of turns); LoCoMo test was never used.
-  No feature was dropped: each one's removal cost at least 0.002.
+  No feature was dropped: each one's removal cost at least 0.002. These weights
+  were fitted before a turn's similarity was read in its context
+  (``RerankConfig.context_share``, ``python -m bench.fit_context``) and kept as they
+  were (an exploratory replay refit of them for the payload's recall, before the
+  context similarity, traded ctx@500 and recall@10 for ctx@1000: not adopted).
 - ``document``: fitted on SciFact train, all 809 claims over the full corpus
   (5,183 abstracts, 10,952 chunks of 200 tokens), ``python -m bench.fit_rank
   --only document --store-cache DIR`` (DIR holding the store ``python -m

@@ -3,8 +3,10 @@ features of each hit's kind of memory (see ``profiles``).
 
 The window is the top of the fused list; the query's cosine similarity to every
 window hit comes from the vector lane, else from the chunk's stored vector (read
-once from the vault's embedding cache, float32). ``rank_hits`` returns the ranked
-ids with their features and the vectors it read (dedupe reuses them).
+once from the vault's embedding cache, float32). A chat turn's similarity is taken
+in its context (its vector mixed with the adjacent turns', ``RerankConfig.
+context_share``). ``rank_hits`` returns the ranked ids with their features and the
+vectors it read (dedupe reuses them).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from engine.errors import VectorStoreUnavailable
 from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
-from engine.retrieval.rerank import RerankCandidate, rerank
+from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank
 from engine.retrieval.search import LaneResult, run_lanes, to_hit
 from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
@@ -53,6 +55,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     if timings is not None:
         timings["vectors"] = (time.perf_counter() - t) * 1000
     sims = similarities(res, vectors)
+    sims.update(context_similarities(rt, res, [rows[c] for c, _ in pool], vectors, cfg.rerank))
     window = [RerankCandidate(id=cid, text=rerank_text(rows[cid]), fused=score,
                               time=rows[cid].time, meta=rerank_meta(rows[cid]),
                               similarity=sims.get(cid), keyword=res.keyword_scores.get(cid),
@@ -78,6 +81,65 @@ def similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int
             sims.update(zip(missing, (matrix @ np.asarray(q, dtype=np.float32)).tolist(),
                             strict=True))
     return sims
+
+
+def context_similarities(rt: Runtime, res: LaneResult, window: Sequence[ChunkRow],
+                         vectors: Mapping[int, np.ndarray], cfg: RerankConfig
+                         ) -> dict[int, float]:
+    """The query's similarity to each chat turn of the window read in its context
+    (``cfg.context_kinds``, ``cfg.context_share``): chunk id -> cosine. The adjacent
+    chunks are read in one vault lookup and their vectors as the window's are."""
+    q = res.query_vector
+    turns = [r for r in window if r.kind in cfg.context_kinds and r.id in vectors]
+    if q is None or not turns or cfg.context_share <= 0:
+        return {}
+    near = rt.vault.chunks_at([(r.source_id, r.ordinal + d) for r in turns for d in (-1, 1)])
+    around: dict[int, list[int]] = {}
+    for r in turns:
+        around[r.id] = [n[0] for d in (-1, 1)
+                        if (n := near.get((r.source_id, r.ordinal + d))) is not None
+                        and n[1] == r.kind and n[2] == r.heading]
+    need = sorted({n for ns in around.values() for n in ns if n not in vectors})
+    found = neighbour_vectors(rt, res, need) if need else {}
+    own = np.stack([vectors[r.id] for r in turns]).astype(np.float32)
+    near_sum = np.zeros_like(own)
+    for i, r in enumerate(turns):
+        for n in around[r.id]:
+            v = vectors.get(n, found.get(n))
+            if v is not None and v.shape == own.shape[1:]:
+                near_sum[i] += v
+    query = np.asarray(q, dtype=np.float32)
+    if own.shape[1] != query.shape[0]:
+        return {}
+    cos = context_cosines(query, own, near_sum, cfg.context_share)
+    return {r.id: float(c) for r, c in zip(turns, cos.tolist(), strict=True)}
+
+
+def neighbour_vectors(rt: Runtime, res: LaneResult, ids: Sequence[int]
+                      ) -> dict[int, np.ndarray]:
+    """Stored vectors of chunks known by id only: the vector lane's, the index's, and
+    for any it lacks, the vault's embedding cache (their rows read for its keys)."""
+    out = {c: res.vectors[c] for c in ids if c in res.vectors}
+    missing = [c for c in ids if c not in out]
+    if missing:
+        try:
+            out.update(rt.vectors.vectors(missing))
+        except VectorStoreUnavailable:
+            pass
+        rest = [c for c in missing if c not in out]
+        if rest:
+            out.update(stored_vectors(rt, list(rt.vault.chunks(rest).values())))
+    return out
+
+
+def context_cosines(query: np.ndarray, own: np.ndarray, near_sum: np.ndarray,
+                    share: float) -> np.ndarray:
+    """Cosine of ``query`` to each row of ``own + share * near_sum`` (rows: chunks;
+    ``near_sum``: the sum of each chunk's adjacent vectors); 0 for a zero row."""
+    mixed = own + share * near_sum
+    norms = np.linalg.norm(mixed, axis=1) * float(np.linalg.norm(query))
+    return np.divide(mixed @ query, norms, out=np.zeros(len(mixed), np.float32),
+                     where=norms > 0)
 
 
 def window_vectors(rt: Runtime, res: LaneResult, rows: Sequence[ChunkRow]

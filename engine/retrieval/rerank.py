@@ -88,6 +88,20 @@ class RerankConfig:
     kind_profiles: Mapping[str, str] = field(default_factory=lambda: dict(KIND_PROFILES))
     default_profile: str = "document"
     fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
+    # Chunks of these kinds (chat turns) are read in their context for the
+    # ``similarity`` feature: the query's cosine to the chunk's vector plus
+    # ``context_share`` times each adjacent chunk's of the same source and kind (the
+    # turns just before and after it), renormalized. A short reply ("Three years
+    # now!") says what it is about only with the turn it answers. LoCoMo dev
+    # (conversations 0-4, 759 questions; test never used), ``python -m
+    # bench.fit_context --store-cache DIR`` (bench/data/context_fit.json), 2026-11-23,
+    # recall@10 / ctx@500/1000/2000 for shares 0, 0.2, 0.3, 0.5, 1: 0.771 / 0.815/
+    # 0.864/0.915, 0.788 / 0.818/0.866/0.915, 0.790 / 0.816/0.872/0.916, 0.789 /
+    # 0.801/0.870/0.915, 0.779 / 0.791/0.856/0.912; 0.3 chosen (ctx@1000 up in 4 of
+    # the 5 conversations). The conversation profile's weights were not refitted for
+    # it. 0 turns it off.
+    context_kinds: tuple[str, ...] = ("turn",)
+    context_share: float = 0.3
     date_window_days: float = 3.0  # a candidate this many days off the asked date scores 0
     scan_chars: int = 2000  # only the first chars of a long candidate are scanned
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
@@ -127,6 +141,12 @@ class RerankConfig:
                               f"among {sorted(profiles)}")
         if self.fused_norm not in ("max", "minmax"):
             raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
+        if isinstance(self.context_kinds, str):
+            raise ConfigError("rerank.context_kinds must be a list of chunk kinds")
+        object.__setattr__(self, "context_kinds", tuple(self.context_kinds))
+        if not isinstance(self.context_share, int | float) or \
+                not 0.0 <= self.context_share <= 1.0:
+            raise ConfigError("rerank.context_share must be in [0, 1]")
         if self.date_window_days < 0 or self.scan_chars < 1:
             raise ConfigError("rerank.date_window_days must be >= 0 and scan_chars >= 1")
         if (set(self.intent_patterns) | set(self.intent_cues)) - set(INTENTS):

@@ -270,6 +270,25 @@ class Vault:
         ).fetchall()
         return [ChunkRow.from_row(r) for r in rows]
 
+    def chunks_at(self, positions: Sequence[tuple[int, int]]
+                  ) -> dict[tuple[int, int], tuple[int, str, str]]:
+        """What lies at the given (source id, ordinal) places of ready sources: place ->
+        (chunk id, kind, heading); places with no chunk are left out. One indexed
+        lookup per place, no text read."""
+        wanted = sorted(set(positions))
+        out: dict[tuple[int, int], tuple[int, str, str]] = {}
+        for i in range(0, len(wanted), 400):
+            part = wanted[i:i + 400]
+            rows = self.conn().execute(
+                f"WITH want(sid, ord) AS (VALUES {','.join(['(?, ?)'] * len(part))}) "
+                "SELECT c.source_id, c.ordinal, c.id, c.kind, c.heading FROM want "
+                "JOIN chunks c ON c.source_id = want.sid AND c.ordinal = want.ord "
+                "JOIN sources s ON s.id = c.source_id WHERE s.state = 'ready'",
+                [v for p in part for v in p],
+            ).fetchall()
+            out.update({(r[0], r[1]): (r[2], r[3], r[4]) for r in rows})
+        return out
+
     def keyword(self, match: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` must be a safe expression."""
         if not match:

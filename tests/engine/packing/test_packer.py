@@ -240,9 +240,11 @@ def test_turns_of_one_session_share_one_header_in_source_order() -> None:
     cands = [_turn(4, 0.9), _turn(1, 0.8), _turn(7, 0.7), _turn(3, 0.6, "chat:2", "session 2")]
     p = pack(cands, 2000, PackingConfig(expand_top=0), COUNTER)
     ctx = p.context
-    # An opaque source id gives way to the title (a path or URL would stay).
-    assert ctx.count("[turn · 2023-05-07 09:00 UTC] session 1\n") == 1
-    assert ctx.count("[turn · 2023-05-07 09:00 UTC] session 2\n") == 1
+    # An opaque source id gives way to the title (a path or URL would stay), and a
+    # turn's kind label is left out ("Speaker: text" lines say what they are).
+    assert ctx.count("[2023-05-07 09:00 UTC] session 1\n") == 1
+    assert ctx.count("[2023-05-07 09:00 UTC] session 2\n") == 1
+    assert "turn ·" not in ctx
     # Within the run, turns follow their position; runs follow their best item.
     starts = [ctx.index(f"turn {i} says") for i in (1, 4, 7, 3)]
     assert starts == sorted(starts)
@@ -255,6 +257,30 @@ def test_turns_of_one_session_share_one_header_in_source_order() -> None:
     line = COUNTER.count(cands[0].text + "\n")
     assert by_key[cands[0].chunk_ids] == line
     assert by_key[cands[1].chunk_ids] > line  # turn 1 opens the run
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_only_unlabelled_kinds_drop_their_label(fmt: str) -> None:
+    cands = [_turn(1, 0.9), mem("a", 0.8, "hello there")]
+    p = pack(cands, 1000, PackingConfig(expand_top=0, fmt=fmt), COUNTER)
+    lines = p.context.splitlines()
+    assert any(ln.lstrip("[# ").startswith("2023-05-07 09:00 UTC") for ln in lines)
+    assert any("section · a.md" in ln for ln in lines)  # other kinds keep theirs
+    labelled = pack(cands, 1000, PackingConfig(expand_top=0, fmt=fmt, unlabelled_kinds=()),
+                    COUNTER)
+    assert "turn · 2023-05-07 09:00 UTC" in labelled.context
+    assert p.total_tokens < labelled.total_tokens
+    assert p.total_tokens == COUNTER.count(p.context)
+
+
+def test_an_unlabelled_turn_without_time_or_source_keeps_its_label() -> None:
+    p = pack([_turn(1, 0.9)], 1000, PackingConfig(expand_top=0, include_time=False), COUNTER)
+    assert p.context.splitlines()[1] == "[turn] session 1"
+
+
+def test_json_keeps_the_kind_of_unlabelled_kinds() -> None:
+    p = pack([_turn(1, 0.9)], 1000, PackingConfig(fmt="json", expand_top=0), COUNTER)
+    assert json.loads(p.context)["items"][0]["kind"] == "turn"
 
 
 def test_runs_fit_more_items_than_one_header_each() -> None:
@@ -324,7 +350,7 @@ def test_non_integer_budget_raises(budget: object) -> None:
     {"min_snippet_tokens": 0}, {"max_item_tokens": 1.5}, {"live_max_share": 0.0},
     {"live_max_share": 1.5}, {"include_time": "yes"}, {"neighbour_kinds": "turn"},
     {"neighbour_hits": -1}, {"neighbour_span": 51}, {"neighbour_after": 1.5},
-    {"neighbour_before": -0.1},
+    {"neighbour_before": -0.1}, {"unlabelled_kinds": "turn"},
 ])
 def test_config_is_validated(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError):

@@ -122,7 +122,9 @@ def _check(payload: ContextPayload, budget: int, cfg: PackingConfig, now: float 
             label = "summary" if used_surrogate else item.kind
             run = _run_key(item, label, cfg)
             if run[0] != "memory" or run != previous:
-                found = payload.context.find(opener + label, pos)
+                # Kinds in cfg.unlabelled_kinds may show a header without their label.
+                shown = "" if label in cfg.unlabelled_kinds else label
+                found = payload.context.find(opener + shown, pos)
                 assert found >= pos, (label, payload.context[:200])
                 pos = found + 1
             previous = run
