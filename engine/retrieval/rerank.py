@@ -91,8 +91,8 @@ class RerankConfig:
     # Chunks of these kinds (chat turns) are read in their context for the
     # ``similarity`` feature: the query's cosine to the chunk's vector plus
     # ``context_share`` times each adjacent chunk's of the same source and kind (the
-    # turns just before and after it), renormalized. A short reply ("Three years
-    # now!") says what it is about only with the turn it answers. LoCoMo dev
+    # turns just before and after it), renormalized. A short reply ("Since last
+    # spring!") says what it is about only with the turn it answers. LoCoMo dev
     # (conversations 0-4, 759 questions; test never used), ``python -m
     # bench.fit_context --store-cache DIR`` (bench/data/context_fit.json), 2026-11-23,
     # recall@10 / ctx@500/1000/2000 for shares 0, 0.2, 0.3, 0.5, 1: 0.771 / 0.815/
