@@ -38,11 +38,14 @@ class EmbeddingConfig:
     # CTX__EMBEDDING__MAX_BATCH_TOKENS set); long texts embed at 26 / 24 / 21 per second
     # (2026-11-22, load 1.5).
     max_batch_tokens: int = 256
-    # int8 documents: 1.47x the float32 model's speed on 256-piece texts (2026-11-23, 2-core
-    # AVX2 machine, load 1.2-2.3), for SciFact train quality on 1,500 abstracts (every 2nd
-    # claim, 200/240/0 chunks) of nDCG@10 0.848 vs 0.852 and in payload @500/1000/2000
-    # 0.862/0.896/0.926 vs 0.859/0.891/0.926; int8 queries as well lost more (payload
-    # @500 0.849). Commands: ``python -m bench.embed_precision`` (speed, cosine, quality).
+    # int8 documents: 1.49x the float32 model's speed on SciFact chunk texts, vectors at
+    # cosine 0.994 of the float32 ones on average (0.989 at worst), and SciFact train
+    # quality (1,500 abstracts, every 2nd claim, 200/240/0 chunks, queries on float32)
+    # float32 vs int8 documents: nDCG@10 0.852 vs 0.849, Recall@100 0.993 vs 0.993, in
+    # payload @500/1000/2000 0.859/0.891/0.926 vs 0.864/0.891/0.926 (``python -m
+    # bench.embed_precision --quality``, 2026-11-23, 2-core AVX2 machine, load 0.6-1.8).
+    # Full corpus, all 809 claims: nDCG@10 0.752 vs RRF 0.716 (``python -m bench.scifact``);
+    # LoCoMo test and the transcripts bench: see the closing note of issue 12.
     document_precision: Literal["int8", "float32"] = "int8"
 
     def __post_init__(self) -> None:

@@ -130,6 +130,8 @@ def test_the_export_stores_float16_weights_and_an_int8_document_model(
     full = onnx.load(str(onnx_export_dir / F.ONNX_FILE))
     big = [i for i in full.graph.initializer if np.prod(i.dims) >= 1024]
     assert big and all(i.data_type == onnx.TensorProto.FLOAT16 for i in big)
+    tables = [n for n in full.graph.node if n.op_type == "Gather" and n.input[0].endswith("__f16")]
+    assert len(tables) >= 2  # word and position embeddings: float16 rows, widened after
     int8 = onnx.load(str(onnx_export_dir / F.INT8_FILE))
     assert sum(i.data_type == onnx.TensorProto.INT8 for i in int8.graph.initializer) >= 36
     assert (onnx_export_dir / F.ONNX_FILE).stat().st_size < 50e6  # float32 storage: 90 MB
