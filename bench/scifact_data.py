@@ -21,7 +21,7 @@ from bench.models import embedding_config, vectors_tag
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "scifact"
-CACHE_VERSION = "1"  # bump when the ingestion path changes what a store holds
+CACHE_VERSION = "2"  # bump when the ingestion path changes what a store holds
 URI_PREFIX = "scifact:"
 
 

@@ -50,11 +50,25 @@ def content_hash(text: str) -> str:
 
 def embed_text(title: str, heading: str, kind: str, text: str) -> str:
     """What the model sees for a chunk: its title and heading path give it context
-    (a transcript chunk needs none; of a tool call, see ``engine.recall.embedview``)."""
+    (a transcript chunk needs none; of a tool call, see ``engine.recall.embedview``).
+    A chunk that opens with its title (a document's first chunk, most often) is not
+    given it twice: the model would pay for the same words again (SciFact: 5% of the
+    word pieces of a corpus)."""
     if kind in ("turn", "turn_pair", "thinking", "tool"):
         return embed_view(kind, text)
+    if title and _opens_with(text, title):
+        title = ""
     head = " > ".join(p for p in (title, heading) if p)
     return f"{head}\n{text}" if head else text
+
+
+def _opens_with(text: str, title: str) -> bool:
+    """Whether ``text`` starts with ``title`` as whole words, markdown marks aside."""
+    body, want = text.lstrip("#*= \t\r\n"), title.strip().lstrip("#*= ")
+    if not want or not body.startswith(want):
+        return False
+    rest = body[len(want):len(want) + 1]
+    return not rest or not (rest.isalnum() or rest == "_")
 
 
 def cache_key(model: str, text: str) -> str:
