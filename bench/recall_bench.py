@@ -62,6 +62,12 @@ class Recording:
         self.calls.append(list(texts))
         return self.inner.encode(texts)
 
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        from engine.embedding.base import encode_documents
+
+        self.calls.append(list(texts))
+        return encode_documents(self.inner, texts)
+
 
 def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
     """(word pieces of the texts, word pieces computed with each call padded to its

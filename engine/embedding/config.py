@@ -15,13 +15,16 @@ class EmbeddingConfig:
     ``model``: "minilm" (the shipped weights), "fake" (tests), or a local
     sentence-transformers folder path. ``backend``: "torch" runs
     sentence-transformers; "onnx" runs MiniLM exported to ONNX (onnxruntime and
-    ``tokenizers``, same vectors, recorded under the same model name); "auto"
+    ``tokenizers``, the same query vectors, recorded under the same model name;
+    documents run on its int8 copy unless ``document_precision`` says float32); "auto"
     takes ONNX when an exported model is found (the app bundle ships one; a pip
     install gets one from ``python -m engine.embedding.onnx_export``) and the
     device is the CPU, else torch. ``onnx_dir``: a folder holding an export,
     searched before the bundle and the user cache dir. ``document_precision``:
     "int8" embeds documents (not queries) with the ONNX export's int8 model when
     it has one, "float32" with the float32 model (see ``engine.embedding.onnx``).
+    The vault's embedding cache keys vectors by model name and text, not precision:
+    after a switch, texts embedded before keep their cached vectors.
     """
 
     model: str = "minilm"
@@ -44,8 +47,13 @@ class EmbeddingConfig:
     # float32 vs int8 documents: nDCG@10 0.852 vs 0.849, Recall@100 0.993 vs 0.993, in
     # payload @500/1000/2000 0.859/0.891/0.926 vs 0.864/0.891/0.926 (``python -m
     # bench.embed_precision --quality``, 2026-11-23, 2-core AVX2 machine, load 0.6-1.8).
-    # Full corpus, all 809 claims: nDCG@10 0.752 vs RRF 0.716 (``python -m bench.scifact``);
-    # LoCoMo test and the transcripts bench: see the closing note of issue 12.
+    # Full corpus with int8 documents, all 809 claims (``python -m bench.scifact``,
+    # 2026-11-23): nDCG@10 0.752 vs RRF 0.716 in the same run (float32 documents, the
+    # day before: 0.751 vs 0.713). LoCoMo test (``python -m bench.locomo --split test``)
+    # recall@10 / ctx@1000 / ctx@2000: 0.732 / 0.845 / 0.895 with int8 documents, 0.727 /
+    # 0.844 / 0.894 with float32 (same code otherwise); transcripts hit@5 (``python -m
+    # bench.transcripts_recall``, 28 questions): 0.821 vs 0.857 (one question, ranked
+    # 6-10 instead of <= 5).
     document_precision: Literal["int8", "float32"] = "int8"
 
     def __post_init__(self) -> None:

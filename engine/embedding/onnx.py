@@ -9,16 +9,16 @@ tests), so they are recorded under the same model name and a store moves
 between a pip install (torch) and the app bundle (ONNX).
 
 Documents (chunks being stored) may run on a second session, the export's int8
-model (``onnx_precision``): 1.4-1.5x faster on this project's 2-core machine,
-its vectors within about 0.006 cosine of the float32 model's on average.
+model (``onnx_precision``): 1.49x faster on this project's 2-core machine,
+its vectors at cosine 0.994 of the float32 model's on average.
 Queries always run on the float32 model, so a query's vector is
 sentence-transformers' own and a store written this way is read by the torch
 backend as well (its document vectors are close to, not equal to, torch's).
 ``embedding.document_precision`` picks float32 for documents too.
 
-One onnxruntime session holds the float32 weights once (two sessions held them
-twice: about 100 MB more); the int8 session (about 25 MB) loads on the first
-document batch. It runs each call on one intra-op thread: a query (a few
+One onnxruntime session holds the float32 weights once; the int8 session loads
+on the first document batch (both loaded, ingesting 1 MB of prose peaks at 377 MB
+RSS, ``bench.ingest_mem``). It runs each call on one intra-op thread: a query (a few
 short texts) is fastest that way, and on a busy 2-core machine more threads
 multiply its tail latency. Larger inputs are cut into batches bounded by padded
 tokens (``batching.token_batches``) and run concurrently on ``threads`` worker
@@ -30,6 +30,7 @@ largest batch) and with glibc's heap kept from holding freed buffers
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -46,10 +47,12 @@ from engine.embedding.onnx_files import (
     MODEL_NAME,
     ONNX_FILE,
     TOKENIZER_FILE,
+    int8_usable,
     verify_export,
 )
-from engine.errors import ConfigError
+from engine.errors import ConfigError, IntegrityError
 
+_log = logging.getLogger(__name__)
 SMALL_BATCH = 4  # a query: up to this many texts of up to SMALL_TOKENS word pieces in all,
 SMALL_TOKENS = 256  # run in the caller's thread as one run; anything more is spread over workers
 
@@ -107,6 +110,7 @@ class OnnxEmbedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._document_file = document_file
         self._doc_session: Any = None
+        self._checked = False  # set by open(): the export passed verify_export
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -123,10 +127,12 @@ class OnnxEmbedder:
         Documents run on its int8 model when it has one and ``document_precision``
         is "int8"."""
         man = verify_export(folder)
-        int8 = folder / INT8_FILE if man.int8_sha256 and document_precision == "int8" else None
-        return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
-                   batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
-                   document_file=int8)
+        int8 = folder / INT8_FILE if int8_usable(man) and document_precision == "int8" else None
+        emb = cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
+                  batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
+                  document_file=int8)
+        emb._checked = True
+        return emb
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -135,11 +141,24 @@ class OnnxEmbedder:
             return self._pool
 
     def _documents_session(self) -> Any:
+        """The int8 session, loaded on first use after its file is checked again (the
+        export may have been replaced since it was opened). When it cannot load, documents
+        fall back to the float32 model (and ``document_precision`` says so)."""
         if self._document_file is None:
             return self._session
         with self._lock:
             if self._doc_session is None:
-                self._doc_session = _session(self._document_file)
+                try:
+                    if self._checked:  # opened by open(): the files are checked again
+                        man = verify_export(self.folder)
+                        if not int8_usable(man):
+                            raise IntegrityError("the export no longer has an int8 model")
+                    self._doc_session = _session(self._document_file)
+                except Exception as exc:  # noqa: BLE001 - any failure: float32 serves
+                    _log.warning("int8 document model unavailable (%s); documents are "
+                                 "embedded by the float32 model", type(exc).__name__)
+                    self._document_file = None
+                    return self._session
             return self._doc_session
 
     def _run(self, encs: list[Any], session: Any) -> np.ndarray:

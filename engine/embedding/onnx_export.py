@@ -172,7 +172,7 @@ def export(out_dir: Path, model_dir: Path | None = None) -> Manifest:
         full = stage / "float32.onnx"
         _export_graph(source, full)
         quantize_int8(full, stage / "int8-float32.onnx")
-        store_float16(stage / "int8-float32.onnx", stage / INT8_FILE)  # its embedding tables
+        store_float16(stage / "int8-float32.onnx", stage / INT8_FILE)  # its tables, biases, scales
         store_float16(full, stage / ONNX_FILE)
         full.unlink()
         (stage / "int8-float32.onnx").unlink()

@@ -53,10 +53,11 @@ def embed_text(title: str, heading: str, kind: str, text: str) -> str:
     (a transcript chunk needs none; of a tool call, see ``engine.recall.embedview``).
     A chunk that opens with its title (a document's first chunk, most often) is not
     given it twice: the model would pay for the same words again (SciFact: 5% of the
-    word pieces of a corpus)."""
+    word pieces of a corpus). Stores written before keep their vectors; the vault's
+    embedding cache no longer matches those chunks, so a vector rebuild re-embeds them."""
     if kind in ("turn", "turn_pair", "thinking", "tool"):
         return embed_view(kind, text)
-    if title and _opens_with(text, title):
+    if title and not heading and _opens_with(text, title):
         title = ""
     head = " > ".join(p for p in (title, heading) if p)
     return f"{head}\n{text}" if head else text

@@ -106,7 +106,7 @@ class PackingConfig:
     # tokens against cutting (one exploratory replay, not in pack_fit.json).
     whole_kinds: tuple[str, ...] = ("turn",)
     # Memory items of these chunk kinds are rendered under a run header without the
-    # kind label ("[2023-05-08 13:56 UTC] session 1", not "[turn · 2023-05-08 ...]"):
+    # kind label ("[2024-03-02 09:00 UTC] session 1", not "[turn · 2024-03-02 ...]"):
     # a chat turn's "Speaker: text" line already says what it is, and a session's
     # header is paid once per session in the payload (3 of its ~20 tokens here).
     # LoCoMo dev (test never used), ``python -m bench.fit_context`` (last row of

@@ -194,3 +194,42 @@ def test_the_lazy_embedder_hands_documents_to_the_int8_model(onnx_export_dir: Pa
     finally:
         for e in (lazy, exact, direct):
             e.close()
+
+
+def test_a_version_1_export_embeds_documents_in_float32(onnx_export_dir: Path,
+                                                        tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    old = Path(shutil.copytree(onnx_export_dir, tmp_path / "v1"))
+    (old / F.INT8_FILE).unlink()
+    raw = json.loads((old / F.MANIFEST_FILE).read_text())
+    for key in ("int8_sha256", "int8_probe_min_cosine"):
+        raw.pop(key)
+    raw["version"] = 1
+    (old / F.MANIFEST_FILE).write_text(json.dumps(raw))
+    emb = OnnxEmbedder.open(old)
+    try:
+        assert emb.document_precision == "float32"
+        assert np.array_equal(emb.encode_documents(EXTRA[:3]), emb.encode(EXTRA[:3]))
+    finally:
+        emb.close()
+
+
+def test_an_int8_model_that_fails_at_load_leaves_documents_to_float32(
+        onnx_export_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import shutil
+
+    copy = Path(shutil.copytree(onnx_export_dir, tmp_path / "copy"))
+    emb = OnnxEmbedder.open(copy)  # checked here; the int8 session loads on first use
+    try:
+        assert emb.document_precision == "int8"
+        with open(copy / F.INT8_FILE, "ab") as fh:  # replaced or damaged since
+            fh.write(b"\0")
+        with caplog.at_level("WARNING"):
+            docs = emb.encode_documents(EXTRA[:3])
+        assert emb.document_precision == "float32"
+        assert np.array_equal(docs, emb.encode(EXTRA[:3]))
+        assert "int8 document model unavailable (IntegrityError)" in caplog.text
+    finally:
+        emb.close()

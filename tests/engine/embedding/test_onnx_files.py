@@ -59,7 +59,6 @@ def test_a_changed_file_fails_its_hash(tmp_path: Path, victim: str) -> None:
     {"source_sha256": "0" * 64},       # exported from other weights
     {"model_name": "other-model"},
     {"probe_min_cosine": 0.999},       # did not match sentence-transformers
-    {"int8_probe_min_cosine": 0.9},    # its int8 model strays too far
     {"version": 99},
 ])
 def test_a_manifest_that_does_not_vouch_for_minilm_is_refused(tmp_path: Path,
@@ -83,6 +82,12 @@ def test_missing_model_file_is_an_integrity_error(tmp_path: Path, victim: str) -
     (folder / victim).unlink()
     with pytest.raises(IntegrityError, match="incomplete"):
         F.verify_export(folder)
+
+
+def test_an_int8_model_below_the_floor_is_not_used_but_the_export_loads(tmp_path: Path) -> None:
+    man = F.verify_export(_fake_export(tmp_path / "x", int8_probe_min_cosine=0.9))
+    assert man.int8_sha256 and not F.int8_usable(man)
+    assert F.int8_usable(F.verify_export(_fake_export(tmp_path / "y")))
 
 
 def test_an_export_without_an_int8_model_needs_no_int8_file(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ from engine.ingest.pipeline import embed_text
     ("Retry policy", "", "Retry policy\n\nThe client retries.", "Retry policy\n\nThe client retries."),
     ("# Retry policy", "", "# Retry policy\n\nThe client retries.",
      "# Retry policy\n\nThe client retries."),
+    # with a heading the path stays whole (the title is its first part)
     ("Retry policy", "Backoff", "Retry policy\nDoubles each wait.",
-     "Backoff\nRetry policy\nDoubles each wait."),
+     "Retry policy > Backoff\nRetry policy\nDoubles each wait."),
     # any other chunk gets its title and heading path first
     ("Retry policy", "", "The client retries.", "Retry policy\nThe client retries."),
     ("Retry policy", "Backoff", "Doubles each wait.", "Retry policy > Backoff\nDoubles each wait."),
