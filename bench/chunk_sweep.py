@@ -42,13 +42,11 @@ from typing import Any
 import numpy as np
 
 from bench import scifact_data as sd
+from bench.stats import load_avg
 
 DEFAULT_SETTINGS = "200/240/30,200/240/0,300/360/0,400/480/0"
 KEYS = ("target_tokens", "max_tokens", "overlap_tokens")
 
-
-def load_avg() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def parse(setting: str) -> dict[str, int]:

@@ -16,7 +16,6 @@ Needs the ONNX export (``make setup``; ``CTX__EMBEDDING__ONNX_DIR`` picks anothe
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -28,11 +27,16 @@ import numpy as np
 
 from bench import scifact_data as sd
 from bench.models import embedding_config
-from bench.stats import pct
+from bench.stats import load_avg, pct
 
 
-def load_avg() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+def chunking() -> dict[str, int]:
+    """The chunking in force, as ``bench.chunk_sweep`` takes a setting."""
+    from engine.config import load_config
+
+    c = load_config(None).chunking
+    return {"target_tokens": c.target_tokens, "max_tokens": c.max_tokens,
+            "overlap_tokens": c.overlap_tokens}
 
 
 def embedders() -> dict[str, Any]:
@@ -63,12 +67,7 @@ def speed(embs: dict[str, Any], texts: list[str], rounds: int) -> dict[str, list
 def quality(embs: dict[str, Any], docs: int, stride: int, cache: Path) -> dict[str, Any]:
     from bench.chunk_sweep import CachedEmbedder
     from bench.chunk_sweep import quality as sweep_quality
-    from engine.config import load_config
-
-    c = load_config(None).chunking
-    cfg = {"target_tokens": c.target_tokens, "max_tokens": c.max_tokens,
-           "overlap_tokens": c.overlap_tokens}
-    return {p: sweep_quality(cfg, CachedEmbedder(emb), cache, docs, stride)
+    return {p: sweep_quality(chunking(), CachedEmbedder(emb), cache, docs, stride)
             for p, emb in embs.items()}
 
 
@@ -85,11 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if not sd.prepared():
         return 2
     from bench.chunk_sweep import embed_texts
-    from engine.config import load_config
-
-    c = load_config(None).chunking
-    texts = embed_texts({"target_tokens": c.target_tokens, "max_tokens": c.max_tokens,
-                         "overlap_tokens": c.overlap_tokens}, list(sd.corpus())[::args.every])
+    texts = embed_texts(chunking(), list(sd.corpus())[::args.every])
     embs = embedders()
     print(f"{len(texts)} chunk texts; load before {load_avg()}", file=sys.stderr)
     secs = speed(embs, texts, args.rounds)

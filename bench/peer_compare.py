@@ -34,15 +34,12 @@ from typing import Any
 
 from bench import scifact_data as sd
 from bench.scifact import ndcg10
-from bench.stats import pct
+from bench.stats import load_avg, pct
 
 BUDGETS = (500, 1000, 2000)
 TIMED = 1000
 PEER_PYTHON = Path("/tmp/peer-venv/bin/python")
 
-
-def load_avg() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def ctx_ingest(eng: Any, docs: int | None, one_by_one: bool) -> float:

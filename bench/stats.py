@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -10,6 +11,11 @@ from typing import Any
 from engine.metrics import percentile
 
 pct = percentile  # the engine's own, so benchmarks and metrics agree
+
+
+def load_avg() -> str:
+    """The machine's 1/5/15-minute load averages, for printing beside a timing."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.embedding.onnx_export import export
-from engine.embedding.onnx_files import INT8_FILE, MANIFEST_VERSION, ONNX_FILE, verify_export
+from engine.embedding.onnx_files import INT8_FILE, ONNX_FILE, current_export
 from engine.errors import IntegrityError
 
 
@@ -31,15 +31,9 @@ def main() -> int:
     p.add_argument("--force", action="store_true", help="export even if a valid one is there")
     args = p.parse_args()
     t = time.perf_counter()
-    reused = False
-    try:
-        if args.force:
-            raise IntegrityError("forced")
-        man = verify_export(args.out)
-        if man.version != MANIFEST_VERSION:
-            raise IntegrityError("an older export: no int8 document model")
-        reused = True
-    except IntegrityError:
+    man = None if args.force else current_export(args.out)
+    reused = man is not None
+    if man is None:
         try:
             man = export(args.out)
         except IntegrityError as exc:

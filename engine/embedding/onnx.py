@@ -3,10 +3,10 @@
 The export (see ``onnx_export``) carries mean pooling and L2 normalisation in
 its graph, so a run returns the sentence embedding itself. Tokenising matches
 sentence-transformers: texts are stripped, cut at the model's max_seq_length
-(256 word pieces) and padded to the longest text of the batch. The vectors
-equal sentence-transformers' within 1e-5 cosine (checked at export and in
-tests), so they are recorded under the same model name and a store moves
-between a pip install (torch) and the app bundle (ONNX).
+(256 word pieces) and padded to the longest text of the batch. The float32
+model's vectors equal sentence-transformers' within 1e-5 cosine (checked at
+export and in tests), so they are recorded under the same model name and a
+store moves between a pip install (torch) and the app bundle (ONNX).
 
 Documents (chunks being stored) may run on a second session, the export's int8
 model (``onnx_precision``): 1.49x faster on this project's 2-core machine,
@@ -84,11 +84,13 @@ class OnnxEmbedder:
 
     def __init__(self, folder: Path, *, dim: int, max_seq_length: int, batch_size: int = 64,
                  threads: int = 0, max_batch_tokens: int = 256,
-                 document_file: Path | None = None) -> None:
+                 document_file: Path | None = None, recheck: bool = False) -> None:
         """Load the files in ``folder`` as they are; :meth:`open` checks them first.
 
         ``document_file``: a model for :meth:`encode_documents` (the int8 one), loaded
-        on first use; None embeds documents with the float32 model."""
+        on first use; None embeds documents with the float32 model. ``recheck``: check
+        the export again before that load (:meth:`open` passes it; an export being made
+        has no manifest yet)."""
         try:
             import onnxruntime  # noqa: F401
             from tokenizers import Tokenizer
@@ -110,7 +112,7 @@ class OnnxEmbedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._document_file = document_file
         self._doc_session: Any = None
-        self._checked = False  # set by open(): the export passed verify_export
+        self._recheck = recheck
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -128,11 +130,9 @@ class OnnxEmbedder:
         is "int8"."""
         man = verify_export(folder)
         int8 = folder / INT8_FILE if int8_usable(man) and document_precision == "int8" else None
-        emb = cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
-                  batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
-                  document_file=int8)
-        emb._checked = True
-        return emb
+        return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
+                   batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
+                   document_file=int8, recheck=True)
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -149,7 +149,7 @@ class OnnxEmbedder:
         with self._lock:
             if self._doc_session is None:
                 try:
-                    if self._checked:  # opened by open(): the files are checked again
+                    if self._recheck:
                         man = verify_export(self.folder)
                         if not int8_usable(man):
                             raise IntegrityError("the export no longer has an int8 model")

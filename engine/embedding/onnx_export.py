@@ -43,9 +43,9 @@ from engine.embedding.onnx_files import (
     ONNX_FILE,
     TOKENIZER_FILE,
     Manifest,
+    current_export,
     sha256_file,
     user_export_dir,
-    verify_export,
 )
 from engine.embedding.onnx_precision import quantize_int8, store_float16
 from engine.errors import IntegrityError
@@ -169,13 +169,13 @@ def export(out_dir: Path, model_dir: Path | None = None) -> Manifest:
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir()
     try:
-        full = stage / "float32.onnx"
+        full, int8_full = stage / "float32.onnx", stage / "int8-float32.onnx"
         _export_graph(source, full)
-        quantize_int8(full, stage / "int8-float32.onnx")
-        store_float16(stage / "int8-float32.onnx", stage / INT8_FILE)  # its tables, biases, scales
+        quantize_int8(full, int8_full)
+        store_float16(int8_full, stage / INT8_FILE)  # its tables, biases, scales
         store_float16(full, stage / ONNX_FILE)
         full.unlink()
-        (stage / "int8-float32.onnx").unlink()
+        int8_full.unlink()
         shutil.copyfile(source / TOKENIZER_FILE, stage / TOKENIZER_FILE)
         dim, seq = _shape(source)
         candidate = OnnxEmbedder(stage, dim=dim, max_seq_length=seq, threads=1,
@@ -218,13 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="keep an export already there when it passes its checks")
     args = p.parse_args(argv)
     out = args.out or user_export_dir()
-    if args.if_missing and args.model_dir is None:
-        try:
-            if verify_export(out).version == MANIFEST_VERSION:
-                sys.stdout.write(json.dumps({"out": str(out), "reused": True}) + "\n")
-                return 0
-        except IntegrityError:
-            pass  # absent or damaged: export afresh (an older version too)
+    # An export that is absent, damaged or of an older version is made afresh.
+    if args.if_missing and args.model_dir is None and current_export(out) is not None:
+        sys.stdout.write(json.dumps({"out": str(out), "reused": True}) + "\n")
+        return 0
     try:
         man = export(out, args.model_dir)
     except IntegrityError as exc:

@@ -142,6 +142,16 @@ def int8_usable(man: Manifest) -> bool:
     return bool(man.int8_sha256) and man.int8_probe_min_cosine >= MIN_INT8_PROBE_COSINE
 
 
+def current_export(folder: Path) -> Manifest | None:
+    """The export in ``folder`` when it passes :func:`verify_export` and is of today's
+    version (so that an export step may keep it); None when absent, damaged or older."""
+    try:
+        man = verify_export(folder)
+    except IntegrityError:
+        return None
+    return man if man.version == MANIFEST_VERSION else None
+
+
 def verify_export(folder: Path) -> Manifest:
     """The export's manifest, once its files match it and it comes from MiniLM's weights.
 

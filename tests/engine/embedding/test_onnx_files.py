@@ -190,3 +190,16 @@ def test_document_precision_is_validated(monkeypatch: pytest.MonkeyPatch,
         Config().with_overrides({"embedding": {"document_precision": "int4"}})
     monkeypatch.setenv("CTX__EMBEDDING__DOCUMENT_PRECISION", '"float32"')
     assert load_config(data_dir).embedding.document_precision == "float32"
+
+
+def test_current_export_is_a_checked_export_of_todays_version(tmp_path: Path) -> None:
+    folder = _fake_export(tmp_path / "x")
+    assert F.current_export(folder) is not None
+    assert F.current_export(tmp_path / "absent") is None
+    raw = json.loads((folder / F.MANIFEST_FILE).read_text())
+    for key in ("int8_sha256", "int8_probe_min_cosine"):
+        raw.pop(key)
+    raw["version"] = 1
+    (folder / F.MANIFEST_FILE).write_text(json.dumps(raw))
+    assert F.verify_export(folder).version == 1
+    assert F.current_export(folder) is None  # older: an export step makes it afresh
