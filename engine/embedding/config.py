@@ -41,7 +41,7 @@ class EmbeddingConfig:
     # CTX__EMBEDDING__MAX_BATCH_TOKENS set); long texts embed at 26 / 24 / 21 per second
     # (2026-11-22, load 1.5).
     max_batch_tokens: int = 256
-    # int8 documents: 1.49x the float32 model's speed on SciFact chunk texts, vectors at
+    # int8 documents: 1.49x (a second run, 07:51: 1.39x) the float32 speed on SciFact chunk texts, vectors at
     # cosine 0.994 of the float32 ones on average (0.989 at worst), and SciFact train
     # quality (1,500 abstracts, every 2nd claim, 200/240/0 chunks, queries on float32)
     # float32 vs int8 documents: nDCG@10 0.852 vs 0.849, Recall@100 0.993 vs 0.993, in

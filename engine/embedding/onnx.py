@@ -9,7 +9,7 @@ export and in tests), so they are recorded under the same model name and a
 store moves between a pip install (torch) and the app bundle (ONNX).
 
 Documents (chunks being stored) may run on a second session, the export's int8
-model (``onnx_precision``): 1.49x faster on this project's 2-core machine,
+model (``onnx_precision``): 1.4-1.5x faster on this project's 2-core machine,
 its vectors at cosine 0.994 of the float32 model's on average.
 Queries always run on the float32 model, so a query's vector is
 sentence-transformers' own and a store written this way is read by the torch

@@ -17,7 +17,7 @@ AVX2's u8 x s8 products without VNNI); activations are quantised on the fly.
 Attention's own products (two activations) stay float32, and so do the
 embedding tables (then stored as float16 like the float32 model's: the int8
 file is 35 MB). On this project's
-2-core AVX2 machine it embeds SciFact chunk texts 1.49x faster than the float32
+2-core AVX2 machine it embeds SciFact chunk texts 1.4-1.5x faster than the float32
 model, at cosine 0.994 on average against it (0.989 at worst)
 (``python -m bench.embed_precision``).
 It serves documents only; queries use the float32 model (``engine.embedding.onnx``).

@@ -51,7 +51,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
     t = time.perf_counter()
-    vectors = window_vectors(rt, res, [rows[c] for c, _ in pool])
+    vectors = window_vectors(rt, res, [c for c, _ in pool], rows)
     if timings is not None:
         timings["vectors"] = (time.perf_counter() - t) * 1000
     sims = similarities(res, vectors)
@@ -100,7 +100,7 @@ def context_similarities(rt: Runtime, res: LaneResult, window: Sequence[ChunkRow
                         if (n := near.get((r.source_id, r.ordinal + d))) is not None
                         and n[1] == r.kind and n[2] == r.heading]
     need = sorted({n for ns in around.values() for n in ns if n not in vectors})
-    found = neighbour_vectors(rt, res, need) if need else {}
+    found = window_vectors(rt, res, need) if need else {}
     own = np.stack([vectors[r.id] for r in turns]).astype(np.float32)
     near_sum = np.zeros_like(own)
     for i, r in enumerate(turns):
@@ -115,23 +115,6 @@ def context_similarities(rt: Runtime, res: LaneResult, window: Sequence[ChunkRow
     return {r.id: float(c) for r, c in zip(turns, cos.tolist(), strict=True)}
 
 
-def neighbour_vectors(rt: Runtime, res: LaneResult, ids: Sequence[int]
-                      ) -> dict[int, np.ndarray]:
-    """Stored vectors of chunks known by id only: the vector lane's, the index's, and
-    for any it lacks, the vault's embedding cache (their rows read for its keys)."""
-    out = {c: res.vectors[c] for c in ids if c in res.vectors}
-    missing = [c for c in ids if c not in out]
-    if missing:
-        try:
-            out.update(rt.vectors.vectors(missing))
-        except VectorStoreUnavailable:
-            pass
-        rest = [c for c in missing if c not in out]
-        if rest:
-            out.update(stored_vectors(rt, list(rt.vault.chunks(rest).values())))
-    return out
-
-
 def context_cosines(query: np.ndarray, own: np.ndarray, near_sum: np.ndarray,
                     share: float) -> np.ndarray:
     """Cosine of ``query`` to each row of ``own + share * near_sum`` (rows: chunks;
@@ -142,22 +125,24 @@ def context_cosines(query: np.ndarray, own: np.ndarray, near_sum: np.ndarray,
                      where=norms > 0)
 
 
-def window_vectors(rt: Runtime, res: LaneResult, rows: Sequence[ChunkRow]
-                   ) -> dict[int, np.ndarray]:
-    """Stored vectors of the window's chunks: those the vector lane returned with its
-    hits, the rest read from the vector index (one call), and any it lacks from the
-    vault's embedding cache. At 100k chunks the index answers 50 ids in about half
-    the time the vault takes (random pages of the cache table; issue 12)."""
-    out = {r.id: res.vectors[r.id] for r in rows if r.id in res.vectors}
-    missing = [r for r in rows if r.id not in out]
+def window_vectors(rt: Runtime, res: LaneResult, ids: Sequence[int],
+                   rows: Mapping[int, ChunkRow] | None = None) -> dict[int, np.ndarray]:
+    """Stored vectors of chunks: those the vector lane returned with its hits, the rest
+    read from the vector index (one call), and any it lacks from the vault's embedding
+    cache (for its keys, the chunks' ``rows``, read from the vault when not given). At
+    100k chunks the index answers 50 ids in about half the time the vault takes
+    (random pages of the cache table; issue 12)."""
+    out = {c: res.vectors[c] for c in ids if c in res.vectors}
+    missing = [c for c in ids if c not in out]
     if missing:
         try:
-            out.update(rt.vectors.vectors([r.id for r in missing]))
+            out.update(rt.vectors.vectors(missing))
         except VectorStoreUnavailable:
             pass
-        rest = [r for r in missing if r.id not in out]
+        rest = [c for c in missing if c not in out]
         if rest:
-            out.update(stored_vectors(rt, rest))
+            known = rows if rows is not None else rt.vault.chunks(rest)
+            out.update(stored_vectors(rt, [known[c] for c in rest if c in known]))
     return out
 
 
