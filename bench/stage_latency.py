@@ -55,17 +55,23 @@ def load() -> str:
 
 def draw_queries(eng: Any, n: int, seed: int = 7) -> list[str]:
     """``n`` queries of 3-8 consecutive words from random chunks of the store."""
+    return [q for q, _ in draw_query_sources(eng, n, seed)]
+
+
+def draw_query_sources(eng: Any, n: int, seed: int = 7) -> list[tuple[str, int]]:
+    """``draw_queries``'s queries with the id of the chunk each was drawn from."""
     rows = eng.rt.vault.query("SELECT id FROM chunks ORDER BY id", [])
     ids = [r[0] for r in rows]
     rng = random.Random(seed)
     words = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
-    out: list[str] = []
+    out: list[tuple[str, int]] = []
     while len(out) < n and ids:
-        row = eng.rt.vault.chunks([rng.choice(ids)])
+        cid = rng.choice(ids)
+        row = eng.rt.vault.chunks([cid])
         found = words.findall(next(iter(row.values())).text) if row else []
         if len(found) >= 6:
             start = rng.randrange(0, max(1, len(found) - 6))
-            out.append(" ".join(found[start:start + rng.randint(3, 8)]))
+            out.append((" ".join(found[start:start + rng.randint(3, 8)]), cid))
     return out
 
 
@@ -81,7 +87,7 @@ class QueryModel:
 
 def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, float]]:
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.search import keyword_match
+    from engine.retrieval.search import keyword_lane
     from engine.store.vault import Filters
 
     rt = eng.rt
@@ -103,7 +109,7 @@ def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, fl
     for q in queries:
         cpu = time.process_time()
         t = time.perf_counter()
-        rt.vault.keyword(keyword_match(rt, analyze_query(q, rt.cfg.query), rt.cfg), 50, Filters())
+        keyword_lane(rt, analyze_query(q, rt.cfg.query), 50, Filters(), rt.cfg)
         stages.setdefault("keyword lane", []).append((time.perf_counter() - t) * 1000)
         stages.setdefault("keyword lane (CPU)", []).append((time.process_time() - cpu) * 1000)
     return {k: summary(v) for k, v in stages.items()}

@@ -87,7 +87,7 @@ def ingest(engine: Any, files: list[Path]) -> tuple[float, dict[str, Any]]:
 
 def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, dict[str, float]]:
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.search import keyword_match
+    from engine.retrieval.search import keyword_lane
     from engine.store.vault import Filters
 
     rt = engine.rt
@@ -111,8 +111,7 @@ def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, 
             rt.vectors.query(rt.embed_query(q), 50)
             lanes["vector lane"].append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            rt.vault.keyword(keyword_match(rt, analyze_query(q, rt.cfg.query), rt.cfg), 50,
-                             empty)
+            keyword_lane(rt, analyze_query(q, rt.cfg.query), 50, empty, rt.cfg)
             lanes["keyword lane"].append((time.perf_counter() - t) * 1000)
             rt._qcache.clear()
             t = time.perf_counter()

@@ -85,13 +85,22 @@ class SearchConfig:
     max_live_bytes: int = 2_000_000
     max_query_chars: int = 4000
     cross_encoder_path: str = ""
-    # Keyword pruning: in stores of keyword_prune_min_chunks or more, words in more than
-    # keyword_max_df of chunks leave the FTS query. It was added for keyword-lane latency
-    # at 100k chunks (bench/store_bench.py); on SciFact (11k chunks) it cost 0.014
-    # nDCG@10 with no latency gain (issue 12), so it starts at 50k chunks, where only the
-    # store bench's latency case applies.
-    keyword_max_df: float = 0.05
+    # Keyword lane bounds, in stores of keyword_prune_min_chunks or more (FTS5 scores every
+    # row a query matches, about 1 us a row here): words in more than keyword_max_df of
+    # the chunks leave the FTS query; of the rest, the rarest words find the rows while
+    # their chunk counts add up to at most keyword_row_budget, and the others only
+    # rescore the rows found (engine.retrieval.search.keyword_match). Chosen by
+    # `python -m bench.keyword_lane STORE --budgets 1000,1500,2000 --max-dfs 0.1,0.15,0.2`
+    # on the 100k-chunk store of `bench.stage_latency --build 100000` (300 queries, each
+    # drawn from a chunk; quality = that chunk in the lane's top 50; 2-core VM, load
+    # 0.6-0.8): every word 0.907 at p95 122 ms; words over 5% left out (the bound before)
+    # 0.853 at 16 ms; these values 0.887 at 8.9 ms (max_df 0.15: 0.893 at 9.4 ms,
+    # 0.2: 0.897 at 10.8 ms). SciFact (11k chunks) and LoCoMo stores are smaller than
+    # 50k: there every word finds rows (leaving words over 5% out cost 0.014 nDCG@10 on
+    # SciFact, issue 12, with no latency gain).
+    keyword_max_df: float = 0.1
     keyword_prune_min_chunks: int = 50_000
+    keyword_row_budget: int = 2000
     # search(distinct_sources=True) reads this many times more lane hits, so that k
     # distinct sources survive when sources have several matching chunks (SciFact:
     # 100 chunk hits hold about 76 distinct abstracts, issue 12; 3x leaves room).
@@ -113,9 +122,10 @@ class SearchConfig:
             raise ConfigError("search.lane_depth must be between 1 and 1000")
         if not 0.5 <= self.dedupe_threshold <= 1.0:
             raise ConfigError("search.dedupe_threshold must be between 0.5 and 1.0")
-        if not 0.0 < self.keyword_max_df <= 1.0 or self.keyword_prune_min_chunks < 0:
-            raise ConfigError("search.keyword_max_df must be in (0, 1] and "
-                              "keyword_prune_min_chunks >= 0")
+        if not 0.0 < self.keyword_max_df <= 1.0 or self.keyword_prune_min_chunks < 0 \
+                or self.keyword_row_budget < 1:
+            raise ConfigError("search.keyword_max_df must be in (0, 1], "
+                              "keyword_prune_min_chunks >= 0 and keyword_row_budget >= 1")
         if not 0 <= self.blas_threads <= 256:
             raise ConfigError("search.blas_threads must be between 0 and 256")
         if not 1 <= self.distinct_depth_factor <= 20:

@@ -367,13 +367,20 @@ def lane_weights(qclass: str, cfg: QueryConfig | None = None, *,
 
 
 def fts_query(analysis: QueryAnalysis, *, prefix: bool = False, max_terms: int = 32) -> str:
-    """A SQLite FTS5 MATCH expression: an OR of double-quoted terms and entity phrases.
+    """A SQLite FTS5 MATCH expression: an OR of double-quoted terms and entity phrases
+    (``fts_parts``). Returns "" when there is nothing to match."""
+    return " OR ".join(fts_parts(analysis, prefix=prefix, max_terms=max_terms))
+
+
+def fts_parts(analysis: QueryAnalysis, *, prefix: bool = False,
+              max_terms: int = 32) -> list[str]:
+    """The parts of ``fts_query``'s OR: double-quoted terms and entity phrases.
 
     Every token is rebuilt from word characters and double-quoted, so no input can
     inject FTS5 syntax (AND/OR/NEAR, ``*``, ``-``, ``:``, parentheses, quotes).
     Words are used unstemmed (an index built with ``tokenize='porter unicode61'``
     stems both sides); ``prefix`` adds ``"stem"*`` for stems shorter than their word,
-    for indexes without a stemming tokenizer. Returns "" when there is nothing to match.
+    for indexes without a stemming tokenizer.
     """
     parts: dict[str, None] = {}
     for entity in analysis.entities:
@@ -393,4 +400,4 @@ def fts_query(analysis: QueryAnalysis, *, prefix: bool = False, max_terms: int =
         tokens = _WORD_RE.findall(entity.lower())
         if len(tokens) == 1:
             parts.setdefault(f'"{tokens[0]}"', None)
-    return " OR ".join(list(parts)[:max_terms])
+    return list(parts)[:max_terms]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import threading
 import time
@@ -16,7 +15,7 @@ from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
 from engine.retrieval.fusion import rrf
-from engine.retrieval.query import QueryAnalysis, analyze_query, fts_query, lane_weights
+from engine.retrieval.query import QueryAnalysis, analyze_query, fts_parts, lane_weights
 from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
 from engine.types import SearchHit
@@ -133,22 +132,46 @@ def _name_re(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", re.IGNORECASE)
 
 
-def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> str:
-    """The FTS5 expression for ``a``, leaving out words that match a large share of a
-    big store: scoring their long match lists is most of the lane's cost at 100k chunks,
-    and their BM25 weight is near zero. The rarest words always stay."""
-    words = list(a.words or a.terms)
-    if len(words) > 1 and cfg.search.keyword_max_df < 1.0:
-        n = rt.vault.chunk_count()
-        if n >= cfg.search.keyword_prune_min_chunks:
-            df = rt.vault.doc_frequency(words)
-            limit = cfg.search.keyword_max_df * n
-            rare = [w for w in words if df.get(w.lower(), 0) <= limit]
-            if not rare:
-                rare = [min(words, key=lambda w: df.get(w.lower(), 0))]
-            if len(rare) < len(words):
-                a = dataclasses.replace(a, words=tuple(rare))
-    return fts_query(a)
+@dataclass(frozen=True)
+class KeywordQuery:
+    """The keyword lane's FTS5 expressions: ``match`` finds the rows; ``rescore`` holds
+    words that only add their BM25 to the rows found (``Vault.keyword``)."""
+
+    match: str
+    rescore: str = ""
+
+
+def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> KeywordQuery:
+    """The keyword lane's query for ``a``. In stores of ``keyword_prune_min_chunks`` or
+    more, FTS5's cost (it scores every row a query matches) is bounded by word counts:
+    words in more than ``keyword_max_df`` of the chunks are left out (their BM25 weight
+    is near zero); of the rest, the rarest words, while their chunk counts add up to at
+    most ``keyword_row_budget`` (at least one word), find the rows, and the others only
+    rescore the rows found."""
+    parts = fts_parts(a)
+    s = cfg.search
+    n = rt.vault.chunk_count() if len(parts) > 1 else 0
+    if len(parts) < 2 or n < s.keyword_prune_min_chunks:
+        return KeywordQuery(" OR ".join(parts))
+    counts = rt.vault.doc_frequency([p.strip('"*') for p in parts])
+    df = {p: counts[p.strip('"*').lower()] for p in parts}
+    kept = [p for p in parts if df[p] <= s.keyword_max_df * n] or [min(parts, key=df.__getitem__)]
+    finding: set[str] = set()
+    rows = 0
+    for p in sorted(kept, key=df.__getitem__):
+        if finding and rows + df[p] > s.keyword_row_budget:
+            break
+        finding.add(p)
+        rows += df[p]
+    return KeywordQuery(" OR ".join(p for p in kept if p in finding),
+                        " OR ".join(p for p in kept if p not in finding))
+
+
+def keyword_lane(rt: Runtime, a: QueryAnalysis, depth: int, filters: Filters,
+                 cfg: Config) -> list[tuple[int, float]]:
+    """(chunk id, BM25) of the keyword lane for ``a``, best first."""
+    q = keyword_match(rt, a, cfg)
+    return rt.vault.keyword(q.match, depth, filters, q.rescore)
 
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
@@ -178,14 +201,14 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
              if cfg.search.parallel_lanes and not named else None)
     try:
         t = time.perf_counter()
-        found = rt.vault.keyword(keyword_match(rt, a, cfg), depth, filters)
+        found = keyword_lane(rt, a, depth, filters, cfg)
         rows: dict[int, ChunkRow] = {}
         content = query
         if named and found:
             rows = rt.vault.chunks([cid for cid, _ in found])
             content, ca = content_query(query, a, row_speakers(rows.values()), cfg)
             if ca is not None:
-                found = rt.vault.keyword(keyword_match(rt, ca, cfg), depth, filters)
+                found = keyword_lane(rt, ca, depth, filters, cfg)
         lanes["keyword"] = [cid for cid, _ in found]
         timings["keyword"] = (time.perf_counter() - t) * 1000
     finally:

@@ -21,6 +21,7 @@ from typing import Any
 from sqlcipher3 import dbapi2 as sqlite
 
 from engine.errors import CtxError, NoSpace, VaultDamaged, WrongKey
+from engine.store.fts_terms import chunk_counts
 from engine.store.migrations import check_version, migrate
 
 log = logging.getLogger("ctx.vault")
@@ -289,29 +290,47 @@ class Vault:
             out.update({(r[0], r[1]): (r[2], r[3], r[4]) for r in rows})
         return out
 
-    def keyword(self, match: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
-        """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` must be a safe expression."""
+    def keyword(self, match: str, limit: int, filters: Filters,
+                rescore: str = "") -> list[tuple[int, float]]:
+        """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` (and ``rescore``) must
+        be safe expressions (``engine.retrieval.query.fts_query``).
+
+        ``rescore`` holds words that find no rows of their own: the rows ``match`` finds
+        that also hold one of them are scored again over both (``match AND rescore``),
+        which is their BM25 for the whole query, since a word's BM25 weight depends only
+        on the word and the row. FTS5 scores every row a query matches (about 1 us a row
+        here), so common words kept out of ``match`` keep the lane's cost bounded.
+        """
         if not match:
             return []
         if filters.empty:
             sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
                    "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?")
-            rows = self.conn().execute(sql, (match, limit * 2)).fetchall()
+            rows = self._bm25_rows(sql, match, rescore, [], limit * 2)
             ready = self._ready_chunks([r[0] for r in rows])
             return [(r[0], -r[1]) for r in rows if r[0] in ready][:limit]
         where, args = filters.sql()
         sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
                "JOIN chunks c ON c.id = f.rowid JOIN sources s ON s.id = c.source_id "
                f"WHERE chunks_fts MATCH ? AND {where} ORDER BY r LIMIT ?")
-        rows = self.conn().execute(sql, (match, *args, limit)).fetchall()
-        return [(r[0], -r[1]) for r in rows]
+        return [(r[0], -r[1]) for r in self._bm25_rows(sql, match, rescore, args, limit)]
+
+    def _bm25_rows(self, sql: str, match: str, rescore: str, args: list[Any],
+                   limit: int) -> list[tuple[int, float]]:
+        """``sql``'s (rowid, bm25) rows for ``match``, with ``rescore``'s words added to
+        the scores of the rows that hold them (see ``keyword``); lowest bm25 first."""
+        conn = self.conn()
+        rows = conn.execute(sql, (match, *args, limit)).fetchall()
+        if not rescore:
+            return [(r[0], r[1]) for r in rows]
+        best = {r[0]: r[1] for r in rows}
+        for rid, r in conn.execute(sql, (f"({match}) AND ({rescore})", *args, limit)):
+            best[rid] = min(r, best.get(rid, 0.0))
+        return sorted(best.items(), key=lambda x: (x[1], x[0]))[:limit]
 
     def doc_frequency(self, words: Sequence[str]) -> dict[str, int]:
-        """How many chunks hold each word, looked up in the FTS vocabulary.
-
-        The index stores porter stems; a word's stem is found as the longest of its
-        prefixes (or the prefix with a final y turned into i) that the index holds.
-        """
+        """How many chunks hold each word, looked up in the FTS vocabulary under the
+        tokens FTS5 makes of the word (``engine.store.fts_terms``)."""
         gen = self._generation
         if self._df_cache[0] != gen or len(self._df_cache[1]) > DF_CACHE_MAX:
             self._df_cache = (gen, {})
@@ -324,23 +343,7 @@ class Vault:
 
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
         """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
-        cands: dict[str, list[str]] = {}
-        for w in words:
-            forms = [w[:n] for n in range(len(w), max(2, len(w) - 4), -1)]
-            if w.endswith("y"):
-                forms.append(w[:-1] + "i")
-            cands[w] = forms
-        flat = sorted({f for forms in cands.values() for f in forms})
-        if not flat:
-            return dict.fromkeys(cands, 0)
-        rows = dict(self.conn().execute(
-            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(flat))})",
-            flat).fetchall())
-        out = {}
-        for w, forms in cands.items():
-            best = max((f for f in forms if f in rows), key=len, default=None)
-            out[w] = int(rows[best]) if best is not None else 0
-        return out
+        return chunk_counts(self.conn(), words)
 
     def chunk_count(self) -> int:
         """Stored chunks (cached until the next write)."""

@@ -1,29 +1,98 @@
-"""The keyword lane leaves out words that match a large share of a big store."""
+"""The keyword lane's bounds in big stores: common words leave the FTS query, and past
+a row budget the rarer words find the rows while the others only rescore them."""
 
 from __future__ import annotations
 
 from engine.config import Config
 from engine.facade import ContextEngine
 from engine.retrieval.query import analyze_query
-from engine.retrieval.search import keyword_match
+from engine.retrieval.search import keyword_lane, keyword_match
+from engine.store.fts_terms import TOKENIZE, index_tokens
+from engine.store.vault import Filters
 
 
-def test_common_words_leave_the_fts_query(engine: ContextEngine) -> None:
+def _log(engine: ContextEngine, lines: list[str], uri: str = "t:log") -> None:
+    engine.wait(engine.ingest_conversation(
+        [{"speaker": "log", "text": t} for t in lines], title="log", uri=uri))
+
+
+def _bounded(**search: object) -> Config:
+    return Config().with_overrides({"search": {"keyword_prune_min_chunks": 10, **search}})
+
+
+def test_word_counts_are_read_under_the_tokens_fts5_makes(engine: ContextEngine) -> None:
+    lines = [f"Entry {i}: the parser uses tokens." for i in range(30)]
+    lines += ["A café isn't open.", "Memories of archives."]
+    _log(engine, lines)
+    vault = engine.rt.vault
+    # "uses" is indexed as "us" and "memories" as "memori": neither stem is a prefix
+    # that a guess from the word's own prefixes would find as its count.
+    df = vault.doc_frequency(["uses", "Parser", "CAFE", "café", "memory", "archive", "absent"])
+    assert df == {"uses": 30, "parser": 30, "cafe": 1, "café": 1, "memory": 1,
+                  "archive": 1, "absent": 0}
+    tokens = index_tokens(vault.conn(), ["isn't", "uses", "--"])
+    assert tokens == {"isn't": ("isn", "t"), "uses": ("us",), "--": ()}
+    assert vault.doc_frequency(["isn't", "--"]) == {"isn't": 1, "--": 0}
+
+
+def test_the_index_and_the_word_counts_share_one_tokenizer(engine: ContextEngine) -> None:
+    sql = engine.rt.vault.conn().execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
+    assert f"tokenize='{TOKENIZE}'" in sql
+
+
+def test_common_words_leave_the_fts_query_of_a_big_store(engine: ContextEngine) -> None:
     lines = [f"Entry {i}: the parser handles tokens quickly." for i in range(60)]
     lines.append("Entry special: the parser meets a walrus in the archive.")
-    engine.wait(engine.ingest_conversation(
-        [{"speaker": "log", "text": t} for t in lines], title="log", uri="t:log"))
+    _log(engine, lines)
     rt = engine.rt
-    df = rt.vault.doc_frequency(["parser", "walrus", "tokens", "handles", "archives"])
-    assert df["parser"] == 61 and df["walrus"] == 1 and df["tokens"] == 60
-    assert df["handles"] == 60 and df["archives"] == 1  # stem "archiv" found from a prefix
-
     a = analyze_query("parser walrus", rt.cfg.query)
-    cfg = Config().with_overrides({"search": {"keyword_prune_min_chunks": 10,
-                                              "keyword_max_df": 0.5}})
-    assert keyword_match(rt, a, cfg) == '"walrus"'
-    assert '"parser"' in keyword_match(rt, a, Config())  # small stores are left alone
-    only_common = analyze_query("parser tokens", rt.cfg.query)
-    assert keyword_match(rt, only_common, cfg) in ('"parser"', '"tokens"')
+    q = keyword_match(rt, a, _bounded(keyword_max_df=0.5))
+    assert (q.match, q.rescore) == ('"walrus"', "")
+    small = keyword_match(rt, a, Config())  # stores under 50k chunks are left alone
+    assert (small.match, small.rescore) == ('"parser" OR "walrus"', "")
+    only_common = keyword_match(rt, analyze_query("parser tokens", rt.cfg.query),
+                                _bounded(keyword_max_df=0.5))
+    assert only_common.match in ('"parser"', '"tokens"') and not only_common.rescore
     hits = engine.search("parser walrus", k=1)
     assert "walrus" in hits[0].text
+
+
+def test_past_the_row_budget_the_rarest_words_find_and_the_others_rescore(
+        engine: ContextEngine) -> None:
+    lines = [f"Note {i}: a quiet day." for i in range(40)]
+    lines += [f"Note {i}: the harbour crane lifted cargo." for i in range(10)]
+    lines += [f"Note {i}: a ferry crossed at dawn." for i in range(8)]
+    lines += ["The walrus watched the ferry.", "The walrus slept by the harbour crane.",
+              "A walrus, alone."]
+    _log(engine, lines)
+    rt = engine.rt
+    a = analyze_query("walrus ferry harbour", rt.cfg.query)
+    cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
+    q = keyword_match(rt, a, cfg)
+    assert (q.match, q.rescore) == ('"walrus"', '"ferry" OR "harbour"')
+    bounded = keyword_lane(rt, a, 50, Filters(), cfg)
+    full = dict(rt.vault.keyword('"walrus" OR "ferry" OR "harbour"', 50, Filters()))
+    walrus = {cid for cid, _ in rt.vault.keyword('"walrus"', 50, Filters())}
+    # Only the rows the rare word finds, each with its BM25 for the whole query.
+    assert {cid for cid, _ in bounded} == walrus and len(walrus) == 3
+    for cid, score in bounded:
+        assert abs(score - full[cid]) < 1e-9
+    assert [cid for cid, _ in bounded] == sorted(walrus, key=lambda c: -full[c])
+    # The walrus rows that also name the ferry or the harbour rank above the lone one.
+    rows = rt.vault.chunks([cid for cid, _ in bounded])
+    assert "alone" in rows[bounded[-1][0]].text
+    # A budget that holds every word's rows leaves one query, as in a small store.
+    whole = keyword_match(rt, a, _bounded(keyword_max_df=1.0, keyword_row_budget=1000))
+    assert whole.rescore == "" and whole.match.count(" OR ") == 2
+
+
+def test_rescoring_words_keep_to_the_filters(engine: ContextEngine) -> None:
+    _log(engine, ["The walrus watched the ferry.", "A walrus, alone."], uri="t:one")
+    _log(engine, ["The walrus rode the ferry home.", "Ferry times."], uri="t:two")
+    rt = engine.rt
+    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:two"]
+    found = rt.vault.keyword('"walrus"', 10, Filters(source_ids=(sid,)), '"ferry"')
+    rows = rt.vault.chunks([cid for cid, _ in found])
+    assert found and all(r.source_id == sid for r in rows.values())
+    assert all("walrus" in r.text.lower() for r in rows.values())

@@ -1,0 +1,63 @@
+"""Words as the keyword index holds them: FTS5's own tokens, and how many chunks hold each.
+
+The index (``chunks_fts``) tokenizes with ``porter unicode61 remove_diacritics 2``, so
+"uses" is indexed as "us" and "memory" as "memori". A word's chunk count is looked up
+under the tokens that FTS5 itself makes of it: the word is tokenized by an in-memory
+FTS5 table with the same tokenizer (``temp`` schema, ``temp_store = MEMORY``: nothing
+reaches the disk), one per connection. Guessing the stem from the word's prefixes, as
+before, missed words whose stem is not a prefix of them ("uses" -> "us"), so a common
+word could pass for a rare one and stay in a query it made slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Must match the tokenizer of chunks_fts (engine/store/migrations.py).
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+_TOKENS_MAX = 200_000  # words whose tokens are kept (process-wide; tokenizing is pure)
+_tokens: dict[str, tuple[str, ...]] = {}
+
+
+def _tokenizer(conn: Any) -> None:
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ctx_words "
+                 f"USING fts5(w, tokenize='{TOKENIZE}')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ctx_words_i "
+                 "USING fts5vocab(temp, ctx_words, instance)")
+
+
+def index_tokens(conn: Any, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """word -> the index tokens FTS5 makes of it, in order ("isn't" -> ("isn", "t"))."""
+    out = {w: _tokens.get(w) for w in words}
+    missing = [w for w, toks in out.items() if toks is None]
+    if missing:
+        _tokenizer(conn)
+        conn.execute("DELETE FROM temp.ctx_words")
+        conn.executemany("INSERT INTO temp.ctx_words(rowid, w) VALUES (?, ?)",
+                         list(enumerate(missing, 1)))
+        found: dict[int, list[tuple[int, str]]] = {}
+        for doc, term, offset in conn.execute(
+                "SELECT doc, term, offset FROM temp.ctx_words_i"):
+            found.setdefault(int(doc), []).append((int(offset), str(term)))
+        conn.execute("DELETE FROM temp.ctx_words")
+        if len(_tokens) + len(missing) > _TOKENS_MAX:
+            _tokens.clear()
+        for i, w in enumerate(missing, 1):
+            out[w] = _tokens[w] = tuple(t for _, t in sorted(found.get(i, [])))
+    return {w: out[w] or () for w in words}
+
+
+def chunk_counts(conn: Any, words: Sequence[str]) -> dict[str, int]:
+    """word -> how many chunks hold it: for a word of several tokens, the count of its
+    rarest token (an upper bound on the chunks holding them all); 0 for no token."""
+    tokens = index_tokens(conn, words)
+    flat = sorted({t for toks in tokens.values() for t in toks})
+    rows: dict[str, int] = {}
+    for i in range(0, len(flat), 400):
+        part = flat[i:i + 400]
+        rows.update(conn.execute(
+            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(part))})",
+            part).fetchall())
+    return {w: min((int(rows.get(t, 0)) for t in toks), default=0)
+            for w, toks in tokens.items()}
