@@ -178,8 +178,20 @@ def stem(word: str) -> str:
 
 
 def words_of(text: str) -> list[str]:
-    """Lowercase word tokens of ``text`` with possessive 's removed."""
-    return _BAG_RE.findall(text.lower())
+    """Lowercase word tokens of ``text`` with possessive 's removed.
+
+    ASCII text without apostrophes is split on every character that is not a letter or
+    digit (``str.translate`` and ``split``, in C: half the regex's time, and the same
+    tokens, since there the word pattern is ``[a-z0-9]+``); the rerank tokenizes a hundred
+    candidates per query this way.
+    """
+    low = text.lower()
+    if low.isascii() and "'" not in low:
+        return low.translate(_NON_WORD_ASCII).split()
+    return _BAG_RE.findall(low)
+
+
+_NON_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
 
 
 def content_terms(text: str, stopwords: frozenset[str]) -> set[str]:

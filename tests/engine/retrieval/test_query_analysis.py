@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import string
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import ConfigError
 from engine.retrieval.query import (
+    _BAG_RE,
     LANES,
     QCLASSES,
     QueryConfig,
@@ -16,6 +20,7 @@ from engine.retrieval.query import (
     fts_query,
     lane_weights,
     stem,
+    words_of,
 )
 
 
@@ -205,3 +210,17 @@ def test_huge_pathological_queries_take_bounded_time(chunk: str) -> None:
 def test_only_max_chars_are_analyzed() -> None:
     a = analyze_query("plain words " * 10 + "Zanzibar", QueryConfig(max_chars=20))
     assert "Zanzibar" not in a.entities and "zanzibar" not in a.words
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(string.printable) + ["é", "’", "'", "_", "ß", "İ"]),
+               max_size=80))
+def test_words_of_splits_plain_ascii_as_the_word_pattern_does(text: str) -> None:
+    # The ASCII fast path must give exactly the tokens of the general pattern.
+    assert words_of(text) == _BAG_RE.findall(text.lower())
+
+
+def test_words_of_keeps_contractions_and_drops_possessives() -> None:
+    assert words_of("Anna's dog doesn't bark; the_end 3.5") == [
+        "anna", "dog", "doesn't", "bark", "the", "end", "3", "5"]
+    assert words_of("Café-Straße no.7") == ["café", "straße", "no", "7"]
