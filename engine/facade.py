@@ -433,6 +433,7 @@ class ContextEngine:
             "model_loaded": getattr(rt.embedder, "loaded", True),
             "model_backend": getattr(rt.embedder, "backend", None),
             "model_document_precision": getattr(rt.embedder, "document_precision", "float32"),
+            "model_query_precision": getattr(rt.embedder, "query_precision", "float32"),
             "jobs_active": self._jobs.busy(), "ingestion_paused": self._jobs.paused,
             "store_bytes": _dir_size(rt.root), "alerts": rt.metrics.snapshot()["alerts"],
         }

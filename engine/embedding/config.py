@@ -55,6 +55,9 @@ class EmbeddingConfig:
     # bench.transcripts_recall``, 28 questions): 0.821 vs 0.857 (one question, ranked
     # 6-10 instead of <= 5).
     document_precision: Literal["int8", "float32"] = "int8"
+    # Queries on the int8 model too (ONNX only; torch always embeds float32). See the
+    # figures below the default's choice in README "Embedding precision".
+    query_precision: Literal["int8", "float32"] = "float32"
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= 4096:
@@ -63,8 +66,10 @@ class EmbeddingConfig:
             raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
         if self.backend not in ("auto", "torch", "onnx"):
             raise ConfigError("embedding.backend must be auto, torch or onnx")
-        if self.document_precision not in ("int8", "float32"):
-            raise ConfigError("embedding.document_precision must be int8 or float32")
+        if self.document_precision not in ("int8", "float32") \
+                or self.query_precision not in ("int8", "float32"):
+            raise ConfigError("embedding.document_precision and query_precision must be "
+                              "int8 or float32")
         if not 256 <= self.max_batch_tokens <= 1_000_000:
             raise ConfigError("embedding.max_batch_tokens must be between 256 and 1000000")
         if self.query_cache_size < 0 or self.threads < 0:

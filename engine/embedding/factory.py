@@ -51,7 +51,8 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
             assert export is not None
             return OnnxEmbedder.open(export, batch_size=cfg.batch_size, threads=cfg.threads,
                                     max_batch_tokens=cfg.max_batch_tokens,
-                                    document_precision=cfg.document_precision)
+                                    document_precision=cfg.document_precision,
+                                    query_precision=cfg.query_precision)
     elif cfg.backend == "onnx":
         raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
                           key="embedding.backend")

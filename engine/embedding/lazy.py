@@ -57,6 +57,13 @@ class LazyEmbedder:
         return getattr(self._inner, "document_precision", "float32")
 
     @property
+    def query_precision(self) -> str | None:
+        """"int8" or "float32": the model queries run on, once the model is loaded."""
+        if self._inner is None:
+            return None
+        return getattr(self._inner, "query_precision", "float32")
+
+    @property
     def inner(self) -> Embedder:
         return self.load()
 

@@ -84,13 +84,15 @@ class OnnxEmbedder:
 
     def __init__(self, folder: Path, *, dim: int, max_seq_length: int, batch_size: int = 64,
                  threads: int = 0, max_batch_tokens: int = 256,
-                 document_file: Path | None = None, recheck: bool = False) -> None:
+                 int8_file: Path | None = None, int8_documents: bool = True,
+                 int8_queries: bool = False, recheck: bool = False) -> None:
         """Load the files in ``folder`` as they are; :meth:`open` checks them first.
 
-        ``document_file``: a model for :meth:`encode_documents` (the int8 one), loaded
-        on first use; None embeds documents with the float32 model. ``recheck``: check
-        the export again before that load (:meth:`open` passes it; an export being made
-        has no manifest yet)."""
+        ``int8_file``: the export's int8 model, loaded on first use, for
+        :meth:`encode_documents` when ``int8_documents`` and for :meth:`encode` when
+        ``int8_queries``; without it everything runs on the float32 model. ``recheck``:
+        check the export again before that load (:meth:`open` passes it; an export
+        being made has no manifest yet)."""
         try:
             import onnxruntime  # noqa: F401
             from tokenizers import Tokenizer
@@ -110,8 +112,10 @@ class OnnxEmbedder:
         self._tok.no_padding()  # each batch is padded to its own longest text in _run
         self._session = _session(folder / ONNX_FILE)
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self._document_file = document_file
-        self._doc_session: Any = None
+        self._int8_file = int8_file
+        self._int8_documents = int8_documents
+        self._int8_queries = int8_queries
+        self._int8_session: Any = None
         self._recheck = recheck
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -119,20 +123,27 @@ class OnnxEmbedder:
     @property
     def document_precision(self) -> str:
         """"int8" when documents run on the int8 model, else "float32"."""
-        return "int8" if self._document_file is not None else "float32"
+        return "int8" if self._int8_file is not None and self._int8_documents else "float32"
+
+    @property
+    def query_precision(self) -> str:
+        """"int8" when queries (every :meth:`encode`) run on the int8 model, else "float32"."""
+        return "int8" if self._int8_file is not None and self._int8_queries else "float32"
 
     @classmethod
     def open(cls, folder: Path, *, batch_size: int = 64, threads: int = 0,
-             max_batch_tokens: int = 256, document_precision: str = "int8") -> OnnxEmbedder:
+             max_batch_tokens: int = 256, document_precision: str = "int8",
+             query_precision: str = "float32") -> OnnxEmbedder:
         """The export in ``folder``, once it passes :func:`verify_export` (IntegrityError).
 
-        Documents run on its int8 model when it has one and ``document_precision``
-        is "int8"."""
+        Documents (queries) run on its int8 model when it has one and
+        ``document_precision`` (``query_precision``) is "int8"."""
         man = verify_export(folder)
-        int8 = folder / INT8_FILE if int8_usable(man) and document_precision == "int8" else None
+        docs, queries = document_precision == "int8", query_precision == "int8"
+        int8 = folder / INT8_FILE if int8_usable(man) and (docs or queries) else None
         return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
                    batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
-                   document_file=int8, recheck=True)
+                   int8_file=int8, int8_documents=docs, int8_queries=queries, recheck=True)
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -140,26 +151,26 @@ class OnnxEmbedder:
                 self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ctx-embed")
             return self._pool
 
-    def _documents_session(self) -> Any:
+    def _int8(self) -> Any:
         """The int8 session, loaded on first use after its file is checked again (the
-        export may have been replaced since it was opened). When it cannot load, documents
-        fall back to the float32 model (and ``document_precision`` says so)."""
-        if self._document_file is None:
+        export may have been replaced since it was opened). When it cannot load, its texts
+        fall back to the float32 model (and the precisions say so)."""
+        if self._int8_file is None:
             return self._session
         with self._lock:
-            if self._doc_session is None:
+            if self._int8_session is None:
                 try:
                     if self._recheck:
                         man = verify_export(self.folder)
                         if not int8_usable(man):
                             raise IntegrityError("the export no longer has an int8 model")
-                    self._doc_session = _session(self._document_file)
+                    self._int8_session = _session(self._int8_file)
                 except Exception as exc:  # noqa: BLE001 - any failure: float32 serves
-                    _log.warning("int8 document model unavailable (%s); documents are "
-                                 "embedded by the float32 model", type(exc).__name__)
-                    self._document_file = None
+                    _log.warning("int8 model unavailable (%s); texts are embedded by the "
+                                 "float32 model", type(exc).__name__)
+                    self._int8_file = None
                     return self._session
-            return self._doc_session
+            return self._int8_session
 
     def _run(self, encs: list[Any], session: Any) -> np.ndarray:
         """One session run over tokenised texts, padded to the longest of them."""
@@ -174,12 +185,13 @@ class OnnxEmbedder:
         return np.asarray(out, dtype=np.float32)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of ``texts`` from the float32 model (queries, and anything but documents)."""
-        return self._encode(texts, self._session)
+        """Vectors of ``texts`` (queries, and anything but documents to store): from the
+        float32 model unless queries run on the int8 one."""
+        return self._encode(texts, self._int8() if self._int8_queries else self._session)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of texts to store: from the int8 model when the embedder has one."""
-        return self._encode(texts, self._documents_session())
+        """Vectors of texts to store: from the int8 model unless documents run on float32."""
+        return self._encode(texts, self._int8() if self._int8_documents else self._session)
 
     def _encode(self, texts: Sequence[str], session: Any) -> np.ndarray:
         if not texts:

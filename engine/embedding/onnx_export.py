@@ -179,7 +179,7 @@ def export(out_dir: Path, model_dir: Path | None = None) -> Manifest:
         shutil.copyfile(source / TOKENIZER_FILE, stage / TOKENIZER_FILE)
         dim, seq = _shape(source)
         candidate = OnnxEmbedder(stage, dim=dim, max_seq_length=seq, threads=1,
-                                 document_file=stage / INT8_FILE)
+                                 int8_file=stage / INT8_FILE)
         reference = reference_vectors(source, PROBE_TEXTS)
         worst = probe_cosine(candidate, reference)
         if worst < MIN_PROBE_COSINE:

@@ -21,7 +21,7 @@ from typing import Any
 from sqlcipher3 import dbapi2 as sqlite
 
 from engine.errors import CtxError, NoSpace, VaultDamaged, WrongKey
-from engine.store.fts_terms import chunk_counts
+from engine.store.fts_terms import chunk_counts, common_counts
 from engine.store.migrations import check_version, migrate
 
 log = logging.getLogger("ctx.vault")
@@ -89,6 +89,8 @@ class Filters:
 
 
 DF_CACHE_MAX = 100_000  # words whose chunk counts a vault keeps (doc_frequency)
+COMMON_TERMS_MIN = 50  # a term counts as common from this many chunks (and 1 in 1000)
+COMMON_TERMS_DRIFT = 0.1  # common terms are counted again when the store moved this much
 
 CHUNK_COLUMNS = (
     "c.id, c.source_id, c.ordinal, c.kind, c.heading, c.text, c.tokens, c.start, c.time, "
@@ -136,6 +138,8 @@ class Vault:
         # whole posting list (several ms for common words at 100k chunks), so counts are
         # kept until the next write that may change chunks
         self._df_cache: tuple[int, dict[str, int]] = (-1, {})
+        # (chunk count when read, the counts of the store's common terms): see _common_terms
+        self._common: tuple[int, dict[str, int]] | None = None
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
@@ -343,7 +347,19 @@ class Vault:
 
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
         """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
-        return chunk_counts(self.conn(), words)
+        return chunk_counts(self.conn(), words, self._common_terms())
+
+    def _common_terms(self) -> dict[str, int]:
+        """The counts of the terms in at least 1 in 1000 chunks (``common_counts``), read
+        again once the store has grown or shrunk by a tenth since: between, a common
+        term's count may be off by that much, which only shifts which words the keyword
+        lane lets find rows (``engine.retrieval.search.keyword_match``)."""
+        n = self.chunk_count()
+        held = self._common
+        if held is None or abs(n - held[0]) > COMMON_TERMS_DRIFT * held[0]:
+            counts = common_counts(self.conn(), max(COMMON_TERMS_MIN, n // 1000))
+            self._common = held = (n, counts)
+        return held[1]
 
     def chunk_count(self) -> int:
         """Stored chunks (cached until the next write)."""

@@ -196,6 +196,39 @@ def test_the_lazy_embedder_hands_documents_to_the_int8_model(onnx_export_dir: Pa
             e.close()
 
 
+def test_queries_run_on_the_int8_model_when_configured(onnx_export_dir: Path,
+                                                      data_dir: Path) -> None:
+    from engine.embedding.lazy import LazyEmbedder
+    from engine.facade import ContextEngine
+
+    texts = EXTRA[:4]
+    both = LazyEmbedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir), query_precision="int8"))
+    only_queries = OnnxEmbedder.open(onnx_export_dir, document_precision="float32",
+                                     query_precision="int8")
+    plain = OnnxEmbedder.open(onnx_export_dir)
+    try:
+        assert both.query_precision is None  # not loaded yet
+        int8 = plain.encode_documents(texts)
+        assert np.allclose(both.encode(texts), int8, atol=1e-6)
+        assert (both.query_precision, both.document_precision) == ("int8", "int8")
+        assert np.allclose(only_queries.encode(texts), int8, atol=1e-6)
+        assert np.allclose(only_queries.encode_documents(texts), plain.encode(texts), atol=1e-6)
+        assert (only_queries.query_precision, only_queries.document_precision) == (
+            "int8", "float32")
+        assert plain.query_precision == "float32"
+        assert not np.allclose(plain.encode(texts), int8, atol=1e-4)
+    finally:
+        for e in (both, only_queries, plain):
+            e.close()
+    with ContextEngine.open(data_dir, embedder=OnnxEmbedder.open(
+            onnx_export_dir, query_precision="int8")) as eng:
+        eng.ingest(text="Backups run nightly at two.", title="ops", wait=True)
+        assert eng.search("when do backups run?", k=1)
+        status = eng.status()
+        assert (status["model_query_precision"], status["model_document_precision"]) == (
+            "int8", "int8")
+
+
 def test_a_version_1_export_embeds_documents_in_float32(onnx_export_dir: Path,
                                                         tmp_path: Path) -> None:
     import json
@@ -230,6 +263,6 @@ def test_an_int8_model_that_fails_at_load_leaves_documents_to_float32(
             docs = emb.encode_documents(EXTRA[:3])
         assert emb.document_precision == "float32"
         assert np.array_equal(docs, emb.encode(EXTRA[:3]))
-        assert "int8 document model unavailable (IntegrityError)" in caplog.text
+        assert "int8 model unavailable (IntegrityError)" in caplog.text
     finally:
         emb.close()

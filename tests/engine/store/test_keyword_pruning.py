@@ -96,3 +96,25 @@ def test_rescoring_words_keep_to_the_filters(engine: ContextEngine) -> None:
     rows = rt.vault.chunks([cid for cid, _ in found])
     assert found and all(r.source_id == sid for r in rows.values())
     assert all("walrus" in r.text.lower() for r in rows.values())
+
+
+def test_common_words_are_counted_in_one_pass_and_again_after_the_store_moves(
+        engine: ContextEngine) -> None:
+    from engine.store import vault as vault_mod
+
+    _log(engine, [f"Entry {i}: the parser reads." for i in range(60)])
+    vault = engine.rt.vault
+    assert vault.doc_frequency(["parser", "entry"]) == {"parser": 60, "entry": 60}
+    held = vault._common
+    assert held is not None and held[0] == 60 and held[1]["parser"] == 60
+    assert "walrus" not in held[1]  # under COMMON_TERMS_MIN chunks: looked up alone
+    # Two more chunks: under a tenth, so the common counts are the ones read before,
+    # while a rare word is counted as it is now.
+    _log(engine, ["The parser meets a walrus.", "A walrus, alone."], uri="t:more")
+    assert vault.doc_frequency(["parser", "walrus"]) == {"parser": 60, "walrus": 2}
+    assert vault._common is held
+    # Past a tenth, the common terms are counted again.
+    _log(engine, [f"Parser note {i}." for i in range(vault_mod.COMMON_TERMS_MIN // 5)],
+         uri="t:grow")
+    assert vault.doc_frequency(["parser"]) == {"parser": 61 + vault_mod.COMMON_TERMS_MIN // 5}
+    assert vault._common is not held
