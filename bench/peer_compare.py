@@ -17,6 +17,11 @@ ctx build_context p95 within 1.5x of the peer's retrieve+pack p95.
 
     python -m bench.peer_compare [--docs N] [--limit N] [--peer-python PATH]
                                  [--peer-threads N] [--one-by-one] [--json FILE]
+    python -m bench.peer_compare --interleaved [--store-cache DIR] [--peer-store DIR]
+
+``--interleaved`` measures query latency only, on stores built before, with ctx
+and the peer taking turns claim by claim (see ``interleaved``): the fair way to
+read the p95 ratio on a machine whose speed drifts.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 from bench import scifact_data as sd
 from bench.scifact import ndcg10
-from bench.stats import load_avg, pct
+from bench.stats import cpu_probe, load_avg, pct
 
 BUDGETS = (500, 1000, 2000)
 TIMED = 1000
@@ -124,6 +129,72 @@ def run_peer(args: argparse.Namespace) -> dict[str, Any]:
             "load_avg_after_queries": rep["load_avg_after_queries"]}
 
 
+def interleaved(args: argparse.Namespace) -> dict[str, Any]:
+    """Query latency only, ctx and the peer taking turns claim by claim on stores built
+    before (ctx: ``bench.scifact``'s cached store under ``--store-cache``; the peer: its
+    Chroma index under ``--peer-store``, built there on first use). The shared VM's
+    cores change speed by up to 2x within minutes (``bench.stats.cpu_probe``), so the
+    two halves of a sequential run can meet different machines; taking turns, both
+    meet the same one. Each claim's order alternates (ctx first on even claims)."""
+    import shutil
+
+    from engine.facade import ContextEngine
+
+    emb = sd.make_embedder("minilm")
+    cached, _ = sd.prepare_store(emb, args.store_cache, args.docs)
+    cmd = [str(args.peer_python), "-m", "bench.peer_llamaindex", "--serve",
+           "--store", str(args.peer_store)]
+    for flag, value in (("--docs", args.docs), ("--threads", args.peer_threads)):
+        if value:
+            cmd += [flag, str(value)]
+    env = {**os.environ, "PYTHONPATH": str(sd.REPO)}
+    qrels = sd.qrels()
+    lat: dict[str, list[float]] = {"ctx": [], "peer": []}
+    with (tempfile.TemporaryDirectory(prefix="ctx-peer-interleaved-") as tmp,
+          subprocess.Popen(cmd, cwd=sd.REPO, env=env, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True) as peer):
+        assert peer.stdin is not None and peer.stdout is not None
+        if not json.loads(peer.stdout.readline() or "{}").get("ready"):
+            raise SystemExit("the peer did not start (see its output above)")
+
+        def peer_ms(text: str) -> float:
+            assert peer.stdin is not None and peer.stdout is not None
+            peer.stdin.write(json.dumps({"text": text}) + "\n")
+            peer.stdin.flush()
+            return float(json.loads(peer.stdout.readline())["ms"])
+
+        shutil.copytree(cached, Path(tmp) / "store")
+        with ContextEngine.open(Path(tmp) / "store", embedder=emb) as eng:
+            fair = sd.covered_claims(eng, qrels)
+            claims = [t for q, t in sd.queries().items() if q in fair]
+            if args.limit:
+                claims = claims[: args.limit]
+            for text in claims[:5]:  # warm both
+                eng.build_context(text, budget=TIMED)
+                peer_ms(text)
+            before = f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+            for i, text in enumerate(claims):
+                for side in (("ctx", "peer") if i % 2 == 0 else ("peer", "ctx")):
+                    if side == "peer":
+                        lat["peer"].append(peer_ms(text))
+                        continue
+                    t = time.perf_counter()
+                    eng.build_context(text, budget=TIMED)
+                    lat["ctx"].append((time.perf_counter() - t) * 1000)
+            after = f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+        peer.stdin.close()
+    rep = {side: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for side, v in lat.items()}
+    print(f"\nSciFact train, {len(claims)} claims at {TIMED} tokens, ctx and the peer taking "
+          f"turns (stores built before); load {before} -> {after}")
+    print("| system | p50 ms | p95 ms |\n|---|---|---|")
+    for name, side in (("ctx build_context", "ctx"), ("LlamaIndex retrieve+pack", "peer")):
+        print(f"| {name} | {rep[side]['p50_ms']:.1f} | {rep[side]['p95_ms']:.1f} |")
+    print(f"ctx / peer: query p95 {rep['ctx']['p95_ms'] / rep['peer']['p95_ms']:.2f}x "
+          f"(target <= 1.5), p50 {rep['ctx']['p50_ms'] / rep['peer']['p50_ms']:.2f}x")
+    return {**rep, "claims": len(claims), "load": [before, after],
+            "embedder": type(emb).__name__}
+
+
 def print_table(ctx: dict[str, Any] | None, peer: dict[str, Any] | None, docs: str) -> None:
     print(f"\nSciFact train, {docs} abstracts: ctx and its peer on this machine, one run")
     print("| system | ingest s | chunks / nodes | nDCG@10 | in payload @500 | @1000 | @2000 "
@@ -154,9 +225,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="ctx: wait for each ingest before the next (no joined jobs)")
     ap.add_argument("--skip", choices=("ctx", "peer"), help="run only the other side")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="query latency only, ctx and the peer taking turns per claim")
+    ap.add_argument("--store-cache", type=Path, default=Path(tempfile.gettempdir()) / "ctx-bench",
+                    help="--interleaved: ctx's store cache (as bench.scifact's)")
+    ap.add_argument("--peer-store", type=Path,
+                    default=Path(tempfile.gettempdir()) / "ctx-bench" / "peer-chroma",
+                    help="--interleaved: the peer's index (built there on first use)")
     args = ap.parse_args(argv)
     if not sd.prepared():
         return 2
+    if args.interleaved:
+        rep = interleaved(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"interleaved": rep}, indent=2))
+        return 0
     ctx = run_ctx(args) if args.skip != "ctx" else None
     peer = run_peer(args) if args.skip != "peer" else None
     print_table(ctx, peer, str(args.docs or "all 5,183"))

@@ -39,7 +39,10 @@ llama-index-embeddings-huggingface 0.8.0, chromadb 1.5.9, sentence-transformers
 6.2.0, torch 2.13.0+cpu). Run::
 
     /tmp/peer-venv/bin/python -m bench.peer_llamaindex [--docs N] [--limit N] \\
-        [--store DIR] [--json FILE]
+        [--store DIR] [--json FILE] [--serve]
+
+(``--serve``: build or open the index at ``--store``, then time the claims that
+``bench.peer_compare --interleaved`` sends on stdin.)
 
 How long each step took here (2 cores shared with other work; the load average is
 printed beside every timing, compare with ctx only within one run of
@@ -160,6 +163,32 @@ def build_index(store: Path, model: Path, docs: int | None) -> tuple[Any, float,
     return index, seconds, collection.count()
 
 
+def retrieve_pack(retriever: Any, text: str, count: Any) -> tuple[float, list[tuple[str, str]]]:
+    """What the user's call does, timed: retrieve the top 20 and pack them greedily at
+    1000 tokens; (ms, the retrieved (text, document) pairs in order)."""
+    t = time.perf_counter()
+    nodes = retriever.retrieve(text)
+    pairs = [(nw.node.get_content(), nw.node.ref_doc_id or "") for nw in nodes]
+    greedy_pack(pairs, TIMED_BUDGET, count)
+    return (time.perf_counter() - t) * 1000, pairs
+
+
+def serve(index: Any) -> None:
+    """Answer timing requests on stdin, one JSON line each ({"text": claim} ->
+    {"ms": retrieve+pack ms}), until stdin closes: ``bench.peer_compare --interleaved``
+    alternates these with ctx's calls, so that both meet the machine in the same state."""
+    enc = cl100k()
+
+    def count(s: str) -> int:
+        return len(enc.encode_ordinary(s))
+
+    retriever = index.as_retriever(similarity_top_k=TOP_K)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        ms, _ = retrieve_pack(retriever, json.loads(line)["text"], count)
+        print(json.dumps({"ms": ms}), flush=True)
+
+
 def evaluate(index: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mapping[str, int]]
              ) -> dict[str, Any]:
     enc = cl100k()
@@ -173,11 +202,8 @@ def evaluate(index: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mapp
     lat: list[float] = []
     for n, (qid, text) in enumerate(claims):
         rel = qrels[qid]
-        t = time.perf_counter()
-        nodes = retriever.retrieve(text)
-        pairs = [(nw.node.get_content(), nw.node.ref_doc_id or "") for nw in nodes]
-        greedy_pack(pairs, TIMED_BUDGET, count)  # what the user's call does: retrieve + pack
-        lat.append((time.perf_counter() - t) * 1000)
+        ms, pairs = retrieve_pack(retriever, text, count)
+        lat.append(ms)
         ranked = list(dict.fromkeys(sd.doc_id(d) or "" for _, d in pairs))
         nd.append(ndcg10(ranked, rel))
         for b in BUDGETS:
@@ -202,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int,
                     help="torch threads (default: torch's own choice, what a user gets)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--serve", action="store_true",
+                    help="after the index is ready (--store), time claims read on stdin")
     args = ap.parse_args(argv)
     model = args.model or find_model()
     import torch
@@ -220,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         load_ingest = load_avg()
         print(f"ingest {ingest_s:.1f} s, {nodes} nodes (load {load_before} -> {load_ingest})",
               file=sys.stderr)
+        if args.serve:
+            serve(index)
+            return 0
         qrels = sd.qrels()
         present = {d for d, _, _ in sd.corpus(args.docs)}
         claims = [(q, t) for q, t in sd.queries().items()

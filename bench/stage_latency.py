@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.models import embedding_config
-from bench.stats import summary, table
+from bench.stats import cpu_probe, summary, table
 
 BUDGETS_MS = {"build_context (wall)": 50.0, "build_context (CPU)": 50.0, "keyword lane": 10.0,
               "keyword lane (CPU)": 10.0, "vector lane": 5.0, "pack": 5.0}
 
 
 def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f", cpu probe {cpu_probe():.0f} ms"
 
 
 def draw_queries(eng: Any, n: int, seed: int = 7) -> list[str]:

@@ -18,6 +18,21 @@ def load_avg() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def cpu_probe() -> float:
+    """Milliseconds a fixed pure-Python loop takes now (best of 3). The shared VM's cores
+    change speed by up to 2x from minute to minute at the same load average (10M additions
+    took 0.92 s and 1.72 s a minute apart, 2026-11-23); print this beside timings so that
+    runs can be put side by side, and compare only ratios within one run."""
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        s = 0
+        for i in range(1_000_000):
+            s += i
+        best = min(best, (time.perf_counter() - t) * 1000)
+    return best
+
+
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
     """Milliseconds of the fastest of ``repeat`` calls, and the last result."""
     best = float("inf")

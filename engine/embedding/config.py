@@ -22,7 +22,8 @@ class EmbeddingConfig:
     device is the CPU, else torch. ``onnx_dir``: a folder holding an export,
     searched before the bundle and the user cache dir. ``document_precision``:
     "int8" embeds documents (not queries) with the ONNX export's int8 model when
-    it has one, "float32" with the float32 model (see ``engine.embedding.onnx``).
+    it has one, "float32" with the float32 model (see ``engine.embedding.onnx``);
+    ``query_precision`` the same for queries (float32 by default).
     The vault's embedding cache keys vectors by model name and text, not precision:
     after a switch, texts embedded before keep their cached vectors.
     """
@@ -55,8 +56,16 @@ class EmbeddingConfig:
     # bench.transcripts_recall``, 28 questions): 0.821 vs 0.857 (one question, ranked
     # 6-10 instead of <= 5).
     document_precision: Literal["int8", "float32"] = "int8"
-    # Queries on the int8 model too (ONNX only; torch always embeds float32). See the
-    # figures below the default's choice in README "Embedding precision".
+    # Queries on the int8 model too (ONNX only; torch always embeds float32): a query
+    # embeds in about half the time (SciFact claims, one at a time: p50 6.8 vs 12.5 ms,
+    # p95 10.8 vs 18.5; cosine 0.992 to the float32 vector), but ranks a little worse on
+    # every benchmark, so float32 stays the default. float32 vs int8 queries, same code
+    # and stores, 2026-11-23: LoCoMo dev recall@10 0.792 vs 0.787, ctx@1000 0.874 vs
+    # 0.873 (``python -m bench.locomo --split dev``); SciFact train nDCG@10 0.750 vs
+    # 0.748, RRF margin +0.033 vs +0.030 (``python -m bench.scifact``); transcripts hit@5
+    # 0.821 vs 0.786, one question (``python -m bench.transcripts_recall``); LoCoMo test,
+    # checked after: recall@10 0.764 vs 0.759, ctx@1000 0.858 vs 0.861, ctx@2000 0.904
+    # both. Set CTX__EMBEDDING__QUERY_PRECISION for the benches.
     query_precision: Literal["int8", "float32"] = "float32"
 
     def __post_init__(self) -> None:

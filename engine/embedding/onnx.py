@@ -11,10 +11,11 @@ store moves between a pip install (torch) and the app bundle (ONNX).
 Documents (chunks being stored) may run on a second session, the export's int8
 model (``onnx_precision``): 1.4-1.5x faster on this project's 2-core machine,
 its vectors at cosine 0.994 of the float32 model's on average.
-Queries always run on the float32 model, so a query's vector is
-sentence-transformers' own and a store written this way is read by the torch
-backend as well (its document vectors are close to, not equal to, torch's).
-``embedding.document_precision`` picks float32 for documents too.
+Queries run on the float32 model unless ``embedding.query_precision`` says int8,
+so a query's vector is sentence-transformers' own and a store written this way
+is read by the torch backend as well (its document vectors are close to, not
+equal to, torch's). ``embedding.document_precision`` picks float32 for
+documents too.
 
 One onnxruntime session holds the float32 weights once; the int8 session loads
 on the first document batch (both loaded, ingesting 1 MB of prose peaks at 377 MB
