@@ -35,7 +35,7 @@ from typing import Any
 
 from bench.models import embedding_config
 from bench.stage_latency import draw_query_sources
-from bench.stats import cpu_probe, load_avg, summary, table
+from bench.stats import machine_state, summary, table
 
 NO_LIMIT = 10**9
 
@@ -109,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     with ContextEngine.open(args.store, embedder=embedder) as eng:
         chunks = eng.rt.vault.chunk_count()
         drawn = draw_query_sources(eng, args.queries, args.seed)
-        before = f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+        before = machine_state()
         res = measure(eng, drawn, budgets, max_dfs)
-        after = f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+        after = machine_state()
     base = res["full"]["p95"]
     rows = [[name, r["p50"], r["p95"], f"{r['p95'] / base:.2f}x", f"{r['source@50']:.3f}",
              f"{r['overlap@50']:.3f}"] for name, r in res.items()]

@@ -39,7 +39,7 @@ from typing import Any
 
 from bench import scifact_data as sd
 from bench.scifact import ndcg10
-from bench.stats import cpu_probe, load_avg, pct
+from bench.stats import load_avg, machine_state, pct
 
 BUDGETS = (500, 1000, 2000)
 TIMED = 1000
@@ -154,7 +154,10 @@ def interleaved(args: argparse.Namespace) -> dict[str, Any]:
           subprocess.Popen(cmd, cwd=sd.REPO, env=env, stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True) as peer):
         assert peer.stdin is not None and peer.stdout is not None
-        if not json.loads(peer.stdout.readline() or "{}").get("ready"):
+        for line in peer.stdout:  # anything the peer's libraries print comes first
+            if line.startswith('{"ready"'):
+                break
+        else:
             raise SystemExit("the peer did not start (see its output above)")
 
         def peer_ms(text: str) -> float:
@@ -172,7 +175,7 @@ def interleaved(args: argparse.Namespace) -> dict[str, Any]:
             for text in claims[:5]:  # warm both
                 eng.build_context(text, budget=TIMED)
                 peer_ms(text)
-            before = f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+            before = machine_state()
             for i, text in enumerate(claims):
                 for side in (("ctx", "peer") if i % 2 == 0 else ("peer", "ctx")):
                     if side == "peer":
@@ -181,7 +184,7 @@ def interleaved(args: argparse.Namespace) -> dict[str, Any]:
                     t = time.perf_counter()
                     eng.build_context(text, budget=TIMED)
                     lat["ctx"].append((time.perf_counter() - t) * 1000)
-            after = f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+            after = machine_state()
         peer.stdin.close()
     rep = {side: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for side, v in lat.items()}
     print(f"\nSciFact train, {len(claims)} claims at {TIMED} tokens, ctx and the peer taking "

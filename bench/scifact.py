@@ -80,8 +80,9 @@ class Baselines:
         self.rt = eng.rt
 
     def rankings(self, query: str) -> tuple[dict[str, list[int]], dict[int, Any]]:
+        from engine.retrieval.fts_match import fts_query
         from engine.retrieval.fusion import rrf
-        from engine.retrieval.query import analyze_query, fts_query
+        from engine.retrieval.query import analyze_query
         from engine.store.vault import Filters
 
         rt = self.rt

@@ -43,14 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.models import embedding_config
-from bench.stats import cpu_probe, summary, table
+from bench.stats import machine_state, summary, table
 
 BUDGETS_MS = {"build_context (wall)": 50.0, "build_context (CPU)": 50.0, "keyword lane": 10.0,
               "keyword lane (CPU)": 10.0, "vector lane": 5.0, "pack": 5.0}
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f", cpu probe {cpu_probe():.0f} ms"
 
 
 def draw_queries(eng: Any, n: int, seed: int = 7) -> list[str]:
@@ -176,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     from engine.embedding.factory import make_embedder
     from engine.facade import ContextEngine
 
-    before = load()
+    before = machine_state()
     model = make_embedder(embedding_config(model="minilm"))
     model.encode(["warm up"])
     store_model = model if args.store_model == "minilm" else make_embedder(
@@ -210,10 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nbuild_context stages, {chunks} chunks, budget {args.budget}, query cache off, "
           f"query model {type(model).__name__}")
     print(table(["stage", "calls", "p50 ms", "p95 ms", "budget p95 ms", "p95 / budget"], rows))
-    print(f"load average before {before}, after {load()} ({os.cpu_count()} cores)")
+    print(f"load average before {before}, after {machine_state()} ({os.cpu_count()} cores)")
     if args.json:
         Path(args.json).write_text(json.dumps({"chunks": chunks, "stages": result,
-                                               "load_before": before, "load_after": load()},
+                                               "load_before": before, "load_after": machine_state()},
                                               indent=2))
     return 0
 
@@ -229,7 +225,7 @@ def print_ab(result: dict[str, dict[str, float]], ab: dict[str, Any], chunks: in
                      f"{b['p50'] / a['p50']:.2f}", f"{b['p95'] / a['p95']:.2f}"])
     print(table(["ms", "calls", "A p50", "A p95", "B p50", "B p95", "B/A p50", "B/A p95"],
                 rows))
-    print(f"load average before {before}, after {load()} ({os.cpu_count()} cores)")
+    print(f"load average before {before}, after {machine_state()} ({os.cpu_count()} cores)")
     return 0
 
 

@@ -33,6 +33,11 @@ def cpu_probe() -> float:
     return best
 
 
+def machine_state() -> str:
+    """The load averages and ``cpu_probe``, for printing before and after a timed run."""
+    return f"{load_avg()}, cpu probe {cpu_probe():.0f} ms"
+
+
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
     """Milliseconds of the fastest of ``repeat`` calls, and the last result."""
     best = float("inf")

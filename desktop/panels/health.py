@@ -163,11 +163,7 @@ class HealthPanel(QWidget):
         f["Vectors"].setText(fmt_int(status.get("vectors")))
         f["Model"].setText(str(status.get("model", "—")))
         f["Dimensions"].setText(fmt_int(status.get("dim")))
-        runtime = status.get("model_backend")
-        if runtime and status.get("model_document_precision") == "int8":
-            runtime = f"{runtime}, int8 documents"
-        f["Model loaded"].setText(f"yes ({runtime})" if status.get("model_loaded") and runtime
-                                  else "yes" if status.get("model_loaded") else "loading…")
+        f["Model loaded"].setText(model_loaded_label(status))
         backend = str(status.get("vector_backend", "—"))
         f["Vector backend"].setText(backend)
         f["Vector store"].setText("available" if status.get("vector_store_ok")
@@ -242,3 +238,17 @@ class HealthPanel(QWidget):
         if state and state not in ("ready",):
             lines.insert(0, f"Engine state: {state}")
         self.alert_list.addItems(lines or ["No alerts. Everything is working."])
+
+
+def model_loaded_label(status: dict[str, Any]) -> str:
+    """"yes (onnx, int8 documents)", "yes", "loading…": whether the model is loaded,
+    on which runtime, and which texts its int8 model embeds (``ctx status``'s keys)."""
+    if not status.get("model_loaded"):
+        return "loading…"
+    runtime = status.get("model_backend")
+    if not runtime:
+        return "yes"
+    int8 = [part for part, key in (("documents", "model_document_precision"),
+                                   ("queries", "model_query_precision"))
+            if status.get(key) == "int8"]
+    return f"yes ({runtime}, int8 {' and '.join(int8)})" if int8 else f"yes ({runtime})"

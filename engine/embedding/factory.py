@@ -3,12 +3,14 @@
 MiniLM runs on torch (sentence-transformers) or on onnxruntime (an ONNX
 export of the same weights); ``embedding.backend`` chooses, "auto" taking
 ONNX when an export is found and the device is the CPU. Both record the same
-model name, since their query vectors are equal (ONNX documents may come from
-its int8 model: see ``engine.embedding.onnx``).
+model name, since their float32 query vectors are equal (ONNX embeds documents,
+and queries when ``embedding.query_precision`` asks, with its int8 model: see
+``engine.embedding.onnx``; torch embeds everything in float32).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from engine.embedding.config import EmbeddingConfig
 from engine.errors import ConfigError
 
 MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+_log = logging.getLogger(__name__)
 
 
 def choose_backend(cfg: EmbeddingConfig, export: Path | None) -> str:
@@ -56,6 +59,9 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
     elif cfg.backend == "onnx":
         raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
                           key="embedding.backend")
+    if cfg.query_precision == "int8":
+        _log.warning("embedding.query_precision int8 needs the ONNX export; this model runs "
+                     "on torch, so queries are embedded in float32")
     from engine.embedding.minilm import (
         MINILM_SHA256,
         SentenceTransformerEmbedder,

@@ -11,14 +11,16 @@ store moves between a pip install (torch) and the app bundle (ONNX).
 Documents (chunks being stored) may run on a second session, the export's int8
 model (``onnx_precision``): 1.4-1.5x faster on this project's 2-core machine,
 its vectors at cosine 0.994 of the float32 model's on average.
-Queries run on the float32 model unless ``embedding.query_precision`` says int8,
-so a query's vector is sentence-transformers' own and a store written this way
-is read by the torch backend as well (its document vectors are close to, not
-equal to, torch's). ``embedding.document_precision`` picks float32 for
+Queries run on the float32 model, so a query's vector is sentence-transformers'
+own and a store written this way is read by the torch backend as well (its
+document vectors are close to, not equal to, torch's); ``query_precision
+= "int8"`` runs them on the int8 model too (half the time, a
+little lower recall). ``embedding.document_precision`` picks float32 for
 documents too.
 
 One onnxruntime session holds the float32 weights once; the int8 session loads
-on the first document batch (both loaded, ingesting 1 MB of prose peaks at 377 MB
+on the first text it embeds (the first document batch, or the first query with
+int8 queries; both loaded, ingesting 1 MB of prose peaks at 377 MB
 RSS, ``bench.ingest_mem``). It runs each call on one intra-op thread: a query (a few
 short texts) is fastest that way, and on a busy 2-core machine more threads
 multiply its tail latency. Larger inputs are cut into batches bounded by padded
@@ -142,6 +144,10 @@ class OnnxEmbedder:
         man = verify_export(folder)
         docs, queries = document_precision == "int8", query_precision == "int8"
         int8 = folder / INT8_FILE if int8_usable(man) and (docs or queries) else None
+        if queries and int8 is None:
+            _log.warning("embedding.query_precision int8: the ONNX export has no usable int8 "
+                         "model, so queries are embedded in float32 (python -m "
+                         "engine.embedding.onnx_export --if-missing makes a current export)")
         return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
                    batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
                    int8_file=int8, int8_documents=docs, int8_queries=queries, recheck=True)

@@ -14,8 +14,9 @@ import numpy as np
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
+from engine.retrieval.fts_match import fts_parts
 from engine.retrieval.fusion import rrf
-from engine.retrieval.query import QueryAnalysis, analyze_query, fts_parts, lane_weights
+from engine.retrieval.query import QueryAnalysis, analyze_query, lane_weights
 from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
 from engine.types import SearchHit
@@ -146,20 +147,21 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> KeywordQuery:
     more, FTS5's cost (it scores every row a query matches) is bounded by word counts:
     words in more than ``keyword_max_df`` of the chunks are left out (their BM25 weight
     is near zero); of the rest, the rarest words, while their chunk counts add up to at
-    most ``keyword_row_budget`` (at least one word), find the rows, and the others only
-    rescore the rows found."""
+    most ``keyword_row_budget`` (at least one word the store holds), find the rows, and
+    the others only rescore the rows found (``Vault.keyword``)."""
     parts = fts_parts(a)
     s = cfg.search
     n = rt.vault.chunk_count() if len(parts) > 1 else 0
     if len(parts) < 2 or n < s.keyword_prune_min_chunks:
         return KeywordQuery(" OR ".join(parts))
-    counts = rt.vault.doc_frequency([p.strip('"*') for p in parts])
-    df = {p: counts[p.strip('"*').lower()] for p in parts}
+    words = {p: p.strip('"*') for p in parts}
+    counts = rt.vault.doc_frequency(list(words.values()))
+    df = {p: counts[w.lower()] for p, w in words.items()}
     kept = [p for p in parts if df[p] <= s.keyword_max_df * n] or [min(parts, key=df.__getitem__)]
     finding: set[str] = set()
     rows = 0
     for p in sorted(kept, key=df.__getitem__):
-        if finding and rows + df[p] > s.keyword_row_budget:
+        if rows and rows + df[p] > s.keyword_row_budget:  # words in no chunk cost nothing
             break
         finding.add(p)
         rows += df[p]

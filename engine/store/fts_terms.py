@@ -18,8 +18,7 @@ from sqlcipher3 import dbapi2 as sqlite
 
 # Must match the tokenizer of chunks_fts (engine/store/migrations.py).
 TOKENIZE = "porter unicode61 remove_diacritics 2"
-_TOKENS_MAX = 200_000  # words whose tokens are kept (process-wide; tokenizing is pure)
-_tokens: dict[str, tuple[str, ...]] = {}
+TOKENS_MAX = 200_000  # words whose tokens a cache keeps (emptied when full)
 
 
 def _tokenizer(conn: Any) -> None:
@@ -43,30 +42,33 @@ def _tokenize(conn: Any, words: list[str]) -> list[tuple[int, str, int]]:
     return [(int(d), str(t), int(o)) for d, t, o in rows]
 
 
-def index_tokens(conn: Any, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """word -> the index tokens FTS5 makes of it, in order ("isn't" -> ("isn", "t"))."""
-    out = {w: _tokens.get(w) for w in words}
+def index_tokens(conn: Any, words: Sequence[str],
+                 cache: dict[str, tuple[str, ...]] | None = None) -> dict[str, tuple[str, ...]]:
+    """word -> the index tokens FTS5 makes of it, in order ("isn't" -> ("isn", "t")).
+    ``cache`` (the vault's, emptied when it closes) keeps them between calls."""
+    kept = {} if cache is None else cache
+    out = {w: kept.get(w) for w in words}
     missing = [w for w, toks in out.items() if toks is None]
     if missing:
         found: dict[int, list[tuple[int, str]]] = {}
         for doc, term, offset in _tokenize(conn, missing):
             found.setdefault(doc, []).append((offset, term))
-        if len(_tokens) + len(missing) > _TOKENS_MAX:
-            _tokens.clear()
+        if len(kept) + len(missing) > TOKENS_MAX:
+            kept.clear()
         for i, w in enumerate(missing, 1):
-            out[w] = _tokens[w] = tuple(t for _, t in sorted(found.get(i, [])))
+            out[w] = kept[w] = tuple(t for _, t in sorted(found.get(i, [])))
     return {w: out[w] or () for w in words}
 
 
-def chunk_counts(conn: Any, words: Sequence[str],
-                 common: Mapping[str, int] | None = None) -> dict[str, int]:
+def chunk_counts(conn: Any, words: Sequence[str], common: Mapping[str, int] | None = None,
+                 cache: dict[str, tuple[str, ...]] | None = None) -> dict[str, int]:
     """word -> how many chunks hold it: for a word of several tokens, the count of its
     rarest token (an upper bound on the chunks holding them all); 0 for no token.
     Tokens in ``common`` (``common_counts``) take their count from there; the others
     are looked up one by one (FTS5 counts a term by reading its whole posting list:
     0.8 ms for a term in 30k of 100k chunks, 0.07 ms for one in 500)."""
     common = common or {}
-    tokens = index_tokens(conn, words)
+    tokens = index_tokens(conn, words, cache)
     flat = sorted({t for toks in tokens.values() for t in toks if t not in common})
     rows: dict[str, int] = {}
     for i in range(0, len(flat), 400):

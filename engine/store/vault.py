@@ -138,8 +138,11 @@ class Vault:
         # whole posting list (several ms for common words at 100k chunks), so counts are
         # kept until the next write that may change chunks
         self._df_cache: tuple[int, dict[str, int]] = (-1, {})
-        # (chunk count when read, the counts of the store's common terms): see _common_terms
-        self._common: tuple[int, dict[str, int]] | None = None
+        # (chunk count and highest chunk id when read, the counts of the store's common
+        # terms): see _common_terms
+        self._common: tuple[int, int, dict[str, int]] | None = None
+        self._common_lock = threading.Lock()
+        self._tokens: dict[str, tuple[str, ...]] = {}  # word -> its FTS tokens (fts_terms)
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
@@ -209,6 +212,9 @@ class Vault:
                     pass
             self._all.clear()
         self._local = threading.local()
+        self._tokens.clear()  # the words of past queries go with the vault
+        self._df_cache = (-1, {})
+        self._common = None
 
     @contextmanager
     def write(self, *, chunks: bool = True) -> Iterator[Any]:
@@ -322,9 +328,16 @@ class Vault:
     def _bm25_rows(self, sql: str, match: str, rescore: str, args: list[Any],
                    limit: int) -> list[tuple[int, float]]:
         """``sql``'s (rowid, bm25) rows for ``match``, with ``rescore``'s words added to
-        the scores of the rows that hold them (see ``keyword``); lowest bm25 first."""
+        the scores of the rows that hold them (see ``keyword``); lowest bm25 first. When
+        ``match`` finds no row, ``rescore``'s words find them instead."""
         conn = self.conn()
         rows = conn.execute(sql, (match, *args, limit)).fetchall()
+        if rescore and not rows:
+            # ``match`` holds no row here (its words are rare in the store, not in these
+            # filters, or counted before they were deleted): the other words find the
+            # rows, scored exactly, since the words of ``match`` hold none of them.
+            match, rescore = rescore, ""
+            rows = conn.execute(sql, (match, *args, limit)).fetchall()
         if not rescore:
             return [(r[0], r[1]) for r in rows]
         best = {r[0]: r[1] for r in rows}
@@ -347,19 +360,28 @@ class Vault:
 
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
         """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
-        return chunk_counts(self.conn(), words, self._common_terms())
+        return chunk_counts(self.conn(), words, self._common_terms(), self._tokens)
 
     def _common_terms(self) -> dict[str, int]:
         """The counts of the terms in at least 1 in 1000 chunks (``common_counts``), read
-        again once the store has grown or shrunk by a tenth since: between, a common
-        term's count may be off by that much, which only shifts which words the keyword
-        lane lets find rows (``engine.retrieval.search.keyword_match``)."""
-        n = self.chunk_count()
-        held = self._common
-        if held is None or abs(n - held[0]) > COMMON_TERMS_DRIFT * held[0]:
+        again once a tenth of the store has changed since (chunks added or deleted, from
+        the highest chunk id and the count): between, a common term's count may be off
+        by up to that many chunks, which only shifts which words the keyword lane lets
+        find rows (``engine.retrieval.search.keyword_match``). One pass costs 0.3 s at
+        100k chunks and runs in the first keyword query of a store that needs it."""
+        with self._common_lock:
+            n = self.chunk_count()
+            top = int(self.conn().execute("SELECT coalesce(max(id), 0) FROM chunks"
+                                          ).fetchone()[0])
+            held = self._common
+            if held is not None:
+                added = max(0, top - held[1])
+                deleted = max(0, held[0] + added - n)
+                if added + deleted <= COMMON_TERMS_DRIFT * held[0]:
+                    return held[2]
             counts = common_counts(self.conn(), max(COMMON_TERMS_MIN, n // 1000))
-            self._common = held = (n, counts)
-        return held[1]
+            self._common = (n, top, counts)
+            return counts
 
     def chunk_count(self) -> int:
         """Stored chunks (cached until the next write)."""

@@ -98,3 +98,19 @@ def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.Monke
         assert any("vector_store_unavailable" in line for line in lines)
     finally:
         host.shutdown(wait=True)
+
+
+def test_the_model_row_says_which_texts_the_int8_model_embeds() -> None:
+    from desktop.panels.health import model_loaded_label
+
+    loaded = {"model_loaded": True, "model_backend": "onnx"}
+    assert model_loaded_label({"model_loaded": False}) == "loading…"
+    assert model_loaded_label({"model_loaded": True}) == "yes"
+    assert model_loaded_label({**loaded, "model_document_precision": "float32",
+                               "model_query_precision": "float32"}) == "yes (onnx)"
+    assert model_loaded_label({**loaded, "model_document_precision": "int8",
+                               "model_query_precision": "float32"}) == \
+        "yes (onnx, int8 documents)"
+    assert model_loaded_label({**loaded, "model_document_precision": "int8",
+                               "model_query_precision": "int8"}) == \
+        "yes (onnx, int8 documents and queries)"

@@ -229,8 +229,8 @@ def test_queries_run_on_the_int8_model_when_configured(onnx_export_dir: Path,
             "int8", "int8")
 
 
-def test_a_version_1_export_embeds_documents_in_float32(onnx_export_dir: Path,
-                                                        tmp_path: Path) -> None:
+def test_a_version_1_export_embeds_documents_in_float32(
+        onnx_export_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import json
     import shutil
 
@@ -247,6 +247,14 @@ def test_a_version_1_export_embeds_documents_in_float32(onnx_export_dir: Path,
         assert np.array_equal(emb.encode_documents(EXTRA[:3]), emb.encode(EXTRA[:3]))
     finally:
         emb.close()
+    assert "query_precision" not in caplog.text
+    with caplog.at_level("WARNING"):
+        asked = OnnxEmbedder.open(old, query_precision="int8")
+    try:  # int8 queries were asked for and cannot be had: said, and reported
+        assert asked.query_precision == "float32"
+        assert "query_precision int8: the ONNX export has no usable int8 model" in caplog.text
+    finally:
+        asked.close()
 
 
 def test_an_int8_model_that_fails_at_load_leaves_documents_to_float32(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from engine.config import Config
 from engine.facade import ContextEngine
-from engine.retrieval.query import analyze_query, fts_query
+from engine.retrieval.fts_match import fts_query
+from engine.retrieval.query import analyze_query
 from engine.retrieval.search import content_query, row_speakers, run_lanes, speaker_names_in
 from engine.store.vault import ChunkRow, Filters
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.retrieval.query import QueryAnalysis, analyze_query, fts_query
+from engine.retrieval.fts_match import fts_query
+from engine.retrieval.query import QueryAnalysis, analyze_query
 
 DOCS = [
     "I painted a sunset over the lake last weekend",

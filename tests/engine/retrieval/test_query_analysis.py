@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import ConfigError
+from engine.retrieval.fts_match import fts_query
 from engine.retrieval.query import (
     _BAG_RE,
     LANES,
@@ -17,7 +18,6 @@ from engine.retrieval.query import (
     QueryConfig,
     analyze_query,
     content_terms,
-    fts_query,
     lane_weights,
     stem,
     words_of,

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.retrieval.fts_match import fts_query
 from engine.retrieval.fusion import rrf
-from engine.retrieval.query import analyze_query, fts_query, lane_weights
+from engine.retrieval.query import analyze_query, lane_weights
 from engine.retrieval.rerank import RerankCandidate, rerank
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "locomo" / "locomo10.json"

@@ -106,8 +106,8 @@ def test_common_words_are_counted_in_one_pass_and_again_after_the_store_moves(
     vault = engine.rt.vault
     assert vault.doc_frequency(["parser", "entry"]) == {"parser": 60, "entry": 60}
     held = vault._common
-    assert held is not None and held[0] == 60 and held[1]["parser"] == 60
-    assert "walrus" not in held[1]  # under COMMON_TERMS_MIN chunks: looked up alone
+    assert held is not None and held[0] == 60 and held[2]["parser"] == 60
+    assert "walrus" not in held[2]  # under COMMON_TERMS_MIN chunks: looked up alone
     # Two more chunks: under a tenth, so the common counts are the ones read before,
     # while a rare word is counted as it is now.
     _log(engine, ["The parser meets a walrus.", "A walrus, alone."], uri="t:more")
@@ -118,3 +118,81 @@ def test_common_words_are_counted_in_one_pass_and_again_after_the_store_moves(
          uri="t:grow")
     assert vault.doc_frequency(["parser"]) == {"parser": 61 + vault_mod.COMMON_TERMS_MIN // 5}
     assert vault._common is not held
+
+
+def _harbour_log(engine: ContextEngine) -> None:
+    lines = [f"Note {i}: a quiet day." for i in range(40)]
+    lines += [f"Note {i}: the harbour crane lifted cargo." for i in range(10)]
+    lines += [f"Note {i}: a ferry crossed at dawn." for i in range(8)]
+    lines += ["The walrus watched the ferry.", "The walrus slept by the harbour crane.",
+              "A walrus, alone."]
+    _log(engine, lines)
+
+
+def test_a_word_the_store_lacks_does_not_take_the_finding_place(engine: ContextEngine) -> None:
+    _harbour_log(engine)
+    rt = engine.rt
+    cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
+    a = analyze_query("zzqxy harbour", rt.cfg.query)  # a typo beside a word over the budget
+    q = keyword_match(rt, a, cfg)
+    assert q.rescore == "" and '"harbour"' in q.match
+    assert len(keyword_lane(rt, a, 50, Filters(), cfg)) == 11
+
+
+def test_the_other_words_find_rows_when_the_rare_ones_find_none(engine: ContextEngine) -> None:
+    _log(engine, ["The walrus watched the ferry.", "A walrus, alone."], uri="t:one")
+    _log(engine, ["The ferry rode home.", "Ferry times.", "No boats today."], uri="t:two")
+    rt = engine.rt
+    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:two"]
+    only_two = Filters(source_ids=(sid,))
+    # "walrus" is in no chunk of t:two: "ferry" finds the rows there, scored as alone.
+    found = rt.vault.keyword('"walrus"', 10, only_two, '"ferry"')
+    alone = rt.vault.keyword('"ferry"', 10, only_two)
+    assert found == alone and len(found) == 2
+    # In the whole store the ferry rows of t:two are not found by "walrus".
+    everywhere = {cid for cid, _ in rt.vault.keyword('"walrus"', 10, Filters(), '"ferry"')}
+    assert everywhere.isdisjoint(cid for cid, _ in alone)
+
+
+def test_rescored_rows_keep_their_whole_query_scores_under_filters_and_small_limits(
+        engine: ContextEngine) -> None:
+    lines = [f"Walrus note {i}: " + " ".join(["ferry"] * (i % 4) + ["harbour"] * (i % 3))
+             for i in range(30)]
+    lines += [f"Ferry and harbour only, note {i}." for i in range(30)]
+    _log(engine, lines, uri="t:a")
+    _log(engine, lines[:12], uri="t:b")
+    rt = engine.rt
+    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:b"]
+    full_sql = '"walrus" OR "ferry" OR "harbour"'
+    for filters in (Filters(), Filters(source_ids=(sid,))):
+        walrus = {cid for cid, _ in rt.vault.keyword('"walrus"', 100, filters)}
+        full = [(c, s) for c, s in rt.vault.keyword(full_sql, 200, filters) if c in walrus]
+        for limit in (1, 3, 7, 40):
+            got = rt.vault.keyword('"walrus"', limit, filters, '"ferry" OR "harbour"')
+            assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in full[:limit]]
+            assert {c for c, _ in got} <= walrus
+
+
+def test_common_counts_are_read_again_when_a_tenth_of_the_store_changed(
+        engine: ContextEngine) -> None:
+    _log(engine, [f"Ferry note {i}." for i in range(80)], uri="t:ferry")
+    _log(engine, [f"Quiet note {i}." for i in range(80)], uri="t:quiet")
+    vault = engine.rt.vault
+    assert vault.doc_frequency(["ferry"]) == {"ferry": 80}
+    # As many chunks again, but not the same ones: the count stays, the words change.
+    engine.delete("t:ferry")
+    _log(engine, [f"Harbour note {i}." for i in range(80)], uri="t:harbour")
+    assert vault.chunk_count() == 160
+    assert vault.doc_frequency(["ferry", "harbour"]) == {"ferry": 0, "harbour": 80}
+
+
+def test_a_big_store_search_runs_the_bounded_lane_end_to_end(engine: ContextEngine) -> None:
+    _harbour_log(engine)
+    rt = engine.rt
+    plain = rt.cfg
+    rt.cfg = _bounded(keyword_max_df=0.5, keyword_row_budget=5)
+    try:
+        hits = engine.search("walrus harbour quiet", k=3)
+    finally:
+        rt.cfg = plain
+    assert hits and all("walrus" in h.text.lower() for h in hits[:2])
