@@ -309,7 +309,8 @@ class Vault:
         that also hold one of them are scored again over both (``match AND rescore``),
         which is their BM25 for the whole query, since a word's BM25 weight depends only
         on the word and the row. FTS5 scores every row a query matches (about 1 us a row
-        here), so common words kept out of ``match`` keep the lane's cost bounded.
+        here), so common words kept out of ``match`` bound the rows scored (FTS5 still
+        reads each rescoring word's rows once, to count them for its weight).
         """
         if not match:
             return []
@@ -361,6 +362,14 @@ class Vault:
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
         """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
         return chunk_counts(self.conn(), words, self._common_terms(), self._tokens)
+
+    def warm_keyword_counts(self) -> None:
+        """Count the store's common terms now (``_common_terms``), not in the first
+        keyword query; ``ContextEngine.warm_up`` runs it in a thread at open."""
+        try:
+            self._common_terms()
+        except sqlite.Error as exc:
+            raise store_error(exc) from None
 
     def _common_terms(self) -> dict[str, int]:
         """The counts of the terms in at least 1 in 1000 chunks (``common_counts``), read

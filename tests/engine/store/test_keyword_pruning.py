@@ -196,3 +196,13 @@ def test_a_big_store_search_runs_the_bounded_lane_end_to_end(engine: ContextEngi
     finally:
         rt.cfg = plain
     assert hits and all("walrus" in h.text.lower() for h in hits[:2])
+
+
+def test_warm_up_counts_the_common_terms_of_a_big_store(engine: ContextEngine) -> None:
+    _log(engine, [f"Ferry note {i}." for i in range(60)])
+    engine.warm_up(background=False)
+    assert engine.rt.vault._common is None  # under keyword_prune_min_chunks: nothing to do
+    engine.rt.cfg = _bounded()
+    engine.warm_up(background=False)
+    held = engine.rt.vault._common
+    assert held is not None and held[2]["ferri"] == 60  # FTS5's token for "ferry"
