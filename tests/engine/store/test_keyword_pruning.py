@@ -20,6 +20,15 @@ def _bounded(**search: object) -> Config:
     return Config().with_overrides({"search": {"keyword_prune_min_chunks": 10, **search}})
 
 
+def _harbour_log(engine: ContextEngine) -> None:
+    lines = [f"Note {i}: a quiet day." for i in range(40)]
+    lines += [f"Note {i}: the harbour crane lifted cargo." for i in range(10)]
+    lines += [f"Note {i}: a ferry crossed at dawn." for i in range(8)]
+    lines += ["The walrus watched the ferry.", "The walrus slept by the harbour crane.",
+              "A walrus, alone."]
+    _log(engine, lines)
+
+
 def test_word_counts_are_read_under_the_tokens_fts5_makes(engine: ContextEngine) -> None:
     lines = [f"Entry {i}: the parser uses tokens." for i in range(30)]
     lines += ["A café isn't open.", "Memories of archives."]
@@ -60,12 +69,7 @@ def test_common_words_leave_the_fts_query_of_a_big_store(engine: ContextEngine) 
 
 def test_past_the_row_budget_the_rarest_words_find_and_the_others_rescore(
         engine: ContextEngine) -> None:
-    lines = [f"Note {i}: a quiet day." for i in range(40)]
-    lines += [f"Note {i}: the harbour crane lifted cargo." for i in range(10)]
-    lines += [f"Note {i}: a ferry crossed at dawn." for i in range(8)]
-    lines += ["The walrus watched the ferry.", "The walrus slept by the harbour crane.",
-              "A walrus, alone."]
-    _log(engine, lines)
+    _harbour_log(engine)
     rt = engine.rt
     a = analyze_query("walrus ferry harbour", rt.cfg.query)
     cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
@@ -118,15 +122,6 @@ def test_common_words_are_counted_in_one_pass_and_again_after_the_store_moves(
          uri="t:grow")
     assert vault.doc_frequency(["parser"]) == {"parser": 61 + vault_mod.COMMON_TERMS_MIN // 5}
     assert vault._common is not held
-
-
-def _harbour_log(engine: ContextEngine) -> None:
-    lines = [f"Note {i}: a quiet day." for i in range(40)]
-    lines += [f"Note {i}: the harbour crane lifted cargo." for i in range(10)]
-    lines += [f"Note {i}: a ferry crossed at dawn." for i in range(8)]
-    lines += ["The walrus watched the ferry.", "The walrus slept by the harbour crane.",
-              "A walrus, alone."]
-    _log(engine, lines)
 
 
 def test_a_word_the_store_lacks_does_not_take_the_finding_place(engine: ContextEngine) -> None:
