@@ -7,6 +7,7 @@ against the same query and packed together under an exact token budget.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from engine.packing.packer import PackingConfig, pack
 from engine.packing.turns import TurnPrior
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
-from engine.retrieval.rank import rank_hits, rerank_text
+from engine.retrieval.rank import prescan, rank_hits, rerank_text
 from engine.retrieval.search import LaneResult, run_lanes
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.runtime import Runtime
@@ -53,7 +54,8 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     candidates: list[PackCandidate] = []
     known: Mapping[int, ChunkRow] = {}
     if budget > 0:
-        res = run_lanes(rt, query, cfg=cfg)
+        res = run_lanes(rt, query, cfg=cfg,
+                        while_waiting=functools.partial(prescan, cfg=cfg.rerank))
         known = res.rows
         timings.update(res.timings)
         candidates += memory_candidates(rt, cfg, res, pcfg.mode, now, timings)

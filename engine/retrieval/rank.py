@@ -25,7 +25,7 @@ from engine.errors import VectorStoreUnavailable
 from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
-from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank
+from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
 from engine.retrieval.search import LaneResult, run_lanes, to_hit
 from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
@@ -61,13 +61,21 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
                               similarity=sims.get(cid), keyword=res.keyword_scores.get(cid),
                               profile=profile_of(rows[cid].source_kind, cfg.rerank))
               for cid, score in pool]
-    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features)
+    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features,
+                    scans=res.prepared)
     tail = res.fused[len(pool):]
     if tail:
         floor = ranked[-1][1] if ranked else 0.0
         ranked.extend((cid, floor - 1e-6 * (j + 1), {"fused": score})
                       for j, (cid, score, _) in enumerate(tail))
     return RankResult(ranked, vectors)
+
+
+def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> dict[int, Any]:
+    """The rerank's scans of ``rows`` (``run_lanes``'s ``while_waiting``, for the keyword
+    hits: tokenized while the query embeds, not after), as ``rank_hits`` builds them."""
+    return scan_all([RerankCandidate(id=r.id, text=rerank_text(r), fused=0.0, time=r.time,
+                                     meta=rerank_meta(r)) for r in rows], cfg)
 
 
 def similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
@@ -197,7 +205,8 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
         if cfg.rerank.distinct_window > cfg.rerank.window:
             cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
                 cfg.rerank, window=cfg.rerank.distinct_window))
-    res = run_lanes(rt, query, filters=filters, depth=depth)
+    res = run_lanes(rt, query, filters=filters, depth=depth,
+                    while_waiting=lambda rows: prescan(rows, cfg.rerank))
     ranked = rank_hits(rt, cfg, res).ranked
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     top = (distinct_sources_of(ranked, res.rows, k) if distinct_sources else ranked[:k])

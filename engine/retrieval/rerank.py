@@ -199,8 +199,16 @@ class RerankCandidate:
 Ranked = tuple[Hashable, float, dict[str, float]]
 
 
+def scan_all(candidates: Sequence[RerankCandidate], cfg: RerankConfig) -> dict[Hashable, Any]:
+    """Each candidate tokenized as ``rerank`` would (id -> its scan), ahead of the call:
+    pass them as ``rerank(..., scans=)``. A scan depends on the candidate's text, time
+    and meta and on ``cfg``; give ``rerank`` scans of the same candidates and config."""
+    return {c.id: _Scan(c, cfg) for c in candidates}
+
+
 def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
-           cfg: RerankConfig | None = None, *, all_features: bool = False) -> list[Ranked]:
+           cfg: RerankConfig | None = None, *, all_features: bool = False,
+           scans: Mapping[Hashable, Any] | None = None) -> list[Ranked]:
     """Rerank the top ``cfg.window`` candidates by fused score; the rest follow in order.
 
     Returns ``(id, score, features)`` best first. A window candidate's score is the
@@ -208,6 +216,7 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     profile weighs are computed (``all_features``: every one, for fitting). Candidates
     past the window keep their fused order with scores just below the lowest window
     score and ``{"fused": ...}`` only. Fused scores are expected non-negative and finite.
+    ``scans``: candidates already tokenized (``scan_all``), by id.
     """
     cfg = cfg or RerankConfig()
     order = sorted(range(len(candidates)), key=lambda i: -candidates[i].fused)
@@ -221,7 +230,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     wanted = set(FEATURES) if all_features else {f for w in weights for f in w}
     query_terms = set(analysis.terms)
     entity_keys = [k for k in map(_entity_key, analysis.entities) if k[0].strip()]
-    scanned = [_Scan(c, cfg) for c in head]
+    scans = scans or {}
+    scanned = [scans.get(c.id) or _Scan(c, cfg) for c in head]
     idf = _window_idf(query_terms, [sc.terms for sc in scanned])
     idf_total = sum(idf.values())
     qdates = [dt.date.fromisoformat(d).toordinal() for d in analysis.dates]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,9 @@ class LaneResult:
     keyword_scores: dict[int, float] = field(default_factory=dict)  # BM25, higher better
     query_vector: np.ndarray | None = None  # what the vector lane searched with
     vectors: dict[int, np.ndarray] = field(default_factory=dict)  # the vector lane's hits'
+    # what ``run_lanes``'s ``while_waiting`` made of the keyword hits' rows (the rerank's
+    # scans of them: ``engine.retrieval.rank.prescan``)
+    prepared: dict[int, Any] = field(default_factory=dict)
 
 
 def _matches(row: ChunkRow, f: Filters) -> bool:
@@ -178,8 +182,15 @@ def keyword_lane(rt: Runtime, a: QueryAnalysis, depth: int, filters: Filters,
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
               depth: int | None = None, analysis: QueryAnalysis | None = None,
-              recency: bool | None = None, cfg: Config | None = None) -> LaneResult:
-    """Run every lane the query calls for and fuse them (weights by query class)."""
+              recency: bool | None = None, cfg: Config | None = None,
+              while_waiting: Callable[[list[ChunkRow]], dict[int, Any]] | None = None
+              ) -> LaneResult:
+    """Run every lane the query calls for and fuse them (weights by query class).
+
+    While the vector lane still runs in its thread, the keyword hits' stored vectors and
+    rows are read, and ``while_waiting`` (given those rows) prepares what the caller
+    will need of them (``LaneResult.prepared``): work done while this thread would
+    otherwise wait for the query embedding."""
     cfg = cfg or rt.cfg
     filters = filters or Filters()
     depth = depth or cfg.search.lane_depth
@@ -213,10 +224,21 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
                 found = keyword_lane(rt, ca, depth, filters, cfg)
         lanes["keyword"] = [cid for cid, _ in found]
         timings["keyword"] = (time.perf_counter() - t) * 1000
+        prefetched: dict[int, np.ndarray] = {}
+        prepared: dict[int, Any] = {}
+        if early is not None and cfg.search.prefetch_vectors and not early.done():
+            prefetched = prefetch_vectors(rt, lanes["keyword"], timings)
+            rows.update(rt.vault.chunks([c for c in lanes["keyword"] if c not in rows]))
+            if while_waiting is not None and not early.done():
+                t = time.perf_counter()
+                prepared = while_waiting([rows[c] for c in lanes["keyword"] if c in rows])
+                timings["prepare"] = (time.perf_counter() - t) * 1000
     finally:
         vector = early.result() if early is not None else None  # never left running
     if vector is None:
         vector = vector_lane(rt, content, depth, filters, vector_timings, hit_vectors)
+    for cid, vec in prefetched.items():
+        hit_vectors.setdefault(cid, vec)
     lanes["vector"], sims, qvec = vector
     timings.update(vector_timings)
 
@@ -232,7 +254,23 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
     rows.update(rt.vault.chunks([cid for cid, _, _ in fused if cid not in rows]))
     timings["fetch"] = (time.perf_counter() - t) * 1000
     fused = [f for f in fused if f[0] in rows]
-    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec, hit_vectors)
+    return LaneResult(a, lanes, fused, rows, sims, timings, dict(found), qvec, hit_vectors,
+                      prepared)
+
+
+def prefetch_vectors(rt: Runtime, ids: list[int], timings: dict[str, float]
+                     ) -> dict[int, np.ndarray]:
+    """Stored vectors of the keyword lane's hits, read while the vector lane runs in its
+    thread ({} when the index cannot say: the rerank reads what it lacks later). At 100k
+    chunks the read takes about 5 ms (one Chroma ``get``) that the rerank would
+    otherwise wait for after both lanes."""
+    t = time.perf_counter()
+    try:
+        got = rt.vectors.vectors(ids) if ids else {}
+    except VectorStoreUnavailable:
+        got = {}
+    timings["prefetch"] = (time.perf_counter() - t) * 1000
+    return got
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -71,3 +71,45 @@ def test_the_vector_lanes_error_reaches_the_caller(engine: ContextEngine) -> Non
     with pytest.raises(CtxError, match="model down"):
         _lanes(engine, True, "token budget")
     assert threads and threads[0].startswith("ctx-lane")  # it ran in the lane thread
+
+
+class _SlowQueries:
+    """The store's embedder, with every query held back until the test lets it go: the
+    keyword lane then surely finishes first and works while the vector lane waits."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.go = inner, threading.Event()
+        self.name, self.dim = inner.name, inner.dim  # type: ignore[attr-defined]
+
+    def encode(self, texts: list[str]) -> object:
+        assert self.go.wait(30)
+        return self.inner.encode(texts)  # type: ignore[attr-defined]
+
+
+def test_while_the_vector_lane_waits_the_keyword_hits_are_read_and_prepared(
+        engine: ContextEngine) -> None:
+    from engine.retrieval.rank import prescan, rank_hits
+
+    _ingest(engine)
+    query = "keychain passphrase tray engine"
+    serial = _lanes(engine, False, query)
+    slow = _SlowQueries(engine.rt.embedder)
+    engine.rt.embedder = slow  # type: ignore[assignment]
+    seen: list[list[int]] = []
+
+    def prepare(rows: list) -> dict:
+        seen.append([r.id for r in rows])
+        slow.go.set()  # the vector lane may run now
+        return prescan(rows, engine.rt.cfg.rerank)
+
+    engine.rt._qcache.clear()
+    res = run_lanes(engine.rt, query, while_waiting=prepare)
+    assert seen == [res.lanes["keyword"]] and res.lanes["keyword"]
+    assert set(res.prepared) == set(res.lanes["keyword"])
+    assert set(res.lanes["keyword"]) <= set(res.vectors)  # read beside the vector lane
+    assert "prefetch" in res.timings and "prepare" in res.timings
+    assert res.lanes == serial.lanes and res.fused == serial.fused
+    # The prepared scans rank exactly as scans made in the rerank itself.
+    ranked = rank_hits(engine.rt, engine.rt.cfg, res).ranked
+    plain = rank_hits(engine.rt, engine.rt.cfg, serial).ranked
+    assert [(c, round(s, 12)) for c, s, _ in ranked] == [(c, round(s, 12)) for c, s, _ in plain]

@@ -288,3 +288,22 @@ def test_terms_of_words_is_the_plain_definition() -> None:
     for stop in (frozenset({"the", "of"}), frozenset({"paints"})):
         want = {stem(w) for w in words - stop if (len(w) > 1 and w.isalpha()) or _is_content(w)}
         assert terms_of_words(words, stop) == want
+
+
+def test_scans_made_ahead_rank_as_scans_made_in_the_rerank() -> None:
+    from engine.retrieval.query import analyze_query
+    from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
+
+    cfg = RerankConfig()
+    texts = ["Anna adopted a dog in Paris in May 2022.", "The dog's name is Rex.",
+             "Paris trip notes: museums, cafés, the river.", "Unrelated budget memo."]
+    cands = [RerankCandidate(id=i, text=t, fused=1.0 / (i + 1), time=1.65e9 + i * 86400,
+                             meta={"title": f"note {i}", "speaker": "Anna"})
+             for i, t in enumerate(texts)]
+    a = analyze_query("When did Anna adopt her dog in Paris?")
+    plain = rerank(a, cands, cfg, all_features=True)
+    ahead = rerank(a, cands, cfg, all_features=True, scans=scan_all(cands[:2], cfg))
+    assert ahead == plain and plain[0][2]["term_recall"] > 0
+    # A scan of another text is used as given: the rerank trusts its caller's scans.
+    wrong = scan_all([RerankCandidate(id=0, text="nothing here", fused=1.0)], cfg)
+    assert rerank(a, cands, cfg, all_features=True, scans=wrong) != plain
