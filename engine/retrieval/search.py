@@ -227,11 +227,15 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
         prefetched: dict[int, np.ndarray] = {}
         prepared: dict[int, Any] = {}
         if early is not None and cfg.search.prefetch_vectors and not early.done():
-            prefetched = prefetch_vectors(rt, lanes["keyword"], timings)
-            rows.update(rt.vault.chunks([c for c in lanes["keyword"] if c not in rows]))
+            # the keyword lane's first half-window of hits: at the default depth (50 a
+            # lane, a window of 100) every one is in the rerank window; deeper lanes (as
+            # for distinct sources) hold more hits than the window takes
+            ahead = lanes["keyword"][: max(1, cfg.rerank.window // 2)]
+            prefetched = prefetch_vectors(rt, ahead, timings)
+            rows.update(rt.vault.chunks([c for c in ahead if c not in rows]))
             if while_waiting is not None and not early.done():
                 t = time.perf_counter()
-                prepared = while_waiting([rows[c] for c in lanes["keyword"] if c in rows])
+                prepared = while_waiting([rows[c] for c in ahead if c in rows])
                 timings["prepare"] = (time.perf_counter() - t) * 1000
     finally:
         vector = early.result() if early is not None else None  # never left running
