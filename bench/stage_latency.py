@@ -21,7 +21,9 @@ machine falls on both alike; printed: build_context wall and CPU p50/p95 per arm
 and the B/A ratios.
 
 Printed: median and p95 per stage of build_context (its own timings: embed,
-vector, keyword, fetch, vectors (stored vectors read for the rerank window),
+vector, keyword, read_ahead and prepare (the keyword hits read and scanned while the
+vector lane runs; only on calls where it was still running), fetch, vectors (stored
+vectors read for the rerank window),
 rerank (including vectors), dedupe, expand, pack, access), the wall time of the
 whole call, and the keyword lane on its own (the FTS query the lane runs),
 beside the DESIGN.md budgets, with the machine's load average before and after.
@@ -192,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         if ab is not None:
             return print_ab(measure_ab(eng, queries, args.budget, ab), ab, chunks, before)
         result = measure(eng, queries, args.budget)
-    order = ["embed", "vector lane", "vector", "keyword", "analysis", "fetch", "vectors",
+    order = ["embed", "vector lane", "vector", "keyword", "read_ahead", "prepare", "analysis",
+             "fetch", "vectors",
              "rerank", "dedupe", "expand", "live", "pack", "access", "total",
              "build_context (wall)", "build_context (CPU)", "keyword lane",
              "keyword lane (CPU)"]

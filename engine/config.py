@@ -118,9 +118,9 @@ class SearchConfig:
     # vectors and rows) and scan them for the rerank (engine.retrieval.search.run_lanes):
     # that work then runs beside the query embedding instead of after it. At 100k chunks,
     # off / on: build_context p50 1.14x / p95 1.10x (`python -m bench.stage_latency
-    # /tmp/rank-cache/big100k --store-model fake --ab search.prefetch_vectors=false`,
-    # 200 queries, 2026-11-23, load 0.7-0.9); vectors alone (no scans): 1.13x / 1.08x.
-    prefetch_vectors: bool = True
+    # /tmp/rank-cache/big100k --store-model fake --ab search.read_ahead=false`, 200
+    # queries, 2026-11-23, load 0.7-0.9); SciFact's 10k chunks: 1.16x / 1.05x.
+    read_ahead: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.rrf_k <= 1000:

@@ -61,8 +61,9 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
                               similarity=sims.get(cid), keyword=res.keyword_scores.get(cid),
                               profile=profile_of(rows[cid].source_kind, cfg.rerank))
               for cid, score in pool]
-    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features,
-                    scans=res.prepared)
+    early = res.prepared
+    scans = early.scans if isinstance(early, PreScans) and early.cfg is cfg.rerank else None
+    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features, scans=scans)
     tail = res.fused[len(pool):]
     if tail:
         floor = ranked[-1][1] if ranked else 0.0
@@ -71,11 +72,21 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     return RankResult(ranked, vectors)
 
 
-def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> dict[int, Any]:
+@dataclass(frozen=True)
+class PreScans:
+    """The rerank's scans of some rows, made ahead under ``cfg`` (``prescan``)."""
+
+    cfg: RerankConfig
+    scans: dict[Hashable, Any]
+
+
+def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> PreScans:
     """The rerank's scans of ``rows`` (``run_lanes``'s ``while_waiting``, for the keyword
-    hits: tokenized while the query embeds, not after), as ``rank_hits`` builds them."""
-    return scan_all([RerankCandidate(id=r.id, text=rerank_text(r), fused=0.0, time=r.time,
-                                     meta=rerank_meta(r)) for r in rows], cfg)
+    hits: tokenized while the query embeds, not after), as ``rank_hits`` builds them;
+    ``rank_hits`` uses them only under the same rerank config."""
+    return PreScans(cfg, scan_all([RerankCandidate(id=r.id, text=rerank_text(r), fused=0.0,
+                                                   time=r.time, meta=rerank_meta(r))
+                                   for r in rows], cfg))
 
 
 def similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:

@@ -35,10 +35,11 @@ class LaneResult:
     timings: dict[str, float]
     keyword_scores: dict[int, float] = field(default_factory=dict)  # BM25, higher better
     query_vector: np.ndarray | None = None  # what the vector lane searched with
-    vectors: dict[int, np.ndarray] = field(default_factory=dict)  # the vector lane's hits'
-    # what ``run_lanes``'s ``while_waiting`` made of the keyword hits' rows (the rerank's
-    # scans of them: ``engine.retrieval.rank.prescan``)
-    prepared: dict[int, Any] = field(default_factory=dict)
+    # stored vectors of hits: the vector lane's, and the keyword hits' read ahead
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)
+    # what ``run_lanes``'s ``while_waiting`` made of the keyword hits' rows (None when it
+    # did not run): the rerank's scans of them, ``engine.retrieval.rank.prescan``
+    prepared: Any = None
 
 
 def _matches(row: ChunkRow, f: Filters) -> bool:
@@ -225,15 +226,15 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
         lanes["keyword"] = [cid for cid, _ in found]
         timings["keyword"] = (time.perf_counter() - t) * 1000
         prefetched: dict[int, np.ndarray] = {}
-        prepared: dict[int, Any] = {}
-        if early is not None and cfg.search.prefetch_vectors and not early.done():
+        prepared: Any = None
+        if (early is not None and while_waiting is not None
+                and cfg.search.read_ahead and not early.done()):
             # the keyword lane's first half-window of hits: at the default depth (50 a
-            # lane, a window of 100) every one is in the rerank window; deeper lanes (as
-            # for distinct sources) hold more hits than the window takes
+            # lane, a window of 100, no recency lane) all of them reach the rerank window;
+            # otherwise some may not, and reading them was work for nothing
             ahead = lanes["keyword"][: max(1, cfg.rerank.window // 2)]
-            prefetched = prefetch_vectors(rt, ahead, timings)
-            rows.update(rt.vault.chunks([c for c in ahead if c not in rows]))
-            if while_waiting is not None and not early.done():
+            prefetched = read_ahead(rt, ahead, rows, timings)
+            if not early.done():
                 t = time.perf_counter()
                 prepared = while_waiting([rows[c] for c in ahead if c in rows])
                 timings["prepare"] = (time.perf_counter() - t) * 1000
@@ -262,18 +263,20 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
                       prepared)
 
 
-def prefetch_vectors(rt: Runtime, ids: list[int], timings: dict[str, float]
-                     ) -> dict[int, np.ndarray]:
-    """Stored vectors of the keyword lane's hits, read while the vector lane runs in its
-    thread ({} when the index cannot say: the rerank reads what it lacks later). At 100k
-    chunks the read takes about 5 ms (one Chroma ``get``) that the rerank would
-    otherwise wait for after both lanes."""
+def read_ahead(rt: Runtime, ids: list[int], rows: dict[int, ChunkRow],
+               timings: dict[str, float]) -> dict[int, np.ndarray]:
+    """The keyword lane's hits read while the vector lane runs in its thread: their rows
+    (into ``rows``) and their stored vectors (returned; {} when the index cannot say, and
+    the rerank reads what it lacks later). At 100k chunks the vectors take about 5 ms
+    (one Chroma ``get``; below ``store.exact_search_max`` the in-memory exact index
+    answers) that the rerank would otherwise wait for after both lanes."""
     t = time.perf_counter()
     try:
         got = rt.vectors.vectors(ids) if ids else {}
     except VectorStoreUnavailable:
         got = {}
-    timings["prefetch"] = (time.perf_counter() - t) * 1000
+    rows.update(rt.vault.chunks([c for c in ids if c not in rows]))
+    timings["read_ahead"] = (time.perf_counter() - t) * 1000
     return got
 
 

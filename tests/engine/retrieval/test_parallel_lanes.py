@@ -86,30 +86,67 @@ class _SlowQueries:
         return self.inner.encode(texts)  # type: ignore[attr-defined]
 
 
-def test_while_the_vector_lane_waits_the_keyword_hits_are_read_and_prepared(
-        engine: ContextEngine) -> None:
-    from engine.retrieval.rank import prescan, rank_hits
+def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
+    """run_lanes with the query embedding held until ``while_waiting`` has run."""
+    from engine.retrieval.rank import prescan
 
-    _ingest(engine)
-    query = "keychain passphrase tray engine"
-    serial = _lanes(engine, False, query)
     slow = _SlowQueries(engine.rt.embedder)
-    engine.rt.embedder = slow  # type: ignore[assignment]
+    plain, engine.rt.embedder = engine.rt.embedder, slow  # type: ignore[assignment]
     seen: list[list[int]] = []
 
-    def prepare(rows: list) -> dict:
+    def prepare(rows: list) -> object:
         seen.append([r.id for r in rows])
         slow.go.set()  # the vector lane may run now
         return prescan(rows, engine.rt.cfg.rerank)
 
-    engine.rt._qcache.clear()
-    res = run_lanes(engine.rt, query, while_waiting=prepare)
+    try:
+        engine.rt._qcache.clear()
+        return run_lanes(engine.rt, query, while_waiting=prepare, **kwargs), seen
+    finally:
+        engine.rt.embedder = plain
+
+
+def test_while_the_vector_lane_waits_the_keyword_hits_are_read_and_prepared(
+        engine: ContextEngine) -> None:
+    from engine.retrieval.rank import PreScans, rank_hits
+
+    _ingest(engine)
+    query = "keychain passphrase tray engine budget"
+    serial = run_lanes(engine.rt, query, depth=2,
+                       cfg=engine.rt.cfg.with_overrides({"search": {"parallel_lanes": False}}))
+    res, seen = _slow_run(engine, query, depth=2)
     assert seen == [res.lanes["keyword"]] and res.lanes["keyword"]
-    assert set(res.prepared) == set(res.lanes["keyword"])
-    assert set(res.lanes["keyword"]) <= set(res.vectors)  # read beside the vector lane
-    assert "prefetch" in res.timings and "prepare" in res.timings
+    assert isinstance(res.prepared, PreScans)
+    assert set(res.prepared.scans) == set(res.lanes["keyword"])
+    keyword_only = set(res.lanes["keyword"]) - set(res.lanes["vector"])
+    assert keyword_only and keyword_only <= set(res.vectors)  # read beside the vector lane
+    assert keyword_only.isdisjoint(serial.vectors)  # which the serial run does not read
+    assert "read_ahead" in res.timings and "prepare" in res.timings
     assert res.lanes == serial.lanes and res.fused == serial.fused
-    # The prepared scans rank exactly as scans made in the rerank itself.
-    ranked = rank_hits(engine.rt, engine.rt.cfg, res).ranked
-    plain = rank_hits(engine.rt, engine.rt.cfg, serial).ranked
-    assert [(c, round(s, 12)) for c, s, _ in ranked] == [(c, round(s, 12)) for c, s, _ in plain]
+    # The prepared scans and vectors rank exactly as the ones read in the rerank itself;
+    # under another rerank config the scans made ahead are left unused.
+    cfg = engine.rt.cfg
+    ranked = rank_hits(engine.rt, cfg, res).ranked
+    assert ranked == rank_hits(engine.rt, cfg, serial).ranked
+    other = cfg.with_overrides({"rerank": {"scan_chars": 8}})
+    assert rank_hits(engine.rt, other, res).ranked == rank_hits(engine.rt, other, serial).ranked
+
+
+def test_build_context_is_the_same_with_and_without_reading_ahead(
+        engine: ContextEngine) -> None:
+    _ingest(engine)
+    query = "how do sibling processes reach the engine and its keychain"
+    slow = _SlowQueries(engine.rt.embedder)
+    slow.go.set()
+    engine.rt.embedder = slow  # type: ignore[assignment]
+    plain = engine.rt.cfg
+    try:
+        engine.rt._qcache.clear()
+        ahead = engine.build_context(query, budget=300)
+        engine.rt.cfg = plain.with_overrides({"search": {"read_ahead": False}})
+        engine.rt._qcache.clear()
+        without = engine.build_context(query, budget=300)
+    finally:
+        engine.rt.cfg = plain
+    assert ahead.context == without.context and ahead.items == without.items
+    assert "read_ahead" not in without.timings
