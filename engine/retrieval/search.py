@@ -184,14 +184,15 @@ def keyword_lane(rt: Runtime, a: QueryAnalysis, depth: int, filters: Filters,
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
               depth: int | None = None, analysis: QueryAnalysis | None = None,
               recency: bool | None = None, cfg: Config | None = None,
-              while_waiting: Callable[[list[ChunkRow]], dict[int, Any]] | None = None
+              while_waiting: Callable[[list[ChunkRow]], Any] | None = None
               ) -> LaneResult:
     """Run every lane the query calls for and fuse them (weights by query class).
 
-    While the vector lane still runs in its thread, the keyword hits' stored vectors and
-    rows are read, and ``while_waiting`` (given those rows) prepares what the caller
-    will need of them (``LaneResult.prepared``): work done while this thread would
-    otherwise wait for the query embedding."""
+    With ``while_waiting`` (callers that rerank) and ``search.read_ahead``: while the
+    vector lane still runs in its thread, the keyword hits' stored vectors and rows are
+    read, and ``while_waiting`` (given those rows) prepares what the caller will need of
+    them (``LaneResult.prepared``), work done while this thread would otherwise wait
+    for the query embedding."""
     cfg = cfg or rt.cfg
     filters = filters or Filters()
     depth = depth or cfg.search.lane_depth

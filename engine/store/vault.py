@@ -139,8 +139,8 @@ class Vault:
         # kept until the next write that may change chunks
         self._df_cache: tuple[int, dict[str, int]] = (-1, {})
         # (chunk count and highest chunk id when read, the counts of the store's common
-        # terms): see _common_terms
-        self._common: tuple[int, int, dict[str, int]] | None = None
+        # terms, the write generation last checked): see _common_terms
+        self._common: tuple[int, int, dict[str, int], int] | None = None
         self._common_lock = threading.Lock()
         self._tokens: dict[str, tuple[str, ...]] = {}  # word -> its FTS tokens (fts_terms)
         # (generation, highest chunk id read, chunk count then, speaker names)
@@ -378,6 +378,9 @@ class Vault:
         by up to that many chunks, which only shifts which words the keyword lane lets
         find rows (``engine.retrieval.search.keyword_match``). One pass costs 0.3 s at
         100k chunks and runs in the first keyword query of a store that needs it."""
+        held = self._common
+        if held is not None and held[3] == self._generation:  # no write since: as read
+            return held[2]
         with self._common_lock:
             n = self.chunk_count()
             top = int(self.conn().execute("SELECT coalesce(max(id), 0) FROM chunks"
@@ -387,9 +390,10 @@ class Vault:
                 added = max(0, top - held[1])
                 deleted = max(0, held[0] + added - n)
                 if added + deleted <= COMMON_TERMS_DRIFT * held[0]:
+                    self._common = (held[0], held[1], held[2], self._generation)
                     return held[2]
             counts = common_counts(self.conn(), max(COMMON_TERMS_MIN, n // 1000))
-            self._common = (n, top, counts)
+            self._common = (n, top, counts, self._generation)
             return counts
 
     def chunk_count(self) -> int:
