@@ -150,12 +150,13 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, mode: str, now:
             title=_title(row), time=row.time, score=score,
             lanes=lanes.get(cid, {}), text=row.text, expanded=expanded,
             surrogate=sur[1] if sur else None, tier=sur[0] if sur else None,
-            chunk_ids=tuple(covered), why="rerank", position=float(row.ordinal)))
+            chunk_ids=tuple(covered), why="rerank", position=float(row.ordinal),
+            text_tokens=row.tokens))
     for cid, (row, score) in near.items():
         out.append(PackCandidate(
             key=f"chunk:{cid}", section="memory", kind=row.kind, source=row.source,
             title=_title(row), time=row.time, score=score, text=row.text, chunk_ids=(cid,),
-            why="neighbour", position=float(row.ordinal)))
+            why="neighbour", position=float(row.ordinal), text_tokens=row.tokens))
     out = trim_overlaps(out, spans)
     timings["expand"] = _ms(t)
     return out

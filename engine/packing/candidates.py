@@ -24,7 +24,10 @@ class PackCandidate:
     used instead of ``text`` in ``dense_cached`` mode. ``why`` is the caller's
     short machine-readable reason, appended to the packer's own. ``position`` is
     the item's place inside its source (a chunk's ordinal): items of one source
-    that share a header are rendered under it in this order.
+    that share a header are rendered under it in this order. ``text_tokens`` is
+    ``text``'s count in cl100k tokens where the caller knows it (a stored chunk's
+    count, made at ingest): the packer uses it only to pass over an item too long
+    for the room left, never to place one (placed items are always counted).
     """
 
     key: str
@@ -42,6 +45,7 @@ class PackCandidate:
     chunk_ids: tuple[int, ...] = ()
     why: str = ""
     position: float | None = None
+    text_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.section not in SECTIONS:

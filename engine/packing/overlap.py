@@ -50,7 +50,7 @@ def trim_overlaps(cands: Sequence[PackCandidate], spans: Mapping[str, Span]
             out[i] = None
             continue
         taken.append(span)
-        out[i] = c if text == c.text else dataclasses.replace(c, text=text)
+        out[i] = c if text == c.text else dataclasses.replace(c, text=text, text_tokens=None)
     return [c for i in range(len(cands)) if (c := out[i]) is not None]
 
 

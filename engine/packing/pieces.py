@@ -48,6 +48,7 @@ class Piece:
     cap: int  # body token cap
     label: str
     anchor: str = ""  # text that should stay in view when the body is cut
+    raw_tokens: int | None = None  # raw's token count, where the candidate says it
     view: BlockView | None = None
     run: tuple[object, ...] = ()  # items with the same run share one header
     grouped: bool = False  # rendered inside a run (else a block with its own header)

@@ -416,3 +416,66 @@ def test_a_turn_that_does_not_fit_whole_is_skipped_not_cut() -> None:
             assert [i.chunk_ids for i in p.items] == [short.chunk_ids]
             assert "Ann:" not in p.context
         assert p.total_tokens == COUNTER.count(p.context) <= budget
+
+
+# -- stored token counts -------------------------------------------------------
+
+
+class _CountingCounter(TokenCounter):
+    """The real counter, recording how many texts it was asked to tokenize."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded = 0
+
+    def count(self, text: str) -> int:
+        if text and text not in self._counts:
+            self.encoded += 1
+        return super().count(text)
+
+
+def _many_long(with_counts: bool) -> list[PackCandidate]:
+    out = []
+    for i in range(40):
+        text = prose(150 + 3 * i, i)
+        out.append(mem(f"m{i}", 1 / (i + 1), text, chunk_ids=(i,),
+                       text_tokens=COUNTER.count(text) if with_counts else None))
+    out.append(mem("short", 0.001, "a short note", chunk_ids=(99,),
+                   text_tokens=COUNTER.count("a short note") if with_counts else None))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_stored_counts_spare_the_tokenizer_and_change_nothing(fmt: str) -> None:
+    """Once the budget is nearly full every remaining candidate is judged too long or
+    not: by its stored count when the candidate gives one, else by tokenizing it."""
+    cfg = PackingConfig(fmt=fmt, expand_top=0, min_snippet_tokens=40)
+    cands = _many_long(False)
+    # room for the two best whole and the short note: every other is passed over
+    budget = pack([cands[0], cands[1], cands[-1]], 5000, cfg, COUNTER, now=T0).total_tokens + 5
+    plain, counted = _CountingCounter(), _CountingCounter()
+    without = pack(cands, budget, cfg, plain, now=T0)
+    given = pack(_many_long(True), budget, cfg, counted, now=T0)
+    assert given.context == without.context and given.items == without.items
+    assert "/notes/short.md" in {i.source for i in given.items}  # the short note fills
+    assert counted.encoded < plain.encoded - 20
+
+
+def test_a_wrong_stored_count_never_puts_a_payload_over_budget() -> None:
+    cands = [mem(f"m{i}", 1 / (i + 1), prose(150, i), chunk_ids=(i,), text_tokens=1)
+             for i in range(10)]
+    cfg = PackingConfig(expand_top=0, min_snippet_tokens=40)
+    for budget in (30, 200, 650, 1200):
+        p = pack(cands, budget, cfg, COUNTER)
+        assert p.total_tokens == COUNTER.count(p.context) <= budget
+
+
+def test_a_trimmed_overlap_drops_the_stored_count() -> None:
+    from engine.packing.overlap import trim_overlaps
+
+    a = mem("a", 0.9, "one two three four five six", text_tokens=6)
+    b = mem("b", 0.5, "five six seven eight", text_tokens=4, source=a.source)
+    out = trim_overlaps([a, b], {"a": (0, 27), "b": (19, 39)})
+    assert out[0].text_tokens == 6
+    assert out[1].text.endswith("seven eight") and out[1].text != b.text
+    assert out[1].text_tokens is None

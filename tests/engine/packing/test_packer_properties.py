@@ -56,6 +56,9 @@ def _candidate(draw: st.DrawFn) -> PackCandidate:
         why=draw(st.sampled_from(["", "lane:bm25"])),
         position=draw(st.one_of(st.none(), st.integers(0, 9).map(float),
                                 st.just(float("nan")))),
+        # a count the packer only uses to pass items over: even a wrong one must
+        # never put a payload over budget
+        text_tokens=draw(st.one_of(st.none(), st.integers(0, 800))),
     )
 
 
