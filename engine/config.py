@@ -39,6 +39,13 @@ class StoreConfig:
     # (deterministic across processes, chroma-core/chroma#2675). Origin: brute force over
     # 20k x 384 float32 is under a millisecond here, below HNSW's cost at that size.
     exact_search_max: int = 20_000
+    # Above exact_search_max, every vector is held in memory as float16 (model space) for
+    # the rerank, up to this many MB (0: never; a bigger store reads them from Chroma):
+    # 77 MB at 100k chunks, enough for about 350k. Origin: at 100k chunks it took
+    # build_context from p50 41.6 / p95 54.0 to 35.0 / 46.3 ms (0.84x / 0.86x, the same
+    # payload for 298 of 300 queries; /tmp prototype of ``python -m bench.stage_latency
+    # STORE --ab store.vector_cache_mb=0``, issue 12).
+    vector_cache_mb: int = 256
 
     def __post_init__(self) -> None:
         if not 0 <= self.exact_search_max <= 1_000_000:
@@ -47,6 +54,8 @@ class StoreConfig:
             raise ConfigError("store.hnsw_ef_search must be between 8 and 2048")
         if not 1 <= self.vault_cache_mb <= 16384:
             raise ConfigError("store.vault_cache_mb must be between 1 and 16384")
+        if not 0 <= self.vector_cache_mb <= 65536:
+            raise ConfigError("store.vector_cache_mb must be between 0 and 65536")
 
 
 @dataclass(frozen=True)

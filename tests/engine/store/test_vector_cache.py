@@ -1,0 +1,199 @@
+"""The in-memory vector cache of a big store: filled once, kept in step with writes
+(those made while it fills included), bounded, and giving the index's own vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.facade import ContextEngine
+from engine.retrieval.rank import stored_vectors
+from engine.store.vector_cache import VectorCache
+
+DIM = 8
+
+
+def _vecs(ids: list[int], seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((len(ids), DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _pages(ids: list[int], vecs: np.ndarray, size: int = 3) -> Iterator[tuple[list[int], np.ndarray]]:
+    for i in range(0, len(ids), size):
+        yield ids[i:i + size], vecs[i:i + size]
+
+
+def test_nothing_is_answered_until_loaded_then_vectors_come_back_as_float16() -> None:
+    cache = VectorCache(DIM, 1 << 20)
+    ids = list(range(10, 20))
+    vecs = _vecs(ids)
+    assert cache.vectors(ids) is None
+    assert cache.load(len(ids), _pages(ids, vecs))
+    got = cache.vectors(ids + [999])
+    assert got is not None and set(got) == set(ids)
+    for j, c in enumerate(ids):
+        assert got[c].dtype == np.float32
+        assert np.array_equal(got[c], vecs[j].astype(np.float16).astype(np.float32))
+    assert cache.nbytes() >= len(ids) * DIM * 2
+
+
+def test_writes_made_while_loading_are_replayed_in_order() -> None:
+    cache = VectorCache(DIM, 1 << 20)
+    ids = list(range(12))
+    vecs = _vecs(ids)
+    late = _vecs([100, 3], seed=1)
+
+    def pages() -> Iterator[tuple[list[int], np.ndarray]]:
+        for n, page in enumerate(_pages(ids, vecs)):
+            if n == 1:  # the index changes under the load
+                cache.delete([0, 5])
+                cache.add([100, 3], late)
+                cache.delete([100])
+                cache.add([100], late[:1])
+            yield page
+
+    assert cache.load(len(ids), pages())
+    got = cache.vectors([*ids, 100])
+    assert got is not None
+    assert 0 not in got and 5 not in got  # deleted, though its page came after
+    assert np.allclose(got[100], late[0], atol=1e-3)
+    assert np.allclose(got[3], late[1], atol=1e-3)  # replaced, not the page's copy
+    assert np.allclose(got[7], vecs[7], atol=1e-3)
+
+
+def test_a_reset_while_loading_drops_the_load() -> None:
+    cache = VectorCache(DIM, 1 << 20)
+    ids = list(range(9))
+
+    def pages() -> Iterator[tuple[list[int], np.ndarray]]:
+        yield ids[:3], _vecs(ids[:3])
+        cache.reset()
+        yield ids[3:], _vecs(ids[3:])
+
+    assert not cache.load(len(ids), pages())
+    assert cache.vectors(ids) is None and cache.state == "empty"
+    assert cache.load(3, _pages(ids[:3], _vecs(ids[:3])))  # a later load fills it
+
+
+def test_a_failed_load_leaves_it_empty_for_a_retry() -> None:
+    cache = VectorCache(DIM, 1 << 20)
+
+    def broken() -> Iterator[tuple[list[int], np.ndarray]]:
+        yield [1, 2], _vecs([1, 2])
+        raise OSError("index went away")
+
+    with pytest.raises(OSError):
+        cache.load(4, broken())
+    assert cache.state == "empty" and cache.vectors([1]) is None
+
+
+def test_the_memory_bound_turns_it_off_at_load_and_as_it_grows() -> None:
+    per_vector = DIM * 2
+    small = VectorCache(DIM, 5 * per_vector)
+    assert not small.load(6, _pages(list(range(6)), _vecs(list(range(6)))))
+    assert small.state == "off" and small.vectors([1]) is None
+    grows = VectorCache(DIM, 5 * per_vector)
+    assert grows.load(4, _pages(list(range(4)), _vecs(list(range(4)))))
+    grows.add([4], _vecs([4]))
+    assert grows.vectors([4]) is not None and len(grows) == 5
+    grows.add([5], _vecs([5]))
+    assert grows.state == "off" and grows.vectors([0]) is None and grows.nbytes() == 0
+
+
+def test_deleted_rows_are_reused() -> None:
+    cache = VectorCache(DIM, 1 << 20)
+    ids = list(range(6))
+    assert cache.load(len(ids), _pages(ids, _vecs(ids)))
+    before = cache.nbytes()
+    previous = 0
+    for new in range(100, 160):
+        cache.delete([previous])
+        cache.add([new], _vecs([new], seed=new))
+        previous = new
+    assert len(cache) == 6 and cache.nbytes() == before
+    got = cache.vectors([159])
+    assert got is not None and np.allclose(got[159], _vecs([159], seed=159)[0], atol=1e-3)
+
+
+TEXT = "\n\n".join(
+    f"Section {i}. The harbour ferry {i} leaves at dawn with rope, sail and cargo number {i}."
+    for i in range(40))
+
+
+def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__CHUNKING__TARGET_TOKENS", "32")
+    monkeypatch.setenv("CTX__CHUNKING__MAX_TOKENS", "40")
+    monkeypatch.setenv("CTX__CHUNKING__OVERLAP_TOKENS", "4")
+
+
+def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the HNSW path (exact_search_max 0), the real Chroma store: before warm-up the
+    vectors are read from Chroma; after it from the cache, to float16 precision, and the
+    query's hits and cosines are the same; writes after warm-up reach it."""
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "0")
+    _small_chunks(monkeypatch)
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))
+        rt = eng.rt
+        ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
+        q = rt.embed_query("ferry cargo")
+        cold: dict[int, np.ndarray] = {}
+        cold_hits = rt.vectors.query(q, 8, found=cold)
+        assert rt.vectors._cache.state == "empty"
+        eng.warm_up(background=False)
+        assert rt.vectors._cache.state == "ready" and len(rt.vectors._cache) == len(ids)
+        warm: dict[int, np.ndarray] = {}
+        warm_hits = rt.vectors.query(q, 8, found=warm)
+        assert [c for c, _ in warm_hits] == [c for c, _ in cold_hits]
+        for (_, a), (_, b) in zip(warm_hits, cold_hits, strict=True):
+            assert abs(a - b) < 1e-5
+        assert set(warm) == set(cold)
+        got = rt.vectors.vectors(ids)
+        for cid in ids:
+            assert np.allclose(got[cid], want[cid], atol=2e-3)
+        eng.wait(eng.ingest(text="A lighthouse keeper logs the storm at midnight.", title="log"))
+        new = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")
+               if r[0] not in set(ids)]
+        assert new and set(new) <= set(rt.vectors._cache.vectors(new) or {})
+        source = rt.vault.query("SELECT source_id FROM chunks WHERE id = ?", [ids[0]])[0][0]
+        eng.delete(source)
+        assert not rt.vectors._cache.vectors(ids)  # gone from the cache with the index
+        assert eng.build_context("lighthouse storm", budget=200).items
+
+
+def test_a_store_growing_past_the_exact_size_moves_to_the_cache(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "20")
+    _small_chunks(monkeypatch)
+    with ContextEngine.open(data_dir) as eng:
+        rt = eng.rt
+        eng.wait(eng.ingest(text="The ferry leaves at dawn.", title="one"))
+        eng.warm_up(background=False)
+        assert rt.vectors._exact_index() is not None and rt.vectors._cache.state == "empty"
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))  # past 20 vectors
+        ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        assert len(ids) > 20 and rt.vectors._exact_index() is None
+        assert rt.vectors._cache.state == "ready"
+        want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
+        got = rt.vectors._cache.vectors(ids)
+        assert got is not None and set(got) == set(ids)
+        for cid in ids:
+            assert np.allclose(got[cid], want[cid], atol=2e-3)
+
+
+def test_no_cache_when_turned_off(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "0")
+    monkeypatch.setenv("CTX__STORE__VECTOR_CACHE_MB", "0")
+    _small_chunks(monkeypatch)
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))
+        eng.warm_up(background=False)
+        assert eng.rt.vectors._cache is None
+        ids = [r[0] for r in eng.rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        assert set(eng.rt.vectors.vectors(ids)) == set(ids)  # read from Chroma
