@@ -2,7 +2,7 @@
 
     python -m bench.stage_latency STORE [--queries 200] [--budget 1500] [--json FILE]
                                   [--store-model minilm|fake] [--build N]
-                                  [--ab SECTION.KEY=VALUE ...]
+                                  [--ab SECTION.KEY=VALUE ...] [--in-place]
 
 STORE is a ctx data dir (a cached benchmark store, or one grown here: with
 ``--build N`` and no store at STORE, the files of ``bench.store_bench``'s corpus
@@ -13,12 +13,18 @@ cache is off: every call embeds its query with the real MiniLM (ONNX when an
 export exists), as a user pays. When the store's vectors were made by the fake
 embedder (a store grown for size only), MiniLM embeds the queries under the
 store's model name, so the lanes run on an index of the right size; which
-vectors come back differs, the work per call does not.
+vectors come back differs, the work per call does not. The calls run on a
+temporary copy of STORE (build_context records access statistics in its store),
+unless ``--in-place``.
 
 ``--ab`` compares the store's configuration (A) with it changed as given (B):
 every query runs under both, in alternating order, so that load on a shared
-machine falls on both alike; printed: build_context wall and CPU p50/p95 per arm
+machine falls on both alike (a ``store.*`` change, read at open, gets B its own
+engine on a second copy of STORE); printed: build_context wall and CPU p50/p95 per arm
 and the B/A ratios.
+
+The engine is warmed up first, as ``ctx serve`` and the app do at open (the
+keyword lane's common-term counts, the vector cache of a big store).
 
 Printed: median and p95 per stage of build_context (its own timings: embed,
 vector, keyword, read_ahead and prepare (the keyword hits read and scanned while the
@@ -35,12 +41,16 @@ come near (the query embedder's threads count in it too).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import re
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +123,20 @@ def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, fl
     return {k: summary(v) for k, v in stages.items()}
 
 
+@contextlib.contextmanager
+def store_copy(store: Path, in_place: bool) -> Iterator[Path]:
+    """``store`` itself when ``in_place``, else a copy of it removed afterwards: every
+    build_context records access statistics, which would change the cached store and
+    the next run's ranking."""
+    if in_place:
+        yield store
+        return
+    with tempfile.TemporaryDirectory(prefix="ctx-stage-latency-") as tmp:
+        copy = Path(tmp) / store.name
+        shutil.copytree(store, copy)
+        yield copy
+
+
 def parse_ab(items: list[str]) -> dict[str, Any]:
     """``["search.parallel_lanes=false"]`` -> ``{"search": {"parallel_lanes": False}}``."""
     import tomllib
@@ -131,29 +155,44 @@ def parse_ab(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def measure_ab(eng: Any, queries: list[str], budget: int, overrides: dict[str, Any]
+def measure_ab(arms: dict[str, tuple[Any, Any]], queries: list[str], budget: int
                ) -> dict[str, dict[str, float]]:
-    """build_context under the store's config (A) and with ``overrides`` (B), each query
-    under both in alternating order; wall and CPU ms per arm."""
-    rt = eng.rt
-    arms = {"A": rt.cfg, "B": rt.cfg.with_overrides(overrides)}
+    """build_context under arm A and arm B (name -> (engine, config)), each query under
+    both in alternating order; wall and CPU ms per arm."""
+    saved = {name: eng.rt.cfg for name, (eng, _) in arms.items()}
     out: dict[str, list[float]] = {}
     try:
         for q in queries[:5]:
-            for cfg in arms.values():
-                rt.cfg = cfg
+            for eng, cfg in arms.values():
+                eng.rt.cfg = cfg
                 eng.build_context(q, budget=budget)
         for i, q in enumerate(queries):
             for name in (("A", "B") if i % 2 == 0 else ("B", "A")):
-                rt.cfg = arms[name]
-                rt._qcache.clear()
+                eng, cfg = arms[name]
+                eng.rt.cfg = cfg
+                eng.rt._qcache.clear()
                 cpu, t = time.process_time(), time.perf_counter()
                 eng.build_context(q, budget=budget)
                 out.setdefault(f"{name} wall", []).append((time.perf_counter() - t) * 1000)
                 out.setdefault(f"{name} CPU", []).append((time.process_time() - cpu) * 1000)
     finally:
-        rt.cfg = arms["A"]
+        for name, (eng, _) in arms.items():
+            eng.rt.cfg = saved[name]
     return {k: summary(v) for k, v in out.items()}
+
+
+def open_warm(store: Path, store_model: Any, model: Any, config: Any = None) -> Any:
+    """The engine on ``store``, queries embedded by ``model``, warmed up as ``ctx serve``
+    and the app do at open (the keyword counts, the vector cache of a big store)."""
+    from engine.facade import ContextEngine
+
+    eng = ContextEngine.open(store, embedder=store_model, config=config)
+    if store_model is not model:
+        eng.rt.embedder = QueryModel(store_model.name, store_model.dim, model)
+    t = time.perf_counter()
+    eng.warm_up(background=False)
+    print(f"warm-up of {store.name}: {time.perf_counter() - t:.1f} s")
+    return eng
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,10 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--ab", nargs="+", metavar="SECTION.KEY=VALUE",
                     help="compare the store's config with it changed so (see above)")
+    ap.add_argument("--in-place", action="store_true",
+                    help="run on STORE itself; by default on a temporary copy, since "
+                         "build_context records access statistics in the store it runs on")
     args = ap.parse_args(argv)
     ab = parse_ab(args.ab) if args.ab else None
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ["CTX__EMBEDDING__QUERY_CACHE_SIZE"] = "0"
+    from engine.config import load_config
     from engine.embedding.factory import make_embedder
     from engine.facade import ContextEngine
 
@@ -186,13 +229,19 @@ def main(argv: list[str] | None = None) -> int:
         with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
             seconds, _ = ingest(eng, files)
             print(f"built {args.store}: {eng.status()['chunks']} chunks in {seconds:.0f} s")
-    with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(store_copy(Path(args.store), args.in_place))
+        eng = stack.enter_context(open_warm(store, store_model, model))
         chunks = eng.status()["chunks"]
-        if store_model is not model:
-            eng.rt.embedder = QueryModel(store_model.name, store_model.dim, model)
         queries = draw_queries(eng, args.queries)
         if ab is not None:
-            return print_ab(measure_ab(eng, queries, args.budget, ab), ab, chunks, before)
+            arms = {"A": (eng, eng.rt.cfg), "B": (eng, eng.rt.cfg.with_overrides(ab))}
+            if "store" in ab:  # read at open: B gets its own engine on its own copy
+                other = stack.enter_context(store_copy(Path(args.store), False))
+                cfg = load_config(other).with_overrides(ab)
+                b = stack.enter_context(open_warm(other, store_model, model, cfg))
+                arms["B"] = (b, b.rt.cfg)
+            return print_ab(measure_ab(arms, queries, args.budget), ab, chunks, before)
         result = measure(eng, queries, args.budget)
     order = ["embed", "vector lane", "vector", "keyword", "read_ahead", "prepare", "analysis",
              "fetch", "vectors",
