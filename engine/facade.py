@@ -448,6 +448,7 @@ class ContextEngine:
             "data_dir": str(rt.root), **counts,
             "vectors": rt.vectors.count() if vector_ok else None,
             "vector_backend": rt.cfg.store.vector_backend, "vector_store_ok": vector_ok,
+            "vectors_in_memory": rt.vectors.memory(),
             "model": rt.embedder.name, "dim": rt.embedder.dim,
             "model_loaded": getattr(rt.embedder, "loaded", True),
             "model_backend": getattr(rt.embedder, "backend", None),

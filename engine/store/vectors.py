@@ -75,6 +75,11 @@ class VectorStore:
         """Load what the first queries would otherwise wait for (the engine's warm-up
         thread calls it after open); a no-op where nothing needs loading."""
 
+    def memory(self) -> dict[str, Any]:
+        """What of the index is held in memory for queries (for ``status``): ``kind``
+        ("exact", "cache" or "none"), ``state``, ``vectors`` and ``bytes``."""
+        return {"kind": "none", "state": "none", "vectors": 0, "bytes": 0}
+
     def healthy(self) -> bool:
         try:
             self.count()
@@ -306,6 +311,18 @@ class ChromaVectors(VectorStore):
         self._cache.load(n, ((ids, self.rotation.invert(rotated))
                              for ids, rotated in self._pages(n)))
 
+    def memory(self) -> dict[str, Any]:
+        exact = self._exact
+        if exact is not None:
+            return {"kind": "exact", "state": "ready", "vectors": len(exact),
+                    "bytes": len(exact) * self.rotation.dim * 4}
+        if self._cache is None or self._exact_state == "unknown":
+            return {"kind": "none", "state": "none" if self._cache is None else "empty",
+                    "vectors": 0, "bytes": 0}
+        cache = self._cache
+        return {"kind": "cache", "state": cache.state, "vectors": len(cache),
+                "bytes": cache.nbytes()}
+
     def _pages(self, n: int, size: int = 5000) -> Iterator[tuple[list[int], np.ndarray]]:
         """Every stored vector of an index of ``n``, as stored (rotated): (chunk ids,
         vectors) a page at a time."""
@@ -505,6 +522,10 @@ class MemoryVectors(VectorStore):
 
     def count(self) -> int:
         return len(self._index)
+
+    def memory(self) -> dict[str, Any]:
+        n = len(self._index)
+        return {"kind": "exact", "state": "ready", "vectors": n, "bytes": n * self._index.dim * 4}
 
     def reset(self) -> None:
         self._index = ExactIndex(self._index.dim)

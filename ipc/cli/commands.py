@@ -203,6 +203,22 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def memory_line(mem: dict[str, Any]) -> str:
+    """``status``'s ``vectors_in_memory`` as one line: what the queries read vectors from."""
+    size = f"{mem.get('vectors', 0)} vectors, {mem.get('bytes', 0) / 2**20:.0f} MB"
+    state = str(mem.get("state"))
+    if state == "empty":
+        return "not loaded yet (a served engine loads it at start; queries read the index)"
+    if mem.get("kind") == "exact":
+        return f"exact index, {size}"
+    if mem.get("kind") == "cache":
+        return {"ready": f"vector cache, {size}",
+                "loading": "vector cache loading (queries read the index meanwhile)",
+                "off": "none: the store is over store.vector_cache_mb, vectors are read "
+                       "from the index"}.get(state, state)
+    return "none (vectors are read from the index)"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     backend = open_backend(args.data_dir, local_only=args.local)
     try:
@@ -217,6 +233,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for key in ("data_dir", "sources", "chunks", "tokens", "vectors", "vector_backend", "model",
                 "store_bytes", "served"):
         print(f"{key:>15}: {status.get(key)}")
+        if key == "vector_backend" and status.get("vectors_in_memory"):
+            print(f"{'in memory':>15}: {memory_line(status['vectors_in_memory'])}")
     for name, h in sorted(metrics.get("histograms", {}).items()):
         print(f"{name}: p50 {h['p50']:.1f} ms, p95 {h['p95']:.1f} ms ({h['count']} calls)")
     for name in sorted(status.get("alerts") or {}):

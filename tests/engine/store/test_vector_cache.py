@@ -143,17 +143,21 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
         want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
         q = rt.embed_query("ferry cargo")
-        cold: dict[int, np.ndarray] = {}
-        cold_hits = rt.vectors.query(q, 8, found=cold)
-        assert rt.vectors._cache.state == "empty"
+        assert rt.vectors.vectors(ids[:3]) and rt.vectors._cache.state == "empty"
         eng.warm_up(background=False)
         assert rt.vectors._cache.state == "ready" and len(rt.vectors._cache) == len(ids)
+        assert eng.status()["vectors_in_memory"] == {
+            "kind": "cache", "state": "ready", "vectors": len(ids),
+            "bytes": rt.vectors._cache.nbytes()}
         warm: dict[int, np.ndarray] = {}
         warm_hits = rt.vectors.query(q, 8, found=warm)
-        assert [c for c, _ in warm_hits] == [c for c, _ in cold_hits]
-        for (_, a), (_, b) in zip(warm_hits, cold_hits, strict=True):
-            assert abs(a - b) < 1e-5
-        assert set(warm) == set(cold)
+        # (which 8 HNSW returns for 40 vectors may change as Chroma indexes its log, so
+        # the hits are checked against the exact cosines, not against an earlier query)
+        assert len(warm_hits) == 8 and set(warm) == {c for c, _ in warm_hits}
+        assert [s for _, s in warm_hits] == sorted((s for _, s in warm_hits), reverse=True)
+        for cid, sim in warm_hits:
+            assert abs(sim - float(want[cid] @ q)) < 1e-5
+            assert np.allclose(warm[cid], want[cid], atol=2e-3)
         got = rt.vectors.vectors(ids)
         for cid in ids:
             assert np.allclose(got[cid], want[cid], atol=2e-3)
@@ -176,6 +180,8 @@ def test_a_store_growing_past_the_exact_size_moves_to_the_cache(
         eng.wait(eng.ingest(text="The ferry leaves at dawn.", title="one"))
         eng.warm_up(background=False)
         assert rt.vectors._exact_index() is not None and rt.vectors._cache.state == "empty"
+        memory = eng.status()["vectors_in_memory"]
+        assert memory["kind"] == "exact" and memory["vectors"] == 1
         eng.wait(eng.ingest(text=TEXT, title="ferries"))  # past 20 vectors
         ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
         assert len(ids) > 20 and rt.vectors._exact_index() is None

@@ -69,6 +69,9 @@ def test_stdin_and_status(tmp_path: Path) -> None:
     r = ctx("--local", "status", "--json")
     status = json.loads(r.stdout)["status"]
     assert status["sources"] == 1 and status["served"] is False
+    assert status["vectors_in_memory"]["state"] == "empty"  # nothing read yet, no warm-up
+    r = ctx("--local", "status")
+    assert r.returncode == 0 and "in memory: not loaded yet" in r.stdout
 
 
 def test_exit_codes() -> None:
