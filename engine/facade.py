@@ -149,7 +149,7 @@ class ContextEngine:
     def warm_up(self, *, background: bool = True) -> threading.Thread | None:
         """Load the embedding model now (in a thread by default), not on the first query;
         then the vector index's in-memory part (``VectorStore.warm``: the exact index of
-        a small store, the vector cache of a big one, about 12 s at 100k chunks); in a
+        a small store, the vector cache of a big one, about 5 s at 100k chunks); in a
         store big enough for the keyword lane's bounds, count its common terms too
         (0.3 s at 100k chunks, ``Vault.warm_keyword_counts``)."""
         model = getattr(self.rt.embedder, "load", None)
@@ -165,7 +165,7 @@ class ContextEngine:
                     log.warning("keyword counts not warmed (%s)", exc.code)
             if not self._closed:
                 try:
-                    self.rt.vectors.warm()
+                    self.rt.vectors.warm(self.rt.vault.chunk_ids)
                 except CtxError as exc:  # queries read vectors from the index instead
                     log.warning("vectors not warmed (%s)", exc.code)
 

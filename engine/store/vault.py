@@ -396,6 +396,10 @@ class Vault:
             self._common = (n, top, counts, self._generation)
             return counts
 
+    def chunk_ids(self) -> list[int]:
+        """Every stored chunk's id, ascending (0.6 s at 100k chunks)."""
+        return [r[0] for r in self.conn().execute("SELECT id FROM chunks ORDER BY id")]
+
     def chunk_count(self) -> int:
         """Stored chunks (cached until the next write)."""
         gen = self._generation

@@ -161,6 +161,11 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         got = rt.vectors.vectors(ids)
         for cid in ids:
             assert np.allclose(got[cid], want[cid], atol=2e-3)
+        rt.vectors._cache.reset()  # warm-up reads by the vault's ids; without them, by pages
+        rt.vectors.warm()
+        paged = rt.vectors.vectors(ids)
+        assert rt.vectors._cache.state == "ready"
+        assert all(np.array_equal(paged[c], got[c]) for c in ids)
         eng.wait(eng.ingest(text="A lighthouse keeper logs the storm at midnight.", title="log"))
         new = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")
                if r[0] not in set(ids)]
