@@ -43,6 +43,10 @@ def suppress_near_duplicates(
     ids = list(ids_in_rank_order)
     unit, has_vec = _unit_vectors(ids, vectors)
     sims = unit @ unit.T if len(ids) else np.zeros((0, 0), dtype=np.float32)
+    # whether any higher-ranked item, kept or not, is that close: most are not, and
+    # those need no look at the kept ones (a hundred lookups a build_context)
+    close_above = np.triu(sims >= threshold - 1e-6, 1).any(axis=0).tolist() \
+        if len(ids) else []
     kept: list[int] = []
     kept_vec: list[int] = []
     dropped: dict[Hashable, Hashable] = {}
@@ -53,7 +57,7 @@ def suppress_near_duplicates(
             continue
         seen.add(item)
         match: int | None = None
-        if has_vec[i] and kept_vec:
+        if has_vec[i] and kept_vec and close_above[i]:
             row = sims[i, kept_vec]
             best = int(np.argmax(row))
             if row[best] >= threshold - 1e-6:
