@@ -208,3 +208,19 @@ def test_no_cache_when_turned_off(data_dir: Path, monkeypatch: pytest.MonkeyPatc
         assert eng.rt.vectors._cache is None
         ids = [r[0] for r in eng.rt.vault.query("SELECT id FROM chunks ORDER BY id")]
         assert set(eng.rt.vectors.vectors(ids)) == set(ids)  # read from Chroma
+
+
+def test_a_rebuild_fills_the_cache_again(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "0")
+    _small_chunks(monkeypatch)
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))
+        eng.warm_up(background=False)
+        cache = eng.rt.vectors._cache
+        assert cache.state == "ready"
+        eng.repair(wait=True)  # resets the index, then adds every vector again
+        ids = eng.rt.vault.chunk_ids()
+        assert cache.state == "ready" and len(cache) == len(ids)
+        want = stored_vectors(eng.rt, list(eng.rt.vault.chunks(ids).values()))
+        got = cache.vectors(ids)
+        assert got is not None and all(np.allclose(got[c], want[c], atol=2e-3) for c in ids)
