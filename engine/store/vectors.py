@@ -7,7 +7,8 @@ applied there). Each batch is added in a random order, so Chroma's internal
 insertion sequence follows ingestion only batch by batch.
 
 Below ``store.exact_search_max`` vectors, queries are answered by an exact
-search over the vectors held in memory (HNSW results differ between processes
+search over the vectors held in memory (model space, the rotation undone once
+as they are read) (HNSW results differ between processes
 for such sizes: chroma-core/chroma#2675); above it, HNSW candidates are
 re-scored exactly and ties broken by chunk id.
 """
@@ -259,13 +260,13 @@ class ChromaVectors(VectorStore):
             self._cache.add(chunk_ids, model)
         with self._exact_lock:
             if self._exact is not None:
-                self._exact.add(chunk_ids, rotated)
+                self._exact.add(chunk_ids, model)
                 if len(self._exact) > self._exact_max:
                     exact, self._exact, self._exact_state = self._exact, None, "hnsw"
                     if self._cache is not None:  # the cache takes over, from memory
                         held = exact.ids()
-                        self._cache.load(len(held), [(held, self.rotation.invert(
-                            np.stack(list(exact.vectors(held).values()))))])
+                        self._cache.load(len(held), [(held, np.stack(
+                            list(exact.vectors(held).values())))])
         if self.backend == "embedded":
             P.harden(self._path)
 
@@ -366,9 +367,9 @@ class ChromaVectors(VectorStore):
             if self._exact_state == "unknown":
                 n = self.count()
                 if n <= self._exact_max:
-                    index = ExactIndex(self.rotation.dim)
-                    for ids, rotated in self._pages(n):
-                        index.add(ids, rotated)
+                    index = ExactIndex(self.rotation.dim)  # model space: no un-rotation
+                    for ids, rotated in self._pages(n):  # of every hit read (~1 ms a query)
+                        index.add(ids, self.rotation.invert(rotated))
                     self._exact, self._exact_state = index, "exact"
                 else:
                     self._exact_state = "hnsw"
@@ -380,13 +381,13 @@ class ChromaVectors(VectorStore):
         with ``found``, the hits' vectors too (Chroma returns them with the hits)."""
         if k <= 0:
             return []
-        q = self.rotation.apply(np.asarray(vector, dtype=np.float32).reshape(1, -1))
         exact = self._exact_index()
-        if exact is not None:
-            hits = exact.query(q[0], k)
+        if exact is not None:  # held in model space
+            hits = exact.query(np.asarray(vector, dtype=np.float32).reshape(-1), k)
             if found is not None:
-                found.update(self._unrotate(exact.vectors([c for c, _ in hits])))
+                found.update(exact.vectors([c for c, _ in hits]))
             return hits
+        q = self.rotation.apply(np.asarray(vector, dtype=np.float32).reshape(1, -1))
         n = self._size
         if n is None:
             n = self._size = self.count()
@@ -431,7 +432,7 @@ class ChromaVectors(VectorStore):
             return {}
         exact = self._exact_index()
         if exact is not None:
-            return self._unrotate(exact.vectors(ids))
+            return exact.vectors(ids)
         cached = self._cache.vectors(ids) if self._cache is not None else None
         if cached is not None:
             missing = [c for c in ids if c not in cached]
