@@ -165,7 +165,7 @@ class ContextEngine:
                     log.warning("keyword counts not warmed (%s)", exc.code)
             if not self._closed:
                 try:
-                    self.rt.vectors.warm(self.rt.vault.chunk_ids)
+                    self.rt.vectors.warm()
                 except CtxError as exc:  # queries read vectors from the index instead
                     log.warning("vectors not warmed (%s)", exc.code)
 

@@ -76,7 +76,7 @@ def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) ->
     limit_blas_threads(cfg.search.blas_threads)  # before the rotation's QR (engine/blas.py)
     try:
         return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim),
-                             KeyedIds(key), keys.key_id(key), dead)
+                             KeyedIds(key), keys.key_id(key), dead, vault.chunk_ids)
     except NoSpace:
         log.warning("disk full: the vector store stays offline until the store is reopened")
         return OfflineVectors(cfg.store.vector_backend, "disk full")

@@ -112,7 +112,7 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()
-    vectors.warm(lambda: list(ids))  # the reset emptied what it held in memory
+    vectors.warm()  # the reset emptied what it held in memory
     with vault.write(chunks=False) as c:  # every deleted chunk's vector is gone now
         c.execute("DELETE FROM vector_dead")
         c.execute("DELETE FROM vector_tombstones")

@@ -147,7 +147,8 @@ def collection_name(key_id: str) -> str:
 
 class ChromaVectors(VectorStore):
     def __init__(self, cfg: StoreConfig, path: Path, rotation: Rotation, ids: KeyedIds,
-                 key_id: str, dead: DeadLookup) -> None:
+                 key_id: str, dead: DeadLookup,
+                 chunk_ids: Callable[[], Sequence[int]] | None = None) -> None:
         import chromadb
 
         self.rotation = rotation
@@ -167,6 +168,8 @@ class ChromaVectors(VectorStore):
         self._cache = (VectorCache(rotation.dim, cfg.vector_cache_mb * 2**20)
                        if cfg.vector_cache_mb else None)
         self._page_lock = threading.Lock()  # close waits for a page being read (warm)
+        self._chunk_ids = chunk_ids  # the vault's chunk ids: the cache reads by id
+        self._auto_warm: threading.Thread | None = None
         self._hnsw_cfg = {"hnsw": {"space": "cosine", "ef_search": cfg.hnsw_ef_search}}
         self._client: Any = None
         name = collection_name(key_id)
@@ -309,10 +312,12 @@ class ChromaVectors(VectorStore):
         """Below ``exact_search_max``: the exact index; above it, the vector cache, every
         vector read once: by the vault's chunk ids, 500 a call (about 5 s at 100k on the
         shared 2-core machine, no call holding the GIL over 30 ms; paging by offset took
-        11 s, with calls of half a second)."""
+        11 s, with calls of half a second). An engine that was not warmed up starts this
+        in a thread at its first query of a big store (``_warm_later``)."""
         if self._exact_index() is not None or self._cache is None:
             return
         n = self.count()
+        chunk_ids = chunk_ids or self._chunk_ids
         pages = self._pages_by_id(chunk_ids()) if chunk_ids is not None else self._pages(n)
         self._cache.load(n, ((ids, self.rotation.invert(rotated)) for ids, rotated in pages))
 
@@ -395,6 +400,8 @@ class ChromaVectors(VectorStore):
             return []
         if self._cache is not None and self._cache.state == "ready":
             return self._query_cached(q, min(k, n), found)
+        if self._cache is not None and self._cache.state == "empty":
+            self._warm_later()
         res = self._call("query", self._col.query, query_embeddings=q, n_results=min(k, n),
                          include=["embeddings"])
         cids = self._keyed.decode(res["ids"][0])
@@ -408,6 +415,22 @@ class ChromaVectors(VectorStore):
         if found is not None:
             found.update(self._unrotate(index.vectors([c for c, _ in hits])))
         return hits
+
+    def _warm_later(self) -> None:
+        """Fill the vector cache in a thread, once per open store (a served engine warms
+        up at start; a library caller that did not gets it from its first query on)."""
+        with self._exact_lock:
+            if self._auto_warm is not None:
+                return
+            self._auto_warm = threading.Thread(target=self._warm_quietly, daemon=True,
+                                               name="ctx-vector-cache")
+        self._auto_warm.start()
+
+    def _warm_quietly(self) -> None:
+        try:
+            self.warm()
+        except Exception as exc:  # noqa: BLE001 - queries read the index meanwhile
+            log.warning("vector cache not filled (%s)", getattr(exc, "name", type(exc).__name__))
 
     def _query_cached(self, q: np.ndarray, k: int, found: dict[int, np.ndarray] | None
                       ) -> list[tuple[int, float]]:

@@ -224,3 +224,22 @@ def test_a_rebuild_fills_the_cache_again(data_dir: Path, monkeypatch: pytest.Mon
         want = stored_vectors(eng.rt, list(eng.rt.vault.chunks(ids).values()))
         got = cache.vectors(ids)
         assert got is not None and all(np.allclose(got[c], want[c], atol=2e-3) for c in ids)
+
+
+def test_an_engine_not_warmed_up_fills_the_cache_from_its_first_query(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "0")
+    _small_chunks(monkeypatch)
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))
+    with ContextEngine.open(data_dir) as eng:  # a library caller: no warm_up
+        vectors = eng.rt.vectors
+        assert vectors._cache.state == "empty" and vectors._auto_warm is None
+        first = eng.build_context("ferry cargo", budget=300)  # answered from the index
+        thread = vectors._auto_warm
+        assert first.items and thread is not None
+        thread.join(30)
+        assert vectors._cache.state == "ready"
+        assert len(vectors._cache) == len(eng.rt.vault.chunk_ids())
+        assert eng.build_context("rope and sail", budget=300).items
+        assert vectors._auto_warm is thread  # once per open store
