@@ -82,8 +82,13 @@ class SearchConfig:
     # (SIGIR 2009), the value BEIR-style hybrid baselines use; the rerank's fused
     # feature is fitted on top of it, so it is not tuned here.
     rrf_k: int = 60
-    # Hits per lane: the seed's value, not fitted (the rerank window is the fused top
-    # 100, which two lanes of 50 fill).
+    # Hits per lane: the seed's value, kept after a check on LoCoMo dev (759 questions,
+    # `CTX__SEARCH__LANE_DEPTH=N python -m bench.locomo --split dev --store-cache DIR`):
+    # recall@10 / ctx@500 / ctx@1000 / ctx@2000 at 50: 0.792 / 0.812 / 0.874 / 0.919;
+    # at 35: 0.785 / 0.815 / 0.868 / 0.914; at 25: 0.779 / 0.809 / 0.869 / 0.912. A
+    # shallower lane is cheaper (35 took build_context at 100k chunks to 0.89x p50,
+    # 0.81x p95: bench.stage_latency --ab) but costs quality. The rerank window is the
+    # fused top 100, which two lanes of 50 fill.
     lane_depth: int = 50
     # Cosine at or above which a lower-ranked chunk is a near-duplicate of a kept one:
     # the seed's hand-set value, not fitted. Overlap of neighbouring chunks of one
