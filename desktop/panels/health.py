@@ -35,6 +35,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from ipc.status_text import memory_line
 
 BUILD_MS = "context_engine.build.duration_ms"
 QUERY_MS = "context_engine.rag_query.duration_ms"
@@ -71,7 +72,7 @@ class HealthPanel(QWidget):
                                       "Tokens", "Vectors"])
         model = self._group("Model and vectors", ["Model", "Dimensions", "Model loaded",
                                                   "Vector backend", "Vector store",
-                                                  "Chroma server"])
+                                                  "Vectors in memory", "Chroma server"])
         ipc = self._group("IPC", ["Endpoint", "Requests served", "In flight", "Up for"])
         self.latency = make_table(["Latency", "Count", "p50", "p95", "p99", "Max"], stretch=0)
         self.latency.setRowCount(2)
@@ -168,6 +169,8 @@ class HealthPanel(QWidget):
         f["Vector backend"].setText(backend)
         f["Vector store"].setText("available" if status.get("vector_store_ok")
                                   else "UNAVAILABLE: searches use keywords only")
+        memory = status.get("vectors_in_memory")
+        f["Vectors in memory"].setText(memory_line(memory) if memory else "—")
         config = getattr(self.host, "config", None)
         url = getattr(getattr(config, "store", None), "chroma_url", "")
         f["Chroma server"].setText(url if backend == "http" else "— (embedded store)")

@@ -14,6 +14,7 @@ from typing import Any
 from engine.errors import InvalidInput, NotUtf8
 from ipc.cli.backend import open_backend
 from ipc.cli.output import Progress, emit_json, fmt_time, parse_when, table
+from ipc.status_text import memory_line
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -201,22 +202,6 @@ def cmd_delete(args: argparse.Namespace) -> int:
         backend.close()
     emit_json(result) if args.json else print(f"deleted {result['deleted']} source(s)")
     return 0
-
-
-def memory_line(mem: dict[str, Any]) -> str:
-    """``status``'s ``vectors_in_memory`` as one line: what the queries read vectors from."""
-    size = f"{mem.get('vectors', 0)} vectors, {mem.get('bytes', 0) / 2**20:.0f} MB"
-    state = str(mem.get("state"))
-    if state == "empty":
-        return "not loaded yet (a served engine loads it at start; queries read the index)"
-    if mem.get("kind") == "exact":
-        return f"exact index, {size}"
-    if mem.get("kind") == "cache":
-        return {"ready": f"vector cache, {size}",
-                "loading": "vector cache loading (queries read the index meanwhile)",
-                "off": "none: the store is over store.vector_cache_mb, vectors are read "
-                       "from the index"}.get(state, state)
-    return "none (vectors are read from the index)"
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -55,6 +55,7 @@ def test_shows_store_model_ipc_latency_and_audit(qtbot: Any, served_host: Any,
     assert f["Sources"].text() == "3" and int(f["Chunks"].text()) >= 3
     assert f["Model"].text().startswith("fake") and f["Dimensions"].text() == "384"
     assert f["Vector backend"].text() == "embedded" and f["Vector store"].text() == "available"
+    assert f["Vectors in memory"].text().startswith("exact index, ")  # a small store, warm
     assert f["Size on disk"].text().endswith(("KB", "MB"))
     assert f["Endpoint"].text() == host.ipc_info and f["Endpoint"].text().startswith("ipc://")
     assert int(f["Requests served"].text()) >= 1
@@ -114,3 +115,17 @@ def test_the_model_row_says_which_texts_the_int8_model_embeds() -> None:
     assert model_loaded_label({**loaded, "model_document_precision": "int8",
                                "model_query_precision": "int8"}) == \
         "yes (onnx, int8 documents and queries)"
+
+
+def test_vectors_in_memory_reads_as_a_sentence() -> None:
+    from ipc.status_text import memory_line
+
+    mb = 2**20
+    assert memory_line({"kind": "cache", "state": "ready", "vectors": 99529,
+                        "bytes": 76 * mb}) == "vector cache, 99529 vectors, 76 MB"
+    assert memory_line({"kind": "exact", "state": "ready", "vectors": 419,
+                        "bytes": 419 * 384 * 4}) == "exact index, 419 vectors, 629 KB"
+    assert memory_line({"kind": "cache", "state": "loading"}).startswith("vector cache loading")
+    assert "store.vector_cache_mb" in memory_line({"kind": "cache", "state": "off"})
+    assert memory_line({"kind": "none", "state": "empty"}).startswith("not loaded yet")
+    assert memory_line({"kind": "none", "state": "none"}).startswith("none")
