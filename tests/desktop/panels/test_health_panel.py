@@ -124,7 +124,7 @@ def test_vectors_in_memory_reads_as_a_sentence() -> None:
     assert memory_line({"kind": "cache", "state": "ready", "vectors": 99529,
                         "bytes": 76 * mb}) == "vector cache, 99529 vectors, 76 MB"
     assert memory_line({"kind": "exact", "state": "ready", "vectors": 419,
-                        "bytes": 419 * 384 * 4}) == "exact index, 419 vectors, 629 KB"
+                        "bytes": 419 * 384 * 4}) == "exact index, 419 vectors, 628 KB"
     assert memory_line({"kind": "cache", "state": "loading"}).startswith("vector cache loading")
     assert "store.vector_cache_mb" in memory_line({"kind": "cache", "state": "off"})
     assert memory_line({"kind": "none", "state": "empty"}).startswith("not loaded yet")
