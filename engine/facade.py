@@ -166,8 +166,9 @@ class ContextEngine:
             if not self._closed:
                 try:
                     self.rt.vectors.warm()
-                except CtxError as exc:  # queries read vectors from the index instead
-                    log.warning("vectors not warmed (%s)", exc.code)
+                except Exception as exc:  # noqa: BLE001 - queries read the index instead
+                    log.warning("vectors not warmed (%s)",
+                                getattr(exc, "name", type(exc).__name__))
 
         if not background:
             load()

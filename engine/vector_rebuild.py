@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from engine.embedding.base import Embedder, encode_documents
+from engine.errors import CtxError
 from engine.ingest.pipeline import cache_key, embed_text
 from engine.metrics import (
     ALERT_VECTOR_DOWN,
@@ -112,10 +113,13 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()
-    vectors.warm()  # the reset emptied what it held in memory
     with vault.write(chunks=False) as c:  # every deleted chunk's vector is gone now
         c.execute("DELETE FROM vector_dead")
         c.execute("DELETE FROM vector_tombstones")
+    try:
+        vectors.warm()  # the reset emptied what it held in memory
+    except CtxError as exc:  # the vectors are written; queries read them from the index
+        log.warning("vectors rebuilt, not loaded into memory (%s)", exc.name)
     seconds = time.perf_counter() - t0
     log.info("rebuilt %d vectors (%d embedded again) in %.1f s", added, embedded, seconds)
     return {"vectors": added, "embedded": embedded, "seconds": round(seconds, 3)}

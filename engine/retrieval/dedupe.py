@@ -45,7 +45,7 @@ def suppress_near_duplicates(
     sims = unit @ unit.T if len(ids) else np.zeros((0, 0), dtype=np.float32)
     # whether any higher-ranked item, kept or not, is that close: most are not, and
     # those need no look at the kept ones (a hundred lookups a build_context)
-    close_above = np.triu(sims >= threshold - 1e-6, 1).any(axis=0).tolist() \
+    close_above = np.tril(sims >= threshold - 1e-6, -1).any(axis=1).tolist() \
         if len(ids) else []
     kept: list[int] = []
     kept_vec: list[int] = []

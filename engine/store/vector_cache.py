@@ -4,7 +4,9 @@ Above ``store.exact_search_max`` vectors the HNSW index answers queries, and the
 rerank needs the vectors of about a hundred candidates per build_context: read
 from Chroma they cost about 5 ms of held GIL per 50 random ids (a ``get``), plus
 2 ms for the hits' own vectors returned with a query, plus their un-rotation. From
-this cache they are row lookups. At 100k chunks of 384 dimensions it holds 77 MB.
+this cache they are row lookups. At 100k chunks of 384 dimensions it holds 77 MB
+(and room for an eighth more before it grows); it never holds more rows than its
+byte bound allows.
 
 The cache is filled once, from pages of the index (``load``, in the engine's
 warm-up thread); writes that arrive meanwhile are logged and replayed when the
@@ -15,10 +17,13 @@ once complete (``vectors`` gives None before), and gives itself up for good
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+log = logging.getLogger("ctx.vectors")
 
 _DTYPE = np.float16
 
@@ -54,17 +59,23 @@ class VectorCache:
             if self._state != "empty":
                 return self._state == "ready"
             if size > self.max_vectors:
-                self._state = "off"
+                self._off()
                 return False
             self._state, generation = "loading", self._generation
-        mat = np.zeros((max(size, 1), self.dim), dtype=_DTYPE)
+        # room for the writes of the next while (an eighth more), never past the bound
+        mat = np.zeros((self._capacity(size), self.dim), dtype=_DTYPE)
         row: dict[int, int] = {}
         try:
             for ids, vectors in pages:
                 vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
                 at = len(row)
+                if at + len(ids) > self.max_vectors:  # the index outgrew the bound
+                    with self._lock:
+                        if self._generation == generation:
+                            self._off()
+                    return False
                 if at + len(ids) > len(mat):
-                    mat = _grown(mat, at + len(ids))
+                    mat = self._grown(mat, at + len(ids))
                 mat[at:at + len(ids)] = vecs
                 row.update((int(c), at + j) for j, c in enumerate(ids))
         except BaseException:
@@ -111,17 +122,31 @@ class VectorCache:
             self._state, self._pending = "empty", []
             self._mat, self._row, self._free = np.zeros((0, self.dim), dtype=_DTYPE), {}, []
 
+    def _off(self) -> None:
+        """Outgrown its bound: the index answers from now on (until the store reopens)."""
+        self._state, self._pending = "off", []
+        self._mat, self._row, self._free = np.zeros((0, self.dim), dtype=_DTYPE), {}, []
+        log.info("vector cache off: the store holds over %d vectors (store.vector_cache_mb)",
+                 self.max_vectors)
+
+    def _capacity(self, need: int) -> int:
+        return max(1, min(self.max_vectors, need + max(1024, need // 8)))
+
+    def _grown(self, mat: np.ndarray, need: int) -> np.ndarray:
+        out = np.zeros((self._capacity(need), mat.shape[1]), dtype=mat.dtype)
+        out[:len(mat)] = mat
+        return out
+
     def _add(self, ids: list[int], vecs: np.ndarray) -> None:
         fresh = [c for c in dict.fromkeys(ids) if c not in self._row]
         if len(self._row) + len(fresh) > self.max_vectors:
-            self._state = "off"  # outgrew its bound: the index answers from now on
-            self._mat, self._row, self._free = np.zeros((0, self.dim), dtype=_DTYPE), {}, []
+            self._off()
             return
+        if len(fresh) > len(self._free):
+            start = len(self._mat)
+            self._mat = self._grown(self._mat, len(self._row) + len(fresh))
+            self._free += range(len(self._mat) - 1, start - 1, -1)
         for c in fresh:
-            if not self._free:
-                start = len(self._mat)
-                self._mat = _grown(self._mat, start + 1)
-                self._free = list(range(len(self._mat) - 1, start - 1, -1))
             self._row[c] = self._free.pop()
         self._mat[[self._row[c] for c in ids]] = vecs
 
@@ -146,8 +171,3 @@ class VectorCache:
             block = self._mat[[r for _, r in found]].astype(np.float32)
         return {c: block[j] for j, (c, _) in enumerate(found)}
 
-
-def _grown(mat: np.ndarray, need: int) -> np.ndarray:
-    out = np.zeros((max(need, 2 * len(mat), 1024), mat.shape[1]), dtype=mat.dtype)
-    out[:len(mat)] = mat
-    return out

@@ -7,10 +7,12 @@ applied there). Each batch is added in a random order, so Chroma's internal
 insertion sequence follows ingestion only batch by batch.
 
 Below ``store.exact_search_max`` vectors, queries are answered by an exact
-search over the vectors held in memory (model space, the rotation undone once
-as they are read) (HNSW results differ between processes
-for such sizes: chroma-core/chroma#2675); above it, HNSW candidates are
-re-scored exactly and ties broken by chunk id.
+search over the vectors held in memory, in model space (HNSW results differ
+between processes for such sizes: chroma-core/chroma#2675). Above it, HNSW
+answers, ties broken by chunk id: its hits are re-scored exactly from the
+vectors it returns or, once the vector cache holds every vector
+(``vector_cache``), scored by its own cosine distances and their vectors taken
+from the cache.
 """
 
 from __future__ import annotations
@@ -170,6 +172,8 @@ class ChromaVectors(VectorStore):
         self._page_lock = threading.Lock()  # close waits for a page being read (warm)
         self._chunk_ids = chunk_ids  # the vault's chunk ids: the cache reads by id
         self._auto_warm: threading.Thread | None = None
+        self._warm_lock = threading.Lock()  # one warm at a time; close waits for it
+        self._closing = False
         self._hnsw_cfg = {"hnsw": {"space": "cosine", "ef_search": cfg.hnsw_ef_search}}
         self._client: Any = None
         name = collection_name(key_id)
@@ -255,6 +259,8 @@ class ChromaVectors(VectorStore):
         rotated = self.rotation.apply(model)
         keyed = self._keyed.encode(chunk_ids)
         self._size = None
+        if self._cache is not None:  # no old vector of theirs served if a batch fails
+            self._cache.delete(chunk_ids)
         for i in range(0, len(keyed), 2000):
             self._call("add", self._col.upsert, ids=keyed[i:i + 2000],
                        embeddings=rotated[i:i + 2000])
@@ -310,21 +316,27 @@ class ChromaVectors(VectorStore):
     # -- reads -------------------------------------------------------------------
     def warm(self, chunk_ids: Callable[[], Sequence[int]] | None = None) -> None:
         """Below ``exact_search_max``: the exact index; above it, the vector cache, every
-        vector read once: by the vault's chunk ids, 500 a call (about 5 s at 100k on the
-        shared 2-core machine, no call holding the GIL over 30 ms; paging by offset took
-        11 s, with calls of half a second). An engine that was not warmed up starts this
-        in a thread at its first query of a big store (``_warm_later``)."""
-        if self._exact_index() is not None or self._cache is None:
-            return
-        n = self.count()
-        chunk_ids = chunk_ids or self._chunk_ids
-        pages = self._pages_by_id(chunk_ids()) if chunk_ids is not None else self._pages(n)
-        self._cache.load(n, ((ids, self.rotation.invert(rotated)) for ids, rotated in pages))
+        vector read once: by the vault's chunk ids, 500 a call (about 5 s of a 7 s
+        warm-up at 100k on the shared 2-core machine, no call holding the GIL over 30 ms;
+        paging by offset took 11 s, with calls of half a second). An engine that was not warmed up starts this
+        in a thread at its first query of a big store (``_warm_later``). A second call
+        waits for the first; a call after ``close`` does nothing."""
+        with self._warm_lock:
+            if self._closing or self._exact_index() is not None or self._cache is None:
+                return
+            n = self.count()
+            chunk_ids = chunk_ids or self._chunk_ids
+            pages = self._pages_by_id(chunk_ids) if chunk_ids is not None else self._pages(n)
+            self._cache.load(n, ((ids, self.rotation.invert(rotated))
+                                 for ids, rotated in pages))
 
-    def _pages_by_id(self, ids: Sequence[int], size: int = 500
+    def _pages_by_id(self, chunk_ids: Callable[[], Sequence[int]], size: int = 500
                      ) -> Iterator[tuple[list[int], np.ndarray]]:
-        """The stored vectors of ``ids`` (those the index holds, as stored), a page at a
-        time, letting other threads run between pages."""
+        """The stored vectors of the chunks ``chunk_ids()`` lists (those the index holds,
+        as stored), a page at a time, letting other threads run between pages. The ids
+        are listed at the first page, once the cache is loading: a chunk added after
+        that is logged by the cache, one added before is in the list."""
+        ids = [] if self._closing else chunk_ids()
         for i in range(0, len(ids), size):
             found, vectors, _ = self._page(ids=self._keyed.encode(ids[i:i + size]))
             if found:
@@ -334,7 +346,7 @@ class ChromaVectors(VectorStore):
     def _page(self, **where: Any) -> tuple[list[int], np.ndarray, int]:
         """One ``get`` of stored vectors: (chunk ids, their vectors as stored, rows read)."""
         with self._page_lock:
-            if self._client is None:  # closed meanwhile (the warm-up thread reads)
+            if self._client is None or self._closing:  # closing (a warm-up thread reads)
                 raise VectorStoreUnavailable("vector store closed while reading")
             got = self._call("get", self._col.get, include=["embeddings"], **where)
         cids = self._keyed.decode(got["ids"])
@@ -383,7 +395,7 @@ class ChromaVectors(VectorStore):
     def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
               ) -> list[tuple[int, float]]:
         """Nearest chunks to ``vector`` (model space): (chunk id, cosine), best first;
-        with ``found``, the hits' vectors too (Chroma returns them with the hits)."""
+        with ``found``, the hits' vectors too (from memory, or returned with the hits)."""
         if k <= 0:
             return []
         exact = self._exact_index()
@@ -479,8 +491,14 @@ class ChromaVectors(VectorStore):
         return int(self._call("count", self._col.count))
 
     def close(self) -> None:
-        with self._page_lock:
-            client, self._client = self._client, None
+        self._closing = True  # a warm in progress stops at its next page
+        waited = self._warm_lock.acquire(timeout=10)
+        try:
+            with self._page_lock:
+                client, self._client = self._client, None
+        finally:
+            if waited:
+                self._warm_lock.release()
         if client is None:
             return
         try:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,8 +101,25 @@ def test_the_memory_bound_turns_it_off_at_load_and_as_it_grows() -> None:
     assert grows.load(4, _pages(list(range(4)), _vecs(list(range(4)))))
     grows.add([4], _vecs([4]))
     assert grows.vectors([4]) is not None and len(grows) == 5
+    assert grows.nbytes() <= 5 * per_vector
     grows.add([5], _vecs([5]))
     assert grows.state == "off" and grows.vectors([0]) is None and grows.nbytes() == 0
+    lying = VectorCache(DIM, 5 * per_vector)  # the index holds more than it said
+    assert not lying.load(3, _pages(list(range(8)), _vecs(list(range(8)))))
+    assert lying.state == "off"
+
+
+def test_the_matrix_never_grows_past_the_bound() -> None:
+    bound = 3000 * DIM * 2
+    cache = VectorCache(DIM, bound)
+    ids = list(range(2500))
+    assert cache.load(len(ids), _pages(ids, _vecs(ids), size=500))
+    assert cache.nbytes() <= bound
+    more = list(range(10_000, 10_450))
+    cache.add(more, _vecs(more))  # grows, within the bound
+    assert cache.state == "ready" and len(cache) == 2950 and cache.nbytes() <= bound
+    got = cache.vectors(more[-3:])
+    assert got is not None and np.allclose(got[more[-1]], _vecs(more)[-1], atol=1e-3)
 
 
 def test_deleted_rows_are_reused() -> None:
@@ -162,6 +180,7 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         for cid in ids:
             assert np.allclose(got[cid], want[cid], atol=2e-3)
         rt.vectors._cache.reset()  # warm-up reads by the vault's ids; without them, by pages
+        rt.vectors._chunk_ids = None
         rt.vectors.warm()
         paged = rt.vectors.vectors(ids)
         assert rt.vectors._cache.state == "ready"
@@ -243,3 +262,58 @@ def test_an_engine_not_warmed_up_fills_the_cache_from_its_first_query(
         assert len(vectors._cache) == len(eng.rt.vault.chunk_ids())
         assert eng.build_context("rope and sail", budget=300).items
         assert vectors._auto_warm is thread  # once per open store
+
+
+def test_a_chunk_added_while_the_ids_are_listed_is_cached(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ids are listed once the cache is loading, so a chunk added before that is in
+    the list and one added after is logged and replayed."""
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "0")
+    _small_chunks(monkeypatch)
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))
+        rt = eng.rt
+        listed = rt.vault.chunk_ids
+
+        def list_then_add() -> list[int]:
+            ids = listed()
+            eng.wait(eng.ingest(text="A lighthouse keeper logs the storm.", title="log"))
+            return ids
+
+        rt.vectors.warm(list_then_add)
+        assert rt.vectors._cache.state == "ready"
+        assert len(rt.vectors._cache) == len(rt.vault.chunk_ids())
+
+
+def test_close_stops_a_warm_in_progress(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__EXACT_SEARCH_MAX", "0")
+    _small_chunks(monkeypatch)
+    import threading
+
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text=TEXT, title="ferries"))
+    eng = ContextEngine.open(data_dir)
+    vectors, vault = eng.rt.vectors, eng.rt.vault
+    listing, release = threading.Event(), threading.Event()
+
+    def slow_ids() -> list[int]:
+        listing.set()
+        release.wait(10)
+        return vault.chunk_ids()
+
+    warm = threading.Thread(target=vectors._warm_quietly)
+    vectors._chunk_ids = slow_ids
+    warm.start()
+    assert listing.wait(10)
+    closer = threading.Thread(target=eng.close)
+    closer.start()
+    for _ in range(1000):  # close has begun: it waits for the warm to stop
+        if vectors._closing:
+            break
+        time.sleep(0.01)
+    release.set()
+    closer.join(20)
+    warm.join(20)
+    assert not closer.is_alive() and not warm.is_alive()
+    assert vectors._cache.state == "empty"  # stopped, nothing half-filled
+    assert not vault._all  # no vault connection left open behind the close
