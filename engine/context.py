@@ -28,9 +28,6 @@ from engine.runtime import Runtime
 from engine.store.vault import CHUNK_COLUMNS, ChunkRow
 from engine.types import ContextPayload, ConversationTurn, LiveItem
 
-LIVE_PRIOR = {"selection": 0.35, "active_file": 0.3, "terminal": 0.2, "clipboard": 0.2,
-              "browser_tab": 0.15, "window": 0.05, "other": 0.05}
-
 
 def _ms(t: float) -> float:
     return (time.perf_counter() - t) * 1000
@@ -323,7 +320,9 @@ def live_candidates(items: Sequence[LiveItem], analysis: QueryAnalysis, cfg: Con
             continue
         found = content_terms(f"{item.title}\n{item.text[:20000]}", cfg.query.stopwords) & terms
         recall = len(found) / len(terms) if terms else 0.0
-        score = 0.6 * recall + LIVE_PRIOR.get(item.kind, 0.05)
+        priors = cfg.packing.live_priors
+        score = (cfg.packing.live_term_weight * recall
+                 + priors.get(item.kind, priors.get("other", 0.0)))
         out.append(PackCandidate(
             key=f"live:{i}", section="live", kind=f"live:{item.kind}", source=item.source,
             title=item.title, time=item.captured_at, score=score, text=item.text,
@@ -340,7 +339,8 @@ def conversation_candidates(turns: Sequence[ConversationTurn], terms: set[str],
             continue
         found = content_terms(turn.text, cfg.query.stopwords) & terms
         recency = (i + 1) / n
-        score = 0.3 * recency + 0.4 * (len(found) / len(terms) if terms else 0.0)
+        score = (cfg.packing.turn_recency_weight * recency
+                 + cfg.packing.turn_term_weight * (len(found) / len(terms) if terms else 0.0))
         out.append(PackCandidate(
             key=f"turn:{i}", section="conversation", kind="conversation", source="conversation",
             title=turn.role, time=turn.time, score=score, text=turn.text, why="conversation"))

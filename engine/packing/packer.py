@@ -45,8 +45,8 @@ into the payload.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from engine.errors import ConfigError, InvalidBudget
 from engine.packing.assemble import Assembler
@@ -72,6 +72,19 @@ class PackingConfig:
     min_snippet_tokens: int = 24  # an item is cut only if this much of its body fits
     max_item_tokens: int = 600  # cap on any other item's body
     live_max_share: float = 0.5  # share of the budget live items may take beside memory
+    # How the caller's live items and conversation turns score beside memory (whose
+    # best hit scores 1): a live item live_term_weight x the share of the query's terms
+    # it holds, plus a prior by its kind (live_priors, "other" for kinds not named); a
+    # turn turn_recency_weight x its place (1 for the last turn) plus turn_term_weight
+    # x that share. Seed values, hand-set, not fitted: no benchmark here holds live
+    # items or a caller's conversation (LoCoMo's turns are stored memory), so none
+    # could choose them; they are kept here to be set, not as measured values.
+    live_term_weight: float = 0.6
+    live_priors: Mapping[str, float] = field(default_factory=lambda: {
+        "selection": 0.35, "active_file": 0.3, "terminal": 0.2, "clipboard": 0.2,
+        "browser_tab": 0.15, "window": 0.05, "other": 0.05})
+    turn_recency_weight: float = 0.3
+    turn_term_weight: float = 0.4
     include_time: bool = True  # dates in item headers
     fmt: str = "text"  # "text" | "markdown" | "json"
     # Short, self-contained chunks (chat turns) whose neighbours in their source join
@@ -116,6 +129,12 @@ class PackingConfig:
     unlabelled_kinds: tuple[str, ...] = ("turn",)
 
     def __post_init__(self) -> None:
+        weights = (self.live_term_weight, self.turn_recency_weight, self.turn_term_weight,
+                   *self.live_priors.values())
+        if not all(0.0 <= w <= 10.0 for w in weights):
+            raise ConfigError("packing: live_term_weight, turn_recency_weight, "
+                              "turn_term_weight and live_priors must be in [0, 10]")
+        object.__setattr__(self, "live_priors", dict(self.live_priors))
         if self.mode not in MODES:
             raise ConfigError("packing.mode must be one of " + ", ".join(MODES))
         if self.fmt not in FORMATS:

@@ -83,6 +83,10 @@ CLASS_PATTERNS: dict[str, tuple[str, ...]] = {
                  r"\bdescribe\b", r"\bfe(?:el|lt|els|eling)\b", r"\bthink\b", r"\bopinion\b",
                  r"\bmeaning\b", r"\bsimilar\b", r"\babout\b"),
 }
+# Each lane's weight in the fusion, per query class (``query.lane_weights`` in config):
+# seed values, hand-set, not fitted. They decide mostly which hits reach the rerank's
+# window of 100; the fitted rerank profiles (engine.retrieval.profiles) then weigh the
+# fused score lightly beside similarity and keyword features.
 LANE_WEIGHTS: dict[str, dict[str, float]] = {
     "factual": {"keyword": 1.0, "vector": 0.6, "recency": 0.0, "live": 0.5},
     "semantic": {"keyword": 0.8, "vector": 1.0, "recency": 0.0, "live": 0.5},

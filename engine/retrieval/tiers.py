@@ -29,6 +29,8 @@ class TierPolicy:
     >= ``gist`` -> gist, else micro.
     """
 
+    # Used in packing mode dense_cached only (the default mode is fast): seed values,
+    # hand-set, not measured by any benchmark here.
     mode: Literal["disabled", "age_only", "importance"] = "importance"
     recent_days: float = 7.0
     old_days: float = 30.0

@@ -131,3 +131,37 @@ def test_local_cross_encoder_reranks(filled: ContextEngine, tmp_path: Path) -> N
     assert str(model_dir) in filled.rt._cross  # build_context loaded and used it
     cross = filled.rt.cross_encoder(str(model_dir))
     assert len(cross.score("deploy", ["a", "b"])) == 2
+
+
+def test_live_and_turn_weights_come_from_config(filled: ContextEngine) -> None:
+    """Live items and conversation turns score by packing's weights: turned so that the
+    clipboard outranks the selection and the first turn the last, the payload says so."""
+    live = [{"kind": "selection", "source": "editor", "title": "sel", "text": "alpha beta"},
+            {"kind": "clipboard", "source": "clipboard", "title": "clip", "text": "gamma"}]
+    turns = [{"role": "user", "text": "first turn here"},
+             {"role": "assistant", "text": "last turn here"}]
+
+    def order(overrides: dict[str, object] | None) -> tuple[list[str], list[str]]:
+        payload = filled.build_context("deploy rollback", live=live, conversation=turns,
+                                       budget=600, now=NOW, config=overrides)
+        by_score = sorted(payload.items, key=lambda i: -i.score)
+        return ([i.kind for i in by_score if i.kind.startswith("live:")],
+                [i.source + ":" + str(i.score) for i in by_score if i.kind == "conversation"])
+
+    live_order, turn_scores = order(None)
+    assert live_order == ["live:selection", "live:clipboard"]
+    flipped = {"packing": {"live_priors": {"selection": 0.0, "clipboard": 0.9},
+                           "turn_recency_weight": 0.0}}
+    live_flipped, turns_flipped = order(flipped)
+    assert live_flipped == ["live:clipboard", "live:selection"]
+    assert turns_flipped != turn_scores  # recency no longer counts
+
+
+def test_live_weights_are_validated() -> None:
+    from engine.errors import ConfigError
+    from engine.packing.packer import PackingConfig
+
+    with pytest.raises(ConfigError):
+        PackingConfig(live_priors={"selection": -1.0})
+    with pytest.raises(ConfigError):
+        PackingConfig(turn_term_weight=11.0)
