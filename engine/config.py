@@ -41,10 +41,11 @@ class StoreConfig:
     exact_search_max: int = 20_000
     # Above exact_search_max, every vector is held in memory as float16 (model space) for
     # the rerank, up to this many MB (0: never; a bigger store reads them from Chroma):
-    # 77 MB at 100k chunks, enough for about 350k. Origin: at 100k chunks it took
-    # build_context from p50 41.6 / p95 54.0 to 35.0 / 46.3 ms (0.84x / 0.86x, the same
-    # payload for 298 of 300 queries; /tmp prototype of ``python -m bench.stage_latency
-    # STORE --ab store.vector_cache_mb=0``, issue 12).
+    # 77 MB at 100k chunks, enough for about 350k. Origin: at 100k chunks, with it /
+    # without it, build_context p50 31.8 / 38.9 ms, p95 43.2 / 50.5 ms (`python -m
+    # bench.stage_latency STORE --store-model fake --ab store.vector_cache_mb=0`, 300
+    # queries, 2026-11-23, load 0.7-1.0); a prototype gave the same payload for 298 of
+    # 300 queries (float16 similarities move a few near-ties).
     vector_cache_mb: int = 256
 
     def __post_init__(self) -> None:
