@@ -134,6 +134,7 @@ class Vault:
         self._all_lock = threading.Lock()
         self._generation = 0
         self._count_cache: tuple[int, int] | None = None
+        self._all_ready: tuple[int, bool] = (-1, False)  # (generation, every source ready)
         # (generation, word -> chunks holding it): a vocabulary lookup reads the word's
         # whole posting list (several ms for common words at 100k chunks), so counts are
         # kept until the next write that may change chunks
@@ -436,8 +437,18 @@ class Vault:
         return frozenset(r[0].strip() for r in rows if isinstance(r[0], str) and r[0].strip())
 
     def _ready_chunks(self, ids: Sequence[int]) -> set[int]:
+        """Those of ``ids`` whose source is ready (an ingest or delete in progress leaves
+        its chunks out). While every source is ready (known per write generation, with
+        no chunk read), that is all of them: 0.7 ms of a 4 ms keyword lane at 100k."""
         if not ids:
             return set()
+        gen = self._generation
+        if self._all_ready[0] != gen:
+            busy = self.conn().execute(
+                "SELECT 1 FROM sources WHERE state != 'ready' LIMIT 1").fetchone()
+            self._all_ready = (gen, busy is None)
+        if self._all_ready[1]:
+            return set(ids)
         rows = self.conn().execute(
             "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
             f"WHERE c.id IN ({','.join('?' * len(ids))}) AND s.state = 'ready'", list(ids),

@@ -201,3 +201,22 @@ def test_warm_up_counts_the_common_terms_of_a_big_store(engine: ContextEngine) -
     engine.warm_up(background=False)
     held = engine.rt.vault._common
     assert held is not None and held[2]["ferri"] == 60  # FTS5's token for "ferry"
+
+
+def test_the_keyword_lane_leaves_out_sources_not_ready(engine: ContextEngine) -> None:
+    """While every source is ready the lane asks no more of the vault; once one is not
+    (an ingest or a delete in progress), its chunks are left out again."""
+    from engine.store.vault import Filters
+
+    eng = engine
+    eng.wait(eng.ingest(text="The lighthouse keeper logs every storm.", title="one"))
+    eng.wait(eng.ingest(text="A lighthouse stands on the northern cape.", title="two"))
+    vault = eng.rt.vault
+    assert len(vault.keyword('"lighthouse"', 10, Filters())) == 2
+    sid = vault.query("SELECT id FROM sources ORDER BY id LIMIT 1")[0][0]
+    with vault.write() as c:
+        c.execute("UPDATE sources SET state = 'pending' WHERE id = ?", (sid,))
+    assert len(vault.keyword('"lighthouse"', 10, Filters())) == 1
+    with vault.write() as c:
+        c.execute("UPDATE sources SET state = 'ready' WHERE id = ?", (sid,))
+    assert len(vault.keyword('"lighthouse"', 10, Filters())) == 2
