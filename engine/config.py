@@ -92,8 +92,13 @@ class SearchConfig:
     # fused top 100, which two lanes of 50 fill.
     lane_depth: int = 50
     # Cosine at or above which a lower-ranked chunk is a near-duplicate of a kept one:
-    # the seed's hand-set value, not fitted. Overlap of neighbouring chunks of one
-    # source is removed separately (engine.packing.overlap).
+    # the seed's value, kept after a check on both kinds of memory (`CTX__SEARCH__
+    # DEDUPE_THRESHOLD=T python -m bench.locomo --split dev --store-cache DIR` and
+    # `... bench.scifact --store-cache DIR`, train): relevant in payload @500/1000/2000
+    # on SciFact train 0.750/0.807/0.862 at 0.85, 0.747/0.803/0.860 at 0.9,
+    # 0.747/0.802/0.860 at 0.95; LoCoMo dev ctx@500/1000/2000 0.811/0.874/0.914 at
+    # 0.85, 0.812/0.874/0.919 at 0.9 and at 0.95 (recall@10 0.792 in all). Overlap of
+    # neighbouring chunks of one source is removed separately (engine.packing.overlap).
     dedupe_threshold: float = 0.9
     recency_depth: int = 30  # newest chunks in the recency lane (temporal queries only)
     max_live_items: int = 64
