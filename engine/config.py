@@ -121,6 +121,16 @@ class SearchConfig:
     keyword_max_df: float = 0.1
     keyword_prune_min_chunks: int = 50_000
     keyword_row_budget: int = 2000
+    # The keyword lane's two FTS5 queries (finding and rescoring) at the same time, on
+    # two connections, when the lane runs alone (no vector lane beside it: a query
+    # naming a speaker, parallel_lanes off, a direct keyword_lane call). At 100k chunks
+    # the lane alone went to 0.85x p50 and 0.84x p95, the same hits for 300 of 300
+    # queries (a /tmp A/B, each query both ways in turn, 2026-11-23, load 0.6-0.9).
+    # Beside the vector lane the second core is embedding the query: there it made
+    # build_context 1.03x p50 and 1.12x p95 slower (`python -m bench.stage_latency
+    # STORE --store-model fake --ab search.keyword_parallel=false`, when it applied to
+    # both), so there the two queries run one after the other.
+    keyword_parallel: bool = True
     # search(distinct_sources=True) reads this many times more lane hits, so that k
     # distinct sources survive when sources have several matching chunks (SciFact:
     # 100 chunk hits hold about 76 distinct abstracts, issue 12; 3x leaves room).

@@ -175,10 +175,13 @@ def keyword_match(rt: Runtime, a: QueryAnalysis, cfg: Config) -> KeywordQuery:
 
 
 def keyword_lane(rt: Runtime, a: QueryAnalysis, depth: int, filters: Filters,
-                 cfg: Config) -> list[tuple[int, float]]:
-    """(chunk id, BM25) of the keyword lane for ``a``, best first."""
+                 cfg: Config, *, alone: bool = True) -> list[tuple[int, float]]:
+    """(chunk id, BM25) of the keyword lane for ``a``, best first. ``alone``: nothing
+    else runs beside it (no vector lane in its thread), so its two FTS5 queries may
+    take both cores (``search.keyword_parallel``)."""
     q = keyword_match(rt, a, cfg)
-    return rt.vault.keyword(q.match, depth, filters, q.rescore)
+    return rt.vault.keyword(q.match, depth, filters, q.rescore,
+                            parallel=alone and cfg.search.keyword_parallel)
 
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
@@ -216,14 +219,14 @@ def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
              if cfg.search.parallel_lanes and not named else None)
     try:
         t = time.perf_counter()
-        found = keyword_lane(rt, a, depth, filters, cfg)
+        found = keyword_lane(rt, a, depth, filters, cfg, alone=early is None)
         rows: dict[int, ChunkRow] = {}
         content = query
         if named and found:
             rows = rt.vault.chunks([cid for cid, _ in found])
             content, ca = content_query(query, a, row_speakers(rows.values()), cfg)
             if ca is not None:
-                found = keyword_lane(rt, ca, depth, filters, cfg)
+                found = keyword_lane(rt, ca, depth, filters, cfg, alone=early is None)
         lanes["keyword"] = [cid for cid, _ in found]
         timings["keyword"] = (time.perf_counter() - t) * 1000
         prefetched: dict[int, np.ndarray] = {}

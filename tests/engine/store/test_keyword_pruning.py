@@ -3,6 +3,8 @@ a row budget the rarer words find the rows while the others only rescore them.""
 
 from __future__ import annotations
 
+import pytest
+
 from engine.config import Config
 from engine.facade import ContextEngine
 from engine.retrieval.query import analyze_query
@@ -166,6 +168,9 @@ def test_rescored_rows_keep_their_whole_query_scores_under_filters_and_small_lim
             got = rt.vault.keyword('"walrus"', limit, filters, '"ferry" OR "harbour"')
             assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in full[:limit]]
             assert {c for c, _ in got} <= walrus
+            # the two queries one after the other, on one connection: the same rows
+            assert rt.vault.keyword('"walrus"', limit, filters, '"ferry" OR "harbour"',
+                                    parallel=False) == got
 
 
 def test_common_counts_are_read_again_when_a_tenth_of_the_store_changed(
@@ -220,3 +225,28 @@ def test_the_keyword_lane_leaves_out_sources_not_ready(engine: ContextEngine) ->
     with vault.write() as c:
         c.execute("UPDATE sources SET state = 'ready' WHERE id = ?", (sid,))
     assert len(vault.keyword('"lighthouse"', 10, Filters())) == 2
+
+
+def test_the_lane_queries_at_once_only_when_it_runs_alone(
+        engine: ContextEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside the vector lane (build_context, search) the second core embeds the query,
+    so the keyword lane's two queries run one after the other there."""
+    _harbour_log(engine)
+    rt = engine.rt
+    seen: list[bool] = []
+    keyword = rt.vault.keyword
+
+    def spy(*args: object, parallel: bool = True, **kw: object) -> object:
+        seen.append(parallel)
+        return keyword(*args, parallel=parallel, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rt.vault, "keyword", spy)
+    rt.cfg = _bounded(keyword_row_budget=3)
+    a = analyze_query("walrus harbour ferry", rt.cfg.query)
+    alone = keyword_lane(rt, a, 10, Filters(), rt.cfg)
+    assert seen == [True] and alone
+    engine.search("walrus harbour ferry", k=5)
+    assert seen[1:] == [False]
+    rt.cfg = _bounded(keyword_row_budget=3, parallel_lanes=False)
+    engine.search("walrus harbour ferry", k=5)
+    assert seen[2:] == [True]
