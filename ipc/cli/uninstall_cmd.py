@@ -346,7 +346,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
                   dry=args.dry_run, say=say)
         if not lines:
             say("nothing of ctx was set up outside its data dir")
-        say(f"your data is kept in {data_dir} (delete that folder to remove it too)")
+        if data_dir.exists():
+            say(f"your data is kept in {data_dir} (delete that folder to remove it too)")
         code = 0
     if args.json:
         print(json.dumps({"ok": code == 0, "report": lines}))

@@ -73,7 +73,7 @@ def test_removes_what_points_at_the_installation_and_leaves_the_rest(tmp_path: P
     assert f"removed the claude SessionStart hook from {settings}" in out
     assert f"removed the claude MCP server from {claude_json}" in out
     assert f"left the codex MCP server in {codex}: it runs another ctx" in out
-    assert "your data is kept in" in out
+    assert "your data is kept in" not in out  # there is no store to keep here
     assert report.read_text().splitlines() == [ln.removeprefix("ctx: ")
                                                for ln in out.splitlines()]
     assert not autostart.exists()
@@ -141,6 +141,7 @@ def test_stops_a_running_ctx_serve_first(tmp_path: Path) -> None:
         assert run.returncode == 0, run.stderr
         assert server.wait(timeout=60) == 0
         assert f"stopped the ctx engine serving {data_dir} (pid {server.pid})" in run.stdout
+        assert f"your data is kept in {data_dir}" in run.stdout
         out, _ = server.communicate(timeout=30)
         # `ctx serve` said where it served and how to stop it, once, when ready
         ready = [ln for ln in out.splitlines() if ln.startswith("ctx: serving")]
