@@ -25,7 +25,9 @@ from engine.packing.turns import TurnPrior
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
 from engine.retrieval.tiers import choose_tier, importance_score
-from engine.store.vault import CHUNK_COLUMNS, ChunkRow
+from engine.store.neighbours import chunks_in_spans
+from engine.store.surrogate_rows import surrogates_of
+from engine.store.vault import ChunkRow
 from engine.types import ContextPayload, ConversationTurn, LiveItem
 
 
@@ -187,17 +189,9 @@ def neighbours(rt: Runtime, cfg: PackingConfig, hits: Sequence[ChunkRow],
     ranges: dict[int, list[tuple[int, int]]] = {}
     for h in chosen:
         ranges.setdefault(h.source_id, []).append((h.ordinal - span, h.ordinal + span))
-    where, args = [], []
-    for sid, spans in ranges.items():
-        for lo, hi in _merge_spans(spans):
-            where.append("(c.source_id = ? AND c.ordinal BETWEEN ? AND ?)")
-            args += [sid, lo, hi]
-    kinds = list(cfg.neighbour_kinds)
-    found = rt.vault.query(
-        f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
-        f"WHERE s.state = 'ready' AND c.kind IN ({','.join('?' * len(kinds))}) "
-        f"AND ({' OR '.join(where)})", [*kinds, *args])
-    at = {(r.source_id, r.ordinal): r for r in map(ChunkRow.from_row, found)}
+    found = chunks_in_spans(rt.vault, {sid: _merge_spans(spans) for sid, spans in ranges.items()},
+                            cfg.neighbour_kinds)
+    at = {(r.source_id, r.ordinal): r for r in found}
     out: dict[int, tuple[ChunkRow, float]] = {}
     for h in chosen:
         base = scores.get(h.id, 0.0)
@@ -293,12 +287,10 @@ def _surrogates(rt: Runtime, cfg: Config, rows: Sequence[ChunkRow], mode: str, n
     if not doc_rows:
         return {}
     ids = sorted(doc_rows)
-    found = rt.vault.query(
-        f"SELECT source_id, full, gist, micro FROM surrogates WHERE source_id IN "
-        f"({','.join('?' * len(ids))})", ids)
+    found = surrogates_of(rt.vault, ids)
     access = rt.vault.access(ids)
     out: dict[int, tuple[str, str]] = {}
-    for sid, full, gist, micro in found:
+    for sid, (full, gist, micro) in found.items():
         row = doc_rows[sid]
         count, last = access.get(sid, (0, None))
         age = max(0.0, (now - (row.source_time or row.time or now)) / 86400)

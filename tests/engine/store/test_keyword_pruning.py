@@ -41,13 +41,13 @@ def test_word_counts_are_read_under_the_tokens_fts5_makes(engine: ContextEngine)
     df = vault.doc_frequency(["uses", "Parser", "CAFE", "café", "memory", "archive", "absent"])
     assert df == {"uses": 30, "parser": 30, "cafe": 1, "café": 1, "memory": 1,
                   "archive": 1, "absent": 0}
-    tokens = index_tokens(vault.conn(), ["isn't", "uses", "--"])
+    tokens = index_tokens(vault._conn(), ["isn't", "uses", "--"])
     assert tokens == {"isn't": ("isn", "t"), "uses": ("us",), "--": ()}
     assert vault.doc_frequency(["isn't", "--"]) == {"isn't": 1, "--": 0}
 
 
 def test_the_index_and_the_word_counts_share_one_tokenizer(engine: ContextEngine) -> None:
-    sql = engine.rt.vault.conn().execute(
+    sql = engine.rt.vault._conn().execute(
         "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
     assert f"tokenize='{TOKENIZE}'" in sql
 
@@ -97,7 +97,7 @@ def test_rescoring_words_keep_to_the_filters(engine: ContextEngine) -> None:
     _log(engine, ["The walrus watched the ferry.", "A walrus, alone."], uri="t:one")
     _log(engine, ["The walrus rode the ferry home.", "Ferry times."], uri="t:two")
     rt = engine.rt
-    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:two"]
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}["t:two"]
     found = rt.vault.keyword('"walrus"', 10, Filters(source_ids=(sid,)), '"ferry"')
     rows = rt.vault.chunks([cid for cid, _ in found])
     assert found and all(r.source_id == sid for r in rows.values())
@@ -140,7 +140,7 @@ def test_the_other_words_find_rows_when_the_rare_ones_find_none(engine: ContextE
     _log(engine, ["The walrus watched the ferry.", "A walrus, alone."], uri="t:one")
     _log(engine, ["The ferry rode home.", "Ferry times.", "No boats today."], uri="t:two")
     rt = engine.rt
-    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:two"]
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}["t:two"]
     only_two = Filters(source_ids=(sid,))
     # "walrus" is in no chunk of t:two: "ferry" finds the rows there, scored as alone.
     found = rt.vault.keyword('"walrus"', 10, only_two, '"ferry"')
@@ -159,7 +159,7 @@ def test_rescored_rows_keep_their_whole_query_scores_under_filters_and_small_lim
     _log(engine, lines, uri="t:a")
     _log(engine, lines[:12], uri="t:b")
     rt = engine.rt
-    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:b"]
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}["t:b"]
     full_sql = '"walrus" OR "ferry" OR "harbour"'
     for filters in (Filters(), Filters(source_ids=(sid,))):
         walrus = {cid for cid, _ in rt.vault.keyword('"walrus"', 100, filters)}
@@ -218,7 +218,7 @@ def test_the_keyword_lane_leaves_out_sources_not_ready(engine: ContextEngine) ->
     eng.wait(eng.ingest(text="A lighthouse stands on the northern cape.", title="two"))
     vault = eng.rt.vault
     assert len(vault.keyword('"lighthouse"', 10, Filters())) == 2
-    sid = vault.query("SELECT id FROM sources ORDER BY id LIMIT 1")[0][0]
+    sid = vault._query("SELECT id FROM sources ORDER BY id LIMIT 1")[0][0]
     with vault.write() as c:
         c.execute("UPDATE sources SET state = 'pending' WHERE id = ?", (sid,))
     assert len(vault.keyword('"lighthouse"', 10, Filters())) == 1
