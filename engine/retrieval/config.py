@@ -45,7 +45,7 @@ class SearchConfig:
     # row a query matches, about 1 us a row here): words in more than keyword_max_df of
     # the chunks leave the FTS query; of the rest, the rarest words find the rows while
     # their chunk counts add up to at most keyword_row_budget, and the others only
-    # rescore the rows found (engine.flows.lanes.keyword_match). Chosen by
+    # rescore the rows found (engine.retrieval.fts_match.keyword_match). Chosen by
     # `python -m bench.keyword_lane STORE --budgets 1000,1500,2000 --max-dfs 0.1,0.15,0.2`
     # on the 100k-chunk store of `bench.stage_latency --build 100000` (300 queries, each
     # drawn from a chunk; quality = that chunk in the lane's top 50; 2-core VM, load
@@ -81,7 +81,7 @@ class SearchConfig:
     # of the two, not their sum, is paid (bench/stage_latency.py, issue 12).
     parallel_lanes: bool = True
     # While the vector lane still runs, read the keyword lane's hits (their stored
-    # vectors and rows) and scan them for the rerank (engine.flows.lanes.run_lanes):
+    # vectors and rows) and scan them for the rerank (engine.flows.lanes.lane_stage):
     # that work then runs beside the query embedding instead of after it. At 100k chunks,
     # off / on: build_context p50 1.14x / p95 1.10x (`python -m bench.stage_latency
     # /tmp/rank-cache/big100k --store-model fake --ab search.read_ahead=false`, 200

@@ -7,7 +7,8 @@ import pytest
 
 from engine.config import Config
 from engine.facade import ContextEngine
-from engine.flows.lanes import keyword_lane, keyword_match
+from engine.flows.lanes import keyword_lane
+from engine.retrieval.fts_match import keyword_match
 from engine.retrieval.query import analyze_query
 from engine.store.fts_terms import TOKENIZE, index_tokens
 from engine.store.vault import Filters
@@ -58,12 +59,12 @@ def test_common_words_leave_the_fts_query_of_a_big_store(engine: ContextEngine) 
     _log(engine, lines)
     rt = engine.rt
     a = analyze_query("parser walrus", rt.cfg.query)
-    q = keyword_match(rt, a, _bounded(keyword_max_df=0.5))
+    q = keyword_match(a, _bounded(keyword_max_df=0.5).search, rt.vault)
     assert (q.match, q.rescore) == ('"walrus"', "")
-    small = keyword_match(rt, a, Config())  # stores under 50k chunks are left alone
+    small = keyword_match(a, Config().search, rt.vault)  # stores under 50k chunks are left alone
     assert (small.match, small.rescore) == ('"parser" OR "walrus"', "")
-    only_common = keyword_match(rt, analyze_query("parser tokens", rt.cfg.query),
-                                _bounded(keyword_max_df=0.5))
+    only_common = keyword_match(analyze_query("parser tokens", rt.cfg.query),
+                                _bounded(keyword_max_df=0.5).search, rt.vault)
     assert only_common.match in ('"parser"', '"tokens"') and not only_common.rescore
     hits = engine.search("parser walrus", k=1)
     assert "walrus" in hits[0].text
@@ -75,7 +76,7 @@ def test_past_the_row_budget_the_rarest_words_find_and_the_others_rescore(
     rt = engine.rt
     a = analyze_query("walrus ferry harbour", rt.cfg.query)
     cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
-    q = keyword_match(rt, a, cfg)
+    q = keyword_match(a, cfg.search, rt.vault)
     assert (q.match, q.rescore) == ('"walrus"', '"ferry" OR "harbour"')
     bounded = keyword_lane(rt, a, 50, Filters(), cfg)
     full = dict(rt.vault.keyword('"walrus" OR "ferry" OR "harbour"', 50, Filters()))
@@ -89,7 +90,8 @@ def test_past_the_row_budget_the_rarest_words_find_and_the_others_rescore(
     rows = rt.vault.chunks([cid for cid, _ in bounded])
     assert "alone" in rows[bounded[-1][0]].text
     # A budget that holds every word's rows leaves one query, as in a small store.
-    whole = keyword_match(rt, a, _bounded(keyword_max_df=1.0, keyword_row_budget=1000))
+    whole = keyword_match(a, _bounded(keyword_max_df=1.0, keyword_row_budget=1000).search,
+                          rt.vault)
     assert whole.rescore == "" and whole.match.count(" OR ") == 2
 
 
@@ -131,7 +133,7 @@ def test_a_word_the_store_lacks_does_not_take_the_finding_place(engine: ContextE
     rt = engine.rt
     cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
     a = analyze_query("zzqxy harbour", rt.cfg.query)  # a typo beside a word over the budget
-    q = keyword_match(rt, a, cfg)
+    q = keyword_match(a, cfg.search, rt.vault)
     assert q.rescore == "" and '"harbour"' in q.match
     assert len(keyword_lane(rt, a, 50, Filters(), cfg)) == 11
 
