@@ -6,14 +6,32 @@ item's kind, source, title, time, tokens, score (exact float repr), lanes, reaso
 and chunk ids; the search digest covers each hit's chunk id, score and lanes.
 Only fields that every version of the engine's payload carries are read, so that
 a run of an older checkout can be compared with a newer one.
+
+Scores are sums over sets of words, whose order follows Python's string hashing,
+which is salted per process: two processes differ in a score's last bits unless
+both run with one ``PYTHONHASHSEED``. A digest run therefore runs under
+``PYTHONHASHSEED=0`` (``fixed_hash_seed`` starts the bench again under it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+import os
+import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+
+def fixed_hash_seed(module: str, argv: Sequence[str]) -> None:
+    """Run ``python -m module argv`` again under PYTHONHASHSEED=0 unless this process
+    already runs under it (does not return then)."""
+    if os.environ.get("PYTHONHASHSEED") == "0":
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", module, *argv],
+              {**os.environ, "PYTHONHASHSEED": "0"})
 
 
 def _float(value: float | None) -> str | None:

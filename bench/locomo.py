@@ -7,8 +7,8 @@ budget and recall@10 per split beside the NOTICE's baselines, recall per
 question category, and latency (p50/p95 of build_context, with the query
 embedded on every call: the engine's query cache is off here, and the median
 time of each stage). ``--digest`` also prints a sha256 over every payload and
-search result (``bench.digest``): two runs that print the same digests returned
-the same payloads byte for byte.
+search result (``bench.digest``, run under PYTHONHASHSEED=0): two runs that print
+the same digests returned the same payloads byte for byte.
 
     python -m bench.locomo [--split dev|test|both] [--embedder minilm|fake] [--limit N]
                            [--store-cache DIR] [--conv I ...] [--threads N] [--stride N]
@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.digest import RunDigest
+from bench.digest import RunDigest, fixed_hash_seed
 from bench.models import embedding_config, vectors_tag
 from bench.stats import pct
 
@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--digest", action="store_true",
                     help="print a sha256 over every payload and search result of each split")
     args = ap.parse_args(argv)
+    if args.digest:
+        fixed_hash_seed("bench.locomo", sys.argv[1:] if argv is None else argv)
     if not DATA.exists():
         print(f"LoCoMo data not found at {DATA}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ project) is then asked of that store. Printed, all from this one run and store:
 - build_context latency (p50/p95, the query embedded on every call).
 
 ``--digest`` also prints a sha256 over every payload and search result
-(``bench.digest``), with every build made at one fixed ``now`` (a day after the
+(``bench.digest``, run under PYTHONHASHSEED=0), with every build made at one fixed ``now`` (a day after the
 store's newest source), so that two runs that print the same digests returned
 the same payloads byte for byte.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import scifact_data as sd
-from bench.digest import RunDigest
+from bench.digest import RunDigest, fixed_hash_seed
 from bench.stats import pct
 
 BUDGETS = (500, 1000, 2000)
@@ -210,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--digest", action="store_true",
                     help="print a sha256 over every payload and search result (fixed now)")
     args = ap.parse_args(argv)
+    if args.digest:
+        fixed_hash_seed("bench.scifact", sys.argv[1:] if argv is None else argv)
     if not sd.prepared():
         return 2
     from engine.facade import ContextEngine
