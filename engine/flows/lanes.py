@@ -42,22 +42,6 @@ class LaneResult:
     prepared: Any = None
 
 
-def _matches(row: ChunkRow, f: Filters) -> bool:
-    if f.kinds and row.kind not in f.kinds and row.source_kind not in f.kinds:
-        return False
-    if f.path_prefix and not row.source.startswith(f.path_prefix):
-        return False
-    if f.since is not None and (row.time is None or row.time < f.since):
-        return False
-    if f.until is not None and (row.time is None or row.time > f.until):
-        return False
-    if f.source_ids is not None and row.source_id not in f.source_ids:
-        return False
-    if f.project is not None and row.project != f.project:
-        return False
-    return f.branch is None or row.meta.get("branch") == f.branch
-
-
 def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
                 timer: StageTimer | None = None,
                 vectors: dict[int, np.ndarray] | None = None,
@@ -81,7 +65,7 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
         if filters.empty:
             return [cid for cid, _ in found][:depth], sims, vec
         rows = rt.vault.chunks([cid for cid, _ in found])
-        keep = [cid for cid, _ in found if cid in rows and _matches(rows[cid], filters)]
+        keep = [cid for cid, _ in found if cid in rows and filters.matches(rows[cid])]
         return keep[:depth], sims, vec
 
 

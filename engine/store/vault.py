@@ -95,6 +95,23 @@ class Filters:
             parts.append(f"{s}.id IN ({','.join(str(int(i)) for i in self.source_ids) or 'NULL'})")
         return " AND ".join(parts), args
 
+    def matches(self, row: ChunkRow) -> bool:
+        """Whether a chunk read from the vault passes these filters (``sql``'s test, in
+        Python, for hits found without it: the vector lane's)."""
+        if self.kinds and row.kind not in self.kinds and row.source_kind not in self.kinds:
+            return False
+        if self.path_prefix and not row.source.startswith(self.path_prefix):
+            return False
+        if self.since is not None and (row.time is None or row.time < self.since):
+            return False
+        if self.until is not None and (row.time is None or row.time > self.until):
+            return False
+        if self.source_ids is not None and row.source_id not in self.source_ids:
+            return False
+        if self.project is not None and row.project != self.project:
+            return False
+        return self.branch is None or row.meta.get("branch") == self.branch
+
     @property
     def empty(self) -> bool:
         return not (self.kinds or self.path_prefix or self.since is not None
