@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -55,10 +56,13 @@ def corpus_dirs() -> list[Path]:
 
 
 def code_tag() -> str:
-    """A hash of the code that makes recall's chunks: a change rebuilds the cached store."""
+    """A hash of the code and settings that make recall's chunks and their vectors
+    (engine/recall, ``CTX__RECALL__*``): a change rebuilds the cached store."""
     h = hashlib.sha256()
     for p in sorted((REPO / "engine" / "recall").glob("*.py")):
         h.update(p.read_bytes())
+    h.update(repr(sorted((k, v) for k, v in os.environ.items()
+                         if k.startswith("CTX__RECALL__"))).encode())
     return h.hexdigest()[:10]
 
 

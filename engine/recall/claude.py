@@ -334,4 +334,4 @@ class _ClaudeParser(LineParser):
         self.emit("tool", "tool_result", text, ref, offset, uuid=uuid,
                   tool=as_str(call.get("name")), tool_input=as_str(call.get("input")),
                   tool_use_id=call_id, is_error=is_error or kind is not None,
-                  error_kind=kind, exit_code=exit_code)
+                  error_kind=kind, exit_code=exit_code, intent=as_str(call.get("intent")))

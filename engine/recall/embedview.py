@@ -31,14 +31,29 @@ from __future__ import annotations
 # (1018 -> 818 distinct on the shared transcripts: "(no output)", todo updates).
 # None embeds the whole chunk.
 TOOL_EMBED_CHARS: int | None = 120
-RESULT = "\nResult"  # engine.recall.chunks writes "Tool <name>: <input>\nResult…"
+RESULT = "\nResult"  # engine.recall.chunks writes "…Tool <name>: <input>\nResult…"
+# Issue 26: a tool call is found by why it ran. Its view leads with the request and the
+# assistant's words before the call (the chunk's "User:" and "Assistant:" lines), then
+# the call's start and the result's start, each cut to its share of characters.
+TOOL_VIEW_CHARS: dict[str, int] = {"Assistant: ": 240, "Tool ": 100}
 
 
 def embed_view(kind: str, text: str) -> str:
     """The part of a transcript chunk of ``kind`` that the model embeds."""
     limit = TOOL_EMBED_CHARS
+    if kind in ("turn_pair", "thinking") and text.startswith("User: "):
+        _, nl, rest = text.partition("\n")
+        return rest if nl and rest.strip() else text
     if kind != "tool" or limit is None:
         return text
-    _, found, rest = text.partition(RESULT)
-    body = RESULT[1:] + rest if found else text
-    return body[:limit]
+    head, found, rest = text.partition(RESULT)
+    body = RESULT[1:] + rest if found else ""
+    parts = []
+    for line in head.split("\n"):
+        for prefix, chars in TOOL_VIEW_CHARS.items():
+            if line.startswith(prefix):
+                parts.append(line[:chars])
+                break
+    if not found and not parts:
+        return text[:limit]
+    return "\n".join([*parts, body[:limit]] if body else parts)
