@@ -97,16 +97,14 @@ def recall_ranker(eng: Any) -> Ranker:
 
 def fused_ranker(eng: Any) -> Ranker:
     """RRF of the keyword and vector lanes over the transcript kinds (recall before issue 26)."""
+    from engine.flows.lanes import run_lanes
     from engine.store.vault import Filters
 
-    try:
-        from engine.retrieval.search import search as fused
-    except ImportError:  # the layering moved orchestration into engine.flows
-        from engine.flows.search import search as fused  # type: ignore[no-redef]
-
     def run(q: str) -> list[tuple[str | None, str]]:
-        hits = fused(eng.rt, q, 10, filters=Filters(kinds=RECALL_KINDS))
-        return [(h.meta.get("session"), h.text) for h in hits]
+        res = run_lanes(eng.rt, q, filters=Filters(kinds=RECALL_KINDS),
+                        depth=max(10, eng.rt.cfg.search.lane_depth))
+        return [(res.rows[cid].meta.get("session"), res.rows[cid].text)
+                for cid, _, _ in res.fused[:10]]
     return run
 
 

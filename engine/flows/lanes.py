@@ -15,7 +15,7 @@ import numpy as np
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows.runtime import Runtime
-from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
+from engine.metrics import ALERT_VECTOR_DOWN
 from engine.retrieval.fts_match import fts_parts
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis, analyze_query, lane_weights
@@ -305,13 +305,3 @@ def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:
         lanes=dict(lanes), time=row.time, ordinal=row.ordinal, tokens=row.tokens,
         heading=row.heading, meta=dict(row.meta),
     )
-
-
-def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None
-           ) -> list[SearchHit]:
-    """The top ``k`` chunks for ``query``: keyword and vector lanes fused by RRF."""
-    t = time.perf_counter()
-    res = run_lanes(rt, query, filters=filters, depth=max(k, rt.cfg.search.lane_depth))
-    hits = [to_hit(res.rows[cid], score, lanes) for cid, score, lanes in res.fused[:k]]
-    rt.metrics.observe(QUERY_MS, (time.perf_counter() - t) * 1000)
-    return hits

@@ -178,8 +178,8 @@ def rerank_text(row: ChunkRow) -> str:
 
 
 def rerank_meta(row: ChunkRow) -> dict[str, Any]:
-    meta = {"title": row.title, "heading": row.heading, "source": row.source}
-    for key in ("speaker", "path", "project", "tool"):
+    meta = {"title": row.title, "heading": row.heading, "source": row.source, "kind": row.kind}
+    for key in ("speaker", "path", "project", "tool", "session", "failure"):
         if key in row.meta:
             meta[key] = row.meta[key]
     return meta

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
 from engine.errors import REJECT_UNREADABLE, FileRejected
+from engine.recall.spans import strip_private
 
 AgentName = Literal["claude", "codex"]
 AGENTS: tuple[str, ...] = ("claude", "codex")
@@ -369,7 +370,9 @@ class LineParser:
                                 **fields)
         self.events.append(event)
         if role == "assistant" and type_ in ("text", "thinking") and text.strip():
-            self.state[self._intent_key] = tail_text(" ".join(text.split()), MAX_INTENT_CHARS)
+            # private spans go before the cut: a cut could leave half a span unrecognized
+            said = " ".join(strip_private(text).split())
+            self.state[self._intent_key] = tail_text(said, MAX_INTENT_CHARS) or None
         return event
 
     @property

@@ -55,8 +55,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from engine.retrieval.transcript_rank import TRANSCRIPT_FEATURES
+
 FEATURES = ("fused", "similarity", "keyword", "term_recall", "term_precision", "entity",
-            "distractor", "year", "date", "intent")
+            "distractor", "year", "date", "intent", *TRANSCRIPT_FEATURES)
 PROFILES = ("document", "conversation", "transcript")
 
 # Source kind -> profile. Code and pasted text are read like documents.
@@ -75,9 +77,14 @@ DEFAULT_PROFILES: dict[str, dict[str, float]] = {
     "conversation": {"fused": -0.1, "similarity": 2.0, "keyword": 0.3, "term_recall": 0.3,
                      "term_precision": -0.3, "entity": 0.2, "distractor": -0.2, "year": 0.5,
                      "date": 0.5, "intent": 0.2},
-    # Transcripts bench, 28 questions: the fused order alone (hit@5 0.821, MRR@10 0.578)
-    # did as well as the document weights (0.786, 0.570): the rerank did not pay here.
-    "transcript": {"fused": 1.0},
+    # Recall questions, dev split (119 questions, 55 sessions; test never used), fitted by
+    # `python -m bench.fit_rank --only transcript --drop-below 0.003`: mean of hit@5 and
+    # MRR@10 of the window 0.3677 (fused order) -> 0.5374 (bench/data/rank_fit.json).
+    "transcript": {"fused": 1.0, "similarity": -0.2, "keyword": 0.5, "term_recall": 0.5,
+                   "term_precision": -0.5, "intent": 0.3, "kind_turn": 0.2,
+                   "kind_thinking": -2.0, "kind_code": 0.2, "ask_failure": 0.1,
+                   "ask_command": 0.2, "ask_code": 1.0, "session_similarity": 5.0,
+                   "session_fused": 0.1, "similarity_rank": 0.3},
 }
 
 

@@ -32,6 +32,12 @@ from engine.retrieval.query import (
     terms_of_words,
     words_of,
 )
+from engine.retrieval.transcript_rank import (
+    TRANSCRIPT_FEATURES,
+    SessionChunk,
+    TranscriptCues,
+    transcript_features,
+)
 
 _MONTHS = ("january february march april june july august september october november december "
            "jan feb apr jun jul aug sep sept oct nov dec")
@@ -106,6 +112,7 @@ class RerankConfig:
     scan_chars: int = 2000  # only the first chars of a long candidate are scanned
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
     stopwords: frozenset[str] = STOPWORDS
+    transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
@@ -261,6 +268,14 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
             feats["intent"] = (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
                                if intents else 0.0)
         rows.append(feats)
+    if not wanted.isdisjoint(TRANSCRIPT_FEATURES):
+        window = [SessionChunk(kind=str(c.meta.get("kind", "")), session=c.meta.get("session"),
+                               failure=bool(c.meta.get("failure")), fused=r["fused"],
+                               similarity=c.similarity, keyword=c.keyword)
+                  for c, r in zip(head, rows, strict=True)]
+        for r, extra in zip(rows, transcript_features(analysis.text, window,
+                                                      cfg.transcript_cues), strict=True):
+            r.update(extra)
     if "distractor" in wanted:
         named = entity_keys and any(r.get("entity", 0.0) > 0 for r in rows)
         for r in rows:
