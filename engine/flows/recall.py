@@ -10,6 +10,7 @@ from typing import Any
 from engine.errors import InvalidInput
 from engine.flows.ranking import search
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
+from engine.flows.recall_hits import presented
 from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Writer
@@ -60,5 +61,5 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
         hits = search(rt, query, k, filters=filters)  # ranked with the transcript profile
-        out["hits"] = [h.__dict__ for h in hits]
+        out["hits"] = presented(rt, query, hits)
     return out

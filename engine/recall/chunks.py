@@ -158,6 +158,7 @@ class _Builder:
             "branch": event.branch, "model": event.model, "agent": self.info.agent,
             "failure": failure, "error_kind": error_kind, "tool": None, "key": key,
             "is_subagent": self.info.is_subagent, "parent_session": self.info.parent_session,
+            "turn": event.turn,
         }
         meta.update(extra)
         self.chunks.append(ChunkDraft(

@@ -88,6 +88,7 @@ class TranscriptEvent:
     model: str | None = None
     branch: str | None = None
     intent: str | None = None  # of a tool result: the assistant's words just before the call
+    turn: int | None = None  # which request of the session it answers (1, 2, ...)
 
     @property
     def failure(self) -> bool:
@@ -365,6 +366,7 @@ class LineParser:
              **fields: Any) -> TranscriptEvent:
         fields.setdefault("timestamp", self.ts)
         fields.setdefault("prompt", self.state.get(self.prompt_key))
+        fields.setdefault("turn", self.state.get(self._turn_key))
         event = TranscriptEvent(role=role, type=type_, text=text, ref=ref, offset=offset,
                                 model=self.state.get("model"), branch=self.state.get("branch"),
                                 **fields)
@@ -374,6 +376,11 @@ class LineParser:
             said = " ".join(strip_private(text).split())
             self.state[self._intent_key] = tail_text(said, MAX_INTENT_CHARS) or None
         return event
+
+    @property
+    def _turn_key(self) -> str:
+        """State slot of the number of the current request (its turn)."""
+        return "side_turn" if self.prompt_key == "side_prompt" else "turn"
 
     @property
     def _intent_key(self) -> str:
@@ -392,4 +399,5 @@ class LineParser:
         kept = cap_text(text, MAX_PROMPT_CHARS)
         self.state[self.prompt_key] = kept
         self.state[self._intent_key] = None  # a new request: nothing said toward it yet
+        self.state[self._turn_key] = int(self.state.get(self._turn_key) or 0) + 1
         return kept
