@@ -49,15 +49,26 @@ Query = list[tuple[str, int, dict[str, float]]]  # (group key, label, features) 
 
 
 def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[str, int]]]],
-                filters: Any = None) -> list[Query]:
+                filters: Any = None, expand: bool = False) -> list[Query]:
+    import dataclasses
+
     from engine.flows.lanes import run_lanes
     from engine.flows.ranking import rank_hits
+    from engine.flows.session_expand import expand_sessions
 
     rt = eng.rt
     out = []
     for text, label_of in questions:
         res = run_lanes(rt, text, filters=filters)
-        ranked = rank_hits(rt, rt.cfg, res, all_features=True).ranked[: rt.cfg.rerank.window]
+        cfg = rt.cfg
+        if expand:  # as search does for recall: the best sessions' chunks join the window
+            res, added = expand_sessions(rt, cfg, res, filters)
+            cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
+                cfg.rerank, window=cfg.rerank.window + added))
+        ranked = rank_hits(rt, cfg, res, all_features=True).ranked[: cfg.rerank.window]
+        # in fused order: the window's order under the current weights must not leak into
+        # the fit (all-zero weights would otherwise replay them)
+        ranked = sorted(ranked, key=lambda r: -r[2].get("fused", 0.0))
         rows = []
         for cid, _, feats in ranked:
             key, label = label_of(res.rows[cid])
@@ -134,7 +145,7 @@ def dump_transcripts(cache: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(store, Path(tmp) / "s")
         with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
-            dumped = _dump_store(eng, questions, Filters(kinds=rq.RECALL_KINDS))
+            dumped = _dump_store(eng, questions, Filters(kinds=rq.RECALL_KINDS), expand=True)
     return {"kind": "transcript", "split": f"recall questions, dev split ({len(qs)})",
             "queries": dumped, "n_relevant": [1] * len(qs)}
 
@@ -228,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--claims", type=int, help="only the first N SciFact train claims")
     ap.add_argument("--drop-below", type=float, default=0.002)
     ap.add_argument("--only", choices=("document", "conversation", "transcript"))
+    ap.add_argument("--from-fused", action="store_true",
+                    help="start from the fused order alone, not from the current weights")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     sd.bench_env()
@@ -253,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             dump = make()
             path.write_text(json.dumps(dump))
         prep = Prepared(dump)
-        start = DEFAULT_PROFILES[kind]
+        start = {"fused": 1.0} if args.from_fused else DEFAULT_PROFILES[kind]
         before = objective(prep, start)
         weights, dropped = fit(prep, start, args.drop_below)
         after = objective(prep, weights)

@@ -42,7 +42,8 @@ class LaneResult:
     prepared: Any = None
 
 
-def _matches(row: ChunkRow, f: Filters) -> bool:
+def matches(row: ChunkRow, f: Filters) -> bool:
+    """Whether ``row`` passes the filters ``f``."""
     if f.kinds and row.kind not in f.kinds and row.source_kind not in f.kinds:
         return False
     if f.path_prefix and not row.source.startswith(f.path_prefix):
@@ -92,7 +93,7 @@ def _vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
     if filters.empty:
         return [cid for cid, _ in found][:depth], sims, vec
     rows = rt.vault.chunks([cid for cid, _ in found])
-    keep = [cid for cid, _ in found if cid in rows and _matches(rows[cid], filters)]
+    keep = [cid for cid, _ in found if cid in rows and matches(rows[cid], filters)]
     return keep[:depth], sims, vec
 
 

@@ -24,6 +24,7 @@ from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows.lanes import LaneResult, run_lanes, to_hit
 from engine.flows.runtime import Runtime
+from engine.flows.session_expand import expand_sessions
 from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
@@ -218,6 +219,10 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
                 cfg.rerank, window=cfg.rerank.distinct_window))
     res = run_lanes(rt, query, filters=filters, depth=depth,
                     while_waiting=lambda rows: prescan(rows, cfg.rerank))
+    res, added = expand_sessions(rt, cfg, res, filters)
+    if added:  # the sessions' chunks are reranked with the window
+        cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
+            cfg.rerank, window=cfg.rerank.window + added))
     ranked = rank_hits(rt, cfg, res).ranked
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     top = (distinct_sources_of(ranked, res.rows, k) if distinct_sources else ranked[:k])

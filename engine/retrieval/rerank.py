@@ -113,6 +113,11 @@ class RerankConfig:
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
     stopwords: frozenset[str] = STOPWORDS
     transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
+    # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
+    # and at most how many chunks that adds. Recall questions, dev split, `python -m
+    # bench.recall_quality --split dev` with 0 / 1 / 2 sessions (see the commit).
+    session_expand: int = 1
+    session_expand_chunks: int = 400
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
@@ -154,6 +159,9 @@ class RerankConfig:
         if not isinstance(self.context_share, int | float) or \
                 not 0.0 <= self.context_share <= 1.0:
             raise ConfigError("rerank.context_share must be in [0, 1]")
+        if not 0 <= self.session_expand <= 10 or not 0 <= self.session_expand_chunks <= 5000:
+            raise ConfigError("rerank.session_expand must be in 0..10 and "
+                              "session_expand_chunks in 0..5000")
         if self.date_window_days < 0 or self.scan_chars < 1:
             raise ConfigError("rerank.date_window_days must be >= 0 and scan_chars >= 1")
         if (set(self.intent_patterns) | set(self.intent_cues)) - set(INTENTS):
