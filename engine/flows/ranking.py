@@ -203,11 +203,12 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
 
 
 def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
-           distinct_sources: bool = False) -> list[SearchHit]:
+           distinct_sources: bool = False, expand_session: bool = False) -> list[SearchHit]:
     """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
 
     ``distinct_sources``: at most one hit per source (its best chunk), so that ``k``
-    hits name ``k`` different sources where the store has them.
+    hits name ``k`` different sources where the store has them. ``expand_session``
+    (recall): the best coding session's chunks join the window (``session_expand``).
     """
     t = time.perf_counter()
     cfg = rt.cfg
@@ -219,7 +220,7 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
                 cfg.rerank, window=cfg.rerank.distinct_window))
     res = run_lanes(rt, query, filters=filters, depth=depth,
                     while_waiting=lambda rows: prescan(rows, cfg.rerank))
-    res, added = expand_sessions(rt, cfg, res, filters)
+    res, added = expand_sessions(rt, cfg, res, filters) if expand_session else (res, 0)
     if added:  # the sessions' chunks are reranked with the window
         cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
             cfg.rerank, window=cfg.rerank.window + added))

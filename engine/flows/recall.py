@@ -60,6 +60,6 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
-        hits = search(rt, query, k, filters=filters)  # ranked with the transcript profile
+        hits = search(rt, query, k, filters=filters, expand_session=True)  # transcript profile
         out["hits"] = presented(rt, query, hits)
     return out

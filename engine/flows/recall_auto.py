@@ -147,8 +147,8 @@ def auto_context(rt: Runtime, *, budget: int, project: str | None, branch: str |
     recent_failures = failure_rows(rt, project)
     hits: list[dict[str, Any]] = []
     if task and task.strip():  # the one ranked search, transcript profile (as recall)
-        found = search(rt, task, RELATED_DEPTH, filters=Filters(kinds=RECALL_KINDS,
-                                                                project=project))
+        found = search(rt, task, RELATED_DEPTH, expand_session=True,
+                       filters=Filters(kinds=RECALL_KINDS, project=project))
         hits = presented(rt, task, found)
     failed = [h["chunk_id"] for h in hits if (h.get("meta") or {}).get("failure")]
     failures = distinct(ranked_failures(hits, recent_failures, rt.vault.chunks(failed)))
