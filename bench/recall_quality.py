@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ctx-recall-q-") as tmp:
         shutil.copytree(store, Path(tmp) / "store")
         with ContextEngine.open(Path(tmp) / "store", embedder=embedder) as eng:
+            eng.warm_up(background=False)  # the same vector index for every question
             chunks = eng.rt.vault.chunk_count()
             for name in methods:
                 rank = METHODS[name](eng)
