@@ -152,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(tempfile.gettempdir()) / "ctx-bench")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap draws")
     ap.add_argument("--json", help="also write the ranks and tables to this file")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=FILE",
+                    help="also report the recall ranks of another run's --json (for example "
+                         "the code before a change, run from its own tree), paired")
     args = ap.parse_args(argv)
     dirs = corpus_dirs()
     if not dirs:
@@ -175,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
                 rank = METHODS[name](eng)
                 ranks[name] = [rs.first_answer(rank(q["q"]), q["sid"], q["evidence"])
                                for q in questions]
+    for spec in args.compare:
+        name, _, path = spec.partition("=")
+        other = json.loads(Path(path).read_text())
+        if other["split"] != args.split:
+            print(f"{path}: split {other['split']}, not {args.split}", file=sys.stderr)
+            return 2
+        ranks[name] = [other["ranks"]["recall"][q["id"]] for q in questions]
+        methods.append(name)
     sessions = len({q["session"] for q in questions})
     print(f"\nRecall quality: {args.split} split, {len(questions)} questions over {sessions} "
           f"sessions; store of {len(dirs)} folders, {chunks} chunks (indexed in {index_s:.0f} s)")
