@@ -75,6 +75,9 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
             timings["vector"] = (time.perf_counter() - t) * 1000
 
 
+SIM_DIGITS = 6  # the vector lane's cosines are compared to this many digits
+
+
 def _vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
                  timings: dict[str, float] | None, vectors: dict[int, np.ndarray] | None,
                  ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
@@ -89,6 +92,12 @@ def _vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
         rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
         return [], {}, vec
     rt.metrics.alert(ALERT_VECTOR_DOWN, False)
+    # equal similarities in chunk id order: an index loaded fresh and one grown by writes
+    # hold the vectors in different orders (and in different spaces: the rotated store's
+    # cosines differ from the exact index's in the 8th digit), and the lane must not
+    # depend on either; so cosines are kept to 6 digits, ties by chunk id
+    found = sorted(((cid, round(sim, SIM_DIGITS)) for cid, sim in found),
+                   key=lambda hit: (-hit[1], hit[0]))
     sims = dict(found)
     if filters.empty:
         return [cid for cid, _ in found][:depth], sims, vec
