@@ -260,7 +260,13 @@ def main(argv: list[str] | None = None) -> int:
 
     asks = [q["q"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
             if q["split"] == "dev"] or QUERIES  # dev questions only: test stays unread
-    lat: dict[str, list[float]] = {"recall query": [], "recall --auto": []}
+    lat: dict[str, list[float]] = {"recall query": [], "recall --auto": [],
+                                   "fused lanes only (recall before issue 26)": []}
+    from engine.flows.lanes import run_lanes
+    from engine.store.vault import Filters
+
+    eng.warm_up(background=False)  # the vector cache loaded: every query reads the same index
+    kinds = Filters(kinds=("turn_pair", "thinking", "code", "tool"))
     for i in range(args.queries):
         q = asks[i % len(asks)]
         eng.rt._qcache.clear()
@@ -270,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         eng.recall(auto=True, project="cli", budget=4000, task=q)
         lat["recall --auto"].append((time.perf_counter() - t) * 1000)
+        eng.rt._qcache.clear()
+        t = time.perf_counter()
+        run_lanes(eng.rt, q, filters=kinds, depth=max(10, eng.rt.cfg.search.lane_depth))
+        lat["fused lanes only (recall before issue 26)"].append((time.perf_counter() - t) * 1000)
     print(f"\nRecall latency ({eng.status()['chunks']} chunks; load {os.getloadavg()[0]:.1f})")
     print(table(["call", "n", "p50 ms", "p95 ms"],
                 [[k, len(v), pct(v, 50), pct(v, 95)] for k, v in lat.items()]))
