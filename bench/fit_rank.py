@@ -48,16 +48,27 @@ OUT = Path(__file__).resolve().parent / "data" / "rank_fit.json"
 Query = list[tuple[str, int, dict[str, float]]]  # (group key, label, features) per candidate
 
 
-def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[str, int]]]]
-                ) -> list[Query]:
+def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[str, int]]]],
+                filters: Any = None, expand: bool = False) -> list[Query]:
+    import dataclasses
+
     from engine.flows.lanes import run_lanes
     from engine.flows.ranking import rank_hits
+    from engine.flows.session_expand import expand_sessions
 
     rt = eng.rt
     out = []
     for text, label_of in questions:
-        res = run_lanes(rt, text)
-        ranked = rank_hits(rt, rt.cfg, res, all_features=True).ranked[: rt.cfg.rerank.window]
+        res = run_lanes(rt, text, filters=filters)
+        cfg = rt.cfg
+        if expand:  # as search does for recall: the best sessions' chunks join the window
+            res, added = expand_sessions(rt, cfg, res, filters)
+            cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
+                cfg.rerank, window=cfg.rerank.window + added))
+        ranked = rank_hits(rt, cfg, res, all_features=True).ranked[: cfg.rerank.window]
+        # in fused order: the window's order under the current weights must not leak into
+        # the fit (all-zero weights would otherwise replay them)
+        ranked = sorted(ranked, key=lambda r: -r[2].get("fused", 0.0))
         rows = []
         for cid, _, feats in ranked:
             key, label = label_of(res.rows[cid])
@@ -117,6 +128,29 @@ def dump_locomo(cache: Path) -> dict[str, Any]:
             "queries": queries, "n_relevant": n_rel}
 
 
+def dump_transcripts(cache: Path) -> dict[str, Any]:
+    """The recall questions' dev split over the recall bench's store (test: never)."""
+    from bench import recall_quality as rq
+    from bench import recall_scoring as rs
+    from engine.facade import ContextEngine
+    from engine.store.vault import Filters
+
+    embedder = sd.make_embedder("minilm")
+    dirs = rq.corpus_dirs()
+    store, _ = rq.prepare_store(embedder, cache, dirs)
+    qs = rq.load_questions("dev", rq.session_ids(dirs))
+    questions = [(q["q"], lambda row, q=q: (str(row.id), int(
+        row.meta.get("session") == q["sid"]
+        and any(rs.norm(e) in rs.norm(row.text) for e in q["evidence"])))) for q in qs]
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(store, Path(tmp) / "s")
+        with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
+            eng.warm_up(background=False)  # the same vector index for every question
+            dumped = _dump_store(eng, questions, Filters(kinds=rq.RECALL_KINDS), expand=True)
+    return {"kind": "transcript", "split": f"recall questions, dev split ({len(qs)})",
+            "queries": dumped, "n_relevant": [1] * len(qs)}
+
+
 class Prepared:
     """A dump as arrays: per question, its feature matrix, labels and group keys."""
 
@@ -155,8 +189,16 @@ def recall_turns(feats: np.ndarray, labels: np.ndarray, keys: list[str], n_rel: 
     return sum(f / n_rel for f in found) / 2
 
 
+def hit5_mrr10(feats: np.ndarray, labels: np.ndarray, keys: list[str], n_rel: int,
+               w: np.ndarray) -> float:
+    """Mean of hit@5 and MRR@10 of the first answering candidate (recall questions)."""
+    order = _order(feats, w)[:10]
+    rank = next((r for r, i in enumerate(order, start=1) if labels[i]), None)
+    return ((rank is not None and rank <= 5) + (1.0 / rank if rank else 0.0)) / 2
+
+
 def objective(prep: Prepared, w: dict[str, float]) -> float:
-    fn = ndcg10_docs if prep.kind == "document" else recall_turns
+    fn = {"document": ndcg10_docs, "transcript": hit5_mrr10}.get(prep.kind, recall_turns)
     vec = np.array([w.get(f, 0.0) for f in FIT_FEATURES])
     return statistics.mean(fn(f, lab, k, n, vec) for f, lab, k, n in prep.items)
 
@@ -197,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scifact-store", type=Path, help="use this SciFact store")
     ap.add_argument("--claims", type=int, help="only the first N SciFact train claims")
     ap.add_argument("--drop-below", type=float, default=0.002)
-    ap.add_argument("--only", choices=("document", "conversation"))
+    ap.add_argument("--only", choices=("document", "conversation", "transcript"))
+    ap.add_argument("--from-fused", action="store_true",
+                    help="start from the fused order alone, not from the current weights")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     sd.bench_env()
@@ -207,11 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
     jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs, args.claims,
                                               args.scifact_store),
-            "conversation": lambda: dump_locomo(args.store_cache)}
+            "conversation": lambda: dump_locomo(args.store_cache),
+            "transcript": lambda: dump_transcripts(args.store_cache)}
     for kind, make in jobs.items():
         if args.only and kind != args.only:
             continue
         tag = (f"-{args.scifact_docs}-{args.claims}" if kind == "document" else "")
+        if kind == "transcript":
+            from bench.recall_quality import code_tag
+            tag = f"-{code_tag()}"
         path = args.store_cache / f"rank-features-{kind}{tag}.json"
         if path.exists():
             dump = json.loads(path.read_text())
@@ -219,11 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             dump = make()
             path.write_text(json.dumps(dump))
         prep = Prepared(dump)
-        start = DEFAULT_PROFILES[kind]
+        start = {"fused": 1.0} if args.from_fused else DEFAULT_PROFILES[kind]
         before = objective(prep, start)
         weights, dropped = fit(prep, start, args.drop_below)
         after = objective(prep, weights)
-        metric = "nDCG@10" if kind == "document" else "mean of evidence recall@10 and @25"
+        metric = {"document": "nDCG@10", "transcript": "mean of hit@5 and MRR@10"}.get(
+            kind, "mean of evidence recall@10 and @25")
         print(f"{kind} ({dump['split']}, {len(dump['queries'])} questions): {metric} "
               f"{before:.4f} -> {after:.4f}; weights {weights}; dropped {dropped}")
         result[kind] = {"split": dump["split"], "questions": len(dump["queries"]),

@@ -3,8 +3,9 @@
     python -m bench.recall_bench [--sessions 100] [--embedder minilm|fake] [--queries 20]
                                  [--compare] [--rounds 1]
 
-1. Cold pass: the shared Claude Code and Codex transcripts (every text new to
-   the model) are indexed into a fresh store. Printed: sessions, chunks, chunks
+1. Cold pass: the real sessions (the shared Claude Code and Codex transcripts and
+   the collected public ones, ``bench.recall_quality.corpus_dirs``; every text new
+   to the model) are indexed into a fresh store. Printed: sessions, chunks, chunks
    per session, seconds, sessions/min and the projected minutes for 1000 new
    sessions of the same average size (the target: under 30). The model's word
    pieces (what its steps computed, padding included, vs the texts' own) are
@@ -14,7 +15,8 @@
    are embedded whole), in turns with the current one ("after"), ``--rounds`` times each, so that
    both see the same machine load; the table ends with after/before ratios.
 2. Replicated pass: the same files copied, with fresh session ids, until there
-   are ``--sessions`` sessions, then indexed. Copies repeat texts, so the
+   are ``--sessions`` sessions (``--chunks``: until the store holds about that many
+   chunks), then indexed. Copies repeat texts, so the
    embedding cache serves them: this is the cost of everything but the model,
    per session, and so the model's share of the cold pass.
 3. A sync over the unchanged folders (no embedding) and recall query latency.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -44,6 +47,13 @@ from bench.stats import pct, table
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "transcripts"
+
+
+def corpus() -> list[Path]:
+    """The folders of real sessions: shared and collected (see bench.recall_quality)."""
+    from bench.recall_quality import corpus_dirs
+
+    return corpus_dirs()
 QUERIES = ["why did the tests fail", "how was the build configured", "which command failed",
            "what did we decide about the session format", "error reading the file",
            "add a new endpoint", "fix the failing lint", "update the documentation"]
@@ -120,7 +130,7 @@ def cold_pass(model: Any, work: Path, name: str) -> tuple[dict[str, Any], Any]:
     eng = ContextEngine.open(work / f"store-{name}", embedder=rec)
     load = os.getloadavg()[0]
     t = time.perf_counter()
-    stats = eng.sync([str(SHARED)])
+    stats = eng.sync([str(d) for d in corpus()])
     seconds = time.perf_counter() - t
     n = sessions_of(stats)
     rate = n / seconds * 60
@@ -138,12 +148,12 @@ def cold_row(r: dict[str, Any]) -> list[Any]:
             f"{r['load'][0]:.1f}-{r['load'][1]:.1f}"]
 
 
-def replicate(src: Path, dst: Path, sessions: int) -> int:
+def replicate(srcs: Sequence[Path], dst: Path, sessions: int) -> int:
     from engine.recall.claude import parse_claude
     from engine.recall.codex import parse_codex
     from engine.recall.model import detect_agent
 
-    files = sorted(src.rglob("*.jsonl"))
+    files = sorted(f for src in srcs for f in src.rglob("*.jsonl"))
     ids = {}
     for f in files:
         agent = detect_agent(f)
@@ -168,13 +178,15 @@ def replicate(src: Path, dst: Path, sessions: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=100)
+    ap.add_argument("--chunks", type=int,
+                    help="replicate until the store holds about this many chunks")
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--compare", action="store_true",
                     help="also run the cold pass as it was before issue 11, in turns")
     ap.add_argument("--rounds", type=int, default=1, help="cold passes of each kind")
     args = ap.parse_args(argv)
-    if not SHARED.exists():
+    if not corpus():
         print(f"transcripts not found at {SHARED}", file=sys.stderr)
         return 2
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
@@ -211,7 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     cold_s = statistics.median(r["seconds"] for r in after)
 
     copies = work / "copies"
-    made = replicate(SHARED, copies, args.sessions)
+    target = args.sessions
+    if args.chunks:  # sessions of the cold pass's average size, to about --chunks in all
+        target = max(0, int((args.chunks - after[-1]["chunks"]) / after[-1]["per_session"]))
+    made = replicate(corpus(), copies, target)
     load = os.getloadavg()[0]
     t = time.perf_counter()
     rep = eng.sync([str(copies)])
@@ -235,22 +250,36 @@ def main(argv: list[str] | None = None) -> int:
 
     load = os.getloadavg()[0]
     t = time.perf_counter()
-    again = eng.sync([str(SHARED), str(copies)])
+    again = eng.sync([*(str(d) for d in corpus()), str(copies)])
     idle_s = time.perf_counter() - t
     print(f"unchanged sync: {again['files']} files, {again['embedded']} embedded, "
           f"{idle_s:.2f} s ({idle_s / max(1, again['files']) * 100 * 1000:.1f} ms per 100 "
           f"files; load {load:.1f})")
 
-    lat: dict[str, list[float]] = {"recall query": [], "recall --auto": []}
+    from bench.recall_quality import QUESTIONS
+
+    asks = [q["q"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+            if q["split"] == "dev"] or QUERIES  # dev questions only: test stays unread
+    lat: dict[str, list[float]] = {"recall query": [], "recall --auto": [],
+                                   "fused lanes only (recall before issue 26)": []}
+    from engine.flows.lanes import run_lanes
+    from engine.store.vault import Filters
+
+    eng.warm_up(background=False)  # the vector cache loaded: every query reads the same index
+    kinds = Filters(kinds=("turn_pair", "thinking", "code", "tool"))
     for i in range(args.queries):
-        q = QUERIES[i % len(QUERIES)]
+        q = asks[i % len(asks)]
         eng.rt._qcache.clear()
         t = time.perf_counter()
         eng.recall(q, k=10)
         lat["recall query"].append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        eng.recall(auto=True, project="spotter", budget=4000, task=q)
+        eng.recall(auto=True, project="cli", budget=4000, task=q)
         lat["recall --auto"].append((time.perf_counter() - t) * 1000)
+        eng.rt._qcache.clear()
+        t = time.perf_counter()
+        run_lanes(eng.rt, q, filters=kinds, depth=max(10, eng.rt.cfg.search.lane_depth))
+        lat["fused lanes only (recall before issue 26)"].append((time.perf_counter() - t) * 1000)
     print(f"\nRecall latency ({eng.status()['chunks']} chunks; load {os.getloadavg()[0]:.1f})")
     print(table(["call", "n", "p50 ms", "p95 ms"],
                 [[k, len(v), pct(v, 50), pct(v, 95)] for k, v in lat.items()]))

@@ -72,7 +72,7 @@ def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
 
 
 def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    from engine.flows.lanes import fused_hits as fused_search
+    from engine.flows.lanes import run_lanes
     from engine.recall.chunks import RECALL_CHUNK_KINDS
     from engine.store.vault import Filters
 
@@ -83,8 +83,10 @@ def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
                                             q["answers"]))
         hits = eng.search(q["q"], k=10, kinds=list(RECALL_CHUNK_KINDS))
         ranks["ctx search"].append(first_answer([h.text for h in hits], q["answers"]))
-        plain = fused_search(eng.rt, q["q"], 10, filters=Filters(kinds=RECALL_CHUNK_KINDS))
-        ranks["RRF"].append(first_answer([h.text for h in plain], q["answers"]))
+        res = run_lanes(eng.rt, q["q"], filters=Filters(kinds=RECALL_CHUNK_KINDS),
+                        depth=max(10, eng.rt.cfg.search.lane_depth))
+        ranks["RRF"].append(first_answer([res.rows[c].text for c, _, _ in res.fused[:10]],
+                                         q["answers"]))
     out = {}
     for name, rs in ranks.items():
         out[name] = {"hit@5": statistics.mean(r is not None and r <= 5 for r in rs),

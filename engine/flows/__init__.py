@@ -11,7 +11,6 @@ recall) take plain data and import nothing from here. The facade sits above.
   match expressions, lane weights, depth, filters (``QueryPlan``);
 - ``stages``    the one stage timer of a search or build;
 - ``lanes``     the lanes stage (keyword, vector, recency) and the fuse stage;
-  ``fused_hits``, recall's unranked search;
 - ``ranking``   the rank stage: the fused window reranked by kind (``rank_hits``),
   and ``search``, ranked as build_context ranks;
 - ``build``     build_context's stage runner: plan, lanes, fuse, rank, dedupe,
@@ -22,6 +21,7 @@ recall) take plain data and import nothing from here. The facade sits above.
 - ``writer``    the single writer: chunk, summarise, embed (cached), store;
 - ``ingest``    ingest jobs for paths, text and conversations;
 - ``recall_sync``, ``recall_auto``, ``recall``  transcript sync, auto recall, the
-  recall call;
+  recall call; ``session_expand`` (the best session's chunks join recall's window) and
+  ``recall_hits`` (what a recall hit shows: its session line and excerpt);
 - ``vector_rebuild``  rebuilding the vector store from the vault.
 """

@@ -15,7 +15,7 @@ from engine.errors import VectorStoreUnavailable
 from engine.flows.plan import QueryPlan, plan_query
 from engine.flows.runtime import Runtime
 from engine.flows.stages import StageTimer
-from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
+from engine.metrics import ALERT_VECTOR_DOWN
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
@@ -42,6 +42,9 @@ class LaneResult:
     prepared: Any = None
 
 
+SIM_DIGITS = 6  # the vector lane keeps its hits' cosines to this many digits
+
+
 def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
                 timer: StageTimer | None = None,
                 vectors: dict[int, np.ndarray] | None = None,
@@ -61,6 +64,12 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
             rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
             return [], {}, vec
         rt.metrics.alert(ALERT_VECTOR_DOWN, False)
+        # equal similarities in chunk id order: an index loaded fresh and one grown by
+        # writes hold the vectors in different orders (and the rotated store's cosines
+        # differ from the exact index's in the 8th digit), so the lane must not depend on
+        # either: cosines kept to SIM_DIGITS digits, ties by chunk id
+        found = sorted(((cid, round(sim, SIM_DIGITS)) for cid, sim in found),
+                       key=lambda hit: (-hit[1], hit[0]))
         sims = dict(found)
         if filters.empty:
             return [cid for cid, _ in found][:depth], sims, vec
@@ -221,14 +230,3 @@ def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:
         heading=row.heading, meta=dict(row.meta),
     )
 
-
-def fused_hits(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None
-               ) -> list[SearchHit]:
-    """The top ``k`` chunks for ``query`` in fused lane order, not reranked (recall's
-    query; ``engine.flows.ranking.search`` ranks as build_context does)."""
-    timer = StageTimer()
-    res = run_lanes(rt, query, filters=filters, depth=max(k, rt.cfg.search.lane_depth),
-                    timer=timer)
-    hits = [to_hit(res.rows[cid], score, lanes) for cid, score, lanes in res.fused[:k]]
-    rt.metrics.observe(QUERY_MS, timer.total())
-    return hits

@@ -25,6 +25,7 @@ from engine.errors import VectorStoreUnavailable
 from engine.flows.lanes import LaneResult, fuse_stage, lane_stage, to_hit
 from engine.flows.plan import plan_query
 from engine.flows.runtime import Runtime
+from engine.flows.session_expand import expand_sessions
 from engine.flows.stages import StageTimer
 from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import QUERY_MS
@@ -178,8 +179,8 @@ def rerank_text(row: ChunkRow) -> str:
 
 
 def rerank_meta(row: ChunkRow) -> dict[str, Any]:
-    meta = {"title": row.title, "heading": row.heading, "source": row.source}
-    for key in ("speaker", "path", "project", "tool"):
+    meta = {"title": row.title, "heading": row.heading, "source": row.source, "kind": row.kind}
+    for key in ("speaker", "path", "project", "tool", "session", "failure"):
         if key in row.meta:
             meta[key] = row.meta[key]
     return meta
@@ -202,12 +203,13 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
 
 
 def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
-           distinct_sources: bool = False) -> list[SearchHit]:
+           distinct_sources: bool = False, expand_session: bool = False) -> list[SearchHit]:
     """The top ``k`` chunks for ``query``, ranked as build_context ranks them: the same
     plan and stages up to the rank.
 
     ``distinct_sources``: at most one hit per source (its best chunk), so that ``k``
-    hits name ``k`` different sources where the store has them.
+    hits name ``k`` different sources where the store has them. ``expand_session``
+    (recall): the best coding session's chunks join the window (``session_expand``).
     """
     timer = StageTimer()
     cfg = rt.cfg
@@ -221,6 +223,10 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
         plan = plan_query(rt, query, cfg, filters=filters, depth=depth)
     hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
     res = fuse_stage(rt, plan, hits, timer)
+    res, added = expand_sessions(rt, cfg, res, filters) if expand_session else (res, 0)
+    if added:  # the sessions' chunks are reranked with the window
+        cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
+            cfg.rerank, window=cfg.rerank.window + added))
     with timer.stage("rerank"):
         ranked = rank_hits(rt, cfg, res, timer=timer).ranked
     lanes = {cid: ranks for cid, _, ranks in res.fused}

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.flows.lanes import run_lanes
+from engine.flows.ranking import search
+from engine.flows.recall_hits import presented
 from engine.flows.runtime import Runtime
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
@@ -22,6 +23,7 @@ from engine.store import sessions as session_rows
 from engine.store.vault import ChunkRow, Filters
 
 RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")
+RELATED_DEPTH = 30  # ranked hits read for the Related and Failures sections
 
 
 def _day(ts: float | None) -> str:
@@ -75,7 +77,8 @@ def distinct(rows: Sequence[ChunkRow], threshold: float = 0.6) -> list[ChunkRow]
 
 
 def failure_line(row: ChunkRow) -> str:
-    """One line for a failure: when, what kind, what was tried, and how it ended."""
+    """One line for a failure: when, which session and branch, what kind, what was
+    tried, and how it ended."""
     lines = [ln.strip() for ln in row.text.split("\n") if ln.strip()]
     first = lines[0] if lines else ""
     for prefix in ("User:", "Assistant:"):
@@ -89,13 +92,27 @@ def failure_line(row: ChunkRow) -> str:
     tool = row.meta.get("tool")
     what = f"{kind} ({tool})" if tool else kind
     tail = f" → {_one_line(last, 90)}" if last else ""
-    return f"- {_day(row.time)} · {what} · {_one_line(first, 100)}{tail}"
+    where = f"{str(row.meta.get('session') or '-')[:8]} · {row.meta.get('branch') or '-'}"
+    return f"- {_day(row.time)} · {where} · {what} · {_one_line(first, 100)}{tail}"
 
 
-def _candidate(row: ChunkRow, score: float, why: str) -> PackCandidate:
-    return PackCandidate(key=f"chunk:{row.id}", section="memory", kind=row.kind,
-                         source=str(row.meta.get("session") or row.source), title=row.title,
-                         time=row.time, score=score, text=row.text, chunk_ids=(row.id,), why=why)
+def _candidate(hit: dict[str, Any], why: str) -> PackCandidate:
+    """A ranked recall hit as the digest shows it: its line, then the excerpt that answers."""
+    meta = hit.get("meta") or {}
+    return PackCandidate(key=f"chunk:{hit['chunk_id']}", section="memory", kind=hit["kind"],
+                         source=str(meta.get("session") or hit["source"]), title=hit["title"],
+                         time=hit["time"], score=float(hit["score"]),
+                         text=f"{hit['line']}\n{hit['excerpt']}", chunk_ids=(hit["chunk_id"],),
+                         why=why)
+
+
+def ranked_failures(hits: Sequence[dict[str, Any]], recent: Sequence[ChunkRow],
+                    rows: dict[int, ChunkRow]) -> list[ChunkRow]:
+    """Failures the task's ranking found first (best first), then the most recent ones."""
+    first = [rows[h["chunk_id"]] for h in hits
+             if (h.get("meta") or {}).get("failure") and h["chunk_id"] in rows]
+    seen = {r.id for r in first}
+    return first + [r for r in recent if r.id not in seen]
 
 
 def auto_context(rt: Runtime, *, budget: int, project: str | None, branch: str | None,
@@ -103,14 +120,17 @@ def auto_context(rt: Runtime, *, budget: int, project: str | None, branch: str |
     counter = rt.counter
     sessions = recent_sessions(rt, project, branch, rt.cfg.recall.recent_sessions)
     recent = _recent_lines(sessions)
-    failures = distinct(failure_rows(rt, project))
+    recent_failures = failure_rows(rt, project)
+    hits: list[dict[str, Any]] = []
+    if task and task.strip():  # the one ranked search, transcript profile (as recall)
+        found = search(rt, task, RELATED_DEPTH, expand_session=True,
+                       filters=Filters(kinds=RECALL_KINDS, project=project))
+        hits = presented(rt, task, found)
+    failed = [h["chunk_id"] for h in hits if (h.get("meta") or {}).get("failure")]
+    failures = distinct(ranked_failures(hits, recent_failures, rt.vault.chunks(failed)))
     fail_ids = {r.id for r in failures}
     fail_lines = list(dict.fromkeys(failure_line(r) for r in failures))
-    related: list[PackCandidate] = []
-    if task and task.strip():
-        res = run_lanes(rt, task, filters=Filters(kinds=RECALL_KINDS, project=project))
-        related = [_candidate(res.rows[cid], score, "related") for cid, score, _ in res.fused
-                   if cid not in fail_ids]
+    related = [_candidate(h, "related") for h in hits if h["chunk_id"] not in fail_ids]
     related = _unique_lines([related])[0]
     markdown = fmt == "markdown"
     pcfg = dataclasses.replace(rt.cfg.packing, fmt="markdown" if markdown else "text",

@@ -59,6 +59,7 @@ class RecallChunkConfig:
     context_question_tokens: int = 40  # the request quoted above a thinking chunk
     tool_input_tokens: int = 120  # tool input summary
     tool_output_tokens: int = 120  # tool output: its head and, mostly, its tail
+    tool_intent_tokens: int = 60  # the assistant's words before a tool call (why it ran)
     code_context_tokens: int = 60  # the sentence introducing a code block
     min_thinking_tokens: int = 16  # shorter reasoning (a bare heading) is skipped
     max_parts: int = 32  # a longer answer, reasoning or code block is cut after this many
@@ -72,14 +73,17 @@ class RecallChunkConfig:
         if not 64 <= self.max_tokens <= 8192:
             raise bad("max_tokens", "must be between 64 and 8192")
         for key in ("question_tokens", "context_question_tokens", "tool_input_tokens",
-                    "tool_output_tokens", "code_context_tokens", "max_parts"):
+                    "tool_output_tokens", "tool_intent_tokens", "code_context_tokens",
+                    "max_parts"):
             if getattr(self, key) < 1:
                 raise bad(key, "must be at least 1")
         for key in ("question_tokens", "context_question_tokens", "code_context_tokens"):
             if getattr(self, key) > self.max_tokens // 2:
                 raise bad(key, "must be at most half of max_tokens")
-        if self.tool_input_tokens + self.tool_output_tokens + 32 > self.max_tokens:
-            raise bad("tool_output_tokens", "tool input and output must fit in max_tokens")
+        if (self.tool_input_tokens + self.tool_output_tokens + self.tool_intent_tokens
+                + self.context_question_tokens + 32 > self.max_tokens):
+            raise bad("tool_output_tokens",
+                      "a tool call's request, intent, input and output must fit in max_tokens")
         if self.min_thinking_tokens < 0:
             raise bad("min_thinking_tokens", "must not be negative")
         try:
@@ -154,6 +158,7 @@ class _Builder:
             "branch": event.branch, "model": event.model, "agent": self.info.agent,
             "failure": failure, "error_kind": error_kind, "tool": None, "key": key,
             "is_subagent": self.info.is_subagent, "parent_session": self.info.parent_session,
+            "turn": event.turn,
         }
         meta.update(extra)
         self.chunks.append(ChunkDraft(
@@ -231,7 +236,11 @@ class _Builder:
             result = f"Result{_status(event)}"
         else:
             result = f"Result{_status(event)}: (no output)"
-        text = f"Tool {name}: {summary}\n{result}"
+        question = self._question(event.prompt, self.cfg.context_question_tokens)
+        intent = self._question(event.intent, self.cfg.tool_intent_tokens)
+        why = (f"User: {question}\n" if question else "") + (
+            f"Assistant: {intent}\n" if intent else "")
+        text = f"{why}Tool {name}: {summary}\n{result}"
         self._add("tool", text, event, self._key("tool", event.tool_use_id or event.ref),
                   failure=event.failure, error_kind=event.error_kind, heading=name, tool=name,
                   exit_code=event.exit_code)

@@ -36,6 +36,7 @@ from engine.recall.model import (
     ParseResult,
     as_dict,
     as_str,
+    cap_text,
 )
 
 _INTERRUPTED = "[Request interrupted by user"
@@ -49,6 +50,11 @@ _USER_SAID = re.compile(r"the user said:\s*", re.IGNORECASE)
 _TOOL_USE_ERROR = re.compile(r"^\s*<tool_use_error>(.*?)(?:</tool_use_error>\s*)?$", re.DOTALL)
 _EXIT_CODE = re.compile(r"^\s*Exit code (-?\d+)")
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|$)", re.DOTALL)
+# A reminder holding what one of the user's own hooks printed ("PostToolUse:Edit hook
+# additional context: [COMPILE ERROR] ..."): a fact about their project, kept. Every
+# other reminder is the harness's boilerplate (file-safety notes, todo nudges) and goes.
+_HOOK_NOTE = re.compile(r"^\s*([A-Za-z]+)(?::[\w.-]+)? hook additional context:\s*", re.DOTALL)
+MAX_HOOK_NOTE_CHARS = 600
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _NOISE_PREFIXES = (
@@ -59,6 +65,23 @@ _NOISE_PREFIXES = (
 _SYNTHETIC_MODEL = "<synthetic>"  # harness-made assistant lines (API errors, "no response")
 MAX_PENDING_SUMMARIES = 64
 MAX_SEEN_MESSAGES = 64
+
+
+def split_reminders(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """``text`` without its system reminders, and the hook notes they held: (hook event,
+    what the hook said), in order. Other reminders are dropped."""
+    notes: list[tuple[str, str]] = []
+
+    def keep(match: re.Match[str]) -> str:
+        body = match.group(0).removeprefix("<system-reminder>").removesuffix("</system-reminder>")
+        hook = _HOOK_NOTE.match(body)
+        if hook:
+            said = body[hook.end():].strip()
+            if said:
+                notes.append((hook.group(1), cap_text(said, MAX_HOOK_NOTE_CHARS)))
+        return ""
+
+    return _SYSTEM_REMINDER.sub(keep, text), notes
 
 
 def parse_claude(path: Path, *, start_offset: int = 0,
@@ -318,7 +341,11 @@ class _ClaudeParser(LineParser):
             stripped = f"{name.group(1).strip()} {args.group(1).strip()}"
         elif stripped.startswith(_NOISE_PREFIXES):
             return
-        stripped = _SYSTEM_REMINDER.sub("", stripped).strip()
+        stripped, notes = split_reminders(stripped)
+        stripped = stripped.strip()
+        for n, (hook, said) in enumerate(notes):
+            self.emit("tool", "tool_result", said, f"{ref}:hook{n}", offset, uuid=uuid,
+                      tool="hook", tool_input=hook)
         if not stripped:
             return
         kept = self.set_prompt(stripped)
@@ -328,10 +355,12 @@ class _ClaudeParser(LineParser):
                      uuid: str | None) -> None:
         call_id = as_str(block.get("tool_use_id"))
         is_error = block.get("is_error") is True
-        kind, exit_code, text = _classify_result(_block_text(block.get("content")), is_error,
-                                                 extra)
+        raw, notes = split_reminders(_block_text(block.get("content")))
+        kind, exit_code, text = _classify_result(raw.rstrip(), is_error, extra)
+        if notes:
+            text = "\n".join([text, *(f"[{hook} hook] {said}" for hook, said in notes)])
         call = as_dict(self.state["pending"].pop(call_id, None)) if call_id else {}
         self.emit("tool", "tool_result", text, ref, offset, uuid=uuid,
                   tool=as_str(call.get("name")), tool_input=as_str(call.get("input")),
                   tool_use_id=call_id, is_error=is_error or kind is not None,
-                  error_kind=kind, exit_code=exit_code)
+                  error_kind=kind, exit_code=exit_code, intent=as_str(call.get("intent")))

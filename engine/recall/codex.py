@@ -300,7 +300,8 @@ class _CodexParser(LineParser):
         del closed[:-MAX_CLOSED]
         self.emit("tool", "tool_result", text, ref, offset, tool=as_str(call.get("name")),
                   tool_input=as_str(call.get("input")), tool_use_id=call_id,
-                  is_error=kind is not None, error_kind=kind, exit_code=exit_code)
+                  is_error=kind is not None, error_kind=kind, exit_code=exit_code,
+                  intent=as_str(call.get("intent")))
 
     # ---------------------------------------------------------------- events
 

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
 from engine.errors import REJECT_UNREADABLE, FileRejected
+from engine.recall.spans import strip_private
 
 AgentName = Literal["claude", "codex"]
 AGENTS: tuple[str, ...] = ("claude", "codex")
@@ -86,6 +87,8 @@ class TranscriptEvent:
     prompt: str | None = None
     model: str | None = None
     branch: str | None = None
+    intent: str | None = None  # of a tool result: the assistant's words just before the call
+    turn: int | None = None  # which request of the session it answers (1, 2, ...)
 
     @property
     def failure(self) -> bool:
@@ -205,6 +208,15 @@ def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def tail_text(text: str, limit: int) -> str:
+    """The last ``limit`` characters at most, cut at whitespace so no token is split."""
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    space = cut.find(" ")
+    return cut[space + 1:] if 0 <= space < limit // 2 else cut
+
+
 def cap_text(text: str, limit: int) -> str:
     """At most ``limit`` characters, cut at whitespace so no token is split."""
     if len(text) <= limit:
@@ -251,6 +263,7 @@ def detect_agent(path: Path, max_lines: int = 50) -> AgentName | None:
 MAX_PROMPT_CHARS = 4000  # the pending request kept in state
 MAX_TOOL_INPUT_CHARS = 4000  # a pending tool call's input kept in state
 MAX_PENDING_TOOLS = 512
+MAX_INTENT_CHARS = 300  # the end of the assistant's words before a tool call (its intent)
 _LINE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
@@ -353,16 +366,31 @@ class LineParser:
              **fields: Any) -> TranscriptEvent:
         fields.setdefault("timestamp", self.ts)
         fields.setdefault("prompt", self.state.get(self.prompt_key))
+        fields.setdefault("turn", self.state.get(self._turn_key))
         event = TranscriptEvent(role=role, type=type_, text=text, ref=ref, offset=offset,
                                 model=self.state.get("model"), branch=self.state.get("branch"),
                                 **fields)
         self.events.append(event)
+        if role == "assistant" and type_ in ("text", "thinking") and text.strip():
+            # private spans go before the cut: a cut could leave half a span unrecognized
+            said = " ".join(strip_private(text).split())
+            self.state[self._intent_key] = tail_text(said, MAX_INTENT_CHARS) or None
         return event
+
+    @property
+    def _turn_key(self) -> str:
+        """State slot of the number of the current request (its turn)."""
+        return "side_turn" if self.prompt_key == "side_prompt" else "turn"
+
+    @property
+    def _intent_key(self) -> str:
+        """State slot of the assistant's latest words in the current request."""
+        return "side_intent" if self.prompt_key == "side_prompt" else "intent"
 
     def remember_call(self, call_id: str, name: str | None, tool_input: str | None) -> None:
         pending: dict[str, Any] = self.state["pending"]
         pending[call_id] = {"name": name, "input": _cap_input(tool_input or ""), "ts": self.ts,
-                            "out": ""}
+                            "out": "", "intent": self.state.get(self._intent_key)}
         while len(pending) > MAX_PENDING_TOOLS:
             pending.pop(next(iter(pending)))
 
@@ -370,4 +398,6 @@ class LineParser:
         """Make ``text`` the request that following events answer; returns it as kept."""
         kept = cap_text(text, MAX_PROMPT_CHARS)
         self.state[self.prompt_key] = kept
+        self.state[self._intent_key] = None  # a new request: nothing said toward it yet
+        self.state[self._turn_key] = int(self.state.get(self._turn_key) or 0) + 1
         return kept

@@ -17,10 +17,10 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.recall.model import ParseResult, SessionInfo, TranscriptEvent
+from engine.recall.spans import strip_private
 
 REDACTED = "[REDACTED]"
 
-_PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]*>", re.IGNORECASE)
 
 # Whole-match secrets, each with the literal text it cannot match without (a
 # cheap test that spares the regex on most texts): the match is replaced.
@@ -84,27 +84,6 @@ class PrivacyConfig:
         if not isinstance(self.mask_secrets, bool):
             raise ConfigError("recall.privacy.mask_secrets: expected true or false",
                               key="mask_secrets")
-
-
-def strip_private(text: str) -> str:
-    """``text`` without its ``<private>...</private>`` spans (nested spans count).
-
-    An opening tag that is never closed hides everything after it; a stray
-    closing tag is dropped.
-    """
-    if "<" not in text or not _PRIVATE_TAG.search(text):
-        return text
-    out: list[str] = []
-    depth = 0
-    pos = 0
-    for match in _PRIVATE_TAG.finditer(text):
-        if depth == 0:
-            out.append(text[pos:match.start()])
-        depth = max(0, depth - 1) if match.group(1) else depth + 1
-        pos = match.end()
-    if depth == 0:
-        out.append(text[pos:])
-    return "".join(out)
 
 
 def _secret_value(value: str) -> bool:
@@ -204,5 +183,6 @@ def apply_privacy(result: ParseResult, cfg: PrivacyConfig) -> ParseResult:
             continue
         events.append(replace(event, text=_clean(event.text, cfg) or "",
                               tool_input=_clean(event.tool_input, cfg),
-                              prompt=_clean(event.prompt, cfg)))
+                              prompt=_clean(event.prompt, cfg),
+                              intent=_clean(event.intent, cfg)))
     return replace(result, info=info, events=tuple(events), state=state)

@@ -32,6 +32,12 @@ from engine.retrieval.query import (
     terms_of_words,
     words_of,
 )
+from engine.retrieval.transcript_rank import (
+    TRANSCRIPT_FEATURES,
+    SessionChunk,
+    TranscriptCues,
+    transcript_features,
+)
 
 _MONTHS = ("january february march april june july august september october november december "
            "jan feb apr jun jul aug sep sept oct nov dec")
@@ -106,6 +112,12 @@ class RerankConfig:
     scan_chars: int = 2000  # only the first chars of a long candidate are scanned
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
     stopwords: frozenset[str] = STOPWORDS
+    transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
+    # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
+    # and at most how many chunks that adds. Recall questions, dev split, `python -m
+    # bench.recall_quality --split dev` with 0 / 1 / 2 sessions (see the commit).
+    session_expand: int = 1
+    session_expand_chunks: int = 400
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
@@ -147,6 +159,9 @@ class RerankConfig:
         if not isinstance(self.context_share, int | float) or \
                 not 0.0 <= self.context_share <= 1.0:
             raise ConfigError("rerank.context_share must be in [0, 1]")
+        if not 0 <= self.session_expand <= 10 or not 0 <= self.session_expand_chunks <= 5000:
+            raise ConfigError("rerank.session_expand must be in 0..10 and "
+                              "session_expand_chunks in 0..5000")
         if self.date_window_days < 0 or self.scan_chars < 1:
             raise ConfigError("rerank.date_window_days must be >= 0 and scan_chars >= 1")
         if (set(self.intent_patterns) | set(self.intent_cues)) - set(INTENTS):
@@ -261,6 +276,14 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
             feats["intent"] = (sum(1.0 for i in intents if _answers(i, sc, cfg)) / len(intents)
                                if intents else 0.0)
         rows.append(feats)
+    if not wanted.isdisjoint(TRANSCRIPT_FEATURES):
+        window = [SessionChunk(kind=str(c.meta.get("kind", "")), session=c.meta.get("session"),
+                               failure=bool(c.meta.get("failure")), fused=r["fused"],
+                               similarity=c.similarity, keyword=c.keyword)
+                  for c, r in zip(head, rows, strict=True)]
+        for r, extra in zip(rows, transcript_features(analysis.text, window,
+                                                      cfg.transcript_cues), strict=True):
+            r.update(extra)
     if "distractor" in wanted:
         named = entity_keys and any(r.get("entity", 0.0) > 0 for r in rows)
         for r in rows:

@@ -308,6 +308,18 @@ class Vault:
             out.update({r[0]: ChunkRow.from_row(r) for r in rows})
         return out
 
+    def session_chunks(self, sessions: Sequence[str], limit: int) -> list[ChunkRow]:
+        """The chunks of ready sources of the given transcript sessions (session order,
+        then ordinal), at most ``limit`` (by the session index)."""
+        if not sessions or limit <= 0:
+            return []
+        rows = self._conn().execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.session IN ({','.join('?' * len(sessions))}) AND s.state = 'ready' "
+            "ORDER BY c.session, c.source_id, c.ordinal LIMIT ?", (*sessions, limit),
+        ).fetchall()
+        return [ChunkRow.from_row(r) for r in rows]
+
     def neighbours(self, source_id: int, lo: int, hi: int) -> list[ChunkRow]:
         rows = self._conn().execute(
             f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "

@@ -105,6 +105,10 @@ def run_recall(args: argparse.Namespace) -> int:
         return 0
     for i, h in enumerate(result.get("hits", []), 1):
         meta = h.get("meta", {})
+        if "line" in h:  # session · date · branch · what came of the turn
+            print(f"{i:>2}. [{h['kind']}] {meta.get('project') or '-'} · {h['line']}")
+            print("    " + h["excerpt"].replace("\n", "\n    "))
+            continue
         flag = " FAILED" if meta.get("failure") else ""
         print(f"{i:>2}. [{h['kind']}{flag}] {meta.get('project') or '-'} · "
               f"{meta.get('branch') or '-'} · {h['title']}")

@@ -76,6 +76,11 @@ def hit_entries(hits: Sequence[dict[str, Any]]) -> list[str]:
     out = []
     for i, h in enumerate(hits, 1):
         meta = h.get("meta") or {}
+        if "line" in h:  # a recall hit: where it sits, then the lines that answer
+            out.append(f"{i}. [{h.get('kind')}] {h['line']}\n   "
+                       + _cut(str(h.get("excerpt", "")).replace("\n", "\n   "),
+                              SNIPPET_TOKENS))
+            continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""
         head = (f"{i}. [{h.get('kind')}{flag}] {h.get('title')} ({h.get('source')}"

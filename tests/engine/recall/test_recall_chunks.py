@@ -104,8 +104,10 @@ def test_chunk_invariants(name: str) -> None:
         assert isinstance(chunk.meta["failure"], bool)
         if chunk.kind == "code":
             assert "language" in chunk.meta and "```" in chunk.text
-        if chunk.kind == "tool":
-            assert chunk.text.startswith(f"Tool {chunk.meta['tool']}: ")
+        if chunk.kind == "tool":  # the request and the intent, then the call
+            head, _, call = chunk.text.partition(f"Tool {chunk.meta['tool']}: ")
+            assert call and all(line.startswith(("User: ", "Assistant: "))
+                                for line in head.split("\n") if line)
         if chunk.kind in ("turn_pair", "thinking"):
             assert chunk.text.startswith(("User: ", "Assistant"))
         if chunk.meta["error_kind"] in ("rejected", "tool_use_error"):
@@ -125,7 +127,7 @@ def test_chunk_texts_read_as_turns_tools_and_code() -> None:
                                 "Assistant: Here's what I'd change:")
     assert "[code: markdown, 7 lines]" in pair.text and "## Taking Action" not in pair.text
     tool = by_kind["tool"]
-    assert tool.text.startswith("Tool mcp__private-journal__process_thoughts: feelings=")
+    assert "\nTool mcp__private-journal__process_thoughts: feelings=" in tool.text
     assert tool.text.endswith("Result: Thoughts recorded successfully.")
     assert pair.meta["model"] == "claude-opus-4-1-20250805"
     assert pair.meta["branch"] == "feature-branch"
@@ -144,11 +146,11 @@ def test_failed_command_chunk_shows_exit_code(tmp_path: Path) -> None:
     chunks = chunks_of(parse_claude(write_lines(tmp_path / "s.jsonl", lines)), start_ordinal=40)
     failed, refused = chunks
     assert (failed.ordinal, refused.ordinal) == (40, 41)
-    assert failed.text == ("Tool Bash: pytest -q\n"
+    assert failed.text == ("User: run the tests\nTool Bash: pytest -q\n"
                            "Result (exit 2): Exit code 2\nE   assert 1 == 2\n1 failed")
     assert (failed.meta["failure"], failed.meta["error_kind"], failed.meta["exit_code"]) == (
         True, "nonzero_exit", 2)
-    assert refused.text == ("Tool Read: /x.py\n"
+    assert refused.text == ("User: run the tests\nTool Read: /x.py\n"
                             "Result (refused by the harness): File does not exist.")
     assert (refused.meta["failure"], refused.meta["error_kind"]) == (False, "tool_use_error")
     assert failed.meta["key"].endswith(":tool:toolu_1")

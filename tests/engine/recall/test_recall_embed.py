@@ -49,17 +49,21 @@ def test_model_steps_take_the_texts_longest_first(data_dir: Path) -> None:
     assert sizes == sorted(sizes, reverse=True)
 
 
-def test_a_tool_chunk_is_embedded_by_the_start_of_its_result() -> None:
+def test_a_tool_chunk_is_embedded_by_its_intent_call_start_and_result_start() -> None:
     _, chunks = whole(LARGE)
-    tools = [c for c in chunks if c.kind == "tool"]
-    long_input = next(c for c in tools if len(c.text.partition("\nResult")[0]) > 200)
+    tools = [c for c in chunks if c.kind == "tool" and "\nAssistant: " in c.text]
+    long_input = next(c for c in tools if len(c.text.partition("\nResult")[0]) > 400)
     view = embed_text("title", "", "tool", long_input.text)
-    assert view.startswith("Result") and len(view) <= embedview.TOOL_EMBED_CHARS
-    assert long_input.text.partition("\nResult")[0] not in view  # the call's input is not
-    for c in chunks:
-        if c.kind != "tool":  # other transcript chunks: the whole text
-            assert embed_text("title", c.heading, c.kind, c.text) in (
-                c.text, f"title > {c.heading}\n{c.text}" if c.heading else f"title\n{c.text}")
+    intent = next(ln for ln in long_input.text.split("\n") if ln.startswith("Assistant: "))
+    call = next(ln for ln in long_input.text.split("\n") if ln.startswith("Tool "))
+    assert view.startswith(intent[:embedview.TOOL_VIEW_CHARS["Assistant: "]])
+    assert call[:embedview.TOOL_VIEW_CHARS["Tool "]] in view and call not in view
+    assert "\nResult" in view and "User: " not in view  # the session finds the request
+    assert len(view) < len(long_input.text)
+    for c in chunks:  # a reply or reasoning: without the request quoted above it
+        if c.kind in ("turn_pair", "thinking"):
+            assert embed_text("title", c.heading, c.kind, c.text) == (
+                c.text.partition("\n")[2] if c.text.startswith("User: ") else c.text)
 
 
 def test_vectors_are_found_again_by_rebuild_and_ranking(data_dir: Path) -> None:
@@ -69,7 +73,7 @@ def test_vectors_are_found_again_by_rebuild_and_ranking(data_dir: Path) -> None:
     with ContextEngine.open(data_dir, embedder=model) as eng:  # type: ignore[arg-type]
         eng.sync([str(transcript(LARGE))])
         seen = [t for call in model.calls for t in call]
-        assert not any(t.startswith("Tool ") for t in seen)
-        assert any(t.startswith("Result") for t in seen)
+        assert not any(t.startswith("User: ") for t in seen)
+        assert any(t.startswith("Assistant: ") and "\nTool " in t for t in seen)
         ids, _, embedded = vault_vectors(eng.rt.vault, model)  # type: ignore[arg-type]
         assert len(ids) == eng.status()["chunks"] and embedded == 0

@@ -1,0 +1,208 @@
+"""Recall quality: does ``recall`` find what a developer asks for, in their own words?
+
+The shared sessions (../shared/data/transcripts) and the collected public ones
+(``bench/data/transcripts``, or ../shared/data/transcripts-public once moved
+there) are indexed once into a cached store (real MiniLM). Each question of
+``bench/data/recall_questions.json`` (how they were written, the paraphrase rule
+and the split are recorded in the file) is asked through:
+
+- ``recall``: the product (``ContextEngine.recall(query, k=10)``);
+- ``BM25``: Okapi BM25 (k1 1.2, b 0.75) over the same stored chunks, nothing else;
+- ``fused``: the keyword and vector lanes fused by RRF over the transcript kinds,
+  which is what ``recall`` ranked with before issue 26 (``--methods``).
+
+A hit answers when it comes from the question's session and its text holds one
+of the question's evidence strings (case and whitespace ignored). Printed per
+method: hit@1/5/10 and MRR@10 overall, paraphrased vs verbatim and per kind,
+with 95% intervals from a bootstrap over sessions (questions of one session are
+drawn together), and the paired difference of each method to ``recall``.
+
+    python -m bench.recall_quality [--split dev|test|all] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import recall_scoring as rs
+from bench import scifact_data as sd
+from bench.models import vectors_tag
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+QUESTIONS = REPO / "bench" / "data" / "recall_questions.json"
+# where the collected public sessions live: shared data once the lead moves them, else here
+EXTRA = (SHARED / "transcripts-public", REPO / "bench" / "data" / "transcripts")
+RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")
+
+
+def corpus_dirs() -> list[Path]:
+    """The transcript folders to index: the shared sessions and the collected ones."""
+    dirs = [SHARED / "transcripts"]
+    extra = next((d for d in EXTRA if (d / "claude").is_dir()), None)
+    if extra is not None:
+        dirs.append(extra)
+    return [d / sub for d in dirs for sub in ("claude", "codex") if (d / sub).is_dir()]
+
+
+def code_tag() -> str:
+    """A hash of the code and settings that make recall's chunks and their vectors
+    (engine/recall, ``CTX__RECALL__*``): a change rebuilds the cached store."""
+    h = hashlib.sha256()
+    for p in sorted((REPO / "engine" / "recall").glob("*.py")):
+        h.update(p.read_bytes())
+    h.update(repr(sorted((k, v) for k, v in os.environ.items()
+                         if k.startswith("CTX__RECALL__"))).encode())
+    return h.hexdigest()[:10]
+
+
+def prepare_store(embedder: Any, cache: Path, dirs: Sequence[Path]) -> tuple[Path, float]:
+    """The cached store holding ``dirs`` (built on first use): (its path, seconds to index)."""
+    from engine.facade import ContextEngine
+
+    key = hashlib.sha256("|".join(str(d) for d in dirs).encode()).hexdigest()[:6]
+    cached = cache / f"recall-q-{code_tag()}-{key}-{vectors_tag(embedder)}"
+    if (cached / "READY").exists():
+        return cached / "store", float((cached / "READY").read_text().split()[0])
+    building = cached.with_name(cached.name + ".tmp")
+    shutil.rmtree(building, ignore_errors=True)
+    t = time.perf_counter()
+    with ContextEngine.open(building / "store", embedder=embedder) as eng:
+        eng.recall(index=[str(d) for d in dirs])
+    seconds = time.perf_counter() - t
+    (building / "READY").write_text(f"{seconds:.1f}\n")
+    building.rename(cached)
+    return cached / "store", seconds
+
+
+Ranker = Callable[[str], list[tuple[str | None, str]]]  # query -> [(session, text)] best first
+
+
+def recall_ranker(eng: Any) -> Ranker:
+    def run(q: str) -> list[tuple[str | None, str]]:
+        hits = eng.recall(q, k=10).get("hits", [])
+        return [(h.get("meta", {}).get("session"), h["text"]) for h in hits]
+    return run
+
+
+def fused_ranker(eng: Any) -> Ranker:
+    """RRF of the keyword and vector lanes over the transcript kinds (recall before issue 26)."""
+    from engine.flows.lanes import run_lanes
+    from engine.store.vault import Filters
+
+    def run(q: str) -> list[tuple[str | None, str]]:
+        res = run_lanes(eng.rt, q, filters=Filters(kinds=RECALL_KINDS),
+                        depth=max(10, eng.rt.cfg.search.lane_depth))
+        return [(res.rows[cid].meta.get("session"), res.rows[cid].text)
+                for cid, _, _ in res.fused[:10]]
+    return run
+
+
+def bm25_ranker(eng: Any) -> Ranker:
+    """Okapi BM25 over every stored transcript chunk (its own index, built here)."""
+    rows = eng.rt.vault._query(
+        "SELECT text, session FROM chunks WHERE kind IN (?, ?, ?, ?)", RECALL_KINDS)
+    index = rs.BM25([t for t, _ in rows])
+    sessions = [s for _, s in rows]
+
+    def run(q: str) -> list[tuple[str | None, str]]:
+        return [(sessions[i], rows[i][0]) for i in index.top(q, 10)]
+    return run
+
+
+METHODS: dict[str, Callable[[Any], Ranker]] = {
+    "recall": recall_ranker, "BM25": bm25_ranker, "fused": fused_ranker}
+
+
+def session_ids(dirs: Sequence[Path]) -> dict[str, str]:
+    """File stem -> the session id inside the file (what the chunks carry)."""
+    from engine.recall.claude import parse_claude
+    from engine.recall.codex import parse_codex
+
+    out = {}
+    for d in dirs:
+        parse = parse_codex if d.name == "codex" else parse_claude
+        for f in sorted(d.glob("*.jsonl")):
+            out[f.stem] = parse(f).info.session_id
+    return out
+
+
+def load_questions(split: str, ids: dict[str, str]) -> list[dict[str, Any]]:
+    """The split's questions, each with ``sid``: its session's id in the store."""
+    qs = [q for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+          if split in ("all", q["split"])]
+    missing = sorted({q["session"] for q in qs if q["session"] not in ids})
+    if missing:  # the collected sessions are not in git: see bench/data/transcripts/SOURCES.md
+        print(f"{len(missing)} sessions of the questions are not on this machine; their "
+              f"questions are left out (first: {missing[0]})", file=sys.stderr)
+    return [{**q, "sid": ids[q["session"]]} for q in qs if q["session"] in ids]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--split", choices=("dev", "test", "all"), default="dev",
+                    help="questions to ask (test: only for the final figure)")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated")
+    ap.add_argument("--store-cache", type=Path,
+                    default=Path(tempfile.gettempdir()) / "ctx-bench")
+    ap.add_argument("--boot", type=int, default=2000, help="bootstrap draws")
+    ap.add_argument("--json", help="also write the ranks and tables to this file")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=FILE",
+                    help="also report the recall ranks of another run's --json (for example "
+                         "the code before a change, run from its own tree), paired")
+    args = ap.parse_args(argv)
+    dirs = corpus_dirs()
+    if not dirs:
+        print(f"no transcripts under {SHARED}", file=sys.stderr)
+        return 2
+    sd.bench_env()
+    from engine.facade import ContextEngine
+
+    embedder = sd.make_embedder("minilm")
+    args.store_cache.mkdir(parents=True, exist_ok=True)
+    store, index_s = prepare_store(embedder, args.store_cache, dirs)
+    questions = load_questions(args.split, session_ids(dirs))
+    methods = [m for m in args.methods.split(",") if m]
+    ranks: dict[str, list[int | None]] = {}
+    with tempfile.TemporaryDirectory(prefix="ctx-recall-q-") as tmp:
+        shutil.copytree(store, Path(tmp) / "store")
+        with ContextEngine.open(Path(tmp) / "store", embedder=embedder) as eng:
+            eng.warm_up(background=False)  # the same vector index for every question
+            chunks = eng.rt.vault.chunk_count()
+            for name in methods:
+                rank = METHODS[name](eng)
+                ranks[name] = [rs.first_answer(rank(q["q"]), q["sid"], q["evidence"])
+                               for q in questions]
+    for spec in args.compare:
+        name, _, path = spec.partition("=")
+        other = json.loads(Path(path).read_text())
+        if other["split"] != args.split:
+            print(f"{path}: split {other['split']}, not {args.split}", file=sys.stderr)
+            return 2
+        ranks[name] = [other["ranks"]["recall"][q["id"]] for q in questions]
+        methods.append(name)
+    sessions = len({q["session"] for q in questions})
+    print(f"\nRecall quality: {args.split} split, {len(questions)} questions over {sessions} "
+          f"sessions; store of {len(dirs)} folders, {chunks} chunks (indexed in {index_s:.0f} s)")
+    report = rs.report(questions, ranks, boot=args.boot)
+    print(rs.render(report, methods))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"split": args.split, "chunks": chunks, "report": report,
+             "ranks": {m: dict(zip([q["id"] for q in questions], r, strict=True))
+                       for m, r in ranks.items()}}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

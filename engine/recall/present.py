@@ -1,0 +1,117 @@
+"""How a recalled chunk is shown to an agent: one line that places it, and the excerpt
+that answers.
+
+The line says which session (its id's first 8 characters), when, on which branch,
+and what came of the turn the chunk belongs to (``turn_outcome``); the excerpt is
+the run of the chunk's lines that holds most of the question's words, cut to a
+token budget, with the request it answered quoted short above it. Pure functions
+of plain data, tested without a store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from engine.tokens import TokenCounter
+
+_WORD = re.compile(r"[a-z0-9_]{3,}")
+_REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TurnChunk:
+    """What the outcome reads of one chunk of a turn, in session order."""
+
+    kind: str
+    failure: bool
+    error_kind: str | None
+    tool: str | None
+    text: str
+
+
+def _short(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _reply_of(text: str) -> str:
+    """The assistant's words in a reply chunk (after its quoted request)."""
+    match = _REPLY.search(text)
+    return text[match.end():] if match else text
+
+
+def turn_outcome(chunks: Sequence[TurnChunk], limit: int = 90) -> str:
+    """What came of a turn: its failures, then how its last reply begins."""
+    failed = [c for c in chunks if c.failure]
+    last = next((c for c in reversed(chunks) if c.kind == "turn_pair"), None)
+    parts = []
+    if failed:
+        worst = failed[-1]
+        what = worst.error_kind or "failure"
+        parts.append(f"{len(failed)} failed ({what}{', ' + worst.tool if worst.tool else ''})")
+    if last is not None:
+        reply = _reply_of(last.text)
+        if reply.strip().startswith("["):  # "[interrupted by the user]"
+            parts.append(reply.strip())
+        else:
+            parts.append("ended: " + _short(reply, limit))
+    return "; ".join(parts) if parts else "no reply recorded"
+
+
+def hit_line(meta: Mapping[str, object], time: float | None, outcome: str) -> str:
+    """``session · date · branch · outcome`` in one line."""
+    session = str(meta.get("session") or "-")
+    when = (datetime.fromtimestamp(time, tz=UTC).strftime("%Y-%m-%d %H:%M")
+            if time is not None else "----------")
+    branch = str(meta.get("branch") or "-")
+    flag = "FAILED · " if meta.get("failure") else ""
+    return f"{session[:8]} · {when} · {branch} · {flag}{outcome}"
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
+            request_tokens: int = 24) -> str:
+    """The lines of ``text`` that answer ``query`` best, within ``budget`` tokens.
+
+    The request line ("User: ...") is quoted first, cut to ``request_tokens``; then
+    the window of consecutive lines holding the most query words (the earliest such
+    window), grown line by line while it fits.
+    """
+    if counter.count(text) <= budget:
+        return text
+    lines = text.split("\n")
+    head = ""
+    if lines and lines[0].startswith("User: "):
+        head = counter.truncate(lines[0], request_tokens)
+        head = head if head == lines[0] else head.rstrip() + " …"
+        lines = lines[1:]
+    room = budget - (counter.count(head + "\n") if head else 0)
+    asked = _words(query)
+    scores = [len(asked & _words(line)) for line in lines]
+    if not lines:
+        return head
+    best = max(range(len(lines)), key=lambda i: (scores[i], -i))
+    used = counter.count(lines[best])
+    if used >= room:  # one long line: its start
+        body = counter.truncate(lines[best], max(room, 1))
+    else:
+        lo = hi = best
+        grown = True
+        while grown:
+            grown = False
+            for j in (hi + 1, lo - 1):
+                if 0 <= j < len(lines) and used + counter.count(lines[j] + "\n") <= room:
+                    used += counter.count(lines[j] + "\n")
+                    lo, hi = min(lo, j), max(hi, j)
+                    grown = True
+        body = "\n".join(lines[lo:hi + 1])
+    out = f"{head}\n{body}" if head else body
+    while counter.count(out) > budget:  # joins can merge tokens: never past the budget
+        out = counter.truncate(out, budget)
+    return out

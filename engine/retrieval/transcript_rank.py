@@ -1,0 +1,125 @@
+"""Rerank features of coding-session memory: what a chunk is, and how its session fares.
+
+A coding session is many chunks about one piece of work: the request quoted in
+each reply, reasoning, tool calls and their output. Fusion finds the session
+well (its first chunk is the right session's in most questions) but not the
+chunk that answers inside it. These features let the transcript profile weigh:
+
+- ``kind_turn`` / ``kind_thinking`` / ``kind_code`` / ``kind_tool``: the chunk's facet
+  (a reply, the reasoning, a code block, a tool call); 1 or 0;
+- ``failure``: the chunk records a failure (a failed tool, an interrupted turn, an
+  admitted mistake);
+- ``ask_failure`` / ``ask_command`` / ``ask_code``: the question asks what went wrong,
+  which command or tool did something, or for code (``TranscriptCues``), and this
+  chunk is of that sort (a failure or a tool call; a tool call; a code block);
+- ``session_similarity``: the best query similarity among the window's chunks of
+  the chunk's session; ``session_fused``: the window's fused score of its session
+  (sum over its chunks) over the best session's;
+- ``similarity_rank`` / ``keyword_rank``: 10 / (10 + rank) of the chunk by
+  similarity, by keyword score, inside the window (0 without a score).
+
+Pure functions of plain data, so that they are tested without a store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+KIND_FEATURES = {"turn_pair": "kind_turn", "thinking": "kind_thinking", "code": "kind_code",
+                 "tool": "kind_tool"}
+TRANSCRIPT_FEATURES = ("kind_turn", "kind_thinking", "kind_code", "kind_tool", "failure",
+                       "ask_failure", "ask_command", "ask_code", "session_similarity",
+                       "session_fused", "similarity_rank", "keyword_rank")
+RANK_OFFSET = 10.0  # rank features are RANK_OFFSET / (RANK_OFFSET + rank)
+
+
+def _words(*items: str) -> tuple[str, ...]:
+    return tuple(w for item in items for w in item.split())
+
+
+@dataclass(frozen=True)
+class TranscriptCues:
+    """Words (regex fragments, matched as whole words, case-insensitive) showing what a
+    question about a coding session asks for. Origin: how English asks about a failure,
+    about an action and about code (closed-class verbs and nouns of a developer's
+    vocabulary), written from general usage, not taken from the benchmark's questions."""
+
+    failure: tuple[str, ...] = _words(
+        r"fail\w* broke\w* break\w* error\w* wrong crash\w* refus\w* reject\w* complain\w*",
+        r"couldn'?t didn'?t wasn'?t won'?t can'?t blow\w* stuck hang\w* bug\w* missing",
+        r"panic\w* flaky red")
+    command: tuple[str, ...] = _words(
+        r"command\w* run ran invocation invok\w* call\w* search\w* list\w* fetch\w*",
+        r"launch\w* start\w* grep\w* read pull\w* execut\w* tool\w*")
+    code: tuple[str, ...] = (*_words(
+        r"snippet\w* code show struct\w* constant\w* pattern\w* regex\w* literal\w*",
+        r"signature\w*"), r"look\w*\s+like")
+    _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
+                                                     repr=False)
+
+    def __post_init__(self) -> None:
+        compiled = {name: re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
+                    for name, words in (("failure", self.failure), ("command", self.command),
+                                        ("code", self.code)) if words}
+        object.__setattr__(self, "_compiled", compiled)
+
+    def asks(self, query: str) -> dict[str, bool]:
+        """Which of failure / command / code the question asks about."""
+        return {name: rx.search(query) is not None for name, rx in self._compiled.items()}
+
+
+@dataclass(frozen=True)
+class SessionChunk:
+    """What the transcript features read of a window candidate."""
+
+    kind: str
+    session: str | None
+    failure: bool
+    fused: float
+    similarity: float | None
+    keyword: float | None
+
+
+def _rank_scores(values: Sequence[float | None]) -> list[float]:
+    order = sorted((i for i, v in enumerate(values) if v is not None and v > 0),
+                   key=lambda i: -float(values[i] or 0.0))
+    out = [0.0] * len(values)
+    for rank, i in enumerate(order, start=1):
+        out[i] = RANK_OFFSET / (RANK_OFFSET + rank)
+    return out
+
+
+def transcript_features(query: str, window: Sequence[SessionChunk],
+                        cues: TranscriptCues) -> list[dict[str, float]]:
+    """The transcript features of each window candidate, in window order."""
+    asks = cues.asks(query)
+    by_session: dict[str | None, list[int]] = defaultdict(list)
+    for i, c in enumerate(window):
+        by_session[c.session].append(i)
+    sims = [max(0.0, c.similarity or 0.0) for c in window]
+    fused_of = {s: sum(window[i].fused for i in ix) for s, ix in by_session.items()}
+    best_fused = max(fused_of.values(), default=0.0) or 1.0
+    best_sim = {s: max(sims[i] for i in ix) for s, ix in by_session.items()}
+    sim_rank = _rank_scores([c.similarity for c in window])
+    kw_rank = _rank_scores([c.keyword for c in window])
+    out = []
+    for i, c in enumerate(window):
+        tool = c.kind == "tool"
+        feats = {name: 0.0 for name in KIND_FEATURES.values()}
+        if c.kind in KIND_FEATURES:
+            feats[KIND_FEATURES[c.kind]] = 1.0
+        feats.update({
+            "failure": float(c.failure),
+            "ask_failure": float(asks.get("failure", False) and (c.failure or tool)),
+            "ask_command": float(asks.get("command", False) and tool),
+            "ask_code": float(asks.get("code", False) and c.kind == "code"),
+            "session_similarity": best_sim[c.session] if c.session is not None else 0.0,
+            "session_fused": fused_of[c.session] / best_fused if c.session is not None else 0.0,
+            "similarity_rank": sim_rank[i],
+            "keyword_rank": kw_rank[i],
+        })
+        out.append(feats)
+    return out

@@ -1,0 +1,79 @@
+"""What an agent sees of a recall hit (issue 26): one line placing it (session, date,
+branch, what came of its turn) and the excerpt that answers, within its budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.facade import ContextEngine
+from engine.recall.present import TurnChunk, excerpt, hit_line, turn_outcome
+from engine.tokens import TokenCounter
+from tests.conftest import shared_data
+
+
+def test_turn_outcome_names_failures_and_how_the_turn_ended() -> None:
+    turn = [TurnChunk("tool", True, "nonzero_exit", "Bash", "Tool Bash: make\nResult (exit 2)"),
+            TurnChunk("turn_pair", False, None, None,
+                      "User: build it\nAssistant: Fixed the missing import; the build passes.")]
+    assert turn_outcome(turn) == ("1 failed (nonzero_exit, Bash); "
+                                  "ended: Fixed the missing import; the build passes.")
+    assert turn_outcome([TurnChunk("turn_pair", True, "interrupted", None,
+                                   "User: go\nAssistant: [interrupted by the user]")]) == (
+        "1 failed (interrupted); [interrupted by the user]")
+    assert turn_outcome([]) == "no reply recorded"
+
+
+def test_hit_line_is_one_line() -> None:
+    line = hit_line({"session": "0c97beba-bfcb-4f84", "branch": "main", "failure": True},
+                    1770192000.0, "1 failed (nonzero_exit, Bash)")
+    assert line == "0c97beba · 2026-02-04 08:00 · main · FAILED · 1 failed (nonzero_exit, Bash)"
+    assert "\n" not in line
+
+
+def test_excerpt_keeps_the_request_and_the_lines_that_answer() -> None:
+    counter = TokenCounter.shared()
+    filler = [f"Step {i}: looked at unrelated file number {i} in the repository." for i in range(40)]
+    text = "\n".join(["User: why does resume complain about local changes? " + "x " * 60,
+                      *filler[:20],
+                      "The bug: go-git ignores the global gitignore, so resume sees changes.",
+                      *filler[20:]])
+    out = excerpt(text, "why does resume see local changes with a global gitignore",
+                  counter, 80)
+    assert counter.count(out) <= 80
+    assert out.startswith("User: why does resume complain about local changes?")
+    assert "go-git ignores the global gitignore" in out
+    assert excerpt("short", "q", counter, 80) == "short"
+
+
+@pytest.mark.parametrize("budget", [16, 40, 200])
+def test_excerpt_never_exceeds_its_budget(budget: int) -> None:
+    counter = TokenCounter.shared()
+    text = "User: q\n" + "\n".join("word " * 200 for _ in range(3))
+    assert counter.count(excerpt(text, "word", counter, budget)) <= budget
+
+
+def test_recall_hits_keep_their_keys_and_gain_line_and_excerpt(engine: ContextEngine,
+                                                                tmp_path: Path) -> None:
+    engine.sync([str(shared_data("transcripts"))])
+    hits = engine.recall("why did the tests fail", k=5)["hits"]
+    assert hits
+    for h in hits:
+        assert {"chunk_id", "source_id", "source", "title", "kind", "text", "score", "lanes",
+                "meta", "line", "excerpt"} <= set(h)
+        assert h["line"].startswith(h["meta"]["session"][:8] + " · ")
+        assert "\n" not in h["line"]
+        assert engine.rt.counter.count(h["excerpt"]) <= engine.rt.cfg.recall.hit_excerpt_tokens
+    failed = engine.recall("failed", k=20, types=["tool"])["hits"]
+    assert any("failed (" in h["line"] for h in failed)
+
+
+def test_auto_failures_follow_the_task(engine: ContextEngine) -> None:
+    engine.sync([str(shared_data("transcripts"))])
+    task = "lefthook pre-commit blocked the prisma commit"
+    out = engine.recall(auto=True, project="example-project", budget=3000, task=task)
+    fails = out["context"].split("Failures to avoid:")[1].strip().split("\n")
+    without = engine.recall(auto=True, project="example-project", budget=3000)
+    assert fails[0] != without["context"].split("Failures to avoid:")[1].strip().split("\n")[0]
+    assert "lefthook" in fails[0].lower() or "commit" in fails[0].lower()
