@@ -18,7 +18,6 @@ from the cache.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import threading
 import time
@@ -38,9 +37,6 @@ from engine.store.vector_cache import VectorCache
 from engine.store.vector_ids import KeyedIds
 
 log = logging.getLogger("ctx.vectors")
-
-# Keep Chroma from ever phoning home, whatever its settings default to.
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 DeadLookup = Callable[[int], list[int]]  # source id -> ids of its deleted chunks
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit)
