@@ -36,7 +36,7 @@ from engine.ingest import service
 from engine.ingest.jobs import JobRunner
 from engine.ingest.pathnames import shown
 from engine.ingest.pipeline import Writer
-from engine.metrics import Metrics
+from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
 from engine.opening import (
     lock_store,
     new_vault,
@@ -104,6 +104,10 @@ class ContextEngine:
             raise
         self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
                           NameHasher(key), Metrics())
+        vault.guard.on_damage = lambda exc: self.rt.metrics.alert(
+            ALERT_VAULT_DAMAGED, True, exc.message)
+        if not vault.pages_checked:  # a big vault's pages are checked in a thread
+            vault.guard.check_pages_later()
         self._writer = Writer(cfg, vault, vectors, emb, self.rt.hasher, self.rt.counter)
         if not vault.read_only:
             recovered = src.recover(vault)
@@ -443,6 +447,7 @@ class ContextEngine:
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         rt = self._live()
+        rt.vault.guard.check()  # vault.db changed behind the engine: every page checked
         counts = src.counts(rt.vault)
         vector_ok = rt.vectors.healthy()
         return {

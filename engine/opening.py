@@ -114,7 +114,10 @@ def repair_layout(data_dir: str | Path | None, *, passphrase: str | None = None,
                   ) -> dict[str, str]:
     """Before ``ctx repair`` opens the engine: set aside a ``vectors/`` that cannot be
     opened (or belongs to another store). The vault must be sound; its errors stand."""
-    root, _ = prepare_root(data_dir, create=False)
+    try:
+        root, _ = prepare_root(data_dir, create=False)
+    except VectorsDamaged:  # vectors/ is not a folder: what repair sets aside
+        root = P.data_dir(data_dir)
     cfg = load_config(root)
     moved: dict[str, str] = {}
     if cfg.store.vector_backend != "embedded":

@@ -21,9 +21,11 @@ from typing import Any
 
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import CtxError, NoSpace, VaultDamaged, WrongKey
+from engine.errors import CtxError, NoSpace, VaultDamaged
 from engine.store.fts_terms import chunk_counts, common_counts
-from engine.store.migrations import check_version, migrate
+from engine.store.guard import VaultGuard
+from engine.store.integrity import VaultConnection, probe, quiet
+from engine.store.migrations import migrate
 
 log = logging.getLogger("ctx.vault")
 
@@ -161,25 +163,20 @@ class Vault:
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
+        self.guard = VaultGuard(path, self._hexkey, self._write_lock)
+        # Small vaults have every page checked before the open returns; bigger ones in a
+        # thread (check_pages_later), so that an open stays fast.
+        self.pages_checked = self.guard.small
+        probe(path, self._hexkey, pages=self.pages_checked)  # read-only: changes nothing
         sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
         self._made = [p for p in sidecars if not p.exists()]  # removed if the open fails
         try:
             conn = self.conn()
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite.DatabaseError as exc:
-            self._close_failed()
-            if "not a database" in str(exc) or "encrypted" in str(exc):
-                raise WrongKey(
-                    "vault.db cannot be decrypted with this store's key: it belongs to another "
-                    "store (or its first page is damaged); restore this store's vault.db "
-                    "from a backup") from None
-            raise store_error(exc) from None
-        try:
             with self._write_lock:
-                check_version(conn)
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode=WAL")
                 migrate(conn)
+                self.guard.wrote()
         except CtxError:
             self._close_failed()
             raise
@@ -199,14 +196,14 @@ class Vault:
                 pass
 
     def conn(self) -> Any:
+        self.guard.tick()  # a damaged vault refuses every call; a replaced one is named
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            self.guard.check()
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                  timeout=30.0)
-            try:  # a refused key is reported by ctx, not by SQLCipher's log on stderr
-                conn.execute("PRAGMA cipher_log_level = NONE")
-            except sqlite.Error:
-                pass
+                                  timeout=30.0, factory=VaultConnection)
+            conn.translate = self.guard.translate  # damage met in a query: VaultDamaged
+            quiet(conn)  # a refused key is reported by ctx, not by SQLCipher's log on stderr
             conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -217,6 +214,11 @@ class Vault:
             with self._all_lock:
                 self._all.append(conn)
         return conn
+
+    @property
+    def damage(self) -> VaultDamaged | None:
+        """The damage met so far (every call is refused with it), or None."""
+        return self.guard.damage
 
     def close(self) -> None:
         with self._all_lock:
@@ -247,6 +249,7 @@ class Vault:
             try:
                 yield conn
                 conn.execute("COMMIT")
+                self.guard.wrote()  # a checkpoint may have changed vault.db: ours
             except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

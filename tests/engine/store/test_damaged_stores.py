@@ -132,6 +132,25 @@ def _copy_from_other(name: str) -> Callable[[Path, Path], None]:
     return copy
 
 
+def _running_copy_from_other(names: tuple[str, ...]) -> Callable[[Path, Path], None]:
+    """``names`` (vault.db and its WAL files) copied from the other store while an engine
+    had it open, its last write still in the WAL, as a file sync or backup tool would."""
+    def copy(d: Path, other: Path) -> None:
+        live = d.parent / "other-live"
+        shutil.copytree(other, live)
+        vault = Vault(live / "vault.db", vault_key(live))
+        try:
+            with vault.write(chunks=False) as c:
+                c.execute("INSERT OR REPLACE INTO meta VALUES ('note', 'written last')")
+            assert (live / "vault.db-wal").stat().st_size > 0
+            for name in names:
+                shutil.copy2(live / name, d / name)
+        finally:
+            vault.close()
+            shutil.rmtree(live)
+    return copy
+
+
 def _remove(name: str) -> Callable[[Path, Path], None]:
     def rm(d: Path, other: Path) -> None:
         p = d / name
@@ -187,6 +206,12 @@ CASES: list[tuple[str, Callable[[Path, Path], None], str]] = [
     ("vault.db is a folder", _replace_with_dir("vault.db"), "vault_damaged"),
     ("vault.db is plain SQLite", _plain_sqlite, "vault_damaged"),
     ("vault.db from a newer ctx", _newer_schema, "store_too_new"),
+    ("vault.db and its WAL from another store, copied while it ran",
+     _running_copy_from_other(("vault.db", "vault.db-wal", "vault.db-shm")), "wrong_key"),
+    ("vault.db-wal from another store", _running_copy_from_other(("vault.db-wal",)),
+     "vault_damaged"),
+    ("vault.db-wal and -shm from another store",
+     _running_copy_from_other(("vault.db-wal", "vault.db-shm")), "vault_damaged"),
     # the vectors
     ("chroma.sqlite3 garbled", _garble("vectors/chroma.sqlite3", 100, 8000), "vectors_damaged"),
     ("chroma.sqlite3 truncated", _truncate("vectors/chroma.sqlite3", lambda n: n // 3),

@@ -1,0 +1,201 @@
+"""A damaged vault, named wherever it shows: at open, in any query, or under a running engine.
+
+SQLCipher keeps an HMAC per page: a flipped bit fails its page's check when the
+page is read ("database disk image is malformed", SQLITE_CORRUPT), or, in page 1,
+makes the file unreadable with the key (SQLITE_NOTADB). Three parts:
+
+- ``probe`` opens the vault read-only before anything else does, so that a vault
+  refused (another store's, damaged, too new) is left byte for byte as it was: a
+  read-write connection would merge whatever WAL lies beside it into vault.db
+  when it closes, even under the wrong key. It can check every page's HMAC too.
+- ``VaultConnection`` (every connection the vault makes) turns those errors,
+  in whatever query meets them, into ``VaultDamaged``, and tells the vault, which
+  refuses every call from then on (``Vault.damage``).
+- ``check_pages`` reads every page of an open vault (``PRAGMA
+  cipher_integrity_check``), so that damage in a page no query reads is found:
+  before the open returns for a small vault, in a thread for a big one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlcipher3 import dbapi2 as sqlite
+
+from engine.errors import CtxError, VaultDamaged, WrongKey
+from engine.store.migrations import check_version
+
+# Extended result codes reduce to these primary ones (code & 0xff).
+SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB = 10, 11, 26
+RESTORE = "restore it from a backup of this store (`ctx repair` cannot rebuild text)"
+
+Translate = Callable[[sqlite.DatabaseError], BaseException]
+
+
+def damage_code(exc: BaseException) -> int | None:
+    """SQLITE_CORRUPT, SQLITE_NOTADB or SQLITE_IOERR when ``exc`` says the vault's file
+    is damaged or unreadable; None for anything else (a lock, a full disk, a bug)."""
+    if not isinstance(exc, sqlite.DatabaseError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:  # no code: only a plain DatabaseError is a damaged file
+        return SQLITE_CORRUPT if type(exc) is sqlite.DatabaseError else None
+    primary = int(code) & 0xFF
+    return primary if primary in (SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB) else None
+
+
+def damaged(code: int, running: bool = True) -> VaultDamaged:
+    """The error for a damage of ``code`` met in a query (of a running engine)."""
+    when = " while the engine ran" if running else ""
+    if code == SQLITE_NOTADB:
+        return VaultDamaged(f"vault.db can no longer be read with this store's key{when}: it "
+                            f"was replaced or damaged; {RESTORE}")
+    if code == SQLITE_IOERR:
+        return VaultDamaged(f"vault.db could not be read{when} (I/O error): check the disk, "
+                            "then open the store again")
+    return VaultDamaged(f"vault.db is damaged: a page failed its integrity check{when}; "
+                        f"{RESTORE}")
+
+
+class VaultCursor(sqlite.Cursor):
+    """A cursor whose damage errors come out as ``VaultDamaged`` (see the module doc)."""
+
+    def _fail(self, exc: sqlite.DatabaseError) -> BaseException:
+        return getattr(self.connection, "translate", _same)(exc)
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def executemany(self, sql: str, seq: Any) -> Any:
+        try:
+            return super().executemany(sql, seq)
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+
+
+class VaultConnection(sqlite.Connection):
+    """A vault connection; ``translate`` (set by the vault) maps a damage error to the
+    error to raise, and anything else to itself."""
+
+    translate: Translate
+
+    def cursor(self, factory: Any = None) -> Any:
+        return super().cursor(factory or VaultCursor)
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq: Any) -> Any:
+        return self.cursor().executemany(sql, seq)
+
+
+def _same(exc: sqlite.DatabaseError) -> BaseException:
+    return exc
+
+
+def open_readonly(path: Path, hexkey: str, *, shm: bool = False) -> Any:
+    """A read-only connection to the vault, keyed (it never checkpoints, even when it
+    closes last); with ``shm``, the -shm beside it is opened read-only too (untouched)."""
+    uri = f"{path.resolve().as_uri()}?mode=ro" + ("&readonly_shm=1" if shm else "")
+    conn = sqlite.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    quiet(conn)
+    conn.execute(f"PRAGMA key = \"x'{hexkey}'\"")
+    return conn
+
+
+def probe(path: Path, hexkey: str, *, pages: bool) -> None:
+    """Open ``path`` read-only with the key and check what an open needs, changing no
+    byte on disk (an -shm or empty -wal this makes is removed again). Raises WrongKey
+    (another store's vault, or page 1 damaged), StoreTooNew, or VaultDamaged (with
+    ``pages``: any page failing its HMAC)."""
+    if not path.exists():
+        return  # a new store's vault: made by the read-write open
+    sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
+    made = [p for p in sidecars if not p.exists()]
+    conn = open_readonly(path, hexkey, shm=sidecars[1].exists())
+    try:
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite.DatabaseError as exc:
+            if damage_code(exc) == SQLITE_NOTADB or "encrypted" in str(exc):
+                raise WrongKey(
+                    "vault.db cannot be decrypted with this store's key: it belongs to another "
+                    "store (or its first page is damaged); restore this store's vault.db "
+                    "from a backup") from None
+            raise _open_error(exc) from None
+        try:
+            check_version(conn)
+            if pages:
+                bad = failed_pages(conn)
+                if bad:
+                    raise pages_damaged(bad)
+        except sqlite.DatabaseError as exc:
+            raise _open_error(exc) from None
+    finally:
+        conn.close()
+        for p in made:  # a read-only open never checkpoints; what it made goes
+            try:
+                if p.name.endswith("-shm") or p.stat().st_size == 0:
+                    p.unlink()
+            except OSError:
+                pass
+
+
+def _open_error(exc: sqlite.DatabaseError) -> CtxError:
+    code = damage_code(exc)
+    if code is not None:
+        return damaged(code, running=False)
+    return VaultDamaged(f"vault.db cannot be opened ({type(exc).__name__}: {str(exc)[:80]}); "
+                        f"{RESTORE}")
+
+
+def quiet(conn: Any) -> None:
+    """Keep SQLCipher's own log off stderr: ctx names the error itself."""
+    try:
+        conn.execute("PRAGMA cipher_log_level = NONE")
+    except sqlite.Error:
+        pass
+
+
+def failed_pages(conn: Any) -> list[int]:
+    """The pages of the vault's file whose HMAC fails (``cipher_integrity_check``)."""
+    out: list[int] = []
+    for (line,) in conn.execute("PRAGMA cipher_integrity_check").fetchall():
+        word = str(line).rsplit(" ", 1)[-1]
+        out.append(int(word) if word.isdigit() else 0)
+    return out
+
+
+def pages_damaged(bad: Sequence[int]) -> VaultDamaged:
+    shown = ", ".join(str(p) for p in list(bad)[:5]) + (", ..." if len(bad) > 5 else "")
+    return VaultDamaged(f"vault.db is damaged: {len(bad)} page(s) failed the integrity check "
+                        f"(page {shown}); {RESTORE}", pages=list(bad)[:20])
