@@ -259,6 +259,27 @@ class Vault:
             if chunks:
                 self._generation += 1
 
+    def wipe_log(self, tries: int = 150) -> None:
+        """Copy the WAL into vault.db and cut it to nothing (``wal_checkpoint(TRUNCATE)``),
+        so that deleted text leaves it: the log keeps every page image written since the
+        last checkpoint, the deleted text among them, while vault.db's own pages are
+        zeroed as they are freed (``secure_delete``). Writers wait; readers of the log
+        are waited for (a query takes milliseconds), ``tries`` times 20 ms at most,
+        then the log is left to the next checkpoint, with a warning."""
+        with self._write_lock:
+            conn = self.conn()
+            for _ in range(tries):
+                try:
+                    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite.OperationalError as exc:
+                    raise store_error(exc) from None
+                self.guard.wrote()
+                if not busy:
+                    return
+                time.sleep(0.02)
+            log.warning("the vault's log is still being read: deleted text stays in it until "
+                        "the next checkpoint")
+
     @property
     def generation(self) -> int:
         """Goes up with every write that may change chunks (caches key on it)."""
