@@ -110,9 +110,10 @@ class CachedEmbedder:
 
 def embed_texts(cfg: dict[str, int], docs: Sequence[tuple[str, str, str]]) -> list[str]:
     """Every chunk of ``docs`` as the model sees it, chunked with setting ``cfg``."""
-    from engine.ingest.chunking import ChunkingConfig, chunk_document
+    from engine.ingest.chunking import chunk_document
+    from engine.ingest.config import ChunkingConfig
+    from engine.ingest.embedtext import embed_text
     from engine.ingest.loaders import load_text
-    from engine.ingest.pipeline import embed_text
     from engine.tokens import TokenCounter
 
     ccfg = ChunkingConfig(**cfg)

@@ -53,10 +53,10 @@ GRID = {"neighbour_after": (0.8, 0.85, 0.9, 0.95), "neighbour_before": (0.7, 0.8
 
 def dump(cache: Path) -> list[dict[str, Any]]:
     from engine.facade import ContextEngine
+    from engine.flows.lanes import run_lanes
+    from engine.flows.ranking import rank_hits
     from engine.packing.render import format_time
     from engine.retrieval.dedupe import suppress_near_duplicates
-    from engine.retrieval.rank import rank_hits
-    from engine.retrieval.search import run_lanes
     from engine.store.vault import CHUNK_COLUMNS, ChunkRow
 
     embedder = sd.make_embedder("minilm")

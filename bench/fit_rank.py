@@ -50,8 +50,8 @@ Query = list[tuple[str, int, dict[str, float]]]  # (group key, label, features) 
 
 def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[str, int]]]]
                 ) -> list[Query]:
-    from engine.retrieval.rank import rank_hits
-    from engine.retrieval.search import run_lanes
+    from engine.flows.lanes import run_lanes
+    from engine.flows.ranking import rank_hits
 
     rt = eng.rt
     out = []

@@ -55,8 +55,8 @@ def arms(cfg: Any, budgets: list[int], max_dfs: list[float]) -> dict[str, Any]:
 
 def measure(eng: Any, drawn: list[tuple[str, int]], budgets: list[int],
             max_dfs: list[float]) -> dict[str, dict[str, float]]:
+    from engine.flows.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.search import keyword_lane
     from engine.store.vault import Filters
 
     rt = eng.rt

@@ -95,7 +95,7 @@ def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
 def before_issue_11() -> Iterator[None]:
     """Indexing as it was before issue 11: the model's steps take the texts in file
     order (each step padded to its longest text), and tool chunks are embedded whole."""
-    from engine.ingest.pipeline import Writer
+    from engine.flows.writer import Writer
     from engine.recall import embedview
 
     by_length, chars = Writer._by_length, embedview.TOOL_EMBED_CHARS

@@ -94,8 +94,8 @@ class QueryModel:
 
 
 def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, float]]:
+    from engine.flows.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.search import keyword_lane
     from engine.store.vault import Filters
 
     rt = eng.rt

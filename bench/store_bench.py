@@ -41,11 +41,11 @@ TARGETS_MS = {"vector lane": 5.0, "keyword lane": 10.0, "build_context": 50.0,
 
 def pick_files(target_chunks: int, skip: int = 0) -> tuple[list[Path], list[str]]:
     """Files (after the first ``skip``) whose chunks reach ``target_chunks``; their embed texts."""
-    from engine.config import ChunkingConfig
     from engine.errors import FileRejected
     from engine.ingest.chunking import chunk_document
+    from engine.ingest.config import ChunkingConfig
+    from engine.ingest.embedtext import embed_text
     from engine.ingest.loaders import load_file
-    from engine.ingest.pipeline import embed_text
     from engine.tokens import TokenCounter
 
     counter = TokenCounter.shared()
@@ -86,8 +86,8 @@ def ingest(engine: Any, files: list[Path]) -> tuple[float, dict[str, Any]]:
 
 
 def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, dict[str, float]]:
+    from engine.flows.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.search import keyword_lane
     from engine.store.vault import Filters
 
     rt = engine.rt

@@ -72,8 +72,8 @@ def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
 
 
 def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    from engine.flows.lanes import search as fused_search
     from engine.recall.chunks import RECALL_CHUNK_KINDS
-    from engine.retrieval.search import search as fused_search
     from engine.store.vault import Filters
 
     ranks: dict[str, list[int | None]] = {"recall": [], "ctx search": [], "RRF": []}

@@ -20,7 +20,6 @@ from typing import Any, Self
 
 from engine import paths as P
 from engine.config import Config, load_config
-from engine.context_inputs import check_query, utf8
 from engine.crypto import keys
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
@@ -32,27 +31,28 @@ from engine.errors import (
     ModelMismatch,
     NotFound,
 )
-from engine.ingest import service
-from engine.ingest.jobs import JobRunner
-from engine.ingest.pathnames import shown
-from engine.ingest.pipeline import Writer
-from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
-from engine.opening import (
+from engine.flows import ingest as service
+from engine.flows.inputs import check_query, utf8
+from engine.flows.jobs import JobRunner
+from engine.flows.opening import (
     lock_store,
     new_vault,
     open_vectors,
     prepare_root,
     repair_layout,
 )
-from engine.retrieval.rank import search as run_search
-from engine.runtime import Runtime
+from engine.flows.ranking import search as run_search
+from engine.flows.runtime import Runtime
+from engine.flows.vector_rebuild import check_vectors, chunk_key, repair_work
+from engine.flows.writer import Writer
+from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
+from engine.pathnames import shown
 from engine.store import aliases
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
 from engine.tokens import TokenCounter
 from engine.types import ContextPayload, SearchHit
-from engine.vector_rebuild import check_vectors, chunk_key, repair_work
 
 log = logging.getLogger("ctx.engine")
 
@@ -343,7 +343,7 @@ class ContextEngine:
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> ContextPayload:
         """The best context for ``query`` with the caller's live items, within ``budget``."""
-        from engine.context import build_context
+        from engine.flows.build import build_context
 
         return build_context(self._live(), query, live=live, conversation=conversation,
                              budget=budget, overrides=config, fmt=fmt, mode=mode, now=now)
@@ -358,7 +358,7 @@ class ContextEngine:
         ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
         what is new in every known folder. Writes go through the single writer.
         """
-        from engine.recall.service import recall
+        from engine.flows.recall import recall
 
         rt = self._live()
         if index or sync:
@@ -378,7 +378,7 @@ class ContextEngine:
 
     def sync(self, paths: Sequence[str] | None = None) -> dict[str, Any]:
         """Index what is new in the transcript folders (or ``paths``) since the last sync."""
-        from engine.recall.service import sync
+        from engine.flows.recall import sync
 
         rt = self._live()
         holder: dict[str, Any] = {}

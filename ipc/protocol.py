@@ -118,7 +118,7 @@ def _obj(fields: Mapping[str, Field] | None = None, **kw: Any) -> Field:
 
 
 # Limits a caller can rely on. The engine enforces the same numbers (its defaults:
-# engine.config.SearchConfig, engine.packing.packer.MAX_BUDGET, engine.context_inputs);
+# engine.retrieval.config.SearchConfig, engine.packing.packer.MAX_BUDGET, engine.flows.inputs);
 # tests/ipc/test_ipc_wire_limits.py checks that docs/wire.md, these and the engine agree.
 MAX_QUERY_CHARS = 4_000  # build_context, search: the query analyzer reads no more
 MAX_LONG_QUERY_CHARS = 100_000  # recall's query and task (the engine does not cap them)

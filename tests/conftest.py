@@ -57,7 +57,7 @@ def engine(data_dir: Path) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def minilm() -> object:
     """The real embedding model, loaded once per test session."""
-    from engine.config import EmbeddingConfig
+    from engine.embedding.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
 
     return make_embedder(EmbeddingConfig(model="minilm"))
@@ -66,7 +66,7 @@ def minilm() -> object:
 @pytest.fixture(scope="session")
 def minilm_torch() -> object:
     """MiniLM on sentence-transformers (torch), whatever ``minilm`` resolves to."""
-    from engine.config import EmbeddingConfig
+    from engine.embedding.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
 
     return make_embedder(EmbeddingConfig(model="minilm", backend="torch"))

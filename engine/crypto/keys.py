@@ -27,7 +27,7 @@ from typing import Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from engine.config import KeyConfig
+from engine.crypto.config import KeyConfig
 from engine.errors import (
     ConfigError,
     KeyRecordDamaged,

@@ -16,64 +16,16 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
-from engine.errors import ConfigError
 from engine.ingest.blocks import Block, markdown_blocks, rst_blocks, text_blocks
 from engine.ingest.chunkpack import _Packer, _Piece
 from engine.ingest.codesplit import find_definitions
+from engine.ingest.config import ChunkingConfig
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft, LoadedDocument
 
 _MARKDOWN_FMTS = frozenset({"markdown", "html", "docx"})
-
-
-@dataclass(frozen=True)
-class ChunkingConfig:
-    """Chunk sizes in cl100k tokens.
-
-    Origin of target_tokens / max_tokens / overlap_tokens (200 / 240 / 0): chosen by
-    quality per embedding work on SciFact train (issue 12), with
-    ``python -m bench.chunk_sweep --settings 200/240/30,200/240/0,300/360/0,400/480/0,
-    1000/1200/0 --sample-every 50 --rounds 2`` (2026-11-23; quality on the
-    1,500-abstract subset, every 2nd of the 809 train claims; embedding work over all
-    5,183 abstracts, in MiniLM word pieces, cut at its 256):
-
-    | target/max/overlap | word pieces | nDCG@10 | Recall@100 | payload @500/1000/2000 |
-    |---|---|---|---|---|
-    | 200/240/30 (before) | 2.21 M | 0.852 | 0.990 | 0.849 / 0.891 / 0.923 |
-    | 200/240/0 | 2.02 M | 0.853 | 0.990 | 0.859 / 0.889 / 0.926 |
-    | 300/360/0 | 1.63 M | 0.848 | 0.990 | 0.844 / 0.889 / 0.926 |
-    | 400/480/0 | 1.38 M | 0.848 | 0.988 | 0.844 / 0.879 / 0.909 |
-    | 1000/1200/0 | 1.27 M | 0.847 | 0.985 | 0.837 / 0.879 / 0.904 |
-
-    Overlap bought nothing measurable (and overlapping chunks sent together repeat
-    text): it goes, for 9% less embedding work. 300/360/0 looked as good on the
-    subset for 74% of the work, but on the whole corpus (``python -m bench.scifact``,
-    all 809 claims) it lost payload recall: 0.744 / 0.794 / 0.847 at 500 / 1000 /
-    2000 tokens against 0.756 / 0.812 / 0.859 at 200/240/30; and its chunks pass
-    MiniLM's 256 word pieces, leaving their tails to the keyword lane on long
-    documents, which no benchmark here covers. Conversations are unaffected (a turn
-    is one chunk unless over max_tokens; LoCoMo's longest turn is 112 tokens), and so
-    are transcripts (chunked by ``engine.recall.chunks``).
-    """
-
-    target_tokens: int = 200
-    max_tokens: int = 240
-    overlap_tokens: int = 0
-    min_tokens: int = 20
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"chunking.{f.name} must be an integer")
-        if not 16 <= self.target_tokens <= self.max_tokens <= 2000:
-            raise ConfigError("chunking needs 16 <= target_tokens <= max_tokens <= 2000")
-        if self.overlap_tokens < 0 or 2 * self.overlap_tokens >= self.target_tokens:
-            raise ConfigError("chunking needs 0 <= overlap_tokens < target_tokens / 2")
-        if not 0 <= self.min_tokens <= self.target_tokens:
-            raise ConfigError("chunking needs 0 <= min_tokens <= target_tokens")
 
 
 @dataclass
@@ -133,14 +85,6 @@ def _groups(sections: list[_Section], cfg: ChunkingConfig) -> list[list[int]]:
             groups.append([n])
             size = tokens
     return groups
-
-
-def split_span(text: str, start: int, end: int, cfg: ChunkingConfig, counter: TokenCounter
-               ) -> list[tuple[int, int, int]]:
-    """Cut ``text[start:end]`` as plain text: (start, end, tokens) of exact slices."""
-    packer = _Packer(text, cfg, counter)
-    pieces = packer.pieces(text_blocks(text, start, end, lines=False), 0)
-    return [(s, e, t) for s, e, t, _ in packer.pack(pieces)]
 
 
 def chunk_document(doc: LoadedDocument, cfg: ChunkingConfig, counter: TokenCounter

@@ -1,4 +1,5 @@
-"""Piece cutting and chunk packing for one document (used by :mod:`engine.ingest.chunking`).
+"""Piece cutting and chunk packing for one document (used by :mod:`engine.ingest.chunking`
+and :mod:`engine.ingest.conversation`).
 
 Sections' blocks are cut into token-counted pieces (paragraphs; an overlong
 one into sentences or lines, then into word runs), and pieces are packed into
@@ -13,13 +14,10 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from engine.ingest.blocks import Block, _trim
+from engine.ingest.blocks import Block, _trim, text_blocks
+from engine.ingest.config import ChunkingConfig
 from engine.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from engine.ingest.chunking import ChunkingConfig
 
 # Strength of the break before a piece; a chunk prefers to end before a strong one.
 SECTION, PARA, SENT, WORD = 4, 3, 2, 1
@@ -283,3 +281,11 @@ class _Packer:
                 return q, tokens
             q = _safe_cut(text, e - int((e - q) * hi / tokens * 0.85), floor)
         return -1, 0
+
+
+def split_span(text: str, start: int, end: int, cfg: ChunkingConfig, counter: TokenCounter
+               ) -> list[tuple[int, int, int]]:
+    """Cut ``text[start:end]`` as plain text: (start, end, tokens) of exact slices."""
+    packer = _Packer(text, cfg, counter)
+    pieces = packer.pieces(text_blocks(text, start, end, lines=False), 0)
+    return [(s, e, t) for s, e, t, _ in packer.pack(pieces)]

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import InvalidInput
-from engine.ingest.chunking import ChunkingConfig, split_span
+from engine.ingest.chunkpack import split_span
+from engine.ingest.config import ChunkingConfig
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft, LoadedDocument
 

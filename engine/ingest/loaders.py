@@ -30,7 +30,7 @@ from engine.errors import (
     NotUtf8,
 )
 from engine.ingest import formats as fm
-from engine.ingest.pathnames import shown
+from engine.pathnames import shown
 from engine.types import SOURCE_KINDS, LoadedDocument
 
 DEFAULT_MAX_BYTES = 20_000_000

@@ -23,7 +23,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from engine.errors import REJECT_SPECIAL, REJECT_UNREADABLE, FileRejected, InvalidInput
-from engine.ingest.pathnames import shown
+from engine.pathnames import shown
 
 log = logging.getLogger(__name__)
 

@@ -7,5 +7,7 @@ privacy filter applied to those events (``privacy.apply_privacy``), the chunk
 extraction that turns events into ``turn_pair`` / ``thinking`` / ``code`` /
 ``tool`` chunks with stable keys (``chunks.transcript_chunks``), what the
 embedding model reads of each (``embedview.embed_view``), and the
-incremental-sync decision (``syncplan.plan``). Nothing here touches the store.
+incremental-sync decision (``syncplan.plan``); ``config`` holds the [recall]
+section. Nothing here touches the store: the sync, auto recall and the recall
+call are in ``engine.flows`` (``recall_sync``, ``recall_auto``, ``recall``).
 """

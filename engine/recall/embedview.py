@@ -13,7 +13,7 @@ in the vector lane.
 
 A pure function of a chunk's kind and stored text, so that every place that
 needs a chunk's vector again (the vector-store rebuild, the ranking's look-up
-in the embedding cache; see ``engine.ingest.pipeline.embed_text``) finds the
+in the embedding cache; see ``engine.ingest.embedtext.embed_text``) finds the
 same one.
 """
 

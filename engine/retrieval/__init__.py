@@ -14,9 +14,12 @@ tested without a store or a model:
               (document, conversation, transcript), with the weights' origin;
 - ``dedupe``  near-duplicate suppression by cosine similarity, or by text overlap
               for items without vectors;
-- ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload.
+- ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload;
+- ``fts_match`` the FTS5 MATCH expression's parts for the keyword lane;
+- ``config``  the [search] config section (lane depths, fusion, lane bounds).
 
-The lanes themselves (keyword, vector, recency, live) read the store and are wired
-by the engine, which calls these functions: ``search`` runs and fuses the lanes,
-``rank`` reranks the fused window by kind (shared by search and build_context).
+The lanes themselves (keyword, vector, recency, live) read the store and live in
+``engine.flows``, which calls these functions: ``flows.lanes`` runs and fuses the
+lanes, ``flows.ranking`` reranks the fused window by kind (shared by search and
+build_context).
 """

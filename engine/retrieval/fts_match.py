@@ -1,7 +1,7 @@
 """FTS5 MATCH expressions for a query analysis, safe against FTS5 syntax in the input.
 
 ``fts_parts`` lists the double-quoted terms and entity phrases of an analysis;
-``fts_query`` joins them with OR. The keyword lane (``engine.retrieval.search``)
+``fts_query`` joins them with OR. The keyword lane (``engine.flows.lanes``)
 splits the parts by how many chunks hold them before it joins them.
 """
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.ingest.pathnames import shown
+from engine.pathnames import shown
 from engine.store.vault import Vault
 from engine.types import ChunkDraft, LoadedDocument
 

@@ -429,7 +429,7 @@ class Vault:
         again once a tenth of the store has changed since (chunks added or deleted, from
         the highest chunk id and the count): between, a common term's count may be off
         by up to that many chunks, which only shifts which words the keyword lane lets
-        find rows (``engine.retrieval.search.keyword_match``). One pass costs 0.3 s at
+        find rows (``engine.flows.lanes.keyword_match``). One pass costs 0.3 s at
         100k chunks and runs in the first keyword query of a store that needs it."""
         held = self._common
         if held is not None and held[3] == self._generation:  # no write since: as read

@@ -29,9 +29,9 @@ from urllib.parse import urlparse
 import numpy as np
 
 from engine import paths as P
-from engine.config import StoreConfig
 from engine.crypto.rotation import Rotation
 from engine.errors import ConfigError, NoSpace, VectorsDamaged, VectorStoreUnavailable
+from engine.store.config import StoreConfig
 from engine.store.exact_index import ExactIndex
 from engine.store.vector_cache import VectorCache
 from engine.store.vector_ids import KeyedIds

@@ -106,7 +106,7 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
                                                         how: str) -> None:
     """After delete no table of the decrypted vault holds the canary: not the chunks,
     not the FTS index segments, not the embedding cache, not a transcript's sync state."""
-    from engine.vector_rebuild import chunk_key
+    from engine.flows.vector_rebuild import chunk_key
 
     canary = "zq" + uuid.uuid4().hex[:12] + "canary"
     needles = [canary.encode(), canary[2:-1].encode()]  # FTS keeps porter stems, prefix-shared

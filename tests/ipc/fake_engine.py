@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError, EmptyQuery, NotFound, error_from_dict
-from engine.ingest.jobs import JobRunner
+from engine.flows.jobs import JobRunner
 from engine.paths import data_dir as resolve_data_dir
 from engine.paths import ensure_private_dir, lock_path
 from engine.store.lock import DataDirLock
@@ -75,7 +75,7 @@ class FakeEngine:
         if job_id == "bugjob":
             return self._failed_job()
         if job_id not in self._jobs:
-            raise NotFound(f"no job {job_id}", job_id=job_id)  # as engine.ingest.jobs does
+            raise NotFound(f"no job {job_id}", job_id=job_id)  # as engine.flows.jobs does
         return dict(self._jobs[job_id])
 
     def jobs(self) -> list[dict[str, Any]]:

@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 import ipc.errors  # noqa: F401 - registers the wire errors with all_error_classes
-from engine.config import SearchConfig
-from engine.context_inputs import (
+from engine.errors import CtxError, all_error_classes, error_from_dict
+from engine.flows.inputs import (
     MAX_CONVERSATION_TURNS,
     check_budget,
     check_conversation,
     check_live,
     check_query,
 )
-from engine.errors import CtxError, all_error_classes, error_from_dict
 from engine.packing.packer import MAX_BUDGET
+from engine.retrieval.config import SearchConfig
 from engine.types import LIVE_KINDS
 from ipc import protocol
 from ipc.client import Client

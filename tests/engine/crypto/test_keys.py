@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import KeyConfig
 from engine.crypto import keys
+from engine.crypto.config import KeyConfig
 from engine.errors import KeyUnavailable, StoreNotInitialized, WrongKey
 
 CHEAP = KeyConfig(scrypt_n=1024)

@@ -162,7 +162,7 @@ def test_ingest_stores_int8_document_vectors_and_search_finds_them(
         data_dir: Path, onnx_export_dir: Path) -> None:
     from engine.embedding.base import encode_documents
     from engine.facade import ContextEngine
-    from engine.ingest.pipeline import embed_text
+    from engine.ingest.embedtext import embed_text
 
     emb = OnnxEmbedder.open(onnx_export_dir)
     text = "The client retries three times with exponential backoff, then reports a timeout."

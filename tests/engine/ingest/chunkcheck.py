@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.ingest.chunking import ChunkingConfig
+from engine.ingest.config import ChunkingConfig
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft, LoadedDocument
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
-from engine.ingest.pipeline import EMBED_STEP
+from engine.flows.writer import EMBED_STEP
 
 
 class GatedEmbedder(FakeEmbedder):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.ingest.pipeline import embed_text
+from engine.ingest.embedtext import embed_text
 
 
 @pytest.mark.parametrize(("title", "heading", "text", "expected"), [

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.ingest.chunking import ChunkingConfig, chunk_document
+from engine.ingest.chunking import chunk_document
+from engine.ingest.config import ChunkingConfig
 from engine.tokens import TokenCounter
 from engine.types import LoadedDocument
 from tests.engine.ingest.chunkcheck import assert_chunk_invariants

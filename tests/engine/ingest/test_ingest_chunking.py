@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigError
-from engine.ingest.chunking import ChunkingConfig, chunk_document
+from engine.ingest.chunking import chunk_document
+from engine.ingest.config import ChunkingConfig
 from engine.ingest.loaders import load_file, load_text
 from engine.tokens import TokenCounter
 from engine.types import LoadedDocument

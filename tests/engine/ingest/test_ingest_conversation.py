@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from engine.errors import InvalidInput
-from engine.ingest.chunking import ChunkingConfig, chunk_document
+from engine.ingest.chunking import chunk_document
+from engine.ingest.config import ChunkingConfig
 from engine.ingest.conversation import load_conversation
 from engine.tokens import TokenCounter
 from tests.engine.ingest.chunkcheck import assert_chunk_invariants

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine.errors import IngestFailed, NotFound
-from engine.ingest.jobs import Job, JobRunner
+from engine.flows.jobs import Job, JobRunner
 
 
 def _steps(n: int, pause_s: float = 0.0):

@@ -10,10 +10,10 @@ import numpy as np
 
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
-from engine.ingest.pipeline import embed_text
+from engine.flows.vector_rebuild import vault_vectors
+from engine.ingest.embedtext import embed_text
 from engine.recall import embedview
 from engine.tokens import TokenCounter
-from engine.vector_rebuild import vault_vectors
 from tests.engine.recall.recall_helpers import transcript, whole
 
 LARGE = "claude/obra__episodic-memory__large-conversation.jsonl"

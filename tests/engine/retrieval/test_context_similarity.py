@@ -11,9 +11,9 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.retrieval.rank import context_cosines, rank_hits, stored_vectors
+from engine.flows.lanes import run_lanes
+from engine.flows.ranking import context_cosines, rank_hits, stored_vectors
 from engine.retrieval.rerank import RerankConfig
-from engine.retrieval.search import run_lanes
 
 T0 = 1_700_000_000.0
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from engine.config import Config
 from engine.facade import ContextEngine
+from engine.flows.lanes import content_query, row_speakers, run_lanes, speaker_names_in
 from engine.retrieval.fts_match import fts_query
 from engine.retrieval.query import analyze_query
-from engine.retrieval.search import content_query, row_speakers, run_lanes, speaker_names_in
 from engine.store.vault import ChunkRow, Filters
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC

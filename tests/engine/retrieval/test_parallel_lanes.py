@@ -11,7 +11,7 @@ import pytest
 
 from engine.errors import CtxError
 from engine.facade import ContextEngine
-from engine.retrieval.search import run_lanes
+from engine.flows.lanes import run_lanes
 from engine.store.vault import Filters
 
 DOCS = {
@@ -88,7 +88,7 @@ class _SlowQueries:
 
 def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
     """run_lanes with the query embedding held until ``while_waiting`` has run."""
-    from engine.retrieval.rank import prescan
+    from engine.flows.ranking import prescan
 
     slow = _SlowQueries(engine.rt.embedder)
     plain, engine.rt.embedder = engine.rt.embedder, slow  # type: ignore[assignment]
@@ -108,7 +108,7 @@ def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
 
 def test_while_the_vector_lane_waits_the_keyword_hits_are_read_and_prepared(
         engine: ContextEngine) -> None:
-    from engine.retrieval.rank import PreScans, rank_hits
+    from engine.flows.ranking import PreScans, rank_hits
 
     _ingest(engine)
     query = "keychain passphrase tray engine budget"

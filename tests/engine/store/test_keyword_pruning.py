@@ -7,8 +7,8 @@ import pytest
 
 from engine.config import Config
 from engine.facade import ContextEngine
+from engine.flows.lanes import keyword_lane, keyword_match
 from engine.retrieval.query import analyze_query
-from engine.retrieval.search import keyword_lane, keyword_match
 from engine.store.fts_terms import TOKENIZE, index_tokens
 from engine.store.vault import Filters
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
-from engine.retrieval.rank import stored_vectors
+from engine.flows.ranking import stored_vectors
 from engine.store.vector_cache import VectorCache
 
 DIM = 8

@@ -29,7 +29,7 @@ WORDS = ["harbour", "tide", "ferry", "rope", "sail", "anchor", "gull", "storm", 
 CHILD = textwrap.dedent("""
     import json, sys
     from engine.facade import ContextEngine
-    from engine.retrieval.search import vector_lane
+    from engine.flows.lanes import vector_lane
     from engine.store.vault import Filters
     eng = ContextEngine.open(sys.argv[1], create=False)
     out = []

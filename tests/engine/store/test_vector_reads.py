@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
-from engine.retrieval.rank import stored_vectors
+from engine.flows.ranking import stored_vectors
 
 TEXT = "\n\n".join(
     f"Section {i}. The harbour ferry {i} leaves at dawn with rope, sail and cargo number {i}."

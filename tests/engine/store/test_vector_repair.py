@@ -26,7 +26,7 @@ def _fill(eng: ContextEngine, n: int = 20) -> None:
 
 
 def _vector_hits(eng: ContextEngine) -> list[int]:
-    from engine.retrieval.search import vector_lane
+    from engine.flows.lanes import vector_lane
     from engine.store.vault import Filters
 
     ids, _, _ = vector_lane(eng.rt, "lighthouse keeper ships fog", 10, Filters())

@@ -98,7 +98,7 @@ def test_nothing_in_the_data_dir_is_group_or_world_readable_under_umask_0(
 def test_hnsw_path_rescores_exactly(tmp_path: Path, data_dir: Path) -> None:
     """Above ``store.exact_search_max`` Chroma's HNSW candidates are re-scored exactly:
     the same ranking as the exact index, scores as cosines, ties broken by chunk id."""
-    from engine.retrieval.search import vector_lane
+    from engine.flows.lanes import vector_lane
     from engine.store.vault import Filters
 
     docs = _docs(tmp_path, 10)

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import CtxError, FileRejected
+from engine.flows.jobs import Cancelled, Job
+from engine.flows.runtime import Runtime
+from engine.flows.writer import Prepared, Writer, batched
 from engine.ingest.conversation import load_conversation
-from engine.ingest.jobs import Cancelled, Job
 from engine.ingest.loaders import load_file, load_text
-from engine.ingest.pathnames import shown
-from engine.ingest.pipeline import Prepared, Writer, batched
 from engine.ingest.walker import walk_paths
 from engine.metrics import ALERT_INGEST_FAILED
-from engine.runtime import Runtime
+from engine.pathnames import shown
 from engine.types import LoadedDocument
 
 log = logging.getLogger("ctx.ingest")

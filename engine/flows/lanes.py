@@ -14,11 +14,11 @@ import numpy as np
 
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
+from engine.flows.runtime import Runtime
 from engine.metrics import ALERT_VECTOR_DOWN, QUERY_MS
 from engine.retrieval.fts_match import fts_parts
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis, analyze_query, lane_weights
-from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
 from engine.types import SearchHit
 
@@ -38,7 +38,7 @@ class LaneResult:
     # stored vectors of hits: the vector lane's, and the keyword hits' read ahead
     vectors: dict[int, np.ndarray] = field(default_factory=dict)
     # what ``run_lanes``'s ``while_waiting`` made of the keyword hits' rows (None when it
-    # did not run): the rerank's scans of them, ``engine.retrieval.rank.prescan``
+    # did not run): the rerank's scans of them, ``engine.flows.ranking.prescan``
     prepared: Any = None
 
 

@@ -22,12 +22,12 @@ import numpy as np
 from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
-from engine.ingest.pipeline import cache_key, embed_text
+from engine.flows.lanes import LaneResult, run_lanes, to_hit
+from engine.flows.runtime import Runtime
+from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
 from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
-from engine.retrieval.search import LaneResult, run_lanes, to_hit
-from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
 from engine.types import SearchHit
 

@@ -9,7 +9,6 @@ crash-safe unit (see ``engine.store.sources``).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import threading
 import time
@@ -22,7 +21,7 @@ from engine.config import Config
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder, encode_documents
 from engine.ingest.chunking import chunk_document
-from engine.recall.embedview import embed_view
+from engine.ingest.embedtext import cache_key, content_hash, embed_text
 from engine.store import aliases
 from engine.store import sources as src
 from engine.store.vault import Vault
@@ -42,39 +41,6 @@ log = logging.getLogger("ctx.ingest")
 EMBED_STEP = 32
 EMBED_STEP_MIN = 4
 STEP_SECONDS = 0.5
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def embed_text(title: str, heading: str, kind: str, text: str) -> str:
-    """What the model sees for a chunk: its title and heading path give it context
-    (a transcript chunk needs none; of a tool call, see ``engine.recall.embedview``).
-    A chunk that opens with its title (a document's first chunk, most often) is not
-    given it twice: the model would pay for the same words again (SciFact: 5% of the
-    word pieces of a corpus). Stores written before keep their vectors; the vault's
-    embedding cache no longer matches those chunks, so a vector rebuild re-embeds them."""
-    if kind in ("turn", "turn_pair", "thinking", "tool"):
-        return embed_view(kind, text)
-    if title and not heading and _opens_with(text, title):
-        title = ""
-    head = " > ".join(p for p in (title, heading) if p)
-    return f"{head}\n{text}" if head else text
-
-
-def _opens_with(text: str, title: str) -> bool:
-    """Whether ``text`` starts with ``title`` as whole words, markdown marks aside."""
-    body, want = text.lstrip("#*= \t\r\n"), title.strip().lstrip("#*= ")
-    if not want or not body.startswith(want):
-        return False
-    rest = body[len(want):len(want) + 1]
-    return not rest or not (rest.isalnum() or rest == "_")
-
-
-def cache_key(model: str, text: str) -> str:
-    """Key of a vector in the vault's embedding cache: model name and exact input text."""
-    return content_hash(model + "\0" + text)
 
 
 @dataclass

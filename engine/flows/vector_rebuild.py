@@ -20,14 +20,14 @@ import numpy as np
 
 from engine.embedding.base import Embedder, encode_documents
 from engine.errors import CtxError
-from engine.ingest.pipeline import cache_key, embed_text
+from engine.flows.opening import rebuild_reason
+from engine.flows.runtime import Runtime
+from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import (
     ALERT_VECTOR_DOWN,
     ALERT_VECTOR_INCOMPLETE,
     ALERT_VECTOR_REBUILD,
 )
-from engine.opening import rebuild_reason
-from engine.runtime import Runtime
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
 

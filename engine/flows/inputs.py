@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.config import SearchConfig
 from engine.errors import (
     EmptyQuery,
     InvalidBudget,
@@ -21,6 +20,7 @@ from engine.errors import (
     NotUtf8,
 )
 from engine.packing.packer import MAX_BUDGET
+from engine.retrieval.config import SearchConfig
 from engine.types import LIVE_KINDS, ConversationTurn, LiveItem
 
 MAX_CONVERSATION_TURNS = 200

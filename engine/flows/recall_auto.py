@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.flows.lanes import run_lanes
+from engine.flows.runtime import Runtime
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.retrieval.dedupe import text_similarity
-from engine.retrieval.search import run_lanes
-from engine.runtime import Runtime
 from engine.store.vault import ChunkRow, Filters
 
 RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FileRejected
-from engine.ingest.pipeline import Writer
+from engine.flows.runtime import Runtime
+from engine.flows.writer import Writer
 from engine.recall.chunks import transcript_chunks
 from engine.recall.claude import parse_claude
 from engine.recall.codex import parse_codex
 from engine.recall.model import detect_agent
 from engine.recall.privacy import apply_privacy
 from engine.recall.syncplan import FileState, next_state, plan, read_head
-from engine.runtime import Runtime
 from engine.store import sources as src
 from engine.types import LoadedDocument
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidInput
-from engine.ingest.pipeline import Writer
-from engine.recall.auto import RECALL_KINDS, auto_context
-from engine.recall.sync import Progress, add_folder, folders, sync_files, transcript_files
-from engine.retrieval.search import search
-from engine.runtime import Runtime
+from engine.flows.lanes import search
+from engine.flows.recall_auto import RECALL_KINDS, auto_context
+from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
+from engine.flows.runtime import Runtime
+from engine.flows.writer import Writer
 from engine.store.vault import Filters
 
 FORMATS = ("context", "markdown", "json", "claude-hook")

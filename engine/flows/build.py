@@ -13,7 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.config import Config
-from engine.context_inputs import check_budget, check_conversation, check_live, check_query
+from engine.flows.inputs import check_budget, check_conversation, check_live, check_query
+from engine.flows.lanes import LaneResult, run_lanes
+from engine.flows.ranking import prescan, rank_hits, rerank_text
+from engine.flows.runtime import Runtime
 from engine.metrics import BUILD_MS, TOKEN_ACCURACY
 from engine.packing.candidates import PackCandidate
 from engine.packing.overlap import Span, trim_overlaps
@@ -21,10 +24,7 @@ from engine.packing.packer import PackingConfig, pack
 from engine.packing.turns import TurnPrior
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
-from engine.retrieval.rank import prescan, rank_hits, rerank_text
-from engine.retrieval.search import LaneResult, run_lanes
 from engine.retrieval.tiers import choose_tier, importance_score
-from engine.runtime import Runtime
 from engine.store.vault import CHUNK_COLUMNS, ChunkRow
 from engine.types import ContextPayload, ConversationTurn, LiveItem
 

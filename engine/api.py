@@ -1,0 +1,403 @@
+"""The engine's public results and events: typed, frozen, plain data.
+
+Every result that ``ContextEngine`` (in process) and ``ipc``'s ``RemoteEngine``
+(over the wire) return is one of these classes, so a caller reads attributes,
+never string keys, whichever engine answered. ``to_dict()`` is the JSON form
+that travels on the wire (docs/wire.md) and ``from_dict()`` rebuilds the object
+from it; unknown keys are ignored on the way in (a newer minor version of the
+protocol only adds fields).
+
+Events are what the engine announces through ``ContextEngine.subscribe``: a
+job moved, sources changed, a build finished, an alert was raised or cleared.
+They carry ids, counts and names, never the text of a source or a query.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Self, TypeVar
+
+from engine.errors import CtxError, error_from_dict
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+JOB_STATES: tuple[str, ...] = ("queued", "running", "done", "failed", "cancelled")
+FINAL_JOB_STATES: tuple[str, ...] = ("done", "failed", "cancelled")
+TIERS: tuple[str, ...] = ("full", "gist", "micro")
+
+T = TypeVar("T")
+
+
+def _known(cls: type[T], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``data`` that are fields of dataclass ``cls`` (newer fields ignored)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return {k: v for k, v in data.items() if k in names}
+
+
+class _Plain:
+    """to_dict / from_dict for dataclasses whose fields are JSON values already."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _jsonable(getattr(self, f.name))
+                for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(**_known(cls, data))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, _Plain):
+        return value.to_dict()
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+# -- errors ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ErrorInfo(_Plain):
+    """An error as data (a failed job's, an alert's cause): stable code and name."""
+
+    code: int
+    name: str
+    message: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, exc: CtxError) -> ErrorInfo:
+        return cls(exc.code, exc.name, exc.message, dict(exc.details))
+
+    def to_error(self) -> CtxError:
+        """The engine's own exception class for this error (to raise it)."""
+        return error_from_dict(self.to_dict())
+
+
+# -- jobs -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FileIssue(_Plain):
+    """A file a job did not store, by path, with a stable reason (``REJECT_*``)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class JobSnapshot(_Plain):
+    """One ingestion (or sync, repair, delete) job as it stands."""
+
+    id: str
+    kind: str
+    state: JobState
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    files_total: int = 0
+    files_done: int = 0
+    files_skipped: int = 0
+    files_unchanged: int = 0
+    bytes: int = 0
+    bytes_total: int = 0
+    chunks: int = 0
+    current: str = ""
+    errors: tuple[FileIssue, ...] = ()
+    sources: tuple[int, ...] = ()
+    error: ErrorInfo | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_JOB_STATES
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSnapshot:
+        d = _known(cls, data)
+        d["errors"] = tuple(FileIssue.from_dict(e) for e in d.get("errors") or ())
+        d["sources"] = tuple(int(s) for s in d.get("sources") or ())
+        err = d.get("error")
+        d["error"] = ErrorInfo.from_dict(err) if isinstance(err, Mapping) else None
+        return cls(**d)
+
+
+# -- reading --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchHit(_Plain):
+    """One ranked chunk; ``lanes`` maps lane name to its 1-based rank there."""
+
+    chunk_id: int
+    source_id: int
+    source: str  # the source's uri (a path for files)
+    title: str
+    kind: str  # chunk kind
+    source_kind: str
+    text: str
+    score: float
+    lanes: Mapping[str, int]
+    time: float | None = None
+    ordinal: int = 0
+    tokens: int = 0
+    heading: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PayloadItem(_Plain):
+    """One item that made it into a context payload.
+
+    ``kind`` is a chunk kind, ``surrogate``, ``live:<kind>`` or ``conversation``;
+    ``tier`` is the surrogate tier it was packed at (None unless a surrogate);
+    ``why`` a short machine-readable reason ("rerank", "neighbour", ...).
+    """
+
+    kind: str
+    source: str
+    title: str
+    time: float | None
+    tokens: int  # tokens of this item's rendered block, as packed
+    score: float
+    lanes: Mapping[str, int]
+    why: str
+    chunk_ids: tuple[int, ...] = ()
+    tier: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["score"] = round(self.score, 6)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PayloadItem:
+        d = _known(cls, data)
+        d["chunk_ids"] = tuple(int(c) for c in d.get("chunk_ids") or ())
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Payload(_Plain):
+    """build_context's result: ``total_tokens`` == cl100k tokens of ``context`` <= ``budget``."""
+
+    context: str
+    total_tokens: int
+    budget: int
+    items: tuple[PayloadItem, ...]
+    timings: Mapping[str, float]  # stage -> milliseconds
+    format: str = "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"context": self.context, "total_tokens": self.total_tokens,
+                "budget": self.budget, "items": [i.to_dict() for i in self.items],
+                "timings": {k: round(v, 3) for k, v in self.timings.items()},
+                "format": self.format}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Payload:
+        d = _known(cls, data)
+        d["items"] = tuple(PayloadItem.from_dict(i) for i in d.get("items") or ())
+        return cls(**d)
+
+
+# -- sources and health ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SourceInfo(_Plain):
+    """A stored source (ready to be searched)."""
+
+    id: int
+    uri: str
+    kind: str
+    title: str
+    fmt: str
+    content_hash: str
+    bytes: int
+    created_at: float | None
+    ingested_at: float
+    n_chunks: int
+    tokens: int
+    project: str | None
+
+
+@dataclass(frozen=True)
+class DeleteResult(_Plain):
+    """What a delete removed: how many sources and paths, and the source ids."""
+
+    deleted: int
+    sources: tuple[int, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DeleteResult:
+        return cls(int(data["deleted"]), tuple(int(s) for s in data.get("sources") or ()))
+
+
+@dataclass(frozen=True)
+class Alert(_Plain):
+    """An active engine alert (``context_engine.vector_db.unavailable``, ...)."""
+
+    name: str
+    since: float
+    count: int
+    last: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot(_Plain):
+    """Duration histograms (count, p50, p95, p99, max), counters, gauges, active alerts."""
+
+    histograms: Mapping[str, Mapping[str, float]]
+    counters: Mapping[str, int]
+    gauges: Mapping[str, float]
+    alerts: Mapping[str, Alert]
+    time: float
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricsSnapshot:
+        d = _known(cls, data)
+        d["alerts"] = {k: Alert.from_dict({"name": k, **v})
+                       for k, v in (d.get("alerts") or {}).items()}
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["alerts"] = {k: {f: v for f, v in a.to_dict().items() if f != "name"}
+                         for k, a in self.alerts.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class VectorMemory(_Plain):
+    """What of the vector index is held in memory: ``kind`` exact | cache | none."""
+
+    kind: str
+    state: str
+    vectors: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Status(_Plain):
+    """The engine's health at a glance (``ctx status``, the Health panel)."""
+
+    data_dir: str
+    sources: int
+    chunks: int
+    tokens: int
+    bytes: int
+    vectors: int | None  # None while the vector store is down
+    vector_backend: str
+    vector_store_ok: bool
+    vectors_in_memory: VectorMemory
+    model: str
+    dim: int
+    model_loaded: bool
+    model_backend: str | None
+    model_document_precision: str
+    model_query_precision: str
+    jobs_active: bool
+    ingestion_paused: bool
+    store_bytes: int
+    alerts: Mapping[str, Alert]
+    # Over the wire only: the serving process's counters (received, replied, ...).
+    server: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Status:
+        d = _known(cls, data)
+        d["vectors_in_memory"] = VectorMemory.from_dict(d["vectors_in_memory"])
+        d["alerts"] = {k: Alert.from_dict({"name": k, **v})
+                       for k, v in (d.get("alerts") or {}).items()}
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["alerts"] = {k: {f: v for f, v in a.to_dict().items() if f != "name"}
+                         for k, a in self.alerts.items()}
+        if self.server is None:
+            del out["server"]
+        return out
+
+
+@dataclass(frozen=True)
+class AuditEntry(_Plain):
+    """One audit record: who asked what and when (ids and counts, never content)."""
+
+    time: float
+    method: str
+    caller_pid: int | None
+    ids: tuple[str, ...]
+    counts: Mapping[str, int]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditEntry:
+        d = _known(cls, data)
+        d["ids"] = tuple(str(i) for i in d.get("ids") or ())
+        return cls(**d)
+
+
+# -- events ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Event:
+    """Base of what ``ContextEngine.subscribe`` delivers; ``kind`` names the event."""
+
+    kind: ClassVar[str] = "event"
+
+
+@dataclass(frozen=True)
+class JobChanged(Event):
+    """A job was queued, moved on, or ended."""
+
+    kind: ClassVar[str] = "job"
+    job: JobSnapshot
+
+
+@dataclass(frozen=True)
+class SourcesChanged(Event):
+    """Sources were added, replaced or deleted (``reason``: ingest, delete, sync, repair)."""
+
+    kind: ClassVar[str] = "sources"
+    reason: str
+    source_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildItem(_Plain):
+    """What a build summary says of one payload item (no text)."""
+
+    kind: str
+    source: str
+    tokens: int
+    score: float
+    lanes: Mapping[str, int]
+    tier: str | None = None
+
+
+@dataclass(frozen=True)
+class BuildDone(Event):
+    """A build_context finished, from any caller (``origin``: "local", "ipc", "gui"...);
+    sizes, timings and items, never the query or the payload's text."""
+
+    kind: ClassVar[str] = "build"
+    origin: str
+    time: float
+    duration_ms: float
+    budget: int
+    total_tokens: int
+    items: tuple[BuildItem, ...]
+    timings: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class AlertRaised(Event):
+    kind: ClassVar[str] = "alert_raised"
+    alert: Alert
+
+
+@dataclass(frozen=True)
+class AlertCleared(Event):
+    kind: ClassVar[str] = "alert_cleared"
+    name: str

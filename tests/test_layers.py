@@ -1,0 +1,176 @@
+"""engine/'s layers: imports run only downward, and no two engine modules import each other.
+
+The imports are read with ast (module-level and function-level, TYPE_CHECKING
+blocks included); nothing is imported. Layers, lowest first: base, parts,
+config (only gathers the parts' sections), flows (orchestration), facade.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = REPO / "engine"
+
+LAYERS = ("base", "parts", "config", "flows", "facade")
+
+# Every package or module directly under engine/, and its layer.
+LAYER_OF = {
+    "errors": "base", "types": "base", "api": "base", "paths": "base", "pathnames": "base",
+    "blas": "base", "metrics": "base", "config_base": "base", "tokens": "base",
+    "offline": "base",
+    "crypto": "parts", "embedding": "parts", "store": "parts", "ingest": "parts",
+    "retrieval": "parts", "packing": "parts", "surrogates": "parts", "recall": "parts",
+    "access": "parts",
+    "config": "config",
+    "flows": "flows",
+    "facade": "facade", "__init__": "facade",
+}
+
+
+def engine_modules(root: Path) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the engine package under ``root``."""
+    out = {}
+    for path in sorted((root / "engine").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def unit_of(module: str) -> str:
+    """The package or module directly under engine/ that ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str:
+    while name not in modules and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> Iterator[tuple[int, str]]:
+    """(line, engine module imported) for every import in ``path``, at any depth."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "engine" or name.startswith("engine."):
+                yield node.lineno, _resolve(name, modules)
+
+
+def import_graph(root: Path) -> dict[str, dict[str, int]]:
+    """Importing module -> {imported engine module: line of the first such import}."""
+    modules = engine_modules(root)
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in modules.items():
+        edges = graph.setdefault(module, {})
+        for line, target in imports_of(module, path, modules):
+            if target != module:
+                edges.setdefault(target, line)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer_errors(root: Path) -> list[str]:
+    errors = []
+    for module, edges in import_graph(root).items():
+        here = LAYER_OF.get(unit_of(module))
+        for target, line in edges.items():
+            there = LAYER_OF.get(unit_of(target))
+            if here and there and LAYERS.index(there) > LAYERS.index(here):
+                errors.append(f"{module.replace('.', '/')}.py:{line} imports {target}: "
+                              f"layer {here!r} may not import from the higher layer {there!r}")
+    return errors
+
+
+def test_every_engine_module_has_a_layer() -> None:
+    unplaced = sorted({unit_of(m) for m in engine_modules(REPO)} - set(LAYER_OF))
+    assert not unplaced, f"engine/ holds packages or modules with no layer in LAYER_OF: {unplaced}"
+
+
+def test_imports_run_only_downward() -> None:
+    errors = layer_errors(REPO)
+    assert not errors, "imports running up a layer:\n" + "\n".join(errors)
+
+
+def test_no_import_cycle_between_engine_modules() -> None:
+    graph = {m: set(edges) for m, edges in import_graph(REPO).items()}
+    found = cycles(graph)
+    assert not found, "engine modules that import each other: " + "; ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_no_import_cycle_between_engine_packages() -> None:
+    units: dict[str, set[str]] = {}
+    for module, edges in import_graph(REPO).items():
+        units.setdefault(unit_of(module), set()).update(
+            unit_of(t) for t in edges if unit_of(t) != unit_of(module))
+    found = cycles(units)
+    assert not found, "engine packages that import each other: " + "; ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_the_guard_sees_an_upward_and_a_circular_import(tmp_path: Path) -> None:
+    """The checks above read real imports: a part importing engine.config, and two
+    modules importing each other (one inside a function), are both caught."""
+    pkg = tmp_path / "engine"
+    (pkg / "store").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "store" / "__init__.py").write_text("")
+    (pkg / "config.py").write_text("from engine.store.a import A\n")
+    (pkg / "store" / "a.py").write_text("from engine.config import Config\nA = 1\n")
+    (pkg / "store" / "b.py").write_text("def f():\n    from . import c\n")
+    (pkg / "store" / "c.py").write_text("from engine.store import b\n")
+    assert layer_errors(tmp_path) == [("engine/store/a.py:1 imports engine.config: "
+                                       "layer 'parts' may not import from the higher layer 'config'")]
+    graph = {m: set(e) for m, e in import_graph(tmp_path).items()}
+    assert cycles(graph) == [["engine.config", "engine.store.a"],
+                             ["engine.store.b", "engine.store.c"]]
