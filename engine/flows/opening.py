@@ -49,7 +49,9 @@ def prepare_root(data_dir: str | Path | None, *, create: bool, explicit_init: bo
     if not create:
         check_existing(layout)  # StoreNotInitialized or NotAStore, naming the path
     check_can_create(layout, explicit_init=explicit_init)
-    P.ensure_private_dir(root)
+    note = P.claim_dir(root)  # refuses a shared folder; says so when it tightens one
+    if note:
+        log.warning(note)
     return root, True
 
 
