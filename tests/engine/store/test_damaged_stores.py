@@ -303,3 +303,28 @@ def test_init_over_a_store_changes_nothing(mutate: Callable[[Path, Path], None],
         init_store(d)
     assert info.value.name == expected
     assert snapshot(d) == before
+
+
+@pytest.mark.slow
+def test_chroma_damaged_anywhere_is_refused_unchanged(stores: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    """chroma.sqlite3 garbled page by page (in the page header area and mid-page): every
+    open that fails names vectors_damaged and leaves every byte as it was. Before, a
+    damaged b-tree page or Chroma's own migration text found only once Chroma had opened
+    (it writes on open) left chroma.sqlite3 rewritten, with a Rust panic on stderr."""
+    size = (stores["main"] / "vectors" / "chroma.sqlite3").stat().st_size
+    refused = 0
+    for page in range(size // 4096):
+        for offset in (100, 2000):
+            d = tmp_path / f"p{page}-{offset}"
+            shutil.copytree(stores["main"], d)
+            _garble("vectors/chroma.sqlite3", page * 4096 + offset, 64)(d, stores["other"])
+            before = snapshot(d)
+            try:
+                ContextEngine.open(d).close()
+            except CtxError as exc:
+                refused += 1
+                assert exc.name == "vectors_damaged", (page, offset, exc.name)
+                assert snapshot(d) == before, f"page {page} +{offset}: the failed open wrote"
+            shutil.rmtree(d)
+    assert refused >= 3  # the test met damage Chroma cannot read
