@@ -18,14 +18,22 @@ from typing import Any, Self
 import zmq
 
 from engine.errors import CtxError, error_from_dict
-from ipc.connection import ConnectionInfo, find_live
-from ipc.errors import BadSignature, IpcTimeout, KeyMismatch, MessageTooLarge, ProtocolError
+from ipc.connection import ConnectionInfo, find_live, pid_alive
+from ipc.errors import (
+    BadSignature,
+    IpcTimeout,
+    KeyMismatch,
+    MessageTooLarge,
+    ProtocolError,
+    ServerUnavailable,
+)
 from ipc.protocol import IpcConfig, method_spec, validate_params, version_compatible
 from ipc.session import Message, Rejected, Session
 
 __all__ = ["Client"]
 
 _DEFAULTS = IpcConfig()
+LIVENESS_S = 0.25  # while waiting for a reply, how often the server's process is looked at
 
 
 class Client:
@@ -160,7 +168,8 @@ class Client:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            if not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+            if not sock.poll(max(1, int(min(remaining, LIVENESS_S) * 1000)), zmq.POLLIN):
+                self._check_alive()
                 continue
             raw = sock.recv_multipart()
             try:
@@ -178,6 +187,17 @@ class Client:
                 self._reset()
                 raise ProtocolError("reply answers another request", parent=msg.header["parent"])
             return msg
+
+    def _check_alive(self) -> None:
+        """ServerUnavailable at once when the server's process is gone (killed, crashed):
+        no reply can come, so waiting out the timeout and its retries says nothing."""
+        pid = self.info.get("pid")
+        if isinstance(pid, int) and pid > 0 and not pid_alive(pid):
+            self._reset()
+            raise ServerUnavailable(
+                f"the ctx engine (process {pid}) stopped while this call waited for it: "
+                "it was killed or crashed; the next ctx command starts it again",
+                reason="stopped", pid=pid)
 
     @staticmethod
     def _result(msg: Message) -> Any:
