@@ -420,7 +420,7 @@ class ContextEngine:
             gone = [i for i in ids if i not in kept]
             transcripts = src.transcript_paths(rt.vault, gone)
             src.delete_sources(rt.vault, gone, cache_key=key)
-            src.forget_sync_text(rt.vault, transcripts)
+            src.forget_sync_text(rt.vault, transcripts, rt.hasher)
             self._writer.flush_tombstones()
             rt.vault.wipe_log()  # the WAL's old page images held the deleted text
         snap = self._jobs.wait(self._jobs.submit("delete", work).id)
