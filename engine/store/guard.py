@@ -27,13 +27,12 @@ from engine.store.integrity import (
     damage_code,
     damaged,
     failed_pages,
-    open_readonly,
     pages_damaged,
 )
 
 log = logging.getLogger("ctx.vault")
 
-PAGES_AT_OPEN_BYTES = 64 << 20  # vaults up to this size have every page checked at once (~0.2 s)
+PAGES_AT_OPEN_BYTES = 16 << 20  # vaults up to this size have every page checked at once (~0.1 s)
 FILE_CHECK_S = 1.0  # how often calls look at vault.db's identity, size and time
 
 Signature = tuple[int, int, int, int]  # device, inode, size, mtime (ns)
@@ -68,6 +67,8 @@ class VaultGuard:
         self._sig = signature(path)
         self._looked = time.monotonic()
         self._checking = threading.Lock()  # one page check at a time
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     @property
     def small(self) -> bool:
@@ -144,27 +145,17 @@ class VaultGuard:
 
     # -- every page ---------------------------------------------------------------
     def check_pages(self) -> None:
-        """Check every page of vault.db (about 3 s a GB here): VaultDamaged, kept, when
-        one fails. It reads on a read-only connection of its own (closing it never
-        checkpoints, even after the vault closed). A page caught being checkpointed
-        may fail falsely, so failures are checked again with the engine's writes held
-        (its checkpoints run in them): an alarm is never false."""
+        """Check every page of vault.db (``integrity.failed_pages``): VaultDamaged, kept,
+        when one fails. A page caught being checkpointed may fail falsely, so failing
+        pages are read again with the engine's writes held (its checkpoints run in
+        them): an alarm is never false. Stops when the vault closes."""
         with self._checking:
-            try:
-                conn = open_readonly(self.path, self._hexkey)
-                try:
-                    if failed_pages(conn):
-                        with self._write_lock:
-                            bad = failed_pages(conn)
-                        if bad:
-                            raise self.latch(pages_damaged(bad))
-                finally:
-                    conn.close()
-            except sqlite.DatabaseError as exc:  # page 1 unreadable: another store's file
-                code = damage_code(exc)
-                if code is None:
-                    raise
-                raise self.latch(damaged(code)) from None
+            bad = failed_pages(self.path, self._hexkey, stop=self._stop.is_set)
+            if bad and not self._stop.is_set():
+                with self._write_lock:
+                    bad = failed_pages(self.path, self._hexkey, only=bad)
+                if bad:
+                    raise self.latch(pages_damaged(bad))
 
     def check_pages_later(self) -> None:
         """``check_pages`` in a thread (damage found reaches ``on_damage``)."""
@@ -176,4 +167,12 @@ class VaultGuard:
             except Exception as exc:  # noqa: BLE001 - a check that cannot run finds nothing
                 log.warning("vault page check not finished (%s)", type(exc).__name__)
 
-        threading.Thread(target=run, name="ctx-vault-check", daemon=True).start()
+        self._thread = threading.Thread(target=run, name="ctx-vault-check", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop a page check in progress and wait for it (the vault closes)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)

@@ -221,6 +221,7 @@ class Vault:
         return self.guard.damage
 
     def close(self) -> None:
+        self.guard.stop()  # a page check in a thread ends first
         with self._all_lock:
             for conn in self._all:
                 try:
