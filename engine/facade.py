@@ -422,6 +422,7 @@ class ContextEngine:
             src.delete_sources(rt.vault, gone, cache_key=key)
             src.forget_sync_text(rt.vault, transcripts, rt.hasher)
             self._writer.flush_tombstones()
+            rt.vectors.save_snapshot()  # the sealed vectors lose the deleted ones now
             rt.vault.wipe_log()  # the WAL's old page images held the deleted text
         snap = self._jobs.wait(self._jobs.submit("delete", work).id)
         if snap["state"] == "failed":

@@ -69,6 +69,10 @@ def vectors_path(root: Path) -> Path:
     return root / "vectors"
 
 
+def snapshot_path(root: Path) -> Path:
+    return root / "vectors.snap"
+
+
 def keyfile_path(root: Path) -> Path:
     return root / "key.json"
 

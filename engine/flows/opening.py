@@ -24,9 +24,11 @@ from engine.errors import NoSpace, StoreLocked, VectorsDamaged
 from engine.store import sources as src
 from engine.store.layout import check_can_create, check_existing, read_layout
 from engine.store.lock import DataDirLock
+from engine.store.memory_vectors import MemoryVectors
+from engine.store.snapshot import SnapshotFile
 from engine.store.vault import Vault
 from engine.store.vector_ids import KeyedIds
-from engine.store.vectors import ChromaVectors, MemoryVectors, OfflineVectors, VectorStore
+from engine.store.vectors import ChromaVectors, OfflineVectors, VectorStore
 
 log = logging.getLogger("ctx.engine")
 
@@ -73,9 +75,11 @@ def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) ->
     def dead(source_id: int) -> list[int]:
         return src.dead_chunks(vault, source_id)
 
-    if cfg.store.vector_backend == "memory":
-        return MemoryVectors(dim, dead)
     limit_blas_threads(cfg.search.blas_threads)  # before the rotation's QR (engine/blas.py)
+    if cfg.store.vector_backend == "memory":
+        return MemoryVectors(dim, dead, cfg.store,
+                             snapshot=SnapshotFile(P.snapshot_path(root), key),
+                             fingerprints=vault.chunk_fingerprints, version=vault.chunk_version)
     try:
         return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim),
                              KeyedIds(key), keys.key_id(key), dead, vault.chunk_ids)

@@ -450,6 +450,22 @@ class Vault:
             self._common = (n, top, counts, self._generation)
             return counts
 
+    def chunk_version(self) -> int:
+        """Goes up with every chunk stored or deleted and every source made ready or
+        pending, and persists (migration 6): what a vector snapshot was taken at."""
+        return int(self.get_meta("chunk_version") or 0)
+
+    def chunk_fingerprints(self) -> tuple[list[int], list[str]]:
+        """Every chunk of a ready source: ids ascending and their content hashes, read
+        from the content-hash index alone (no text page is read)."""
+        rows = self.conn().execute(
+            "SELECT id, content_hash FROM chunks INDEXED BY chunks_hash").fetchall()
+        busy = {r[0] for r in self.conn().execute(
+            "SELECT c.id FROM sources s JOIN chunks c ON c.source_id = s.id "
+            "WHERE s.state != 'ready'")}
+        rows = sorted(r for r in rows if r[0] not in busy)
+        return [r[0] for r in rows], [r[1] or "" for r in rows]
+
     def chunk_ids(self) -> list[int]:
         """Every stored chunk's id, ascending (0.6 s at 100k chunks)."""
         return [r[0] for r in self.conn().execute("SELECT id FROM chunks ORDER BY id")]

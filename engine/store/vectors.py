@@ -92,6 +92,11 @@ class VectorStore:
         """Remove every vector (before a rebuild)."""
         raise NotImplementedError
 
+    def save_snapshot(self) -> bool:
+        """Seal the index's vectors to disk where this index keeps a snapshot (the memory
+        backend); False where it keeps none. Called where no write runs beside it."""
+        return False
+
     def close(self) -> None:
         """Release the index (and, for Chroma, its process-wide cached client)."""
 
@@ -558,44 +563,3 @@ class OfflineVectors(VectorStore):
 
     def reset(self) -> None:
         raise self._down()
-
-
-class MemoryVectors(VectorStore):
-    """No vector on disk: an exact in-memory index, rebuilt from the vault at open."""
-
-    backend = "memory"
-
-    def __init__(self, dim: int, dead: DeadLookup) -> None:
-        self._index = ExactIndex(dim)
-        self._dead = dead
-
-    def add(self, ids: Sequence[int], vectors: np.ndarray,
-            metas: Sequence[dict[str, Any]] | None = None) -> None:
-        if len(ids):
-            self._index.add([int(i) for i in ids], np.asarray(vectors, dtype=np.float32))
-
-    def delete_source(self, source_id: int) -> None:
-        self.delete(self._dead(int(source_id)))
-
-    def delete(self, ids: Sequence[int]) -> None:
-        self._index.delete(ids)
-
-    def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
-              ) -> list[tuple[int, float]]:
-        hits = self._index.query(vector, k)
-        if found is not None:
-            found.update(self._index.vectors([c for c, _ in hits]))
-        return hits
-
-    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        return self._index.vectors(ids)
-
-    def count(self) -> int:
-        return len(self._index)
-
-    def memory(self) -> dict[str, Any]:
-        n = len(self._index)
-        return {"kind": "exact", "state": "ready", "vectors": n, "bytes": n * self._index.dim * 4}
-
-    def reset(self) -> None:
-        self._index = ExactIndex(self._index.dim)

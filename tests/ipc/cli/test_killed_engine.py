@@ -35,7 +35,7 @@ def test_ingest_says_at_once_that_its_engine_was_killed(tmp_path: Path) -> None:
             time.sleep(0.1)
         time.sleep(0.5)  # let the job store some files
         os.kill(info["pid"], signal.SIGKILL)
-        out, err = proc.communicate(timeout=20)  # before: 25-30 s of timeouts and retries
+        _out, err = proc.communicate(timeout=20)  # before: 25-30 s of timeouts and retries
     finally:
         if proc.poll() is None:
             proc.kill()
