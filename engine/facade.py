@@ -29,6 +29,7 @@ from engine.errors import (
     EngineClosed,
     InvalidInput,
     ModelMismatch,
+    NoSpace,
     NotFound,
 )
 from engine.flows import ingest as service
@@ -109,10 +110,14 @@ class ContextEngine:
         if not vault.pages_checked:  # a big vault's pages are checked in a thread
             vault.guard.check_pages_later()
         self._writer = Writer(cfg, vault, vectors, emb, self.rt.hasher, self.rt.counter)
-        if not vault.read_only:
-            recovered = src.recover(vault)
-            if recovered:
-                log.warning("recovered %d sources left incomplete by a crash", len(recovered))
+        try:  # on a full disk too: the reserved space is given back for it
+            recovered = vault.with_room(lambda: src.recover(vault))
+        except NoSpace:
+            recovered = []
+            log.warning("disk full: sources left pending by a crash are removed at the next "
+                        "open with room")
+        if recovered:
+            log.warning("recovered %d sources left incomplete by a crash", len(recovered))
         self._jobs = JobRunner(on_finish=self._job_finished)
         try:
             self._check_vectors(auto_repair)

@@ -25,6 +25,7 @@ from engine.store import sources as src
 from engine.store.layout import check_can_create, check_existing, read_layout
 from engine.store.lock import DataDirLock
 from engine.store.memory_vectors import MemoryVectors
+from engine.store.reserve import Reserve
 from engine.store.snapshot import SnapshotFile
 from engine.store.vault import Vault
 from engine.store.vector_ids import KeyedIds
@@ -67,6 +68,9 @@ def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
                   cache_mb=cfg.store.vault_cache_mb)
     vault.read_only = P.disk_full(root)  # opens to be read; writes say "no space"
+    vault.reserve = Reserve(root)
+    if not vault.read_only:
+        vault.reserve.ensure()
     P.harden(root)
     return vault
 

@@ -12,12 +12,12 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlcipher3 import dbapi2 as sqlite
 
@@ -26,8 +26,10 @@ from engine.store.fts_terms import chunk_counts, common_counts
 from engine.store.guard import VaultGuard
 from engine.store.integrity import VaultConnection, probe, quiet
 from engine.store.migrations import migrate
+from engine.store.reserve import Reserve
 
 log = logging.getLogger("ctx.vault")
+T = TypeVar("T")
 
 _FTS_POOL: ThreadPoolExecutor | None = None
 _FTS_POOL_LOCK = threading.Lock()
@@ -163,6 +165,7 @@ class Vault:
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
+        self.reserve: Reserve | None = None  # room for clean-up on a full disk (with_room)
         self.guard = VaultGuard(path, self._hexkey, self._write_lock)
         # Small vaults have every page checked before the open returns; bigger ones in a
         # thread (check_pages_later), so that an open stays fast.
@@ -214,6 +217,16 @@ class Vault:
             with self._all_lock:
                 self._all.append(conn)
         return conn
+
+    def with_room(self, fn: Callable[[], T]) -> T:
+        """``fn()`` (a clean-up write); on a full disk, once more after giving the data
+        dir's reserved space back (``reserve``)."""
+        try:
+            return fn()
+        except NoSpace:
+            if self.reserve is None or not self.reserve.release():
+                raise
+            return fn()
 
     @property
     def damage(self) -> VaultDamaged | None:
