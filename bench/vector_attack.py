@@ -64,6 +64,9 @@ def write_files(folder: Path, docs: list[tuple[str, str, str]], prefix: str) -> 
 
 
 def ingest(root: Path, backend: str, folders: list[Path], model: Any) -> None:
+    if not root.exists():  # the store's own config says where its vectors live (as a
+        root.mkdir(mode=0o700)  # user sets it), so that `ctx repair` keeps to it
+        (root / "config.toml").write_text(f'[store]\nvector_backend = "{backend}"\n')
     with ContextEngine.open(root, config=_config(backend), embedder=model) as eng:
         for folder in folders:  # one job each: the known files' writes come first
             eng.wait(eng.ingest(paths=[str(folder)]))

@@ -24,6 +24,13 @@ from engine.errors import CtxError
 from engine.facade import ContextEngine
 from engine.store.vault import Vault
 
+
+@pytest.fixture(autouse=True)
+def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the embedded Chroma store (the default keeps vectors in
+    memory, tests/engine/store/test_vector_snapshot.py)."""
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
+
 REPO = Path(__file__).resolve().parents[3]
 _BUILT: dict[str, Path] = {}
 

@@ -153,9 +153,11 @@ def test_a_vault_replaced_under_a_running_engine_is_named(
     _log_clean(d)
 
 
-def test_repair_sets_aside_a_vectors_file(good: Path, tmp_path: Path) -> None:
+def test_repair_sets_aside_a_vectors_file(good: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")  # vectors/ is Chroma's
     d = _copy(good, tmp_path / "store")
-    shutil.rmtree(d / "vectors")
+    shutil.rmtree(d / "vectors", ignore_errors=True)
     (d / "vectors").write_text("not a folder")
     refused = ctx("--local", "status", env=_env(d))
     assert refused.returncode == 4 and "[vectors_damaged]" in refused.stderr

@@ -47,7 +47,7 @@ def _entropy(data: bytes) -> float:
 def test_the_default_keeps_no_vector_in_the_clear(data_dir: Path) -> None:
     _store(data_dir)
     assert sorted(p.name for p in data_dir.iterdir()) == [
-        "engine.lock", "key.json", "vault.db", "vectors.snap"]
+        "engine.lock", "key.json", "space.reserve", "vault.db", "vectors.snap"]
     with ContextEngine.open(data_dir) as eng:
         ids = [r[0] for r in eng.rt.vault.query("SELECT id FROM chunks")]
         held = eng.rt.vectors.vectors(ids)
