@@ -170,6 +170,12 @@ class VaultGuard:
         self._thread = threading.Thread(target=run, name="ctx-vault-check", daemon=True)
         self._thread.start()
 
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for a page check running in a thread (benchmarks measure after it)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
     def stop(self) -> None:
         """Stop a page check in progress and wait for it (the vault closes)."""
         self._stop.set()
