@@ -101,7 +101,10 @@ def run_serve(args: argparse.Namespace) -> int:
             return wrapped
         return engine
 
-    def ready(_info: Any) -> None:
+    def ready(info: Any) -> None:
+        stop = "Ctrl-C" if os.name == "nt" else f"Ctrl-C or `kill {os.getpid()}`"
+        print(f"ctx: serving {info['data_dir']} at {info['endpoint']} (pid {os.getpid()}); "
+              f"stop it with {stop}", flush=True)
         if "activity" in holder:
             _watch_idle(holder["activity"], float(idle),
                         lambda: os.kill(os.getpid(), signal.SIGTERM))
