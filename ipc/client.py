@@ -32,6 +32,14 @@ from ipc.session import Message, Rejected, Session
 
 __all__ = ["Client"]
 
+
+class _Gone(Exception):
+    """The server's process ended while an attempt waited for its reply."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.pid = pid
+
 _DEFAULTS = IpcConfig()
 LIVENESS_S = 0.25  # while waiting for a reply, how often the server's process is looked at
 
@@ -112,6 +120,7 @@ class Client:
                 raise ProtocolError("client is closed")
             key_retried = False
             attempt = 0
+            gone: int | None = None  # the server's process, found dead in the last attempt
             while attempt <= retries:
                 header, frames = self._session.pack(method, params)
                 size = sum(len(f) for f in frames)
@@ -121,6 +130,9 @@ class Client:
                         f"{self.max_message_bytes}", size=size, limit=self.max_message_bytes)
                 try:
                     reply = self._exchange(frames, header["msg_id"], time.monotonic() + timeout)
+                    gone = None
+                except _Gone as dead:  # no reply can come: this attempt ends now
+                    reply, gone = None, dead.pid
                 except KeyMismatch:
                     # the server could not verify the request: resending after adopting
                     # the new key is safe for any method, once
@@ -134,6 +146,11 @@ class Client:
                 attempt += 1
                 if attempt <= retries:
                     self._rediscover()
+        if gone is not None:
+            raise ServerUnavailable(
+                f"the ctx engine (process {gone}) stopped while {method} waited for it: it "
+                "was killed or crashed; the next ctx command starts it again",
+                reason="stopped", pid=gone)
         raise IpcTimeout(
             f"no reply to {method} from {self.endpoint} within {timeout:g} s "
             f"({retries + 1} attempt{'s' if retries else ''})",
@@ -189,15 +206,12 @@ class Client:
             return msg
 
     def _check_alive(self) -> None:
-        """ServerUnavailable at once when the server's process is gone (killed, crashed):
-        no reply can come, so waiting out the timeout and its retries says nothing."""
+        """End the attempt at once when the server's process is gone (killed, crashed):
+        no reply can come. A retry goes to a restarted server if one is found; after the
+        last, the call fails with ServerUnavailable, not after every timeout."""
         pid = self.info.get("pid")
         if isinstance(pid, int) and pid > 0 and not pid_alive(pid):
-            self._reset()
-            raise ServerUnavailable(
-                f"the ctx engine (process {pid}) stopped while this call waited for it: "
-                "it was killed or crashed; the next ctx command starts it again",
-                reason="stopped", pid=pid)
+            raise _Gone(pid)
 
     @staticmethod
     def _result(msg: Message) -> Any:

@@ -11,9 +11,9 @@ makes the file unreadable with the key (SQLITE_NOTADB). Three parts:
 - ``VaultConnection`` (every connection the vault makes) turns those errors,
   in whatever query meets them, into ``VaultDamaged``, and tells the vault, which
   refuses every call from then on (``Vault.damage``).
-- ``check_pages`` reads every page of an open vault (``PRAGMA
-  cipher_integrity_check``), so that damage in a page no query reads is found:
-  before the open returns for a small vault, in a thread for a big one.
+- ``failed_pages`` checks every page's HMAC as SQLCipher does on read, so that
+  damage in a page no query reads is found: before the open returns for a small
+  vault, in a thread for a big one (``guard.VaultGuard``).
 """
 
 from __future__ import annotations

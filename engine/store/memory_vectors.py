@@ -109,9 +109,9 @@ class MemoryVectors(VectorStore):
 
     def memory(self) -> dict[str, Any]:
         n = len(self._index)
-        extra = n * self._dims * 4 if self._index.prefiltered else 0
-        return {"kind": "exact", "state": "ready", "vectors": n,
-                "bytes": n * self._index.dim * 4 + extra}
+        pre = self._index.prefiltered
+        return {"kind": "prefilter" if pre else "exact", "state": "ready", "vectors": n,
+                "bytes": n * (self._index.dim + (self._dims if pre else 0)) * 4}
 
     def warm(self, chunk_ids: Callable[[], Sequence[int]] | None = None) -> None:
         """Above ``exact_search_max`` vectors: the prefilter (0.5-2 s at 100k)."""

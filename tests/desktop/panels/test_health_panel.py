@@ -129,3 +129,11 @@ def test_vectors_in_memory_reads_as_a_sentence() -> None:
     assert "store.vector_cache_mb" in memory_line({"kind": "cache", "state": "off"})
     assert memory_line({"kind": "none", "state": "empty"}).startswith("not loaded yet")
     assert memory_line({"kind": "none", "state": "none"}).startswith("none")
+
+
+def test_memory_line_names_the_prefiltered_index() -> None:
+    from ipc.status_text import memory_line
+
+    assert memory_line({"kind": "prefilter", "state": "ready", "vectors": 99498,
+                        "bytes": 99498 * 448 * 4}) == \
+        "index with a prefilter, 99498 vectors, 170 MB"
