@@ -169,3 +169,27 @@ def test_repair_sets_aside_a_vectors_file(good: Path, tmp_path: Path,
     assert len(kept) == 1 and kept[0].read_text() == "not a folder"
     found = ctx("--local", "search", "crane lifted crates", env=_env(d))
     assert found.returncode == 0 and "vector]" in found.stdout, found.stderr
+
+
+def test_a_page_format_the_check_does_not_know_raises_no_false_alarm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page check computes SQLCipher 4's default HMAC layout itself. Were SQLCipher's
+    defaults to change under it (here: the check assumes 8 KB pages), it would fail
+    every page of a sound vault: it sees that SQLCipher reads page 1 and calls nothing
+    damaged; a real damage is still found with the right layout."""
+    from sqlcipher3 import dbapi2 as sqlite
+
+    from engine.store import integrity
+
+    hexkey = "11" * 32
+    path = tmp_path / "vault.db"
+    conn = sqlite.connect(str(path))
+    conn.execute(f"PRAGMA key = \"x'{hexkey}'\"")
+    conn.execute("CREATE TABLE t (x)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(f"row {i}" * 40,) for i in range(500)])
+    conn.commit()
+    conn.close()
+    _flip(path, 3)
+    assert integrity.failed_pages(path, hexkey) == [3]
+    monkeypatch.setattr(integrity, "PAGE", 8192)
+    assert integrity.failed_pages(path, hexkey) == []
