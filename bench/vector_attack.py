@@ -76,7 +76,7 @@ def chunks_by_file(root: Path, backend: str, model: Any) -> dict[str, list[tuple
     """file name -> its chunks' (ordinal, model-space vector), read with the store's key."""
     out: dict[str, list[tuple[int, np.ndarray]]] = {}
     with ContextEngine.open(root, config=_config(backend), embedder=model) as eng:
-        rows = eng.rt.vault.query("SELECT c.id, c.ordinal, s.uri FROM chunks c JOIN sources s "
+        rows = eng.rt.vault._query("SELECT c.id, c.ordinal, s.uri FROM chunks c JOIN sources s "
                                   "ON s.id = c.source_id ORDER BY s.id, c.ordinal")
         vecs = eng.rt.vectors.vectors([r[0] for r in rows])
         for cid, ordinal, uri in rows:
@@ -120,7 +120,7 @@ def truth(root: Path, backend: str, model: Any, ids: list[str]) -> list[tuple[st
     key = keys.unlock_key(root, passphrase=os.environ["CTX_PASSPHRASE"])
     cids = KeyedIds(key).decode(ids)
     with ContextEngine.open(root, config=_config(backend), embedder=model) as eng:
-        rows = {r[0]: (Path(r[2]).name, r[1]) for r in eng.rt.vault.query(
+        rows = {r[0]: (Path(r[2]).name, r[1]) for r in eng.rt.vault._query(
             "SELECT c.id, c.ordinal, s.uri FROM chunks c JOIN sources s ON s.id = c.source_id")}
     return [rows.get(c) if c is not None else None for c in cids]
 

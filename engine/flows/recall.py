@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidInput
-from engine.flows.lanes import search
+from engine.flows.lanes import fused_hits
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
 from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
 from engine.flows.runtime import Runtime
@@ -59,6 +59,6 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
-        hits = search(rt, query, k, filters=filters)
+        hits = fused_hits(rt, query, k, filters=filters)
         out["hits"] = [h.__dict__ for h in hits]
     return out

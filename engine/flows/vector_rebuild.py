@@ -31,6 +31,8 @@ from engine.metrics import (
     ALERT_VECTOR_REBUILD,
 )
 from engine.paths import vectors_path
+from engine.store import embed_cache
+from engine.store import rebuild as rebuild_reads
 from engine.store import sources as src
 from engine.store.memory_vectors import MemoryVectors
 from engine.store.snapshot import fingerprint
@@ -59,22 +61,19 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
     texts: dict[int, str] = {}
     last = -1
     while True:
-        rows = vault.query(
-            "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c "
-            "JOIN sources s ON s.id = c.source_id WHERE s.state = 'ready' AND c.id > ? "
-            "ORDER BY c.id LIMIT ?", (last, batch))
-        if not rows:
+        page = rebuild_reads.embed_inputs(vault, last, batch)
+        if not page:
             break
-        for r in rows:
-            ids.append(int(r[0]))
-            keys.append(key(r[1], r[2], r[3], r[4]))
-        last = int(rows[-1][0])
+        for r in page:
+            ids.append(int(r.id))
+            keys.append(key(r.title, r.heading, r.kind, r.text))
+        last = int(page[-1].id)
     want: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         want.setdefault(k, []).append(i)
     out = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     found = np.zeros(len(ids), dtype=bool)
-    for h, vec in vault.conn().execute("SELECT hash, vec FROM embed_cache"):
+    for h, vec in embed_cache.scan(vault):
         rows_of = want.get(h)
         if rows_of is not None and len(vec) == 4 * embedder.dim:
             out[rows_of] = np.frombuffer(vec, dtype=np.float32)
@@ -87,10 +86,8 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
         fresh = encode_documents(embedder, [texts.pop(i) for i in part])
         out[part] = fresh
         try:
-            with vault.write(chunks=False) as c:
-                c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
-                              [(keys[i], fresh[j].astype(np.float32).tobytes())
-                               for j, i in enumerate(part)])
+            embed_cache.put(vault, [(keys[i], fresh[j].astype(np.float32).tobytes())
+                                    for j, i in enumerate(part)], chunks=False)
         except NoSpace:  # a full disk: embedded again, not cached
             log.warning("disk full: %d vectors embedded again, not cached", len(part))
     return ids, out, len(missing)
@@ -100,13 +97,8 @@ def chunk_vectors(vault: Vault, embedder: Embedder, ids: list[int]) -> np.ndarra
     """The model-space vectors of the chunks ``ids`` (a few: looked up by key, embedded
     again where the cache lacks them), in the order given."""
     key = chunk_key(embedder.name)
-    keys: dict[int, str] = {}
-    for i in range(0, len(ids), 900):
-        part = ids[i:i + 900]
-        for r in vault.query(
-                "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c JOIN sources s "
-                f"ON s.id = c.source_id WHERE c.id IN ({','.join('?' * len(part))})", part):
-            keys[int(r[0])] = key(r[1], r[2], r[3], r[4])
+    keys = {int(r.id): key(r.title, r.heading, r.kind, r.text)
+            for r in rebuild_reads.embed_inputs_of(vault, ids)}
     cached = vault.cached_vectors(list(keys.values()))
     out = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     again = []
@@ -175,9 +167,8 @@ def drop_embedded_store(root: Path) -> bool:
 
 
 def _embed_input(vault: Vault, chunk_id: int) -> str:
-    r = vault.query("SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
-                    "JOIN sources s ON s.id = c.source_id WHERE c.id = ?", (chunk_id,))[0]
-    return embed_text(r[0], r[1], r[2], r[3])
+    r = rebuild_reads.embed_input(vault, chunk_id)
+    return embed_text(r.title, r.heading, r.kind, r.text)
 
 
 def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bool = True,
@@ -201,9 +192,7 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     if drop is not None:
         drop()
     try:
-        with vault.write(chunks=False) as c:  # every deleted chunk's vector is gone now
-            c.execute("DELETE FROM vector_dead")
-            c.execute("DELETE FROM vector_tombstones")
+        rebuild_reads.clear_vector_debts(vault)  # every deleted chunk's vector is gone now
     except NoSpace:  # a full disk still opens: the lists are cleared at a later rebuild
         log.warning("disk full: deleted vectors' ids kept until the next rebuild")
     try:
@@ -220,18 +209,13 @@ def gc_embed_cache(vault: Vault, key: Callable[[str, str, str, str], str]) -> in
     used: set[str] = set()
     last = -1
     while True:
-        rows = vault.query(
-            "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c "
-            "JOIN sources s ON s.id = c.source_id WHERE c.id > ? ORDER BY c.id LIMIT ?",
-            (last, BATCH))
-        if not rows:
+        page = rebuild_reads.embed_inputs(vault, last, BATCH, ready_only=False)
+        if not page:
             break
-        used.update(key(r[1], r[2], r[3], r[4]) for r in rows)
-        last = int(rows[-1][0])
-    stale = [r[0] for r in vault.query("SELECT hash FROM embed_cache") if r[0] not in used]
-    if stale:
-        with vault.write(chunks=False) as c:
-            c.executemany("DELETE FROM embed_cache WHERE hash = ?", [(h,) for h in stale])
+        used.update(key(r.title, r.heading, r.kind, r.text) for r in page)
+        last = int(page[-1].id)
+    stale = [h for h in embed_cache.keys(vault) if h not in used]
+    embed_cache.drop(vault, stale)
     return len(stale)
 
 
@@ -270,8 +254,7 @@ def repair_work(rt: Runtime, reason: str, result: dict[str, Any]
             if reason == "repair":
                 result["cache_rows_dropped"] = gc_embed_cache(rt.vault,
                                                               chunk_key(rt.embedder.name))
-                with rt.vault.write() as c:
-                    c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+                rebuild_reads.rebuild_keyword_index(rt.vault)
             rt.vectors.save_snapshot()  # the memory backend's sealed copy, rebuilt too
             rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, False)
             rt.metrics.alert(ALERT_VECTOR_DOWN, False)

@@ -83,9 +83,9 @@ def test_a_folder_job_on_a_full_disk_says_what_it_stored_and_leaves_nothing_pend
         assert f"{stored} of 200 files were stored" in snap["error"]["message"]
         assert snap["error"]["details"] == {"stored": stored, "files": 200}
         assert len(snap["sources"]) == stored
-        assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
+        assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0
     with ContextEngine.open(store) as eng:  # the disk is still full: it opens, reads
         assert eng.status()["sources"] == stored
-        assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
+        assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0

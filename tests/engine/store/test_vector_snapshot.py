@@ -49,7 +49,7 @@ def test_the_default_keeps_no_vector_in_the_clear(data_dir: Path) -> None:
     assert sorted(p.name for p in data_dir.iterdir()) == [
         "engine.lock", "key.json", "space.reserve", "vault.db", "vectors.snap"]
     with ContextEngine.open(data_dir) as eng:
-        ids = [r[0] for r in eng.rt.vault.query("SELECT id FROM chunks")]
+        ids = [r[0] for r in eng.rt.vault._query("SELECT id FROM chunks")]
         held = eng.rt.vectors.vectors(ids)
     assert len(held) == len(ids) > 10
     raw = (data_dir / "vectors.snap").read_bytes()
@@ -90,7 +90,7 @@ def test_a_delete_reseals_at_once_without_the_deleted_vectors(data_dir: Path) ->
     _store(data_dir)
     with ContextEngine.open(data_dir) as eng:
         gone = eng.sources()[0]
-        gone_ids = [r[0] for r in eng.rt.vault.query(
+        gone_ids = [r[0] for r in eng.rt.vault._query(
             "SELECT id FROM chunks WHERE source_id = ?", (gone["id"],))]
         eng.delete(str(gone["id"]))
         snap = _sealed(data_dir).load(384)  # the engine still runs
@@ -128,14 +128,14 @@ def test_a_reused_chunk_id_is_read_again(data_dir: Path) -> None:
     _store(data_dir)
     with ContextEngine.open(data_dir) as eng:
         last = eng.sources()[-1]
-        top = eng.rt.vault.query("SELECT max(id) FROM chunks")[0][0]
+        top = eng.rt.vault._query("SELECT max(id) FROM chunks")[0][0]
     sealed = _sealed(data_dir).load(384)
     assert sealed is not None
     eng = ContextEngine.open(data_dir)
     eng.delete(str(last["id"]))
     eng.wait(eng.ingest(text="Violins and cellos tuned before the concert. " * 20,
                         title="music"))
-    reused = eng.rt.vault.query("SELECT max(id) FROM chunks")[0][0]
+    reused = eng.rt.vault._query("SELECT max(id) FROM chunks")[0][0]
     assert reused <= top  # a deleted chunk's id came back, with other text
     _sealed(data_dir).save(sealed)  # an older snapshot, with the old vector at that id
     eng._jobs.stop()
