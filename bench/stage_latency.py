@@ -191,6 +191,9 @@ def open_warm(store: Path, store_model: Any, model: Any, config: Any = None) -> 
     t = time.perf_counter()
     eng.warm_up(background=False)
     print(f"warm-up of {store.name}: {time.perf_counter() - t:.1f} s")
+    t = time.perf_counter()
+    eng.rt.vault.guard.wait()  # a big vault's page check, in a thread after open
+    print(f"vault page check of {store.name} done {time.perf_counter() - t:.1f} s later")
     return eng
 
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.offline import keep_offline
+
+keep_offline()  # before any library loads: no telemetry, no download (engine/offline.py)
+
 __all__ = [
     "Config",
     "ConfigError",

@@ -75,9 +75,31 @@ def _locked(root: Path) -> bool:
     return False
 
 
+def layout_problem(root: Path) -> CtxError | None:
+    """Why no engine may open (or make) a store at ``root`` as it is, read without
+    changing anything: a damaged or foreign folder, or an explicit data dir (not the
+    default, which is made on first use) that holds no store yet."""
+    from engine.store.layout import check_can_create, check_existing, read_layout
+
+    try:
+        layout = read_layout(root)
+        if layout.has_key or layout.has_vault or layout.has_vectors or root != P.data_dir():
+            check_existing(layout)
+        else:
+            check_can_create(layout, explicit_init=False)
+    except CtxError as exc:
+        return exc
+    return None
+
+
 def probe_store(data_dir: str | os.PathLike[str] | None = None) -> StoreProbe:
-    """Whether the store of ``data_dir`` exists, can be unlocked here, and is free."""
+    """Whether the store of ``data_dir`` exists, can be unlocked here, and is free.
+    A data dir that cannot hold this store is reported (``key`` "none") without a lock
+    file or anything else made in it."""
     root = P.data_dir(data_dir)
+    problem = layout_problem(root)
+    if problem is not None:
+        return StoreProbe(root, root.exists(), "none", False, problem)
     try:
         exists, key = _key_source(root)
     except CtxError as exc:

@@ -29,6 +29,7 @@ from engine.errors import (
     EngineClosed,
     InvalidInput,
     ModelMismatch,
+    NoSpace,
     NotFound,
 )
 from engine.flows import ingest as service
@@ -45,7 +46,7 @@ from engine.flows.ranking import search as run_search
 from engine.flows.runtime import Runtime
 from engine.flows.vector_rebuild import check_vectors, chunk_key, repair_work
 from engine.flows.writer import Writer
-from engine.metrics import Metrics
+from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
 from engine.pathnames import shown
 from engine.store import aliases
 from engine.store import sources as src
@@ -104,11 +105,19 @@ class ContextEngine:
             raise
         self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
                           NameHasher(key), Metrics())
+        vault.guard.on_damage = lambda exc: self.rt.metrics.alert(
+            ALERT_VAULT_DAMAGED, True, exc.message)
+        if not vault.pages_checked:  # a big vault's pages are checked in a thread
+            vault.guard.check_pages_later()
         self._writer = Writer(cfg, vault, vectors, emb, self.rt.hasher, self.rt.counter)
-        if not vault.read_only:
-            recovered = src.recover(vault)
-            if recovered:
-                log.warning("recovered %d sources left incomplete by a crash", len(recovered))
+        try:  # on a full disk too: the reserved space is given back for it
+            recovered = vault.with_room(lambda: src.recover(vault))
+        except NoSpace:
+            recovered = []
+            log.warning("disk full: sources left pending by a crash are removed at the next "
+                        "open with room")
+        if recovered:
+            log.warning("recovered %d sources left incomplete by a crash", len(recovered))
         self._jobs = JobRunner(on_finish=self._job_finished)
         try:
             self._check_vectors(auto_repair)
@@ -416,8 +425,10 @@ class ContextEngine:
             gone = [i for i in ids if i not in kept]
             transcripts = src.transcript_paths(rt.vault, gone)
             src.delete_sources(rt.vault, gone, cache_key=key)
-            src.forget_sync_text(rt.vault, transcripts)
+            src.forget_sync_text(rt.vault, transcripts, rt.hasher)
             self._writer.flush_tombstones()
+            rt.vectors.save_snapshot()  # the sealed vectors lose the deleted ones now
+            rt.vault.wipe_log()  # the WAL's old page images held the deleted text
         snap = self._jobs.wait(self._jobs.submit("delete", work).id)
         if snap["state"] == "failed":
             from engine.errors import error_from_dict
@@ -443,6 +454,7 @@ class ContextEngine:
     # -- health ------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         rt = self._live()
+        rt.vault.guard.check()  # vault.db changed behind the engine: every page checked
         counts = src.counts(rt.vault)
         vector_ok = rt.vectors.healthy()
         return {

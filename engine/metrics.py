@@ -18,6 +18,7 @@ ALERT_VECTOR_DOWN = "context_engine.vector_db.unavailable"
 ALERT_INGEST_FAILED = "context_engine.ingestion.failed"
 ALERT_VECTOR_REBUILD = "context_engine.vector_db.rebuilding"  # vectors rebuilt from the vault
 ALERT_VECTOR_INCOMPLETE = "context_engine.vector_db.incomplete"  # counts differ: `ctx repair`
+ALERT_VAULT_DAMAGED = "context_engine.vault.damaged"  # a page failed its check: restore
 
 
 def percentile(values: list[float], q: float) -> float:

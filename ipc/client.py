@@ -18,14 +18,30 @@ from typing import Any, Self
 import zmq
 
 from engine.errors import CtxError, error_from_dict
-from ipc.connection import ConnectionInfo, find_live
-from ipc.errors import BadSignature, IpcTimeout, KeyMismatch, MessageTooLarge, ProtocolError
+from ipc.connection import ConnectionInfo, find_live, pid_alive
+from ipc.errors import (
+    BadSignature,
+    IpcTimeout,
+    KeyMismatch,
+    MessageTooLarge,
+    ProtocolError,
+    ServerUnavailable,
+)
 from ipc.protocol import IpcConfig, method_spec, validate_params, version_compatible
 from ipc.session import Message, Rejected, Session
 
 __all__ = ["Client"]
 
+
+class _Gone(Exception):
+    """The server's process ended while an attempt waited for its reply."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.pid = pid
+
 _DEFAULTS = IpcConfig()
+LIVENESS_S = 0.25  # while waiting for a reply, how often the server's process is looked at
 
 
 class Client:
@@ -104,6 +120,7 @@ class Client:
                 raise ProtocolError("client is closed")
             key_retried = False
             attempt = 0
+            gone: int | None = None  # the server's process, found dead in the last attempt
             while attempt <= retries:
                 header, frames = self._session.pack(method, params)
                 size = sum(len(f) for f in frames)
@@ -113,6 +130,9 @@ class Client:
                         f"{self.max_message_bytes}", size=size, limit=self.max_message_bytes)
                 try:
                     reply = self._exchange(frames, header["msg_id"], time.monotonic() + timeout)
+                    gone = None
+                except _Gone as dead:  # no reply can come: this attempt ends now
+                    reply, gone = None, dead.pid
                 except KeyMismatch:
                     # the server could not verify the request: resending after adopting
                     # the new key is safe for any method, once
@@ -126,6 +146,11 @@ class Client:
                 attempt += 1
                 if attempt <= retries:
                     self._rediscover()
+        if gone is not None:
+            raise ServerUnavailable(
+                f"the ctx engine (process {gone}) stopped while {method} waited for it: it "
+                "was killed or crashed; the next ctx command starts it again",
+                reason="stopped", pid=gone)
         raise IpcTimeout(
             f"no reply to {method} from {self.endpoint} within {timeout:g} s "
             f"({retries + 1} attempt{'s' if retries else ''})",
@@ -160,7 +185,8 @@ class Client:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            if not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+            if not sock.poll(max(1, int(min(remaining, LIVENESS_S) * 1000)), zmq.POLLIN):
+                self._check_alive()
                 continue
             raw = sock.recv_multipart()
             try:
@@ -178,6 +204,14 @@ class Client:
                 self._reset()
                 raise ProtocolError("reply answers another request", parent=msg.header["parent"])
             return msg
+
+    def _check_alive(self) -> None:
+        """End the attempt at once when the server's process is gone (killed, crashed):
+        no reply can come. A retry goes to a restarted server if one is found; after the
+        last, the call fails with ServerUnavailable, not after every timeout."""
+        pid = self.info.get("pid")
+        if isinstance(pid, int) and pid > 0 and not pid_alive(pid):
+            raise _Gone(pid)
 
     @staticmethod
     def _result(msg: Message) -> Any:

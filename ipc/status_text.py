@@ -15,6 +15,8 @@ def memory_line(mem: dict[str, Any]) -> str:
         return "not loaded yet (a served engine loads it at start; queries read the index)"
     if mem.get("kind") == "exact":
         return f"exact index, {size}"
+    if mem.get("kind") == "prefilter":  # the memory backend past store.exact_search_max
+        return f"index with a prefilter, {size}"
     if mem.get("kind") == "cache":
         return {"ready": f"vector cache, {size}",
                 "loading": "vector cache loading (queries read the index meanwhile)",

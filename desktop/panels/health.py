@@ -173,7 +173,8 @@ class HealthPanel(QWidget):
         f["Vectors in memory"].setText(memory_line(memory) if memory else "—")
         config = getattr(self.host, "config", None)
         url = getattr(getattr(config, "store", None), "chroma_url", "")
-        f["Chroma server"].setText(url if backend == "http" else "— (embedded store)")
+        f["Chroma server"].setText(url if backend == "http" else
+                                   "— (embedded store)" if backend == "embedded" else "—")
         self._draw_ipc()
         hist = metrics.get("histograms") or {}
         for row, (label, name) in enumerate((("Build context", BUILD_MS),

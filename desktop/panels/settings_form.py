@@ -58,8 +58,9 @@ FIELDS: tuple[Field, ...] = (
     Field("tiers.query_boost", "Boost when the query matches", "float", "Tier policy",
           lo=-1, hi=10, step=0.05),
     Field("store.vector_backend", "Vector backend", "choice", "Vector store",
-          ("embedded", "http"), tip="embedded: Chroma in the data folder; http: a Chroma "
-          "server"),
+          ("memory", "embedded", "http"), tip="memory (the default): vectors in memory, "
+          "sealed with your key on disk; embedded: Chroma in the data folder (rotated vectors "
+          "in the clear: see the threat model); http: a Chroma server"),
     Field("store.chroma_url", "Chroma server URL", "text", "Vector store",
           tip="Used when the backend is http, e.g. http://127.0.0.1:8000"),
 )
@@ -135,7 +136,7 @@ class SettingsForm:
                 editor.setCurrentText(str(value))
             elif isinstance(editor, QLineEdit):
                 editor.setText(str(value))
-        self._backend_changed(str(values.get("store.vector_backend", "embedded")))
+        self._backend_changed(str(values.get("store.vector_backend", "memory")))
 
     def values(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import CtxError, FileRejected
+from engine.errors import CtxError, FileRejected, NoSpace
 from engine.flows.jobs import Cancelled, Job
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Prepared, Writer, batched
@@ -78,6 +78,14 @@ def _write_all(rt: Runtime, writer: Writer, job: Job, items: Iterator[Prepared],
     for group in batched(items, BATCH_CHUNKS):
         try:
             writer.write_batch(group, on_written, job.check)
+        except NoSpace:
+            rt.metrics.alert(ALERT_INGEST_FAILED, True, "disk full")
+            raise NoSpace(
+                f"the disk holding the data dir filled up: {len(job.sources)} of "
+                f"{job.files_total} files were stored before it did, and are kept; the "
+                "others were not stored at all; free some space and ingest again (the "
+                "stored ones are skipped as unchanged)", stored=len(job.sources),
+                files=job.files_total) from None
         except CtxError:
             rt.metrics.alert(ALERT_INGEST_FAILED, True, "write failed")
             raise

@@ -24,9 +24,12 @@ from engine.errors import NoSpace, StoreLocked, VectorsDamaged
 from engine.store import sources as src
 from engine.store.layout import check_can_create, check_existing, read_layout
 from engine.store.lock import DataDirLock
+from engine.store.memory_vectors import MemoryVectors
+from engine.store.reserve import Reserve
+from engine.store.snapshot import SnapshotFile
 from engine.store.vault import Vault
 from engine.store.vector_ids import KeyedIds
-from engine.store.vectors import ChromaVectors, MemoryVectors, OfflineVectors, VectorStore
+from engine.store.vectors import ChromaVectors, OfflineVectors, VectorStore
 
 log = logging.getLogger("ctx.engine")
 
@@ -49,7 +52,9 @@ def prepare_root(data_dir: str | Path | None, *, create: bool, explicit_init: bo
     if not create:
         check_existing(layout)  # StoreNotInitialized or NotAStore, naming the path
     check_can_create(layout, explicit_init=explicit_init)
-    P.ensure_private_dir(root)
+    note = P.claim_dir(root)  # refuses a shared folder; says so when it tightens one
+    if note:
+        log.warning(note)
     return root, True
 
 
@@ -63,6 +68,9 @@ def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
                   cache_mb=cfg.store.vault_cache_mb)
     vault.read_only = P.disk_full(root)  # opens to be read; writes say "no space"
+    vault.reserve = Reserve(root)
+    if not vault.read_only:
+        vault.reserve.ensure()
     P.harden(root)
     return vault
 
@@ -71,9 +79,11 @@ def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) ->
     def dead(source_id: int) -> list[int]:
         return src.dead_chunks(vault, source_id)
 
-    if cfg.store.vector_backend == "memory":
-        return MemoryVectors(dim, dead)
     limit_blas_threads(cfg.search.blas_threads)  # before the rotation's QR (engine/blas.py)
+    if cfg.store.vector_backend == "memory":
+        return MemoryVectors(dim, dead, cfg.store,
+                             snapshot=SnapshotFile(P.snapshot_path(root), key),
+                             fingerprints=vault.chunk_fingerprints, version=vault.chunk_version)
     try:
         return ChromaVectors(cfg.store, P.vectors_path(root), Rotation(key, dim),
                              KeyedIds(key), keys.key_id(key), dead, vault.chunk_ids)
@@ -114,7 +124,10 @@ def repair_layout(data_dir: str | Path | None, *, passphrase: str | None = None,
                   ) -> dict[str, str]:
     """Before ``ctx repair`` opens the engine: set aside a ``vectors/`` that cannot be
     opened (or belongs to another store). The vault must be sound; its errors stand."""
-    root, _ = prepare_root(data_dir, create=False)
+    try:
+        root, _ = prepare_root(data_dir, create=False)
+    except VectorsDamaged:  # vectors/ is not a folder: what repair sets aside
+        root = P.data_dir(data_dir)
     cfg = load_config(root)
     moved: dict[str, str] = {}
     if cfg.store.vector_backend != "embedded":

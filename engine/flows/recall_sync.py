@@ -14,6 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +73,25 @@ def transcript_files(roots: Sequence[Path]) -> list[Path]:
 
 
 def _states(rt: Runtime) -> dict[str, FileState]:
+    """Each transcript's last sync state by path; a deleted transcript's under the
+    keyed name that stands for its path (``src.forgotten_name``)."""
     out = {}
     for path, value in recall_files.sync_states(rt.vault).items():
         state = FileState.from_dict(value)
         if state is not None:
             out[path] = state
     return out
+
+
+def _prev(rt: Runtime, states: dict[str, FileState], path: Path) -> FileState | None:
+    """The last sync state of ``path``: its own, or the one kept after its delete (the
+    offsets only, under a keyed name, with the path put back)."""
+    prev = states.get(str(path))
+    if prev is None:
+        kept = states.get(src.forgotten_name(str(path), rt.hasher))
+        if kept is not None:
+            prev = replace(kept, path=str(path))
+    return prev
 
 
 def _segment_prefix(path: Path) -> str:
@@ -95,18 +109,19 @@ def _drop_segments(rt: Runtime, writer: Writer, path: Path) -> int:
 Progress = Callable[[dict[str, Any]], None]
 
 
-def _plan_all(states: dict[str, FileState], files: Sequence[Path]
+def _plan_all(states: dict[str, FileState], files: Sequence[Path],
+              prev_of: Callable[[Path], FileState | None] | None = None
               ) -> tuple[list[tuple[Path, os.stat_result, FileState | None]], int, int]:
     """The files that changed since their last sync, the bytes to read, and the unchanged count."""
     todo: list[tuple[Path, os.stat_result, FileState | None]] = []
     to_read = unchanged = 0
     for path in files:
+        prev = prev_of(path) if prev_of is not None else states.get(str(path))
         try:
             st = os.stat(path)
         except OSError:
-            todo.append((path, os.stat_result((0,) * 10), states.get(str(path))))
+            todo.append((path, os.stat_result((0,) * 10), prev))
             continue
-        prev = states.get(str(path))
         if prev is not None and st.st_size == prev.size and st.st_mtime_ns == prev.mtime_ns:
             unchanged += 1
             continue
@@ -153,7 +168,8 @@ class _Batch:
 
 
 def _save_state(rt: Runtime, state: FileState) -> None:
-    recall_files.save_sync_state(rt.vault, state.path, state.to_dict())
+    recall_files.save_sync_state(rt.vault, state.path, state.to_dict(),
+                                 replaces=src.forgotten_name(state.path, rt.hasher))
 
 
 def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
@@ -171,7 +187,7 @@ def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
     stats: dict[str, Any] = {"files": len(files), "unchanged": 0, "appended": 0, "full": 0,
                              "chunks": 0, "bad_lines": 0, "errors": []}
     embedded_before = writer.embedded_texts
-    todo, to_read, stats["unchanged"] = _plan_all(states, files)
+    todo, to_read, stats["unchanged"] = _plan_all(states, files, lambda p: _prev(rt, states, p))
     done = {"files_total": len(todo), "files_done": 0, "bytes_total": to_read, "bytes": 0,
             "chunks": 0, "current": ""}
     if progress is not None:

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import logging
 import secrets
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from engine.embedding.base import Embedder, encode_documents
-from engine.errors import CtxError
+from engine.errors import CtxError, NoSpace
 from engine.flows.opening import rebuild_reason
 from engine.flows.runtime import Runtime
 from engine.ingest.embedtext import cache_key, embed_text
@@ -28,8 +30,12 @@ from engine.metrics import (
     ALERT_VECTOR_INCOMPLETE,
     ALERT_VECTOR_REBUILD,
 )
+from engine.paths import vectors_path
 from engine.store import embed_cache
 from engine.store import rebuild as rebuild_reads
+from engine.store import sources as src
+from engine.store.memory_vectors import MemoryVectors
+from engine.store.snapshot import fingerprint
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
 
@@ -79,9 +85,85 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
             texts[i] = _embed_input(vault, ids[i])
         fresh = encode_documents(embedder, [texts.pop(i) for i in part])
         out[part] = fresh
-        embed_cache.put(vault, [(keys[i], fresh[j].astype(np.float32).tobytes())
-                                for j, i in enumerate(part)], chunks=False)
+        try:
+            embed_cache.put(vault, [(keys[i], fresh[j].astype(np.float32).tobytes())
+                                    for j, i in enumerate(part)], chunks=False)
+        except NoSpace:  # a full disk: embedded again, not cached
+            log.warning("disk full: %d vectors embedded again, not cached", len(part))
     return ids, out, len(missing)
+
+
+def chunk_vectors(vault: Vault, embedder: Embedder, ids: list[int]) -> np.ndarray:
+    """The model-space vectors of the chunks ``ids`` (a few: looked up by key, embedded
+    again where the cache lacks them), in the order given."""
+    key = chunk_key(embedder.name)
+    keys = {int(r.id): key(r.title, r.heading, r.kind, r.text)
+            for r in rebuild_reads.embed_inputs_of(vault, ids)}
+    cached = vault.cached_vectors(list(keys.values()))
+    out = np.zeros((len(ids), embedder.dim), dtype=np.float32)
+    again = []
+    for row, cid in enumerate(ids):
+        vec = cached.get(keys.get(cid, ""))
+        if vec is not None and len(vec) == 4 * embedder.dim:
+            out[row] = np.frombuffer(vec, dtype=np.float32)
+        else:
+            again.append(row)
+    if again:
+        out[again] = encode_documents(embedder, [_embed_input(vault, ids[r]) for r in again])
+    return out
+
+
+def fill_memory(rt: Runtime) -> str:
+    """The memory backend at open: its sealed snapshot when it matches the vault's chunk
+    version; else the snapshot patched with what changed since (chunks gone dropped, new
+    or reused ids read from the vault); else every vector from the vault. Whatever was
+    not the snapshot as it is gets sealed again. Returns which of "snapshot", "patched",
+    "rebuilt" (or "empty") it did."""
+    vault, vectors = rt.vault, rt.vectors
+    assert isinstance(vectors, MemoryVectors)
+    snap = vectors.read_snapshot()
+    if snap is not None and snap.version == vault.chunk_version():
+        vectors.load(snap.ids, snap.vectors, unit=True)
+        return "snapshot"
+    if snap is not None:
+        ids, hashes = vault.chunk_fingerprints()
+        want = np.asarray(ids, dtype=np.int64)
+        at = np.clip(np.searchsorted(snap.ids, want), 0, max(0, len(snap) - 1))
+        same = np.zeros(len(want), dtype=bool)
+        if len(snap) and len(want):
+            same = (snap.ids[at] == want) & (snap.hashes[at] == fingerprint(hashes))
+        fresh = [int(c) for c in want[~same]]
+        matrix = np.zeros((len(want), rt.embedder.dim), dtype=np.float32)
+        matrix[same] = snap.vectors[at[same]]
+        if fresh:
+            matrix[~same] = chunk_vectors(vault, rt.embedder, fresh)
+        vectors.load(ids, matrix)
+        how = "patched"
+        log.info("vector snapshot patched: %d vectors kept, %d read from the vault",
+                 int(same.sum()), len(fresh))
+    elif src.counts(vault)["chunks"]:
+        rebuild(vault, vectors, rt.embedder, reset=False)
+        how = "rebuilt"
+    else:
+        return "empty"
+    if not vault.read_only:
+        try:
+            vectors.save_snapshot()
+        except (OSError, CtxError) as exc:
+            log.warning("vector snapshot not saved (%s)", getattr(exc, "name", exc))
+    return how
+
+
+def drop_embedded_store(root: Path) -> bool:
+    """Remove ``vectors/`` (an embedded Chroma store: rotated vectors in the clear) once
+    the memory backend holds every vector; True if there was one."""
+    path = vectors_path(root)
+    if not path.is_dir() or path.is_symlink():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    log.warning("removed vectors/: the vectors are kept in memory and sealed in "
+                "vectors.snap; none stays on disk in the clear (docs/threat-model.md)")
+    return True
 
 
 def _embed_input(vault: Vault, chunk_id: int) -> str:
@@ -109,7 +191,10 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()
-    rebuild_reads.clear_vector_debts(vault)  # every deleted chunk's vector is gone now
+    try:
+        rebuild_reads.clear_vector_debts(vault)  # every deleted chunk's vector is gone now
+    except NoSpace:  # a full disk still opens: the lists are cleared at a later rebuild
+        log.warning("disk full: deleted vectors' ids kept until the next rebuild")
     try:
         vectors.warm()  # the reset emptied what it held in memory
     except CtxError as exc:  # the vectors are written; queries read them from the index
@@ -141,8 +226,10 @@ def check_vectors(rt: Runtime, auto_repair: bool) -> str | None:
     offline = getattr(rt.vectors, "reason", None)
     if offline:
         rt.metrics.alert(ALERT_VECTOR_DOWN, True, offline)
-    if reason and rt.vectors.backend == "memory":
-        rebuild(rt.vault, rt.vectors, rt.embedder, reset=False)
+    if rt.vectors.backend == "memory":
+        fill_memory(rt)
+        if not rt.vault.read_only:
+            drop_embedded_store(rt.root)
         return None
     if reason and auto_repair and not rt.vault.read_only:
         log.warning("rebuilding %d vectors from the vault: %s", chunks, reason)
@@ -168,6 +255,7 @@ def repair_work(rt: Runtime, reason: str, result: dict[str, Any]
                 result["cache_rows_dropped"] = gc_embed_cache(rt.vault,
                                                               chunk_key(rt.embedder.name))
                 rebuild_reads.rebuild_keyword_index(rt.vault)
+            rt.vectors.save_snapshot()  # the memory backend's sealed copy, rebuilt too
             rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, False)
             rt.metrics.alert(ALERT_VECTOR_DOWN, False)
         finally:

@@ -20,6 +20,7 @@ import numpy as np
 from engine.config import Config
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder, encode_documents
+from engine.errors import CtxError
 from engine.ingest.chunking import chunk_document
 from engine.ingest.embedtext import cache_key, content_hash, embed_text
 from engine.store import aliases, embed_cache
@@ -250,14 +251,23 @@ class Writer:
             if ids:
                 self.vectors.add(ids, np.concatenate(rows), metas)
         except BaseException:
-            src.delete_sources(self.vault, [sid for _, sid in pending if sid >= 0])
+            self._undo([sid for _, sid in pending if sid >= 0])
             raise
         for n, (p, sid) in enumerate(pending):
             try:
                 self._finish(p, sid, written, on_written)
             except BaseException:  # the rest stay pending: remove them (and their vectors)
-                src.delete_sources(self.vault, [s for _, s in pending[n + 1:] if s >= 0])
+                self._undo([s for _, s in pending[n + 1:] if s >= 0])
                 raise
+
+    def _undo(self, source_ids: list[int]) -> None:
+        """Remove the pending sources of a failed batch, on a full disk too (the data dir's
+        reserved space is given back for it); the batch's own error is the one raised."""
+        try:
+            self.vault.with_room(lambda: src.delete_sources(self.vault, source_ids))
+        except CtxError as exc:
+            log.warning("%d pending sources left for the next open (%s)", len(source_ids),
+                        exc.name)
 
     def _finish(self, p: Prepared, sid: int, written: list[int],
                 on_written: Callable[[Prepared, int], None] | None) -> None:

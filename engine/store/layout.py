@@ -27,7 +27,8 @@ from engine.errors import (
 # Files a store (or a user preparing one) may hold; anything else means "not ours".
 STORE_NAMES = frozenset({
     "key.json", "key.tmp", "vault.db", "vault.db-wal", "vault.db-shm", "vault.db-journal",
-    "vectors", "engine.lock", "config.toml",
+    "vectors", "vectors.snap", "vectors.snap.tmp", "space.reserve", "engine.lock",
+    "config.toml",
     "logs", "engine-start.lock", "engine-start.json",  # the background engine (ipc.cli.autostart)
 })
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -134,10 +134,27 @@ M5_DELETED_MEANS_GONE = """
         CREATE INDEX chunks_hash ON chunks(content_hash);
 """
 
+# The vault's chunk version goes up with every chunk stored or deleted and every
+# source made ready or pending: an encrypted snapshot of the vector index records
+# the version it was taken at, so a snapshot that still matches is used at open
+# as it is (engine/store/snapshot.py).
+M6_CHUNK_VERSION = """
+        INSERT OR IGNORE INTO meta VALUES ('chunk_version', '0');
+        CREATE TRIGGER chunks_version_ai AFTER INSERT ON chunks BEGIN
+            UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunk_version';
+        END;
+        CREATE TRIGGER chunks_version_ad AFTER DELETE ON chunks BEGIN
+            UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunk_version';
+        END;
+        CREATE TRIGGER sources_version_au AFTER UPDATE OF state ON sources BEGIN
+            UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunk_version';
+        END;
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
-                              5: M5_DELETED_MEANS_GONE}
+                              5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION}
 
 
 def check_version(conn: Conn) -> None:

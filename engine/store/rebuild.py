@@ -35,6 +35,17 @@ def embed_inputs(vault: Vault, after: int, limit: int, *, ready_only: bool = Tru
     return [EmbedInput(*r) for r in rows]
 
 
+def embed_inputs_of(vault: Vault, chunk_ids: list[int]) -> list[EmbedInput]:
+    """The embedding inputs of these chunks (those that exist), 900 a query."""
+    out: list[EmbedInput] = []
+    for i in range(0, len(chunk_ids), 900):
+        part = chunk_ids[i:i + 900]
+        out += [EmbedInput(*r) for r in vault._query(
+            "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c JOIN sources s "
+            f"ON s.id = c.source_id WHERE c.id IN ({','.join('?' * len(part))})", part)]
+    return out
+
+
 def embed_input(vault: Vault, chunk_id: int) -> EmbedInput:
     """One chunk's embedding input."""
     r = vault._query("SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c "

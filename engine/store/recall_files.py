@@ -20,11 +20,15 @@ def sync_states(vault: Vault) -> dict[str, Any]:
             for path, raw in vault._query("SELECT path, state FROM recall_files")}
 
 
-def save_sync_state(vault: Vault, path: str, state: dict[str, Any]) -> None:
-    """Record (or replace) one file's sync state."""
+def save_sync_state(vault: Vault, path: str, state: dict[str, Any], *,
+                    replaces: str | None = None) -> None:
+    """Record (or replace) one file's sync state; ``replaces``: a row to remove with it
+    (the state kept under a keyed name since the file's delete)."""
     with vault.write() as c:
         c.execute("INSERT OR REPLACE INTO recall_files VALUES (?, ?)",
                   (path, json.dumps(state)))
+        if replaces is not None:
+            c.execute("DELETE FROM recall_files WHERE path = ?", (replaces,))
 
 
 def segment_ids(vault: Vault, prefix: str) -> list[int]:

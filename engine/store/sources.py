@@ -220,9 +220,20 @@ def transcript_paths(vault: Vault, source_ids: Sequence[int]) -> list[str]:
     return sorted(out)
 
 
-def forget_sync_text(vault: Vault, paths: Sequence[str]) -> None:
-    """Drop the parser state (it holds user text) from these transcripts' sync state;
-    the offsets stay, so a later sync reads only what is appended after the delete."""
+FORGOTTEN = "forgotten:"  # recall_files rows of deleted transcripts: a keyed name, no path
+
+
+def forgotten_name(path: str, name_key: Callable[[str], str]) -> str:
+    """What recall_files calls a deleted transcript: a keyed hash of its path."""
+    return FORGOTTEN + name_key(path)
+
+
+def forget_sync_text(vault: Vault, paths: Sequence[str], name_key: Callable[[str], str]
+                     ) -> None:
+    """Drop what these transcripts' sync state says of them: the parser state (it holds
+    user text) and the path itself, which is kept only as a keyed hash (``name_key``,
+    derived from the data key), with the offsets, so that a later sync finds the file
+    and reads only what is appended after the delete."""
     if not paths:
         return
     with vault.write(chunks=False) as c:
@@ -230,13 +241,13 @@ def forget_sync_text(vault: Vault, paths: Sequence[str]) -> None:
             row = c.execute("SELECT state FROM recall_files WHERE path = ?", (path,)).fetchone()
             if row is None:
                 continue
+            c.execute("DELETE FROM recall_files WHERE path = ?", (path,))
             try:
                 state = json.loads(row[0])
             except ValueError:
                 state = None
             if isinstance(state, dict):
-                state["parser_state"] = {}
-                c.execute("UPDATE recall_files SET state = ? WHERE path = ?",
-                          (json.dumps(state), path))
-            else:
-                c.execute("DELETE FROM recall_files WHERE path = ?", (path,))
+                name = forgotten_name(path, name_key)
+                state["parser_state"], state["path"] = {}, name
+                c.execute("INSERT OR REPLACE INTO recall_files VALUES (?, ?)",
+                          (name, json.dumps(state)))

@@ -12,20 +12,24 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import CtxError, NoSpace, VaultDamaged, WrongKey
+from engine.errors import CtxError, NoSpace, VaultDamaged
 from engine.store.fts_terms import chunk_counts, common_counts
-from engine.store.migrations import check_version, migrate
+from engine.store.guard import VaultGuard
+from engine.store.integrity import VaultConnection, probe, quiet
+from engine.store.migrations import migrate
+from engine.store.reserve import Reserve
 
 log = logging.getLogger("ctx.vault")
+T = TypeVar("T")
 
 _FTS_POOL: ThreadPoolExecutor | None = None
 _FTS_POOL_LOCK = threading.Lock()
@@ -178,25 +182,21 @@ class Vault:
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
+        self.reserve: Reserve | None = None  # room for clean-up on a full disk (with_room)
+        self.guard = VaultGuard(path, self._hexkey, self._write_lock)
+        # Small vaults have every page checked before the open returns; bigger ones in a
+        # thread (check_pages_later), so that an open stays fast.
+        self.pages_checked = self.guard.small
+        probe(path, self._hexkey, pages=self.pages_checked)  # read-only: changes nothing
         sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
         self._made = [p for p in sidecars if not p.exists()]  # removed if the open fails
         try:
             conn = self._conn()
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite.DatabaseError as exc:
-            self._close_failed()
-            if "not a database" in str(exc) or "encrypted" in str(exc):
-                raise WrongKey(
-                    "vault.db cannot be decrypted with this store's key: it belongs to another "
-                    "store (or its first page is damaged); restore this store's vault.db "
-                    "from a backup") from None
-            raise store_error(exc) from None
-        try:
             with self._write_lock:
-                check_version(conn)
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode=WAL")
                 migrate(conn)
+                self.guard.wrote()
         except CtxError:
             self._close_failed()
             raise
@@ -217,15 +217,16 @@ class Vault:
 
     def _conn(self) -> Any:
         """This thread's connection (opened on first use). Private to engine/store/: SQL
-        runs only behind the store's named functions."""
+        runs only behind the store's named functions. A damaged vault refuses every call;
+        a replaced one is named (``guard``)."""
+        self.guard.tick()
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            self.guard.check()
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                  timeout=30.0)
-            try:  # a refused key is reported by ctx, not by SQLCipher's log on stderr
-                conn.execute("PRAGMA cipher_log_level = NONE")
-            except sqlite.Error:
-                pass
+                                  timeout=30.0, factory=VaultConnection)
+            conn.translate = self.guard.translate  # damage met in a query: VaultDamaged
+            quiet(conn)  # a refused key is reported by ctx, not by SQLCipher's log on stderr
             conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -237,7 +238,23 @@ class Vault:
                 self._all.append(conn)
         return conn
 
+    def with_room(self, fn: Callable[[], T]) -> T:
+        """``fn()`` (a clean-up write); on a full disk, once more after giving the data
+        dir's reserved space back (``reserve``)."""
+        try:
+            return fn()
+        except NoSpace:
+            if self.reserve is None or not self.reserve.release():
+                raise
+            return fn()
+
+    @property
+    def damage(self) -> VaultDamaged | None:
+        """The damage met so far (every call is refused with it), or None."""
+        return self.guard.damage
+
     def close(self) -> None:
+        self.guard.stop()  # a page check in a thread ends first
         with self._all_lock:
             for conn in self._all:
                 try:
@@ -266,6 +283,7 @@ class Vault:
             try:
                 yield conn
                 conn.execute("COMMIT")
+                self.guard.wrote()  # a checkpoint may have changed vault.db: ours
             except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -274,6 +292,27 @@ class Vault:
                 raise
             if chunks:
                 self._generation += 1
+
+    def wipe_log(self, tries: int = 150) -> None:
+        """Copy the WAL into vault.db and cut it to nothing (``wal_checkpoint(TRUNCATE)``),
+        so that deleted text leaves it: the log keeps every page image written since the
+        last checkpoint, the deleted text among them, while vault.db's own pages are
+        zeroed as they are freed (``secure_delete``). Writers wait; readers of the log
+        are waited for (a query takes milliseconds), ``tries`` times 20 ms at most,
+        then the log is left to the next checkpoint, with a warning."""
+        with self._write_lock:
+            conn = self._conn()
+            for _ in range(tries):
+                try:
+                    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite.OperationalError as exc:
+                    raise store_error(exc) from None
+                self.guard.wrote()
+                if not busy:
+                    return
+                time.sleep(0.02)
+            log.warning("the vault's log is still being read: deleted text stays in it until "
+                        "the next checkpoint")
 
     @property
     def generation(self) -> int:
@@ -452,6 +491,22 @@ class Vault:
             counts = common_counts(self._conn(), max(COMMON_TERMS_MIN, n // 1000))
             self._common = (n, top, counts, self._generation)
             return counts
+
+    def chunk_version(self) -> int:
+        """Goes up with every chunk stored or deleted and every source made ready or
+        pending, and persists (migration 6): what a vector snapshot was taken at."""
+        return int(self.get_meta("chunk_version") or 0)
+
+    def chunk_fingerprints(self) -> tuple[list[int], list[str]]:
+        """Every chunk of a ready source: ids ascending and their content hashes, read
+        from the content-hash index alone (no text page is read)."""
+        rows = self._conn().execute(
+            "SELECT id, content_hash FROM chunks INDEXED BY chunks_hash").fetchall()
+        busy = {r[0] for r in self._conn().execute(
+            "SELECT c.id FROM sources s JOIN chunks c ON c.source_id = s.id "
+            "WHERE s.state != 'ready'")}
+        rows = sorted(r for r in rows if r[0] not in busy)
+        return [r[0] for r in rows], [r[1] or "" for r in rows]
 
     def chunk_ids(self) -> list[int]:
         """Every stored chunk's id, ascending (0.6 s at 100k chunks)."""

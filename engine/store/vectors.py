@@ -18,7 +18,6 @@ from the cache.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import threading
 import time
@@ -37,9 +36,6 @@ from engine.store.vector_cache import VectorCache
 from engine.store.vector_ids import KeyedIds
 
 log = logging.getLogger("ctx.vectors")
-
-# Keep Chroma from ever phoning home, whatever its settings default to.
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 DeadLookup = Callable[[int], list[int]]  # source id -> ids of its deleted chunks
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit)
@@ -95,6 +91,11 @@ class VectorStore:
         """Remove every vector (before a rebuild)."""
         raise NotImplementedError
 
+    def save_snapshot(self) -> bool:
+        """Seal the index's vectors to disk where this index keeps a snapshot (the memory
+        backend); False where it keeps none. Called where no write runs beside it."""
+        return False
+
     def close(self) -> None:
         """Release the index (and, for Chroma, its process-wide cached client)."""
 
@@ -133,13 +134,30 @@ def peek_collections(path: Path) -> list[str] | None:
     try:
         con = sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True)
         try:
-            return [r[0] for r in con.execute("SELECT name FROM collections")]
+            names = [r[0] for r in con.execute("SELECT name FROM collections")]
+            # a damaged page found only after Chroma opened would leave the file rewritten
+            # (it writes on open) and a Rust panic on stderr: every page is read first
+            # (0.1 s at 100k vectors)
+            if con.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("quick_check failed")
+            con.text_factory = bytes  # Chroma panics on its own tables' text not UTF-8
+            for table in _CHROMA_SMALL_TABLES:
+                for row in con.execute(f"SELECT * FROM {table}"):
+                    for value in row:
+                        if isinstance(value, bytes):
+                            value.decode("utf-8")
+            return names
         finally:
             con.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
         raise VectorsDamaged(
             f"vectors/chroma.sqlite3 cannot be read ({str(exc)[:60]}): run `ctx repair` to "
             "set it aside and rebuild the vectors from the vault") from None
+
+
+# Chroma's own bookkeeping, read whole at open (a few rows each)
+_CHROMA_SMALL_TABLES = ("migrations", "tenants", "databases", "collections", "segments",
+                        "collection_metadata", "segment_metadata")
 
 
 def collection_name(key_id: str) -> str:
@@ -541,44 +559,3 @@ class OfflineVectors(VectorStore):
 
     def reset(self) -> None:
         raise self._down()
-
-
-class MemoryVectors(VectorStore):
-    """No vector on disk: an exact in-memory index, rebuilt from the vault at open."""
-
-    backend = "memory"
-
-    def __init__(self, dim: int, dead: DeadLookup) -> None:
-        self._index = ExactIndex(dim)
-        self._dead = dead
-
-    def add(self, ids: Sequence[int], vectors: np.ndarray,
-            metas: Sequence[dict[str, Any]] | None = None) -> None:
-        if len(ids):
-            self._index.add([int(i) for i in ids], np.asarray(vectors, dtype=np.float32))
-
-    def delete_source(self, source_id: int) -> None:
-        self.delete(self._dead(int(source_id)))
-
-    def delete(self, ids: Sequence[int]) -> None:
-        self._index.delete(ids)
-
-    def query(self, vector: np.ndarray, k: int, *, found: dict[int, np.ndarray] | None = None
-              ) -> list[tuple[int, float]]:
-        hits = self._index.query(vector, k)
-        if found is not None:
-            found.update(self._index.vectors([c for c, _ in hits]))
-        return hits
-
-    def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        return self._index.vectors(ids)
-
-    def count(self) -> int:
-        return len(self._index)
-
-    def memory(self) -> dict[str, Any]:
-        n = len(self._index)
-        return {"kind": "exact", "state": "ready", "vectors": n, "bytes": n * self._index.dim * 4}
-
-    def reset(self) -> None:
-        self._index = ExactIndex(self._index.dim)

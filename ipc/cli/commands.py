@@ -14,6 +14,7 @@ from typing import Any
 from engine.errors import InvalidInput, NotUtf8
 from ipc.cli.backend import open_backend
 from ipc.cli.output import Progress, emit_json, fmt_time, parse_when, table
+from ipc.errors import ServerUnavailable
 from ipc.status_text import memory_line
 
 
@@ -41,9 +42,19 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def _wait_job(backend: Any, job_id: str) -> dict[str, Any]:
     bar = Progress()
+    seen: dict[str, Any] | None = None
     try:
         while True:
-            snap = backend.job(job_id)
+            try:
+                snap = backend.job(job_id)
+            except ServerUnavailable as exc:  # the engine died under the job: say so now
+                if seen is not None:
+                    exc.message += (f"; when last seen, job {job_id} had stored "
+                                    f"{seen['files_done']} of {seen['files_total']} files "
+                                    "(what it had not made ready is rolled back at the "
+                                    "next start)")
+                raise
+            seen = snap
             bar.update(snap)
             if snap["state"] in ("done", "failed", "cancelled"):
                 bar.update(snap, force=True)

@@ -24,8 +24,10 @@ def _is_loopback(address: object) -> bool:
 
 
 @pytest.mark.integration
-def test_no_outside_connections(tmp_path: Path, data_dir: Path, minilm: object,
+@pytest.mark.parametrize("backend", ["memory", "embedded"])
+def test_no_outside_connections(backend: str, tmp_path: Path, data_dir: Path, minilm: object,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", backend)
     attempts: list[object] = []
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -62,7 +64,35 @@ def test_no_outside_connections(tmp_path: Path, data_dir: Path, minilm: object,
         assert eng.wait(eng.ingest(paths=[str(docs)]))["state"] == "done"
         assert eng.search("bridges over rivers", k=3)
         eng.build_context("bridges", budget=200)
-        settings = eng.rt.vectors._client.get_settings()
-        assert settings.anonymized_telemetry is False
+        if backend == "embedded":
+            settings = eng.rt.vectors._client.get_settings()  # type: ignore[attr-defined]
+            assert settings.anonymized_telemetry is False
     outside = [a for a in attempts if not _is_loopback(a)]
     assert outside == []
+
+
+def test_import_engine_turns_every_library_switch_off(tmp_path: Path) -> None:
+    """``import engine`` sets each library's offline and no-telemetry switch, over whatever
+    the caller's environment said, before any library loads (onnxruntime reads its
+    switch once, when it creates its environment)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from engine.offline import SWITCHES
+
+    hostile = {name: "0" for name in SWITCHES}
+    env = {**{k: v for k, v in os.environ.items() if k not in SWITCHES}, **hostile,
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    code = ("import json, os, sys\nimport engine\n"
+            "print(json.dumps({n: os.environ.get(n) for n in json.loads(sys.argv[1])}))\n"
+            "print(json.dumps(sorted(m for m in ('onnxruntime', 'chromadb', 'transformers') "
+            "if m in sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(list(SWITCHES))], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    seen, loaded = (json.loads(line) for line in done.stdout.splitlines())
+    assert seen == SWITCHES
+    assert loaded == []  # nothing loaded before the switches were set
+    assert SWITCHES["ORT_DISABLE_TELEMETRY"] == "1"
+    assert SWITCHES["ANONYMIZED_TELEMETRY"] == "False"

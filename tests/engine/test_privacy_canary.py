@@ -140,3 +140,40 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
                      if any(n in v.lower() for v in values for n in needles))
     assert holding == []
     assert _grep_data_dir(data_dir, _needles(canary)) == []
+
+
+def test_a_deleted_transcripts_path_leaves_its_sync_state(tmp_path: Path, data_dir: Path
+                                                          ) -> None:
+    """recall_files keeps a deleted transcript's offsets under a keyed hash of its path,
+    not the path (a project's name, a user's folder): before, the path stayed there. A
+    later sync still skips what was deleted and reads only what is appended."""
+    import json
+
+    canary = "zq" + uuid.uuid4().hex[:12] + "canary"
+    folder = tmp_path / "agent" / "zqsecretproject"
+    transcript = folder / "s-canary.jsonl"
+    _transcript(transcript, canary)
+    with ContextEngine.open(data_dir) as eng:
+        eng.recall(index=[str(tmp_path / "agent")])
+        assert any(s["kind"] == "transcript" for s in eng.sources())
+        assert eng.delete(str(transcript))["deleted"] >= 1
+        assert eng.sources() == []
+        eng.recall(sync=True)  # unchanged since the delete: nothing comes back
+        assert eng.sources() == []
+    rows = _decrypted_rows(data_dir)["recall_files"]
+    assert rows and not [v for v in rows if b"zqsecretproject" in v or b"s-canary" in v]
+    with transcript.open("a") as fh:
+        fh.write(json.dumps({
+            "type": "user", "sessionId": "s-canary", "cwd": "/work/proj",
+            "timestamp": "2026-01-02T11:00:00Z", "uuid": "u3",
+            "message": {"role": "user", "content": "a new question about ferries"}}) + "\n")
+        fh.write(json.dumps({
+            "type": "assistant", "sessionId": "s-canary", "cwd": "/work/proj",
+            "timestamp": "2026-01-02T11:00:05Z", "uuid": "u4", "message": {
+                "role": "assistant", "content": [
+                    {"type": "text", "text": "The ferries leave every hour."}]}}) + "\n")
+    with ContextEngine.open(data_dir) as eng:
+        eng.recall(sync=True)
+        hits = eng.search("new question about ferries", k=5)
+        assert hits and all(canary not in h.text for h in hits)
+        assert all(canary not in h.text for h in eng.search(canary, k=20))

@@ -54,7 +54,7 @@ def test_shows_store_model_ipc_latency_and_audit(qtbot: Any, served_host: Any,
     f = panel.fields
     assert f["Sources"].text() == "3" and int(f["Chunks"].text()) >= 3
     assert f["Model"].text().startswith("fake") and f["Dimensions"].text() == "384"
-    assert f["Vector backend"].text() == "embedded" and f["Vector store"].text() == "available"
+    assert f["Vector backend"].text() == "memory" and f["Vector store"].text() == "available"
     assert f["Vectors in memory"].text().startswith("exact index, ")  # a small store, warm
     assert f["Size on disk"].text().endswith(("KB", "MB"))
     assert f["Endpoint"].text() == host.ipc_info and f["Endpoint"].text().startswith("ipc://")
@@ -129,3 +129,11 @@ def test_vectors_in_memory_reads_as_a_sentence() -> None:
     assert "store.vector_cache_mb" in memory_line({"kind": "cache", "state": "off"})
     assert memory_line({"kind": "none", "state": "empty"}).startswith("not loaded yet")
     assert memory_line({"kind": "none", "state": "none"}).startswith("none")
+
+
+def test_memory_line_names_the_prefiltered_index() -> None:
+    from ipc.status_text import memory_line
+
+    assert memory_line({"kind": "prefilter", "state": "ready", "vectors": 99498,
+                        "bytes": 99498 * 448 * 4}) == \
+        "index with a prefilter, 99498 vectors, 170 MB"

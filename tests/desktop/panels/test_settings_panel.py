@@ -38,7 +38,7 @@ def _config(host: Any) -> Path:
 def test_shows_the_typed_defaults(panel: Any) -> None:
     values = panel.values()
     assert values["packing.mode"] == "fast" and values["tiers.mode"] == "importance"
-    assert values["store.vector_backend"] == "embedded"
+    assert values["store.vector_backend"] == "memory"  # the default: no vector in the clear
     assert not panel.form.editors["store.chroma_url"].isEnabled()
     assert values["desktop.default_budget"] == 1500
     assert values["desktop.watched_folders"] == [] and not values["desktop.start_at_login"]

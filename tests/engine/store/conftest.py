@@ -1,4 +1,5 @@
-"""Runs the store suite twice: on the embedded Chroma store and on a real `chroma run`."""
+"""The ``backend`` fixture runs a test twice: on the embedded Chroma store and on a real
+`chroma run` (the default, vectors in memory, has tests of its own)."""
 
 from __future__ import annotations
 
@@ -60,4 +61,6 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     if request.param == "http":
         url = request.getfixturevalue("chroma_server")
         monkeypatch.setenv("CTX_CHROMA_URL", url)
+    else:  # the default keeps vectors in memory; these tests are about Chroma
+        monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
     return str(request.param)

@@ -24,6 +24,13 @@ from engine.errors import CtxError
 from engine.facade import ContextEngine
 from engine.store.vault import Vault
 
+
+@pytest.fixture(autouse=True)
+def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the embedded Chroma store (the default keeps vectors in
+    memory, tests/engine/store/test_vector_snapshot.py)."""
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
+
 REPO = Path(__file__).resolve().parents[3]
 _BUILT: dict[str, Path] = {}
 
@@ -132,6 +139,25 @@ def _copy_from_other(name: str) -> Callable[[Path, Path], None]:
     return copy
 
 
+def _running_copy_from_other(names: tuple[str, ...]) -> Callable[[Path, Path], None]:
+    """``names`` (vault.db and its WAL files) copied from the other store while an engine
+    had it open, its last write still in the WAL, as a file sync or backup tool would."""
+    def copy(d: Path, other: Path) -> None:
+        live = d.parent / "other-live"
+        shutil.copytree(other, live)
+        vault = Vault(live / "vault.db", vault_key(live))
+        try:
+            with vault.write(chunks=False) as c:
+                c.execute("INSERT OR REPLACE INTO meta VALUES ('note', 'written last')")
+            assert (live / "vault.db-wal").stat().st_size > 0
+            for name in names:
+                shutil.copy2(live / name, d / name)
+        finally:
+            vault.close()
+            shutil.rmtree(live)
+    return copy
+
+
 def _remove(name: str) -> Callable[[Path, Path], None]:
     def rm(d: Path, other: Path) -> None:
         p = d / name
@@ -187,6 +213,12 @@ CASES: list[tuple[str, Callable[[Path, Path], None], str]] = [
     ("vault.db is a folder", _replace_with_dir("vault.db"), "vault_damaged"),
     ("vault.db is plain SQLite", _plain_sqlite, "vault_damaged"),
     ("vault.db from a newer ctx", _newer_schema, "store_too_new"),
+    ("vault.db and its WAL from another store, copied while it ran",
+     _running_copy_from_other(("vault.db", "vault.db-wal", "vault.db-shm")), "wrong_key"),
+    ("vault.db-wal from another store", _running_copy_from_other(("vault.db-wal",)),
+     "vault_damaged"),
+    ("vault.db-wal and -shm from another store",
+     _running_copy_from_other(("vault.db-wal", "vault.db-shm")), "vault_damaged"),
     # the vectors
     ("chroma.sqlite3 garbled", _garble("vectors/chroma.sqlite3", 100, 8000), "vectors_damaged"),
     ("chroma.sqlite3 truncated", _truncate("vectors/chroma.sqlite3", lambda n: n // 3),
@@ -278,3 +310,28 @@ def test_init_over_a_store_changes_nothing(mutate: Callable[[Path, Path], None],
         init_store(d)
     assert info.value.name == expected
     assert snapshot(d) == before
+
+
+@pytest.mark.slow
+def test_chroma_damaged_anywhere_is_refused_unchanged(stores: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    """chroma.sqlite3 garbled page by page (in the page header area and mid-page): every
+    open that fails names vectors_damaged and leaves every byte as it was. Before, a
+    damaged b-tree page or Chroma's own migration text found only once Chroma had opened
+    (it writes on open) left chroma.sqlite3 rewritten, with a Rust panic on stderr."""
+    size = (stores["main"] / "vectors" / "chroma.sqlite3").stat().st_size
+    refused = 0
+    for page in range(size // 4096):
+        for offset in (100, 2000):
+            d = tmp_path / f"p{page}-{offset}"
+            shutil.copytree(stores["main"], d)
+            _garble("vectors/chroma.sqlite3", page * 4096 + offset, 64)(d, stores["other"])
+            before = snapshot(d)
+            try:
+                ContextEngine.open(d).close()
+            except CtxError as exc:
+                refused += 1
+                assert exc.name == "vectors_damaged", (page, offset, exc.name)
+                assert snapshot(d) == before, f"page {page} +{offset}: the failed open wrote"
+            shutil.rmtree(d)
+    assert refused >= 3  # the test met damage Chroma cannot read

@@ -58,3 +58,34 @@ def test_full_disk_says_no_space_and_the_store_still_reads(small_disk: Path) -> 
         job = eng.wait(eng.ingest(text="one more note", title="more"))
         assert job["state"] == "failed" and job["error"]["name"] == "no_space"
         assert eng.status()["sources"] == kept
+
+
+def test_a_folder_job_on_a_full_disk_says_what_it_stored_and_leaves_nothing_pending(
+        small_disk: Path, tmp_path: Path) -> None:
+    """One job of 200 files fills the disk: its error says how many files it stored (all
+    of them whole and kept), and none of the failed batch's sources stays pending in the
+    vault: their clean-up gets the data dir's reserved space. Before, the job said
+    "nothing was written" over 6 stored files, and 2 pending sources stayed."""
+    import random
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rnd = random.Random(1)
+    for i in range(200):
+        (docs / f"f{i:03d}.md").write_text(" ".join(f"w{rnd.randrange(10**6)}"
+                                                    for _ in range(3000)))
+    store = small_disk / "store"
+    with ContextEngine.open(store) as eng:
+        snap = eng.wait(eng.ingest(paths=[str(docs)]))
+        assert snap["state"] == "failed" and snap["error"]["name"] == "no_space"
+        stored = eng.status()["sources"]
+        assert 1 <= stored < 200
+        assert f"{stored} of 200 files were stored" in snap["error"]["message"]
+        assert snap["error"]["details"] == {"stored": stored, "files": 200}
+        assert len(snap["sources"]) == stored
+        assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
+                                  )[0][0] == 0
+    with ContextEngine.open(store) as eng:  # the disk is still full: it opens, reads
+        assert eng.status()["sources"] == stored
+        assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
+                                  )[0][0] == 0

@@ -14,6 +14,13 @@ from engine.facade import ContextEngine
 from engine.flows.ranking import stored_vectors
 from engine.store.vector_cache import VectorCache
 
+
+@pytest.fixture(autouse=True)
+def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the embedded Chroma store (the default keeps vectors in
+    memory, tests/engine/store/test_vector_snapshot.py)."""
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
+
 DIM = 8
 
 

@@ -12,6 +12,13 @@ import pytest
 from engine.facade import ContextEngine
 from engine.flows.ranking import stored_vectors
 
+
+@pytest.fixture(autouse=True)
+def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the embedded Chroma store (the default keeps vectors in
+    memory, tests/engine/store/test_vector_snapshot.py)."""
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
+
 TEXT = "\n\n".join(
     f"Section {i}. The harbour ferry {i} leaves at dawn with rope, sail and cargo number {i}."
     for i in range(40))

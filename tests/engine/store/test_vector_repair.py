@@ -16,6 +16,13 @@ from engine.errors import VectorsDamaged
 from engine.facade import ContextEngine
 from engine.metrics import ALERT_VECTOR_REBUILD
 
+
+@pytest.fixture(autouse=True)
+def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the embedded Chroma store (the default keeps vectors in
+    memory, tests/engine/store/test_vector_snapshot.py)."""
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
+
 REPO = Path(__file__).resolve().parents[3]
 
 

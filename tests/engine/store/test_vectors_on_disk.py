@@ -11,10 +11,19 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from engine.config import Config
 from engine.crypto import keys
 from engine.facade import ContextEngine
 from engine.store.vector_ids import KeyedIds
+
+
+@pytest.fixture(autouse=True)
+def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the embedded Chroma store (the default keeps vectors in
+    memory, tests/engine/store/test_vector_snapshot.py)."""
+    monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -62,7 +71,8 @@ def test_memory_backend_keeps_no_vector_on_disk(tmp_path: Path, data_dir: Path) 
         first = [h.chunk_id for h in eng.search("sailing boats weather day 3", k=5)]
         assert eng.status()["vectors"] == chunks
     assert not (data_dir / "vectors").exists()
-    assert sorted(p.name for p in data_dir.iterdir()) == ["engine.lock", "key.json", "vault.db"]
+    assert sorted(p.name for p in data_dir.iterdir()) == [
+        "engine.lock", "key.json", "space.reserve", "vault.db", "vectors.snap"]
     with ContextEngine.open(data_dir, config=cfg) as eng:  # rebuilt from the vault at open
         assert eng.status()["vectors"] == chunks
         assert [h.chunk_id for h in eng.search("sailing boats weather day 3", k=5)] == first
@@ -102,13 +112,15 @@ def test_hnsw_path_rescores_exactly(tmp_path: Path, data_dir: Path) -> None:
     from engine.store.vault import Filters
 
     docs = _docs(tmp_path, 10)
-    hnsw = Config().with_overrides({"store": {"exact_search_max": 0},
+    hnsw = Config().with_overrides({"store": {"exact_search_max": 0,
+                                              "vector_backend": "embedded"},
                                     "embedding": {"model": "fake"}, "keys": {"scrypt_n": 1024}})
     with ContextEngine.open(data_dir, config=hnsw) as eng:
         eng.wait(eng.ingest(paths=[str(docs)]))
         ids, sims, _ = vector_lane(eng.rt, "sailing boats weather day 5", 15, Filters())
         assert eng.rt.vectors._exact is None  # type: ignore[attr-defined]
-    exact = Config().with_overrides({"embedding": {"model": "fake"}, "keys": {"scrypt_n": 1024}})
+    exact = Config().with_overrides({"store": {"vector_backend": "embedded"},
+                                     "embedding": {"model": "fake"}, "keys": {"scrypt_n": 1024}})
     with ContextEngine.open(data_dir, config=exact) as eng:
         ids2, sims2, _ = vector_lane(eng.rt, "sailing boats weather day 5", 15, Filters())
     assert ids[:5] == ids2[:5]

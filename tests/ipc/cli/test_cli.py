@@ -69,9 +69,12 @@ def test_stdin_and_status(tmp_path: Path) -> None:
     r = ctx("--local", "status", "--json")
     status = json.loads(r.stdout)["status"]
     assert status["sources"] == 1 and status["served"] is False
-    assert status["vectors_in_memory"]["state"] == "empty"  # nothing read yet, no warm-up
+    # the default index lives in memory, read back from its sealed snapshot at open
+    assert status["vector_backend"] == "memory"
+    assert status["vectors_in_memory"] == {**status["vectors_in_memory"], "kind": "exact",
+                                           "state": "ready", "vectors": status["chunks"]}
     r = ctx("--local", "status")
-    assert r.returncode == 0 and "in memory: not loaded yet" in r.stdout
+    assert r.returncode == 0 and "in memory: exact index" in r.stdout
 
 
 def test_exit_codes() -> None:
