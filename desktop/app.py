@@ -299,10 +299,10 @@ class App(QObject):
             "window": {"visible": bool(self.window is not None and self.window.isVisible()),
                        "title": self.window.windowTitle() if self.window is not None else None},
             "jobs": {"total": len(self.host.jobs),
-                     "active": sum(j.get("state") in ("queued", "running") for j in jobs),
+                     "active": sum(not j.final for j in jobs),
                      "pending": len(self.pending_ingest) + len(self.host.tasks.running()),
-                     "done": sum(j.get("state") == "done" for j in self.host.jobs.values()),
-                     "chunks": sum(int(j.get("chunks") or 0) for j in self.host.jobs.values())},
+                     "done": sum(j.state == "done" for j in jobs),
+                     "chunks": sum(j.chunks for j in jobs)},
             "server": {k: v for k, v in self.host.server_stats().items()
                        if k in ("running", "requests_served", "received")},
             "timings_ms": {k: round((v - self.started_at) * 1000, 1) for k, v in

@@ -15,5 +15,7 @@ recall) take plain data and import nothing from here. The facade sits above.
 - ``ingest``    ingest jobs for paths, text and conversations;
 - ``recall_sync``, ``recall_auto``, ``recall``  transcript sync, auto recall, the
   recall call;
-- ``vector_rebuild``  rebuilding the vector store from the vault.
+- ``vector_rebuild``  rebuilding the vector store from the vault;
+- ``deleting``  what a delete names, and the job that removes it everywhere;
+- ``health``    the engine's status (store counts, vectors, model, jobs, alerts).
 """

@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.api import Payload
 from engine.config import Config
 from engine.flows.inputs import check_budget, check_conversation, check_live, check_query
 from engine.flows.lanes import LaneResult, run_lanes
@@ -26,7 +27,7 @@ from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.retrieval.query import QueryAnalysis, content_terms
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.store.vault import CHUNK_COLUMNS, ChunkRow
-from engine.types import ContextPayload, ConversationTurn, LiveItem
+from engine.types import ConversationTurn, LiveItem
 
 
 def _ms(t: float) -> float:
@@ -36,7 +37,7 @@ def _ms(t: float) -> float:
 def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] | None = None,
                   conversation: Sequence[Mapping[str, Any]] | None = None, budget: int = 1500,
                   overrides: Mapping[str, Any] | None = None, fmt: str | None = None,
-                  mode: str | None = None, now: float | None = None) -> ContextPayload:
+                  mode: str | None = None, now: float | None = None) -> Payload:
     t_start = time.perf_counter()
     cfg = rt.cfg.with_overrides(dict(overrides)) if overrides else rt.cfg
     query = check_query(query, cfg.search)
@@ -79,7 +80,7 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     return dataclasses.replace(payload, timings=timings)
 
 
-def _sources_used(rt: Runtime, payload: ContextPayload, known: Mapping[int, ChunkRow]
+def _sources_used(rt: Runtime, payload: Payload, known: Mapping[int, ChunkRow]
                   ) -> list[int]:
     """Source ids of the memory items in a payload (their access counts go up).
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.api import SearchHit
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows.runtime import Runtime
@@ -20,7 +21,6 @@ from engine.retrieval.fts_match import fts_parts
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis, analyze_query, lane_weights
 from engine.store.vault import ChunkRow, Filters
-from engine.types import SearchHit
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def checked_host(qtbot: Any) -> Iterator[tuple[Any, list[str]]]:
     from desktop.host import EngineHost, open_engine
 
     violations: list[str] = []
-    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False, alert_poll_ms=60_000,
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False,
                       engine_factory=lambda d, p: ThreadCheckedEngine(open_engine(d, p),
                                                                        violations))
     with qtbot.waitSignal(host.ready, timeout=60_000):

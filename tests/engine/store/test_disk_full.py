@@ -37,24 +37,24 @@ def test_full_disk_says_no_space_and_the_store_still_reads(small_disk: Path) -> 
         for i in range(400):
             snap = eng.wait(eng.ingest(text=" ".join(f"w{i}x{j}" for j in range(3000)),
                                        title=f"t{i}"))
-            if snap["state"] != "done":
+            if snap.state != "done":
                 last = snap
                 break
         assert last is not None, "the disk never filled"
-        assert last["state"] == "failed" and last["error"]["name"] == "no_space"
-        kept = eng.status()["sources"]
+        assert last.state == "failed" and last.error.name == "no_space"
+        kept = eng.status().sources
         assert kept >= 1
         assert eng.search("w0x5", k=3)
     finally:
         eng.close()
     with ContextEngine.open(store) as eng:  # still full: opens, reads, refuses writes
         status = eng.status()
-        assert status["sources"] == kept
+        assert status.sources == kept
         hits = eng.search("w0x5", k=3)
         assert hits and hits[0].title == "t0"
         payload = eng.build_context("w0x5", budget=200)
         assert payload.total_tokens <= 200
-        assert ALERT_VECTOR_DOWN in eng.metrics()["alerts"] or status["vector_store_ok"]
+        assert ALERT_VECTOR_DOWN in eng.metrics().alerts or status.vector_store_ok
         job = eng.wait(eng.ingest(text="one more note", title="more"))
-        assert job["state"] == "failed" and job["error"]["name"] == "no_space"
-        assert eng.status()["sources"] == kept
+        assert job.state == "failed" and job.error.name == "no_space"
+        assert eng.status().sources == kept
