@@ -57,7 +57,6 @@ def dump(cache: Path) -> list[dict[str, Any]]:
     from engine.flows.ranking import rank_hits
     from engine.packing.render import format_time
     from engine.retrieval.dedupe import suppress_near_duplicates
-    from engine.store.vault import CHUNK_COLUMNS, ChunkRow
 
     embedder = sd.make_embedder("minilm")
     data = json.loads(locomo.DATA.read_text(encoding="utf-8"))
@@ -69,8 +68,7 @@ def dump(cache: Path) -> list[dict[str, Any]]:
             locomo.prepare_store(sample, embedder, Path(tmp) / "s", cache)
             with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
                 rt, count = eng.rt, eng.rt.counter
-                rows = [ChunkRow.from_row(r) for r in rt.vault.query(
-                    f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id")]
+                rows = list(rt.vault.chunks(rt.vault.chunk_ids()).values())
                 turns = {r.id: {"sid": r.source_id, "ord": r.ordinal,
                                 "tok": count.count(r.text + "\n"),
                                 "hdr": count.count(f"[turn · {format_time(r.time)}] "

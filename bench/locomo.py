@@ -6,11 +6,13 @@ through build_context at budgets 500, 1000, 2000. Prints evidence recall at
 budget and recall@10 per split beside the NOTICE's baselines, recall per
 question category, and latency (p50/p95 of build_context, with the query
 embedded on every call: the engine's query cache is off here, and the median
-time of each stage).
+time of each stage). ``--digest`` also prints a sha256 over every payload and
+search result (``bench.digest``, run under PYTHONHASHSEED=0): two runs that print
+the same digests returned the same payloads byte for byte.
 
     python -m bench.locomo [--split dev|test|both] [--embedder minilm|fake] [--limit N]
                            [--store-cache DIR] [--conv I ...] [--threads N] [--stride N]
-                           [--json FILE]
+                           [--json FILE] [--digest]
 
 ``--store-cache DIR`` keeps each conversation's ingested store under DIR (by
 conversation and embedder) and reuses a copy of it on later runs, so that
@@ -34,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.digest import RunDigest, fixed_hash_seed
 from bench.models import embedding_config, vectors_tag
 from bench.stats import pct
 
@@ -139,7 +142,8 @@ def prepare_store(sample: dict[str, Any], embedder: Any, workdir: Path,
 
 
 def evaluate(eng: Any, sample: dict[str, Any], texts: dict[str, str], now: float,
-             limit: int | None, stride: int = 1) -> dict[str, Any]:
+             limit: int | None, stride: int = 1, digest: RunDigest | None = None
+             ) -> dict[str, Any]:
     questions = [q for q in sample["qa"] if q.get("category") in (1, 2, 3, 4)][::stride]
     if limit:
         questions = questions[:limit]
@@ -153,12 +157,16 @@ def evaluate(eng: Any, sample: dict[str, Any], texts: dict[str, str], now: float
         if not evidence:
             continue
         hits = eng.search(q["question"], k=10)
+        if digest is not None:
+            digest.search(q["question"], hits)
         found = {h.meta.get("turn_id") for h in hits}
         r10.append(sum(e in found for e in evidence) / len(evidence))
         for b in BUDGETS:
             t = time.perf_counter()
             payload = eng.build_context(q["question"], budget=b, now=now)
             lat.append((time.perf_counter() - t) * 1000)
+            if digest is not None:
+                digest.payload(q["question"], payload)
             for stage, ms in payload.timings.items():
                 stages.setdefault(stage, []).append(ms)
             assert payload.total_tokens <= b
@@ -171,13 +179,14 @@ def evaluate(eng: Any, sample: dict[str, Any], texts: dict[str, str], now: float
 
 
 def run_conversation(sample: dict[str, Any], embedder: Any, workdir: Path, limit: int | None,
-                     cache: Path | None = None, stride: int = 1) -> dict[str, Any]:
+                     cache: Path | None = None, stride: int = 1,
+                     digest: RunDigest | None = None) -> dict[str, Any]:
     from engine.facade import ContextEngine
 
     texts, now = turn_texts(sample)
     ingest_s = prepare_store(sample, embedder, workdir, cache)
     with ContextEngine.open(workdir, embedder=embedder) as eng:
-        res = evaluate(eng, sample, texts, now, limit, stride)
+        res = evaluate(eng, sample, texts, now, limit, stride, digest)
     return {**res, "ingest_s": ingest_s, "turns": len(texts)}
 
 
@@ -205,7 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads for the query embedder (0: the product's default)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--digest", action="store_true",
+                    help="print a sha256 over every payload and search result of each split")
     args = ap.parse_args(argv)
+    if args.digest:
+        fixed_hash_seed("bench.locomo", sys.argv[1:] if argv is None else argv)
     if not DATA.exists():
         print(f"LoCoMo data not found at {DATA}", file=sys.stderr)
         return 2
@@ -226,12 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     for split in splits:
         agg: dict[str, Any] = {"recall": {b: [] for b in BUDGETS}, "r10": [], "lat": [],
                                "ingest_s": 0.0, "stages": {}, "by_cat": {}}
+        digest = RunDigest() if args.digest else None
         for idx in SPLITS[split]:
             if args.conv and idx not in args.conv:
                 continue
             with tempfile.TemporaryDirectory(prefix="ctx-locomo-") as tmp:
                 res = run_conversation(data[idx], embedder, Path(tmp) / "store", args.limit,
-                                       args.store_cache, args.stride)
+                                       args.store_cache, args.stride, digest)
             for b in BUDGETS:
                 agg["recall"][b] += res["recall"][b]
             for key in ("stages", "by_cat"):
@@ -261,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
               f"p50 {pct(agg['lat'], 50):.1f} ms, p95 {pct(agg['lat'], 95):.1f} ms; "
               f"ingest {agg['ingest_s']:.1f} s")
         print("stage medians (ms): " + ", ".join(f"{s} {v:.1f}" for s, v in stages.items()))
+        if digest is not None:
+            for line in digest.lines():
+                print(f"{split} {line}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

@@ -16,7 +16,12 @@ project) is then asked of that store. Printed, all from this one run and store:
   characters verbatim;
 - build_context latency (p50/p95, the query embedded on every call).
 
-    python -m bench.scifact [--store-cache DIR] [--limit N] [--json FILE]
+``--digest`` also prints a sha256 over every payload and search result
+(``bench.digest``, run under PYTHONHASHSEED=0), with every build made at one fixed ``now`` (a day after the
+store's newest source), so that two runs that print the same digests returned
+the same payloads byte for byte.
+
+    python -m bench.scifact [--store-cache DIR] [--limit N] [--json FILE] [--digest]
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import scifact_data as sd
+from bench.digest import RunDigest, fixed_hash_seed
 from bench.stats import pct
 
 BUDGETS = (500, 1000, 2000)
@@ -110,8 +116,8 @@ class Baselines:
         return docs
 
 
-def evaluate(eng: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mapping[str, int]]
-             ) -> dict[str, Any]:
+def evaluate(eng: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mapping[str, int]],
+             digest: RunDigest | None = None) -> dict[str, Any]:
     base = Baselines(eng)
     methods = ("BM25", "dense", "RRF k=60", "ctx")
     nd: dict[str, list[float]] = {m: [] for m in methods}
@@ -122,6 +128,9 @@ def evaluate(eng: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mappin
     search_lat: list[float] = []
     waste: list[bool] = []
     stages: dict[str, list[float]] = {}
+    now = None
+    if digest is not None:  # one fixed time: payloads then depend on the store alone
+        now = max(s["ingested_at"] for s in eng.sources()) + 86400.0
     for n, (qid, text) in enumerate(claims):
         rel = qrels[qid]
         lists, rows = base.rankings(text)
@@ -135,13 +144,17 @@ def evaluate(eng: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mappin
         t = time.perf_counter()
         hits = eng.search(text, k=100, distinct_sources=True)
         search_lat.append((time.perf_counter() - t) * 1000)
+        if digest is not None:
+            digest.search(text, hits)
         docs = [d for h in hits if (d := sd.doc_id(h.source))]
         nd["ctx"].append(ndcg10(docs, rel))
         rc["ctx"].append(recall100(docs, rel))
         for b in BUDGETS:
             t = time.perf_counter()
-            payload = eng.build_context(text, budget=b)
+            payload = eng.build_context(text, budget=b, now=now)
             lat.append((time.perf_counter() - t) * 1000)
+            if digest is not None:
+                digest.payload(text, payload)
             for stage, ms in payload.timings.items():
                 stages.setdefault(stage, []).append(ms)
             got = {d for item in payload.items if (d := sd.doc_id(item.source))}
@@ -194,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, help="the store of a fixed N-document subset")
     ap.add_argument("--store", type=Path, help="use this store instead of the cached one")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--digest", action="store_true",
+                    help="print a sha256 over every payload and search result (fixed now)")
     args = ap.parse_args(argv)
+    if args.digest:
+        fixed_hash_seed("bench.scifact", sys.argv[1:] if argv is None else argv)
     if not sd.prepared():
         return 2
     from engine.facade import ContextEngine
@@ -216,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
             claims = [(q, t) for q, t in sd.queries().items() if q in fair]
             if args.limit:
                 claims = claims[: args.limit]
-            rep = evaluate(eng, claims, qrels)
+            digest = RunDigest() if args.digest else None
+            rep = evaluate(eng, claims, qrels, digest)
     print_report(rep, chunks, ingest_s)
+    if digest is not None:
+        print("\n".join(digest.lines()))
     if args.json:
         Path(args.json).write_text(json.dumps({**rep, "chunks": chunks, "ingest_s": ingest_s},
                                               indent=2))

@@ -68,8 +68,7 @@ def draw_queries(eng: Any, n: int, seed: int = 7) -> list[str]:
 
 def draw_query_sources(eng: Any, n: int, seed: int = 7) -> list[tuple[str, int]]:
     """``draw_queries``'s queries with the id of the chunk each was drawn from."""
-    rows = eng.rt.vault.query("SELECT id FROM chunks ORDER BY id", [])
-    ids = [r[0] for r in rows]
+    ids = eng.rt.vault.chunk_ids()
     rng = random.Random(seed)
     words = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
     out: list[tuple[str, int]] = []

@@ -72,7 +72,7 @@ def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
 
 
 def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    from engine.flows.lanes import search as fused_search
+    from engine.flows.lanes import fused_hits as fused_search
     from engine.recall.chunks import RECALL_CHUNK_KINDS
     from engine.store.vault import Filters
 

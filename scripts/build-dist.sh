@@ -10,7 +10,11 @@
 # Outputs: dist/ctx/ (the bundle), dist/ctx-VERSION-linux-ARCH.tar.gz,
 # dist/ctx_VERSION_ARCH.deb, dist/build-report.json and .md.
 # TARBALL=xz packs a .tar.xz instead (smaller, slower: see the note at the tar step).
-# Linux needs objcopy, icupkg (icu-devtools) and cc for the ICU trim (scripts/system-deps.sh --dist).
+# Linux needs objcopy, icupkg (icu-devtools) and cc for the ICU trim, and the system libraries
+# the bundle loads (for the .deb's Depends): scripts/system-deps.sh installs them.
+# The .deb needs a maintainer (DEB_MAINTAINER='Name <address>', see packaging/linux/make_deb.py);
+# a local build without one makes no .deb. CI=true or CTX_RELEASE=1 marks a release build:
+# there a missing maintainer, or a README floor that differs from the computed one, fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -32,8 +36,17 @@ rm -rf "$D/ctx" "$D/ctx.app"
     --workpath build/pyinstaller packaging/ctx.spec
 t_bundle=$(date +%s)
 
+RELEASE=0
+[ "${CI:-}" = true ] || [ "${CTX_RELEASE:-}" = 1 ] && RELEASE=1
+README_CHECK=(--readme README.md)
+[ "$RELEASE" = 1 ] || README_CHECK+=(--readme-warn)
+
 case "$(uname -s)" in
     Linux) ;;
+    Darwin)  # the floor the spec put in Info.plist, from the bundled wheels, against README
+        "$PY" packaging/floors.py macos --dists build/notices/bundle-dists.json \
+            --plist "$D/ctx.app/Contents/Info.plist" "${README_CHECK[@]}"
+        echo "bundle built in $D/ ($(( t_bundle - start )) s)"; exit 0 ;;
     *) echo "bundle built in $D/ ($(( t_bundle - start )) s)"; exit 0 ;;
 esac
 
@@ -58,16 +71,28 @@ ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 TARBALL=${TARBALL:-gz}
 rm -f "$D"/ctx-*.tar.gz "$D"/ctx-*.tar.xz "$D"/ctx_*.deb
 echo "== ctx-$VERSION-linux-$ARCH.tar.$TARBALL"
+# Files owned by root in the archive, whoever built it (no build user's uid or name)
+TAR=(tar --owner=0 --group=0 --numeric-owner -C "$D" -cf - ctx)
 case "$TARBALL" in
-    xz) tar -C "$D" -cf - ctx | xz -6 -T0 > "$D/ctx-$VERSION-linux-$ARCH.tar.xz" ;;
-    gz) tar -C "$D" -cf - ctx | gzip -9 > "$D/ctx-$VERSION-linux-$ARCH.tar.gz" ;;
+    xz) "${TAR[@]}" | xz -6 -T0 > "$D/ctx-$VERSION-linux-$ARCH.tar.xz" ;;
+    gz) "${TAR[@]}" | gzip -9 > "$D/ctx-$VERSION-linux-$ARCH.tar.gz" ;;
     *) echo "TARBALL must be gz or xz" >&2; exit 2 ;;
 esac
 t_tar=$(date +%s)
-echo "== ctx_${VERSION}_$ARCH.deb"
-"$PY" packaging/linux/make_deb.py --bundle "$D/ctx" --version "$VERSION" --arch "$ARCH" \
-    --out "$D/ctx_${VERSION}_$ARCH.deb"
+DEB="$D/ctx_${VERSION}_$ARCH.deb"
+if [ "$RELEASE" = 0 ] && [ -z "${DEB_MAINTAINER:-}${DEBEMAIL:-}" ] &&
+        ! grep -q '^maintainers' pyproject.toml; then
+    echo "== no .deb: set DEB_MAINTAINER='Name <address>' to make one"
+else
+    echo "== ctx_${VERSION}_$ARCH.deb"
+    "$PY" packaging/linux/make_deb.py --bundle "$D/ctx" --version "$VERSION" --arch "$ARCH" \
+        --out "$DEB"
+fi
 t_deb=$(date +%s)
+# The declared floors against the one the bundled files need (.deb: always; README: in CI)
+FLOORS=(--bundle "$D/ctx" "${README_CHECK[@]}")
+[ -f "$DEB" ] && FLOORS+=(--deb "$DEB")
+"$PY" packaging/floors.py linux "${FLOORS[@]}"
 
 "$PY" packaging/build_report.py --dist "$D" --version "$VERSION" --arch "$ARCH" \
     --seconds "export=$(( t_export - start ))" "pyinstaller=$(( t_bundle - t_export ))" \

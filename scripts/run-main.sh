@@ -3,18 +3,21 @@
 # With a display ($DISPLAY or $WAYLAND_DISPLAY) it starts the tray app; without one it
 # stays headless. Either way it ingests this project's docs as a sample, answers a
 # query, then serves sibling processes over ZeroMQ until stopped (Ctrl-C or Quit).
+# $VENV picks the virtualenv (default .venv, which `make run` sets up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CTX=.venv/bin/ctx
+VENV=${VENV:-.venv}
+CTX="$VENV/bin/ctx"
+PY="$VENV/bin/python"
 
 # Headless machines have no keychain: unless a passphrase is given, keep one in an
 # owner-only key file (ctx warns that this is for headless use only).
 if [ -z "${CTX_PASSPHRASE:-}" ] && [ -z "${CTX_KEY_FILE:-}" ]; then
-  if ! .venv/bin/python -c 'import sys; from engine.crypto.keys import keychain_available as k; sys.exit(0 if k() else 1)'; then
+  if ! "$PY" -c 'import sys; from engine import keychain_available as k; sys.exit(0 if k() else 1)'; then
     keyfile="${XDG_CONFIG_HOME:-$HOME/.config}/ctx/keyfile"
     if [ ! -f "$keyfile" ]; then
       mkdir -p "$(dirname "$keyfile")"
-      (umask 077; .venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(32))' > "$keyfile")
+      (umask 077; "$PY" -c 'import secrets; print(secrets.token_urlsafe(32))' > "$keyfile")
       echo "ctx: no OS keychain here; created a headless key file at $keyfile" >&2
     fi
     export CTX_KEY_FILE="$keyfile"
@@ -23,29 +26,69 @@ fi
 
 QUERY="How does a sibling process call build_context?"
 
+next_steps() {
+  cat >&2 <<EOF
+
+ctx: stopped; nothing of it is left running. To go on from a terminal:
+  export PATH="$PWD/$VENV/bin:\$PATH"
+  ctx ingest ~/notes              # add your own files or folders
+  ctx search "retry policy"       # ranked hits, with paths and line ranges
+  ctx build "what did we decide?" --budget 1500
+  ctx serve                       # serve sibling processes again (or: ctx app)
+EOF
+}
+
 # Where a display exists, the tray app hosts the engine (and serves siblings over
 # ZeroMQ exactly as `ctx serve` does); the sample goes through it.
 if [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; then
   echo "ctx: starting the tray app (quit from its menu, or Ctrl-C)" >&2
-  $CTX app --ingest README.md --ingest docs &
+  "$CTX" app --ingest README.md --ingest docs &
   app=$!
   trap 'kill -TERM $app 2>/dev/null || true' INT TERM
   for _ in $(seq 1 240); do  # up to 2 min: the first start creates the store
-    if $CTX app --status 2>/dev/null | .venv/bin/python -c \
+    if "$CTX" app --status 2>/dev/null | "$PY" -c \
         'import json,sys; s=json.load(sys.stdin); j=s.get("jobs",{}); sys.exit(0 if s.get("state")=="ready" and j.get("total") and not j["active"] and not j["pending"] else 1)'; then
-      $CTX build "$QUERY" --budget 400
-      $CTX status
+      "$CTX" build "$QUERY" --budget 400
+      "$CTX" status
       break
     fi
     kill -0 $app 2>/dev/null || break
     sleep 0.5
   done
-  wait $app
-  exit $?
+  status=0
+  wait $app || status=$?
+  next_steps
+  exit $status
 fi
 
-$CTX ingest README.md docs
-$CTX build "$QUERY" --budget 400
-$CTX status
+# Headless: the server owns the store from the start, and the sample goes through it
+# (a command run before it would start a background engine that holds the store).
+"$CTX" serve &
+server=$!
+stop() { kill -TERM $server 2>/dev/null || true; }
+trap stop INT TERM
+trap 'stop; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do  # up to 60 s: the first start creates the store
+  if "$PY" -c 'import sys; from ipc.remote import connect; sys.exit(0 if connect() else 1)' \
+      2>/dev/null; then
+    break
+  fi
+  kill -0 $server 2>/dev/null || { wait $server; exit $?; }  # it could not start: its error stands
+  sleep 0.1
+done
+"$CTX" ingest README.md docs
+"$CTX" build "$QUERY" --budget 400
+"$CTX" status
 echo "ctx: serving over ZeroMQ (Ctrl-C to stop)" >&2
-exec $CTX serve
+status=0
+while :; do  # a trapped Ctrl-C interrupts `wait`: wait again until the server has ended
+  if wait $server; then status=0; break; else status=$?; fi
+  kill -0 $server 2>/dev/null && continue
+  if [ $status -gt 128 ]; then  # maybe the trap's interruption: collect the real status
+    if wait $server 2>/dev/null; then status=0; else s=$?; [ $s -eq 127 ] || status=$s; fi
+  fi
+  break
+done
+trap - EXIT
+next_steps
+exit $status

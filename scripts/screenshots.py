@@ -196,7 +196,7 @@ class Scene:
     def panels(self) -> dict[str, Any]:
         import importlib
 
-        from desktop.autostart import Autostart
+        from ipc.cli.login_item import Autostart
 
         out: dict[str, Any] = {}
         for name, module, cls in PANELS:

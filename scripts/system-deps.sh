@@ -14,8 +14,11 @@ command -v xwininfo >/dev/null 2>&1 || need+=(x11-utils)
 command -v icupkg >/dev/null 2>&1 || need+=(icu-devtools)
 command -v objcopy >/dev/null 2>&1 || need+=(binutils)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
+# The Wayland libraries too: the bundle's Wayland plugins load them, and the .deb's Depends
+# are found from the build host's copies (packaging/linux/deb_depends.py).
 for lib in libxcb-cursor0:libxcb-cursor.so.0 libxcb-icccm4:libxcb-icccm.so.4 \
-           libxcb-keysyms1:libxcb-keysyms.so.1; do
+           libxcb-keysyms1:libxcb-keysyms.so.1 libwayland-client0:libwayland-client.so.0 \
+           libwayland-cursor0:libwayland-cursor.so.0 libwayland-egl1:libwayland-egl.so.1; do
   ldconfig -p 2>/dev/null | grep -q "${lib#*:}" || need+=("${lib%%:*}")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

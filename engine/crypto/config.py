@@ -17,6 +17,8 @@ class KeyConfig:
 
     def __post_init__(self) -> None:
         if self.scrypt_n < 2**10 or self.scrypt_n & (self.scrypt_n - 1):
-            raise ConfigError("keys.scrypt_n must be a power of two >= 1024")
-        if not 1 <= self.scrypt_r <= 64 or not 1 <= self.scrypt_p <= 16:
-            raise ConfigError("keys.scrypt_r or keys.scrypt_p out of range")
+            raise ConfigError("keys.scrypt_n must be a power of two >= 1024", key="keys.scrypt_n")
+        if not 1 <= self.scrypt_r <= 64:
+            raise ConfigError("keys.scrypt_r must be between 1 and 64", key="keys.scrypt_r")
+        if not 1 <= self.scrypt_p <= 16:
+            raise ConfigError("keys.scrypt_p must be between 1 and 16", key="keys.scrypt_p")

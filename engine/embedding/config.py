@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from engine.errors import ConfigError
+
+MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
 
 @dataclass(frozen=True)
@@ -70,16 +73,47 @@ class EmbeddingConfig:
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= 4096:
-            raise ConfigError("embedding.batch_size must be between 1 and 4096")
+            raise ConfigError("embedding.batch_size must be between 1 and 4096",
+                              key="embedding.batch_size")
         if self.device not in ("auto", "cpu", "cuda", "mps"):
-            raise ConfigError("embedding.device must be auto, cpu, cuda or mps")
+            raise ConfigError("embedding.device must be auto, cpu, cuda or mps",
+                              key="embedding.device")
         if self.backend not in ("auto", "torch", "onnx"):
-            raise ConfigError("embedding.backend must be auto, torch or onnx")
-        if self.document_precision not in ("int8", "float32") \
-                or self.query_precision not in ("int8", "float32"):
-            raise ConfigError("embedding.document_precision and query_precision must be "
-                              "int8 or float32")
+            raise ConfigError("embedding.backend must be auto, torch or onnx",
+                              key="embedding.backend")
+        for key in ("document_precision", "query_precision"):
+            if getattr(self, key) not in ("int8", "float32"):
+                raise ConfigError(f"embedding.{key} must be int8 or float32",
+                                  key=f"embedding.{key}")
         if not 256 <= self.max_batch_tokens <= 1_000_000:
-            raise ConfigError("embedding.max_batch_tokens must be between 256 and 1000000")
-        if self.query_cache_size < 0 or self.threads < 0:
-            raise ConfigError("embedding.query_cache_size and threads must be >= 0")
+            raise ConfigError("embedding.max_batch_tokens must be between 256 and 1000000",
+                              key="embedding.max_batch_tokens")
+        for key in ("query_cache_size", "threads"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"embedding.{key} must be >= 0", key=f"embedding.{key}")
+        self._check_model()
+        if self.onnx_dir and not Path(self.onnx_dir).expanduser().is_dir():
+            raise ConfigError("embedding.onnx_dir is not a folder (one that holds an ONNX "
+                              "export of the model)", key="embedding.onnx_dir")
+
+    def _check_model(self) -> None:
+        """The model is the shipped MiniLM, the fake one, or a local model folder that
+        exists; the ONNX backend runs the shipped MiniLM on the CPU only."""
+        model = self.model.strip()
+        fake = model == "fake" or model.startswith("fake:")
+        if fake:
+            size = model.partition(":")[2]
+            if size and not (size.isdigit() and 1 <= int(size) <= 8192):
+                raise ConfigError("embedding.model 'fake:N' needs N from 1 to 8192",
+                                  key="embedding.model")
+            return
+        if model not in MINILM_NAMES:
+            if not model or not Path(model).expanduser().is_dir():
+                raise ConfigError("embedding.model must be 'minilm', 'fake' or a local model "
+                                  "folder", key="embedding.model")
+            if self.backend == "onnx":
+                raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
+                                  key="embedding.backend")
+        if self.backend == "onnx" and self.device in ("cuda", "mps"):
+            raise ConfigError("embedding.backend 'onnx' runs on the CPU; set device to auto or "
+                              "cpu, or backend to torch", key="embedding.device")

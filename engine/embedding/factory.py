@@ -15,10 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.embedding.base import Embedder
-from engine.embedding.config import EmbeddingConfig
+from engine.embedding.config import MINILM_NAMES, EmbeddingConfig
 from engine.errors import ConfigError
 
-MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 _log = logging.getLogger(__name__)
 
 
@@ -28,10 +27,7 @@ def choose_backend(cfg: EmbeddingConfig, export: Path | None) -> str:
         if export is None:
             raise ConfigError("embedding.backend is 'onnx' but no ONNX export was found; run "
                               "python -m engine.embedding.onnx_export", key="embedding.backend")
-        if cfg.device in ("cuda", "mps"):
-            raise ConfigError("embedding.backend 'onnx' runs on the CPU; set device to auto or "
-                              "cpu, or backend to torch", key="embedding.device")
-        return "onnx"
+        return "onnx"  # (EmbeddingConfig refuses onnx on a cuda or mps device)
     if cfg.backend == "torch":
         return "torch"
     return "onnx" if export is not None and cfg.device in ("auto", "cpu") else "torch"
@@ -56,9 +52,6 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
                                     max_batch_tokens=cfg.max_batch_tokens,
                                     document_precision=cfg.document_precision,
                                     query_precision=cfg.query_precision)
-    elif cfg.backend == "onnx":
-        raise ConfigError("embedding.backend 'onnx' serves the shipped MiniLM only",
-                          key="embedding.backend")
     if cfg.query_precision == "int8":
         _log.warning("embedding.query_precision int8 needs the ONNX export; this model runs "
                      "on torch, so queries are embedded in float32")

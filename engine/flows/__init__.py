@@ -7,9 +7,17 @@ recall) take plain data and import nothing from here. The facade sits above.
 - ``runtime``   the open store's handles (vault, vectors, embedder, caches);
 - ``opening``   opening, locking and repairing a data dir;
 - ``inputs``    build_context's argument checks;
-- ``lanes``     the keyword, vector, recency and live lanes, run and fused;
-- ``ranking``   the rerank of the fused window by kind (``rank_hits``, ``search``);
-- ``build``     build_context: lanes, rank, dedupe, expand, pack;
+- ``plan``      the query planned once: analysis, speaker-free variants, keyword
+  match expressions, lane weights, depth, filters (``QueryPlan``);
+- ``stages``    the one stage timer of a search or build;
+- ``lanes``     the lanes stage (keyword, vector, recency) and the fuse stage;
+  ``fused_hits``, recall's unranked search;
+- ``ranking``   the rank stage: the fused window reranked by kind (``rank_hits``),
+  and ``search``, ranked as build_context ranks;
+- ``build``     build_context's stage runner: plan, lanes, fuse, rank, dedupe,
+  expand, pack;
+- ``expansion`` the memory candidates: expansion, neighbour turns, surrogates;
+- ``candidates`` the caller's live items and conversation turns as candidates;
 - ``jobs``      the background job runner;
 - ``writer``    the single writer: chunk, summarise, embed (cached), store;
 - ``ingest``    ingest jobs for paths, text and conversations;

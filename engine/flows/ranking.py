@@ -12,7 +12,7 @@ vectors it read (dedupe reuses them).
 from __future__ import annotations
 
 import dataclasses
-import time
+import functools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +23,10 @@ from engine.api import SearchHit
 from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
-from engine.flows.lanes import LaneResult, run_lanes, to_hit
+from engine.flows.lanes import LaneResult, fuse_stage, lane_stage, to_hit
+from engine.flows.plan import plan_query
 from engine.flows.runtime import Runtime
+from engine.flows.stages import StageTimer
 from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
@@ -43,17 +45,15 @@ class RankResult:
 
 
 def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False,
-              timings: dict[str, float] | None = None) -> RankResult:
+              timer: StageTimer | None = None) -> RankResult:
     """Rerank the fused window of ``res`` by each hit's kind profile (``all_features``:
-    every feature computed, for fitting the weights). ``timings`` gets the time spent
-    reading the window's stored vectors (ms) as ``vectors``."""
+    every feature computed, for fitting the weights). ``timer`` gets the time spent
+    reading the window's stored vectors as ``vectors``."""
     limit_blas_threads(cfg.search.blas_threads)
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
-    t = time.perf_counter()
-    vectors = window_vectors(rt, res, [c for c, _ in pool], rows)
-    if timings is not None:
-        timings["vectors"] = (time.perf_counter() - t) * 1000
+    with (timer or StageTimer()).stage("vectors"):
+        vectors = window_vectors(rt, res, [c for c, _ in pool], rows)
     sims = similarities(res, vectors)
     sims.update(context_similarities(rt, res, [rows[c] for c, _ in pool], vectors, cfg.rerank))
     window = [RerankCandidate(id=cid, text=rerank_text(rows[cid]), fused=score,
@@ -81,7 +81,7 @@ class PreScans:
 
 
 def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> PreScans:
-    """The rerank's scans of ``rows`` (``run_lanes``'s ``while_waiting``, for the keyword
+    """The rerank's scans of ``rows`` (``lane_stage``'s ``while_waiting``, for the keyword
     hits: tokenized while the query embeds, not after), as ``rank_hits`` builds them;
     ``rank_hits`` uses them only under the same rerank config."""
     return PreScans(cfg, scan_all([RerankCandidate(id=r.id, text=rerank_text(r), fused=0.0,
@@ -203,12 +203,13 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
 
 def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
            distinct_sources: bool = False) -> list[SearchHit]:
-    """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
+    """The top ``k`` chunks for ``query``, ranked as build_context ranks them: the same
+    plan and stages up to the rank.
 
     ``distinct_sources``: at most one hit per source (its best chunk), so that ``k``
     hits name ``k`` different sources where the store has them.
     """
-    t = time.perf_counter()
+    timer = StageTimer()
     cfg = rt.cfg
     depth = max(k, cfg.search.lane_depth)
     if distinct_sources:
@@ -216,11 +217,14 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
         if cfg.rerank.distinct_window > cfg.rerank.window:
             cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
                 cfg.rerank, window=cfg.rerank.distinct_window))
-    res = run_lanes(rt, query, filters=filters, depth=depth,
-                    while_waiting=lambda rows: prescan(rows, cfg.rerank))
-    ranked = rank_hits(rt, cfg, res).ranked
+    with timer.stage("analysis"):
+        plan = plan_query(rt, query, cfg, filters=filters, depth=depth)
+    hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
+    res = fuse_stage(rt, plan, hits, timer)
+    with timer.stage("rerank"):
+        ranked = rank_hits(rt, cfg, res, timer=timer).ranked
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     top = (distinct_sources_of(ranked, res.rows, k) if distinct_sources else ranked[:k])
-    hits = [to_hit(res.rows[cid], score, lanes.get(cid, {})) for cid, score, _ in top]
-    rt.metrics.observe(QUERY_MS, (time.perf_counter() - t) * 1000)
-    return hits
+    found = [to_hit(res.rows[cid], score, lanes.get(cid, {})) for cid, score, _ in top]
+    rt.metrics.observe(QUERY_MS, timer.total())
+    return found

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.api import RecallResult, SyncResult
 from engine.errors import InvalidInput
-from engine.flows.lanes import search
+from engine.flows.lanes import fused_hits
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
 from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
 from engine.flows.runtime import Runtime
@@ -60,5 +60,5 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
-        out["hits"] = tuple(search(rt, query, k, filters=filters))
+        out["hits"] = tuple(fused_hits(rt, query, k, filters=filters))
     return RecallResult(**out)

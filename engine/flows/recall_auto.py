@@ -18,6 +18,7 @@ from engine.flows.runtime import Runtime
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.retrieval.dedupe import text_similarity
+from engine.store import sessions as session_rows
 from engine.store.vault import ChunkRow, Filters
 
 RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")
@@ -37,31 +38,13 @@ def _one_line(text: str, limit: int = 110) -> str:
 def recent_sessions(rt: Runtime, project: str | None, branch: str | None, limit: int
                     ) -> list[dict[str, Any]]:
     """Latest sessions of a project (and branch): time span, turns, failures, first request."""
-    where = ["s.state = 'ready'", "s.kind = 'transcript'", "c.session IS NOT NULL"]
-    args: list[Any] = []
-    if project is not None:
-        where.append("s.project = ?")
-        args.append(project)
-    if branch is not None:
-        where.append("json_extract(c.meta, '$.branch') = ?")
-        args.append(branch)
-    rows = rt.vault.query(
-        "SELECT c.session, min(c.time), max(c.time), sum(c.kind = 'turn_pair'), sum(c.failure), "
-        "max(json_extract(c.meta, '$.branch')), max(s.title), "
-        "max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) "
-        f"FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {' AND '.join(where)} "
-        "GROUP BY c.session HAVING max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) = 0 "
-        "ORDER BY max(c.time) DESC LIMIT ?", (*args, limit))
     out = []
-    for sess, start, end, turns, failures, br, title, _sub in rows:
-        first = rt.vault.query(
-            "SELECT text FROM chunks WHERE session = ? AND kind = 'turn_pair' "
-            "ORDER BY time, id LIMIT 1", (sess,))
-        request = first[0][0].split("\n", 1)[0] if first else ""
+    for row in session_rows.recent_sessions(rt.vault, project, branch, limit):
+        request = (session_rows.first_request(rt.vault, row.session) or "").split("\n", 1)[0]
         request = request.split(":", 1)[1].strip() if request.startswith("User:") else request
-        out.append({"session": sess, "start": start, "end": end, "turns": int(turns or 0),
-                    "failures": int(failures or 0), "branch": br, "title": title,
-                    "request": request})
+        out.append({"session": row.session, "start": row.start, "end": row.end,
+                    "turns": int(row.turns or 0), "failures": int(row.failures or 0),
+                    "branch": row.branch, "title": row.title, "request": request})
     return out
 
 
@@ -75,14 +58,7 @@ def _recent_lines(sessions: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def failure_rows(rt: Runtime, project: str | None, limit: int = 200) -> list[ChunkRow]:
-    where = ["s.state = 'ready'", "s.kind = 'transcript'", "c.failure = 1"]
-    args: list[Any] = []
-    if project is not None:
-        where.append("s.project = ?")
-        args.append(project)
-    ids = [r[0] for r in rt.vault.query(
-        f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
-        f"WHERE {' AND '.join(where)} ORDER BY c.time DESC, c.id DESC LIMIT ?", (*args, limit))]
+    ids = session_rows.failure_ids(rt.vault, project, limit)
     rows = rt.vault.chunks(ids)
     return [rows[i] for i in ids if i in rows]
 

@@ -26,6 +26,7 @@ from engine.recall.codex import parse_codex
 from engine.recall.model import detect_agent
 from engine.recall.privacy import apply_privacy
 from engine.recall.syncplan import FileState, next_state, plan, read_head
+from engine.store import recall_files
 from engine.store import sources as src
 from engine.types import LoadedDocument
 
@@ -72,8 +73,8 @@ def transcript_files(roots: Sequence[Path]) -> list[Path]:
 
 def _states(rt: Runtime) -> dict[str, FileState]:
     out = {}
-    for path, raw in rt.vault.query("SELECT path, state FROM recall_files"):
-        state = FileState.from_dict(json.loads(raw))
+    for path, value in recall_files.sync_states(rt.vault).items():
+        state = FileState.from_dict(value)
         if state is not None:
             out[path] = state
     return out
@@ -85,8 +86,7 @@ def _segment_prefix(path: Path) -> str:
 
 def _drop_segments(rt: Runtime, writer: Writer, path: Path) -> int:
     prefix = _segment_prefix(path)
-    ids = [r[0] for r in rt.vault.query(
-        "SELECT id FROM sources WHERE substr(uri, 1, ?) = ?", (len(prefix), prefix))]
+    ids = recall_files.segment_ids(rt.vault, prefix)
     src.delete_sources(rt.vault, ids)
     writer.flush_tombstones()
     return len(ids)
@@ -153,9 +153,7 @@ class _Batch:
 
 
 def _save_state(rt: Runtime, state: FileState) -> None:
-    with rt.vault.write() as c:
-        c.execute("INSERT OR REPLACE INTO recall_files VALUES (?, ?)",
-                  (state.path, json.dumps(state.to_dict())))
+    recall_files.save_sync_state(rt.vault, state.path, state.to_dict())
 
 
 def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
@@ -225,9 +223,7 @@ def _read_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result, decis
     else:
         offset, pstate = int(decision[1]), (prev.parser_state if prev else None)
         prefix = _segment_prefix(path)
-        start = rt.vault.query(
-            "SELECT COALESCE(sum(n_chunks), 0) FROM sources WHERE substr(uri, 1, ?) = ?",
-            (len(prefix), prefix))[0][0]
+        start = recall_files.segment_chunks(rt.vault, prefix)
     parse = parse_claude if agent == "claude" else parse_codex
     result = apply_privacy(parse(path, start_offset=offset, state=pstate), rt.cfg.recall.privacy)
     chunks = transcript_chunks(result, rt.cfg.recall.chunks, rt.counter, start_ordinal=start)

@@ -28,6 +28,8 @@ from engine.metrics import (
     ALERT_VECTOR_INCOMPLETE,
     ALERT_VECTOR_REBUILD,
 )
+from engine.store import embed_cache
+from engine.store import rebuild as rebuild_reads
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
 
@@ -53,22 +55,19 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
     texts: dict[int, str] = {}
     last = -1
     while True:
-        rows = vault.query(
-            "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c "
-            "JOIN sources s ON s.id = c.source_id WHERE s.state = 'ready' AND c.id > ? "
-            "ORDER BY c.id LIMIT ?", (last, batch))
-        if not rows:
+        page = rebuild_reads.embed_inputs(vault, last, batch)
+        if not page:
             break
-        for r in rows:
-            ids.append(int(r[0]))
-            keys.append(key(r[1], r[2], r[3], r[4]))
-        last = int(rows[-1][0])
+        for r in page:
+            ids.append(int(r.id))
+            keys.append(key(r.title, r.heading, r.kind, r.text))
+        last = int(page[-1].id)
     want: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         want.setdefault(k, []).append(i)
     out = np.zeros((len(ids), embedder.dim), dtype=np.float32)
     found = np.zeros(len(ids), dtype=bool)
-    for h, vec in vault.conn().execute("SELECT hash, vec FROM embed_cache"):
+    for h, vec in embed_cache.scan(vault):
         rows_of = want.get(h)
         if rows_of is not None and len(vec) == 4 * embedder.dim:
             out[rows_of] = np.frombuffer(vec, dtype=np.float32)
@@ -80,17 +79,14 @@ def vault_vectors(vault: Vault, embedder: Embedder, batch: int = BATCH
             texts[i] = _embed_input(vault, ids[i])
         fresh = encode_documents(embedder, [texts.pop(i) for i in part])
         out[part] = fresh
-        with vault.write(chunks=False) as c:
-            c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
-                          [(keys[i], fresh[j].astype(np.float32).tobytes())
-                           for j, i in enumerate(part)])
+        embed_cache.put(vault, [(keys[i], fresh[j].astype(np.float32).tobytes())
+                                for j, i in enumerate(part)], chunks=False)
     return ids, out, len(missing)
 
 
 def _embed_input(vault: Vault, chunk_id: int) -> str:
-    r = vault.query("SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
-                    "JOIN sources s ON s.id = c.source_id WHERE c.id = ?", (chunk_id,))[0]
-    return embed_text(r[0], r[1], r[2], r[3])
+    r = rebuild_reads.embed_input(vault, chunk_id)
+    return embed_text(r.title, r.heading, r.kind, r.text)
 
 
 def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bool = True,
@@ -113,9 +109,7 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     drop = getattr(vectors, "drop_legacy", None)
     if drop is not None:
         drop()
-    with vault.write(chunks=False) as c:  # every deleted chunk's vector is gone now
-        c.execute("DELETE FROM vector_dead")
-        c.execute("DELETE FROM vector_tombstones")
+    rebuild_reads.clear_vector_debts(vault)  # every deleted chunk's vector is gone now
     try:
         vectors.warm()  # the reset emptied what it held in memory
     except CtxError as exc:  # the vectors are written; queries read them from the index
@@ -130,18 +124,13 @@ def gc_embed_cache(vault: Vault, key: Callable[[str, str, str, str], str]) -> in
     used: set[str] = set()
     last = -1
     while True:
-        rows = vault.query(
-            "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c "
-            "JOIN sources s ON s.id = c.source_id WHERE c.id > ? ORDER BY c.id LIMIT ?",
-            (last, BATCH))
-        if not rows:
+        page = rebuild_reads.embed_inputs(vault, last, BATCH, ready_only=False)
+        if not page:
             break
-        used.update(key(r[1], r[2], r[3], r[4]) for r in rows)
-        last = int(rows[-1][0])
-    stale = [r[0] for r in vault.query("SELECT hash FROM embed_cache") if r[0] not in used]
-    if stale:
-        with vault.write(chunks=False) as c:
-            c.executemany("DELETE FROM embed_cache WHERE hash = ?", [(h,) for h in stale])
+        used.update(key(r.title, r.heading, r.kind, r.text) for r in page)
+        last = int(page[-1].id)
+    stale = [h for h in embed_cache.keys(vault) if h not in used]
+    embed_cache.drop(vault, stale)
     return len(stale)
 
 
@@ -178,8 +167,7 @@ def repair_work(rt: Runtime, reason: str, result: dict[str, Any]
             if reason == "repair":
                 result["cache_rows_dropped"] = gc_embed_cache(rt.vault,
                                                               chunk_key(rt.embedder.name))
-                with rt.vault.write() as c:
-                    c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+                rebuild_reads.rebuild_keyword_index(rt.vault)
             rt.metrics.alert(ALERT_VECTOR_INCOMPLETE, False)
             rt.metrics.alert(ALERT_VECTOR_DOWN, False)
         finally:

@@ -22,7 +22,7 @@ from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder, encode_documents
 from engine.ingest.chunking import chunk_document
 from engine.ingest.embedtext import cache_key, content_hash, embed_text
-from engine.store import aliases
+from engine.store import aliases, embed_cache
 from engine.store import sources as src
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
@@ -92,8 +92,7 @@ class Writer:
         job, is returned as an alias of it: nothing to chunk, embed or store twice.
         """
         digest = content_hash(doc.text)
-        versions = self.vault.query("SELECT id, content_hash FROM sources WHERE uri = ? AND "
-                                    "state = 'ready' ORDER BY id DESC", (doc.uri,))
+        versions = src.versions(self.vault, doc.uri)
         if versions and versions[0][1] == digest and not force:
             return None
         replaces = [r[0] for r in versions]
@@ -143,9 +142,8 @@ class Writer:
                 self.embedded_texts += len(step)
                 fresh.update({k: vecs[j] for j, (k, _) in enumerate(step)})
                 start += len(step)
-            with self.vault.write() as c:
-                c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)",
-                              [(k, v.astype(np.float32).tobytes()) for k, v in fresh.items()])
+            embed_cache.put(self.vault, [(k, v.astype(np.float32).tobytes())
+                                         for k, v in fresh.items()])
         out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
         for i, k in enumerate(keys):
             out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.errors import ConfigError
 
@@ -45,7 +46,7 @@ class SearchConfig:
     # row a query matches, about 1 us a row here): words in more than keyword_max_df of
     # the chunks leave the FTS query; of the rest, the rarest words find the rows while
     # their chunk counts add up to at most keyword_row_budget, and the others only
-    # rescore the rows found (engine.flows.lanes.keyword_match). Chosen by
+    # rescore the rows found (engine.retrieval.fts_match.keyword_match). Chosen by
     # `python -m bench.keyword_lane STORE --budgets 1000,1500,2000 --max-dfs 0.1,0.15,0.2`
     # on the 100k-chunk store of `bench.stage_latency --build 100000` (300 queries, each
     # drawn from a chunk; quality = that chunk in the lane's top 50; 2-core VM, load
@@ -81,7 +82,7 @@ class SearchConfig:
     # of the two, not their sum, is paid (bench/stage_latency.py, issue 12).
     parallel_lanes: bool = True
     # While the vector lane still runs, read the keyword lane's hits (their stored
-    # vectors and rows) and scan them for the rerank (engine.flows.lanes.run_lanes):
+    # vectors and rows) and scan them for the rerank (engine.flows.lanes.lane_stage):
     # that work then runs beside the query embedding instead of after it. At 100k chunks,
     # off / on: build_context p50 1.14x / p95 1.10x (`python -m bench.stage_latency
     # /tmp/rank-cache/big100k --store-model fake --ab search.read_ahead=false`, 200
@@ -89,19 +90,26 @@ class SearchConfig:
     read_ahead: bool = True
 
     def __post_init__(self) -> None:
-        if not 1 <= self.rrf_k <= 1000:
-            raise ConfigError("search.rrf_k must be between 1 and 1000")
-        if not 1 <= self.lane_depth <= 1000:
-            raise ConfigError("search.lane_depth must be between 1 and 1000")
-        if not 0.5 <= self.dedupe_threshold <= 1.0:
-            raise ConfigError("search.dedupe_threshold must be between 0.5 and 1.0")
-        if not 0.0 < self.keyword_max_df <= 1.0 or self.keyword_prune_min_chunks < 0 \
-                or self.keyword_row_budget < 1:
-            raise ConfigError("search.keyword_max_df must be in (0, 1], "
-                              "keyword_prune_min_chunks >= 0 and keyword_row_budget >= 1")
-        if not 0 <= self.blas_threads <= 256:
-            raise ConfigError("search.blas_threads must be between 0 and 256")
-        if not 1 <= self.distinct_depth_factor <= 20:
-            raise ConfigError("search.distinct_depth_factor must be between 1 and 20")
-        if self.recency_depth < 0 or self.max_live_items < 0 or self.max_live_bytes < 0:
-            raise ConfigError("search depths and live limits must be >= 0")
+        for key, value, lo, hi in (("rrf_k", self.rrf_k, 1, 1000),
+                                   ("lane_depth", self.lane_depth, 1, 1000),
+                                   ("dedupe_threshold", self.dedupe_threshold, 0.5, 1.0),
+                                   ("blas_threads", self.blas_threads, 0, 256),
+                                   ("distinct_depth_factor", self.distinct_depth_factor, 1, 20)):
+            if not lo <= value <= hi:
+                raise ConfigError(f"search.{key} must be between {lo} and {hi}",
+                                  key=f"search.{key}")
+        if not 0.0 < self.keyword_max_df <= 1.0:
+            raise ConfigError("search.keyword_max_df must be in (0, 1]",
+                              key="search.keyword_max_df")
+        for key in ("keyword_prune_min_chunks", "recency_depth", "max_live_items",
+                    "max_live_bytes"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"search.{key} must be >= 0", key=f"search.{key}")
+        if self.keyword_row_budget < 1:
+            raise ConfigError("search.keyword_row_budget must be >= 1",
+                              key="search.keyword_row_budget")
+        if self.cross_encoder_path and not Path(self.cross_encoder_path).expanduser().is_dir():
+            # loaded from disk only, never by a hub name (``CrossEncoderReranker``)
+            raise ConfigError("search.cross_encoder_path is not a local directory "
+                              "(a cross-encoder saved to a folder)",
+                              key="search.cross_encoder_path")

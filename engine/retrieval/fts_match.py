@@ -1,31 +1,54 @@
 """FTS5 MATCH expressions for a query analysis, safe against FTS5 syntax in the input.
 
 ``fts_parts`` lists the double-quoted terms and entity phrases of an analysis;
-``fts_query`` joins them with OR. The keyword lane (``engine.flows.lanes``)
-splits the parts by how many chunks hold them before it joins them.
+``fts_query`` joins them with OR. ``keyword_match`` splits the parts by how many
+chunks hold them into the keyword lane's finding and rescoring expressions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.retrieval.config import SearchConfig
 from engine.retrieval.query import _WORD_RE, QueryAnalysis, stem
 
 
 def fts_query(analysis: QueryAnalysis, *, prefix: bool = False, max_terms: int = 32) -> str:
     """A SQLite FTS5 MATCH expression: an OR of double-quoted terms and entity phrases
     (``fts_parts``). Returns "" when there is nothing to match."""
-    return " OR ".join(fts_parts(analysis, prefix=prefix, max_terms=max_terms))
+    parts = prefix_parts(analysis, max_terms) if prefix else fts_parts(analysis, max_terms)
+    return " OR ".join(parts)
 
 
-def fts_parts(analysis: QueryAnalysis, *, prefix: bool = False,
-              max_terms: int = 32) -> list[str]:
+def fts_parts(analysis: QueryAnalysis, max_terms: int = 32) -> list[str]:
     """The parts of ``fts_query``'s OR: double-quoted terms and entity phrases.
 
     Every token is rebuilt from word characters and double-quoted, so no input can
     inject FTS5 syntax (AND/OR/NEAR, ``*``, ``-``, ``:``, parentheses, quotes).
     Words are used unstemmed (an index built with ``tokenize='porter unicode61'``
-    stems both sides); ``prefix`` adds ``"stem"*`` for stems shorter than their word,
-    for indexes without a stemming tokenizer.
+    stems both sides).
     """
+    return _parts(analysis, max_terms)
+
+
+def prefix_parts(analysis: QueryAnalysis, max_terms: int = 32) -> list[str]:
+    """``fts_parts`` with ``"stem"*`` added after each word whose stem is shorter, for
+    indexes without a stemming tokenizer."""
+    return _parts(analysis, max_terms, _stem_prefix)
+
+
+def _stem_prefix(word: str) -> str | None:
+    root = stem(word)
+    if len(root) >= 4 and root not in (word, word[:-1]) and _WORD_RE.fullmatch(root):
+        return f'"{root}"*'
+    return None
+
+
+def _parts(analysis: QueryAnalysis, max_terms: int,
+           after_word: Callable[[str], str | None] | None = None) -> list[str]:
+    """The parts, each word's ``after_word`` part (if any) right after it."""
     parts: dict[str, None] = {}
     for entity in analysis.entities:
         tokens = _WORD_RE.findall(entity.lower())
@@ -36,12 +59,57 @@ def fts_parts(analysis: QueryAnalysis, *, prefix: bool = False,
         if not tokens:
             continue
         parts.setdefault('"' + " ".join(tokens) + '"', None)
-        if prefix:
-            root = stem(word)
-            if len(root) >= 4 and root not in (word, word[:-1]) and _WORD_RE.fullmatch(root):
-                parts.setdefault(f'"{root}"*', None)
+        more = after_word(word) if after_word is not None else None
+        if more is not None:
+            parts.setdefault(more, None)
     for entity in analysis.entities:
         tokens = _WORD_RE.findall(entity.lower())
         if len(tokens) == 1:
             parts.setdefault(f'"{tokens[0]}"', None)
     return list(parts)[:max_terms]
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """The keyword lane's FTS5 expressions: ``match`` finds the rows; ``rescore`` holds
+    words that only add their BM25 to the rows found (``Vault.keyword``)."""
+
+    match: str
+    rescore: str = ""
+
+
+class TermCounts(Protocol):
+    """How many chunks the store holds, and how many hold each word (the vault)."""
+
+    def chunk_count(self) -> int: ...
+
+    def doc_frequency(self, words: Sequence[str]) -> Mapping[str, int]: ...
+
+
+def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
+                  ) -> KeywordQuery:
+    """The keyword lane's query for ``analysis``. In stores of ``keyword_prune_min_chunks``
+    or more, FTS5's cost (it scores every row a query matches) is bounded by word
+    counts: words in more than ``keyword_max_df`` of the chunks are left out (their
+    BM25 weight is near zero); of the rest, the rarest words, while their chunk counts
+    add up to at most ``keyword_row_budget`` (at least one word the store holds), find
+    the rows, and the others only rescore the rows found (``Vault.keyword``). The
+    store is asked for counts only when a query of several parts may be pruned."""
+    parts = fts_parts(analysis)
+    n = counts.chunk_count() if len(parts) > 1 else 0
+    if len(parts) < 2 or n < cfg.keyword_prune_min_chunks:
+        return KeywordQuery(" OR ".join(parts))
+    words = {p: p.strip('"*') for p in parts}
+    found = counts.doc_frequency(list(words.values()))
+    df = {p: found[w.lower()] for p, w in words.items()}
+    kept = ([p for p in parts if df[p] <= cfg.keyword_max_df * n]
+            or [min(parts, key=df.__getitem__)])
+    finding: set[str] = set()
+    rows = 0
+    for p in sorted(kept, key=df.__getitem__):
+        if rows and rows + df[p] > cfg.keyword_row_budget:  # words in no chunk cost nothing
+            break
+        finding.add(p)
+        rows += df[p]
+    return KeywordQuery(" OR ".join(p for p in kept if p in finding),
+                        " OR ".join(p for p in kept if p not in finding))

@@ -3,14 +3,13 @@
 The defaults of :class:`~engine.retrieval.query.QueryConfig` live here: stopwords,
 words that are never entities, imperative sentence starts, file extensions, the
 cue patterns of each intent, of "recent" and of each query class, and the lane
-weights per class. So do the calendar words and date formats, with
-:func:`find_dates`, which reads ISO dates, months and years out of a text.
-Analysis itself (terms, entities, intent, class) stays in ``query``.
+weights per class. So do the calendar words and date formats that
+``query.find_dates`` reads. Analysis itself (dates, terms, entities, intent,
+class) stays in ``query``.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 
 # ---- defaults (general English; override through QueryConfig) ------------------------
@@ -105,13 +104,14 @@ LANE_WEIGHTS: dict[str, dict[str, float]] = {
 YEAR_RE = re.compile(r"(?:19|20)\d\d")
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
                 "september", "october", "november", "december")
-_MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES)}
-_MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
-_MON = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES)}
+MONTHS.update({m[:3]: n for m, n in list(MONTHS.items())})
+MONTHS["sept"] = 9
+_MON = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YR = r"(?P<year>(?:19|20)\d\d)"
-_DATE_RES = [
+# In this order: query.find_dates reads a match by the index of its pattern.
+DATE_PATTERNS = [
     re.compile(rf"\b{_YR}[-/.](?P<m>[01]?\d)[-/.](?P<d>[0-3]?\d)\b"),
     re.compile(rf"\b{_MON}\s+{_DAY},?\s+{_YR}\b", re.IGNORECASE),
     re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MON},?\s+{_YR}\b", re.IGNORECASE),
@@ -119,45 +119,3 @@ _DATE_RES = [
     re.compile(rf"\b{_MON},?\s+{_YR}\b", re.IGNORECASE),  # month and year only
     re.compile(rf"(?<![\w-]){_YR}(?![\w-])"),  # a year alone
 ]
-
-
-def find_dates(text: str, *, day_first: bool = False
-               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...],
-                          list[tuple[int, int]]]:
-    """ISO dates, yyyy-mm months, years and the character spans they came from."""
-    dates: dict[str, None] = {}
-    months: dict[str, None] = {}
-    years: dict[int, None] = {}
-    spans: list[tuple[int, int]] = []
-
-    def free(m: re.Match[str]) -> bool:
-        return not any(s < m.end() and m.start() < e for s, e in spans)
-
-    for index, rx in enumerate(_DATE_RES):
-        for m in rx.finditer(text):
-            if not free(m):
-                continue
-            g = m.groupdict()
-            year = int(g["year"])
-            if index == 5:
-                years.setdefault(year, None)
-                spans.append(m.span())
-                continue
-            if index == 0:
-                month, day = int(g["m"]), int(g["d"])
-            elif index == 3:
-                a, b = int(g["a"]), int(g["b"])
-                month, day = (b, a) if day_first else (a, b)
-            else:
-                month = _MONTHS[g["mon"].lower()]
-                day = int(g["day"]) if index in (1, 2) else 0
-            if index == 4:
-                months.setdefault(f"{year:04d}-{month:02d}", None)
-            else:
-                try:
-                    dates.setdefault(_dt.date(year, month, day).isoformat(), None)
-                except ValueError:
-                    continue
-            years.setdefault(year, None)
-            spans.append(m.span())
-    return tuple(dates), tuple(months), tuple(years), spans

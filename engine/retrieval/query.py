@@ -13,6 +13,7 @@ configuration in :class:`QueryConfig`; the defaults are general English
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,15 +23,16 @@ from typing import Any
 from engine.errors import ConfigError
 from engine.retrieval.lexicon import (
     CLASS_PATTERNS,
+    DATE_PATTERNS,
     FILE_EXTENSIONS,
     LANE_WEIGHTS,
+    MONTHS,
     NON_ENTITIES,
     QUERY_INTENT_PATTERNS,
     RECENT_PATTERNS,
     START_WORDS,
     STOPWORDS,
     YEAR_RE,
-    find_dates,
 )
 
 INTENTS = ("location", "date", "ownership", "multi_hop", "count", "reason", "preference")
@@ -251,6 +253,48 @@ def analyze_query(text: str, cfg: QueryConfig | None = None) -> QueryAnalysis:
                             years=years, dates=dates, intent=intent, qclass="factual",
                             temporal_recent=recent, words=tuple(words), months=months)
     return _with_class(partial, _classify(partial, cfg))
+
+
+def find_dates(text: str, *, day_first: bool = False
+               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...],
+                          list[tuple[int, int]]]:
+    """ISO dates, yyyy-mm months, years and the character spans they came from."""
+    dates: dict[str, None] = {}
+    months: dict[str, None] = {}
+    years: dict[int, None] = {}
+    spans: list[tuple[int, int]] = []
+
+    def free(m: re.Match[str]) -> bool:
+        return not any(s < m.end() and m.start() < e for s, e in spans)
+
+    for index, rx in enumerate(DATE_PATTERNS):
+        for m in rx.finditer(text):
+            if not free(m):
+                continue
+            g = m.groupdict()
+            year = int(g["year"])
+            if index == 5:
+                years.setdefault(year, None)
+                spans.append(m.span())
+                continue
+            if index == 0:
+                month, day = int(g["m"]), int(g["d"])
+            elif index == 3:
+                a, b = int(g["a"]), int(g["b"])
+                month, day = (b, a) if day_first else (a, b)
+            else:
+                month = MONTHS[g["mon"].lower()]
+                day = int(g["day"]) if index in (1, 2) else 0
+            if index == 4:
+                months.setdefault(f"{year:04d}-{month:02d}", None)
+            else:
+                try:
+                    dates.setdefault(_dt.date(year, month, day).isoformat(), None)
+                except ValueError:
+                    continue
+            years.setdefault(year, None)
+            spans.append(m.span())
+    return tuple(dates), tuple(months), tuple(years), spans
 
 
 def _with_class(a: QueryAnalysis, qclass: str) -> QueryAnalysis:

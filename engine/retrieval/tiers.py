@@ -40,13 +40,17 @@ class TierPolicy:
 
     def __post_init__(self) -> None:
         if self.mode not in TIER_MODES:
-            raise ConfigError(f"tiers.mode must be one of {TIER_MODES}, got {self.mode!r}")
-        if not 0.0 <= self.recent_days <= self.old_days:
-            raise ConfigError("tiers: need 0 <= recent_days <= old_days")
+            raise ConfigError(f"tiers.mode must be one of {TIER_MODES}, got {self.mode!r}",
+                              key="tiers.mode")
+        if not 0.0 <= self.recent_days <= self.old_days:  # also refuses NaN
+            raise ConfigError("tiers: need 0 <= recent_days <= old_days",
+                              key="tiers.recent_days" if not 0.0 <= self.recent_days
+                              else "tiers.old_days")
         if not 0.0 <= self.gist <= self.full:
-            raise ConfigError("tiers: need 0 <= gist <= full")
+            raise ConfigError("tiers: need 0 <= gist <= full",
+                              key="tiers.gist" if not 0.0 <= self.gist else "tiers.full")
         if not 0.0 <= self.query_boost <= 1.0:
-            raise ConfigError("tiers.query_boost must be in [0, 1]")
+            raise ConfigError("tiers.query_boost must be in [0, 1]", key="tiers.query_boost")
 
 
 def choose_tier(policy: TierPolicy, *, age_days: float, importance: float,

@@ -18,7 +18,7 @@ from engine.store.vault import Vault
 
 def twin(vault: Vault, content_hash: str, kind: str, fmt: str, uri: str) -> int | None:
     """A ready source, stored under another uri, with exactly this content; else None."""
-    row = vault.query(
+    row = vault._query(
         "SELECT id FROM sources WHERE content_hash = ? AND state = 'ready' AND kind = ? "
         "AND fmt = ? AND uri != ? ORDER BY id LIMIT 1", (content_hash, kind, fmt, uri))
     return int(row[0][0]) if row else None
@@ -26,7 +26,7 @@ def twin(vault: Vault, content_hash: str, kind: str, fmt: str, uri: str) -> int 
 
 def target(vault: Vault, uri: str) -> tuple[int, str] | None:
     """(source id, content hash) that the alias ``uri`` points at; None when not an alias."""
-    row = vault.query(
+    row = vault._query(
         "SELECT a.source_id, s.content_hash FROM source_aliases a JOIN sources s "
         "ON s.id = a.source_id WHERE a.uri = ? AND s.state = 'ready'", (uri,))
     return (int(row[0][0]), str(row[0][1])) if row else None
@@ -64,11 +64,11 @@ def drop(vault: Vault, uris: Sequence[str]) -> int:
 def matching(vault: Vault, uris: Sequence[str], folder: str | None) -> list[str]:
     """Alias paths equal to one of ``uris``, or else under ``folder`` (ends with "/")."""
     for uri in uris:
-        if vault.query("SELECT 1 FROM source_aliases WHERE uri = ?", (uri,)):
+        if vault._query("SELECT 1 FROM source_aliases WHERE uri = ?", (uri,)):
             return [uri]
     if folder is None:
         return []
-    return [r[0] for r in vault.query(
+    return [r[0] for r in vault._query(
         "SELECT uri FROM source_aliases WHERE substr(uri, 1, ?) = ? ORDER BY uri",
         (len(folder), folder))]
 

@@ -1,11 +1,48 @@
-"""The store's config section ([store]): where vectors live and the store's caches."""
+"""The store's config section ([store]): where vectors live and the store's caches.
+
+Every value that would stop the store from opening is rejected here, when the
+config is built (Settings, the CLI and open all build it), with a message that
+names the key; the vector store reads the Chroma server's address through the
+same ``chroma_endpoint``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
+from urllib.parse import urlsplit
 
 from engine.errors import ConfigError
+
+BACKENDS = ("embedded", "http", "memory")
+
+
+class ChromaEndpoint(NamedTuple):
+    host: str
+    port: int
+    ssl: bool
+
+
+def chroma_endpoint(url: str) -> ChromaEndpoint:
+    """The host, port and TLS of a Chroma server URL (``http(s)://host[:port]``; port 8000
+    for http, 443 for https when none is given). ConfigError names ``store.chroma_url``."""
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"store.chroma_url must be an http(s) URL with a host and a valid "
+                           f"port ({why})", key="store.chroma_url")
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        raise bad("the port is not a number from 1 to 65535") from None
+    if parts.scheme not in ("http", "https"):
+        raise bad("it must start with http:// or https://")
+    if not parts.hostname:
+        raise bad("no host")
+    if port == 0:
+        raise bad("the port is not a number from 1 to 65535")
+    ssl = parts.scheme == "https"
+    return ChromaEndpoint(parts.hostname, port or (443 if ssl else 8000), ssl)
 
 
 @dataclass(frozen=True)
@@ -31,11 +68,15 @@ class StoreConfig:
     vector_cache_mb: int = 256
 
     def __post_init__(self) -> None:
-        if not 0 <= self.exact_search_max <= 1_000_000:
-            raise ConfigError("store.exact_search_max must be between 0 and 1000000")
-        if not 8 <= self.hnsw_ef_search <= 2048:
-            raise ConfigError("store.hnsw_ef_search must be between 8 and 2048")
-        if not 1 <= self.vault_cache_mb <= 16384:
-            raise ConfigError("store.vault_cache_mb must be between 1 and 16384")
-        if not 0 <= self.vector_cache_mb <= 65536:
-            raise ConfigError("store.vector_cache_mb must be between 0 and 65536")
+        if self.vector_backend not in BACKENDS:
+            raise ConfigError(f"store.vector_backend must be one of {', '.join(BACKENDS)}",
+                              key="store.vector_backend")
+        if self.vector_backend == "http":  # the only backend that reads it
+            chroma_endpoint(self.chroma_url)
+        for key, value, lo, hi in (("exact_search_max", self.exact_search_max, 0, 1_000_000),
+                                   ("hnsw_ef_search", self.hnsw_ef_search, 8, 2048),
+                                   ("vault_cache_mb", self.vault_cache_mb, 1, 16384),
+                                   ("vector_cache_mb", self.vector_cache_mb, 0, 65536)):
+            if not lo <= value <= hi:
+                raise ConfigError(f"store.{key} must be between {lo} and {hi}",
+                                  key=f"store.{key}")

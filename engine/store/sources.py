@@ -31,7 +31,14 @@ def list_ready(vault: Vault, *, project: str | None = None) -> list[SourceInfo]:
     if project is not None:
         sql += " AND project = ?"
         args = (project,)
-    return [SourceInfo(*r) for r in vault.conn().execute(sql + " ORDER BY id", args).fetchall()]
+    return [SourceInfo(*r) for r in vault._conn().execute(sql + " ORDER BY id", args).fetchall()]
+
+
+def versions(vault: Vault, uri: str) -> list[tuple[int, str]]:
+    """(id, content hash) of the ready sources stored under ``uri``, newest first."""
+    return [(r[0], r[1]) for r in vault._query(
+        "SELECT id, content_hash FROM sources WHERE uri = ? AND state = 'ready' "
+        "ORDER BY id DESC", (uri,))]
 
 
 def insert_pending(vault: Vault, doc: LoadedDocument, content_hash: str,
@@ -113,7 +120,7 @@ def delete_sources(vault: Vault, source_ids: Sequence[int], *,
 
 
 def tombstones(vault: Vault) -> list[int]:
-    return [r[0] for r in vault.query("SELECT source_id FROM vector_tombstones ORDER BY source_id")]
+    return [r[0] for r in vault._query("SELECT source_id FROM vector_tombstones ORDER BY source_id")]
 
 
 def clear_tombstones(vault: Vault, source_ids: Sequence[int]) -> None:
@@ -128,19 +135,19 @@ def clear_tombstones(vault: Vault, source_ids: Sequence[int]) -> None:
 
 def dead_chunks(vault: Vault, source_id: int) -> list[int]:
     """Ids of a deleted source's chunks whose vectors may still be in the vector store."""
-    return [r[0] for r in vault.query("SELECT chunk_id FROM vector_dead WHERE source_id = ?",
+    return [r[0] for r in vault._query("SELECT chunk_id FROM vector_dead WHERE source_id = ?",
                                       (source_id,))]
 
 
 def recover(vault: Vault) -> list[int]:
     """Undo sources left pending by a crash: rows deleted, vectors tombstoned."""
-    pending = [r[0] for r in vault.query("SELECT id FROM sources WHERE state = 'pending'")]
+    pending = [r[0] for r in vault._query("SELECT id FROM sources WHERE state = 'pending'")]
     delete_sources(vault, pending)
     return pending
 
 
 def counts(vault: Vault) -> dict[str, int]:
-    row = vault.conn().execute(
+    row = vault._conn().execute(
         "SELECT count(*), COALESCE(sum(n_chunks), 0), COALESCE(sum(tokens), 0), "
         "COALESCE(sum(bytes), 0) FROM sources WHERE state = 'ready'").fetchone()
     return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3]}
@@ -175,7 +182,7 @@ def resolve(vault: Vault, source: str | int) -> list[int]:
 
 
 def _ids(vault: Vault, where: str, args: tuple[Any, ...]) -> list[int]:
-    return [r[0] for r in vault.query(
+    return [r[0] for r in vault._query(
         f"SELECT id FROM sources WHERE {where} AND state = 'ready' ORDER BY id", args)]
 
 
@@ -187,7 +194,7 @@ def transcript_paths(vault: Vault, source_ids: Sequence[int]) -> list[str]:
     """The transcript files that the given sources are segments of."""
     out: set[str] = set()
     for sid in source_ids:
-        for (uri,) in vault.query("SELECT uri FROM sources WHERE id = ?", (sid,)):
+        for (uri,) in vault._query("SELECT uri FROM sources WHERE id = ?", (sid,)):
             if uri.startswith(TRANSCRIPT) and "#" in uri:
                 out.add(uri[len(TRANSCRIPT):uri.rindex("#")])
     return sorted(out)

@@ -95,6 +95,23 @@ class Filters:
             parts.append(f"{s}.id IN ({','.join(str(int(i)) for i in self.source_ids) or 'NULL'})")
         return " AND ".join(parts), args
 
+    def matches(self, row: ChunkRow) -> bool:
+        """Whether a chunk read from the vault passes these filters (``sql``'s test, in
+        Python, for hits found without it: the vector lane's)."""
+        if self.kinds and row.kind not in self.kinds and row.source_kind not in self.kinds:
+            return False
+        if self.path_prefix and not row.source.startswith(self.path_prefix):
+            return False
+        if self.since is not None and (row.time is None or row.time < self.since):
+            return False
+        if self.until is not None and (row.time is None or row.time > self.until):
+            return False
+        if self.source_ids is not None and row.source_id not in self.source_ids:
+            return False
+        if self.project is not None and row.project != self.project:
+            return False
+        return self.branch is None or row.meta.get("branch") == self.branch
+
     @property
     def empty(self) -> bool:
         return not (self.kinds or self.path_prefix or self.since is not None
@@ -164,7 +181,7 @@ class Vault:
         sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
         self._made = [p for p in sidecars if not p.exists()]  # removed if the open fails
         try:
-            conn = self.conn()
+            conn = self._conn()
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite.DatabaseError as exc:
             self._close_failed()
@@ -198,7 +215,9 @@ class Vault:
             except OSError:
                 pass
 
-    def conn(self) -> Any:
+    def _conn(self) -> Any:
+        """This thread's connection (opened on first use). Private to engine/store/: SQL
+        runs only behind the store's named functions."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
@@ -237,7 +256,7 @@ class Vault:
         ``chunks=False`` promises it changes no chunk, so the caches of chunk counts
         and speakers stay valid (access stats, audit rows, meta)."""
         with self._write_lock:
-            conn = self.conn()
+            conn = self._conn()
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite.OperationalError as exc:
@@ -261,12 +280,13 @@ class Vault:
         """Goes up with every write that may change chunks (caches key on it)."""
         return self._generation
 
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        return self.conn().execute(sql, tuple(args)).fetchall()
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """``sql``'s rows, read on this thread's connection. Private to engine/store/."""
+        return self._conn().execute(sql, tuple(args)).fetchall()
 
     # --- meta ---------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        row = self.conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -281,7 +301,7 @@ class Vault:
         ids = list(ids)
         for i in range(0, len(ids), 900):
             part = ids[i:i + 900]
-            rows = self.conn().execute(
+            rows = self._conn().execute(
                 f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
                 f"WHERE c.id IN ({','.join('?' * len(part))}) AND s.state = 'ready'", part,
             ).fetchall()
@@ -289,7 +309,7 @@ class Vault:
         return out
 
     def neighbours(self, source_id: int, lo: int, hi: int) -> list[ChunkRow]:
-        rows = self.conn().execute(
+        rows = self._conn().execute(
             f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
             "WHERE c.source_id = ? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
             (source_id, lo, hi),
@@ -305,7 +325,7 @@ class Vault:
         out: dict[tuple[int, int], tuple[int, str, str]] = {}
         for i in range(0, len(wanted), 400):
             part = wanted[i:i + 400]
-            rows = self.conn().execute(
+            rows = self._conn().execute(
                 f"WITH want(sid, ord) AS (VALUES {','.join(['(?, ?)'] * len(part))}) "
                 "SELECT c.source_id, c.ordinal, c.id, c.kind, c.heading FROM want "
                 "JOIN chunks c ON c.source_id = want.sid AND c.ordinal = want.ord "
@@ -348,12 +368,12 @@ class Vault:
         """``sql``'s (rowid, bm25) rows for ``match``, with ``rescore``'s words added to
         the scores of the rows that hold them (see ``keyword``); lowest bm25 first. When
         ``match`` finds no row, ``rescore``'s words find them instead."""
-        conn = self.conn()
+        conn = self._conn()
         # The rescoring query does not depend on the finding one's rows: it runs at the
         # same time, on another connection in a pool thread (SQLite releases the GIL
         # while it runs; at 100k chunks each takes 1-6 ms, mostly FTS5's scoring).
         second = (sql, (f"({match}) AND ({rescore})", *args, limit))
-        both = _fts_pool().submit(self._rows, *second) if rescore and parallel else None
+        both = _fts_pool().submit(self._query, *second) if rescore and parallel else None
         try:
             rows = conn.execute(sql, (match, *args, limit)).fetchall()
         finally:
@@ -367,13 +387,9 @@ class Vault:
         if not rescore:
             return [(r[0], r[1]) for r in rows]
         best = {r[0]: r[1] for r in rows}
-        for rid, r in (rescored if rescored is not None else self._rows(*second)):
+        for rid, r in (rescored if rescored is not None else self._query(*second)):
             best[rid] = min(r, best.get(rid, 0.0))
         return sorted(best.items(), key=lambda x: (x[1], x[0]))[:limit]
-
-    def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        """``sql``'s rows, read on this thread's connection."""
-        return self.conn().execute(sql, tuple(args)).fetchall()
 
     def doc_frequency(self, words: Sequence[str]) -> dict[str, int]:
         """How many chunks hold each word, looked up in the FTS vocabulary under the
@@ -390,7 +406,7 @@ class Vault:
 
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
         """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
-        return chunk_counts(self.conn(), words, self._common_terms(), self._tokens)
+        return chunk_counts(self._conn(), words, self._common_terms(), self._tokens)
 
     def warm_keyword_counts(self) -> None:
         """Count the store's common terms now (``_common_terms``), not in the first
@@ -405,14 +421,14 @@ class Vault:
         again once a tenth of the store has changed since (chunks added or deleted, from
         the highest chunk id and the count): between, a common term's count may be off
         by up to that many chunks, which only shifts which words the keyword lane lets
-        find rows (``engine.flows.lanes.keyword_match``). One pass costs 0.3 s at
+        find rows (``engine.retrieval.fts_match.keyword_match``). One pass costs 0.3 s at
         100k chunks and runs in the first keyword query of a store that needs it."""
         held = self._common
         if held is not None and held[3] == self._generation:  # no write since: as read
             return held[2]
         with self._common_lock:
             n = self.chunk_count()
-            top = int(self.conn().execute("SELECT coalesce(max(id), 0) FROM chunks"
+            top = int(self._conn().execute("SELECT coalesce(max(id), 0) FROM chunks"
                                           ).fetchone()[0])
             held = self._common
             if held is not None:
@@ -421,19 +437,19 @@ class Vault:
                 if added + deleted <= COMMON_TERMS_DRIFT * held[0]:
                     self._common = (held[0], held[1], held[2], self._generation)
                     return held[2]
-            counts = common_counts(self.conn(), max(COMMON_TERMS_MIN, n // 1000))
+            counts = common_counts(self._conn(), max(COMMON_TERMS_MIN, n // 1000))
             self._common = (n, top, counts, self._generation)
             return counts
 
     def chunk_ids(self) -> list[int]:
         """Every stored chunk's id, ascending (0.6 s at 100k chunks)."""
-        return [r[0] for r in self.conn().execute("SELECT id FROM chunks ORDER BY id")]
+        return [r[0] for r in self._conn().execute("SELECT id FROM chunks ORDER BY id")]
 
     def chunk_count(self) -> int:
         """Stored chunks (cached until the next write)."""
         gen = self._generation
         if self._count_cache is None or self._count_cache[0] != gen:
-            n = int(self.conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
+            n = int(self._conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
             self._count_cache = (gen, n)
         return self._count_cache[1]
 
@@ -443,7 +459,7 @@ class Vault:
         gen, cache = self._generation, self._speaker_cache
         if cache is not None and cache[0] == gen:
             return cache[3]
-        conn = self.conn()
+        conn = self._conn()
         count = self.chunk_count()
         if cache is not None:
             added, top = conn.execute("SELECT count(*), max(id) FROM chunks WHERE id > ?",
@@ -472,12 +488,12 @@ class Vault:
             return set()
         gen = self._generation
         if self._all_ready[0] != gen:
-            busy = self.conn().execute(
+            busy = self._conn().execute(
                 "SELECT 1 FROM sources WHERE state != 'ready' LIMIT 1").fetchone()
             self._all_ready = (gen, busy is None)
         if self._all_ready[1]:
             return set(ids)
-        rows = self.conn().execute(
+        rows = self._conn().execute(
             "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
             f"WHERE c.id IN ({','.join('?' * len(ids))}) AND s.state = 'ready'", list(ids),
         ).fetchall()
@@ -494,7 +510,7 @@ class Vault:
         if limit <= 0:
             return []
         where, args = filters.sql()
-        conn = self.conn()
+        conn = self._conn()
         found: list[tuple[float, int]] = [
             (t, cid) for cid, t in conn.execute(
                 f"SELECT c.id, c.time FROM chunks c JOIN sources s ON s.id = c.source_id "
@@ -539,7 +555,7 @@ class Vault:
         hashes = list(hashes)
         for i in range(0, len(hashes), 900):
             part = hashes[i:i + 900]
-            out.update(self.conn().execute(
+            out.update(self._conn().execute(
                 f"SELECT hash, vec FROM embed_cache WHERE hash IN ({','.join('?' * len(part))})",
                 part).fetchall())
         return out
@@ -565,7 +581,7 @@ class Vault:
         if not source_ids:
             return {}
         ids = sorted(set(source_ids))
-        rows = self.conn().execute(
+        rows = self._conn().execute(
             "SELECT source_id, count, last_access FROM access_stats "
             f"WHERE source_id IN ({','.join('?' * len(ids))})", ids).fetchall()
         return {r[0]: (r[1], r[2]) for r in rows}
@@ -582,7 +598,7 @@ class Vault:
             log.warning("disk full: audit row for %s not written", method)
 
     def audit(self, since: float | None, limit: int) -> list[dict[str, Any]]:
-        rows = self.conn().execute(
+        rows = self._conn().execute(
             "SELECT time, method, caller_pid, ids, counts FROM audit WHERE time >= ? "
             "ORDER BY id DESC LIMIT ?", (since or 0.0, limit)).fetchall()
         return [{"time": r[0], "method": r[1], "caller_pid": r[2], "ids": json.loads(r[3]),

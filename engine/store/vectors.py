@@ -25,14 +25,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
 from engine import paths as P
 from engine.crypto.rotation import Rotation
 from engine.errors import ConfigError, NoSpace, VectorsDamaged, VectorStoreUnavailable
-from engine.store.config import StoreConfig
+from engine.store.config import StoreConfig, chroma_endpoint
 from engine.store.exact_index import ExactIndex
 from engine.store.vector_cache import VectorCache
 from engine.store.vector_ids import KeyedIds
@@ -179,12 +178,9 @@ class ChromaVectors(VectorStore):
         name = collection_name(key_id)
         try:
             if cfg.vector_backend == "http":
-                url = urlparse(cfg.chroma_url)
-                if url.scheme not in ("http", "https") or not url.hostname:
-                    raise ConfigError("store.chroma_url must be an http(s) URL")
-                self._client = chromadb.HttpClient(
-                    host=url.hostname, port=url.port or (443 if url.scheme == "https" else 8000),
-                    ssl=url.scheme == "https", settings=_settings())
+                at = chroma_endpoint(cfg.chroma_url)
+                self._client = chromadb.HttpClient(host=at.host, port=at.port, ssl=at.ssl,
+                                                   settings=_settings())
                 self._col = self._client.get_or_create_collection(
                     name, embedding_function=None, configuration=self._hnsw_cfg)
                 return

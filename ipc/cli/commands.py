@@ -263,8 +263,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ipc.cli.backend import open_engine
     from ipc.serve import serve
 
+    def ready(info: Any) -> None:
+        stop = "Ctrl-C" if os.name == "nt" else f"Ctrl-C or `kill {os.getpid()}`"
+        print(f"ctx: serving {info['data_dir']} at {info['endpoint']} (pid {os.getpid()}); "
+              f"stop it with {stop}", flush=True)
+
     return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
-                 workers=args.workers, engine_factory=open_engine,
+                 workers=args.workers, engine_factory=open_engine, ready=ready,
                  idle_timeout=float(args.idle_timeout) if args.idle_timeout else None,
                  sync_on_start=args.sync_on_start)
 

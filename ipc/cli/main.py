@@ -1,4 +1,5 @@
-"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, app, audit, mcp, hook.
+"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, app, audit, mcp, hook,
+uninstall-integrations.
 
 Exit codes: 0 ok, 2 usage, 3 not found, 4 locked or wrong key, 1 other.
 """
@@ -109,8 +110,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="default token budget of build_context and recall results")
 
     from ipc.cli.hook_cmd import add_hook_parser
+    from ipc.cli.uninstall_cmd import add_uninstall_parser
 
     add_hook_parser(sub)
+    add_uninstall_parser(sub)
     return p
 
 
@@ -118,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    handler = getattr(commands, "cmd_" + args.cmd)
+    handler = getattr(args, "handler", None) or getattr(commands, "cmd_" + args.cmd)
     try:
         with caller("cli", pid=os.getpid()):  # what the engine audits of a store opened here
             return int(handler(args) or 0)

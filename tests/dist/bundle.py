@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ENV_BUNDLE = "CTX_DIST_BUNDLE"  # another bundle folder to test (default: dist/ctx)
+# Another build to test (default: dist/ctx): a one-dir bundle folder as unpacked or
+# installed (/opt/ctx, the Windows install folder), or an installed ctx.app.
+ENV_BUNDLE = "CTX_DIST_BUNDLE"
 PASSPHRASE = "smoke test passphrase"
 
 
@@ -23,11 +25,19 @@ def exe_name(name: str) -> str:
     return name + ".exe" if os.name == "nt" else name
 
 
+def layout(top: Path) -> tuple[Path, list[Path]]:
+    """(folder of the executables, folders of the bundled files) of a bundle or a .app."""
+    if top.suffix == ".app":
+        contents = top / "Contents"
+        return contents / "MacOS", [contents / "Frameworks", contents / "Resources"]
+    return top, [top / "_internal"]
+
+
 def require_bundle() -> Path:
-    root = bundle_dir()
-    if not (root / exe_name("ctx")).is_file():
-        pytest.skip(f"no app bundle at {root} (make dist)")
-    return root
+    top = bundle_dir()
+    if not (layout(top)[0] / exe_name("ctx")).is_file():
+        pytest.skip(f"no app bundle at {top} (make dist)")
+    return top
 
 
 def clean_env(home: Path, runtime: Path, **extra: str) -> dict[str, str]:
@@ -48,9 +58,16 @@ def clean_env(home: Path, runtime: Path, **extra: str) -> dict[str, str]:
 
 
 class Bundle:
-    def __init__(self, root: Path, home: Path, runtime: Path) -> None:
-        self.root, self.home, self.runtime = root, home, runtime
+    """``top``: the whole build (folder or .app); ``root``: its executables' folder."""
+
+    def __init__(self, top: Path, home: Path, runtime: Path) -> None:
+        self.top, self.home, self.runtime = top, home, runtime
+        self.root, self.data_dirs = layout(top)
         self.env = clean_env(home, runtime)
+
+    def find(self, rel: str) -> Path | None:
+        """A bundled file or folder (``PySide6``, ``licenses/LICENSE``), wherever it lives."""
+        return next((d / rel for d in self.data_dirs if (d / rel).exists()), None)
 
     @property
     def data_dir(self) -> Path:  # the platform's default data dir under the clean HOME

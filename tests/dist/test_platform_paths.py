@@ -3,7 +3,7 @@
 Covers: the build settings of the three systems (ctx_platform), keychain backend
 selection, the runtime dir, the endpoint (tcp on Windows, ipc:// on POSIX),
 finding data files inside a bundle (sys._MEIPASS), the launcher and the
-runtime hook. Start at login is tested with desktop/autostart.py.
+runtime hook. Start at login is tested with ipc/cli/login_item.py.
 """
 
 from __future__ import annotations
@@ -54,22 +54,24 @@ def test_each_system_has_complete_build_settings(system: str) -> None:
 def test_one_executable_on_linux_two_where_the_gui_must_not_open_a_console() -> None:
     assert not P.current("linux").gui_exe  # ctx-app is a link to ctx there
     assert P.current("darwin").gui_exe and P.current("win32").gui_exe
-    assert not P.keep("PySide6/Qt/translations/qtbase_de.qm")
-    assert not P.keep("PySide6\\Qt\\plugins\\tls\\qopensslbackend.dll")
-    assert P.keep("PySide6/Qt/plugins/platforms/libqxcb.so")
+    assert not P.keep("PySide6/Qt/translations/qtbase_de.qm", "linux")
+    assert not P.keep("PySide6\\plugins\\tls\\qopensslbackend.dll", "win32")
+    assert P.keep("PySide6/Qt/plugins/platforms/libqxcb.so", "linux")
     # X11 and Wayland stay; framebuffer/VNC platforms, image readers, the GTK theme go
     for kept in ("PySide6/Qt/plugins/platforms/libqwayland.so",
                  "PySide6/Qt/plugins/platforms/libqoffscreen.so",
                  "PySide6/Qt/plugins/platformthemes/libqxdgdesktopportal.so",
                  "PySide6/Qt/plugins/wayland-shell-integration/libxdg-shell.so",
-                 "PySide6/Qt/lib/libQt6WaylandClient.so.6", "chromadb-1.5.9.dist-info/METADATA"):
-        assert P.keep(kept), kept
+                 "PySide6/Qt/lib/libQt6WaylandClient.so.6", "chromadb-1.5.9.dist-info/METADATA",
+                 "PySide6/Qt/plugins/wayland-decoration-client/libadwaita.so",
+                 "PySide6/Qt/lib/libQt6Svg.so.6"):  # libadwaita needs it
+        assert P.keep(kept, "linux"), kept
     for dropped in ("PySide6/Qt/plugins/platforms/libqvnc.so",
                     "PySide6/Qt/plugins/imageformats/libqjpeg.so",
                     "PySide6/Qt/plugins/platformthemes/libqgtk3.so",
-                    "PySide6/Qt/lib/libQt6Svg.so.6",
+                    "PySide6/Qt/lib/libQt6EglFSDeviceIntegration.so.6",
                     "chromadb-1.5.9.dist-info/sboms/chromadb_rust_bindings.cyclonedx.json"):
-        assert not P.keep(dropped), dropped
+        assert not P.keep(dropped, "linux"), dropped
 
 
 def test_linux_names_are_the_default_and_unknown_systems_stop_the_build() -> None:
@@ -80,8 +82,9 @@ def test_linux_names_are_the_default_and_unknown_systems_stop_the_build() -> Non
 
 def test_macos_app_lives_in_the_menu_bar() -> None:
     spec = P.current("darwin")
-    plist = spec.info_plist("1.2.3")
+    plist = spec.info_plist("1.2.3", "14.0")
     assert spec.app_bundle and plist["LSUIElement"] is True
+    assert plist["LSMinimumSystemVersion"] == "14.0"  # the computed floor, passed in
     assert plist["CFBundleExecutable"] == P.GUI_NAME
     assert plist["CFBundleShortVersionString"] == "1.2.3"
     assert not P.current("linux").app_bundle and not P.current("win32").app_bundle

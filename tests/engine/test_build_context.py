@@ -47,7 +47,7 @@ def test_same_inputs_same_payload(filled: ContextEngine, mode: str, fmt: str) ->
 def test_access_stats_are_recorded(filled: ContextEngine) -> None:
     payload = filled.build_context("rollback image tag", budget=200, now=NOW)
     assert payload.items
-    counts = filled.rt.vault.query("SELECT sum(count) FROM access_stats")[0][0]
+    counts = filled.rt.vault._query("SELECT sum(count) FROM access_stats")[0][0]
     assert counts and counts >= 1
 
 

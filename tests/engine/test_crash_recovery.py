@@ -60,9 +60,9 @@ def test_kill_during_ingest_leaves_whole_sources(tmp_path: Path, data_dir: Path)
 
     with ContextEngine.open(data_dir) as eng:
         rt = eng.rt
-        assert rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'")[0][0] == 0
-        for sid, n_chunks in rt.vault.query("SELECT id, n_chunks FROM sources"):
-            stored = rt.vault.query("SELECT count(*) FROM chunks WHERE source_id = ?", (sid,))
+        assert rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'")[0][0] == 0
+        for sid, n_chunks in rt.vault._query("SELECT id, n_chunks FROM sources"):
+            stored = rt.vault._query("SELECT count(*) FROM chunks WHERE source_id = ?", (sid,))
             assert stored[0][0] == n_chunks
         status = eng.status()
         assert status.vectors == status.chunks

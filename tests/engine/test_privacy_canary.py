@@ -67,13 +67,13 @@ def _decrypted_rows(data_dir: Path) -> dict[str, list[bytes]]:
     key = keys.unlock_key(data_dir, passphrase=os.environ["CTX_PASSPHRASE"])
     vault = Vault(data_dir / "vault.db", keys.derive(key, "vault"))
     try:
-        tables = [r[0] for r in vault.query(
+        tables = [r[0] for r in vault._query(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
             "'CREATE VIRTUAL TABLE%'")]
         out: dict[str, list[bytes]] = {}
         for table in tables:
             values: list[bytes] = []
-            for row in vault.query(f'SELECT * FROM "{table}"'):
+            for row in vault._query(f'SELECT * FROM "{table}"'):
                 for v in row:
                     if isinstance(v, str):
                         values.append(v.encode("utf-8"))
@@ -121,7 +121,7 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
         eng.wait(eng.ingest(paths=[str(docs)]))
         eng.recall(index=[str(tmp_path / "agent")])
         assert any(canary in h.text for h in eng.search(canary, k=10))
-        keys_before = {chunk_key(eng.rt.embedder.name)(*r) for r in eng.rt.vault.query(
+        keys_before = {chunk_key(eng.rt.embedder.name)(*r) for r in eng.rt.vault._query(
             "SELECT s.title, c.heading, c.kind, c.text FROM chunks c JOIN sources s "
             "ON s.id = c.source_id WHERE c.text LIKE ?", (f"%{canary}%",))}
         assert keys_before
@@ -132,7 +132,7 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
         assert eng.delete(target).deleted >= 1
         assert [Path(s.uri).name for s in eng.sources()] == ["keep.md"]
         assert all(canary not in h.text for h in eng.search(canary, k=20))
-        cache = {r[0] for r in eng.rt.vault.query("SELECT hash FROM embed_cache")}
+        cache = {r[0] for r in eng.rt.vault._query("SELECT hash FROM embed_cache")}
         assert not keys_before & cache
     rows = _decrypted_rows(data_dir)
     assert {"chunks_fts_data", "embed_cache", "recall_files"} <= set(rows)

@@ -22,7 +22,7 @@ def _folder(tmp_path: Path, n: int) -> Path:
 
 
 def _counts(eng: ContextEngine) -> tuple[int, int, int]:
-    q = eng.rt.vault.query
+    q = eng.rt.vault._query
     return (q("SELECT count(*) FROM sources")[0][0], q("SELECT count(*) FROM chunks")[0][0],
             eng.rt.vectors.count())
 
@@ -62,7 +62,7 @@ def test_a_failed_vector_write_leaves_no_document_of_the_batch(
         snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)
         assert snap.state == "failed" and snap.sources == ()
         assert _counts(eng) == before
-        assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
+        assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0
         monkeypatch.undo()
         again = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)

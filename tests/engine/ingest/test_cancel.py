@@ -35,10 +35,10 @@ def _store_state(eng: ContextEngine) -> dict[str, Any]:
     vault = eng.rt.vault
     return {
         "uris": sorted(s.uri for s in eng.sources()),
-        "pending": vault.query("SELECT count(*) FROM sources WHERE state != 'ready'")[0][0],
-        "chunks": vault.query("SELECT count(*) FROM chunks")[0][0],
+        "pending": vault._query("SELECT count(*) FROM sources WHERE state != 'ready'")[0][0],
+        "chunks": vault._query("SELECT count(*) FROM chunks")[0][0],
         "vectors": eng.rt.vectors.count(),
-        "cache": vault.query("SELECT count(*) FROM embed_cache")[0][0],
+        "cache": vault._query("SELECT count(*) FROM embed_cache")[0][0],
     }
 
 

@@ -42,7 +42,7 @@ def _stored(data_dir: Path, background: bool) -> tuple[list[SourceInfo], Any]:
     """The sources stored, read from the background engine (then stopped) or the store."""
     if not background:
         with ContextEngine.open(data_dir) as eng:
-            assert eng.rt.vault.query("SELECT count(*) FROM sources WHERE state != 'ready'"
+            assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                       )[0][0] == 0
             return eng.sources(), eng.rt.vectors.count()
     from ipc.remote import connect

@@ -23,9 +23,9 @@ def _state(eng: ContextEngine) -> dict[str, Any]:
     vault = eng.rt.vault
     return {
         "sources": sorted(s.uri for s in eng.sources()),
-        "chunks": vault.query("SELECT count(*) FROM chunks")[0][0],
+        "chunks": vault._query("SELECT count(*) FROM chunks")[0][0],
         "vectors": eng.rt.vectors.count(),
-        "aliases": sorted(r[0] for r in vault.query("SELECT uri FROM source_aliases")),
+        "aliases": sorted(r[0] for r in vault._query("SELECT uri FROM source_aliases")),
     }
 
 
@@ -50,9 +50,9 @@ def test_copies_in_one_job_are_embedded_and_stored_once(data_dir: Path, tree: Pa
     with ContextEngine.open(data_dir, embedder=emb) as eng:
         snap = eng.wait(eng.ingest(paths=[str(tree)]), timeout=60)
         assert snap.state == "done" and snap.files_done == 4 and snap.errors == ()
-        x_chunks = eng.rt.vault.query("SELECT n_chunks FROM sources WHERE uri = ?",
+        x_chunks = eng.rt.vault._query("SELECT n_chunks FROM sources WHERE uri = ?",
                                       (str(tree / "a" / "x.md"),))[0][0]
-        y_chunks = eng.rt.vault.query("SELECT n_chunks FROM sources WHERE uri = ?",
+        y_chunks = eng.rt.vault._query("SELECT n_chunks FROM sources WHERE uri = ?",
                                       (str(tree / "c" / "y.md"),))[0][0]
         state = _state(eng)
         assert state["sources"] == [str(tree / "a" / "x.md"), str(tree / "c" / "y.md")]

@@ -33,7 +33,7 @@ class GatedEmbedder(FakeEmbedder):
 
 def _texts(eng: ContextEngine) -> dict[str, str]:
     """uri -> the stored text of every ready source (chunks in order)."""
-    rows = eng.rt.vault.query(
+    rows = eng.rt.vault._query(
         "SELECT s.uri, c.text FROM sources s JOIN chunks c ON c.source_id = s.id "
         "WHERE s.state = 'ready' ORDER BY s.id, c.ordinal")
     out: dict[str, str] = {}
@@ -74,10 +74,10 @@ def test_the_same_id_twice_in_a_group_keeps_the_later_text(data_dir: Path) -> No
         assert [eng.wait(j, timeout=60).state for j in ids] == ["done"] * 3
         assert _texts(eng) == {"doc:a": "The second version mentions zinc.",
                                "doc:b": "Another note on tin."}
-        versions = eng.rt.vault.query("SELECT count(*) FROM sources WHERE uri = 'doc:a' "
+        versions = eng.rt.vault._query("SELECT count(*) FROM sources WHERE uri = 'doc:a' "
                                       "AND state = 'ready'")[0][0]
         assert versions == 1
-        chunks = eng.rt.vault.query("SELECT count(*) FROM chunks")[0][0]
+        chunks = eng.rt.vault._query("SELECT count(*) FROM chunks")[0][0]
         assert eng.rt.vectors.count() == chunks == 2
 
 

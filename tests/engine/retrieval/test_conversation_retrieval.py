@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from engine.config import Config
 from engine.facade import ContextEngine
-from engine.flows.lanes import content_query, row_speakers, run_lanes, speaker_names_in
+from engine.flows.lanes import run_lanes
+from engine.flows.plan import analyse, row_speakers, speaker_names_in
 from engine.retrieval.fts_match import fts_query
 from engine.retrieval.query import analyze_query
 from engine.store.vault import ChunkRow, Filters
@@ -24,17 +25,20 @@ def test_speaker_names_are_found_case_insensitively_and_taken_out() -> None:
     assert speaker_names_in("What did ada bake?", row_speakers(rows)) == ["Ada"]
     assert speaker_names_in("What did Adams bake?", row_speakers(rows)) == []
     query = "What did Ada's brother and Ben bake for the fair?"
-    text, analysis = content_query(query, analyze_query(query), row_speakers(rows), _cfg())
+    named = speaker_names_in(query, row_speakers(rows))
+    whole, content = analyse(query, named, _cfg().query)
+    assert whole == analyze_query(query)
+    text, analysis = content[frozenset({"Ada", "Ben"})]
     assert text == "What did brother and bake for the fair?"
-    assert analysis is not None and "ada" not in analysis.terms and "ben" not in analysis.terms
+    assert "ada" not in analysis.terms and "ben" not in analysis.terms
+    assert content[frozenset({"Ada"})][0] == "What did brother and Ben bake for the fair?"
 
 
 def test_a_query_that_is_only_a_name_keeps_the_name() -> None:
     rows = [_row(1, "Ada", "hello")]
     query = "Ada?"
-    assert content_query(query, analyze_query(query), row_speakers(rows), _cfg()) == (query, None)
-    assert content_query("What about Cy?", analyze_query("What about Cy?"), row_speakers(rows),
-                         _cfg())[1] is None  # no speaker named
+    assert analyse(query, speaker_names_in(query, row_speakers(rows)), _cfg().query)[1] == {}
+    assert speaker_names_in("What about Cy?", row_speakers(rows)) == []  # no speaker named
 
 
 def _cfg() -> Config:

@@ -7,7 +7,8 @@ import pytest
 
 from engine.config import Config
 from engine.facade import ContextEngine
-from engine.flows.lanes import keyword_lane, keyword_match
+from engine.flows.lanes import keyword_lane
+from engine.retrieval.fts_match import keyword_match
 from engine.retrieval.query import analyze_query
 from engine.store.fts_terms import TOKENIZE, index_tokens
 from engine.store.vault import Filters
@@ -41,13 +42,13 @@ def test_word_counts_are_read_under_the_tokens_fts5_makes(engine: ContextEngine)
     df = vault.doc_frequency(["uses", "Parser", "CAFE", "café", "memory", "archive", "absent"])
     assert df == {"uses": 30, "parser": 30, "cafe": 1, "café": 1, "memory": 1,
                   "archive": 1, "absent": 0}
-    tokens = index_tokens(vault.conn(), ["isn't", "uses", "--"])
+    tokens = index_tokens(vault._conn(), ["isn't", "uses", "--"])
     assert tokens == {"isn't": ("isn", "t"), "uses": ("us",), "--": ()}
     assert vault.doc_frequency(["isn't", "--"]) == {"isn't": 1, "--": 0}
 
 
 def test_the_index_and_the_word_counts_share_one_tokenizer(engine: ContextEngine) -> None:
-    sql = engine.rt.vault.conn().execute(
+    sql = engine.rt.vault._conn().execute(
         "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
     assert f"tokenize='{TOKENIZE}'" in sql
 
@@ -58,12 +59,12 @@ def test_common_words_leave_the_fts_query_of_a_big_store(engine: ContextEngine) 
     _log(engine, lines)
     rt = engine.rt
     a = analyze_query("parser walrus", rt.cfg.query)
-    q = keyword_match(rt, a, _bounded(keyword_max_df=0.5))
+    q = keyword_match(a, _bounded(keyword_max_df=0.5).search, rt.vault)
     assert (q.match, q.rescore) == ('"walrus"', "")
-    small = keyword_match(rt, a, Config())  # stores under 50k chunks are left alone
+    small = keyword_match(a, Config().search, rt.vault)  # stores under 50k chunks are left alone
     assert (small.match, small.rescore) == ('"parser" OR "walrus"', "")
-    only_common = keyword_match(rt, analyze_query("parser tokens", rt.cfg.query),
-                                _bounded(keyword_max_df=0.5))
+    only_common = keyword_match(analyze_query("parser tokens", rt.cfg.query),
+                                _bounded(keyword_max_df=0.5).search, rt.vault)
     assert only_common.match in ('"parser"', '"tokens"') and not only_common.rescore
     hits = engine.search("parser walrus", k=1)
     assert "walrus" in hits[0].text
@@ -75,7 +76,7 @@ def test_past_the_row_budget_the_rarest_words_find_and_the_others_rescore(
     rt = engine.rt
     a = analyze_query("walrus ferry harbour", rt.cfg.query)
     cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
-    q = keyword_match(rt, a, cfg)
+    q = keyword_match(a, cfg.search, rt.vault)
     assert (q.match, q.rescore) == ('"walrus"', '"ferry" OR "harbour"')
     bounded = keyword_lane(rt, a, 50, Filters(), cfg)
     full = dict(rt.vault.keyword('"walrus" OR "ferry" OR "harbour"', 50, Filters()))
@@ -89,7 +90,8 @@ def test_past_the_row_budget_the_rarest_words_find_and_the_others_rescore(
     rows = rt.vault.chunks([cid for cid, _ in bounded])
     assert "alone" in rows[bounded[-1][0]].text
     # A budget that holds every word's rows leaves one query, as in a small store.
-    whole = keyword_match(rt, a, _bounded(keyword_max_df=1.0, keyword_row_budget=1000))
+    whole = keyword_match(a, _bounded(keyword_max_df=1.0, keyword_row_budget=1000).search,
+                          rt.vault)
     assert whole.rescore == "" and whole.match.count(" OR ") == 2
 
 
@@ -97,7 +99,7 @@ def test_rescoring_words_keep_to_the_filters(engine: ContextEngine) -> None:
     _log(engine, ["The walrus watched the ferry.", "A walrus, alone."], uri="t:one")
     _log(engine, ["The walrus rode the ferry home.", "Ferry times."], uri="t:two")
     rt = engine.rt
-    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:two"]
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}["t:two"]
     found = rt.vault.keyword('"walrus"', 10, Filters(source_ids=(sid,)), '"ferry"')
     rows = rt.vault.chunks([cid for cid, _ in found])
     assert found and all(r.source_id == sid for r in rows.values())
@@ -131,7 +133,7 @@ def test_a_word_the_store_lacks_does_not_take_the_finding_place(engine: ContextE
     rt = engine.rt
     cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5)
     a = analyze_query("zzqxy harbour", rt.cfg.query)  # a typo beside a word over the budget
-    q = keyword_match(rt, a, cfg)
+    q = keyword_match(a, cfg.search, rt.vault)
     assert q.rescore == "" and '"harbour"' in q.match
     assert len(keyword_lane(rt, a, 50, Filters(), cfg)) == 11
 
@@ -140,7 +142,7 @@ def test_the_other_words_find_rows_when_the_rare_ones_find_none(engine: ContextE
     _log(engine, ["The walrus watched the ferry.", "A walrus, alone."], uri="t:one")
     _log(engine, ["The ferry rode home.", "Ferry times.", "No boats today."], uri="t:two")
     rt = engine.rt
-    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:two"]
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}["t:two"]
     only_two = Filters(source_ids=(sid,))
     # "walrus" is in no chunk of t:two: "ferry" finds the rows there, scored as alone.
     found = rt.vault.keyword('"walrus"', 10, only_two, '"ferry"')
@@ -159,7 +161,7 @@ def test_rescored_rows_keep_their_whole_query_scores_under_filters_and_small_lim
     _log(engine, lines, uri="t:a")
     _log(engine, lines[:12], uri="t:b")
     rt = engine.rt
-    sid = {r[1]: r[0] for r in rt.vault.query("SELECT id, uri FROM sources", [])}["t:b"]
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}["t:b"]
     full_sql = '"walrus" OR "ferry" OR "harbour"'
     for filters in (Filters(), Filters(source_ids=(sid,))):
         walrus = {cid for cid, _ in rt.vault.keyword('"walrus"', 100, filters)}
@@ -218,7 +220,7 @@ def test_the_keyword_lane_leaves_out_sources_not_ready(engine: ContextEngine) ->
     eng.wait(eng.ingest(text="A lighthouse stands on the northern cape.", title="two"))
     vault = eng.rt.vault
     assert len(vault.keyword('"lighthouse"', 10, Filters())) == 2
-    sid = vault.query("SELECT id FROM sources ORDER BY id LIMIT 1")[0][0]
+    sid = vault._query("SELECT id FROM sources ORDER BY id LIMIT 1")[0][0]
     with vault.write() as c:
         c.execute("UPDATE sources SET state = 'pending' WHERE id = ?", (sid,))
     assert len(vault.keyword('"lighthouse"', 10, Filters())) == 1

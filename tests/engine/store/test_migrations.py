@@ -23,15 +23,15 @@ def test_v1_store_upgrades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         c.execute("INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash, meta)"
                   " VALUES (1, 0, 'tool', 'ls', 1, 'h', ?)",
                   (json.dumps({"session": "s-1", "failure": True}),))
-    assert [r[0] for r in v1.query("SELECT version FROM schema_migrations")] == [1]
+    assert [r[0] for r in v1._query("SELECT version FROM schema_migrations")] == [1]
     v1.close()
     monkeypatch.undo()
 
     v2 = Vault(path, KEY)
-    versions = [r[0] for r in v2.query("SELECT version FROM schema_migrations ORDER BY version")]
+    versions = [r[0] for r in v2._query("SELECT version FROM schema_migrations ORDER BY version")]
     assert versions == sorted(migrations.MIGRATIONS)
-    assert v2.query("SELECT session, failure, text FROM chunks") == [("s-1", 1, "ls")]
+    assert v2._query("SELECT session, failure, text FROM chunks") == [("s-1", 1, "ls")]
     v2.close()
     again = Vault(path, KEY)  # a second open applies nothing twice
-    assert len(again.query("SELECT version FROM schema_migrations")) == len(migrations.MIGRATIONS)
+    assert len(again._query("SELECT version FROM schema_migrations")) == len(migrations.MIGRATIONS)
     again.close()

@@ -17,7 +17,7 @@ T0 = 1_700_000_000.0
 
 def _reference(vault: Vault, limit: int, filters: Filters) -> list[int]:
     where, args = filters.sql()
-    rows = vault.conn().execute(
+    rows = vault._conn().execute(
         f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where} "
         "ORDER BY COALESCE(c.time, s.created_at, s.ingested_at) DESC, c.id DESC LIMIT ?",
         (*args, limit)).fetchall()
@@ -53,14 +53,14 @@ def mixed(engine: ContextEngine) -> ContextEngine:
 @pytest.mark.parametrize("limit", [1, 2, 3, 5, 7, 9, 13, 17, 30, 200])
 def test_recent_is_the_one_sort_of_every_chunk(mixed: ContextEngine, limit: int) -> None:
     vault = mixed.rt.vault
-    n = vault.conn().execute("SELECT count(*), sum(time IS NULL) FROM chunks").fetchone()
+    n = vault._conn().execute("SELECT count(*), sum(time IS NULL) FROM chunks").fetchone()
     assert n[0] > 40 and 0 < n[1] < n[0]  # both kinds of chunk are there
     assert vault.recent(limit, Filters()) == _reference(vault, limit, Filters())
 
 
 def test_recent_with_filters(mixed: ContextEngine) -> None:
     vault = mixed.rt.vault
-    some = tuple(r[0] for r in vault.conn().execute("SELECT id FROM sources ORDER BY id")
+    some = tuple(r[0] for r in vault._conn().execute("SELECT id FROM sources ORDER BY id")
                  )[::3]
     for f in (Filters(kinds=("conversation",)), Filters(kinds=("text",)),
               Filters(source_ids=some), Filters(since=T0 + 900), Filters(until=T0 + 1200),

@@ -158,7 +158,7 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
         rt = eng.rt
-        ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        ids = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
         q = rt.embed_query("ferry cargo")
         assert rt.vectors.vectors(ids[:3]) and rt.vectors._cache.state == "empty"
@@ -186,10 +186,10 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         assert rt.vectors._cache.state == "ready"
         assert all(np.array_equal(paged[c], got[c]) for c in ids)
         eng.wait(eng.ingest(text="A lighthouse keeper logs the storm at midnight.", title="log"))
-        new = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")
+        new = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")
                if r[0] not in set(ids)]
         assert new and set(new) <= set(rt.vectors._cache.vectors(new) or {})
-        source = rt.vault.query("SELECT source_id FROM chunks WHERE id = ?", [ids[0]])[0][0]
+        source = rt.vault._query("SELECT source_id FROM chunks WHERE id = ?", [ids[0]])[0][0]
         eng.delete(source)
         assert not rt.vectors._cache.vectors(ids)  # gone from the cache with the index
         assert eng.build_context("lighthouse storm", budget=200).items
@@ -207,7 +207,7 @@ def test_a_store_growing_past_the_exact_size_moves_to_the_cache(
         memory = eng.status().vectors_in_memory
         assert memory.kind == "exact" and memory.vectors == 1
         eng.wait(eng.ingest(text=TEXT, title="ferries"))  # past 20 vectors
-        ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        ids = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         assert len(ids) > 20 and rt.vectors._exact_index() is None
         assert rt.vectors._cache.state == "ready"
         want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
@@ -225,7 +225,7 @@ def test_no_cache_when_turned_off(data_dir: Path, monkeypatch: pytest.MonkeyPatc
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
         eng.warm_up(background=False)
         assert eng.rt.vectors._cache is None
-        ids = [r[0] for r in eng.rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        ids = [r[0] for r in eng.rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         assert set(eng.rt.vectors.vectors(ids)) == set(ids)  # read from Chroma
 
 

@@ -27,7 +27,7 @@ def test_index_vectors_equal_the_vault_cache(data_dir: Path, monkeypatch: pytest
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
         rt = eng.rt
-        ids = [r[0] for r in rt.vault.query("SELECT id FROM chunks ORDER BY id")]
+        ids = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         assert len(ids) > 5
         rows = rt.vault.chunks(ids)
         want = stored_vectors(rt, list(rows.values()))

@@ -34,7 +34,7 @@ def test_chroma_holds_keyed_ids_in_random_order_and_no_metadata(tmp_path: Path,
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text="\n\n".join(f"Paragraph {i}: " + "words about tides " * 30
                                              for i in range(60)), title="long"))
-        chunk_ids = sorted(r[0] for r in eng.rt.vault.query("SELECT id FROM chunks"))
+        chunk_ids = sorted(r[0] for r in eng.rt.vault._query("SELECT id FROM chunks"))
     assert len(chunk_ids) >= 20
     con = sqlite3.connect(f"{(data_dir / 'vectors' / 'chroma.sqlite3').as_uri()}?mode=ro",
                           uri=True)

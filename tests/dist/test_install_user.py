@@ -1,0 +1,114 @@
+"""install-user.sh without a built bundle: a stand-in bundle folder whose `ctx` runs this
+checkout's real CLI, in a folder whose path holds a space, a dollar and a quote.
+
+The menu entry's Exec must name that path as one argument (Desktop Entry
+Specification quoting); `--remove` must first undo what ctx set up for that
+folder (here: the Claude Code hook and the login item) and say so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ipc.cli.login_item import Autostart
+from ipc.cli import agent_config as ac
+from tests.dist.test_platform_paths import PACKAGING, REPO
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="a POSIX shell script")
+
+
+def parse_exec(value: str) -> list[str]:
+    """An Exec value's arguments, as the Desktop Entry Specification reads them."""
+    unescaped = []  # first the string escapes of every value: \\s \\n \\t \\r \\\\
+    i = 0
+    while i < len(value):
+        if value[i] == "\\" and i + 1 < len(value) and value[i + 1] in "sntr\\":
+            unescaped.append({"s": " ", "n": "\n", "t": "\t", "r": "\r", "\\": "\\"}[
+                value[i + 1]])
+            i += 2
+        else:
+            unescaped.append(value[i])
+            i += 1
+    text, args, current, quoted, i = "".join(unescaped), [], "", False, 0
+    while i < len(text):  # then the quoting rules of Exec
+        c = text[i]
+        if quoted and c == "\\" and i + 1 < len(text) and text[i + 1] in '"`$\\':
+            current += text[i + 1]
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == " " and not quoted:
+            if current:
+                args.append(current)
+            current = ""
+        else:
+            current += c
+        i += 1
+    if current:
+        args.append(current)
+    return [a.replace("%%", "%") for a in args]
+
+
+def _fake_bundle(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "share").mkdir()
+    for src in (PACKAGING / "linux" / "ctx.desktop", PACKAGING / "icons" / "ctx.png",
+                PACKAGING / "icons" / "ctx.svg"):
+        shutil.copy(src, folder / "share" / src.name)
+    shutil.copy(PACKAGING / "linux" / "install-user.sh", folder / "install-user.sh")
+    for name, module in (("ctx", "ipc.cli.main"), ("ctx-app", "desktop.app")):
+        exe = folder / name
+        exe.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" -m {module} '
+                       '"$@"\n')
+        exe.chmod(0o755)
+    return folder
+
+
+def test_exec_is_quoted_and_remove_undoes_the_integrations(tmp_path: Path) -> None:
+    here = _fake_bundle(tmp_path / 'My Apps $HOME "x"' / "ctx")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    env.pop("XDG_BIN_HOME", None)
+    env.pop("XDG_DATA_HOME", None)
+    run = subprocess.run([str(here / "install-user.sh")], env=env, capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert "ctx installed" in run.stdout
+    entry = (home / ".local/share/applications/ctx.desktop").read_text()
+    exec_line = next(ln for ln in entry.splitlines() if ln.startswith("Exec="))
+    assert parse_exec(exec_line.removeprefix("Exec=")) == [str(here / "ctx-app")]
+    if shutil.which("desktop-file-validate"):
+        subprocess.run(["desktop-file-validate", str(home / ".local/share/applications/"
+                                                          "ctx.desktop")], check=True)
+    link = home / ".local" / "bin" / "ctx"
+    assert link.is_symlink() and link.resolve() == (here / "ctx").resolve()
+
+    # what this installation set up, and what another one did
+    ac.install(("claude",), home=home, cmd=[str(link)])
+    ac.install(("codex",), home=home, cmd=["/opt/other/ctx"])
+    Autostart(system="linux", home=home, env={"XDG_CONFIG_HOME": str(home / ".config")},
+              command=[str(here / "ctx-app")]).enable()
+    removed = subprocess.run([str(here / "install-user.sh"), "--remove"], env=env,
+                             capture_output=True, text=True, timeout=120, check=True)
+    out = removed.stdout
+    assert "removed the claude SessionStart hook" in out
+    assert "removed the login item" in out and "left the codex MCP server" in out
+    assert "ctx removed from" in out
+    assert not (home / ".config" / "autostart" / "ctx.desktop").exists()
+    assert ac.HOOK_MARK not in (home / ".claude" / "settings.json").read_text()
+    assert "mcp_servers.ctx" in (home / ".codex" / "config.toml").read_text()
+    assert not list((home / ".local").rglob("ctx*"))
+
+
+def test_parse_exec_follows_the_specification() -> None:
+    assert parse_exec('"/a b/c" --x') == ["/a b/c", "--x"]
+    assert parse_exec(r'"/a \\$b"') == ["/a $b"]  # the file holds \\$
+    assert parse_exec(r'"/q\\"x"') == ['/q"x']
+    assert parse_exec(r'"/back\\\\slash"') == ["/back\\slash"]
