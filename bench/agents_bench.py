@@ -49,7 +49,8 @@ def _ctx(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _stop(data: Path) -> None:
-    from ipc.connection import find_live, pid_alive
+    from ipc.connection import pid_alive
+    from ipc.discovery import find_live
     from ipc.remote import RemoteEngine
 
     info = find_live(data)
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         indexed = json.loads(r.stdout)["synced"]
 
         cold, cold_msgs, cold_started = [], 0, 0
-        from ipc.connection import find_live
+        from ipc.discovery import find_live
 
         for _ in range(args.cold):
             _stop(data)

@@ -281,8 +281,7 @@ def bench_stalls(args: argparse.Namespace, work: Path, env: dict[str, str]) -> l
 
         def finished() -> bool:
             jobs = app.host.jobs.values()
-            ingested = bool(jobs) and all(j["state"] in ("done", "failed", "cancelled")
-                                          for j in jobs)
+            ingested = bool(jobs) and all(j.final for j in jobs)
             return ingested and all(c.poll() is not None for c in clients)
         run_loop_until(qapp, finished, 1800)
         busy = probe.stop()

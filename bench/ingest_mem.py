@@ -164,8 +164,8 @@ def child(path: str, trace: bool) -> dict[str, Any]:
         stages["peak"] = _status_mb("VmHWM")
     finally:
         eng.close()
-    result = snap["errors"][0]["reason"] if snap["errors"] else snap["state"]
-    return {"stages": stages, "seconds": seconds, "chunks": snap["chunks"], "result": result,
+    result = snap.errors[0].reason if snap.errors else snap.state
+    return {"stages": stages, "seconds": seconds, "chunks": snap.chunks, "result": result,
             "rss_after_mb": _status_mb("VmRSS"), "py_heap_peak_mb": heap}
 
 

@@ -106,7 +106,8 @@ def _start_server(data_dir: Path, runtime: Path, engine: str, workers: int,
 
 
 def run(clients: int, calls: int, workers: int, engine: str) -> int:
-    from ipc.connection import ENV_RUNTIME_DIR, find_live
+    from ipc.connection import ENV_RUNTIME_DIR
+    from ipc.discovery import find_live
     from ipc.remote import connect
 
     tmp = Path(tempfile.mkdtemp(prefix="ctx-ipc-load-"))
@@ -142,7 +143,7 @@ def run(clients: int, calls: int, workers: int, engine: str) -> int:
         wall = time.perf_counter() - began
         for p in procs:
             p.join(60)
-        server_stats = seed.status().get("server", {})
+        server_stats = seed.status().server or {}
         seed.shutdown()
         seed.close()
         server.wait(60)

@@ -108,7 +108,7 @@ def ingest(sample: dict[str, Any], embedder: Any, workdir: Path) -> float:
                                                 uri=f"locomo:{sample['sample_id']}:{n}",
                                                 session_time=when))
         for j in jobs:
-            assert eng.wait(j)["state"] == "done"
+            assert eng.wait(j).state == "done"
     return time.perf_counter() - t0
 
 

@@ -58,7 +58,7 @@ def ctx_ingest(eng: Any, docs: int | None, one_by_one: bool) -> float:
     if last:
         eng.wait(last)
     seconds = time.perf_counter() - t0
-    states = {j["state"] for j in eng.jobs()}
+    states = {j.state for j in eng.jobs()}
     if states != {"done"}:
         raise SystemExit(f"ingest jobs ended {states}")
     return seconds

@@ -44,6 +44,7 @@ import numpy as np
 
 from bench.models import embedding_config
 from bench.stats import pct, table
+from engine.api import SyncResult
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "transcripts"
@@ -118,8 +119,8 @@ def before_issue_11() -> Iterator[None]:
         embedview.TOOL_EMBED_CHARS = chars
 
 
-def sessions_of(stats: dict[str, Any]) -> int:
-    return int(stats["full"]) + int(stats["appended"])
+def sessions_of(stats: SyncResult) -> int:
+    return stats.full + stats.appended
 
 
 def cold_pass(model: Any, work: Path, name: str) -> tuple[dict[str, Any], Any]:
@@ -134,8 +135,8 @@ def cold_pass(model: Any, work: Path, name: str) -> tuple[dict[str, Any], Any]:
     seconds = time.perf_counter() - t
     n = sessions_of(stats)
     rate = n / seconds * 60
-    return {"pass": name, "sessions": n, "chunks": stats["chunks"],
-            "per_session": stats["chunks"] / n, "embedded": stats["embedded"],
+    return {"pass": name, "sessions": n, "chunks": stats.chunks,
+            "per_session": stats.chunks / n, "embedded": stats.embedded,
             "wp": wordpieces(rec.calls), "seconds": seconds, "rate": rate,
             "per_1000": 1000 / rate, "load": (load, os.getloadavg()[0])}, eng
 
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     rep = eng.sync([str(copies)])
     rep_s = time.perf_counter() - t
     rows.append([f"replicated to {made} sessions (cached texts: all but the model)",
-                 sessions_of(rep), rep["chunks"], rep["chunks"] / made, rep["embedded"], "-",
+                 sessions_of(rep), rep.chunks, rep.chunks / made, rep.embedded, "-",
                  rep_s, made / rep_s * 60, 1000 / (made / rep_s * 60),
                  f"{load:.1f}-{os.getloadavg()[0]:.1f}"])
     print(table(headers, rows))
@@ -252,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     again = eng.sync([*(str(d) for d in corpus()), str(copies)])
     idle_s = time.perf_counter() - t
-    print(f"unchanged sync: {again['files']} files, {again['embedded']} embedded, "
-          f"{idle_s:.2f} s ({idle_s / max(1, again['files']) * 100 * 1000:.1f} ms per 100 "
+    print(f"unchanged sync: {again.files} files, {again.embedded} embedded, "
+          f"{idle_s:.2f} s ({idle_s / max(1, again.files) * 100 * 1000:.1f} ms per 100 "
           f"files; load {load:.1f})")
 
     from bench.recall_quality import QUESTIONS
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         run_lanes(eng.rt, q, filters=kinds, depth=max(10, eng.rt.cfg.search.lane_depth))
         lat["fused lanes only (recall before issue 26)"].append((time.perf_counter() - t) * 1000)
-    print(f"\nRecall latency ({eng.status()['chunks']} chunks; load {os.getloadavg()[0]:.1f})")
+    print(f"\nRecall latency ({eng.status().chunks} chunks; load {os.getloadavg()[0]:.1f})")
     print(table(["call", "n", "p50 ms", "p95 ms"],
                 [[k, len(v), pct(v, 50), pct(v, 95)] for k, v in lat.items()]))
     eng.close()

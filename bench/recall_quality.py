@@ -90,8 +90,8 @@ Ranker = Callable[[str], list[tuple[str | None, str]]]  # query -> [(session, te
 
 def recall_ranker(eng: Any) -> Ranker:
     def run(q: str) -> list[tuple[str | None, str]]:
-        hits = eng.recall(q, k=10).get("hits", [])
-        return [(h.get("meta", {}).get("session"), h["text"]) for h in hits]
+        hits = eng.recall(q, k=10).hits or ()
+        return [(h.meta.get("session"), h.text) for h in hits]
     return run
 
 

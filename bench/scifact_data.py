@@ -105,7 +105,7 @@ def ingest(embedder: Any, workdir: Path, limit: int | None = None) -> float:
                 print(f"  queued {i} docs, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         if last:
             eng.wait(last)
-        states = {j["state"] for j in eng.jobs()}
+        states = {j.state for j in eng.jobs()}
         assert states <= {"done"}, states
     return time.perf_counter() - t0
 
@@ -133,7 +133,7 @@ def prepare_store(embedder: Any, cache: Path, limit: int | None = None) -> tuple
 def covered_claims(eng: Any, qrels: dict[str, dict[str, int]]) -> set[str]:
     """Claims whose every cited document is in the store (all of them for a full store;
     a store cut short holds a prefix of its corpus, and only these claims are fair)."""
-    present = {d for s in eng.sources() if (d := doc_id(s["uri"]))}
+    present = {d for s in eng.sources() if (d := doc_id(s.uri))}
     return {q for q, rel in qrels.items() if set(rel) <= present}
 
 

@@ -230,11 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         files, _ = pick_files(args.build)
         with ContextEngine.open(Path(args.store), embedder=store_model) as eng:
             seconds, _ = ingest(eng, files)
-            print(f"built {args.store}: {eng.status()['chunks']} chunks in {seconds:.0f} s")
+            print(f"built {args.store}: {eng.status().chunks} chunks in {seconds:.0f} s")
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(store_copy(Path(args.store), args.in_place))
         eng = stack.enter_context(open_warm(store, store_model, model))
-        chunks = eng.status()["chunks"]
+        chunks = eng.status().chunks
         queries = draw_queries(eng, args.queries)
         if ab is not None:
             arms = {"A": (eng, eng.rt.cfg), "B": (eng, eng.rt.cfg.with_overrides(ab))}

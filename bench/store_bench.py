@@ -183,11 +183,11 @@ def compare_and_measure(model: Any, files: list[Path], texts: list[str], queries
     bare_s = time.perf_counter() - t
     engine = ContextEngine.open(work / "small", embedder=model)
     ingest_s, snap = ingest(engine, files)
-    chunks = engine.status()["chunks"]
+    chunks = engine.status().chunks
     bare_rate, ingest_rate = len(texts) / bare_s, chunks / ingest_s
     results["ingest"] = {"chunks": chunks, "bare_chunks_per_s": bare_rate,
                          "ingest_chunks_per_s": ingest_rate, "ratio": ingest_rate / bare_rate,
-                         "errors": len(snap["errors"])}
+                         "errors": len(snap.errors)}
     print("\nIngest throughput (same chunks, same process)")
     print(table(["what", "chunks", "seconds", "chunks/s", "ratio"], [
         ["bare model encode", len(texts), bare_s, bare_rate, "1.00"],
@@ -213,7 +213,7 @@ def measure_big(args: argparse.Namespace, model: Any, queries: list[str],
     t = time.perf_counter()
     ingest(big, big_files)
     fill_s = time.perf_counter() - t
-    n = big.status()["chunks"]
+    n = big.status().chunks
     print(f"\nbig store: {n} chunks ingested in {fill_s:.0f} s with the "
           f"{args.big_embedder} embedder")
     lanes = lane_latency(big, queries)

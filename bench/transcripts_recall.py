@@ -79,7 +79,7 @@ def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
     ranks: dict[str, list[int | None]] = {"recall": [], "ctx search": [], "RRF": []}
     for q in questions:
         got = eng.recall(q["q"], k=10)
-        ranks["recall"].append(first_answer([h["text"] for h in got.get("hits", [])],
+        ranks["recall"].append(first_answer([h.text for h in got.hits or ()],
                                             q["answers"]))
         hits = eng.search(q["q"], k=10, kinds=list(RECALL_CHUNK_KINDS))
         ranks["ctx search"].append(first_answer([h.text for h in hits], q["answers"]))

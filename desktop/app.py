@@ -31,7 +31,7 @@ from desktop.instance import InstanceServer, send
 from desktop.messages import describe
 from desktop.opening import EngineFactory
 from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
-from desktop.startup import display_problem, prefer_utf8_locale
+from desktop.startup import display_problem, prefer_utf8_locale, release_probes
 
 
 class GuiGarbageCollector(QObject):
@@ -300,10 +300,10 @@ class App(QObject):
             "window": {"visible": bool(self.window is not None and self.window.isVisible()),
                        "title": self.window.windowTitle() if self.window is not None else None},
             "jobs": {"total": len(self.host.jobs),
-                     "active": sum(j.get("state") in ("queued", "running") for j in jobs),
+                     "active": sum(not j.final for j in jobs),
                      "pending": len(self.pending_ingest) + len(self.host.tasks.running()),
-                     "done": sum(j.get("state") == "done" for j in self.host.jobs.values()),
-                     "chunks": sum(int(j.get("chunks") or 0) for j in self.host.jobs.values())},
+                     "done": sum(j.state == "done" for j in jobs),
+                     "chunks": sum(j.chunks for j in jobs)},
             "server": {k: v for k, v in self.host.server_stats().items()
                        if k in ("running", "requests_served", "received")},
             "timings_ms": {k: round((v - self.started_at) * 1000, 1) for k, v in
@@ -352,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         prefer_utf8_locale()  # what Qt would do, without its warning
     qapp = QApplication.instance() or QApplication([sys.argv[0]])
+    release_probes()  # Qt is connected now: the probe may leave without a server reset
     assert isinstance(qapp, QApplication)
     app = App(qapp, data_dir, tray=False if args.no_tray else None, ingest=paths)
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):

@@ -6,16 +6,18 @@ them into Qt signals, always emitted on the GUI thread:
 
 - ``state_changed(str)``: starting | needs_setup | locked | opening | ready |
   error | stopping | stopped; ``ready()`` once the engine is open.
-- ``job_progress(dict)``: a job snapshot (``engine.subscribe``), coalesced per job.
-- ``sources_changed()``: after a job ends or a delete (from here or over IPC).
-- ``build_finished(dict)``: every build_context, from this window (``origin``
-  "gui", with the query) and from IPC callers ("ipc", without it).
-- ``alert(dict)``: {code, name, message}; ``failed(str, dict)``: an operation
-  that failed and its error dict; ``config_changed()``; ``paused_changed(bool)``.
+- ``job_progress(JobSnapshot)``: the engine's JobChanged, coalesced per job.
+- ``sources_changed()``: the engine's SourcesChanged (a job stored sources, a
+  delete), whoever caused it.
+- ``build_finished(BuildDone)``: every build_context, from this window (``origin``
+  "gui") and from IPC callers ("ipc"); sizes and timings, never the query.
+- ``alert(dict)``: {code, name, message}, for an engine alert raised (AlertRaised)
+  or a failure; ``failed(str, dict)``: an operation that failed and its error
+  dict; ``config_changed()``; ``paused_changed(bool)``.
 
 The IPC server is :class:`ipc.serve.ServerHost`, the same code as ``ctx serve``,
 with the same connection file, so siblings cannot tell the app from a headless
-server. Builds they request reach ``build_finished`` through a reporting proxy.
+server. The host hears the engine's one subscription; it polls nothing.
 """
 
 from __future__ import annotations
@@ -31,25 +33,37 @@ from typing import Any
 from desktop.messages import job_alert, metric_alert
 from desktop.opening import EngineFactory, Opened, close_all, open_and_serve, open_engine
 from desktop.qt import QObject, Qt, QTimer, Signal, Slot
-from desktop.reporting import ReportingEngine
 from desktop.tasks import Failure, Success, Task, TaskManager, error_dict
-from engine import KeyUnavailable, StoreNotInitialized, WrongKey
+from engine import (
+    Alert,
+    AlertCleared,
+    AlertRaised,
+    BuildDone,
+    Event,
+    JobChanged,
+    JobSnapshot,
+    KeyUnavailable,
+    SourcesChanged,
+    StoreNotInitialized,
+    WrongKey,
+    caller,
+)
 
 log = logging.getLogger("ctx.desktop.host")
 
 STATES = ("starting", "needs_setup", "locked", "opening", "ready", "error", "stopping",
           "stopped")
-FINAL_JOB_STATES = ("done", "failed", "cancelled")
 JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last one always)
+
 
 class EngineHost(QObject):
     """The GUI's one owner of the engine; see the module docstring for its signals."""
 
     state_changed = Signal(str)
     ready = Signal()
-    job_progress = Signal(dict)
+    job_progress = Signal(object)  # JobSnapshot
     sources_changed = Signal()
-    build_finished = Signal(dict)
+    build_finished = Signal(object)  # BuildDone
     alert = Signal(dict)
     failed = Signal(str, dict)
     config_changed = Signal()
@@ -59,7 +73,7 @@ class EngineHost(QObject):
     _wake = Signal()
 
     def __init__(self, data_dir: str | Path, engine_factory: EngineFactory | None = None,
-                 serve: bool = True, *, workers: int = 4, alert_poll_ms: int = 5000,
+                 serve: bool = True, *, workers: int = 4,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._data_dir = Path(data_dir).expanduser().resolve()
@@ -70,16 +84,15 @@ class EngineHost(QObject):
         self.tasks.failed.connect(self._task_failed)
         self._state = "stopped"
         self._engine: Any = None
-        self._gui_engine: ReportingEngine | None = None
         self._server: Any = None
         self._config: Any = None
         self._unsubscribe: Callable[[], None] | None = None
         self._paused = False
-        self._pending_jobs: dict[str, dict[str, Any]] = {}
+        self._pending_jobs: dict[str, JobSnapshot] = {}
         self._pending_lock = threading.Lock()
         self._flush_scheduled = False
         self._last_flush = 0.0
-        self._jobs: dict[str, dict[str, Any]] = {}
+        self._jobs: dict[str, JobSnapshot] = {}
         self._known_alerts: set[str] = set()
         self._shutdown_thread: threading.Thread | None = None
         self._just_opened: tuple[Any, Any] | None = None  # opened, not yet taken by the GUI
@@ -88,9 +101,6 @@ class EngineHost(QObject):
         self._flush_timer = QTimer(self)  # a child: it dies with the host, never fires after
         self._flush_timer.setSingleShot(True)
         self._flush_timer.timeout.connect(self._flush_jobs)
-        self._alert_timer = QTimer(self)
-        self._alert_timer.setInterval(alert_poll_ms)
-        self._alert_timer.timeout.connect(self._poll_alerts)
 
     # -- properties ---------------------------------------------------------------
     @property
@@ -121,7 +131,7 @@ class EngineHost(QObject):
         return self._paused
 
     @property
-    def jobs(self) -> dict[str, dict[str, Any]]:
+    def jobs(self) -> dict[str, JobSnapshot]:
         """The latest snapshot of every job seen since start, by id."""
         return dict(self._jobs)
 
@@ -163,8 +173,7 @@ class EngineHost(QObject):
               ) -> Opened:
         """Worker: open and serve; remember the result until the GUI thread takes it."""
         opened = open_and_serve(factory, data_dir, passphrase, serve=self._serve,
-                                workers=self._workers, report=self._report,
-                                on_job=self._on_job)
+                                workers=self._workers, on_event=self._on_event)
         with self._pending_lock:
             self._just_opened = (opened.engine, opened.server)
         return opened
@@ -178,8 +187,7 @@ class EngineHost(QObject):
             self._just_opened = None
         self._engine, self._server, self._config = engine, server, config
         self._unsubscribe = unsubscribe
-        self._gui_engine = ReportingEngine(engine, "gui", self._report)
-        self._paused = bool(status.get("ingestion_paused"))
+        self._paused = status.ingestion_paused
         self._set_state("ready")
         self.ready.emit()
         if server_error is not None:
@@ -187,8 +195,8 @@ class EngineHost(QObject):
             self.alert.emit({"code": err["code"], "name": err["name"],
                              "message": "The IPC server could not start: " + err["message"]})
             self.failed.emit("serve", err)
-        self._alert_timer.start()
-        self._poll_alerts()
+        for active in status.alerts.values():  # raised before we subscribed (at open)
+            self._alert_raised(active)
 
     def _open_failed(self, exc: BaseException) -> None:
         err = error_dict(exc)
@@ -215,10 +223,9 @@ class EngineHost(QObject):
             return
         if self._shutdown_thread is None:
             self._set_state("stopping")
-            self._alert_timer.stop()
             unsubscribe, self._unsubscribe = self._unsubscribe, None
             engine, server = self._engine, self._server
-            self._engine = self._gui_engine = None
+            self._engine = None
             tasks = self.tasks
 
             def work() -> None:
@@ -253,11 +260,12 @@ class EngineHost(QObject):
             failure: Failure | None = None, *, name: str | None = None) -> Task | None:
         """Run ``fn(engine)`` on a worker; ``success(result)`` / ``failure(exc)`` here.
 
-        Without ``failure``, a failure emits ``failed(name, error)``. Before the
-        engine is ready nothing runs: ``failed`` says so and None is returned.
+        The engine hears the call as this window's (origin "gui"). Without
+        ``failure``, a failure emits ``failed(name, error)``. Before the engine
+        is ready nothing runs: ``failed`` says so and None is returned.
         """
         op = name or getattr(fn, "__name__", "task")
-        engine = self._gui_engine
+        engine = self._engine
         if engine is None or self._state != "ready":
             from engine import EngineClosed
 
@@ -267,7 +275,7 @@ class EngineHost(QObject):
             else:
                 self.failed.emit(op, error_dict(err))
             return None
-        return self.tasks.run(lambda: fn(engine), success, failure, name=op)
+        return self.tasks.run(lambda: _as_gui(fn, engine), success, failure, name=op)
 
     def ingest_paths(self, paths: list[str], success: Success | None = None) -> Task | None:
         """Queue an ingestion of files and folders; progress arrives on ``job_progress``."""
@@ -288,11 +296,7 @@ class EngineHost(QObject):
 
     def sync_sessions(self, success: Success | None = None) -> Task | None:
         """Index what is new in the coding-agent transcript folders."""
-        def done(result: Any) -> None:
-            self.sources_changed.emit()
-            if success is not None:
-                success(result)
-        return self.run(lambda e: e.sync(), done, name="sync_sessions")
+        return self.run(lambda e: e.sync(), success, name="sync_sessions")
 
     def delete_source(self, source_id: str | int, success: Success | None = None
                       ) -> Task | None:
@@ -330,18 +334,27 @@ class EngineHost(QObject):
                              "message": err["message"]})
 
     # -- engine events (worker threads) -> signals (GUI thread) --------------------------
-    def _on_job(self, snapshot: dict[str, Any]) -> None:
+    def _on_event(self, event: Event) -> None:
+        """The engine's subscription, on the thread of the change: hand it to the GUI."""
+        if isinstance(event, JobChanged):
+            self._on_job(event.job)
+        elif isinstance(event, BuildDone):
+            self._relay("build", event)
+        elif isinstance(event, SourcesChanged):
+            self._relay("sources", event)
+        elif isinstance(event, AlertRaised):
+            self._relay("alert", event.alert)
+        elif isinstance(event, AlertCleared):
+            self._relay("alert_cleared", event.name)
+
+    def _on_job(self, snapshot: JobSnapshot) -> None:
         """Engine's writer thread: keep the latest snapshot per job, wake the GUI once."""
         with self._pending_lock:
-            self._pending_jobs[snapshot["id"]] = snapshot
+            self._pending_jobs[snapshot.id] = snapshot
             if self._flush_scheduled:
                 return
             self._flush_scheduled = True
         self._relay("jobs", None)
-
-    def _report(self, kind: str, data: dict[str, Any]) -> None:
-        """Reporting proxy, any thread."""
-        self._relay(kind, data)
 
     def _relay(self, kind: str, data: Any) -> None:
         """Any thread: queue an event for the GUI thread and wake it."""
@@ -366,8 +379,14 @@ class EngineHost(QObject):
                 self._flush_jobs()
         elif kind == "build":
             self.build_finished.emit(data)
-        elif kind == "sources":
+        elif kind == "sources":  # after the job snapshots the engine sent before it
+            self._flush_timer.stop()
+            self._flush_jobs()
             self.sources_changed.emit()
+        elif kind == "alert":
+            self._alert_raised(data)
+        elif kind == "alert_cleared":
+            self._known_alerts.discard(data)
         elif kind == "stopped":
             self._finish_stopped()
 
@@ -376,36 +395,26 @@ class EngineHost(QObject):
         with self._pending_lock:
             pending, self._pending_jobs = self._pending_jobs, {}
             self._flush_scheduled = False
-        ended = False
         for snap in pending.values():
-            self._jobs[snap["id"]] = snap
+            self._jobs[snap.id] = snap
             self.job_progress.emit(snap)
-            if snap.get("state") in FINAL_JOB_STATES:
-                ended = True
+            if snap.final:
                 self._job_alert(snap)
-        if ended:
-            self.sources_changed.emit()
 
-    def _job_alert(self, snap: dict[str, Any]) -> None:
+    def _job_alert(self, snap: JobSnapshot) -> None:
         alert = job_alert(snap)
         if alert is not None:
             self.alert.emit(alert)
 
-    def _poll_alerts(self) -> None:
-        """Active engine alerts (vector store down, ingestion failed), reported once each."""
-        if not self.engine_ready:
+    def _alert_raised(self, active: Alert) -> None:
+        """An engine alert (vector store down, ingestion failed), told once while it lasts."""
+        if active.name in self._known_alerts:
             return
-        engine = self._engine
-        self.tasks.run(lambda: engine.metrics(), self._got_metrics, self._metrics_failed,
-                       name="metrics")
+        self._known_alerts.add(active.name)
+        self.alert.emit(metric_alert(active))
 
-    def _metrics_failed(self, exc: BaseException) -> None:
-        log.warning("metrics poll failed (%s)", type(exc).__name__)
 
-    def _got_metrics(self, snap: dict[str, Any]) -> None:
-        active = dict(snap.get("alerts") or {})
-        for name, info in active.items():
-            if name in self._known_alerts:
-                continue
-            self.alert.emit(metric_alert(name, info))
-        self._known_alerts = set(active)
+def _as_gui(fn: Callable[[Any], Any], engine: Any) -> Any:
+    """``fn(engine)``, heard by the engine as a call from this window."""
+    with caller("gui"):
+        return fn(engine)

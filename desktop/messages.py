@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import Alert, JobSnapshot
+
 WHAT_TO_DO = {
     "wrong_key": "The passphrase is wrong. Nothing was changed: try again.",
     "key_unavailable": "Unlock the store with its passphrase (or check the OS keychain).",
@@ -72,24 +74,23 @@ def error_style(widget: object) -> str:
     return f"color: {error_color(widget)}; font-weight: bold;"
 
 
-def job_alert(snap: dict[str, Any]) -> dict[str, Any] | None:
+def job_alert(snap: JobSnapshot) -> dict[str, Any] | None:
     """The alert for a finished job that failed or skipped files (None when all went in)."""
-    if snap.get("state") == "failed":
-        err = snap.get("error") or {}
-        return {"code": err.get("code", 1050), "name": err.get("name", "ingest_failed"),
-                "message": f"Job {snap['id']} failed: {err.get('message', 'unknown error')}",
-                "job": snap["id"]}
-    if snap.get("errors"):
-        n = len(snap["errors"])
-        return {"code": 1050, "name": "ingest_failed", "job": snap["id"],
+    if snap.state == "failed":
+        err = snap.error
+        return {"code": err.code if err else 1050, "name": err.name if err else "ingest_failed",
+                "message": f"Job {snap.id} failed: {err.message if err else 'unknown error'}",
+                "job": snap.id}
+    if snap.errors:
+        n = len(snap.errors)
+        return {"code": 1050, "name": "ingest_failed", "job": snap.id,
                 "message": f"{n} file{'s' if n != 1 else ''} could not be ingested "
-                           f"(job {snap['id']})"}
+                           f"(job {snap.id})"}
     return None
 
 
-def metric_alert(name: str, info: Any) -> dict[str, Any]:
+def metric_alert(alert: Alert) -> dict[str, Any]:
     """The alert for an engine metrics alert (``context_engine.vector_db.unavailable``...)."""
-    code, err_name = ALERT_CODES.get(name, (1000, name))
-    detail = info.get("detail") if isinstance(info, dict) else ""
+    code, err_name = ALERT_CODES.get(alert.name, (1000, alert.name))
     return {"code": code, "name": err_name,
-            "message": detail or name.replace("context_engine.", "")}
+            "message": alert.detail or alert.name.replace("context_engine.", "")}

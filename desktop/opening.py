@@ -2,7 +2,7 @@
 
 ``open_and_serve`` opens the store, starts loading the model in the background,
 binds the in-process IPC server (the same ServerHost as ``ctx serve``) and
-subscribes to job progress; ``close_all`` undoes it in the quit order: stop the
+subscribes to the engine's events (jobs, sources, builds, alerts); ``close_all`` undoes it in the quit order: stop the
 server, cancel jobs (they stop at a safe point), close the engine. Neither
 touches Qt.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.reporting import Report, ReportingEngine
+from engine import Event, Status
 
 log = logging.getLogger("ctx.desktop.opening")
 
@@ -45,14 +45,13 @@ class Opened:
     server: Any  # ServerHost, or None without IPC
     server_error: BaseException | None
     config: Any
-    status: dict[str, Any]
+    status: Status
     unsubscribe: Callable[[], None]
 
 
 def open_and_serve(factory: EngineFactory, data_dir: Path, passphrase: str | None, *,
-                   serve: bool, workers: int, report: Report,
-                   on_job: Callable[[dict[str, Any]], None]) -> Opened:
-    """Worker: open the engine, warm the model up, bind the server, follow jobs."""
+                   serve: bool, workers: int, on_event: Callable[[Event], None]) -> Opened:
+    """Worker: open the engine, warm the model up, bind the server, hear its events."""
     engine = factory(data_dir, passphrase)
     try:
         warm_up = getattr(engine, "warm_up", None)
@@ -62,13 +61,13 @@ def open_and_serve(factory: EngineFactory, data_dir: Path, passphrase: str | Non
         if serve:
             from ipc.serve import ServerHost
 
-            server = ServerHost(ReportingEngine(engine, "ipc", report), workers=workers)
+            server = ServerHost(engine, workers=workers)
             try:
                 server.start()
             except Exception as exc:  # noqa: BLE001 - the app works without IPC
                 server, server_error = None, exc
-        status = engine.status()
-        unsubscribe = engine.subscribe(on_job)
+        unsubscribe = engine.subscribe(on_event)
+        status = engine.status()  # after subscribing: no alert falls between the two
         return Opened(engine, server, server_error, engine.config, status, unsubscribe)
     except BaseException:
         engine.close()

@@ -26,14 +26,31 @@ CONNECT_TIMEOUT_S = 1.0
 X_TCP_BASE = 6000  # X display N listens on TCP port 6000 + N
 
 
-def _unix_connects(address: str) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_TIMEOUT_S)
-        try:
-            sock.connect(address)
-        except OSError:
-            return False
+# Probe connections kept open until Qt has connected (``release_probes``): an X server
+# with no other client (a bare Xvfb) resets itself when its last client leaves, and a
+# probe closed at once made Qt's own connection fail during that reset (SIGABRT).
+_probes: list[socket.socket] = []
+
+
+def _unix_connects(address: str, *, keep: bool = False) -> bool:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        sock.connect(address)
+    except OSError:
+        sock.close()
+        return False
+    if keep:
+        _probes.append(sock)
+    else:
+        sock.close()
     return True
+
+
+def release_probes() -> None:
+    """Close the display probes' connections (once Qt holds its own)."""
+    while _probes:
+        _probes.pop().close()
 
 
 def x_display_reachable(display: str) -> bool:
@@ -45,11 +62,11 @@ def x_display_reachable(display: str) -> bool:
     if host in ("", "unix"):
         path = f"/tmp/.X11-unix/X{number}"
         # Linux X servers listen on an abstract socket too; either will do
-        return _unix_connects("\0" + path) or _unix_connects(path)
+        return _unix_connects("\0" + path, keep=True) or _unix_connects(path, keep=True)
     try:
-        with socket.create_connection((host, X_TCP_BASE + int(number)),
-                                      timeout=CONNECT_TIMEOUT_S):
-            return True
+        _probes.append(socket.create_connection((host, X_TCP_BASE + int(number)),
+                                                timeout=CONNECT_TIMEOUT_S))
+        return True
     except OSError:
         return False
 

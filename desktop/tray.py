@@ -8,28 +8,29 @@ of the app through signals.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from desktop.icons import state_icon
 from desktop.qt import QAction, QMenu, QObject, QSystemTrayIcon, Signal
+from engine import JobSnapshot
 
 ATTENTION_STATES = ("needs_setup", "locked", "error")
 
 
-def look_for(host_state: str, paused: bool, jobs: dict[str, dict[str, Any]],
+def look_for(host_state: str, paused: bool, jobs: Mapping[str, JobSnapshot],
              attention: bool) -> tuple[str, int | None]:
     """The tray look (and percent while ingesting) for a host state and its jobs."""
     if attention or host_state in ATTENTION_STATES:
         return "attention", None
     if host_state in ("starting", "opening", "stopping"):
         return "starting", None
-    active = [j for j in jobs.values() if j.get("state") in ("queued", "running")]
+    active = [j for j in jobs.values() if not j.final]
     if paused:
         return "paused", None
     if active:
-        total = sum(int(j.get("files_total") or 0) for j in active)
-        done = sum(int(j.get("files_done") or 0) + int(j.get("files_skipped") or 0)
-                   + int(j.get("files_unchanged") or 0) for j in active)
+        total = sum(j.files_total for j in active)
+        done = sum(j.files_done + j.files_skipped + j.files_unchanged for j in active)
         return "ingesting", (min(99, int(100 * done / total)) if total else 0)
     return "idle", None
 

@@ -1,7 +1,17 @@
 """ctx's core: the context engine, free of Qt and ZeroMQ.
 
-The public API is what ``__all__`` names; everything else is internal.
-Heavy modules load on first use, so ``import engine`` stays cheap.
+The public API is what ``__all__`` names; everything else is internal, and
+ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
+``import engine`` stays cheap.
+
+- the engine: ``ContextEngine`` (and ``EngineAPI``, the protocol it shares with
+  ipc's ``RemoteEngine``), ``init_store``, ``repair_store``, ``probe_store``;
+- its results and events (engine.api): ``JobSnapshot``, ``Payload``, ``SearchHit``,
+  ``RecallResult``, ``Status``..., ``JobChanged``, ``BuildDone``, ``AlertRaised``...;
+- who calls: ``caller`` (a context manager the hosts of other processes use);
+- errors: ``CtxError`` and every class under it, ``error_from_dict``;
+- config: ``Config``, ``load_config``, ``parse_config_section``;
+- paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...
 """
 
 from __future__ import annotations
@@ -12,42 +22,56 @@ from engine.offline import keep_offline
 
 keep_offline()  # before any library loads: no telemetry, no download (engine/offline.py)
 
-__all__ = [
-    "Config",
-    "ConfigError",
-    "ContextEngine",
-    "ContextPayload",
-    "CtxError",
-    "EngineClosed",
-    "KeyUnavailable",
-    "LiveItem",
-    "NotFound",
-    "PayloadItem",
-    "SearchHit",
-    "StoreNotInitialized",
-    "TokenCounter",
-    "WrongKey",
-    "init_store",
-    "keychain_available",
-    "load_config",
-    "probe_store",
-]
+_API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem",
+        "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
+        "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
+        "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
+        "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
+_ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
+           "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
+           "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
+           "KeyRecordDamaged", "VaultMissing", "VaultDamaged", "StoreTooNew",
+           "VectorsDamaged", "NoSpace", "IntegrityError", "ModelMismatch",
+           "VectorStoreUnavailable", "IngestFailed", "FileRejected", "EngineClosed",
+           "InternalError", "error_from_dict")
 
-_WHERE = {
-    "ContextEngine": "engine.facade", "init_store": "engine.facade", "Config": "engine.config",
-    "load_config": "engine.config", "ContextPayload": "engine.types",
-    "PayloadItem": "engine.types", "SearchHit": "engine.types", "LiveItem": "engine.types",
-    "CtxError": "engine.errors",
-    # The errors a GUI or client tells apart (each has a stable code and name).
-    **{n: "engine.errors" for n in ("ConfigError", "EngineClosed", "KeyUnavailable", "NotFound",
-                                    "StoreNotInitialized", "WrongKey")}, "TokenCounter": "engine.tokens", "probe_store": "engine.access",
-    "keychain_available": "engine.crypto.keys",
+# Public name -> "module" (same name there) or "module:name".
+_WHERE: dict[str, str] = {
+    "ContextEngine": "engine.facade", "init_store": "engine.facade",
+    "repair_store": "engine.facade", "probe_store": "engine.access",
+    "EngineAPI": "engine.protocol", "ENGINE_METHODS": "engine.protocol",
+    "caller": "engine.calls", "Caller": "engine.calls",
+    "Config": "engine.config", "load_config": "engine.config",
+    "parse_config_section": "engine.config_base:from_dict",
+    "LiveItem": "engine.types", "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
+    "TokenCounter": "engine.tokens",
+    "resolve_data_dir": "engine.paths:data_dir",
+    "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
+    **{n: "engine.api" for n in _API},
+    **{n: "engine.errors" for n in _ERRORS},
 }
+
+__all__ = [
+    "ENGINE_METHODS", "FINAL_JOB_STATES", "JOB_STATES", "LIVE_KINDS", "SOURCE_KINDS", "TIERS",
+    "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem", "Caller",
+    "Config", "ConfigError", "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery",
+    "EngineAPI", "EngineClosed", "ErrorInfo", "Event", "FileIssue", "FileRejected", "Histogram",
+    "IngestFailed", "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput",
+    "InvalidItemKind", "JobChanged", "JobSnapshot", "KeyRecordDamaged", "KeyUnavailable",
+    "LiveItem", "LiveSnapshotTooLarge", "MetricsSnapshot", "ModelMismatch", "NoSpace", "NotAStore",
+    "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallResult", "RepairResult", "SearchHit",
+    "SourceInfo", "SourcesChanged", "Status", "StoreDamaged", "StoreLocked", "StoreNotInitialized",
+    "StoreTooNew", "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
+    "VectorStoreUnavailable", "VectorsDamaged", "WrongKey", "caller", "error_from_dict",
+    "headless_passphrase", "init_store", "keychain_available", "load_config",
+    "parse_config_section", "probe_store", "repair_store", "resolve_data_dir",
+]
 
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         import importlib
 
-        return getattr(importlib.import_module(_WHERE[name]), name)
+        module, _, attr = _WHERE[name].partition(":")
+        return getattr(importlib.import_module(module), attr or name)
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

@@ -201,6 +201,93 @@ class Payload(_Plain):
         return cls(**d)
 
 
+# -- recall and sync ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SyncResult(_Plain):
+    """What a transcript sync did: files seen, unchanged, read again in part or whole."""
+
+    files: int
+    unchanged: int = 0
+    appended: int = 0
+    full: int = 0
+    chunks: int = 0
+    bad_lines: int = 0
+    errors: tuple[FileIssue, ...] = ()
+    embedded: int = 0
+    seconds: float = 0.0
+    folders: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SyncResult:
+        d = _known(cls, data)
+        d["errors"] = tuple(FileIssue.from_dict(e) for e in d.get("errors") or ())
+        d["folders"] = tuple(str(f) for f in d.get("folders") or ())
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class RecallHit(SearchHit):
+    """A recall hit: a search hit of a coding session, with ``line`` (session, date,
+    branch and what came of its turn, in one line) and ``excerpt`` (the lines of the
+    chunk that answer the query, within recall.hit_excerpt_tokens)."""
+
+    line: str = ""
+    excerpt: str = ""
+
+
+@dataclass(frozen=True)
+class RecallResult(_Plain):
+    """recall's result: ``hits`` for a query, or (``auto``) the digest in ``context``.
+
+    ``indexed`` and ``synced`` say what a sync asked for with the call did. The
+    wire form carries only the parts present (a query's ``hits``, or the digest's
+    fields), after ``indexed`` and ``synced``.
+    """
+
+    hits: tuple[RecallHit, ...] | None = None
+    context: str | None = None  # the auto digest, None for a query
+    total_tokens: int = 0
+    budget: int = 0
+    project: str | None = None
+    branch: str | None = None
+    sessions: int = 0
+    failures: int = 0
+    related: int = 0
+    format: str = "context"
+    output: str | None = None  # the digest as the agent's hook wants it (fmt claude-hook)
+    indexed: SyncResult | None = None
+    synced: SyncResult | None = None
+
+    _DIGEST: ClassVar[tuple[str, ...]] = ("context", "total_tokens", "budget", "project",
+                                          "branch", "sessions", "failures", "related",
+                                          "format")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in ("indexed", "synced"):
+            part = getattr(self, name)
+            if part is not None:
+                out[name] = part.to_dict()
+        if self.context is not None:
+            out.update({name: getattr(self, name) for name in self._DIGEST})
+            if self.output is not None:
+                out["output"] = self.output
+        if self.hits is not None:
+            out["hits"] = [h.to_dict() for h in self.hits]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecallResult:
+        d = _known(cls, data)
+        if d.get("hits") is not None:
+            d["hits"] = tuple(RecallHit.from_dict(h) for h in d["hits"])
+        for name in ("indexed", "synced"):
+            if isinstance(d.get(name), Mapping):
+                d[name] = SyncResult.from_dict(d[name])
+        return cls(**d)
+
+
 # -- sources and health ---------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -234,6 +321,27 @@ class DeleteResult(_Plain):
 
 
 @dataclass(frozen=True)
+class RepairResult(_Plain):
+    """What a vector rebuild did (``ctx repair``): vectors written, chunks embedded again.
+
+    ``cache_rows_dropped`` only for a full repair; ``set_aside``: the damaged
+    parts moved away first (part -> where), only from ``repair_store``.
+    """
+
+    reason: str
+    job: str
+    vectors: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+    cache_rows_dropped: int | None = None
+    set_aside: Mapping[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in super().to_dict().items()
+                if v is not None or k not in ("cache_rows_dropped", "set_aside")}
+
+
+@dataclass(frozen=True)
 class Alert(_Plain):
     """An active engine alert (``context_engine.vector_db.unavailable``, ...)."""
 
@@ -245,10 +353,21 @@ class Alert(_Plain):
 
 
 @dataclass(frozen=True)
-class MetricsSnapshot(_Plain):
-    """Duration histograms (count, p50, p95, p99, max), counters, gauges, active alerts."""
+class Histogram(_Plain):
+    """One duration histogram over the engine's recent window (milliseconds)."""
 
-    histograms: Mapping[str, Mapping[str, float]]
+    count: int
+    p50: float
+    p95: float
+    p99: float
+    max: float
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot(_Plain):
+    """Duration histograms by name, counters, gauges, active alerts."""
+
+    histograms: Mapping[str, Histogram]
     counters: Mapping[str, int]
     gauges: Mapping[str, float]
     alerts: Mapping[str, Alert]
@@ -257,6 +376,8 @@ class MetricsSnapshot(_Plain):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MetricsSnapshot:
         d = _known(cls, data)
+        d["histograms"] = {k: Histogram.from_dict(v)
+                           for k, v in (d.get("histograms") or {}).items()}
         d["alerts"] = {k: Alert.from_dict({"name": k, **v})
                        for k, v in (d.get("alerts") or {}).items()}
         return cls(**d)
@@ -389,6 +510,16 @@ class BuildDone(Event):
     total_tokens: int
     items: tuple[BuildItem, ...]
     timings: Mapping[str, float]
+
+    @classmethod
+    def of(cls, payload: Payload, origin: str, started: float, duration_ms: float
+           ) -> BuildDone:
+        """What ``payload``'s build announces (its items without their text)."""
+        items = tuple(BuildItem(i.kind, i.source, i.tokens, i.score, dict(i.lanes), i.tier)
+                      for i in payload.items)
+        return cls(origin=origin, time=started, duration_ms=round(duration_ms, 3),
+                   budget=payload.budget, total_tokens=payload.total_tokens, items=items,
+                   timings=dict(payload.timings))
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,18 @@ class EngineClosed(CtxError):
     code, name = 1060, "engine_closed"
 
 
+class InternalError(CtxError):
+    """The engine failed on something that is not a CtxError (a bug), in a call or in a
+    job: only the exception's type travels (``details.type``), never its message."""
+
+    code, name = 2008, "internal_error"
+
+    @classmethod
+    def of(cls, exc: BaseException, doing: str) -> InternalError:
+        kind = type(exc).__name__
+        return cls(f"{doing} failed with {kind}", type=kind)
+
+
 def all_error_classes() -> list[type[CtxError]]:
     """Every CtxError subclass, for mapping codes back to classes across a wire."""
     out: list[type[CtxError]] = []

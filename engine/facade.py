@@ -5,10 +5,15 @@ key, opens the encrypted vault and the vector store, and exposes ingest,
 build_context, search, recall, delete and status. It is thread-safe: reads
 run concurrently, writes go through the single writer (the job runner and
 the vault's write lock).
+
+Every result is one of engine.api's typed classes. The engine announces its
+own changes through ``subscribe`` (jobs, sources, builds, alerts), and audits
+the calls that a caller process makes (``engine.calls.caller``) once, here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -19,6 +24,24 @@ from pathlib import Path
 from typing import Any, Self
 
 from engine import paths as P
+from engine.api import (
+    AuditEntry,
+    BuildDone,
+    DeleteResult,
+    Event,
+    JobChanged,
+    JobSnapshot,
+    MetricsSnapshot,
+    Payload,
+    RecallResult,
+    RepairResult,
+    SearchHit,
+    SourceInfo,
+    SourcesChanged,
+    Status,
+    SyncResult,
+)
+from engine.calls import audited, current_caller
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import NameHasher
@@ -32,6 +55,8 @@ from engine.errors import (
     NoSpace,
     NotFound,
 )
+from engine.events import Announcer
+from engine.flows import deleting, health
 from engine.flows import ingest as service
 from engine.flows.inputs import check_query, utf8
 from engine.flows.jobs import JobRunner
@@ -44,18 +69,19 @@ from engine.flows.opening import (
 )
 from engine.flows.ranking import search as run_search
 from engine.flows.runtime import Runtime
-from engine.flows.vector_rebuild import check_vectors, chunk_key, repair_work
+from engine.flows.vector_rebuild import check_vectors, repair_work
 from engine.flows.writer import Writer
 from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
-from engine.pathnames import shown
-from engine.store import aliases
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
 from engine.tokens import TokenCounter
-from engine.types import ContextPayload, SearchHit
 
 log = logging.getLogger("ctx.engine")
+
+# Which job kinds change the stored sources, and the reason SourcesChanged gives.
+_SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
+                "repair": "repair"}
 
 
 def store_exists(root: Path) -> bool:
@@ -75,14 +101,14 @@ def init_store(data_dir: str | Path | None = None, *, passphrase: str | None = N
 
 
 def repair_store(data_dir: str | Path | None = None, *, passphrase: str | None = None,
-                 embedder: Embedder | None = None) -> dict[str, Any]:
+                 embedder: Embedder | None = None) -> RepairResult:
     """`ctx repair`: set aside a vectors/ that cannot be opened, then rebuild every
     vector from the vault and drop embedding-cache rows no chunk uses."""
     moved = repair_layout(data_dir, passphrase=passphrase)
     eng = ContextEngine.open(data_dir, passphrase=passphrase, embedder=embedder, create=False,
                              auto_repair=False)
     try:
-        return {**eng.repair(), "set_aside": moved}
+        return dataclasses.replace(eng.repair(), set_aside=dict(moved))
     finally:
         eng.close()
 
@@ -103,8 +129,9 @@ class ContextEngine:
         except BaseException:
             vault.close()
             raise
+        self._events = Announcer()
         self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
-                          NameHasher(key), Metrics())
+                          NameHasher(key), Metrics(on_change=self._events.emit))
         vault.guard.on_damage = lambda exc: self.rt.metrics.alert(
             ALERT_VAULT_DAMAGED, True, exc.message)
         if not vault.pages_checked:  # a big vault's pages are checked in a thread
@@ -119,6 +146,7 @@ class ContextEngine:
         if recovered:
             log.warning("recovered %d sources left incomplete by a crash", len(recovered))
         self._jobs = JobRunner(on_finish=self._job_finished)
+        self._jobs.subscribe(lambda snap: self._events.emit(JobChanged(snap)))
         try:
             self._check_vectors(auto_repair)
         except BaseException:
@@ -233,27 +261,28 @@ class ContextEngine:
         if reason:
             self.repair(wait=False, reason=reason)
 
-    def repair(self, *, wait: bool = True, reason: str = "repair") -> dict[str, Any]:
+    def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
         """Rebuild every vector from the vault (the single writer runs it, alerting
         while it does); a full repair also drops embedding-cache rows no chunk uses and
-        rebuilds the keyword index."""
+        rebuilds the keyword index. Without ``wait``, only the reason and job id."""
         result: dict[str, Any] = {"reason": reason}
         job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
         result["job"] = job.id
         if wait:
-            snap = self._jobs.wait(job.id)
-            if snap["state"] == "failed":
-                from engine.errors import error_from_dict
-
-                raise error_from_dict(snap["error"] or {})
-        return result
+            self._wait_ok(job.id)
+        return RepairResult.from_dict(result)
 
     def _job_finished(self, job: Any) -> None:
         self.rt.vault.add_audit("ingest_job", os.getpid(), [job.id],
                                 {"files": job.files_done, "chunks": job.chunks,
                                  "errors": len(job.errors)})
+        reason = _SOURCE_JOBS.get(job.kind)
+        stored = job.state == "done" if reason == "repair" else (job.sources or job.chunks)
+        if reason is not None and stored:
+            self._events.emit(SourcesChanged(reason, tuple(job.sources)))
 
     # -- ingestion ---------------------------------------------------------------
+    @audited
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
                title: str | None = None, kind: str = "text", external_id: str | None = None,
                wait: bool = False) -> str:
@@ -294,20 +323,26 @@ class ContextEngine:
             self._jobs.wait(job.id)
         return job.id
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def job(self, job_id: str) -> JobSnapshot:
         return self._jobs.get(job_id)
 
-    def jobs(self) -> list[dict[str, Any]]:
+    def jobs(self) -> list[JobSnapshot]:
         return self._jobs.list()
 
-    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
+        """The job's snapshot once it ends, or as it stands after ``timeout`` seconds."""
         return self._jobs.wait(job_id, timeout)
 
-    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
-        """Follow every job's progress; returns a function that unsubscribes."""
-        return self._jobs.subscribe(listener)
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Hear the engine's own changes, whoever caused them: JobChanged (every job
+        snapshot change), SourcesChanged, BuildDone, AlertRaised and AlertCleared.
 
-    def cancel_job(self, job_id: str) -> dict[str, Any]:
+        ``listener`` runs on the thread where the change happened and must return
+        quickly; its exceptions are logged, never raised. Returns an unsubscribe.
+        """
+        return self._events.subscribe(listener)
+
+    def cancel_job(self, job_id: str) -> JobSnapshot:
         """Cancel a job: a queued one is dropped, a running one stops at its next safe
         point (between files, between embedding steps). Sources it fully stored stay;
         the one it was writing is not stored. Returns the job's snapshot (a running
@@ -315,7 +350,7 @@ class ContextEngine:
         self._live()
         return self._jobs.cancel(job_id)
 
-    def cancel_all(self) -> list[dict[str, Any]]:
+    def cancel_all(self) -> list[JobSnapshot]:
         """Cancel every queued and running job (for an app that quits); their snapshots."""
         self._live()
         return self._jobs.cancel_all()
@@ -327,6 +362,7 @@ class ContextEngine:
         self._jobs.resume()
 
     # -- reading -----------------------------------------------------------------
+    @audited
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
                until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
@@ -342,22 +378,32 @@ class ContextEngine:
         filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
         return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
+    @audited
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
-                      now: float | None = None) -> ContextPayload:
-        """The best context for ``query`` with the caller's live items, within ``budget``."""
+                      now: float | None = None) -> Payload:
+        """The best context for ``query`` with the caller's live items, within ``budget``.
+
+        Announces BuildDone (sizes and timings, never the query or the text).
+        """
         from engine.flows.build import build_context
 
-        return build_context(self._live(), query, live=live, conversation=conversation,
-                             budget=budget, overrides=config, fmt=fmt, mode=mode, now=now)
+        started, t0 = time.time(), time.perf_counter()
+        payload = build_context(self._live(), query, live=live, conversation=conversation,
+                                budget=budget, overrides=config, fmt=fmt, mode=mode, now=now)
+        if self._events.listened:
+            self._events.emit(BuildDone.of(payload, current_caller().origin, started,
+                                           (time.perf_counter() - t0) * 1000))
+        return payload
 
+    @audited
     def recall(self, query: str | None = None, *, auto: bool = False,
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
                budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False) -> dict[str, Any]:
+               index: Sequence[str] = (), sync: bool = False) -> RecallResult:
         """Search memory of coding sessions, or (``auto``) recent + related + failures.
 
         ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
@@ -367,122 +413,78 @@ class ContextEngine:
 
         rt = self._live()
         if index or sync:
-            holder: dict[str, Any] = {}
+            holder: list[RecallResult] = []
 
             def work(job: Any, progress: Callable[[], None]) -> None:
-                holder.update(recall(rt, self._writer, None, index=index, do_sync=sync,
+                holder.append(recall(rt, self._writer, None, index=index, do_sync=sync,
                                      progress=_job_progress(job, progress)))
             self._wait_ok(self._jobs.submit("sync", work).id)
             if query is None and not auto:
-                return holder
+                return holder[0]
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
                             since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
-            return {**holder, **result}
+            return dataclasses.replace(result, indexed=holder[0].indexed,
+                                       synced=holder[0].synced)
         return recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
                       since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
 
-    def sync(self, paths: Sequence[str] | None = None) -> dict[str, Any]:
+    @audited
+    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
         """Index what is new in the transcript folders (or ``paths``) since the last sync."""
         from engine.flows.recall import sync
 
         rt = self._live()
-        holder: dict[str, Any] = {}
-        job = self._jobs.submit("sync", lambda job, progress: holder.update(
+        holder: list[SyncResult] = []
+        job = self._jobs.submit("sync", lambda job, progress: holder.append(
             sync(rt, self._writer, paths, _job_progress(job, progress))))
         self._wait_ok(job.id)
-        return holder
+        return holder[0]
 
-    def _wait_ok(self, job_id: str) -> None:
+    def _wait_ok(self, job_id: str) -> JobSnapshot:
+        """Wait for a job; a failed one raises its error (internal_error for a bug)."""
         snap = self._jobs.wait(job_id)
-        if snap["state"] == "failed":
-            from engine.errors import error_from_dict
+        if snap.error is not None and snap.state == "failed":
+            raise snap.error.to_error()
+        return snap
 
-            raise error_from_dict(snap["error"] or {})
+    @audited
+    def sources(self, *, project: str | None = None) -> list[SourceInfo]:
+        return src.list_ready(self._live().vault, project=project)
 
-    def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in src.list_ready(self._live().vault, project=project)]
-
-    def delete(self, source: str | int) -> dict[str, Any]:
+    @audited
+    def delete(self, source: str | int) -> DeleteResult:
         """Delete sources by id, uri or path: a folder deletes every source under it, a
         transcript file every segment of it, ``project:NAME`` every source of a project.
-
-        Deleted means gone: rows, chunks and FTS entries (removed from the index
-        segments), embedding-cache rows no other chunk uses, vectors, and the text
-        a transcript's sync state held.
-        """
+        Deleted means gone from every table, index and cache (``flows.deleting``)."""
         rt = self._live()
-        ids = src.resolve(rt.vault, source)
-        paths = self._resolve_aliases(source)  # paths sharing another path's source
-        if not ids and not paths:
+        what = deleting.resolve(rt.vault, source)
+        if what.empty:
             raise NotFound("no such source")
-        by_path = not str(source).strip().isdigit()
-        key = chunk_key(rt.embedder.name)
-
-        def work(job: Any, progress: Callable[[], None]) -> None:
-            aliases.drop(rt.vault, paths)
-            # A path deleted whose content other paths share hands the source to them.
-            kept = aliases.keep_aliased(rt.vault, ids) if by_path else []
-            gone = [i for i in ids if i not in kept]
-            transcripts = src.transcript_paths(rt.vault, gone)
-            src.delete_sources(rt.vault, gone, cache_key=key)
-            src.forget_sync_text(rt.vault, transcripts, rt.hasher)
-            self._writer.flush_tombstones()
-            rt.vectors.save_snapshot()  # the sealed vectors lose the deleted ones now
-            rt.vault.wipe_log()  # the WAL's old page images held the deleted text
-        snap = self._jobs.wait(self._jobs.submit("delete", work).id)
-        if snap["state"] == "failed":
-            from engine.errors import error_from_dict
-
-            raise error_from_dict(snap["error"] or {})
-        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in ids],
-                           {"sources": len(ids), "paths": len(paths)})
-        return {"deleted": len(ids) + len(paths), "sources": ids}
-
-    def _resolve_aliases(self, source: str | int) -> list[str]:
-        """Paths (stored as aliases of another path's source) that ``source`` names."""
-        text = str(source).strip()
-        if text.isdigit():
-            return []
-        candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
-        resolved = Path(text)
-        if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
-            resolved = Path(text).expanduser().resolve()
-            candidates.append(shown(resolved))
-        folder = candidates[-1].rstrip("/") + "/" if resolved.is_dir() else None
-        return aliases.matching(self.rt.vault, candidates, folder)
+        self._wait_ok(self._jobs.submit("delete", deleting.delete_work(rt, self._writer,
+                                                                        what)).id)
+        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in what.ids],
+                           {"sources": len(what.ids), "paths": len(what.paths)})
+        self._events.emit(SourcesChanged("delete", tuple(what.ids)))
+        return DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids))
 
     # -- health ------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         rt = self._live()
         rt.vault.guard.check()  # vault.db changed behind the engine: every page checked
-        counts = src.counts(rt.vault)
-        vector_ok = rt.vectors.healthy()
-        return {
-            "data_dir": str(rt.root), **counts,
-            "vectors": rt.vectors.count() if vector_ok else None,
-            "vector_backend": rt.cfg.store.vector_backend, "vector_store_ok": vector_ok,
-            "vectors_in_memory": rt.vectors.memory(),
-            "model": rt.embedder.name, "dim": rt.embedder.dim,
-            "model_loaded": getattr(rt.embedder, "loaded", True),
-            "model_backend": getattr(rt.embedder, "backend", None),
-            "model_document_precision": getattr(rt.embedder, "document_precision", "float32"),
-            "model_query_precision": getattr(rt.embedder, "query_precision", "float32"),
-            "jobs_active": self._jobs.busy(), "ingestion_paused": self._jobs.paused,
-            "store_bytes": _dir_size(rt.root), "alerts": rt.metrics.snapshot()["alerts"],
-        }
+        return health.status(rt, jobs_active=self._jobs.busy(), paused=self._jobs.paused,
+                             alerts=dict(self.metrics().alerts))
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> MetricsSnapshot:
         snap = self._live().metrics.snapshot()
-        snap["time"] = time.time()
-        return snap
+        return MetricsSnapshot.from_dict({**snap, "time": time.time()})
 
     def audit_event(self, method: str, *, caller_pid: int | None, ids: Sequence[str],
                     counts: Mapping[str, int]) -> None:
         """Record a call in the audit log (ids and counts only, never content)."""
         self._live().vault.add_audit(method, caller_pid, list(ids), dict(counts))
 
-    def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        return self._live().vault.audit(since, limit)
+    def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
+        return [AuditEntry.from_dict(r) for r in self._live().vault.audit(since, limit)]
 
 
 def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
@@ -492,14 +494,3 @@ def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str,
             setattr(job, name, counts[name])
         progress()
     return update
-
-
-def _dir_size(root: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(dirpath, name))
-            except OSError:
-                pass
-    return total

@@ -1,7 +1,8 @@
 """In-process metrics: duration histograms, counters, gauges and alerts.
 
 Names follow the module specification (``context_engine.*``). Values are ids,
-counts and timings only, never content.
+counts and timings only, never content. An alert that is raised or cleared is
+announced to ``on_change`` (AlertRaised, AlertCleared), so nobody polls for it.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
+
+from engine.api import Alert, AlertCleared, AlertRaised, Event
 
 BUILD_MS = "context_engine.build.duration_ms"
 QUERY_MS = "context_engine.rag_query.duration_ms"
@@ -30,7 +34,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class Metrics:
-    def __init__(self, window: int = 2048) -> None:
+    def __init__(self, window: int = 2048,
+                 on_change: Callable[[Event], None] | None = None) -> None:
+        self._on_change = on_change
         self._lock = threading.Lock()
         self._hist: dict[str, deque[float]] = {}
         self._counters: dict[str, int] = {}
@@ -51,14 +57,21 @@ class Metrics:
             self._gauges[name] = float(value)
 
     def alert(self, name: str, active: bool, detail: str = "") -> None:
+        """Raise (again: counted) or clear an alert; a change of state is announced."""
+        event: Event | None = None
         with self._lock:
             if active:
+                raised = name not in self._alerts
                 entry = self._alerts.setdefault(name, {"since": time.time(), "count": 0})
                 entry["count"] += 1
                 entry["last"] = time.time()
                 entry["detail"] = detail
-            else:
-                self._alerts.pop(name, None)
+                if raised:
+                    event = AlertRaised(Alert(name=name, **entry))
+            elif self._alerts.pop(name, None) is not None:
+                event = AlertCleared(name)
+        if event is not None and self._on_change is not None:
+            self._on_change(event)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:

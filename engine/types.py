@@ -1,4 +1,8 @@
-"""Plain data passed between the engine's parts (no behaviour, no I/O)."""
+"""Plain data passed between the engine's parts (no behaviour, no I/O).
+
+What the engine returns to its callers is in ``engine.api``; these are drafts and
+inputs that stay inside.
+"""
 
 from __future__ import annotations
 
@@ -42,26 +46,6 @@ class ChunkDraft:
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    """One ranked chunk from search; ``lanes`` maps lane name to 1-based rank."""
-
-    chunk_id: int
-    source_id: int
-    source: str  # source uri
-    title: str
-    kind: str  # chunk kind
-    source_kind: str
-    text: str
-    score: float
-    lanes: dict[str, int]
-    time: float | None = None
-    ordinal: int = 0
-    tokens: int = 0
-    heading: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class LiveItem:
     """An item of the caller's live context (from a context gatherer)."""
 
@@ -77,44 +61,3 @@ class ConversationTurn:
     role: str  # "user" | "assistant" | a speaker name
     text: str
     time: float | None = None
-
-
-@dataclass(frozen=True)
-class PayloadItem:
-    """One item that made it into a context payload."""
-
-    kind: str  # chunk kind, "surrogate", "live:<kind>", or "conversation"
-    source: str
-    title: str
-    time: float | None
-    tokens: int  # tokens of this item's rendered block, as packed
-    score: float
-    lanes: dict[str, int]
-    why: str  # short machine-readable reason: "top_hit_expanded", "snippet", ...
-    chunk_ids: tuple[int, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind, "source": self.source, "title": self.title, "time": self.time,
-            "tokens": self.tokens, "score": round(self.score, 6), "lanes": dict(self.lanes),
-            "why": self.why, "chunk_ids": list(self.chunk_ids),
-        }
-
-
-@dataclass(frozen=True)
-class ContextPayload:
-    """The result of build_context: ``total_tokens`` == tokens of ``context`` <= ``budget``."""
-
-    context: str
-    total_tokens: int
-    budget: int
-    items: tuple[PayloadItem, ...]
-    timings: dict[str, float]  # stage -> milliseconds
-    format: str = "text"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "context": self.context, "total_tokens": self.total_tokens, "budget": self.budget,
-            "items": [i.to_dict() for i in self.items],
-            "timings": {k: round(v, 3) for k, v in self.timings.items()}, "format": self.format,
-        }

@@ -17,8 +17,8 @@ from typing import Any, Self
 
 import zmq
 
-from engine.errors import CtxError, error_from_dict
-from ipc.connection import ConnectionInfo, find_live, pid_alive
+from engine import CtxError, error_from_dict
+from ipc.connection import ConnectionInfo, pid_alive
 from ipc.errors import (
     BadSignature,
     IpcTimeout,
@@ -53,9 +53,10 @@ class Client:
     the lost request). Thread-safe: calls from several threads are serialized
     on the one socket; use one client per thread for parallel calls.
 
-    ``rediscover`` (default: ``find_live`` of ``info["data_dir"]``) is asked
-    for fresh connection info before each retry, so a client outlives a server
-    restart: a restarted server has a new key (and on TCP a new port). A reply
+    ``rediscover`` (``ipc.discovery.find_live`` of the data dir, as RemoteEngine
+    passes it; None: never) is asked for fresh connection info before each
+    retry, so a client outlives a server restart: a restarted server has a new
+    key (and on TCP a new port). A reply
     that cannot be verified comes from a server holding another key (the
     restarted one refusing a request signed with the old key); the client
     then reads the connection info again and, if the key changed, sends the
@@ -73,7 +74,7 @@ class Client:
         self.retries = retries
         self.max_message_bytes = max_message_bytes
         self.resets = 0  # REQ sockets thrown away after a timeout or a bad reply
-        self._rediscover_fn = rediscover or (lambda: find_live(info["data_dir"]))
+        self._rediscover_fn = rediscover or (lambda: None)
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
         self._lock = threading.Lock()

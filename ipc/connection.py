@@ -3,11 +3,9 @@
 A server writes ``ctx-<tag>.json`` (``tag`` = a hash of the resolved data dir)
 into the user runtime dir, readable by the owner alone, written atomically, and
 removes it on a clean exit. When the runtime dir is not usable (missing, not
-ours, open to others) the data dir is used instead. A file left behind by a
-killed server is recognised and removed by :func:`find_live`: its pid is gone,
-or now belongs to another process (the file records the server's process
-start time), or, where start times cannot be read, the server does not
-answer a ping within a second.
+ours, open to others) the data dir is used instead. This module reads, writes
+and removes the file and tells whether its process still runs; which file
+names a live server (a ping where that cannot be told) is ``ipc.discovery``'s.
 """
 
 from __future__ import annotations
@@ -25,21 +23,19 @@ from typing import NotRequired, TypedDict
 
 import platformdirs
 
-from engine.paths import data_dir as resolve_data_dir
+from engine import resolve_data_dir
 from ipc.errors import ProtocolError
 from ipc.protocol import PROTOCOL_VERSION
 
 __all__ = [
-    "ConnectionInfo", "connection_file_path", "default_endpoint", "find_live", "make_info",
-    "pid_alive", "process_started", "read_connection_file", "remove_connection_file",
-    "runtime_dir", "write_connection_file",
+    "ConnectionInfo", "candidate_paths", "connection_file_path", "default_endpoint",
+    "make_info", "pid_alive", "process_started", "read_connection_file",
+    "remove_connection_file", "runtime_dir", "write_connection_file",
 ]
 
 ENV_RUNTIME_DIR = "CTX_RUNTIME_DIR"
 _MAX_FILE_BYTES = 64 * 1024
 _MAX_IPC_PATH = 100  # bytes; AF_UNIX sun_path is 104 (macOS) or 108 (Linux) with the NUL
-PROBE_TIMEOUT_S = 1.0  # ping answered by the server's socket thread; only where start
-# times cannot be read (an old file, or a platform without /proc or ps)
 
 
 class ConnectionInfo(TypedDict):
@@ -267,63 +263,4 @@ def process_started(pid: int) -> str | None:
             return None
         out = done.stdout.strip()
         return f"ps:{pid}:{out}" if done.returncode == 0 and out else None
-    return None
-
-
-def _socket_missing(info: ConnectionInfo) -> bool:
-    if info["transport"] != "ipc":
-        return False
-    return not Path(info["endpoint"][len("ipc://"):]).exists()
-
-
-def _answers_ping(info: ConnectionInfo, timeout: float) -> bool:
-    """Whether the server in ``info`` answers a ping, signed with its key, within ``timeout``."""
-    from engine.errors import CtxError
-    from ipc.client import Client
-
-    try:
-        with Client(info, timeout=timeout, retries=0, rediscover=lambda: None) as client:
-            client.call("ping")
-    except (CtxError, OSError):
-        return False
-    return True
-
-
-def find_live(data_dir: str | os.PathLike[str] | None = None, *,
-              probe_timeout: float = PROBE_TIMEOUT_S) -> ConnectionInfo | None:
-    """The connection info of the live server for ``data_dir``, or None.
-
-    A file is stale, and removed, when its pid is gone, when that pid now
-    belongs to another process (its start time differs from the recorded
-    one), when its ipc socket vanished, or when it is malformed. Where the
-    start time cannot be compared (a file without one, a platform without
-    /proc or ps), a ping must come back within ``probe_timeout`` seconds;
-    a file that fails it is skipped but left in place (the server may only
-    be slow).
-    """
-    root = resolve_data_dir(data_dir)
-    for path in candidate_paths(root):
-        try:
-            info = read_connection_file(path)
-        except FileNotFoundError:
-            continue
-        except ProtocolError:
-            remove_connection_file(path)
-            continue
-        except OSError:
-            continue
-        if Path(info["data_dir"]) != root:
-            continue
-        if not pid_alive(info["pid"]) or _socket_missing(info):
-            remove_connection_file(path, pid=info["pid"])
-            continue
-        recorded = info.get("started")
-        current = process_started(info["pid"]) if recorded is not None else None
-        if recorded is not None and current is not None:
-            if current != recorded:  # the pid was reused by another process
-                remove_connection_file(path, pid=info["pid"])
-                continue
-            return info
-        if _answers_ping(info, probe_timeout):
-            return info
     return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from engine.errors import ConfigError
+from engine import ConfigError
 
 __all__ = ["LOOPBACK_NAMES", "check_loopback", "is_loopback_host"]
 

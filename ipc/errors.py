@@ -3,13 +3,15 @@
 Each class has a stable numeric ``code`` (2000-2099) and ``name`` so that a
 client in any language can tell them apart without reading messages, exactly
 like the engine's own errors (which keep 1000-1999). Importing this module
-registers the classes with :func:`engine.errors.error_from_dict`, so a client
-rebuilds them from a reply's ``error`` object.
+registers the classes with the engine's ``error_from_dict``, so a client
+rebuilds them from a reply's ``error`` object. ``InternalError`` (2008) is the
+engine's own (a bug, in a call or in a job); it is named here too because the
+wire tells it apart like the rest.
 """
 
 from __future__ import annotations
 
-from engine.errors import CtxError
+from engine import CtxError, InternalError
 
 __all__ = [
     "BadSignature",
@@ -71,12 +73,6 @@ class ServerUnavailable(IpcError):
     """No live server for a data dir, or the server is shutting down or saturated."""
 
     code, name, exit_code = 2007, "server_unavailable", 5
-
-
-class InternalError(IpcError):
-    """The engine raised something that is not a CtxError (a bug): only its type travels."""
-
-    code, name = 2008, "internal_error"
 
 
 class KeyMismatch(BadSignature):

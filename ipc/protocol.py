@@ -14,13 +14,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import (
+from engine import (
+    FINAL_JOB_STATES,
+    JOB_STATES,
+    LIVE_KINDS,
+    SOURCE_KINDS,
     ConfigError,
     InvalidBudget,
     InvalidItemKind,
     LiveSnapshotTooLarge,
 )
-from engine.types import LIVE_KINDS, SOURCE_KINDS
 from ipc.endpoints import check_loopback
 from ipc.errors import ProtocolError, UnknownMethod
 from ipc.schema import Field, check, check_text
@@ -47,8 +50,6 @@ PROTOCOL_VERSION = "1.0"
 DELIMITER = b"<IDS|MSG>"
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_HEADER_BYTES = 8 * 1024
-JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
-FINAL_JOB_STATES = ("done", "failed", "cancelled")
 HEADER_FIELDS = ("msg_id", "method", "version", "date", "pid")
 REPLY_HEADER_FIELDS = (*HEADER_FIELDS, "parent")
 
@@ -107,7 +108,6 @@ class MethodSpec:
     result: Field
     idempotent: bool = True
     control: bool = False  # served by the control pool (cheap reads)
-    audited: bool = True  # the server records an audit event (ids and counts only)
     # a check across parameters, after each one fits its Field (e.g. live text bytes)
     extra_check: Callable[[Mapping[str, Any]], None] | None = field(default=None,
                                                                      compare=False)
@@ -186,16 +186,16 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
     MethodSpec("ping", {}, _obj({"pong": Field("bool", required=True),
                                  "version": Field("str", required=True),
                                  "pid": Field("int", required=True)}),
-               control=True, audited=False),
-    MethodSpec("status", {}, _ANY_OBJ, control=True, audited=False),
-    MethodSpec("metrics", {}, _ANY_OBJ, control=True, audited=False),
+               control=True),
+    MethodSpec("status", {}, _ANY_OBJ, control=True),
+    MethodSpec("metrics", {}, _ANY_OBJ, control=True),
     MethodSpec("job", {"job_id": Field("str", required=True, min_len=1, max_len=128)},
-               _JOB_RESULT, control=True, audited=False),
-    MethodSpec("jobs", {}, Field("list", items=_JOB_RESULT), control=True, audited=False),
+               _JOB_RESULT, control=True),
+    MethodSpec("jobs", {}, Field("list", items=_JOB_RESULT), control=True),
     MethodSpec("cancel_job", {"job_id": Field("str", required=True, min_len=1, max_len=128)},
-               _JOB_RESULT, control=True, audited=False),
+               _JOB_RESULT, control=True),
     MethodSpec("audit", {"since": _TIME, "limit": Field("int", lo=1, hi=10_000)},
-               _OBJ_LIST, control=True, audited=False),
+               _OBJ_LIST, control=True),
     MethodSpec("ingest", {
         "paths": Field("list", max_len=100_000, items=_PATH),
         "text": Field("str", nullable=True, max_len=_TEXT_MAX),

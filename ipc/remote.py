@@ -1,9 +1,9 @@
-"""RemoteEngine: the ContextEngine API, served by a running ``ctx`` server.
+"""RemoteEngine: the engine's API (``engine.EngineAPI``), served by a running ``ctx`` server.
 
-Same method names and parameters as :class:`engine.facade.ContextEngine`, so
-the CLI and sibling processes can use either; results are plain JSON data
-(``build_context`` returns the payload as a dict, ``search`` a list of hit
-dicts). Errors arrive as the engine's own exception classes.
+Same methods, parameters and results as ``engine.ContextEngine``, so the CLI,
+MCP and sibling processes can use either: each reply is rebuilt into the same
+``engine`` result object (``Payload``, ``SearchHit``, ``JobSnapshot``...) with
+its ``from_dict``. Errors arrive as the engine's own exception classes.
 """
 
 from __future__ import annotations
@@ -14,9 +14,22 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from engine import (
+    AuditEntry,
+    DeleteResult,
+    JobSnapshot,
+    MetricsSnapshot,
+    Payload,
+    RecallResult,
+    SearchHit,
+    SourceInfo,
+    Status,
+    SyncResult,
+)
 from ipc.client import Client
-from ipc.connection import ConnectionInfo, find_live
-from ipc.protocol import FINAL_JOB_STATES, IpcConfig
+from ipc.connection import ConnectionInfo
+from ipc.discovery import find_live
+from ipc.protocol import IpcConfig
 
 __all__ = ["RemoteEngine", "connect"]
 
@@ -42,7 +55,9 @@ class RemoteEngine:
                  rediscover: Callable[[], ConnectionInfo | None] | None = None) -> None:
         self.data_dir = Path(info["data_dir"])
         self.long_timeout = LONG_TIMEOUT_S
-        self.client = Client(info, timeout=timeout, retries=retries, rediscover=rediscover)
+        root = info["data_dir"]  # follow the server across restarts by its connection file
+        self.client = Client(info, timeout=timeout, retries=retries,
+                             rediscover=rediscover or (lambda: find_live(root)))
 
     @classmethod
     def connect(cls, data_dir: str | os.PathLike[str] | None = None, *,
@@ -85,7 +100,7 @@ class RemoteEngine:
             self.wait(job_id)
         return job_id
 
-    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
         """Poll ``job`` until it ends (done, failed, cancelled) or ``timeout`` passes.
 
         Returns the last state seen, like ContextEngine.wait.
@@ -94,7 +109,7 @@ class RemoteEngine:
         pause = 0.02
         while True:
             state = self.job(job_id)
-            if state.get("state") in FINAL_JOB_STATES:
+            if state.final:
                 return state
             if deadline is not None and time.monotonic() >= deadline:
                 return state
@@ -102,40 +117,38 @@ class RemoteEngine:
                        max(0.0, min(pause, deadline - time.monotonic())))
             pause = min(0.5, pause * 1.5)
 
-    def job(self, job_id: str) -> dict[str, Any]:
-        return dict(self._call("job", {"job_id": job_id}))
+    def job(self, job_id: str) -> JobSnapshot:
+        return JobSnapshot.from_dict(self._call("job", {"job_id": job_id}))
 
-    def cancel_job(self, job_id: str) -> dict[str, Any]:
+    def cancel_job(self, job_id: str) -> JobSnapshot:
         """Cancel a job (a running one stops at its next safe point); its snapshot."""
-        return dict(self._call("cancel_job", {"job_id": job_id}))
+        return JobSnapshot.from_dict(self._call("cancel_job", {"job_id": job_id}))
 
-    def jobs(self) -> list[dict[str, Any]]:
-        return list(self._call("jobs"))
+    def jobs(self) -> list[JobSnapshot]:
+        return [JobSnapshot.from_dict(j) for j in self._call("jobs")]
 
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
-                      now: float | None = None) -> dict[str, Any]:
-        """The context payload as a dict (context, total_tokens, budget, items, timings...)."""
-        return dict(self._call("build_context", _drop_none(
+                      now: float | None = None) -> Payload:
+        return Payload.from_dict(self._call("build_context", _drop_none(
             query=query, live=_list(live), conversation=_list(conversation), budget=budget,
             config=dict(config) if config is not None else None, fmt=fmt, mode=mode, now=now)))
 
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
                until: float | None = None, distinct_sources: bool = False
-               ) -> list[dict[str, Any]]:
-        """Ranked hits, each a dict with the fields of engine.types.SearchHit."""
-        return list(self._call("search", _drop_none(
+               ) -> list[SearchHit]:
+        return [SearchHit.from_dict(h) for h in self._call("search", _drop_none(
             query=query, k=k, kinds=_list(kinds), path_prefix=path_prefix, since=since,
-            until=until, distinct_sources=distinct_sources or None)))
+            until=until, distinct_sources=distinct_sources or None))]
 
     def recall(self, query: str | None = None, *, auto: bool = False,
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
                budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False) -> dict[str, Any]:
+               index: Sequence[str] = (), sync: bool = False) -> RecallResult:
         """Search session memory or (``auto``) recent + related + failures.
 
         With ``index`` or ``sync`` the server first indexes transcripts, which may
@@ -149,29 +162,31 @@ class RemoteEngine:
         if sync:
             params["sync"] = True
         timeout = self.long_timeout if (index or sync) else None
-        return dict(self._call("recall", params, timeout=timeout))
+        return RecallResult.from_dict(self._call("recall", params, timeout=timeout))
 
-    def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
-        return list(self._call("sources", _drop_none(project=project)))
+    def sources(self, *, project: str | None = None) -> list[SourceInfo]:
+        return [SourceInfo.from_dict(s)
+                for s in self._call("sources", _drop_none(project=project))]
 
-    def delete(self, source: str | int) -> dict[str, Any]:
+    def delete(self, source: str | int) -> DeleteResult:
         """Delete a source by id, uri or path (sent as a string; the engine reads ids back)."""
-        return dict(self._call("delete", {"source": str(source)}))
+        return DeleteResult.from_dict(self._call("delete", {"source": str(source)}))
 
-    def sync(self, paths: Sequence[str] | None = None) -> dict[str, Any]:
+    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
         """Index what is new in the transcript folders (or ``paths``); may take minutes."""
-        return dict(self._call("sync", _drop_none(paths=_list(paths)),
-                               timeout=self.long_timeout))
+        return SyncResult.from_dict(self._call("sync", _drop_none(paths=_list(paths)),
+                                               timeout=self.long_timeout))
 
-    def status(self) -> dict[str, Any]:
-        """The engine's status, plus ``server``: the server's counters."""
-        return dict(self._call("status"))
+    def status(self) -> Status:
+        """The engine's status, with ``server``: the serving process's counters."""
+        return Status.from_dict(self._call("status"))
 
-    def metrics(self) -> dict[str, Any]:
-        return dict(self._call("metrics"))
+    def metrics(self) -> MetricsSnapshot:
+        return MetricsSnapshot.from_dict(self._call("metrics"))
 
-    def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        return list(self._call("audit", _drop_none(since=since, limit=limit)))
+    def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
+        return [AuditEntry.from_dict(a)
+                for a in self._call("audit", _drop_none(since=since, limit=limit))]
 
     # -- wire-only methods -------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Reply bodies as they go on the wire: results as plain JSON, errors without caller text.
+"""Error replies as they go on the wire: without caller text.
 
 The engine's errors name ids, counts, paths and config keys; several of those
 come from the request itself (a job id asked for, an unknown config key, a
@@ -6,44 +6,23 @@ path). Nothing the caller sent is ever repeated over the wire, so before an
 engine error leaves the server, :func:`wire_error` withholds its message and
 drops each detail that repeats any text of the request. It also gives every
 ``invalid_input`` family error a ``details.field`` (the request's parameter
-path), and turns a failure that was not a CtxError into ``internal_error``
-(2008), including a failed job's, which the engine records as a bare error.
+path). A failure that was not a CtxError is the engine's ``internal_error``
+(2008), in a call (the server makes it) or in a job (the engine records it).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from engine.errors import CtxError, InvalidInput
-from ipc.errors import InternalError
+from engine import CtxError, InvalidInput
 from ipc.protocol import METHODS
 from ipc.session import dumps
 
-__all__ = ["caller_strings", "error_body", "job_jsonable", "to_jsonable", "wire_error"]
+__all__ = ["caller_strings", "error_body", "wire_error"]
 
-_TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
 _MAX_STRINGS = 200_000  # a request holds far fewer; past this, everything is withheld
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Plain JSON data from engine results (``to_dict()`` objects, dataclasses, paths)."""
-    if obj is None or isinstance(obj, (str, int, float, bool)):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return to_jsonable(obj.to_dict())
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return to_jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"cannot send a {type(obj).__name__} as JSON")
 
 
 def error_body(error: CtxError) -> dict[str, Any]:
@@ -113,11 +92,7 @@ def _flat(value: Any) -> str:
 
 
 def wire_error(error: CtxError, method: str, params: Any) -> CtxError:
-    """``error`` fit for the wire: no caller text, a field on invalid input, bugs as 2008."""
-    if type(error) is CtxError:  # only a failed job's bare error dict rebuilds to this
-        kind = error.message if _TYPE_NAME.match(error.message) else None
-        return InternalError(f"{method} failed in a job" + (f" with {kind}" if kind else ""),
-                             **({"type": kind} if kind else {}))
+    """``error`` fit for the wire: no caller text, and a field on invalid input."""
     strings = caller_strings(params)
     message = error.message
     details = dict(error.details)
@@ -138,18 +113,3 @@ def wire_error(error: CtxError, method: str, params: Any) -> CtxError:
     out = CtxError.__new__(type(error))
     CtxError.__init__(out, message, **details)
     return out
-
-
-def job_jsonable(job: Any) -> Any:
-    """A job snapshot for the wire: a job that failed on a bug says ``internal_error`` (2008)."""
-    if not isinstance(job, dict):
-        return job
-    err = job.get("error")
-    if isinstance(err, dict) and (err.get("name") == "internal_error"
-                                  or err.get("code") == CtxError.code):
-        kind = str(err.get("message", ""))
-        kind = kind if _TYPE_NAME.match(kind) else ""
-        job = dict(job, error=InternalError(
-            "job failed" + (f" with {kind}" if kind else ""),
-            **({"type": kind} if kind else {})).to_dict())
-    return job

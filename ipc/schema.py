@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import CtxError, InvalidInput, NotUtf8
+from engine import CtxError, InvalidInput, NotUtf8
 from ipc.errors import ProtocolError
 
 __all__ = ["Field", "check", "check_text"]

@@ -10,8 +10,10 @@ the file. It never closes the engine: its owner does.
 (which takes the data dir lock, so a second server on the same data dir fails
 with ``store_locked`` before touching anything), serves through a ServerHost
 until SIGTERM/SIGINT, a ``shutdown`` request or ``idle_timeout`` seconds
-without a request, and then closes the engine. ``python -m ipc.serve`` does the
-same from a shell and prints one JSON line (without the key) once it is ready.
+without a request (the one idle clock: requests and jobs count as activity),
+and then closes the engine. ``ctx serve`` and ``python -m ipc.serve`` only
+parse their arguments and call it; the latter prints one JSON line (without
+the key) once it is ready.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import CtxError
+from engine import CtxError, EngineAPI, parse_config_section
 from ipc.connection import (
     ConnectionInfo,
     connection_file_path,
@@ -46,9 +48,11 @@ __all__ = ["ServerHost", "main", "serve"]
 
 EngineFactory = Callable[[Path | None], Any]
 
+log = logging.getLogger("ctx.serve")
+
 
 def _open_context_engine(data_dir: Path | None) -> Any:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     return ContextEngine.open(data_dir)
 
@@ -71,10 +75,8 @@ def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
 
 def ipc_config(engine: Any) -> IpcConfig:
     """The [ipc] table of the engine's config (config.toml, CTX__IPC__*), validated."""
-    from engine.config_base import from_dict
-
     table = getattr(getattr(engine, "config", None), "ipc", None) or {}
-    return from_dict(IpcConfig, table, "ipc")
+    return parse_config_section(IpcConfig, table, "ipc")
 
 
 class ServerHost:
@@ -180,26 +182,35 @@ class ServerHost:
                 remove_connection_file(conn_path, pid=os.getpid())
 
 
-def _jobs_active(engine: Any) -> bool:
-    jobs = getattr(engine, "jobs", None)
-    if jobs is None:
-        return False
+def _jobs_active(engine: EngineAPI) -> bool:
     try:
-        return any(j.get("state") in ("queued", "running") for j in jobs())
+        return any(not j.final for j in engine.jobs())
     except Exception:  # noqa: BLE001 - a failing engine call only means "don't know"
         return False
+
+
+def _sync_in_background(engine: EngineAPI) -> None:
+    """Index what is new in the transcript folders, off the serving thread."""
+    def work() -> None:
+        try:
+            result = engine.sync()
+            log.info("sync on start: %s files, %s chunks", result.files, result.chunks)
+        except Exception as exc:  # noqa: BLE001 - a failed sync never stops the server
+            log.warning("sync on start failed (%s)", type(exc).__name__)
+    threading.Thread(target=work, name="ctx-sync-on-start", daemon=True).start()
 
 
 def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers: int = 4,
           ready: Callable[[ConnectionInfo], None] | None = None,
           config: IpcConfig | None = None, engine_factory: EngineFactory | None = None,
-          idle_timeout: float | None = None) -> int:
+          idle_timeout: float | None = None, sync_on_start: bool = False) -> int:
     """Serve the engine of ``data_dir`` (None: $CTX_HOME or the platform default) until stopped.
 
     ``ready`` is called with the connection info once clients can connect.
     ``engine_factory`` replaces ``ContextEngine.open`` (tests, embedding).
     ``idle_timeout``: stop after that many seconds without a request (and no
     ingestion job queued or running); None serves until told to stop.
+    ``sync_on_start``: once serving, index what is new in the transcript folders.
     Returns 0 after a clean stop; engine errors (StoreLocked, WrongKey...) propagate.
     """
     if idle_timeout is not None and idle_timeout <= 0:
@@ -219,6 +230,8 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
         with _stop_on_signals(host.request_stop):
             if ready is not None:
                 ready(info)
+            if sync_on_start:
+                _sync_in_background(engine)
             poll = 0.2 if idle_timeout is None else min(0.2, idle_timeout / 4)
             while not host.wait(poll):
                 if idle_timeout is not None and host.idle_seconds() >= idle_timeout:

@@ -28,9 +28,10 @@ from typing import Any, Self
 
 import zmq
 
-from engine.errors import CtxError
+from engine import CtxError, EngineAPI, InternalError, caller
+from ipc.dispatch import CALLS, encode
 from ipc.endpoints import check_loopback
-from ipc.errors import InternalError, MessageTooLarge, ServerUnavailable
+from ipc.errors import MessageTooLarge, ServerUnavailable
 from ipc.protocol import (
     METHODS,
     PROTOCOL_VERSION,
@@ -39,7 +40,7 @@ from ipc.protocol import (
     method_spec,
     validate_params,
 )
-from ipc.replies import error_body, job_jsonable, to_jsonable, wire_error
+from ipc.replies import error_body, wire_error
 from ipc.session import Message, Rejected, Session
 
 __all__ = ["Server"]
@@ -59,7 +60,7 @@ class Server:
     ends it after in-flight requests finish or ``drain_timeout_s`` passes.
     """
 
-    def __init__(self, engine: Any, endpoint: str, key: bytes | str, *,
+    def __init__(self, engine: EngineAPI, endpoint: str, key: bytes | str, *,
                  workers: int | None = None, max_message_bytes: int | None = None,
                  config: IpcConfig | None = None) -> None:
         overrides = {k: v for k, v in (("workers", workers),
@@ -246,7 +247,7 @@ class Server:
         if method == "shutdown":
             self._reply_now(msg.identities, msg.header, {"ok": True, "result": {"stopping": True}})
             self._in_flight += 1
-            self._control.submit(self._audit_only, spec, msg)
+            self._control.submit(self._audit_shutdown, msg)
             self.stop()
             return
         pool = self._control if spec.control else self._pool
@@ -287,12 +288,16 @@ class Server:
     # -- workers -------------------------------------------------------------------------
 
     def _work(self, spec: MethodSpec, msg: Message, params: dict[str, Any]) -> None:
-        """Run one request on a worker; always pushes exactly one reply."""
-        started = time.perf_counter()
+        """Run one request on a worker; always pushes exactly one reply.
+
+        The engine hears the call as the caller's ("ipc", its pid, the request id):
+        it audits the call and announces a build itself.
+        """
         result: Any = None
         error: CtxError | None = None
         try:
-            result = self._call(spec.name, params)
+            with caller("ipc", pid=msg.header["pid"], request=msg.header["msg_id"]):
+                result = self._call(spec.name, params)
         except CtxError as exc:
             error = wire_error(exc, spec.name, params)
         except Exception as exc:  # noqa: BLE001 - a bug becomes internal_error, not silence
@@ -308,13 +313,16 @@ class Server:
             frames = self._reply_frames(msg.identities, msg.header, error_body(
                 InternalError(f"reply failed with {type(exc).__name__}")))
         self._push_reply(frames)
-        if spec.audited:
-            elapsed = int((time.perf_counter() - started) * 1000)
-            self._audit(spec.name, msg, params, result, error, elapsed)
 
-    def _audit_only(self, spec: MethodSpec, msg: Message) -> None:
+    def _audit_shutdown(self, msg: Message) -> None:
+        """``shutdown`` is the server's own method: the server records who asked."""
         try:
-            self._audit(spec.name, msg, {}, None, None, 0)
+            self._engine.audit_event("shutdown", caller_pid=msg.header["pid"],  # type: ignore[attr-defined]
+                                     ids=[msg.header["msg_id"]],
+                                     counts={"ok": 1, "duration_ms": 0})
+        except Exception as exc:  # noqa: BLE001 - auditing never fails a served request
+            self._count("audit_errors")
+            log.warning("audit_event failed for shutdown (%s)", type(exc).__name__)
         finally:
             self._push_reply([])  # empty: only settles the in-flight count
 
@@ -329,45 +337,11 @@ class Server:
         self._count("dropped_after_close")
 
     def _call(self, method: str, params: dict[str, Any]) -> Any:
-        fn = getattr(self._engine, method)
-        result = fn(**params)
-        if method == "ingest":
-            return {"job_id": str(result)}
-        if method == "status":
-            out = dict(to_jsonable(result))
-            out["server"] = self.stats()
-            return out
-        if method in ("job", "cancel_job"):
-            return job_jsonable(to_jsonable(result))
-        if method == "jobs":
-            return [job_jsonable(j) for j in to_jsonable(result)]
-        return to_jsonable(result)
-
-    def _audit(self, method: str, msg: Message, params: Mapping[str, Any], result: Any,
-               error: CtxError | None, elapsed_ms: int) -> None:
-        """Record who asked what (ids and counts, never content); failures only counted."""
-        ids = [msg.header["msg_id"]]
-        counts: dict[str, int] = {"ok": int(error is None), "duration_ms": elapsed_ms}
-        if error is not None:
-            counts["error_code"] = error.code
-        if isinstance(result, dict):
-            if "job_id" in result:
-                ids.append(str(result["job_id"]))
-            for key in ("total_tokens", "budget"):
-                if isinstance(result.get(key), int):
-                    counts[key] = result[key]
-            if isinstance(result.get("items"), list):
-                counts["items"] = len(result["items"])
-        elif isinstance(result, list):
-            counts["results"] = len(result)
-        for key in ("paths", "live", "conversation"):
-            if isinstance(params.get(key), list):
-                counts[key] = len(params[key])
-        try:
-            self._engine.audit_event(method, caller_pid=msg.header["pid"], ids=ids, counts=counts)
-        except Exception as exc:  # noqa: BLE001 - auditing never fails a served request
-            self._count("audit_errors")
-            log.warning("audit_event failed for %s (%s)", method, type(exc).__name__)
+        """The engine's typed result of ``method`` (the method table), as wire JSON."""
+        result = CALLS[method](self._engine, params)
+        if method == "status":  # the serving process's counters travel with it
+            result = dataclasses.replace(result, server=self.stats())
+        return encode(result)
 
     # -- teardown -----------------------------------------------------------------------
 

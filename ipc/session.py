@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.errors import CtxError
+from engine import CtxError
 from ipc.errors import BadSignature, MessageTooLarge, ProtocolError, Replayed
 from ipc.protocol import (
     DELIMITER,

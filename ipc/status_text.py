@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from engine import VectorMemory
 
 
-def memory_line(mem: dict[str, Any]) -> str:
+def memory_line(mem: VectorMemory) -> str:
     """``status``'s ``vectors_in_memory`` as one line: what the queries read vectors from."""
-    held = mem.get("bytes", 0)
-    size = f"{mem.get('vectors', 0)} vectors, " + (
+    held = mem.bytes
+    size = f"{mem.vectors} vectors, " + (
         f"{held / 2**20:.0f} MB" if held >= 2**20 else f"{held / 2**10:.0f} KB")
-    state = str(mem.get("state"))
+    state = mem.state
     if state == "empty":
         return "not loaded yet (a served engine loads it at start; queries read the index)"
-    if mem.get("kind") == "exact":
+    if mem.kind == "exact":
         return f"exact index, {size}"
-    if mem.get("kind") == "prefilter":  # the memory backend past store.exact_search_max
+    if mem.kind == "prefilter":  # the memory backend past store.exact_search_max
         return f"index with a prefilter, {size}"
-    if mem.get("kind") == "cache":
+    if mem.kind == "cache":
         return {"ready": f"vector cache, {size}",
                 "loading": "vector cache loading (queries read the index meanwhile)",
                 "off": "none: the store is over store.vector_cache_mb, vectors are read "

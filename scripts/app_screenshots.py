@@ -119,7 +119,7 @@ def main() -> None:
     files = [REPO / "README.md", REPO / "docs" / "wire.md",
              *sorted((REPO / "engine" / "retrieval").glob("*.py"))]
     host.ingest_paths([str(f) for f in files if f.exists()])
-    wait_until(lambda: host.jobs and all(j["state"] == "done" for j in host.jobs.values()))
+    wait_until(lambda: host.jobs and all(j.state == "done" for j in host.jobs.values()))
     host.build_context("How does a sibling process call build_context?", budget=600)
     pump(1500)
 

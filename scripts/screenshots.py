@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine import Event, JobChanged, JobSnapshot
+
 REPO = Path(__file__).resolve().parents[1]
 PANELS = (("ingestion", "desktop.panels.ingestion", "IngestionPanel"),
           ("sources", "desktop.panels.sources", "SourcesPanel"),
@@ -121,7 +123,7 @@ class Scene:
 
         self.app, self.tmp = app, tmp
         self.docs, self.bad, self.bulk = make_documents(tmp)
-        self.host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True, alert_poll_ms=1000)
+        self.host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True)
         ready: list[bool] = []
         self.host.ready.connect(lambda: ready.append(True))
         self.host.start()
@@ -134,11 +136,11 @@ class Scene:
         self.builds: list[dict[str, Any]] = []
         self.host.build_finished.connect(self.builds.append)
 
-    def job_done(self, paths: list[str]) -> dict[str, Any]:
-        done: list[dict[str, Any]] = []
+    def job_done(self, paths: list[str]) -> JobSnapshot:
+        done: list[JobSnapshot] = []
 
-        def on_job(job: dict[str, Any]) -> None:
-            if job["state"] in ("done", "failed", "cancelled"):
+        def on_job(job: JobSnapshot) -> None:
+            if job.final:
                 done.append(job)
         self.host.job_progress.connect(on_job)
         self.host.ingest_paths(paths)
@@ -161,8 +163,9 @@ class Scene:
         """Start the bulk folder and pause it at about a third: a running job on screen."""
         gate = threading.Event()
 
-        def listener(job: dict[str, Any]) -> None:  # the engine's writer thread
-            if job["kind"] == "paths" and job["files_done"] >= 21 and not gate.is_set():
+        def listener(event: Event) -> None:  # the engine's writer thread
+            job = event.job if isinstance(event, JobChanged) else None
+            if job and job.kind == "paths" and job.files_done >= 21 and not gate.is_set():
                 gate.set()
                 engine.pause_ingestion()
         holder: list[Any] = []
@@ -193,7 +196,7 @@ class Scene:
     def panels(self) -> dict[str, Any]:
         import importlib
 
-        from desktop.autostart import Autostart
+        from ipc.cli.login_item import Autostart
 
         out: dict[str, Any] = {}
         for name, module, cls in PANELS:

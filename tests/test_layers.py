@@ -20,7 +20,7 @@ LAYERS = ("base", "parts", "config", "flows", "facade")
 LAYER_OF = {
     "errors": "base", "types": "base", "api": "base", "paths": "base", "pathnames": "base",
     "blas": "base", "metrics": "base", "config_base": "base", "tokens": "base",
-    "offline": "base",
+    "offline": "base", "calls": "base", "events": "base", "protocol": "base",
     "crypto": "parts", "embedding": "parts", "store": "parts", "ingest": "parts",
     "retrieval": "parts", "packing": "parts", "surrogates": "parts", "recall": "parts",
     "access": "parts",

@@ -13,10 +13,26 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_engine_exports() -> None:
     assert sorted(engine.__all__) == sorted([
-        "ContextEngine", "init_store", "Config", "load_config", "ContextPayload", "PayloadItem",
-        "SearchHit", "LiveItem", "CtxError", "ConfigError", "EngineClosed", "KeyUnavailable",
-        "NotFound", "StoreNotInitialized", "WrongKey", "TokenCounter", "probe_store",
-        "keychain_available"])
+        # the engine, its protocol, who calls it
+        "ContextEngine", "EngineAPI", "ENGINE_METHODS", "init_store", "repair_store",
+        "probe_store", "caller", "Caller",
+        # results and events (engine.api)
+        "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem",
+        "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobSnapshot",
+        "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
+        "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
+        "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
+        # errors
+        "CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
+        "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
+        "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
+        "KeyRecordDamaged", "VaultMissing", "VaultDamaged", "StoreTooNew", "VectorsDamaged",
+        "NoSpace", "IntegrityError", "ModelMismatch", "VectorStoreUnavailable", "IngestFailed",
+        "FileRejected", "EngineClosed", "InternalError", "error_from_dict",
+        # config, paths, kinds, tokens, keys
+        "Config", "load_config", "parse_config_section", "resolve_data_dir", "LiveItem",
+        "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
+        "headless_passphrase"])
     for name in engine.__all__:
         assert getattr(engine, name) is not None
 

@@ -9,16 +9,11 @@ cannot be placed (another format, an unusual title) its block is "".
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+
+from engine import PayloadItem
 
 _SECTION = re.compile(r"\n*=== [^\n]* ===\n*$")
-_TIER = re.compile(r"^\[summary:(\w+)")
-
-
-def block_tier(block: str) -> str | None:
-    """The surrogate tier (full, gist, micro) a block's header names, if any."""
-    match = _TIER.match(block)
-    return match.group(1) if match else None
 
 
 def _label_matches(label: str, kind: str) -> bool:
@@ -49,13 +44,13 @@ def _headers(context: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def item_blocks(context: str, items: list[dict[str, Any]]) -> list[str]:
+def item_blocks(context: str, items: Sequence[PayloadItem]) -> list[str]:
     """The text of each item's block, in item order ("" where it cannot be found)."""
     headers = _headers(context)
     starts: list[int | None] = []
     h = 0
     for item in items:
-        kind, title = str(item.get("kind", "")), str(item.get("title") or "").strip()
+        kind, title = item.kind, (item.title or "").strip()
         found = None
         for j in range(h, len(headers)):
             offset, label, head_title = headers[j]

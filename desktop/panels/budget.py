@@ -1,7 +1,7 @@
 """Budget usage panel: the last builds, from this window and from IPC callers, each as a
 stacked bar of how its budget was spent per item kind, with the engine's token accuracy.
 
-Builds arrive on the host's ``build_finished`` (the host reports every
+Builds arrive on the host's ``build_finished`` (the engine's BuildDone: every
 build_context, whoever asked). Token accuracy is the engine's own check: every
 payload is recounted with cl100k after packing (``engine.metrics()``).
 """
@@ -32,6 +32,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from engine import BuildDone, Histogram, MetricsSnapshot
 
 MAX_BUILDS = 20
 ACCURACY = "context_engine.packing.token_accuracy_percent"
@@ -41,8 +42,8 @@ class BudgetPanel(QWidget):
     def __init__(self, host: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.host = host
-        self.builds: list[dict[str, Any]] = []
-        self.accuracy: dict[str, Any] = {}
+        self.builds: list[BuildDone] = []
+        self.accuracy: Histogram | None = None
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         self.accuracy_label = QLabel("")
@@ -77,8 +78,8 @@ class BudgetPanel(QWidget):
         host.ready.connect(self.refresh_accuracy)
         self._draw()
 
-    def add_build(self, build: dict[str, Any]) -> None:
-        self.builds.insert(0, dict(build))
+    def add_build(self, build: BuildDone) -> None:
+        self.builds.insert(0, build)
         del self.builds[MAX_BUILDS:]
         self._draw()
         self._metrics_timer.start()  # many builds at once: one metrics read
@@ -93,8 +94,8 @@ class BudgetPanel(QWidget):
                           failure=lambda exc: self.accuracy_label.setText(
                               "Token accuracy unavailable: " + error_text(exc)))
 
-    def _got_metrics(self, snap: dict[str, Any]) -> None:
-        self.accuracy = dict((snap.get("histograms") or {}).get(ACCURACY) or {})
+    def _got_metrics(self, snap: MetricsSnapshot) -> None:
+        self.accuracy = snap.histograms.get(ACCURACY)
         self._draw()
 
     def totals(self) -> list[tuple[str, int, int]]:
@@ -104,8 +105,8 @@ class BudgetPanel(QWidget):
         for build in self.builds:
             for kind, n in segments(build):
                 tokens[kind] = tokens.get(kind, 0) + n
-            for item in build.get("items") or []:
-                group = kind_group(str(item.get("kind", "")))
+            for item in build.items:
+                group = kind_group(item.kind)
                 items[group] = items.get(group, 0) + 1
         return sorted(((k, n, items.get(k, 0)) for k, n in tokens.items()),
                       key=lambda row: -row[1])
@@ -130,19 +131,18 @@ class BudgetPanel(QWidget):
         if not self.builds:
             self.summary.setText("No builds yet in this session.")
         else:
-            used = [int(b.get("total_tokens") or 0) / max(1, int(b.get("budget") or 1))
-                    for b in self.builds]
-            ipc = sum(1 for b in self.builds if b.get("origin") != "gui")
+            used = [b.total_tokens / max(1, b.budget) for b in self.builds]
+            ipc = sum(1 for b in self.builds if b.origin != "gui")
             over = sum(1 for u in used if u > 1.0)
             self.summary.setText(
                 f"{len(self.builds)} builds ({len(self.builds) - ipc} from this window, "
                 f"{ipc} from IPC callers) · mean use {100 * sum(used) / len(used):.0f}% of "
                 f"budget · {over} over budget")
         acc = self.accuracy
-        if acc.get("count"):
+        if acc is not None and acc.count:
             self.accuracy_label.setText(
                 f"Token accuracy (each payload recounted with cl100k): median "
-                f"{acc.get('p50', 0):.1f}% over the engine's last {acc['count']} builds; "
+                f"{acc.p50:.1f}% over the engine's last {acc.count} builds; "
                 "100% means the reported total is the exact token count of the text sent.")
         else:
             self.accuracy_label.setText("Token accuracy: no build measured yet.")

@@ -24,6 +24,7 @@ from desktop.qt import (
     Qt,
     QWidget,
 )
+from engine import BuildDone
 
 ROW_H = 40
 BAR_H = 18
@@ -33,14 +34,14 @@ LEGEND_H = 28
 OVERHEAD = "framing"
 
 
-def segments(build: dict[str, Any]) -> list[tuple[str, int]]:
+def segments(build: BuildDone) -> list[tuple[str, int]]:
     """(kind group, tokens) in stacking order, then the framing tokens."""
     sums: dict[str, int] = {}
-    for item in build.get("items") or []:
-        group = kind_group(str(item.get("kind", "")))
-        sums[group] = sums.get(group, 0) + int(item.get("tokens") or 0)
+    for item in build.items:
+        group = kind_group(item.kind)
+        sums[group] = sums.get(group, 0) + item.tokens
     out = [(k, sums[k]) for k in KIND_COLOURS if sums.get(k)]
-    framing = int(build.get("total_tokens") or 0) - sum(sums.values())
+    framing = build.total_tokens - sum(sums.values())
     if framing > 0:
         out.append((OVERHEAD, framing))
     return out
@@ -49,12 +50,12 @@ def segments(build: dict[str, Any]) -> list[tuple[str, int]]:
 class BudgetChart(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.builds: list[dict[str, Any]] = []
+        self.builds: list[BuildDone] = []
         self._hits: list[tuple[QRectF, str]] = []
         self.setMouseTracking(True)
         self.setMinimumWidth(LEFT + RIGHT + 200)
 
-    def set_builds(self, builds: list[dict[str, Any]]) -> None:
+    def set_builds(self, builds: list[BuildDone]) -> None:
         self.builds = list(builds)
         self.updateGeometry()
         self.update()
@@ -85,13 +86,13 @@ class BudgetChart(QWidget):
         fm = painter.fontMetrics()
         for row, build in enumerate(self.builds):
             top = LEGEND_H + 8 + row * ROW_H
-            budget = max(1, int(build.get("budget") or 1))
-            total = int(build.get("total_tokens") or 0)
-            origin = "this window" if build.get("origin") == "gui" else "IPC caller"
+            budget = max(1, build.budget)
+            total = build.total_tokens
+            origin = "this window" if build.origin == "gui" else "IPC caller"
             painter.setPen(text)
             painter.drawText(QRectF(4, top + 2, LEFT - 10, fm.height()),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                             fmt_time(build.get("time"), with_date=False))
+                             fmt_time(build.time, with_date=False))
             painter.setPen(faint)
             painter.drawText(QRectF(4, top + 2 + fm.height(), LEFT - 10, fm.height()),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
@@ -121,8 +122,7 @@ class BudgetChart(QWidget):
             painter.drawText(QRectF(bar.right() + 8, top + 2, RIGHT - 10, fm.height()),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
             painter.setPen(faint)
-            detail = (f"{len(build.get('items') or [])} items · "
-                      f"{fmt_ms(build.get('duration_ms'))}")
+            detail = f"{len(build.items)} items · {fmt_ms(build.duration_ms)}"
             painter.drawText(QRectF(bar.right() + 8, top + 2 + fm.height(), RIGHT - 10,
                                     fm.height()),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, detail)

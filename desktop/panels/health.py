@@ -9,6 +9,7 @@ Alerts come from the host's ``alert`` signal and from the engine's status.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from desktop.panels.widgets import (
@@ -35,6 +36,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from engine import AuditEntry, MetricsSnapshot, Status
 from ipc.status_text import memory_line
 
 BUILD_MS = "context_engine.build.duration_ms"
@@ -43,10 +45,18 @@ ALERT_NAMES = {"context_engine.vector_db.unavailable": "Vector store unavailable
                "context_engine.ingestion.failed": "Ingestion failed"}
 
 
-def snapshot(engine: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Health:
+    """Everything the panel shows, read in one trip."""
+
+    status: Status
+    metrics: MetricsSnapshot
+    audit: list[AuditEntry]
+
+
+def snapshot(engine: Any) -> Health:
     """Worker: everything the panel shows, in one trip."""
-    return {"status": engine.status(), "metrics": engine.metrics(),
-            "audit": engine.audit(limit=200)}
+    return Health(engine.status(), engine.metrics(), engine.audit(limit=200))
 
 
 class HealthPanel(QWidget):
@@ -54,7 +64,7 @@ class HealthPanel(QWidget):
                  refresh_ms: int = 5000) -> None:
         super().__init__(parent)
         self.host = host
-        self.data: dict[str, Any] = {}
+        self.data: Health | None = None
         self.alerts: list[dict[str, Any]] = []
         self._busy = False
         self.refresh_button = QPushButton("Refresh")
@@ -150,43 +160,42 @@ class HealthPanel(QWidget):
         self._busy = False
         self.banner.show_message("error", "Health could not be read: " + error_text(error))
 
-    def _loaded(self, data: dict[str, Any]) -> None:
+    def _loaded(self, data: Health) -> None:
         self._busy = False
         self.banner.clear_message()
         self.data = data
-        status, metrics = data["status"], data["metrics"]
+        status, metrics = data.status, data.metrics
         f = self.fields
-        f["Data folder"].setText(str(status.get("data_dir", "—")))
-        f["Size on disk"].setText(fmt_bytes(status.get("store_bytes")))
-        f["Sources"].setText(fmt_int(status.get("sources")))
-        f["Chunks"].setText(fmt_int(status.get("chunks")))
-        f["Tokens"].setText(fmt_int(status.get("tokens")))
-        f["Vectors"].setText(fmt_int(status.get("vectors")))
-        f["Model"].setText(str(status.get("model", "—")))
-        f["Dimensions"].setText(fmt_int(status.get("dim")))
+        f["Data folder"].setText(status.data_dir)
+        f["Size on disk"].setText(fmt_bytes(status.store_bytes))
+        f["Sources"].setText(fmt_int(status.sources))
+        f["Chunks"].setText(fmt_int(status.chunks))
+        f["Tokens"].setText(fmt_int(status.tokens))
+        f["Vectors"].setText(fmt_int(status.vectors))
+        f["Model"].setText(status.model)
+        f["Dimensions"].setText(fmt_int(status.dim))
         f["Model loaded"].setText(model_loaded_label(status))
-        backend = str(status.get("vector_backend", "—"))
+        backend = status.vector_backend
         f["Vector backend"].setText(backend)
-        f["Vector store"].setText("available" if status.get("vector_store_ok")
+        f["Vector store"].setText("available" if status.vector_store_ok
                                   else "UNAVAILABLE: searches use keywords only")
-        memory = status.get("vectors_in_memory")
-        f["Vectors in memory"].setText(memory_line(memory) if memory else "—")
+        f["Vectors in memory"].setText(memory_line(status.vectors_in_memory))
         config = getattr(self.host, "config", None)
         url = getattr(getattr(config, "store", None), "chroma_url", "")
         f["Chroma server"].setText(url if backend == "http" else
                                    "— (embedded store)" if backend == "embedded" else "—")
         self._draw_ipc()
-        hist = metrics.get("histograms") or {}
+        hist = metrics.histograms
         for row, (label, name) in enumerate((("Build context", BUILD_MS),
                                              ("Query (search)", QUERY_MS))):
-            h = hist.get(name) or {}
+            h = hist.get(name)
+            count = h.count if h else 0
             self.latency.setItem(row, 0, cell(label))
-            self.latency.setItem(row, 1, cell(fmt_int(h.get("count", 0)),
-                                              number=h.get("count", 0)))
-            for col, key in enumerate(("p50", "p95", "p99", "max"), start=2):
-                value = h.get(key) if h.get("count") else None
+            self.latency.setItem(row, 1, cell(fmt_int(count), number=count))
+            values = (h.p50, h.p95, h.p99, h.max) if h and count else (None,) * 4
+            for col, value in enumerate(values, start=2):
                 self.latency.setItem(row, col, cell(fmt_ms(value), number=value or 0))
-        self._draw_audit(data.get("audit") or [])
+        self._draw_audit(data.audit)
         self._draw_alerts()
         self.updated.setText("Updated " + time.strftime("%H:%M:%S"))
 
@@ -201,15 +210,14 @@ class HealthPanel(QWidget):
         f["In flight"].setText(fmt_int(stats.get("in_flight", 0)) if running else "—")
         f["Up for"].setText(fmt_duration(stats.get("uptime_s")) if running else "—")
 
-    def _draw_audit(self, rows: list[dict[str, Any]]) -> None:
+    def _draw_audit(self, rows: list[AuditEntry]) -> None:
         table = self.audit
         table.setRowCount(len(rows))
-        for r, entry in enumerate(sorted(rows, key=lambda e: e.get("time") or 0, reverse=True)):
-            ids = list(entry.get("ids") or [])
-            counts = entry.get("counts") or {}
-            table.setItem(r, 0, cell(fmt_time(entry.get("time")), number=entry.get("time") or 0))
-            table.setItem(r, 1, cell(str(entry.get("method", ""))))
-            pid = entry.get("caller_pid")
+        for r, entry in enumerate(sorted(rows, key=lambda e: e.time, reverse=True)):
+            ids, counts = list(entry.ids), entry.counts
+            table.setItem(r, 0, cell(fmt_time(entry.time), number=entry.time))
+            table.setItem(r, 1, cell(entry.method))
+            pid = entry.caller_pid
             table.setItem(r, 2, cell("—" if pid is None else str(pid), number=pid or 0))
             table.setItem(r, 3, cell(fmt_int(len(ids)), number=len(ids), tip=", ".join(ids[:20])))
             table.setItem(r, 4, cell(", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
@@ -224,12 +232,10 @@ class HealthPanel(QWidget):
     def active_alerts(self) -> list[str]:
         """Lines for the alert list: engine alerts still active, then the host's, newest first."""
         lines: list[str] = []
-        status = (self.data.get("status") or {}) if self.data else {}
-        for name, info in (status.get("alerts") or {}).items():
-            detail = info.get("detail", "") if isinstance(info, dict) else ""
-            since = fmt_time(info.get("since")) if isinstance(info, dict) else ""
-            lines.append(f"ACTIVE · {ALERT_NAMES.get(name, name)} since {since}"
-                         + (f": {detail}" if detail else ""))
+        active = self.data.status.alerts if self.data else {}
+        for name, info in active.items():
+            lines.append(f"ACTIVE · {ALERT_NAMES.get(name, name)} since {fmt_time(info.since)}"
+                         + (f": {info.detail}" if info.detail else ""))
         for alert in self.alerts:
             lines.append(f"{fmt_time(alert['time'], with_date=False)} · "
                          f"{alert.get('message', '')} ({alert.get('name', 'alert')})")
@@ -244,15 +250,15 @@ class HealthPanel(QWidget):
         self.alert_list.addItems(lines or ["No alerts. Everything is working."])
 
 
-def model_loaded_label(status: dict[str, Any]) -> str:
+def model_loaded_label(status: Status) -> str:
     """"yes (onnx, int8 documents)", "yes", "loading…": whether the model is loaded,
-    on which runtime, and which texts its int8 model embeds (``ctx status``'s keys)."""
-    if not status.get("model_loaded"):
+    on which runtime, and which texts its int8 model embeds (``ctx status``'s fields)."""
+    if not status.model_loaded:
         return "loading…"
-    runtime = status.get("model_backend")
+    runtime = status.model_backend
     if not runtime:
         return "yes"
-    int8 = [part for part, key in (("documents", "model_document_precision"),
-                                   ("queries", "model_query_precision"))
-            if status.get(key) == "int8"]
+    int8 = [part for part, precision in (("documents", status.model_document_precision),
+                                         ("queries", status.model_query_precision))
+            if precision == "int8"]
     return f"yes ({runtime}, int8 {' and '.join(int8)})" if int8 else f"yes ({runtime})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.panels.jobcard import FINAL, JobCard, progress
+from desktop.panels.jobcard import JobCard, progress
 from desktop.panels.watched import WatchedFolders
 from desktop.panels.widgets import (
     Banner,
@@ -36,6 +36,7 @@ from desktop.qt import (
     QWidget,
 )
 from desktop.watch import FolderWatcher
+from engine import JobSnapshot
 
 MAX_CARDS = 12
 
@@ -136,15 +137,15 @@ class IngestionPanel(QWidget):
         if state in ("stopping", "stopped"):
             self.watched.close_watcher()
 
-    def _load_jobs(self, jobs: list[dict[str, Any]]) -> None:
-        for job in sorted(jobs, key=lambda j: j.get("created") or 0)[-MAX_CARDS:]:
+    def _load_jobs(self, jobs: list[JobSnapshot]) -> None:
+        for job in sorted(jobs, key=lambda j: j.created)[-MAX_CARDS:]:
             self.on_job(job)
 
-    def on_job(self, job: dict[str, Any]) -> None:
+    def on_job(self, job: JobSnapshot) -> None:
         """A job snapshot from the host: redraw its card, collect its failures."""
-        if job.get("kind") not in ("paths", "text", "conversation", "sync"):
+        if job.kind not in ("paths", "text", "conversation", "sync"):
             return
-        job_id = str(job["id"])
+        job_id = job.id
         card = self.cards.get(job_id)
         if card is None:
             card = JobCard(job, self.cancel_job)
@@ -154,20 +155,20 @@ class IngestionPanel(QWidget):
             self._trim()
         else:
             card.update_job(job)
-        for err in job.get("errors") or []:
-            self._add_failure(job, str(err.get("path", "")), reason_text(str(err.get("reason"))))
-        if job.get("state") == "failed":
-            self._add_failure(job, "", error_text(job.get("error")))
-        if job.get("state") in FINAL and job_id not in self._announced:
+        for err in job.errors:
+            self._add_failure(job, err.path, reason_text(err.reason))
+        if job.state == "failed":
+            self._add_failure(job, "", error_text(job.error))
+        if job.final and job_id not in self._announced:
             self._announced.add(job_id)
             self._announce(job)
 
-    def _announce(self, job: dict[str, Any]) -> None:
+    def _announce(self, job: JobSnapshot) -> None:
         done, total = progress(job)
-        skipped = int(job.get("files_skipped") or 0)
-        state = job.get("state")
+        skipped = job.files_skipped
+        state = job.state
         if state == "failed":
-            self.banner.show_message("error", "Ingestion failed: " + error_text(job.get("error"))
+            self.banner.show_message("error", "Ingestion failed: " + error_text(job.error)
                                      + ". Nothing already stored was lost.")
         elif state == "cancelled":
             self.banner.show_message("info", f"Ingestion cancelled after {done} of {total} "
@@ -175,31 +176,31 @@ class IngestionPanel(QWidget):
         elif skipped:
             self.banner.show_message("error", f"{total - skipped} of {total} files ingested; "
                                      f"{skipped} skipped. See Failures below for why.")
-        elif job.get("kind") == "paths":
-            unchanged = int(job.get("files_unchanged") or 0)
+        elif job.kind == "paths":
+            unchanged = job.files_unchanged
             extra = f" ({unchanged} unchanged)" if unchanged else ""
             self.banner.show_message("ok", f"{total} file{'s' if total != 1 else ''} "
-                                     f"ingested{extra}, {job.get('chunks', 0)} chunks.")
+                                     f"ingested{extra}, {job.chunks} chunks.")
 
     def _trim(self) -> None:
-        finished = [c for c in self.cards.values() if c.snapshot.get("state") in FINAL]
-        finished.sort(key=lambda c: c.snapshot.get("created") or 0)
+        finished = [c for c in self.cards.values() if c.snapshot.final]
+        finished.sort(key=lambda c: c.snapshot.created)
         while len(self.cards) > MAX_CARDS and finished:
             card = finished.pop(0)
             del self.cards[card.job_id]
             card.setParent(None)
             card.deleteLater()
 
-    def _add_failure(self, job: dict[str, Any], path: str, reason: str) -> None:
-        key = (str(job.get("id")), path or reason)
+    def _add_failure(self, job: JobSnapshot, path: str, reason: str) -> None:
+        key = (job.id, path or reason)
         if key in self._seen_failures:
             return
         self._seen_failures.add(key)
-        self.failures.append({"job": job.get("id"), "path": path, "reason": reason})
+        self.failures.append({"job": job.id, "path": path, "reason": reason})
         table = self.failure_table
         table.setSortingEnabled(False)
         table.insertRow(0)
-        when = job.get("finished") or job.get("started") or job.get("created")
+        when = job.finished or job.started or job.created
         table.setItem(0, 0, cell(fmt_time(when, with_date=False)))
         table.setItem(0, 1, cell(path or "(whole job)", tip=path))
         table.setItem(0, 2, cell(reason, tip=reason))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from desktop.panels.widgets import fmt_bytes, fmt_duration, fmt_int, fmt_time, is_dark
 from desktop.qt import (
@@ -17,48 +16,48 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from engine import FINAL_JOB_STATES, JobSnapshot
 
-FINAL = ("done", "failed", "cancelled")
+FINAL = FINAL_JOB_STATES
 _KIND_NAMES = {"paths": "Files", "text": "Text", "conversation": "Conversation",
                "sync": "Coding sessions sync", "delete": "Delete"}
 
 
-def progress(job: dict[str, Any]) -> tuple[int, int]:
+def progress(job: JobSnapshot) -> tuple[int, int]:
     """(files processed, files total) of a job snapshot."""
-    total = int(job.get("files_total") or 0)
-    processed = int(job.get("files_done") or 0) + int(job.get("files_skipped") or 0)
+    total = job.files_total
+    processed = job.files_done + job.files_skipped
     return min(processed, total) if total else processed, total
 
 
-def rate_and_left(job: dict[str, Any], now: float | None = None
+def rate_and_left(job: JobSnapshot, now: float | None = None
                   ) -> tuple[float | None, float | None]:
     """Bytes per second so far and the seconds left (by files), or None when unknown."""
-    started = job.get("started")
+    started = job.started
     if not started:
         return None, None
-    end = job.get("finished") or now or time.time()
+    end = job.finished or now or time.time()
     elapsed = max(1e-3, end - started)
-    rate = float(job.get("bytes") or 0) / elapsed
+    rate = job.bytes / elapsed
     done, total = progress(job)
-    if job.get("state") in FINAL or not total or not done:
+    if job.final or not total or not done:
         return rate, None
     return rate, (total - done) * elapsed / done
 
 
-def summary(job: dict[str, Any]) -> str:
+def summary(job: JobSnapshot) -> str:
     done, total = progress(job)
-    skipped = int(job.get("files_skipped") or 0)
-    unchanged = int(job.get("files_unchanged") or 0)
+    skipped, unchanged = job.files_skipped, job.files_unchanged
     parts = [f"{fmt_int(done)} of {fmt_int(total)} files" if total else "0 files",
-             _plural(int(job.get("chunks") or 0), "chunk"), fmt_bytes(job.get("bytes"))]
+             _plural(job.chunks, "chunk"), fmt_bytes(job.bytes)]
     if unchanged:
         parts.append(f"{fmt_int(unchanged)} unchanged")
     if skipped:
         parts.append(f"{fmt_int(skipped)} skipped")
-    if job.get("state") == "queued":
+    if job.state == "queued":
         return "Waiting for the jobs ahead of it"
     rate, left = rate_and_left(job)
-    if job.get("state") == "running" and rate is not None:
+    if job.state == "running" and rate is not None:
         parts.append(f"{fmt_bytes(rate)}/s")
         parts.append(f"{fmt_duration(left)} left" if left is not None else "estimating…")
     return " · ".join(parts)
@@ -68,10 +67,9 @@ def _plural(n: int, word: str) -> str:
     return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
 
 
-def state_line(job: dict[str, Any]) -> tuple[str, str]:
+def state_line(job: JobSnapshot) -> tuple[str, str]:
     """(text, tone) of a job's state: tone is "ok", "warn", "error" or ""."""
-    state = job.get("state", "queued")
-    skipped = int(job.get("files_skipped") or 0)
+    state, skipped = job.state, job.files_skipped
     if state == "failed":
         return "Failed", "error"
     if state == "cancelled":
@@ -91,10 +89,10 @@ TONES = {"ok": ("#0D6B2E", "#7FD49A"), "warn": ("#8A5300", "#F2C36B"),
 class JobCard(QFrame):
     """A job's live view; ``update_job`` redraws it from a snapshot."""
 
-    def __init__(self, job: dict[str, Any], on_cancel: Callable[[str], None],
+    def __init__(self, job: JobSnapshot, on_cancel: Callable[[str], None],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.job_id = str(job["id"])
+        self.job_id = job.id
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setObjectName("jobcard")
         self.title = QLabel()
@@ -122,20 +120,20 @@ class JobCard(QFrame):
         box.addWidget(self.bar)
         box.addWidget(self.detail)
         box.addWidget(self.current)
-        self.snapshot: dict[str, Any] = {}
+        self.snapshot = job
         self.update_job(job)
 
-    def update_job(self, job: dict[str, Any]) -> None:
-        self.snapshot = dict(job)
-        kind = _KIND_NAMES.get(str(job.get("kind")), str(job.get("kind", "job")).title())
-        self.title.setText(f"{kind} · {fmt_time(job.get('created'), with_date=False)}")
+    def update_job(self, job: JobSnapshot) -> None:
+        self.snapshot = job
+        kind = _KIND_NAMES.get(job.kind, job.kind.title())
+        self.title.setText(f"{kind} · {fmt_time(job.created, with_date=False)}")
         text, tone = state_line(job)
         self.state.setText(text)
         light, dark = TONES[tone]
         colour = dark if is_dark(self) else light
         self.state.setStyleSheet(f"color: {colour}; font-weight: bold;" if colour else "")
         done, total = progress(job)
-        state = job.get("state")
+        state = job.state
         if state == "queued" or (state == "running" and not total):
             self.bar.setRange(0, 0)  # busy: the file count is not known yet
         else:
@@ -143,10 +141,9 @@ class JobCard(QFrame):
             self.bar.setValue(total if state == "done" else done)
         self.bar.setFormat(f"{done}/{total} files (%p%)" if total else "%p%")
         self.detail.setText(summary(job))
-        current = str(job.get("current") or "")
-        if state in FINAL:
-            error = job.get("error") or {}
-            current = str(error.get("message", "")) if state == "failed" else ""
+        current = job.current
+        if job.final:
+            current = job.error.message if job.error and state == "failed" else ""
         shown = self.current.fontMetrics().elidedText(
             current, Qt.TextElideMode.ElideMiddle, max(200, self.width() - 30))
         self.current.setText(shown)

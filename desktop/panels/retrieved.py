@@ -2,17 +2,19 @@
 
 A query, a budget, a packing mode and optional live-context text go to
 ``build_context`` on a pool worker. The ranked items come back with kind,
-source, tokens, score, lanes and tier; the selected item's block is previewed;
-the exact payload is shown with its token count (recounted with cl100k) and
-can be copied to the clipboard. The host reports the build to the Budget panel.
+source, tokens, score, lanes and tier (the surrogate tier packing chose); the
+selected item's block is previewed; the exact payload is shown with its token
+count (recounted with cl100k) and can be copied to the clipboard. The engine
+announces the build (BuildDone) to the Budget panel itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from desktop import config_io
-from desktop.panels.blocks import block_tier, item_blocks
+from desktop.panels.blocks import item_blocks
 from desktop.panels.widgets import (
     Banner,
     cell,
@@ -39,8 +41,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
-from desktop.reporting import item_tier
-from engine import CtxError, TokenCounter
+from engine import CtxError, Payload, PayloadItem, TokenCounter
 
 MODES = ("fast", "dense_cached")
 LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal", "window",
@@ -48,7 +49,7 @@ LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal"
 COLUMNS = ["#", "Kind", "Source", "Tokens", "Score", "Lanes", "Tier"]
 
 
-def lanes_text(lanes: dict[str, int]) -> str:
+def lanes_text(lanes: Mapping[str, int]) -> str:
     return ", ".join(f"{name} #{rank}" for name, rank in sorted(lanes.items(), key=lambda x: x[1]))
 
 
@@ -56,8 +57,8 @@ class RetrievedPanel(QWidget):
     def __init__(self, host: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.host = host
-        self.payload: dict[str, Any] | None = None
-        self.items: list[dict[str, Any]] = []
+        self.payload: Payload | None = None
+        self.items: tuple[PayloadItem, ...] = ()
         self.blocks: list[str] = []
         self.recount: int | None = None
 
@@ -178,11 +179,9 @@ class RetrievedPanel(QWidget):
         query, budget, mode, live = (self.query.text(), self.budget.value(),
                                      self.mode.currentText(), self.live_items())
 
-        def work(engine: Any) -> dict[str, Any]:
+        def work(engine: Any) -> tuple[Payload, int]:
             payload = engine.build_context(query, live=live or None, budget=budget, mode=mode)
-            data = payload.to_dict()
-            data["recount"] = TokenCounter.shared().count(payload.context)
-            return data
+            return payload, TokenCounter.shared().count(payload.context)
 
         self.go.setEnabled(False)
         self.banner.show_message("info", "Building…")
@@ -192,36 +191,29 @@ class RetrievedPanel(QWidget):
         self.go.setEnabled(True)
         self.banner.show_message("error", "Nothing was built: " + error_text(error))
 
-    def _built(self, data: dict[str, Any]) -> None:
+    def _built(self, built: tuple[Payload, int]) -> None:
         self.go.setEnabled(True)
-        self.payload = data
-        self.recount = int(data.get("recount", 0))
-        self.items = [dict(i, tier=item_tier(str(i.get("kind")), str(i.get("why", ""))))
-                      for i in data.get("items", [])]
-        self.blocks = item_blocks(str(data.get("context", "")), self.items)
-        for item, block in zip(self.items, self.blocks, strict=True):
-            tier = block_tier(block)
-            if tier:
-                item["tier"] = tier
+        payload, self.recount = built
+        self.payload = payload
+        self.items = payload.items
+        self.blocks = item_blocks(payload.context, self.items)
         table = self.table
         table.setRowCount(len(self.items))
         for row, item in enumerate(self.items):
             table.setItem(row, 0, cell(str(row + 1), number=row + 1))
-            table.setItem(row, 1, cell(str(item.get("kind"))))
-            source = str(item.get("title") or item.get("source") or "")
-            table.setItem(row, 2, cell(source, tip=str(item.get("source", ""))))
-            table.setItem(row, 3, cell(fmt_int(item.get("tokens")), number=item.get("tokens")))
-            table.setItem(row, 4, cell(f"{float(item.get('score', 0)):.3f}",
-                                       number=item.get("score")))
-            table.setItem(row, 5, cell(lanes_text(item.get("lanes") or {}) or "—"))
-            table.setItem(row, 6, cell(str(item.get("tier") or "—")))
-        context = str(data.get("context", ""))
+            table.setItem(row, 1, cell(item.kind))
+            table.setItem(row, 2, cell(item.title or item.source, tip=item.source))
+            table.setItem(row, 3, cell(fmt_int(item.tokens), number=item.tokens))
+            table.setItem(row, 4, cell(f"{item.score:.3f}", number=item.score))
+            table.setItem(row, 5, cell(lanes_text(item.lanes) or "—"))
+            table.setItem(row, 6, cell(item.tier or "—"))
+        context = payload.context
         self.payload_text.setPlainText(context)
-        total, budget = int(data.get("total_tokens", 0)), int(data.get("budget", 0))
+        total, budget = payload.total_tokens, payload.budget
         exact = "exact" if self.recount == total else f"recounted {fmt_int(self.recount)}"
         self.tokens.setText(f"{fmt_int(total)} of {fmt_int(budget)} tokens "
                             f"({exact}, cl100k) · {len(self.items)} items · "
-                            f"{fmt_ms((data.get('timings') or {}).get('total'))}")
+                            f"{fmt_ms(payload.timings.get('total'))}")
         self.copy.setEnabled(bool(context))
         if self.items:
             self.banner.clear_message()
@@ -238,15 +230,14 @@ class RetrievedPanel(QWidget):
         i = rows[0].row()
         item = self.items[i]
         block = self.blocks[i] if i < len(self.blocks) else ""
-        meta = (f"{item.get('kind')} · {fmt_int(item.get('tokens'))} tokens · "
-                f"score {float(item.get('score', 0)):.3f} · {item.get('why', '')}\n"
-                f"{item.get('source', '')}\n\n")
+        meta = (f"{item.kind} · {fmt_int(item.tokens)} tokens · "
+                f"score {item.score:.3f} · {item.why}\n{item.source}\n\n")
         self.preview.setPlainText(meta + (block or "(this item's block could not be located "
                                           "in the payload's format)"))
 
     def copy_payload(self) -> None:
         if self.payload is None:
             return
-        QGuiApplication.clipboard().setText(str(self.payload.get("context", "")))
+        QGuiApplication.clipboard().setText(self.payload.context)
         self.banner.show_message("ok", "Payload copied to the clipboard "
-                                 f"({fmt_int(self.payload.get('total_tokens'))} tokens).")
+                                 f"({fmt_int(self.payload.total_tokens)} tokens).")

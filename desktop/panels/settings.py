@@ -105,7 +105,7 @@ class SettingsPanel(QWidget):
     @property
     def autostart(self) -> Any:
         if self._autostart is None:
-            from desktop.autostart import Autostart
+            from ipc.cli.login_item import Autostart
 
             self._autostart = Autostart()
         return self._autostart

@@ -20,19 +20,20 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from engine import DeleteResult, SourceInfo
 
 COLUMNS = ["Title", "Kind", "Chunks", "Tokens", "Ingested", "Location"]
 
 
-def matches(source: dict[str, Any], words: list[str]) -> bool:
+def matches(source: SourceInfo, words: list[str]) -> bool:
     """True when every word of the filter is in the source's title, kind, uri or project."""
-    hay = " ".join(str(source.get(k) or "") for k in ("title", "kind", "uri", "project")).lower()
+    hay = " ".join((source.title, source.kind, source.uri, source.project or "")).lower()
     return all(w in hay for w in words)
 
 
-def reingestable(source: dict[str, Any]) -> bool:
+def reingestable(source: SourceInfo) -> bool:
     """A source read from a file that is still there can be ingested again."""
-    uri = str(source.get("uri", ""))
+    uri = source.uri
     local = uri.startswith("/") or (len(uri) > 2 and uri[1] == ":")
     return local and Path(uri).exists()
 
@@ -42,7 +43,7 @@ class SourcesPanel(QWidget):
                  confirm: Any = None) -> None:
         super().__init__(parent)
         self.host = host
-        self.sources: list[dict[str, Any]] = []
+        self.sources: list[SourceInfo] = []
         # ``confirm(title, text) -> bool``; a dialog by default, replaceable in tests.
         self.confirm = confirm or self._ask
         self.banner = Banner(self)
@@ -88,14 +89,14 @@ class SourcesPanel(QWidget):
         self.host.run(lambda engine: engine.sources(), success=self._loaded,
                       failure=self._failed)
 
-    def _loaded(self, sources: list[dict[str, Any]]) -> None:
-        self.sources = sorted(sources, key=lambda s: s.get("ingested_at") or 0, reverse=True)
+    def _loaded(self, sources: list[SourceInfo]) -> None:
+        self.sources = sorted(sources, key=lambda s: s.ingested_at or 0, reverse=True)
         self._draw()
 
     def _failed(self, error: BaseException) -> None:
         self.banner.show_message("error", error_text(error))
 
-    def visible(self) -> list[dict[str, Any]]:
+    def visible(self) -> list[SourceInfo]:
         words = self.filter.text().lower().split()
         return [s for s in self.sources if matches(s, words)]
 
@@ -106,15 +107,14 @@ class SourcesPanel(QWidget):
         table.setSortingEnabled(False)
         table.setRowCount(len(shown))
         for row, s in enumerate(shown):
-            uri = str(s.get("uri", ""))
-            table.setItem(row, 0, cell(str(s.get("title") or uri), tip=uri, data=s["id"]))
-            table.setItem(row, 1, cell(str(s.get("kind", ""))))
-            table.setItem(row, 2, cell(fmt_int(s.get("n_chunks")), number=s.get("n_chunks") or 0))
-            table.setItem(row, 3, cell(fmt_int(s.get("tokens")), number=s.get("tokens") or 0))
-            table.setItem(row, 4, cell(fmt_time(s.get("ingested_at")),
-                                       number=s.get("ingested_at") or 0))
+            uri = s.uri
+            table.setItem(row, 0, cell(s.title or uri, tip=uri, data=s.id))
+            table.setItem(row, 1, cell(s.kind))
+            table.setItem(row, 2, cell(fmt_int(s.n_chunks), number=s.n_chunks))
+            table.setItem(row, 3, cell(fmt_int(s.tokens), number=s.tokens))
+            table.setItem(row, 4, cell(fmt_time(s.ingested_at), number=s.ingested_at or 0))
             table.setItem(row, 5, cell(uri, tip=uri))
-            if selected and s["id"] == selected.get("id"):
+            if selected and s.id == selected.id:
                 table.selectRow(row)
         table.setSortingEnabled(True)
         total = len(self.sources)
@@ -122,13 +122,13 @@ class SourcesPanel(QWidget):
         self.empty.setVisible(total == 0)
         self._selection()
 
-    def selected(self) -> dict[str, Any] | None:
+    def selected(self) -> SourceInfo | None:
         rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
         if not rows:
             return None
         item = self.table.item(rows[0].row(), 0)
         sid = item.data(Qt.ItemDataRole.UserRole) if item else None
-        return next((s for s in self.sources if s["id"] == sid), None)
+        return next((s for s in self.sources if s.id == sid), None)
 
     def select_id(self, source_id: int) -> None:
         for row in range(self.table.rowCount()):
@@ -154,18 +154,18 @@ class SourcesPanel(QWidget):
         source = self.selected()
         if source is None:
             return
-        title = str(source.get("title") or source.get("uri"))
-        text = (f"Delete “{title}” and its {fmt_int(source.get('n_chunks'))} chunks from the "
+        title = source.title or source.uri
+        text = (f"Delete “{title}” and its {fmt_int(source.n_chunks)} chunks from the "
                 "store? This cannot be undone; the file on disk is not touched.")
         if not self.confirm("Delete source", text):
             return
         self.delete.setEnabled(False)
-        sid = source["id"]
+        sid = source.id
         self.host.run(lambda engine: engine.delete(sid),
                       success=lambda result: self._deleted(title, result),
                       failure=self._failed)
 
-    def _deleted(self, title: str, result: dict[str, Any]) -> None:
+    def _deleted(self, title: str, result: DeleteResult) -> None:
         self.banner.show_message("ok", f"Deleted “{title}”.")
         self.reload()
 
@@ -173,6 +173,6 @@ class SourcesPanel(QWidget):
         source = self.selected()
         if source is None or not reingestable(source):
             return
-        self.host.ingest_paths([str(source["uri"])])
-        self.banner.show_message("info", f"Re-ingesting {source['uri']}: progress is in the "
+        self.host.ingest_paths([source.uri])
+        self.banner.show_message("info", f"Re-ingesting {source.uri}: progress is in the "
                                  "Ingestion panel.")

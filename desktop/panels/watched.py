@@ -56,10 +56,10 @@ def vanished_under(folders: list[str]) -> Callable[[Any], int]:
     def work(engine: Any) -> int:
         gone = 0
         for source in engine.sources():
-            uri = str(source.get("uri", ""))
+            uri = source.uri
             if any(uri.startswith(f.rstrip("/") + "/") for f in folders) \
                     and not Path(uri).exists():
-                engine.delete(source["id"])
+                engine.delete(source.id)
                 gone += 1
         return gone
     return work
@@ -71,7 +71,7 @@ def delete_paths(paths: list[str]) -> Callable[[Any], int]:
         gone = 0
         for path in paths:
             try:
-                gone += int(engine.delete(path).get("deleted", 0))
+                gone += engine.delete(path).deleted
             except NotFound:
                 pass  # skipped when ingested, or not a file ctx reads
         return gone

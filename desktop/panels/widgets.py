@@ -21,6 +21,7 @@ from desktop.qt import (
     QTableWidgetItem,
     QWidget,
 )
+from engine import ErrorInfo
 
 # Item kinds of a payload, in the order the budget chart stacks them, with a colour
 # each that reads on light and dark backgrounds (Okabe-Ito, colour-blind safe).
@@ -49,18 +50,6 @@ def kind_group(kind: str) -> str:
 
 def kind_colour(kind: str) -> QColor:
     return QColor(KIND_COLOURS[kind_group(kind)])
-
-
-def item_tier(item: dict[str, Any]) -> str:
-    """A payload item's surrogate tier (full, gist, micro) or "raw" for stored text."""
-    tier = item.get("tier")
-    if tier:
-        return str(tier)
-    if item.get("kind") == "surrogate":
-        return "summary"
-    if str(item.get("kind", "")).startswith("live:") or item.get("kind") == "conversation":
-        return "live"
-    return "raw"
 
 
 def reason_text(reason: str) -> str:
@@ -107,7 +96,7 @@ def fmt_time(epoch: float | None, *, with_date: bool = True) -> str:
     return time.strftime(fmt, time.localtime(epoch))
 
 
-def error_text(error: BaseException | dict[str, Any] | str | None) -> str:
+def error_text(error: BaseException | ErrorInfo | dict[str, Any] | str | None) -> str:
     """A message for a person: the error's stable name and its message."""
     if error is None:
         return "failed"

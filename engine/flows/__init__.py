@@ -23,5 +23,7 @@ recall) take plain data and import nothing from here. The facade sits above.
 - ``recall_sync``, ``recall_auto``, ``recall``  transcript sync, auto recall, the
   recall call; ``session_expand`` (the best session's chunks join recall's window) and
   ``recall_hits`` (what a recall hit shows: its session line and excerpt);
-- ``vector_rebuild``  rebuilding the vector store from the vault.
+- ``vector_rebuild``  rebuilding the vector store from the vault;
+- ``deleting``  what a delete names, and the job that removes it everywhere;
+- ``health``    the engine's status (store counts, vectors, model, jobs, alerts).
 """

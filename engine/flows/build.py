@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.api import Payload
 from engine.config import Config
 from engine.flows.candidates import conversation_candidates, live_candidates
 from engine.flows.expansion import memory_candidates
@@ -31,13 +32,12 @@ from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.store.vault import ChunkRow
-from engine.types import ContextPayload
 
 
 def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] | None = None,
                   conversation: Sequence[Mapping[str, Any]] | None = None, budget: int = 1500,
                   overrides: Mapping[str, Any] | None = None, fmt: str | None = None,
-                  mode: str | None = None, now: float | None = None) -> ContextPayload:
+                  mode: str | None = None, now: float | None = None) -> Payload:
     timer = StageTimer()
     cfg = rt.cfg.with_overrides(dict(overrides)) if overrides else rt.cfg
     query = check_query(query, cfg.search)
@@ -99,7 +99,7 @@ def cross_encoded(rt: Runtime, cfg: Config, res: LaneResult, ranked: list[Ranked
                         {cid: rerank_text(res.rows[cid]) for cid, _, _ in head})
 
 
-def _sources_used(rt: Runtime, payload: ContextPayload, known: Mapping[int, ChunkRow]
+def _sources_used(rt: Runtime, payload: Payload, known: Mapping[int, ChunkRow]
                   ) -> list[int]:
     """Source ids of the memory items in a payload (their access counts go up).
 

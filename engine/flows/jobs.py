@@ -29,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from engine.errors import CtxError, NotFound
+from engine.api import FINAL_JOB_STATES, ErrorInfo, FileIssue, JobSnapshot
+from engine.errors import CtxError, InternalError, NotFound
 
 log = logging.getLogger("ctx.jobs")
 
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[[JobSnapshot], None]
 
 
 @dataclass
@@ -52,9 +53,9 @@ class Job:
     bytes_total: int = 0  # when known ahead (transcript sync): for a time-left estimate
     chunks: int = 0
     current: str = ""
-    errors: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)  # {path, reason} per file
     sources: list[int] = field(default_factory=list)
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -66,16 +67,15 @@ class Job:
         if self.cancel_event.is_set():
             raise Cancelled(self.id)
 
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "kind": self.kind, "state": self.state, "created": self.created,
-            "started": self.started, "finished": self.finished, "files_total": self.files_total,
-            "files_done": self.files_done, "files_skipped": self.files_skipped,
-            "files_unchanged": self.files_unchanged, "bytes": self.bytes,
-            "bytes_total": self.bytes_total, "chunks": self.chunks,
-            "current": self.current, "errors": list(self.errors), "sources": list(self.sources),
-            "error": self.error,
-        }
+    def snapshot(self) -> JobSnapshot:
+        return JobSnapshot(
+            id=self.id, kind=self.kind, state=self.state,  # type: ignore[arg-type]
+            created=self.created, started=self.started, finished=self.finished,
+            files_total=self.files_total, files_done=self.files_done,
+            files_skipped=self.files_skipped, files_unchanged=self.files_unchanged,
+            bytes=self.bytes, bytes_total=self.bytes_total, chunks=self.chunks,
+            current=self.current, errors=tuple(FileIssue.from_dict(e) for e in self.errors),
+            sources=tuple(self.sources), error=self.error)
 
 
 class Cancelled(Exception):
@@ -83,7 +83,7 @@ class Cancelled(Exception):
 
 
 Work = Callable[[Job, Callable[[], None]], None]
-FINAL_STATES = ("done", "failed", "cancelled")
+FINAL_STATES = FINAL_JOB_STATES
 # Jobs run together at most (see the module docstring): 64 abstracts of SciFact are
 # about 90 chunks at 300-token chunks (more at the default 200), enough to keep both
 # cores busy between writes.
@@ -130,22 +130,22 @@ class JobRunner:
         self._emit(job)
         return job
 
-    def get(self, job_id: str) -> dict[str, Any]:
+    def get(self, job_id: str) -> JobSnapshot:
         with self._lock:
             job = self._jobs.get(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         return job.snapshot()
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[JobSnapshot]:
         with self._lock:
             return [j.snapshot() for j in self._jobs.values()]
 
-    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             snap = self.get(job_id)
-            if snap["state"] in FINAL_STATES:
+            if snap.final:
                 return snap
             if deadline is not None and time.monotonic() > deadline:
                 return snap
@@ -162,7 +162,7 @@ class JobRunner:
                     self._listeners.remove(listener)
         return unsubscribe
 
-    def cancel(self, job_id: str) -> dict[str, Any]:
+    def cancel(self, job_id: str) -> JobSnapshot:
         """Drop a queued job, or ask a running one to stop at its next safe point.
 
         Returns the job's snapshot: "cancelled" at once for a queued job; a
@@ -181,7 +181,7 @@ class JobRunner:
             self._emit(job)
         return job.snapshot()
 
-    def cancel_all(self) -> list[dict[str, Any]]:
+    def cancel_all(self) -> list[JobSnapshot]:
         """Cancel every queued and running job (an app that quits); returns their snapshots."""
         with self._lock:
             live = [j.id for j in self._jobs.values() if j.state in ("queued", "running")]
@@ -279,11 +279,10 @@ class JobRunner:
             job.state = "cancelled"
             log.info("job %s cancelled after %d sources", job.id, len(job.sources))
         elif isinstance(outcome, CtxError):
-            job.state, job.error = "failed", outcome.to_dict()
-        else:
+            job.state, job.error = "failed", ErrorInfo.of(outcome)
+        else:  # a bug: internal_error, with the exception's type and never its message
             log.error("job %s failed", job.id, exc_info=outcome)
-            job.state = "failed"
-            job.error = {"code": 1000, "name": "internal_error", "message": type(outcome).__name__}
+            job.state, job.error = "failed", ErrorInfo.of(InternalError.of(outcome, "job"))
         job.finished, job.current = time.time(), ""
         self._emit(job)
         if self._on_finish is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.api import SearchHit
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows.plan import QueryPlan, plan_query
@@ -20,7 +21,6 @@ from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
 from engine.store.vault import ChunkRow, Filters
-from engine.types import SearchHit
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.api import SearchHit
 from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
@@ -32,7 +33,6 @@ from engine.metrics import QUERY_MS
 from engine.retrieval.profiles import profile_of
 from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
 from engine.store.vault import ChunkRow, Filters
-from engine.types import SearchHit
 
 Ranked = tuple[Hashable, float, dict[str, float]]
 

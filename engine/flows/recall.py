@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.api import RecallResult, SyncResult
 from engine.errors import InvalidInput
 from engine.flows.ranking import search
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
@@ -20,21 +21,21 @@ FORMATS = ("context", "markdown", "json", "claude-hook")
 
 
 def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None,
-         progress: Progress | None = None) -> dict[str, Any]:
+         progress: Progress | None = None) -> SyncResult:
     """Sync ``paths`` (files or folders), or every known transcript folder."""
     roots = [Path(p).expanduser().resolve() for p in paths] if paths else folders(rt)
     result = sync_files(rt, writer, transcript_files(roots), progress)
     result["folders"] = [str(r) for r in roots]
     rt.vault.add_audit("sync", os.getpid(), [], {"files": result["files"],
                                                  "chunks": result["chunks"]})
-    return result
+    return SyncResult.from_dict(result)
 
 
 def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool = False,
            project: str | None = None, branch: str | None = None, since: float | None = None,
            types: Sequence[str] | None = None, k: int = 10, budget: int | None = None,
            task: str | None = None, fmt: str = "context", index: Sequence[str] = (),
-           do_sync: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+           do_sync: bool = False, progress: Progress | None = None) -> RecallResult:
     """Search transcript memory, or (``auto``) assemble recent + related + failures."""
     out: dict[str, Any] = {}
     for folder in index:
@@ -61,5 +62,5 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
         hits = search(rt, query, k, filters=filters, expand_session=True)  # transcript profile
-        out["hits"] = presented(rt, query, hits)
-    return out
+        out["hits"] = tuple(presented(rt, query, hits))
+    return RecallResult(**out)

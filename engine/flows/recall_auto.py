@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.api import RecallHit
 from engine.flows.ranking import search
 from engine.flows.recall_hits import presented
 from engine.flows.runtime import Runtime
@@ -96,21 +97,18 @@ def failure_line(row: ChunkRow) -> str:
     return f"- {_day(row.time)} · {where} · {what} · {_one_line(first, 100)}{tail}"
 
 
-def _candidate(hit: dict[str, Any], why: str) -> PackCandidate:
+def _candidate(hit: RecallHit, why: str) -> PackCandidate:
     """A ranked recall hit as the digest shows it: its line, then the excerpt that answers."""
-    meta = hit.get("meta") or {}
-    return PackCandidate(key=f"chunk:{hit['chunk_id']}", section="memory", kind=hit["kind"],
-                         source=str(meta.get("session") or hit["source"]), title=hit["title"],
-                         time=hit["time"], score=float(hit["score"]),
-                         text=f"{hit['line']}\n{hit['excerpt']}", chunk_ids=(hit["chunk_id"],),
-                         why=why)
+    return PackCandidate(key=f"chunk:{hit.chunk_id}", section="memory", kind=hit.kind,
+                         source=str(hit.meta.get("session") or hit.source), title=hit.title,
+                         time=hit.time, score=float(hit.score),
+                         text=f"{hit.line}\n{hit.excerpt}", chunk_ids=(hit.chunk_id,), why=why)
 
 
-def ranked_failures(hits: Sequence[dict[str, Any]], recent: Sequence[ChunkRow],
+def ranked_failures(hits: Sequence[RecallHit], recent: Sequence[ChunkRow],
                     rows: dict[int, ChunkRow]) -> list[ChunkRow]:
     """Failures the task's ranking found first (best first), then the most recent ones."""
-    first = [rows[h["chunk_id"]] for h in hits
-             if (h.get("meta") or {}).get("failure") and h["chunk_id"] in rows]
+    first = [rows[h.chunk_id] for h in hits if h.meta.get("failure") and h.chunk_id in rows]
     seen = {r.id for r in first}
     return first + [r for r in recent if r.id not in seen]
 
@@ -121,16 +119,16 @@ def auto_context(rt: Runtime, *, budget: int, project: str | None, branch: str |
     sessions = recent_sessions(rt, project, branch, rt.cfg.recall.recent_sessions)
     recent = _recent_lines(sessions)
     recent_failures = failure_rows(rt, project)
-    hits: list[dict[str, Any]] = []
+    hits: list[RecallHit] = []
     if task and task.strip():  # the one ranked search, transcript profile (as recall)
         found = search(rt, task, RELATED_DEPTH, expand_session=True,
                        filters=Filters(kinds=RECALL_KINDS, project=project))
         hits = presented(rt, task, found)
-    failed = [h["chunk_id"] for h in hits if (h.get("meta") or {}).get("failure")]
+    failed = [h.chunk_id for h in hits if h.meta.get("failure")]
     failures = distinct(ranked_failures(hits, recent_failures, rt.vault.chunks(failed)))
     fail_ids = {r.id for r in failures}
     fail_lines = list(dict.fromkeys(failure_line(r) for r in failures))
-    related = [_candidate(h, "related") for h in hits if h["chunk_id"] not in fail_ids]
+    related = [_candidate(h, "related") for h in hits if h.chunk_id not in fail_ids]
     related = _unique_lines([related])[0]
     markdown = fmt == "markdown"
     pcfg = dataclasses.replace(rt.cfg.packing, fmt="markdown" if markdown else "text",

@@ -4,11 +4,10 @@ branch, what came of its turn) and the excerpt that answers (``engine.recall.pre
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from engine.api import RecallHit, SearchHit
 from engine.flows.runtime import Runtime
 from engine.recall.present import TurnChunk, excerpt, hit_line, turn_outcome
-from engine.types import SearchHit
 
 
 def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
@@ -32,10 +31,10 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
     return out
 
 
-def presented(rt: Runtime, query: str, hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
-    """The hits as dicts, each with ``line`` (session, date, branch, what came of its
-    turn) and ``excerpt`` (the lines that answer, within recall.hit_excerpt_tokens)."""
+def presented(rt: Runtime, query: str, hits: Sequence[SearchHit]) -> list[RecallHit]:
+    """The hits, each with ``line`` (session, date, branch, what came of its turn) and
+    ``excerpt`` (the lines that answer, within recall.hit_excerpt_tokens)."""
     outcomes = turn_outcomes(rt, hits)
     budget = rt.cfg.recall.hit_excerpt_tokens
-    return [{**h.__dict__, "line": hit_line(h.meta, h.time, outcomes[h.chunk_id]),
-             "excerpt": excerpt(h.text, query, rt.counter, budget)} for h in hits]
+    return [RecallHit(**h.__dict__, line=hit_line(h.meta, h.time, outcomes[h.chunk_id]),
+                      excerpt=excerpt(h.text, query, rt.counter, budget)) for h in hits]

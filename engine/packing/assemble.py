@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 
+from engine.api import Payload, PayloadItem
 from engine.packing.pieces import Piece, PieceMaker
 from engine.packing.render import GROUP_ORDER
-from engine.types import ContextPayload, PayloadItem
 
 
 class Assembler:
-    """Renders the pieces one ``pack`` call placed and builds its ``ContextPayload``."""
+    """Renders the pieces one ``pack`` call placed and builds its ``Payload``."""
 
     def __init__(self, pieces: PieceMaker, head: str, foot: str, group_cost: dict[str, int],
                  budget: int, fmt: str) -> None:
@@ -29,7 +29,7 @@ class Assembler:
         self.head, self.foot, self.group_cost = head, foot, group_cost
         self.budget, self.fmt = budget, fmt
 
-    def finish(self, placed: list[Piece]) -> ContextPayload:
+    def finish(self, placed: list[Piece]) -> Payload:
         """Render the placed pieces; prove the count on the final string, trimming
         the last-placed piece until it fits (only needed if BPE merged across blocks)."""
         while placed:
@@ -39,7 +39,7 @@ class Assembler:
             if total <= self.budget:
                 return self._payload(parts, context, total)
             placed.pop()
-        return ContextPayload("", 0, self.budget, (), {}, self.fmt)
+        return Payload("", 0, self.budget, (), {}, self.fmt)
 
     def _parts(self, placed: list[Piece]) -> list[tuple[str, int, Piece | None]]:
         """The context as (text, tokens, piece) blocks in rendering order."""
@@ -72,7 +72,7 @@ class Assembler:
         return parts
 
     def _payload(self, parts: list[tuple[str, int, Piece | None]], context: str,
-                 total: int) -> ContextPayload:
+                 total: int) -> Payload:
         tokens = [t for _, t, _ in parts]
         if sum(tokens) != total:
             # Blocks merged in BPE after all: charge each block its marginal tokens.
@@ -91,8 +91,9 @@ class Assembler:
             items.append(PayloadItem(
                 kind=_item_kind(p), source=c.source, title=c.title, time=c.time, tokens=exact,
                 score=c.score, lanes=dict(c.lanes), why=_why(why, c.why),
-                chunk_ids=tuple(c.chunk_ids)))
-        return ContextPayload(context, total, self.budget, tuple(items), {}, self.fmt)
+                chunk_ids=tuple(c.chunk_ids),
+                tier=c.tier if p.reason == "surrogate" else None))
+        return Payload(context, total, self.budget, tuple(items), {}, self.fmt)
 
     def _render(self, p: Piece, *, first: bool, last: bool) -> tuple[str, int, Piece]:
         """One placed piece as rendered inside its run, with its exact tokens."""

@@ -48,13 +48,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from engine.api import Payload
 from engine.errors import ConfigError, InvalidBudget
 from engine.packing.assemble import Assembler
 from engine.packing.candidates import PackCandidate
 from engine.packing.pieces import Piece, PieceMaker
 from engine.packing.render import FORMATS, GROUP_ORDER, Renderer, format_time, get_renderer
 from engine.tokens import TokenCounter
-from engine.types import ContextPayload
 
 MAX_BUDGET = 200_000
 MODES = ("fast", "dense_cached")
@@ -182,7 +182,7 @@ def _check_budget(budget: int) -> None:
 def pack(
     candidates: Sequence[PackCandidate], budget: int, cfg: PackingConfig,
     counter: TokenCounter, *, now: float | None = None, query: str | None = None,
-) -> ContextPayload:
+) -> Payload:
     """Choose, cut and render candidates into a context of at most ``budget`` tokens.
 
     ``now`` (epoch seconds), when given with ``include_time``, opens the context
@@ -193,7 +193,7 @@ def pack(
     """
     _check_budget(budget)
     if budget == 0 or not candidates:
-        return ContextPayload("", 0, budget, (), {}, cfg.fmt)
+        return Payload("", 0, budget, (), {}, cfg.fmt)
     return _Packer(candidates, budget, cfg, counter, now, query).run()
 
 
@@ -351,7 +351,7 @@ class _Packer:
 
     # -- the run ---------------------------------------------------------------
 
-    def run(self) -> ContextPayload:
+    def run(self) -> Payload:
         live = [p for p in self.others if p.cand.section == "live"]
         reserve = 0
         if live and (self.first or self.surrogates or self.snippets):

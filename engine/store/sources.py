@@ -13,33 +13,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.api import SourceInfo
 from engine.pathnames import shown
 from engine.store.vault import Vault
 from engine.types import ChunkDraft, LoadedDocument
-
-
-@dataclass(frozen=True)
-class SourceInfo:
-    id: int
-    uri: str
-    kind: str
-    title: str
-    fmt: str
-    content_hash: str
-    bytes: int
-    created_at: float | None
-    ingested_at: float
-    n_chunks: int
-    tokens: int
-    project: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 _COLS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
          "tokens, project")

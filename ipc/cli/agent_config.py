@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError
+from engine import ConfigError
 
 __all__ = ["Change", "ctx_command", "install", "uninstall"]
 

@@ -6,26 +6,27 @@ import argparse
 import getpass
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InvalidInput, NotUtf8
-from ipc.cli.backend import open_backend
+from engine import EngineAPI, InvalidInput, JobSnapshot, NotUtf8
+from ipc.cli.backend import open_backend, served
 from ipc.cli.output import Progress, emit_json, fmt_time, parse_when, table
 from ipc.errors import ServerUnavailable
 from ipc.status_text import memory_line
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from engine.facade import init_store
+    from engine import init_store
 
     passphrase = None
     if args.passphrase_stdin:
         passphrase = sys.stdin.readline().rstrip("\n")
     elif args.no_keychain:
-        from engine.crypto.keys import headless_passphrase
+        from engine import headless_passphrase
 
         passphrase = headless_passphrase()
         if passphrase is None and sys.stdin.isatty():
@@ -40,9 +41,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait_job(backend: Any, job_id: str) -> dict[str, Any]:
+def _wait_job(backend: EngineAPI, job_id: str) -> JobSnapshot:
     bar = Progress()
-    seen: dict[str, Any] | None = None
+    seen: JobSnapshot | None = None
     try:
         while True:
             try:
@@ -50,13 +51,13 @@ def _wait_job(backend: Any, job_id: str) -> dict[str, Any]:
             except ServerUnavailable as exc:  # the engine died under the job: say so now
                 if seen is not None:
                     exc.message += (f"; when last seen, job {job_id} had stored "
-                                    f"{seen['files_done']} of {seen['files_total']} files "
+                                    f"{seen.files_done} of {seen.files_total} files "
                                     "(what it had not made ready is rolled back at the "
                                     "next start)")
                 raise
             seen = snap
             bar.update(snap)
-            if snap["state"] in ("done", "failed", "cancelled"):
+            if snap.final:
                 bar.update(snap, force=True)
                 return snap
             time.sleep(0.1)
@@ -76,20 +77,20 @@ def _interrupted(backend: Any, job_ids: list[str], as_json: bool) -> int:
     """Ctrl-C: stop the jobs at their next safe point, say what was kept, exit 130."""
     targets = list(job_ids)
     try:
-        if backend.remote:
+        if served(backend):
             for jid in targets:
                 backend.cancel_job(jid)
         else:  # this process owns the engine: nothing it queued may run on at close
-            targets = [s["id"] for s in backend.cancel_all()] or targets
+            targets = [s.id for s in backend.cancel_all()] or targets
         snaps = [backend.wait(jid, 30.0) for jid in targets]
     except Exception as exc:  # noqa: BLE001 - an old server without cancel_job
         print(f"ctx: interrupted; the jobs could not be cancelled ({type(exc).__name__})",
               file=sys.stderr)
         return 130
-    kept = sum(len(s["sources"]) for s in snaps)
-    chunks = sum(s["chunks"] for s in snaps)
+    kept = sum(len(s.sources) for s in snaps)
+    chunks = sum(s.chunks for s in snaps)
     if as_json:
-        emit_json({"interrupted": True, "jobs": snaps})
+        emit_json({"interrupted": True, "jobs": [s.to_dict() for s in snaps]})
     print(f"interrupted: kept {kept} sources ({chunks} chunks) stored before the stop; "
           "files not finished were not stored", file=sys.stderr)
     return 130
@@ -116,7 +117,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         backend.close()
 
 
-def _ingest(backend: Any, args: argparse.Namespace, job_ids: list[str]) -> int:
+def _ingest(backend: EngineAPI, args: argparse.Namespace, job_ids: list[str]) -> int:
     paths = [p for p in args.paths if p != "-"]
     missing = [p for p in paths if not Path(p).exists()]
     for p in missing:
@@ -132,17 +133,17 @@ def _ingest(backend: Any, args: argparse.Namespace, job_ids: list[str]) -> int:
         return 3 if missing else 0
     snaps = [_wait_job(backend, j) for j in job_ids]
     if args.json:
-        emit_json({"jobs": snaps})
+        emit_json({"jobs": [s.to_dict() for s in snaps]})
     else:
         for s in snaps:
-            print(f"{s['files_done'] - s['files_skipped'] - s['files_unchanged']} ingested, "
-                  f"{s['files_unchanged']} unchanged, {s['files_skipped']} skipped, "
-                  f"{s['chunks']} chunks")
-            for err in s["errors"]:
-                print(f"  skipped {err['path']}: {err['reason']}", file=sys.stderr)
-            if s["state"] == "failed":
-                print(f"  job failed: {s['error']['name']}", file=sys.stderr)
-    if any(s["state"] == "failed" for s in snaps):
+            print(f"{s.files_done - s.files_skipped - s.files_unchanged} ingested, "
+                  f"{s.files_unchanged} unchanged, {s.files_skipped} skipped, "
+                  f"{s.chunks} chunks")
+            for err in s.errors:
+                print(f"  skipped {err.path}: {err.reason}", file=sys.stderr)
+            if s.state == "failed" and s.error is not None:
+                print(f"  job failed: {s.error.name}", file=sys.stderr)
+    if any(s.state == "failed" for s in snaps):
         return 1
     return 3 if missing else 0
 
@@ -155,14 +156,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     if args.json:
-        emit_json({"hits": hits})
+        emit_json({"hits": [h.to_dict() for h in hits]})
         return 0
     if not hits:
         print("no results")
     for i, h in enumerate(hits, 1):
-        lanes = ",".join(sorted(h["lanes"]))
-        print(f"{i:>2}. {h['score']:.4f} [{lanes}] {h['title']} ({h['kind']}, chunk {h['chunk_id']})")
-        snippet = " ".join(h["text"].split())[:160]
+        lanes = ",".join(sorted(h.lanes))
+        print(f"{i:>2}. {h.score:.4f} [{lanes}] {h.title} ({h.kind}, chunk {h.chunk_id})")
+        snippet = " ".join(h.text.split())[:160]
         print(f"    {snippet}")
     return 0
 
@@ -183,10 +184,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     if args.format == "json":
-        emit_json(payload)
+        emit_json(payload.to_dict())
     else:
-        sys.stdout.write(payload["context"])
-        if payload["context"] and not payload["context"].endswith("\n"):
+        sys.stdout.write(payload.context)
+        if payload.context and not payload.context.endswith("\n"):
             sys.stdout.write("\n")
     return 0
 
@@ -198,10 +199,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     if args.json:
-        emit_json({"sources": rows})
+        emit_json({"sources": [s.to_dict() for s in rows]})
     else:
-        table([[str(s["id"]), s["kind"], str(s["n_chunks"]), fmt_time(s["ingested_at"]),
-                s["uri"]] for s in rows], ["id", "kind", "chunks", "ingested", "source"])
+        table([[str(s.id), s.kind, str(s.n_chunks), fmt_time(s.ingested_at), s.uri]
+               for s in rows], ["id", "kind", "chunks", "ingested", "source"])
     return 0
 
 
@@ -211,7 +212,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
         result = backend.delete(args.source)
     finally:
         backend.close()
-    emit_json(result) if args.json else print(f"deleted {result['deleted']} source(s)")
+    emit_json(result.to_dict()) if args.json else print(f"deleted {result.deleted} source(s)")
     return 0
 
 
@@ -222,18 +223,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         metrics = backend.metrics()
     finally:
         backend.close()
-    status["served"] = backend.remote
+    shown = {**status.to_dict(), "served": served(backend)}
     if args.json:
-        emit_json({"status": status, "metrics": metrics})
+        emit_json({"status": shown, "metrics": metrics.to_dict()})
         return 0
     for key in ("data_dir", "sources", "chunks", "tokens", "vectors", "vector_backend", "model",
                 "store_bytes", "served"):
-        print(f"{key:>15}: {status.get(key)}")
-        if key == "vector_backend" and status.get("vectors_in_memory"):
-            print(f"{'in memory':>15}: {memory_line(status['vectors_in_memory'])}")
-    for name, h in sorted(metrics.get("histograms", {}).items()):
-        print(f"{name}: p50 {h['p50']:.1f} ms, p95 {h['p95']:.1f} ms ({h['count']} calls)")
-    for name in sorted(status.get("alerts") or {}):
+        print(f"{key:>15}: {shown[key]}")
+        if key == "vector_backend":
+            print(f"{'in memory':>15}: {memory_line(status.vectors_in_memory)}")
+    for name, h in sorted(metrics.histograms.items()):
+        print(f"{name}: p50 {h.p50:.1f} ms, p95 {h.p95:.1f} ms ({h.count} calls)")
+    for name in sorted(status.alerts):
         print(f"ALERT {name}")
     return 0
 
@@ -245,50 +246,63 @@ def cmd_audit(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     if args.json:
-        emit_json({"audit": rows})
+        emit_json({"audit": [r.to_dict() for r in rows]})
     else:
-        table([[fmt_time(r["time"]), r["method"], str(r["caller_pid"] or "-"),
-                json.dumps(r["counts"], sort_keys=True)] for r in rows],
+        table([[fmt_time(r.time), r.method, str(r.caller_pid or "-"),
+                json.dumps(r.counts, sort_keys=True)] for r in rows],
               ["time", "method", "pid", "counts"])
     return 0
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from engine.facade import repair_store
+    from engine import repair_store
 
     result = repair_store(args.data_dir)
     if args.json:
-        emit_json(result)
+        emit_json(result.to_dict())
     else:
-        for part, where in sorted(result.get("set_aside", {}).items()):
+        for part, where in sorted((result.set_aside or {}).items()):
             print(f"damaged {part}/ set aside as {where}")
-        print(f"rebuilt {result['vectors']} vectors ({result['embedded']} embedded again) in "
-              f"{result['seconds']:.1f} s; {result.get('cache_rows_dropped', 0)} unused "
+        print(f"rebuilt {result.vectors} vectors ({result.embedded} embedded again) in "
+              f"{result.seconds:.1f} s; {result.cache_rows_dropped or 0} unused "
               "embedding-cache rows dropped")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ipc.cli.serve_cmd import run_serve
+    """The headless engine (``ipc.serve.serve``: idle stop and sync on start live there)."""
+    from ipc.cli.backend import open_engine
+    from ipc.serve import serve
 
-    return run_serve(args)
+    def ready(info: Any) -> None:
+        stop = "Ctrl-C" if os.name == "nt" else f"Ctrl-C or `kill {os.getpid()}`"
+        print(f"ctx: serving {info['data_dir']} at {info['endpoint']} (pid {os.getpid()}); "
+              f"stop it with {stop}", flush=True)
+
+    return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
+                 workers=args.workers, engine_factory=open_engine, ready=ready,
+                 idle_timeout=float(args.idle_timeout) if args.idle_timeout else None,
+                 sync_on_start=args.sync_on_start)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    """The desktop app (PySide6, the ``desktop`` extra); it shares this data dir flag."""
-    try:
-        from desktop.app import main as app_main
-    except ImportError as exc:
-        from engine.errors import ConfigError
+    """The desktop app (the ``desktop`` extra), started as its own program: the
+    ``ctx-desktop`` entry point. It shares this data dir flag; its output is passed on."""
+    from ipc.cli.launch import desktop_command
 
-        raise ConfigError("the desktop app needs PySide6: pip install 'ctx[desktop]'") from exc
     argv = ["--data-dir", args.data_dir] if args.data_dir else []
     for path in args.ingest:
         argv += ["--ingest", path]
     argv += [f"--{flag}" for flag in ("status", "quit") if getattr(args, flag)]
     if args.no_tray:
         argv.append("--no-tray")
-    return app_main(argv)
+    with subprocess.Popen([*desktop_command(), *argv], stdout=subprocess.PIPE, text=True,
+                          encoding="utf-8", errors="replace") as app:
+        assert app.stdout is not None
+        for line in app.stdout:  # line by line: `ctx app --status` reads like the app's own
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        return app.wait()
 
 
 def cmd_recall(args: argparse.Namespace) -> int:

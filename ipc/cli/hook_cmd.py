@@ -169,8 +169,8 @@ def session_start(args: argparse.Namespace) -> int:
 def _session_context(args: argparse.Namespace, end: float, answer: _Answer
                      ) -> tuple[str, str | None]:
     from engine import probe_store
-    from ipc.cli.recall_cmd import current_project
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
+    from ipc.projects import current_project
 
     event = _read_event()
     cwd = Path(str(event.get("cwd") or os.getcwd()))
@@ -198,14 +198,14 @@ def _session_context(args: argparse.Namespace, end: float, answer: _Answer
         engine.close()
     if not fresh:
         _fire_sync(info, end)
-    return str(result.get("context") or ""), None
+    return result.context or "", None
 
 
 def _start_or_wait(root: Path, locked: bool, end: float) -> Any:
     """The server's info, or the message to show when it cannot answer in time."""
-    from engine.errors import CtxError
-    from ipc.cli.autostart import ensure_server
-    from ipc.connection import find_live
+    from engine import CtxError
+    from ipc.autostart import ensure_server
+    from ipc.discovery import find_live
 
     if locked:  # an engine starting up, or another process with the store open
         while time.monotonic() < end - 0.3:
@@ -216,7 +216,7 @@ def _start_or_wait(root: Path, locked: bool, end: float) -> Any:
         return ("ctx: another ctx process holds the store (an ingest run with --local?), so "
                 "no session memory this time; it comes back when that process ends. Run "
                 "ingests without --local so they go through the engine.")
-    from ipc.cli.autostart import last_engine_error
+    from ipc.autostart import last_engine_error
 
     failed_before = last_engine_error(root)
     try:
@@ -267,7 +267,7 @@ _FIXES = {
 
 def _fix_message(exc: BaseException | None) -> str:
     """A short systemMessage saying what went wrong and what to do (no user text)."""
-    from engine.errors import CtxError
+    from engine import CtxError
 
     if isinstance(exc, CtxError):
         fix = _FIXES.get(exc.name, f"{exc.name}: run `ctx status` to see why")

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import CtxError, InvalidInput
+from engine import CtxError, InvalidInput, caller
 from ipc.cli import commands
 
 
@@ -122,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     handler = getattr(args, "handler", None) or getattr(commands, "cmd_" + args.cmd)
     try:
-        return int(handler(args) or 0)
+        with caller("cli", pid=os.getpid()):  # what the engine audits of a store opened here
+            return int(handler(args) or 0)
     except CtxError as exc:
         _report(exc, getattr(args, "json", False), serve=args.cmd == "serve")
         return exc.exit_code

@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from engine.errors import InvalidInput
+from engine import InvalidInput, JobSnapshot
 
 
 def emit_json(data: Any, out: TextIO = sys.stdout) -> None:
@@ -64,20 +64,20 @@ class Progress:
         self.enabled = stream.isatty()
         self._last = 0.0
 
-    def update(self, snap: dict[str, Any], force: bool = False) -> None:
+    def update(self, snap: JobSnapshot, force: bool = False) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
         if not force and now - self._last < 0.1:
             return
         self._last = now
-        total = max(1, int(snap.get("files_total") or 0))
-        done = int(snap.get("files_done") or 0)
+        total = max(1, snap.files_total)
+        done = snap.files_done
         width = 28
         filled = int(width * min(done, total) / total)
         bar = "#" * filled + "-" * (width - filled)
-        current = str(snap.get("current") or "")[-40:]
-        self.stream.write(f"\r[{bar}] {done}/{total} files  {snap.get('chunks', 0)} chunks  "
+        current = snap.current[-40:]
+        self.stream.write(f"\r[{bar}] {done}/{total} files  {snap.chunks} chunks  "
                           f"{current:<40}")
         self.stream.flush()
 
@@ -119,17 +119,17 @@ class SyncProgress:
         self._t0 = time.monotonic()
         self._drawn = False
 
-    def line(self, snap: dict[str, Any]) -> str:
+    def line(self, snap: JobSnapshot) -> str:
         elapsed = max(1e-6, time.monotonic() - self._t0)
-        done, total = int(snap.get("bytes") or 0), int(snap.get("bytes_total") or 0)
+        done, total = snap.bytes, snap.bytes_total
         rate = done / elapsed
         left = (total - done) / rate if rate > 0 and total >= done else None
         eta = fmt_duration(left) if left is not None and done else "?"
-        return (f"indexing: {snap.get('files_done', 0)}/{snap.get('files_total', 0)} files, "
-                f"{fmt_bytes(done)}/{fmt_bytes(total)}, {snap.get('chunks', 0)} chunks, "
+        return (f"indexing: {snap.files_done}/{snap.files_total} files, "
+                f"{fmt_bytes(done)}/{fmt_bytes(total)}, {snap.chunks} chunks, "
                 f"{fmt_bytes(rate)}/s, {fmt_duration(elapsed)} elapsed, {eta} left")
 
-    def update(self, snap: dict[str, Any], force: bool = False) -> None:
+    def update(self, snap: JobSnapshot, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last < self.every_s:
             return

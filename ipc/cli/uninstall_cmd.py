@@ -18,6 +18,7 @@ same lines to a file too (the Windows uninstaller shows it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -77,25 +78,40 @@ def _roots(paths: Sequence[str]) -> list[str]:
 
 # -- processes --------------------------------------------------------------------------------
 
-def _stop_app(data_dir: Path, dry: bool, say: Say) -> None:
+def _ask_app(data_dir: Path, flag: str) -> dict[str, Any] | None:
+    """The running tray app's answer to ``ctx-desktop --status`` / ``--quit`` (the app's
+    own program talks to its single-instance socket); None when no app answers."""
+    from engine import CtxError
+    from ipc.cli.launch import desktop_command
+
     try:
-        from desktop.instance import send  # the tray app's single-instance socket (Qt)
-    except ImportError:
-        return  # no desktop app in this install
-    status = send(data_dir, {"cmd": "status"}, timeout_ms=2000)
+        command = [*desktop_command(), "--data-dir", str(data_dir), flag]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (CtxError, OSError, subprocess.TimeoutExpired):
+        return None  # no desktop app in this install, or it does not answer
+    for line in reversed(done.stdout.splitlines()):
+        with contextlib.suppress(ValueError):
+            reply = json.loads(line)
+            return reply if isinstance(reply, dict) else None
+    return {"ok": True} if done.returncode == 0 and flag == "--quit" else None
+
+
+def _stop_app(data_dir: Path, dry: bool, say: Say) -> None:
+    status = _ask_app(data_dir, "--status")
     if not status or not status.get("ok"):
         return
     pid = int(status.get("pid") or 0)
     if dry:
         say(f"would stop the ctx app (pid {pid})")
         return
-    send(data_dir, {"cmd": "quit"}, timeout_ms=2000)
+    _ask_app(data_dir, "--quit")
     say(f"stopped the ctx app (pid {pid})" if _wait_gone([pid]) else
         f"asked the ctx app (pid {pid}) to quit; it is still running")
 
 
 def _stop_engine(data_dir: Path, dry: bool, say: Say) -> None:
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
     from ipc.remote import RemoteEngine
 
     info = find_live(data_dir)
@@ -234,7 +250,7 @@ def _login_command(item: Any) -> str:
 
 
 def _login_item(home: Path, roots: Sequence[str], dry: bool, say: Say) -> None:
-    from desktop.autostart import RUN_KEY, RUN_VALUE, Autostart  # pure Python, no Qt
+    from ipc.cli.login_item import RUN_KEY, RUN_VALUE, Autostart  # pure Python, no Qt
 
     item = Autostart(home=home, command=["ctx"])
     if not item.enabled():

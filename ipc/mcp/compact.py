@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engine import SearchHit, SourceInfo
+
 SNIPPET_TOKENS = 160  # at most this many tokens of text per hit
 
 
@@ -72,25 +74,24 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def hit_entries(hits: Sequence[dict[str, Any]]) -> list[str]:
+def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
     out = []
     for i, h in enumerate(hits, 1):
-        meta = h.get("meta") or {}
-        if "line" in h:  # a recall hit: where it sits, then the lines that answer
-            out.append(f"{i}. [{h.get('kind')}] {h['line']}\n   "
-                       + _cut(str(h.get("excerpt", "")).replace("\n", "\n   "),
-                              SNIPPET_TOKENS))
+        meta = h.meta
+        line = getattr(h, "line", "")  # a recall hit: where it sits, then the lines that answer
+        if line:
+            out.append(f"{i}. [{h.kind}] {line}\n   "
+                       + _cut(h.excerpt.replace("\n", "\n   "), SNIPPET_TOKENS))
             continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""
-        head = (f"{i}. [{h.get('kind')}{flag}] {h.get('title')} ({h.get('source')}"
-                f"{', ' + where if where else ''}; {_when(h.get('time'))}; "
-                f"score {float(h.get('score') or 0):.3f})")
-        out.append(head + "\n   " + _cut(_one_line(h.get("text", "")), SNIPPET_TOKENS))
+        head = (f"{i}. [{h.kind}{flag}] {h.title} ({h.source}"
+                f"{', ' + where if where else ''}; {_when(h.time)}; score {h.score:.3f})")
+        out.append(head + "\n   " + _cut(_one_line(h.text), SNIPPET_TOKENS))
     return out
 
 
-def source_entries(rows: Sequence[dict[str, Any]]) -> list[str]:
-    return [f"{s.get('id')}. [{s.get('kind')}] {s.get('title') or s.get('uri')} — "
-            f"{s.get('uri')} ({s.get('n_chunks')} chunks, {_when(s.get('ingested_at'))})"
+def source_entries(rows: Sequence[SourceInfo]) -> list[str]:
+    return [f"{s.id}. [{s.kind}] {s.title or s.uri} — "
+            f"{s.uri} ({s.n_chunks} chunks, {_when(s.ingested_at)})"
             for s in rows]

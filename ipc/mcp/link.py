@@ -37,8 +37,8 @@ class EngineLink:
 
     def _connect(self) -> Any:
         from engine import probe_store
-        from ipc.cli.autostart import ensure_server
-        from ipc.connection import find_live
+        from ipc.autostart import ensure_server
+        from ipc.discovery import find_live
         from ipc.remote import RemoteEngine
 
         info = find_live(self.data_dir)

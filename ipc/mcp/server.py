@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine.errors import CtxError
+from engine import CtxError
 from ipc.mcp.compact import fit, hit_entries, source_entries
 from ipc.mcp.link import EngineLink
 
@@ -63,7 +63,7 @@ class CtxTools:
         past sessions, packed within `budget` tokens. Returns the context text, with its
         sources named; use it before answering questions about this user's projects."""
         payload = self._call(lambda e: e.build_context(query, budget=budget))
-        return str(payload["context"]) or "(nothing relevant is stored)"
+        return payload.context or "(nothing relevant is stored)"
 
     def search(self, query: Annotated[str, Field(min_length=1, max_length=20_000,
                                                  description="What to look for.")],
@@ -104,14 +104,14 @@ class CtxTools:
             proj = project or _project_of(Path(os.getcwd()))
             result = self._call(lambda e: e.recall(query, auto=True, project=proj,
                                                    branch=branch, budget=budget))
-            return str(result.get("context") or "") or "(no session memory for this project yet)"
+            return result.context or "(no session memory for this project yet)"
         if not query or not query.strip():
             from mcp.server.mcpserver.exceptions import ToolError
 
             raise ToolError("invalid_input: give a query, or set auto=true")
         result = self._call(lambda e: e.recall(query, project=project, branch=branch,
                                                types=types, k=k))
-        hits = result.get("hits") or []
+        hits = result.hits or ()
         return fit(hit_entries(hits), budget, what="hits") if hits else "no results"
 
     def sources(self, project: Annotated[str | None, Field(
@@ -120,7 +120,7 @@ class CtxTools:
                 budget: Budget = 1500) -> str:
         """List what ctx has stored (id, kind, title, location, chunks, date), newest first."""
         rows = self._call(lambda e: e.sources(project=project))
-        rows = sorted(rows, key=lambda s: -(s.get("ingested_at") or 0))
+        rows = sorted(rows, key=lambda s: -(s.ingested_at or 0))
         if not rows:
             return "nothing stored yet"
         return fit(source_entries(rows[:limit]), budget,
@@ -156,13 +156,13 @@ class CtxTools:
         if not wait:
             return f"queued: job {job_id}"
         snap = self._call(lambda e: e.wait(job_id, timeout=600.0))
-        errors = len(snap.get("errors") or [])
-        return (f"{snap.get('state')}: job {job_id}, {snap.get('files_done', 0)} files, "
-                f"{snap.get('chunks', 0)} chunks" + (f", {errors} skipped" if errors else ""))
+        errors = len(snap.errors)
+        return (f"{snap.state}: job {job_id}, {snap.files_done} files, "
+                f"{snap.chunks} chunks" + (f", {errors} skipped" if errors else ""))
 
 
 def _project_of(cwd: Path) -> str:
-    from ipc.cli.recall_cmd import current_project
+    from ipc.projects import current_project
 
     return current_project(cwd)
 

@@ -23,7 +23,8 @@ def ctx(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
 
 def stop_engine(data_dir: str | Path | None = None, timeout: float = 30.0) -> None:
     """Shut down the live server of ``data_dir`` (a background engine a test started)."""
-    from ipc.connection import find_live, pid_alive
+    from ipc.connection import pid_alive
+    from ipc.discovery import find_live
     from ipc.remote import RemoteEngine
 
     info = find_live(data_dir)

@@ -1,21 +1,23 @@
-"""ContextEngine and RemoteEngine implement the one engine protocol, parameter by parameter."""
+"""ContextEngine and RemoteEngine implement the one engine protocol: parameters and results."""
 
 from __future__ import annotations
 
 import inspect
+import typing
 
 import pytest
 
-from engine.facade import ContextEngine
-from ipc.engine_protocol import ENGINE_METHODS, EngineAPI
+from engine import ENGINE_METHODS, ContextEngine, EngineAPI
 from ipc.protocol import METHODS
 from ipc.remote import RemoteEngine
 
 
-def _shape(fn: object) -> list[tuple[str, object, object]]:
-    """Names, kinds and defaults of a method's parameters (annotations may differ in form)."""
+def _shape(fn: object) -> tuple[list[tuple[str, object, object]], object]:
+    """Names, kinds and defaults of a method's parameters, and its return type (resolved,
+    so that ``list[SearchHit]`` written in two modules compares equal)."""
     params = list(inspect.signature(fn).parameters.values())[1:]  # type: ignore[arg-type]
-    return [(p.name, p.kind, p.default) for p in params]
+    returns = typing.get_type_hints(fn).get("return")  # type: ignore[arg-type]
+    return [(p.name, p.kind, p.default) for p in params], returns
 
 
 @pytest.mark.parametrize("impl", [ContextEngine, RemoteEngine])
@@ -24,6 +26,21 @@ def test_signature_matches_the_protocol(impl: type, method: str) -> None:
     assert hasattr(impl, method), f"{impl.__name__} lacks {method}"
     assert _shape(getattr(impl, method)) == _shape(getattr(EngineAPI, method)), \
         f"{impl.__name__}.{method} drifted from EngineAPI.{method}"
+
+
+def test_a_drifted_return_type_or_default_is_caught() -> None:
+    """The comparison sees a result type and a default that differ, not only names."""
+    class Drifted:
+        def search(self, query: str, k: int = 10, *, kinds: typing.Any = None,
+                   path_prefix: str | None = None, since: float | None = None,
+                   until: float | None = None, distinct_sources: bool = False
+                   ) -> list[dict[str, typing.Any]]: ...
+
+        def status(self, *, fresh: bool = True) -> dict[str, typing.Any]: ...
+
+    assert _shape(Drifted.search)[0] == _shape(EngineAPI.search)[0]
+    assert _shape(Drifted.search) != _shape(EngineAPI.search)
+    assert _shape(Drifted.status) != _shape(EngineAPI.status)
 
 
 def test_the_protocol_covers_every_wire_method_the_engine_serves() -> None:

@@ -102,7 +102,7 @@ def _wait_idle(data_dir: str) -> None:
 
     deadline = time.monotonic() + 240
     with connect(data_dir) as eng:  # type: ignore[union-attr]
-        while any(j["state"] in ("queued", "running") for j in eng.jobs()):
+        while any(j.state in ("queued", "running") for j in eng.jobs()):
             assert time.monotonic() < deadline, "engine still busy"
             time.sleep(0.2)
 
@@ -117,7 +117,7 @@ def test_row_server_running(hook_command: str, home: Path, tmp_path: Path) -> No
                             env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        from ipc.connection import find_live
+        from ipc.discovery import find_live
 
         deadline = time.monotonic() + 120
         while find_live(data_dir) is None:
@@ -144,7 +144,7 @@ def test_row_key_set_no_server(hook_command: str, home: Path, tmp_path: Path) ->
     cwd = tmp_path / "work" / "someproject"
     cwd.mkdir(parents=True)
     _r, out = run_hook(hook_command, home, cwd)
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
 
     if "systemMessage" in out:  # the engine was still starting: the message says so
         assert "background" in out["systemMessage"]

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from engine.api import Event, JobChanged, JobSnapshot
 from engine.flows import recall_sync
 from ipc.cli.output import SyncProgress
 from tests.conftest import shared_data
@@ -34,30 +35,32 @@ def test_sync_reports_progress_and_counts(engine: Any, tmp_path: Path,
     total = sum(f.stat().st_size for f in folder.iterdir())
     assert all(s["files_total"] == 5 and s["bytes_total"] == total for s in seen)
     assert [s["files_done"] for s in seen] == list(range(6))
-    assert seen[-1]["bytes"] == total and seen[-1]["chunks"] == result["chunks"] > 0
+    assert seen[-1]["bytes"] == total and seen[-1]["chunks"] == result.chunks > 0
     assert all(str(folder) in s["current"] for s in seen[1:])  # a path, never content
-    hits = engine.recall("the", k=50)["hits"]
-    assert {h["source"].split("#")[0].rsplit("/", 1)[-1] for h in hits} <= {
+    hits = engine.recall("the", k=50).hits
+    assert {h.source.split("#")[0].rsplit("/", 1)[-1] for h in hits} <= {
         f.name for f in folder.iterdir()}
     again = sync(engine.rt, engine._writer, [str(folder)], seen.append)
-    assert again["unchanged"] == 5 and again["chunks"] == 0
+    assert again.unchanged == 5 and again.chunks == 0
 
 
 def test_sync_job_carries_progress(engine: Any, tmp_path: Path) -> None:
     folder = _sessions(tmp_path, 3)
-    snaps: list[dict[str, Any]] = []
-    engine.subscribe(snaps.append)
+    events: list[Event] = []
+    engine.subscribe(events.append)
     engine.sync([str(folder)])
-    running = [s for s in snaps if s["kind"] == "sync" and s["state"] == "running"]
-    assert running and running[-1]["files_done"] == 3
-    assert running[-1]["bytes"] == running[-1]["bytes_total"] > 0
+    snaps = [e.job for e in events if isinstance(e, JobChanged)]
+    running = [s for s in snaps if s.kind == "sync" and s.state == "running"]
+    assert running and running[-1].files_done == 3
+    assert running[-1].bytes == running[-1].bytes_total > 0
 
 
 def test_progress_line_names_files_bytes_chunks_rate_and_time_left() -> None:
     out = io.StringIO()
     bar = SyncProgress(out, every_s=0.0)
-    bar.update({"files_done": 3, "files_total": 10, "bytes": 3 * 1024 * 1024,
-                "bytes_total": 10 * 1024 * 1024, "chunks": 420})
+    bar.update(JobSnapshot(id="j", kind="sync", state="running", created=0.0, files_done=3,
+                           files_total=10, bytes=3 * 1024 * 1024,
+                           bytes_total=10 * 1024 * 1024, chunks=420))
     line = out.getvalue()
     assert "3/10 files" in line and "3.0 MB/10.0 MB" in line and "420 chunks" in line
     assert "/s" in line and "left" in line

@@ -32,14 +32,15 @@ import json, sys
 from ipc.remote import connect
 e = connect(sys.argv[1], timeout=30)
 r = e.build_context("lighthouse tides", budget=200)
-print(json.dumps({"tokens": r["total_tokens"], "items": len(r["items"]),
-                  "sources": [i["source"] for i in r["items"]]}))
+print(json.dumps({"tokens": r.total_tokens, "items": len(r.items),
+                  "sources": [i.source for i in r.items]}))
 """
 PROBE = """
 import json, sys
 from ipc.remote import connect
 e = connect(sys.argv[1], timeout=30)
-print(json.dumps({"sources": e.sources(), "hits": e.search("harbours and tides", k=5)}))
+print(json.dumps({"sources": [s.to_dict() for s in e.sources()],
+                  "hits": [h.to_dict() for h in e.search("harbours and tides", k=5)]}))
 """
 MISSING = [b for b in ("Xvfb", "trayer", "xwininfo") if shutil.which(b) is None]
 

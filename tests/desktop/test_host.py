@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from desktop.host import EngineHost
-from ipc.connection import connection_file_path, find_live
+from engine import JobSnapshot
+from ipc.connection import connection_file_path
+from ipc.discovery import find_live
 from ipc.remote import RemoteEngine
 from tests.conftest import TEST_PASSPHRASE
 from tests.desktop.conftest import RecordingEngine, open_fake_engine
@@ -43,13 +45,13 @@ def test_start_serves_ipc_and_shutdown_cleans_up(make_host: Callable[..., Engine
 
 def test_ingest_reports_progress_and_sources_changed(host: EngineHost, qtbot: Any,
                                                      docs: Path) -> None:
-    snaps: list[dict[str, Any]] = []
+    snaps: list[JobSnapshot] = []
     host.job_progress.connect(snaps.append)
     with qtbot.waitSignal(host.sources_changed, timeout=30000):
         host.ingest_paths([str(docs)])
     final = snaps[-1]
-    assert final["state"] == "done" and final["files_done"] == 2 and final["chunks"] > 0
-    assert host.jobs[final["id"]]["state"] == "done"
+    assert final.state == "done" and final.files_done == 2 and final.chunks > 0
+    assert host.jobs[final.id].state == "done"
     listed: list[Any] = []
     host.run(lambda e: e.sources(), listed.append)
     qtbot.waitUntil(lambda: bool(listed), timeout=10000)
@@ -64,11 +66,11 @@ def test_builds_from_the_window_and_from_ipc_reach_build_finished(
     with qtbot.waitSignal(host.build_finished, timeout=30000) as blocker:
         host.build_context("alpha router", payloads.append, budget=300)
     gui = blocker.args[0]
-    assert gui["origin"] == "gui" and gui["query"] == "alpha router"
-    assert gui["budget"] == 300 and 0 < gui["total_tokens"] <= 300
-    assert {"kind", "tokens", "source", "score", "lanes", "tier"} <= set(gui["items"][0])
+    assert gui.origin == "gui" and "alpha router" not in repr(gui)  # never the query
+    assert gui.budget == 300 and 0 < gui.total_tokens <= 300
+    assert gui.items[0].tokens > 0 and gui.items[0].source.endswith((".md", ".txt"))
     qtbot.waitUntil(lambda: bool(payloads), timeout=5000)
-    assert payloads[0].total_tokens == gui["total_tokens"]
+    assert payloads[0].total_tokens == gui.total_tokens
 
     info = find_live(host.data_dir)
     assert info is not None
@@ -76,8 +78,8 @@ def test_builds_from_the_window_and_from_ipc_reach_build_finished(
           RemoteEngine(info, timeout=20) as remote):
         result = remote.build_context("beta packing", budget=200)
     ipc = blocker.args[0]
-    assert ipc["origin"] == "ipc" and "query" not in ipc
-    assert ipc["total_tokens"] == result["total_tokens"] and ipc["budget"] == 200
+    assert ipc.origin == "ipc" and "beta packing" not in repr(ipc)
+    assert ipc.total_tokens == result.total_tokens and ipc.budget == 200
     assert host.server_stats()["method:build_context"] == 1
 
 
@@ -196,14 +198,14 @@ def test_serve_false_opens_without_a_server(make_host: Callable[..., EngineHost]
 def test_cancel_a_queued_job(host: EngineHost, qtbot: Any, docs: Path) -> None:
     with qtbot.waitSignal(host.paused_changed, timeout=10000):
         host.pause_ingestion()
-    queued: list[dict[str, Any]] = []
+    queued: list[JobSnapshot] = []
     host.job_progress.connect(queued.append)
     host.ingest_paths([str(docs)])
     qtbot.waitUntil(lambda: bool(queued), timeout=10000)
-    job_id = queued[-1]["id"]
+    job_id = queued[-1].id
     with qtbot.waitSignal(host.job_progress, timeout=10000,
-                          check_params_cb=lambda s: s["state"] == "cancelled"):
+                          check_params_cb=lambda s: s.state == "cancelled"):
         host.cancel_job(job_id)
-    assert host.jobs[job_id]["state"] == "cancelled"
+    assert host.jobs[job_id].state == "cancelled"
     with qtbot.waitSignal(host.paused_changed, timeout=10000):
         host.resume_ingestion()

@@ -8,12 +8,14 @@ import pytest
 
 from desktop.icons import TRAY_STATES, draw_state, state_icon
 from desktop.tray import Tray, look_for
+from engine import JobSnapshot
 
 pytestmark = pytest.mark.gui
 
 
-def job(state: str, total: int, done: int) -> dict[str, Any]:
-    return {"id": state + str(total), "state": state, "files_total": total, "files_done": done}
+def job(state: str, total: int, done: int) -> JobSnapshot:
+    return JobSnapshot(id=state + str(total), kind="paths", state=state,  # type: ignore[arg-type]
+                       created=0.0, files_total=total, files_done=done)
 
 
 def test_look_follows_state_jobs_pause_and_attention() -> None:
@@ -63,5 +65,6 @@ def test_tray_menu_and_look_with_a_real_host(host: Any, qtbot: Any) -> None:
 
 def test_sync_from_the_tray_runs_on_the_host(host: Any, qtbot: Any) -> None:
     tray = Tray(host)
-    with qtbot.waitSignal(host.sources_changed, timeout=30000):
+    with qtbot.waitSignal(host.job_progress, timeout=30000,  # the engine's sync job ends
+                          check_params_cb=lambda s: s.kind == "sync" and s.state == "done"):
         tray.act_sync.trigger()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.autostart import Autostart
+from ipc.cli.login_item import Autostart
 from ipc.cli import agent_config as ac
 from tests.dist.test_platform_paths import PACKAGING, REPO
 

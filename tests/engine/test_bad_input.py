@@ -31,11 +31,11 @@ def test_bad_files_are_skipped_with_reasons(tmp_path: Path, data_dir: Path) -> N
                                    "keys": {"scrypt_n": 1024}})
     with ContextEngine.open(data_dir, config=cfg) as eng:
         first = eng.wait(eng.ingest(paths=[str(good)]))
-        assert first["state"] == "done" and first["chunks"] >= 1
-        before = eng.status()["chunks"]
+        assert first.state == "done" and first.chunks >= 1
+        before = eng.status().chunks
         job = eng.wait(eng.ingest(paths=[str(bad)]))
-        assert job["state"] == "done"
-        reasons = {Path(e["path"]).name: e["reason"] for e in job["errors"]}
+        assert job.state == "done"
+        reasons = {Path(e.path).name: e.reason for e in job.errors}
         expected = {"binary.txt": "binary", "empty.md": "empty", "huge.txt": "too_large",
                     "broken.json": "malformed", "broken.pdf": "malformed"}
         if os.geteuid() != 0:  # root reads anything
@@ -44,7 +44,7 @@ def test_bad_files_are_skipped_with_reasons(tmp_path: Path, data_dir: Path) -> N
             assert reasons.get(name) == reason, (name, reasons)
         assert "fine.txt" not in reasons
         readable_extra = 1 if os.geteuid() == 0 else 0  # root can read locked.txt
-        assert eng.status()["chunks"] == before + 1 + readable_extra
+        assert eng.status().chunks == before + 1 + readable_extra
         assert eng.search("lighthouses ships", k=3)[0].source.endswith("keep.md")
     os.chmod(locked, 0o600)
 

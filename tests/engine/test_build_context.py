@@ -71,12 +71,12 @@ def test_budget_zero_is_empty(filled: ContextEngine) -> None:
     ({"query": "deploy", "conversation": "not a list"}, InvalidInput),
 ])
 def test_bad_input_has_stable_codes(filled: ContextEngine, kwargs: dict, error: type) -> None:
-    before = filled.status()["chunks"]
+    before = filled.status().chunks
     with pytest.raises(error) as info:
         filled.build_context(**kwargs)
     assert info.value.code == error.code and info.value.name == error.name
     assert "x" * 50 not in str(info.value)
-    assert filled.status()["chunks"] == before
+    assert filled.status().chunks == before
 
 
 @pytest.mark.integration

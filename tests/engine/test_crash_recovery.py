@@ -18,9 +18,10 @@ CHILD = textwrap.dedent("""
     import sys
     from engine.facade import ContextEngine
     eng = ContextEngine.open(sys.argv[1])
-    def show(snap):
-        sys.stdout.write(f"progress {snap['files_done']}\\n")
-        sys.stdout.flush()
+    def show(event):
+        if event.kind == "job":
+            sys.stdout.write(f"progress {event.job.files_done}\\n")
+            sys.stdout.flush()
     eng.subscribe(show)
     eng.wait(eng.ingest(paths=[sys.argv[2]]))
     print("finished", flush=True)
@@ -64,9 +65,9 @@ def test_kill_during_ingest_leaves_whole_sources(tmp_path: Path, data_dir: Path)
             stored = rt.vault._query("SELECT count(*) FROM chunks WHERE source_id = ?", (sid,))
             assert stored[0][0] == n_chunks
         status = eng.status()
-        assert status["vectors"] == status["chunks"]
-        assert killed_at <= status["sources"] < 400
+        assert status.vectors == status.chunks
+        assert killed_at <= status.sources < 400
         assert eng.search("harbours and tides", k=5)
         job = eng.wait(eng.ingest(paths=[str(docs)]))
-        assert job["state"] == "done"
-        assert eng.status()["sources"] == 400
+        assert job.state == "done"
+        assert eng.status().sources == 400

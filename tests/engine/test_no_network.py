@@ -61,7 +61,7 @@ def test_no_outside_connections(backend: str, tmp_path: Path, data_dir: Path, mi
         (docs / f"d{i}.md").write_text(f"# Doc {i}\n\nParagraph {i} about rivers and bridges.\n")
     monkeypatch.setenv("CTX_EMBEDDER", "minilm")
     with ContextEngine.open(data_dir, embedder=minilm) as eng:  # type: ignore[arg-type]
-        assert eng.wait(eng.ingest(paths=[str(docs)]))["state"] == "done"
+        assert eng.wait(eng.ingest(paths=[str(docs)])).state == "done"
         assert eng.search("bridges over rivers", k=3)
         eng.build_context("bridges", budget=200)
         if backend == "embedded":

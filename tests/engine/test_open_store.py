@@ -24,7 +24,7 @@ def test_wrong_passphrase_changes_nothing(data_dir: Path) -> None:
     assert info.value.exit_code == 4
     assert _snapshot(data_dir) == before
     with ContextEngine.open(data_dir) as eng:  # and the right one still works
-        assert eng.status()["sources"] == 1
+        assert eng.status().sources == 1
 
 
 def test_init_then_open_without_create(data_dir: Path) -> None:
@@ -32,4 +32,4 @@ def test_init_then_open_without_create(data_dir: Path) -> None:
         ContextEngine.open(data_dir, create=False)
     init_store(data_dir, passphrase="pw", use_keychain=False)
     with ContextEngine.open(data_dir, passphrase="pw", create=False) as eng:
-        assert eng.status()["chunks"] == 0
+        assert eng.status().chunks == 0

@@ -50,7 +50,7 @@ def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: object,
 
     eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
     eng.delete(str(docs / "secret.md"))
-    eng.delete(next(s for s in eng.sources() if s["title"] == "note")["id"])
+    eng.delete(next(s for s in eng.sources() if s.title == "note").id)
     assert all(canary not in h.text for h in eng.search(canary, k=20))
     eng.close()
     assert _grep_data_dir(data_dir, _needles(canary)) == []
@@ -126,11 +126,11 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
             "ON s.id = c.source_id WHERE c.text LIKE ?", (f"%{canary}%",))}
         assert keys_before
         eng.delete(str(docs / "secret.md"))
-        project = next(s["project"] for s in eng.sources() if s["kind"] == "transcript")
+        project = next(s.project for s in eng.sources() if s.kind == "transcript")
         target = {"file": str(sessions / "s-canary.jsonl"), "folder": str(tmp_path / "agent"),
                   "project": f"project:{project}"}[how]
-        assert eng.delete(target)["deleted"] >= 1
-        assert [Path(s["uri"]).name for s in eng.sources()] == ["keep.md"]
+        assert eng.delete(target).deleted >= 1
+        assert [Path(s.uri).name for s in eng.sources()] == ["keep.md"]
         assert all(canary not in h.text for h in eng.search(canary, k=20))
         cache = {r[0] for r in eng.rt.vault._query("SELECT hash FROM embed_cache")}
         assert not keys_before & cache
@@ -155,8 +155,8 @@ def test_a_deleted_transcripts_path_leaves_its_sync_state(tmp_path: Path, data_d
     _transcript(transcript, canary)
     with ContextEngine.open(data_dir) as eng:
         eng.recall(index=[str(tmp_path / "agent")])
-        assert any(s["kind"] == "transcript" for s in eng.sources())
-        assert eng.delete(str(transcript))["deleted"] >= 1
+        assert any(s.kind == "transcript" for s in eng.sources())
+        assert eng.delete(str(transcript)).deleted >= 1
         assert eng.sources() == []
         eng.recall(sync=True)  # unchanged since the delete: nothing comes back
         assert eng.sources() == []

@@ -14,12 +14,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError, EmptyQuery, NotFound, error_from_dict
+from engine.api import (
+    Alert,
+    AuditEntry,
+    DeleteResult,
+    Histogram,
+    JobSnapshot,
+    MetricsSnapshot,
+    Payload,
+    PayloadItem,
+    RecallHit,
+    RecallResult,
+    SearchHit,
+    SourceInfo,
+    Status,
+    SyncResult,
+    VectorMemory,
+)
+from engine.errors import ConfigError, EmptyQuery, NotFound
 from engine.flows.jobs import JobRunner
 from engine.paths import data_dir as resolve_data_dir
 from engine.paths import ensure_private_dir, lock_path
 from engine.store.lock import DataDirLock
-from engine.types import ContextPayload, PayloadItem, SearchHit
 
 
 class FakeEngine:
@@ -29,7 +45,7 @@ class FakeEngine:
         self._lock.acquire()
         self._mutex = threading.Lock()
         self.docs: dict[str, str] = {}
-        self._jobs: dict[str, dict[str, Any]] = {}
+        self._jobs: dict[str, JobSnapshot] = {}
         self.audits: list[tuple[str, int | None, list[str], dict[str, int]]] = []
         self.writes = 0
         self.release_ingest = threading.Event()
@@ -37,7 +53,7 @@ class FakeEngine:
         self.closed = False
         self._runner: JobRunner | None = None  # the engine's own job runner, for failed jobs
 
-    def _failed_job(self) -> dict[str, Any]:
+    def _failed_job(self) -> JobSnapshot:
         """A job that fails on a bug, run by the engine's real JobRunner."""
         if self._runner is None:
             self._runner = JobRunner()
@@ -65,26 +81,27 @@ class FakeEngine:
             if text is not None:
                 self.docs[uri] = text
                 self.writes += 1
-            self._jobs[job_id] = {"id": job_id, "state": "done", "files_total": len(paths),
-                                 "files_done": len(paths), "chunks": 1 if text else 0,
-                                 "bytes": len(text or ""), "current": None, "errors": [],
-                                 "sources": [uri]}
+            self._jobs[job_id] = JobSnapshot(
+                id=job_id, kind="text" if text is not None else "paths", state="done",
+                created=time.time(), files_total=len(paths), files_done=len(paths),
+                chunks=1 if text else 0, bytes=len(text or ""),
+                sources=(len(self.docs),) if text is not None else ())
         return job_id
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def job(self, job_id: str) -> JobSnapshot:
         if job_id == "bugjob":
             return self._failed_job()
         if job_id not in self._jobs:
             raise NotFound(f"no job {job_id}", job_id=job_id)  # as engine.flows.jobs does
-        return dict(self._jobs[job_id])
+        return self._jobs[job_id]
 
-    def jobs(self) -> list[dict[str, Any]]:
-        return [dict(j) for j in self._jobs.values()]
+    def jobs(self) -> list[JobSnapshot]:
+        return list(self._jobs.values())
 
     def build_context(self, query: str, live: list[dict[str, Any]] | None = None,
                       conversation: list[dict[str, Any]] | None = None, budget: int = 1500,
                       config: dict[str, Any] | None = None, fmt: str = "text",
-                      mode: str | None = None, now: float | None = None) -> ContextPayload:
+                      mode: str | None = None, now: float | None = None) -> Payload:
         if not query.strip():
             raise EmptyQuery("query is empty")
         if config:  # as engine.config_base refuses an unknown key: it names the keys
@@ -92,8 +109,8 @@ class FakeEngine:
             raise ConfigError(f"unknown config key: {names}", keys=sorted(config))
         item = PayloadItem(kind="section", source="fake://echo", title="echo", time=now,
                            tokens=1, score=1.0, lanes={"keyword": 1}, why="snippet")
-        return ContextPayload(context=f"echo:{query}", total_tokens=1, budget=budget,
-                              items=(item,), timings={"total": 0.1}, format=fmt)
+        return Payload(context=f"echo:{query}", total_tokens=1, budget=budget,
+                       items=(item,), timings={"total": 0.1}, format=fmt)
 
     def search(self, query: str, k: int = 10, *, kinds: list[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
@@ -112,36 +129,51 @@ class FakeEngine:
                           kind="section", source_kind="text", text=f"{query}#{i}",
                           score=1.0 / (i + 1), lanes={"keyword": i + 1}) for i in range(k)]
 
-    def recall(self, query: str | None = None, **kw: Any) -> dict[str, Any]:
-        return {"query": query, "k": kw.get("k", 10), "items": []}
+    def recall(self, query: str | None = None, **kw: Any) -> RecallResult:
+        """``k`` echoed back as the number of hits (one per rank)."""
+        return RecallResult(hits=tuple(RecallHit(**h.__dict__, line="s · d · b", excerpt=h.text)
+                                       for h in self.search(query or "q", kw.get("k", 10))))
 
-    def sources(self, *, project: str | None = None) -> list[dict[str, Any]]:
+    def sources(self, *, project: str | None = None) -> list[SourceInfo]:
         with self._mutex:
-            return [{"uri": u, "chars": len(t)} for u, t in sorted(self.docs.items())]
+            return [SourceInfo(id=i, uri=u, kind="text", title=u, fmt="text", content_hash="",
+                               bytes=len(t), created_at=None, ingested_at=0.0, n_chunks=1,
+                               tokens=len(t), project=None)
+                    for i, (u, t) in enumerate(sorted(self.docs.items()))]
 
-    def delete(self, source: str) -> dict[str, Any]:
+    def delete(self, source: str) -> DeleteResult:
         with self._mutex:
             if source not in self.docs:
                 raise NotFound("no such source", source=source)
             del self.docs[source]
             self.writes += 1
-        return {"deleted": source}
+        return DeleteResult(1)
 
-    def sync(self, paths: list[str] | None = None) -> dict[str, Any]:
-        if paths == ["raise:jobbug"]:  # as ContextEngine.sync re-raises a failed job's error
-            raise error_from_dict(self._failed_job()["error"] or {})
-        return {"synced": len(paths or [])}
+    def sync(self, paths: list[str] | None = None) -> SyncResult:
+        failed = self._failed_job() if paths == ["raise:jobbug"] else None
+        if failed is not None and failed.error is not None:  # as ContextEngine.sync re-raises
+            raise failed.error.to_error()
+        return SyncResult(files=len(paths or []), folders=tuple(paths or ()))
 
-    def status(self) -> dict[str, Any]:
-        return {"data_dir": str(self.data_dir), "sources": len(self.docs)}
+    def status(self) -> Status:
+        return Status(data_dir=str(self.data_dir), sources=len(self.docs), chunks=0, tokens=0,
+                      bytes=0, vectors=0, vector_backend="memory", vector_store_ok=True,
+                      vectors_in_memory=VectorMemory("none", "empty", 0, 0), model="fake",
+                      dim=8, model_loaded=True, model_backend=None,
+                      model_document_precision="float32", model_query_precision="float32",
+                      jobs_active=False, ingestion_paused=False, store_bytes=0, alerts={})
 
-    def metrics(self) -> dict[str, Any]:
-        return {"context_engine.build.duration_ms": {"p50": 0.1}}
+    def metrics(self) -> MetricsSnapshot:
+        return MetricsSnapshot(
+            histograms={"context_engine.build.duration_ms": Histogram(1, 0.1, 0.1, 0.1, 0.1)},
+            counters={}, gauges={}, alerts={"context_engine.fake": Alert(
+                "context_engine.fake", since=1.0, count=1, last=1.0)}, time=time.time())
 
     def audit_event(self, method: str, *, caller_pid: int | None, ids: list[str],
                     counts: dict[str, int]) -> None:
+        """What the server records itself (``shutdown``): the engine audits its own calls."""
         self.audits.append((method, caller_pid, list(ids), dict(counts)))
 
-    def audit(self, since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        return [{"method": m, "pid": p, "ids": i, "counts": c}
+    def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
+        return [AuditEntry(time=0.0, method=m, caller_pid=p, ids=tuple(i), counts=c)
                 for m, p, i, c in self.audits[-limit:]]

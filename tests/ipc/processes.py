@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from ipc.connection import ConnectionInfo, find_live
+from ipc.connection import ConnectionInfo
+from ipc.discovery import find_live
 
 REPO = Path(__file__).resolve().parents[2]
 PASSPHRASE = "ipc-test-passphrase"

@@ -17,7 +17,6 @@ from ipc.connection import (
     connection_file_path,
     data_dir_tag,
     default_endpoint,
-    find_live,
     make_info,
     pid_alive,
     read_connection_file,
@@ -25,6 +24,7 @@ from ipc.connection import (
     runtime_dir,
     write_connection_file,
 )
+from ipc.discovery import find_live
 from ipc.errors import ProtocolError
 from ipc.protocol import PROTOCOL_VERSION
 

@@ -13,6 +13,7 @@ import pytest
 from engine.errors import ConfigError
 from ipc.client import Client
 from ipc.connection import make_info, write_connection_file
+from ipc.discovery import find_live
 from ipc.errors import BadSignature, InternalError, KeyMismatch
 from ipc.protocol import DELIMITER, IpcConfig
 from ipc.server import Server
@@ -227,7 +228,8 @@ def test_a_job_that_failed_on_a_bug_is_internal_error(client: Client) -> None:
 @pytest.fixture
 def restarted(server: Server, engine: FakeEngine) -> Iterator[tuple[Client, Callable[[], Server]]]:
     """A client of ``server``, and a function that replaces the server with a new key."""
-    client = Client(make_info(server.endpoint, KEY, engine.data_dir), timeout=5, retries=0)
+    client = Client(make_info(server.endpoint, KEY, engine.data_dir), timeout=5, retries=0,
+                    rediscover=lambda: find_live(engine.data_dir))
     assert client.call("ping")["pong"] is True
     started: list[Server] = []
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ipc.connection import ENV_RUNTIME_DIR, connection_file_path, find_live
+from ipc.connection import ENV_RUNTIME_DIR, connection_file_path
+from ipc.discovery import find_live
 from ipc.protocol import validate_result
 from ipc.remote import RemoteEngine, connect
 from tests.ipc.conftest import RawPeer
@@ -64,22 +65,22 @@ def test_every_method_through_a_real_server(served: tuple[ServeProcess, Path]) -
         job_id = remote.ingest(text="The ocelot sleeps in the kapok tree at noon.",
                                title="ocelot", wait=True)
         job = remote.job(job_id)
-        validate_result("job", job)
-        assert job["state"] == "done", job
+        validate_result("job", job.to_dict())
+        assert job.state == "done", job
         hits = remote.search("ocelot kapok", 5)
-        validate_result("search", hits)
-        assert hits and "ocelot" in hits[0]["text"]
+        validate_result("search", [h.to_dict() for h in hits])
+        assert hits and "ocelot" in hits[0].text
         payload = remote.build_context("where does the ocelot sleep?", budget=200)
-        validate_result("build_context", payload)
-        assert 0 < payload["total_tokens"] <= 200 and payload["budget"] == 200
+        validate_result("build_context", payload.to_dict())
+        assert 0 < payload.total_tokens <= 200 and payload.budget == 200
         sources = remote.sources()
-        validate_result("sources", sources)
+        validate_result("sources", [s.to_dict() for s in sources])
         assert len(sources) >= 1
         status = remote.status()
-        assert status["server"]["received"] >= 5
+        assert status.server is not None and status.server["received"] >= 5
         assert remote.metrics()
         audit = remote.audit(limit=100)
-        validate_result("audit", audit)
+        validate_result("audit", [a.to_dict() for a in audit])
         assert len(audit) >= 1
 
 
@@ -115,12 +116,12 @@ remote = connect(Path(sys.argv[1]), timeout=60)
 bad, jobs = 0, []
 for i in range(calls):
     budget = 100 + n * 1000 + i
-    if remote.build_context(f"process {n} call {i}", budget=budget)["budget"] != budget:
+    if remote.build_context(f"process {n} call {i}", budget=budget).budget != budget:
         bad += 1
     if i % 10 == 0:
         jobs.append(remote.ingest(text=f"note from process {n} number {i}", title=f"p{n}-{i}"))
     for job in jobs[-3:]:
-        if remote.job(job)["id"] != job:
+        if remote.job(job).id != job:
             bad += 1
 print(json.dumps({"bad": bad, "resets": remote.client.resets}))
 """
@@ -205,7 +206,7 @@ def _kill_and_restart(servers: list[ServeProcess], data_dir: Path, shared_runtim
         i = 0
         while not stop.is_set():
             try:
-                results.append(remote.build_context(f"okapi {i}", budget=150 + i)["budget"]
+                results.append(remote.build_context(f"okapi {i}", budget=150 + i).budget
                                - 150 - i)
             except BaseException as exc:  # noqa: BLE001 - collected and asserted below
                 errors.append(exc)
@@ -233,7 +234,7 @@ def _kill_and_restart(servers: list[ServeProcess], data_dir: Path, shared_runtim
     assert remote.client.resets >= 1
     assert remote.info["pid"] == second.pid
     if REAL_ENGINE:
-        assert any("okapi" in json.dumps(s) for s in remote.sources())
+        assert any("okapi" in json.dumps(s.to_dict()) for s in remote.sources())
     remote.shutdown()
     remote.close()
     assert second.wait(60) == 0

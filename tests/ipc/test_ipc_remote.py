@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Iterator
@@ -24,38 +25,46 @@ def remote(info: ConnectionInfo) -> Iterator[RemoteEngine]:
 
 
 def test_every_method_round_trips(remote: RemoteEngine, engine: FakeEngine) -> None:
+    """Each result comes back as the very object the engine returned (from_dict of to_dict)."""
     assert remote.ping()["pong"] is True
     job_id = remote.ingest(text="some text", title="doc", wait=True)
     job = remote.job(job_id)
-    validate_result("job", job)
-    assert job["id"] == job_id and job["state"] == "done"
-    assert remote.wait(job_id, timeout=1)["id"] == job_id
-    assert [j["id"] for j in remote.jobs()] == [job_id]
+    validate_result("job", job.to_dict())
+    assert job == engine.job(job_id) and job.state == "done"
+    assert remote.wait(job_id, timeout=1).id == job_id
+    assert remote.jobs() == engine.jobs()
     assert engine.docs == {"doc": "some text"}
     payload = remote.build_context("what", budget=77, live=[{"kind": "clipboard"}], now=5.0)
-    validate_result("build_context", payload)
-    assert payload["budget"] == 77 and payload["items"][0]["time"] == 5.0
+    validate_result("build_context", payload.to_dict())
+    assert payload == engine.build_context("what", budget=77, now=5.0)
+    assert payload.budget == 77 and payload.items[0].time == 5.0
     hits = remote.search("q", 3, kinds=["section"])
-    validate_result("search", hits)
-    assert [h["chunk_id"] for h in hits] == [0, 1, 2]
-    assert remote.recall("r", k=4)["k"] == 4
-    assert remote.sources() == [{"uri": "doc", "chars": 9}]
-    assert remote.delete("doc") == {"deleted": "doc"}
+    validate_result("search", [h.to_dict() for h in hits])
+    assert hits == engine.search("q", 3) and [h.chunk_id for h in hits] == [0, 1, 2]
+    recalled = remote.recall("r", k=4)
+    assert recalled == engine.recall("r", k=4) and len(recalled.hits or ()) == 4
+    assert remote.sources() == engine.sources() and remote.sources()[0].uri == "doc"
+    assert remote.delete("doc").deleted == 1
     with pytest.raises(NotFound):
         remote.delete("doc")
-    assert remote.sync(["/a", "/b"]) == {"synced": 2}
-    assert remote.status()["sources"] == 0
-    assert "context_engine.build.duration_ms" in remote.metrics()
+    assert remote.sync(["/a", "/b"]) == engine.sync(["/a", "/b"])
+    status = remote.status()
+    assert status.sources == 0 and status.server is not None
+    assert status == dataclasses.replace(engine.status(), server=status.server)
+    metrics = remote.metrics()
+    assert metrics == dataclasses.replace(engine.metrics(), time=metrics.time)
+    assert metrics.alerts["context_engine.fake"].count == 1
+    engine.audit_event("shutdown", caller_pid=1, ids=["x"], counts={"ok": 1})
     audit = remote.audit(limit=50)
-    validate_result("audit", audit)
-    assert {a["method"] for a in audit} >= {"ingest", "build_context", "search", "delete"}
+    validate_result("audit", [a.to_dict() for a in audit])
+    assert audit == engine.audit(limit=50)
     assert remote.data_dir == engine.data_dir
 
 
 def test_ingest_paths_are_sent_as_strings(remote: RemoteEngine, engine: FakeEngine,
                                           tmp_path: Path) -> None:
     job_id = remote.ingest(paths=[tmp_path / "a.txt"])  # type: ignore[list-item]
-    assert remote.job(job_id)["files_total"] == 1
+    assert remote.job(job_id).files_total == 1
 
 
 def test_connect_uses_the_connection_file(server: Server, info: ConnectionInfo,

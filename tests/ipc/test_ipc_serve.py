@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import StoreLocked
-from ipc.connection import ConnectionInfo, connection_file_path, find_live
+from ipc.connection import ConnectionInfo, connection_file_path
+from ipc.discovery import find_live
 from ipc.remote import RemoteEngine
 from ipc.serve import serve
 from tests.ipc.conftest import wait_for

@@ -6,13 +6,14 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import zmq
 
 from engine.errors import EmptyQuery, NotFound
 from ipc.client import Client
-from ipc.connection import ConnectionInfo, make_info
+from ipc.connection import ConnectionInfo, default_endpoint, make_info
 from ipc.errors import InternalError, IpcTimeout, MessageTooLarge, ServerUnavailable
 from ipc.protocol import IpcConfig, validate_result
 from ipc.server import Server
@@ -144,18 +145,38 @@ def test_bugs_become_internal_errors_without_their_message(client: Client,
     assert server.stats()["internal_errors"] == 1
 
 
-def test_audit_records_ids_and_counts_only(client: Client, engine: FakeEngine) -> None:
-    client.call("build_context", {"query": "private words", "budget": 40})
-    job = client.call("ingest", {"text": "private text"})["job_id"]
-    client.call("status")
-    methods = [a[0] for a in engine.audits]
-    assert methods == ["build_context", "ingest"]  # status is not audited
-    _, pid, ids, counts = engine.audits[0]
-    assert pid == os.getpid()
-    assert len(ids) == 1 and len(ids[0]) == 32
-    assert counts["ok"] == 1 and counts["budget"] == 40 and counts["items"] == 1
-    assert job in engine.audits[1][2]
-    assert "private" not in repr(engine.audits)
+def test_the_engine_audits_each_served_call_once(tmp_path: Path) -> None:
+    """A served call is audited by the engine (the server only says who calls): one
+    record per call, with the caller's pid and request id, counts and never content;
+    a failed call too, with its error code; status is not audited."""
+    from engine import ContextEngine
+
+    eng = ContextEngine.open(tmp_path / "real")
+    server = Server(eng, default_endpoint(tmp_path / "real"), KEY)
+    server.start()
+    try:
+        with Client(make_info(server.endpoint, KEY, eng.data_dir), timeout=20) as client:
+            job = client.call("ingest", {"text": "private text about otters", "wait": True})
+            client.call("build_context", {"query": "private words", "budget": 40,
+                                          "live": [{"kind": "clipboard", "text": "secret"}]})
+            client.call("search", {"query": "otters", "k": 3})
+            client.call("status")
+            with pytest.raises(EmptyQuery):
+                client.call("search", {"query": "   "})
+        rows = [r for r in eng.audit(limit=20) if r.method != "ingest_job"]
+    finally:
+        server.close(timeout=10)
+        eng.close()
+    assert [r.method for r in reversed(rows)] == ["ingest", "build_context", "search", "search"]
+    failed, search, build, ingest = rows
+    assert {r.caller_pid for r in rows} == {os.getpid()}
+    assert all(len(r.ids[0]) == 32 for r in rows)  # each request's msg_id
+    assert job["job_id"] in ingest.ids
+    assert build.counts["ok"] == 1 and build.counts["budget"] == 40
+    assert build.counts["items"] >= 1 and build.counts["live"] == 1
+    assert search.counts["results"] >= 1
+    assert failed.counts["ok"] == 0 and failed.counts["error_code"] == EmptyQuery.code
+    assert "private" not in repr(rows) and "secret" not in repr(rows)
 
 
 def test_status_carries_server_counters(client: Client) -> None:

@@ -7,7 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from ipc.connection import ConnectionInfo, connection_file_path, find_live
+from ipc.connection import ConnectionInfo, connection_file_path
+from ipc.discovery import find_live
 from ipc.remote import RemoteEngine
 from ipc.serve import ServerHost, serve
 from tests.ipc.conftest import wait_for

@@ -13,12 +13,12 @@ import pytest
 
 from ipc.connection import (
     connection_file_path,
-    find_live,
     make_info,
     process_started,
     read_connection_file,
     write_connection_file,
 )
+from ipc.discovery import find_live
 from tests.ipc.processes import REPO, ServeProcess, server_env
 
 pytestmark = pytest.mark.slow

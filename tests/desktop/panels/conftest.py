@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from engine import JobSnapshot
+
 pytest.importorskip("PySide6")
 
 
@@ -17,19 +19,19 @@ def panel_host(qtbot: Any) -> Iterator[Any]:
     """An EngineHost on the test's data dir (no IPC server), open and ready."""
     from desktop.host import EngineHost
 
-    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False, alert_poll_ms=60_000)
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False)
     with qtbot.waitSignal(host.ready, timeout=60_000):
         host.start()
     yield host
     host.shutdown(wait=True)
 
 
-def ingest(qtbot: Any, host: Any, paths: list[str]) -> dict[str, Any]:
+def ingest(qtbot: Any, host: Any, paths: list[str]) -> JobSnapshot:
     """Ingest through the host as the GUI does; the finished job's snapshot."""
-    finished: list[dict[str, Any]] = []
+    finished: list[JobSnapshot] = []
 
-    def on_job(job: dict[str, Any]) -> None:
-        if job.get("state") in ("done", "failed", "cancelled"):
+    def on_job(job: JobSnapshot) -> None:
+        if job.final:
             finished.append(job)
     host.job_progress.connect(on_job)
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine import BuildDone, BuildItem
 from tests.desktop.panels.conftest import ingest
 
 pytestmark = pytest.mark.gui
@@ -19,7 +20,7 @@ def served_host(qtbot: Any) -> Iterator[Any]:
     """A host that also serves IPC, as the app does."""
     from desktop.host import EngineHost
 
-    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True, alert_poll_ms=60_000)
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True)
     with qtbot.waitSignal(host.ready, timeout=60_000):
         host.start()
     yield host
@@ -46,8 +47,8 @@ def test_gui_and_ipc_builds_are_charted(qtbot: Any, served_host: Any, docs: Path
 
     with qtbot.waitSignal(host.build_finished, timeout=60_000) as sig:
         host.tasks.run(sibling)
-    assert sig.args[0]["origin"] == "ipc"
-    assert [b["origin"] for b in panel.builds] == ["ipc", "gui"]
+    assert sig.args[0].origin == "ipc"
+    assert [b.origin for b in panel.builds] == ["ipc", "gui"]
     assert "1 from this window, 1 from IPC callers" in panel.summary.text()
     qtbot.waitUntil(lambda: "median 100.0%" in panel.accuracy_label.text(), timeout=30_000)
     # the chart draws a segment per kind: hovering the first bar's start names it
@@ -59,16 +60,21 @@ def test_gui_and_ipc_builds_are_charted(qtbot: Any, served_host: Any, docs: Path
     assert tip is not None and "tokens" in tip and "% of the budget" in tip
 
 
+def _build(*, budget: int, total_tokens: int, items: list[tuple[str, int]],
+           time: float = 0.0) -> BuildDone:
+    return BuildDone(origin="ipc", time=time, duration_ms=1.0, budget=budget,
+                     total_tokens=total_tokens, timings={},
+                     items=tuple(BuildItem(k, "s", n, 0.5, {}) for k, n in items))
+
+
 def test_segments_account_for_every_token() -> None:
     from desktop.panels.budget_chart import segments
 
-    build = {"budget": 500, "total_tokens": 130,
-             "items": [{"kind": "section", "tokens": 50}, {"kind": "live:selection",
-                                                            "tokens": 20},
-                       {"kind": "section", "tokens": 30}, {"kind": "surrogate", "tokens": 10}]}
+    build = _build(budget=500, total_tokens=130, items=[("section", 50), ("live:selection", 20),
+                                                        ("section", 30), ("surrogate", 10)])
     assert segments(build) == [("section", 80), ("surrogate", 10), ("live", 20),
                                ("framing", 20)]
-    assert sum(t for _, t in segments(build)) == build["total_tokens"]
+    assert sum(t for _, t in segments(build)) == build.total_tokens
 
 
 def test_only_the_last_builds_are_kept(qtbot: Any, panel_host: Any) -> None:
@@ -77,8 +83,7 @@ def test_only_the_last_builds_are_kept(qtbot: Any, panel_host: Any) -> None:
     panel = BudgetPanel(panel_host)
     qtbot.addWidget(panel)
     for i in range(MAX_BUILDS + 5):
-        panel.add_build({"origin": "ipc", "time": i, "budget": 100, "total_tokens": i,
-                         "items": [{"kind": "code", "tokens": i}]})
-    assert len(panel.builds) == MAX_BUILDS and panel.builds[0]["time"] == MAX_BUILDS + 4
+        panel.add_build(_build(time=i, budget=100, total_tokens=i, items=[("code", i)]))
+    assert len(panel.builds) == MAX_BUILDS and panel.builds[0].time == MAX_BUILDS + 4
     panel.clear.click()
     assert panel.builds == [] and "No builds" in panel.summary.text()

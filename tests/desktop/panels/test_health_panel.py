@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine import Status, VectorMemory
 from tests.desktop.panels.conftest import ingest
 
 pytestmark = pytest.mark.gui
@@ -18,7 +20,7 @@ pytestmark = pytest.mark.gui
 def served_host(qtbot: Any) -> Iterator[Any]:
     from desktop.host import EngineHost
 
-    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True, alert_poll_ms=60_000)
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True)
     with qtbot.waitSignal(host.ready, timeout=60_000):
         host.start()
     yield host
@@ -87,7 +89,7 @@ def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.Monke
     from desktop.panels.health import HealthPanel
 
     monkeypatch.setenv("CTX_CHROMA_URL", "http://127.0.0.1:9")  # nothing listens there
-    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False, alert_poll_ms=60_000)
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False)
     panel = HealthPanel(host, refresh_ms=60_000)
     qtbot.addWidget(panel)
     try:
@@ -101,19 +103,27 @@ def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.Monke
         host.shutdown(wait=True)
 
 
+def _status(**fields: Any) -> Status:
+    """A Status with the model fields given (the rest as a fresh store has them)."""
+    base = Status(data_dir="/d", sources=0, chunks=0, tokens=0, bytes=0, vectors=0,
+                  vector_backend="embedded", vector_store_ok=True,
+                  vectors_in_memory=VectorMemory("none", "empty", 0, 0), model="m", dim=8,
+                  model_loaded=True, model_backend=None, model_document_precision="float32",
+                  model_query_precision="float32", jobs_active=False, ingestion_paused=False,
+                  store_bytes=0, alerts={})
+    return dataclasses.replace(base, **fields)
+
+
 def test_the_model_row_says_which_texts_the_int8_model_embeds() -> None:
     from desktop.panels.health import model_loaded_label
 
-    loaded = {"model_loaded": True, "model_backend": "onnx"}
-    assert model_loaded_label({"model_loaded": False}) == "loading…"
-    assert model_loaded_label({"model_loaded": True}) == "yes"
-    assert model_loaded_label({**loaded, "model_document_precision": "float32",
-                               "model_query_precision": "float32"}) == "yes (onnx)"
-    assert model_loaded_label({**loaded, "model_document_precision": "int8",
-                               "model_query_precision": "float32"}) == \
-        "yes (onnx, int8 documents)"
-    assert model_loaded_label({**loaded, "model_document_precision": "int8",
-                               "model_query_precision": "int8"}) == \
+    assert model_loaded_label(_status(model_loaded=False)) == "loading…"
+    assert model_loaded_label(_status(model_loaded=True)) == "yes"
+    assert model_loaded_label(_status(model_backend="onnx")) == "yes (onnx)"
+    assert model_loaded_label(_status(model_backend="onnx", model_document_precision="int8")) \
+        == "yes (onnx, int8 documents)"
+    assert model_loaded_label(_status(model_backend="onnx", model_document_precision="int8",
+                                      model_query_precision="int8")) == \
         "yes (onnx, int8 documents and queries)"
 
 
@@ -121,19 +131,19 @@ def test_vectors_in_memory_reads_as_a_sentence() -> None:
     from ipc.status_text import memory_line
 
     mb = 2**20
-    assert memory_line({"kind": "cache", "state": "ready", "vectors": 99529,
-                        "bytes": 76 * mb}) == "vector cache, 99529 vectors, 76 MB"
-    assert memory_line({"kind": "exact", "state": "ready", "vectors": 419,
-                        "bytes": 419 * 384 * 4}) == "exact index, 419 vectors, 628 KB"
-    assert memory_line({"kind": "cache", "state": "loading"}).startswith("vector cache loading")
-    assert "store.vector_cache_mb" in memory_line({"kind": "cache", "state": "off"})
-    assert memory_line({"kind": "none", "state": "empty"}).startswith("not loaded yet")
-    assert memory_line({"kind": "none", "state": "none"}).startswith("none")
+    assert memory_line(VectorMemory("cache", "ready", 99529, 76 * mb)) == \
+        "vector cache, 99529 vectors, 76 MB"
+    assert memory_line(VectorMemory("exact", "ready", 419, 419 * 384 * 4)) == \
+        "exact index, 419 vectors, 628 KB"
+    assert memory_line(VectorMemory("cache", "loading", 0, 0)).startswith(
+        "vector cache loading")
+    assert "store.vector_cache_mb" in memory_line(VectorMemory("cache", "off", 0, 0))
+    assert memory_line(VectorMemory("none", "empty", 0, 0)).startswith("not loaded yet")
+    assert memory_line(VectorMemory("none", "none", 0, 0)).startswith("none")
 
 
 def test_memory_line_names_the_prefiltered_index() -> None:
     from ipc.status_text import memory_line
 
-    assert memory_line({"kind": "prefilter", "state": "ready", "vectors": 99498,
-                        "bytes": 99498 * 448 * 4}) == \
+    assert memory_line(VectorMemory("prefilter", "ready", 99498, 99498 * 448 * 4)) == \
         "index with a prefilter, 99498 vectors, 170 MB"

@@ -26,7 +26,7 @@ def panel(qtbot: Any, panel_host: Any) -> Any:
 
 def test_dropped_folder_is_ingested_and_shown(qtbot: Any, panel: Any, docs: Path) -> None:
     panel.accept_drop([str(docs)])
-    qtbot.waitUntil(lambda: any(c.snapshot.get("state") == "done"
+    qtbot.waitUntil(lambda: any(c.snapshot.state == "done"
                                 for c in panel.cards.values()), timeout=60_000)
     card = next(iter(panel.cards.values()))
     assert card.bar.value() == card.bar.maximum() == 3
@@ -57,7 +57,7 @@ def test_bad_files_are_listed_with_path_and_reason(qtbot: Any, small_files: None
     root = os.geteuid() == 0  # root reads a mode-000 file: it is then ingested
     try:
         panel.accept_drop([str(bad)])
-        qtbot.waitUntil(lambda: any(c.snapshot.get("state") == "done"
+        qtbot.waitUntil(lambda: any(c.snapshot.state == "done"
                                     for c in panel.cards.values()), timeout=60_000)
     finally:
         secret.chmod(0o600)
@@ -75,7 +75,7 @@ def test_bad_files_are_listed_with_path_and_reason(qtbot: Any, small_files: None
     stored = []
     panel_host.run(lambda e: e.sources(), success=stored.extend)
     qtbot.waitUntil(lambda: bool(stored), timeout=30_000)
-    names = sorted(Path(s["uri"]).name for s in stored)
+    names = sorted(Path(s.uri).name for s in stored)
     assert names == (["good.txt", "secret.txt"] if root else ["good.txt"])
 
 
@@ -86,7 +86,7 @@ def test_folder_of_binaries_is_no_silent_success(qtbot: Any, panel: Any,
     for i in range(4):
         (folder / f"dump{i}.log").write_bytes(bytes([0, 1, 2, 255]) * 600 + bytes([i]))
     panel.accept_drop([str(folder)])
-    qtbot.waitUntil(lambda: any(c.snapshot.get("state") == "done"
+    qtbot.waitUntil(lambda: any(c.snapshot.state == "done"
                                 for c in panel.cards.values()), timeout=60_000)
     assert panel.banner.kind == "error"
     assert "0 of 4 files ingested; 4 skipped" in panel.banner.text()
@@ -106,10 +106,10 @@ def test_pause_and_resume(qtbot: Any, panel: Any, panel_host: Any, docs: Path) -
     panel.accept_drop([str(docs)])
     qtbot.waitUntil(lambda: bool(panel.cards), timeout=30_000)
     card = next(iter(panel.cards.values()))
-    assert card.snapshot["state"] == "queued"
+    assert card.snapshot.state == "queued"
     with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
         panel.resume.click()
-    qtbot.waitUntil(lambda: card.snapshot.get("state") == "done", timeout=60_000)
+    qtbot.waitUntil(lambda: card.snapshot.state == "done", timeout=60_000)
 
 
 def test_watched_folder_reingests_changes_and_drops_deleted_files(
@@ -124,7 +124,7 @@ def test_watched_folder_reingests_changes_and_drops_deleted_files(
 
     def uris() -> list[str]:
         out: list[list[str]] = []
-        panel_host.run(lambda e: [s["uri"] for s in e.sources()], success=out.append)
+        panel_host.run(lambda e: [s.uri for s in e.sources()], success=out.append)
         qtbot.waitUntil(lambda: bool(out), timeout=30_000)
         return out[0]
 
@@ -150,7 +150,7 @@ def test_cancel_a_queued_job(qtbot: Any, panel: Any, panel_host: Any, docs: Path
     card = next(iter(panel.cards.values()))
     assert card.cancel.isVisible() or not card.isVisible()
     card.cancel.click()
-    qtbot.waitUntil(lambda: card.snapshot.get("state") == "cancelled", timeout=30_000)
+    qtbot.waitUntil(lambda: card.snapshot.state == "cancelled", timeout=30_000)
     assert card.state.text() == "Cancelled" and card.cancel.isHidden()
     assert panel.banner.kind == "info" and "cancelled" in panel.banner.text()
     with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):

@@ -37,7 +37,7 @@ def checked_host(qtbot: Any) -> Iterator[tuple[Any, list[str]]]:
     from desktop.host import EngineHost, open_engine
 
     violations: list[str] = []
-    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False, alert_poll_ms=60_000,
+    host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False,
                       engine_factory=lambda d, p: ThreadCheckedEngine(open_engine(d, p),
                                                                        violations))
     with qtbot.waitSignal(host.ready, timeout=60_000):
@@ -48,13 +48,13 @@ def checked_host(qtbot: Any) -> Iterator[tuple[Any, list[str]]]:
 
 def test_no_panel_calls_the_engine_on_the_gui_thread(
         qtbot: Any, checked_host: tuple[Any, list[str]], docs: Path, tmp_path: Path) -> None:
-    from desktop.autostart import Autostart
     from desktop.panels.budget import BudgetPanel
     from desktop.panels.health import HealthPanel
     from desktop.panels.ingestion import IngestionPanel
     from desktop.panels.retrieved import RetrievedPanel
     from desktop.panels.settings import SettingsPanel
     from desktop.panels.sources import SourcesPanel
+    from ipc.cli.login_item import Autostart
 
     host, violations = checked_host
     ingestion = IngestionPanel(host, watch_delay=0.2)

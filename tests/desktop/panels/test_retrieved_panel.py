@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from engine import PayloadItem
 from tests.desktop.panels.conftest import ingest
 
 pytestmark = pytest.mark.gui
@@ -36,13 +37,13 @@ def test_build_shows_ranked_items_preview_and_exact_payload(qtbot: Any, panel: A
     panel.query.setText("inverter batteries")
     panel.budget.setValue(400)
     report = _build(qtbot, panel, panel_host)
-    assert report["origin"] == "gui" and report["budget"] == 400
+    assert report.origin == "gui" and report.budget == 400
     assert panel.table.rowCount() == len(panel.items) >= 1
     assert panel.table.item(0, 1).text() in ("section", "code")
     assert "#1" in panel.table.item(0, 5).text()  # lanes with their ranks
     context = panel.payload_text.toPlainText()
     total = TokenCounter.shared().count(context)
-    assert total == panel.payload["total_tokens"] <= 400
+    assert total == panel.payload.total_tokens <= 400
     assert f"{total} of 400 tokens (exact" in panel.tokens.text()
     # the selected item's own block, not the whole payload
     block = panel.blocks[0]
@@ -59,15 +60,15 @@ def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any
     panel.live_kind.setCurrentText("selection")
     panel.live_text.setPlainText("selected text mentioning the inverter warranty")
     report = _build(qtbot, panel, panel_host)
-    kinds = [i["kind"] for i in panel.items]
+    kinds = [i.kind for i in panel.items]
     assert "live:selection" in kinds
     assert "inverter warranty" in panel.payload_text.toPlainText()
     live_row = kinds.index("live:selection")
     assert panel.table.item(live_row, 6).text() == "—"
     assert "inverter warranty" in panel.blocks[live_row]
-    assert [i["kind"] for i in report["items"]] == kinds
-    tiers = [i["tier"] for i in panel.items if i["kind"] == "surrogate"]
-    assert tiers and set(tiers) <= {"full", "gist", "micro"}  # read from the block headers
+    assert [i.kind for i in report.items] == kinds
+    tiers = [i.tier for i in panel.items if i.kind == "surrogate"]
+    assert tiers and set(tiers) <= {"full", "gist", "micro"}  # as packing chose them
 
 
 def test_copy_puts_the_exact_payload_on_the_clipboard(qtbot: Any, panel: Any,
@@ -77,7 +78,7 @@ def test_copy_puts_the_exact_payload_on_the_clipboard(qtbot: Any, panel: Any,
     panel.query.setText("key rotation")
     _build(qtbot, panel, panel_host)
     panel.copy.click()
-    assert QGuiApplication.clipboard().text() == panel.payload["context"]
+    assert QGuiApplication.clipboard().text() == panel.payload.context
     assert panel.banner.kind == "ok"
 
 
@@ -89,6 +90,11 @@ def test_empty_query_is_a_clear_message(qtbot: Any, panel: Any) -> None:
     assert panel.go.isEnabled() and panel.table.rowCount() == 0
 
 
+def _item(kind: str, title: str) -> PayloadItem:
+    return PayloadItem(kind=kind, source="s", title=title, time=None, tokens=1, score=0.5,
+                       lanes={}, why="snippet")
+
+
 def test_blocks_are_split_per_item() -> None:
     from desktop.panels.blocks import item_blocks
 
@@ -97,19 +103,11 @@ def test_blocks_are_split_per_item() -> None:
                "[summary:gist · b.md · t] b.md\nGist of b.\n\n"
                "[section · c.md · t]\nTitle left out: it equals the source.\n\n"
                "[section · d.md · t] A very long ti…\nShortened title.\n")
-    items = [{"kind": "live:selection", "title": "sel"}, {"kind": "code", "title": "a.py > f"},
-             {"kind": "surrogate", "title": "b.md"}, {"kind": "section", "title": "c.md"},
-             {"kind": "section", "title": "A very long title indeed"},
-             {"kind": "section", "title": "missing"}]
+    items = [_item("live:selection", "sel"), _item("code", "a.py > f"),
+             _item("surrogate", "b.md"), _item("section", "c.md"),
+             _item("section", "A very long title indeed"), _item("section", "missing")]
     assert item_blocks(context, items) == [
         "[live:selection · ed] sel\nabc", "[code · a.py · t] a.py > f\ndef f(): pass",
         "[summary:gist · b.md · t] b.md\nGist of b.",
         "[section · c.md · t]\nTitle left out: it equals the source.",
         "[section · d.md · t] A very long ti…\nShortened title.", ""]
-
-
-def test_block_tier() -> None:
-    from desktop.panels.blocks import block_tier
-
-    assert block_tier("[summary:gist · b.md · t] b.md\nGist.") == "gist"
-    assert block_tier("[section · a.md] a") is None

@@ -59,23 +59,23 @@ def test_delete_asks_first_and_a_no_keeps_everything(qtbot: Any, panel: Any,
         panel.delete.click()
     qtbot.waitUntil(lambda: len(panel.sources) == 2 and panel.banner.kind == "ok",
                     timeout=30_000)
-    assert str(docs / "keys.md") not in [s["uri"] for s in panel.sources]
+    assert str(docs / "keys.md") not in [s.uri for s in panel.sources]
     assert (docs / "keys.md").exists()  # the file on disk is untouched
 
 
 def test_reingest_reads_the_changed_file(qtbot: Any, panel: Any, panel_host: Any,
                                          docs: Path) -> None:
-    before = next(s for s in panel.sources if s["uri"] == str(docs / "solar.md"))
+    before = next(s for s in panel.sources if s.uri == str(docs / "solar.md"))
     (docs / "solar.md").write_text("# Solar\n\n" + "Inverters and more inverters. " * 60,
                                    encoding="utf-8")
-    panel.select_id(before["id"])
+    panel.select_id(before.id)
     assert panel.reingest.isEnabled()
     finished: list[dict[str, Any]] = []
     panel_host.job_progress.connect(
-        lambda j: finished.append(j) if j["state"] == "done" else None)
+        lambda j: finished.append(j) if j.state == "done" else None)
     panel.reingest.click()
     qtbot.waitUntil(lambda: bool(finished), timeout=60_000)
-    qtbot.waitUntil(lambda: any(s["uri"] == before["uri"] and s["tokens"] != before["tokens"]
+    qtbot.waitUntil(lambda: any(s.uri == before.uri and s.tokens != before.tokens
                                 for s in panel.sources), timeout=30_000)
 
 

@@ -94,15 +94,15 @@ def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm_torch: obje
     try:
         eng.wait(eng.ingest(paths=[str(docs)]))
         before = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
-        assert eng.status()["model_backend"] == "torch"
+        assert eng.status().model_backend == "torch"
     finally:
         eng.close()
     eng = ContextEngine.open(data_dir, embedder=OnnxEmbedder.open(onnx_export_dir))
     try:
         after = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
-        assert eng.status()["model"] == "all-MiniLM-L6-v2"
-        assert eng.status()["model_backend"] == "onnx"
-        assert eng.status()["model_document_precision"] == "int8"
+        assert eng.status().model == "all-MiniLM-L6-v2"
+        assert eng.status().model_backend == "onnx"
+        assert eng.status().model_document_precision == "int8"
     finally:
         eng.close()
     assert after == before
@@ -225,7 +225,7 @@ def test_queries_run_on_the_int8_model_when_configured(onnx_export_dir: Path,
         eng.ingest(text="Backups run nightly at two.", title="ops", wait=True)
         assert eng.search("when do backups run?", k=1)
         status = eng.status()
-        assert (status["model_query_precision"], status["model_document_precision"]) == (
+        assert (status.model_query_precision, status.model_document_precision) == (
             "int8", "int8")
 
 

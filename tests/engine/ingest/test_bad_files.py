@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.api import FileIssue, JobSnapshot
 from engine.errors import REJECT_SPECIAL
 from engine.facade import ContextEngine
 
@@ -20,9 +21,9 @@ REPO = Path(__file__).resolve().parents[3]
 LATIN1_NAME = os.fsdecode(b"caf\xe9.txt")  # a file name that is not valid UTF-8
 
 
-def _wire_safe(snap: dict) -> None:
+def _wire_safe(snap: JobSnapshot) -> None:
     """A job snapshot must survive JSON and UTF-8 (the wire, a terminal, the vault)."""
-    json.dumps(snap, ensure_ascii=False).encode("utf-8")
+    json.dumps(snap.to_dict(), ensure_ascii=False).encode("utf-8")
 
 
 def test_a_non_utf8_name_in_a_folder_is_ingested_with_the_rest(engine: ContextEngine,
@@ -33,19 +34,19 @@ def test_a_non_utf8_name_in_a_folder_is_ingested_with_the_rest(engine: ContextEn
     (d / LATIN1_NAME).write_text("x marks the spot\n")
     snap = engine.wait(engine.ingest(paths=[str(d)]), timeout=60)
     _wire_safe(snap)
-    assert snap["state"] == "done" and snap["errors"] == [], snap
-    uris = sorted(s["uri"] for s in engine.sources())
+    assert snap.state == "done" and snap.errors == (), snap
+    uris = sorted(s.uri for s in engine.sources())
     assert uris == [str(d / "a.md"), str(d) + "/caf\\xe9.txt"]
-    titles = {s["title"] for s in engine.sources()}
+    titles = {s.title for s in engine.sources()}
     assert "caf\\xe9.txt" in titles
     assert [h.source for h in engine.search("spot", k=1)] == [str(d) + "/caf\\xe9.txt"]
     # Unchanged on a second run; deletable by its real path and by the shown one.
     again = engine.wait(engine.ingest(paths=[str(d)]), timeout=60)
-    assert again["files_unchanged"] == 2
-    assert engine.delete(str(d / LATIN1_NAME))["deleted"] == 1
-    assert [s["uri"] for s in engine.sources()] == [str(d / "a.md")]
+    assert again.files_unchanged == 2
+    assert engine.delete(str(d / LATIN1_NAME)).deleted == 1
+    assert [s.uri for s in engine.sources()] == [str(d / "a.md")]
     engine.wait(engine.ingest(paths=[str(d / LATIN1_NAME)]), timeout=60)  # named directly
-    assert engine.delete(str(d) + "/caf\\xe9.txt")["deleted"] == 1
+    assert engine.delete(str(d) + "/caf\\xe9.txt").deleted == 1
 
 
 def test_an_unreadable_non_utf8_name_is_reported_with_escapes(engine: ContextEngine,
@@ -56,8 +57,8 @@ def test_an_unreadable_non_utf8_name_is_reported_with_escapes(engine: ContextEng
     (d / LATIN1_NAME).write_bytes(b"")  # empty: rejected, and the report names it
     snap = engine.wait(engine.ingest(paths=[str(d)]), timeout=60)
     _wire_safe(snap)
-    assert snap["state"] == "done" and len(engine.sources()) == 1
-    assert snap["errors"] == [{"path": str(d) + "/caf\\xe9.txt", "reason": "empty"}]
+    assert snap.state == "done" and len(engine.sources()) == 1
+    assert snap.errors == (FileIssue(str(d) + "/caf\\xe9.txt", "empty"),)
 
 
 def test_fifo_and_socket_in_a_folder_are_reported_not_opened(engine: ContextEngine,
@@ -74,19 +75,18 @@ def test_fifo_and_socket_in_a_folder_are_reported_not_opened(engine: ContextEngi
         named = engine.wait(engine.ingest(paths=[str(d / "pipe.txt")]), timeout=60)
     finally:
         sock.close()
-    assert snap["state"] == "done" and snap["files_skipped"] == 2
-    assert sorted(snap["errors"], key=lambda e: e["path"]) == [
-        {"path": str(d / "pipe.txt"), "reason": REJECT_SPECIAL},
-        {"path": str(sock_path), "reason": REJECT_SPECIAL}]
-    assert named["errors"] == [{"path": str(d / "pipe.txt"), "reason": REJECT_SPECIAL}]
-    assert [s["uri"] for s in engine.sources()] == [str(d / "a.md")]
+    assert snap.state == "done" and snap.files_skipped == 2
+    assert sorted(snap.errors, key=lambda e: e.path) == [
+        FileIssue(str(d / "pipe.txt"), REJECT_SPECIAL), FileIssue(str(sock_path), REJECT_SPECIAL)]
+    assert named.errors == (FileIssue(str(d / "pipe.txt"), REJECT_SPECIAL),)
+    assert [s.uri for s in engine.sources()] == [str(d / "a.md")]
 
 
 def test_latin1_file_is_decoded_and_searchable(engine: ContextEngine, tmp_path: Path) -> None:
     path = tmp_path / "recette.txt"
     path.write_bytes("Crème brûlée: chauffer la crème à 80 °C.\n".encode("latin-1"))
     snap = engine.wait(engine.ingest(paths=[str(path)]), timeout=60)
-    assert snap["state"] == "done" and snap["errors"] == []
+    assert snap.state == "done" and snap.errors == ()
     hit = engine.search("brûlée", k=1)[0]
     assert "Crème brûlée" in hit.text
 
@@ -136,9 +136,9 @@ def test_docx_zip_bomb_is_refused_before_inflating(engine: ContextEngine, tmp_pa
 
     monkeypatch.setattr(zipfile.ZipFile, "read", spy)
     snap = engine.wait(engine.ingest(paths=[str(bomb), str(fine)]), timeout=120)
-    assert snap["state"] == "done"
-    assert snap["errors"] == [{"path": str(bomb), "reason": REJECT_UNPACKED_TOO_LARGE}]
-    assert [s["uri"] for s in engine.sources()] == [str(fine)]
+    assert snap.state == "done"
+    assert snap.errors == (FileIssue(str(bomb), REJECT_UNPACKED_TOO_LARGE),)
+    assert [s.uri for s in engine.sources()] == [str(fine)]
     assert inflated and all(Path(str(bomb)).name not in n for n in inflated)
     assert "word/document.xml" in inflated  # only the honest file's parts were read
     assert inflated.count("word/document.xml") == 1

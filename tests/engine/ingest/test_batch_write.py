@@ -40,7 +40,7 @@ def test_one_vector_call_per_batch(data_dir: Path, tmp_path: Path,
 
         monkeypatch.setattr(eng.rt.vectors, "add", counting)
         snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)
-        assert snap["state"] == "done" and snap["files_done"] == 6
+        assert snap.state == "done" and snap.files_done == 6
         assert calls == [6]  # one document at a time, it was six calls
         assert _counts(eng) == (6, 6, 6)
         assert {h.source.rsplit("/", 1)[-1] for h in eng.search("lantern number 4", k=6)} \
@@ -52,7 +52,7 @@ def test_a_failed_vector_write_leaves_no_document_of_the_batch(
     docs = _folder(tmp_path, 4)
     with ContextEngine.open(data_dir, embedder=FakeEmbedder()) as eng:
         kept = eng.wait(eng.ingest(text="A note kept from before.", external_id="kept"))
-        assert kept["state"] == "done"
+        assert kept.state == "done"
         before = _counts(eng)
 
         def broken(*_: Any, **__: Any) -> None:
@@ -60,11 +60,11 @@ def test_a_failed_vector_write_leaves_no_document_of_the_batch(
 
         monkeypatch.setattr(eng.rt.vectors, "add", broken)
         snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)
-        assert snap["state"] == "failed" and snap["sources"] == []
+        assert snap.state == "failed" and snap.sources == ()
         assert _counts(eng) == before
         assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0
         monkeypatch.undo()
         again = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)
-        assert again["state"] == "done" and again["files_done"] == 4
+        assert again.state == "done" and again.files_done == 4
         assert _counts(eng) == (before[0] + 4, before[1] + 4, before[2] + 4)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.api import Event, JobChanged, JobSnapshot
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
 from engine.flows.writer import EMBED_STEP
@@ -33,7 +34,7 @@ class GatedEmbedder(FakeEmbedder):
 def _store_state(eng: ContextEngine) -> dict[str, Any]:
     vault = eng.rt.vault
     return {
-        "uris": sorted(s["uri"] for s in eng.sources()),
+        "uris": sorted(s.uri for s in eng.sources()),
         "pending": vault._query("SELECT count(*) FROM sources WHERE state != 'ready'")[0][0],
         "chunks": vault._query("SELECT count(*) FROM chunks")[0][0],
         "vectors": eng.rt.vectors.count(),
@@ -53,23 +54,23 @@ def test_cancel_between_embedding_steps_keeps_earlier_sources(data_dir: Path,
     emb = GatedEmbedder(hold_at=3)  # call 1: the earlier text; 2, 3...: big.md's steps
     with ContextEngine.open(data_dir, embedder=emb) as eng:
         kept = eng.wait(eng.ingest(text="A kept note about anchors.", title="kept"))
-        assert kept["state"] == "done"
+        assert kept.state == "done"
         before = _store_state(eng)
         jid = eng.ingest(paths=[str(big)])
         assert emb.entered.wait(30)
         snap = eng.cancel_job(jid)
-        assert snap["id"] == jid and snap["state"] == "running"
+        assert snap.id == jid and snap.state == "running"
         emb.gate.set()
         final = eng.wait(jid, timeout=30)
-        assert final["state"] == "cancelled" and final["sources"] == []
+        assert final.state == "cancelled" and final.sources == ()
         assert emb.calls == 3  # stopped at the step after the one in flight
         after = _store_state(eng)
         assert after == before  # the partial source left nothing: rows, vectors, cache
         # Nothing half-done blocks a later run: the same file goes in whole.
         again = eng.wait(eng.ingest(paths=[str(big)]), timeout=60)
-        assert again["state"] == "done" and again["files_unchanged"] == 0
-        assert again["chunks"] > 2 * EMBED_STEP
-        assert _store_state(eng)["vectors"] == before["vectors"] + again["chunks"]
+        assert again.state == "done" and again.files_unchanged == 0
+        assert again.chunks > 2 * EMBED_STEP
+        assert _store_state(eng)["vectors"] == before["vectors"] + again.chunks
 
 
 def test_cancel_between_files_keeps_the_files_already_written(data_dir: Path,
@@ -79,16 +80,17 @@ def test_cancel_between_files_keeps_the_files_already_written(data_dir: Path,
     for i in range(5):
         (docs / f"d{i}.md").write_text(f"# Note {i}\n\nPlain words about topic number {i}.\n")
     with ContextEngine.open(data_dir) as eng:
-        cancelled: list[dict[str, Any]] = []
+        cancelled: list[JobSnapshot] = []
 
-        def on_progress(snap: dict[str, Any]) -> None:
-            if snap["kind"] == "paths" and len(snap["sources"]) == 2 and not cancelled:
-                cancelled.append(eng.cancel_job(snap["id"]))
+        def on_progress(event: Event) -> None:
+            snap = event.job if isinstance(event, JobChanged) else None
+            if snap and snap.kind == "paths" and len(snap.sources) == 2 and not cancelled:
+                cancelled.append(eng.cancel_job(snap.id))
 
         eng.subscribe(on_progress)
         final = eng.wait(eng.ingest(paths=[str(docs)]), timeout=30)
-        assert cancelled and final["state"] == "cancelled"
-        assert len(final["sources"]) == 2
+        assert cancelled and final.state == "cancelled"
+        assert len(final.sources) == 2
         state = _store_state(eng)
         assert state["uris"] == [str(docs / "d0.md"), str(docs / "d1.md")]
         assert state["pending"] == 0 and state["vectors"] == state["chunks"]
@@ -103,10 +105,10 @@ def test_cancel_queued_job_and_cancel_all(data_dir: Path, tmp_path: Path) -> Non
         eng.pause_ingestion()
         a = eng.ingest(paths=[str(note)])
         b = eng.ingest(text="queued text that will never be stored")
-        assert eng.cancel_job(b)["state"] == "cancelled"
+        assert eng.cancel_job(b).state == "cancelled"
         snaps = eng.cancel_all()
-        assert [s["id"] for s in snaps] == [a]
+        assert [s.id for s in snaps] == [a]
         eng.resume_ingestion()
-        assert eng.wait(a, timeout=10)["state"] == "cancelled"
+        assert eng.wait(a, timeout=10).state == "cancelled"
         assert eng.sources() == []
-        assert not eng.status()["jobs_active"]
+        assert not eng.status().jobs_active

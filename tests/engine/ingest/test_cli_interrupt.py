@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from engine.api import SourceInfo
 from engine.errors import StoreLocked
 from engine.facade import ContextEngine
 
@@ -37,7 +38,7 @@ def _read_until(fd: int, pattern: re.Pattern[str], proc: subprocess.Popen[bytes]
     return seen
 
 
-def _stored(data_dir: Path, background: bool) -> tuple[list[dict[str, Any]], Any]:
+def _stored(data_dir: Path, background: bool) -> tuple[list[SourceInfo], Any]:
     """The sources stored, read from the background engine (then stopped) or the store."""
     if not background:
         with ContextEngine.open(data_dir) as eng:
@@ -49,7 +50,7 @@ def _stored(data_dir: Path, background: bool) -> tuple[list[dict[str, Any]], Any
     remote = connect(data_dir)
     assert remote is not None, "the background engine the CLI started is gone"
     try:
-        return remote.sources(), remote.status()["vectors"]
+        return remote.sources(), remote.status().vectors
     finally:
         remote.shutdown()
         remote.close()
@@ -115,10 +116,10 @@ def test_sigint_stops_at_a_safe_point_and_exits_130(tmp_path: Path, data_dir: Pa
     kept, chunks = int(m.group(1)), int(m.group(2))
     sources, vectors = _stored(data_dir, background)
     assert len(sources) == kept and 0 < kept < 600
-    assert sum(s["n_chunks"] for s in sources) == chunks
+    assert sum(s.n_chunks for s in sources) == chunks
     assert vectors == chunks
     with ContextEngine.open(data_dir) as eng:
         # The rest goes in on the next run; what was kept counts as unchanged.
         snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=600)
-        assert snap["state"] == "done" and snap["files_unchanged"] == kept
+        assert snap.state == "done" and snap.files_unchanged == kept
         assert len(eng.sources()) == 600

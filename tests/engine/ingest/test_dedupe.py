@@ -22,7 +22,7 @@ Y = "# Ropes\n\nA bowline makes a fixed loop at the end of a line.\n"
 def _state(eng: ContextEngine) -> dict[str, Any]:
     vault = eng.rt.vault
     return {
-        "sources": sorted(s["uri"] for s in eng.sources()),
+        "sources": sorted(s.uri for s in eng.sources()),
         "chunks": vault._query("SELECT count(*) FROM chunks")[0][0],
         "vectors": eng.rt.vectors.count(),
         "aliases": sorted(r[0] for r in vault._query("SELECT uri FROM source_aliases")),
@@ -49,7 +49,7 @@ def test_copies_in_one_job_are_embedded_and_stored_once(data_dir: Path, tree: Pa
     emb = FakeEmbedder()
     with ContextEngine.open(data_dir, embedder=emb) as eng:
         snap = eng.wait(eng.ingest(paths=[str(tree)]), timeout=60)
-        assert snap["state"] == "done" and snap["files_done"] == 4 and snap["errors"] == []
+        assert snap.state == "done" and snap.files_done == 4 and snap.errors == ()
         x_chunks = eng.rt.vault._query("SELECT n_chunks FROM sources WHERE uri = ?",
                                       (str(tree / "a" / "x.md"),))[0][0]
         y_chunks = eng.rt.vault._query("SELECT n_chunks FROM sources WHERE uri = ?",
@@ -60,7 +60,7 @@ def test_copies_in_one_job_are_embedded_and_stored_once(data_dir: Path, tree: Pa
         assert state["chunks"] == state["vectors"] == x_chunks + y_chunks
         assert emb.texts_embedded == x_chunks + y_chunks
         again = eng.wait(eng.ingest(paths=[str(tree)]), timeout=60)
-        assert again["files_unchanged"] == 4 and emb.texts_embedded == x_chunks + y_chunks
+        assert again.files_unchanged == 4 and emb.texts_embedded == x_chunks + y_chunks
 
 
 def test_a_copy_found_in_a_later_job_points_at_the_stored_source(data_dir: Path,
@@ -70,7 +70,7 @@ def test_a_copy_found_in_a_later_job_points_at_the_stored_source(data_dir: Path,
         eng.wait(eng.ingest(paths=[str(tree / "a")]), timeout=60)
         before = (_state(eng), emb.texts_embedded)
         snap = eng.wait(eng.ingest(paths=[str(tree / "b" / "x.md")]), timeout=60)
-        assert snap["state"] == "done" and snap["files_done"] == 1
+        assert snap.state == "done" and snap.files_done == 1
         after = _state(eng)
         assert emb.texts_embedded == before[1]
         assert after["chunks"] == before[0]["chunks"] and after["vectors"] == before[0]["vectors"]
@@ -81,14 +81,14 @@ def test_deleting_one_path_keeps_the_others(engine: ContextEngine, tree: Path) -
     engine.wait(engine.ingest(paths=[str(tree)]), timeout=60)
     x_chunks = _state(engine)["chunks"]
     # The path that holds the source: the source moves to one of its copies.
-    assert engine.delete(str(tree / "a" / "x.md"))["deleted"] == 1
+    assert engine.delete(str(tree / "a" / "x.md")).deleted == 1
     state = _state(engine)
     assert state["chunks"] == x_chunks and state["vectors"] == x_chunks
     assert str(tree / "a" / "x.md") not in state["sources"] + state["aliases"]
     assert _where(engine, "neap tides") in ([str(tree / "b" / "x.md")],
                                             [str(tree / "b" / "copy.md")])
     # An alias path: just that path goes.
-    assert engine.delete(str(tree / "b" / "copy.md"))["deleted"] == 1
+    assert engine.delete(str(tree / "b" / "copy.md")).deleted == 1
     assert _state(engine)["chunks"] == x_chunks
     # The last path takes the content with it.
     engine.delete(str(tree / "b" / "x.md"))
@@ -113,7 +113,7 @@ def test_changing_one_copy_leaves_the_others(engine: ContextEngine, tree: Path) 
     # The primary changes: it gets a new source, the copies keep the old text.
     (tree / "a" / "x.md").write_text("# Tides\n\nRewritten: king tides flood the quay.\n")
     snap = engine.wait(engine.ingest(paths=[str(tree)]), timeout=60)
-    assert snap["files_unchanged"] == 3
+    assert snap.files_unchanged == 3
     assert _where(engine, "king tides flood the quay")[0] == str(tree / "a" / "x.md")
     assert str(tree / "b" / "copy.md") in _where(engine, "neap tides") or \
         str(tree / "b" / "x.md") in _where(engine, "neap tides")
@@ -124,4 +124,4 @@ def test_changing_one_copy_leaves_the_others(engine: ContextEngine, tree: Path) 
     assert str(tree / "b" / "copy.md") in state["sources"]
     assert str(tree / "b" / "copy.md") not in state["aliases"]
     assert state["chunks"] == state["vectors"]
-    assert engine.wait(engine.ingest(paths=[str(tree)]), timeout=60)["files_unchanged"] == 4
+    assert engine.wait(engine.ingest(paths=[str(tree)]), timeout=60).files_unchanged == 4

@@ -39,7 +39,7 @@ def test_jobs_run_in_submission_order(runner: JobRunner) -> None:
 
     ids = [runner.submit("ingest", work).id for _ in range(5)]
     for jid in ids:
-        assert runner.wait(jid, timeout=10)["state"] == "done"
+        assert runner.wait(jid, timeout=10).state == "done"
     assert started == ids
 
 
@@ -65,13 +65,13 @@ def test_listeners_are_called_one_at_a_time(runner: JobRunner) -> None:
     for t in submitters:
         t.join()
     for snap in runner.list():
-        assert runner.wait(snap["id"], timeout=30)["state"] == "done"
+        assert runner.wait(snap.id, timeout=30).state == "done"
     assert overlap == 1
 
 
 def test_each_job_reports_progress_in_order(runner: JobRunner) -> None:
     seen: dict[str, list[int]] = {}
-    runner.subscribe(lambda s: seen.setdefault(s["id"], []).append(s["files_done"]))
+    runner.subscribe(lambda s: seen.setdefault(s.id, []).append(s.files_done))
     jobs = [runner.submit("ingest", _steps(10)).id for _ in range(3)]
     for jid in jobs:
         runner.wait(jid, timeout=10)
@@ -86,12 +86,12 @@ def test_unsubscribe_and_broken_listener(runner: JobRunner) -> None:
         raise OSError("listener pipe closed")
 
     runner.subscribe(broken)
-    stop = runner.subscribe(lambda s: calls.append(s["files_done"]))
-    assert runner.wait(runner.submit("ingest", _steps(3)).id, timeout=10)["state"] == "done"
+    stop = runner.subscribe(lambda s: calls.append(s.files_done))
+    assert runner.wait(runner.submit("ingest", _steps(3)).id, timeout=10).state == "done"
     n = len(calls)
     assert n > 0
     stop()
-    assert runner.wait(runner.submit("ingest", _steps(3)).id, timeout=10)["state"] == "done"
+    assert runner.wait(runner.submit("ingest", _steps(3)).id, timeout=10).state == "done"
     assert len(calls) == n
 
 
@@ -100,9 +100,9 @@ def test_pause_holds_progress_until_resume(runner: JobRunner) -> None:
     assert runner.paused
     jid = runner.submit("ingest", _steps(5)).id
     time.sleep(0.2)
-    assert runner.get(jid)["files_done"] == 0
+    assert runner.get(jid).files_done == 0
     runner.resume()
-    assert runner.wait(jid, timeout=10)["files_done"] == 5
+    assert runner.wait(jid, timeout=10).files_done == 5
 
 
 def test_failures_carry_a_code_and_the_runner_goes_on(runner: JobRunner) -> None:
@@ -115,10 +115,12 @@ def test_failures_carry_a_code_and_the_runner_goes_on(runner: JobRunner) -> None
     a = runner.wait(runner.submit("ingest", bad_format).id, timeout=10)
     b = runner.wait(runner.submit("ingest", crash).id, timeout=10)
     c = runner.wait(runner.submit("ingest", _steps(2)).id, timeout=10)
-    assert a["state"] == "failed" and a["error"]["name"] == IngestFailed.name
-    assert b["state"] == "failed" and b["error"] == {
-        "code": 1000, "name": "internal_error", "message": "RuntimeError"}
-    assert c["state"] == "done"
+    assert a.state == "failed" and a.error.name == IngestFailed.name
+    assert b.state == "failed" and b.error is not None
+    assert b.error.to_dict() == {"code": 2008, "name": "internal_error",
+                                 "message": "job failed with RuntimeError",
+                                 "details": {"type": "RuntimeError"}}
+    assert c.state == "done"
     with pytest.raises(NotFound):
         runner.get("nope")
 
@@ -129,10 +131,10 @@ def test_cancel_drops_a_queued_job(runner: JobRunner) -> None:
     first = runner.submit("ingest", lambda job, progress: ran.append("first"))
     second = runner.submit("ingest", lambda job, progress: ran.append("second"))
     snap = runner.cancel(first.id)
-    assert snap["state"] == "cancelled" and snap["finished"] is not None
+    assert snap.state == "cancelled" and snap.finished is not None
     runner.resume()
-    assert runner.wait(second.id, timeout=10)["state"] == "done"
-    assert runner.get(first.id)["state"] == "cancelled"
+    assert runner.wait(second.id, timeout=10).state == "done"
+    assert runner.get(first.id).state == "cancelled"
     assert ran == ["second"]
 
 
@@ -150,10 +152,10 @@ def test_cancel_stops_a_running_job_at_its_next_safe_point(runner: JobRunner) ->
 
     jid = runner.submit("ingest", work).id
     assert entered.wait(10)
-    assert runner.cancel(jid)["state"] == "running"  # it stops at its next safe point
+    assert runner.cancel(jid).state == "running"  # it stops at its next safe point
     gate.set()
     snap = runner.wait(jid, timeout=10)
-    assert snap["state"] == "cancelled" and snap["error"] is None
+    assert snap.state == "cancelled" and snap.error is None
     assert done == [0, 1, 2, 3]
 
 
@@ -170,16 +172,16 @@ def test_cancel_reaches_a_paused_job_and_cancel_all(runner: JobRunner) -> None:
     assert started.wait(10)
     runner.pause()  # the running job now waits in progress()
     snaps = runner.cancel_all()
-    assert {s["id"] for s in snaps} == {jid, queued}
-    assert runner.wait(jid, timeout=10)["state"] == "cancelled"
-    assert runner.get(queued)["state"] == "cancelled"
+    assert {s.id for s in snaps} == {jid, queued}
+    assert runner.wait(jid, timeout=10).state == "cancelled"
+    assert runner.get(queued).state == "cancelled"
     runner.resume()
-    assert runner.wait(runner.submit("ingest", _steps(1)).id, timeout=10)["state"] == "done"
+    assert runner.wait(runner.submit("ingest", _steps(1)).id, timeout=10).state == "done"
 
 
 def test_cancel_a_finished_or_unknown_job(runner: JobRunner) -> None:
     jid = runner.submit("ingest", _steps(1)).id
-    assert runner.wait(jid, timeout=10)["state"] == "done"
-    assert runner.cancel(jid)["state"] == "done"
+    assert runner.wait(jid, timeout=10).state == "done"
+    assert runner.cancel(jid).state == "done"
     with pytest.raises(NotFound):
         runner.cancel("nope")

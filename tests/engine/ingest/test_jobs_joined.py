@@ -57,9 +57,9 @@ def test_queued_texts_share_one_model_pass_and_keep_their_own_jobs(data_dir: Pat
     with ContextEngine.open(data_dir, embedder=emb) as eng:
         ids = _queue_paused(eng, items)
         snaps = [eng.wait(j, timeout=60) for j in ids]
-        assert [s["state"] for s in snaps] == ["done"] * 12
-        assert all(len(s["sources"]) == 1 and s["chunks"] == 1 for s in snaps)
-        assert len({s["sources"][0] for s in snaps}) == 12
+        assert [s.state for s in snaps] == ["done"] * 12
+        assert all(len(s.sources) == 1 and s.chunks == 1 for s in snaps)
+        assert len({s.sources[0] for s in snaps}) == 12
         assert emb.calls <= 3 and emb.texts == 12  # one by one, it took 12 calls
         assert _texts(eng) == dict(items)
         assert eng.rt.vectors.count() == 12
@@ -71,7 +71,7 @@ def test_the_same_id_twice_in_a_group_keeps_the_later_text(data_dir: Path) -> No
         ids = _queue_paused(eng, [("doc:a", "The first version mentions copper."),
                                   ("doc:b", "Another note on tin."),
                                   ("doc:a", "The second version mentions zinc.")])
-        assert [eng.wait(j, timeout=60)["state"] for j in ids] == ["done"] * 3
+        assert [eng.wait(j, timeout=60).state for j in ids] == ["done"] * 3
         assert _texts(eng) == {"doc:a": "The second version mentions zinc.",
                                "doc:b": "Another note on tin."}
         versions = eng.rt.vault._query("SELECT count(*) FROM sources WHERE uri = 'doc:a' "
@@ -86,13 +86,13 @@ def test_a_job_cancelled_while_its_group_runs_is_not_stored(data_dir: Path) -> N
     with ContextEngine.open(data_dir, embedder=emb) as eng:
         ids = _queue_paused(eng, [(f"n:{i}", f"Plain note {i} on rivers.") for i in range(3)])
         assert emb.entered.wait(30)  # the group is embedding
-        assert eng.cancel_job(ids[1])["state"] == "running"
+        assert eng.cancel_job(ids[1]).state == "running"
         emb.gate.set()
-        states = [eng.wait(j, timeout=60)["state"] for j in ids]
+        states = [eng.wait(j, timeout=60).state for j in ids]
         assert states == ["done", "cancelled", "done"]
         assert set(_texts(eng)) == {"n:0", "n:2"}
         assert eng.rt.vectors.count() == 2
-        assert eng.job(ids[1])["sources"] == []
+        assert eng.job(ids[1]).sources == ()
 
 
 def test_a_bad_document_fails_alone(data_dir: Path) -> None:
@@ -105,9 +105,9 @@ def test_a_bad_document_fails_alone(data_dir: Path) -> None:
                                        title="broken", uri="c:bad")
         good2 = eng.ingest(text="Good note two about sails.", external_id="g:2")
         eng.resume_ingestion()
-        assert eng.wait(good1, timeout=60)["state"] == "done"
-        assert eng.wait(good2, timeout=60)["state"] == "done"
+        assert eng.wait(good1, timeout=60).state == "done"
+        assert eng.wait(good2, timeout=60).state == "done"
         for jid in (bad, conv):
             snap = eng.wait(jid, timeout=60)
-            assert snap["state"] == "failed" and snap["error"]["name"] == "invalid_input"
+            assert snap.state == "failed" and snap.error.name == "invalid_input"
         assert set(_texts(eng)) == {"g:1", "g:2"}

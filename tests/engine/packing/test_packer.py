@@ -102,8 +102,9 @@ def test_dense_cached_uses_surrogates_and_fast_mode_ignores_them() -> None:
     fast = pack(cands, 2000, PackingConfig(mode="fast"), COUNTER)
     assert "SUMMARY of the doc." in dense.context and "[summary:gist" in dense.context
     assert dense.items[1].kind == "surrogate" and dense.items[1].why == "surrogate"
+    assert dense.items[1].tier == "gist" and dense.items[0].tier is None  # packing's choice
     assert "SUMMARY" not in fast.context
-    assert fast.items[1].kind == "section"
+    assert fast.items[1].kind == "section" and fast.items[1].tier is None
 
 
 # -- cutting ---------------------------------------------------------------------

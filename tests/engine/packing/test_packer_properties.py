@@ -7,11 +7,11 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.api import Payload, PayloadItem
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import PackingConfig, pack
 from engine.packing.render import clean_line, format_time, get_renderer, short_source
 from engine.tokens import TokenCounter
-from engine.types import ContextPayload, PayloadItem
 
 COUNTER = TokenCounter.shared()
 NOW = 1_700_000_000.0
@@ -81,7 +81,7 @@ def _section(kind: str) -> str:
     return "conversation" if kind == "conversation" else "memory"
 
 
-def _overhead(payload: ContextPayload, cfg: PackingConfig, now: float | None) -> int:
+def _overhead(payload: Payload, cfg: PackingConfig, now: float | None) -> int:
     r = get_renderer(cfg.fmt)
     stamp = format_time(now) if cfg.include_time else ""
     parts = [r.head(stamp), r.foot()]
@@ -95,7 +95,7 @@ def _run_key(item: PayloadItem, label: str, cfg: PackingConfig) -> tuple[object,
     return (_section(item.kind), item.source, label, clean_line(item.title, 80), when)
 
 
-def _check(payload: ContextPayload, budget: int, cfg: PackingConfig, now: float | None) -> None:
+def _check(payload: Payload, budget: int, cfg: PackingConfig, now: float | None) -> None:
     assert payload.total_tokens == COUNTER.count(payload.context)
     assert payload.total_tokens <= budget
     assert payload.budget == budget
@@ -153,4 +153,4 @@ def test_tiny_budgets_give_empty_or_valid(cands: list[PackCandidate], cfg: Packi
     for budget in (0, 1, 2, 3):
         payload = pack(cands, budget, cfg, COUNTER)
         _check(payload, budget, cfg, None)
-    assert pack(cands, 0, cfg, COUNTER) == ContextPayload("", 0, 0, (), {}, cfg.fmt)
+    assert pack(cands, 0, cfg, COUNTER) == Payload("", 0, 0, (), {}, cfg.fmt)

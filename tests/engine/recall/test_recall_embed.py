@@ -41,7 +41,7 @@ def test_model_steps_take_the_texts_longest_first(data_dir: Path) -> None:
     with ContextEngine.open(data_dir, embedder=model) as eng:  # type: ignore[arg-type]
         stats = eng.sync([str(transcript(LARGE))])
     seen = [t for call in model.calls for t in call]
-    assert stats["chunks"] == len(chunks) and len(model.calls) > 1
+    assert stats.chunks == len(chunks) and len(model.calls) > 1
     # every distinct view once (a code chunk is embedded with its session title above it)
     assert len(seen) == len(set(seen)) == len({embedview.embed_view(c.kind, c.text)
                                                for c in chunks})
@@ -76,4 +76,4 @@ def test_vectors_are_found_again_by_rebuild_and_ranking(data_dir: Path) -> None:
         assert not any(t.startswith("User: ") for t in seen)
         assert any(t.startswith("Assistant: ") and "\nTool " in t for t in seen)
         ids, _, embedded = vault_vectors(eng.rt.vault, model)  # type: ignore[arg-type]
-        assert len(ids) == eng.status()["chunks"] and embedded == 0
+        assert len(ids) == eng.status().chunks and embedded == 0

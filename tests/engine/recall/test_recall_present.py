@@ -57,23 +57,23 @@ def test_excerpt_never_exceeds_its_budget(budget: int) -> None:
 def test_recall_hits_keep_their_keys_and_gain_line_and_excerpt(engine: ContextEngine,
                                                                 tmp_path: Path) -> None:
     engine.sync([str(shared_data("transcripts"))])
-    hits = engine.recall("why did the tests fail", k=5)["hits"]
+    hits = engine.recall("why did the tests fail", k=5).hits
     assert hits
     for h in hits:
         assert {"chunk_id", "source_id", "source", "title", "kind", "text", "score", "lanes",
-                "meta", "line", "excerpt"} <= set(h)
-        assert h["line"].startswith(h["meta"]["session"][:8] + " · ")
-        assert "\n" not in h["line"]
-        assert engine.rt.counter.count(h["excerpt"]) <= engine.rt.cfg.recall.hit_excerpt_tokens
-    failed = engine.recall("failed", k=20, types=["tool"])["hits"]
-    assert any("failed (" in h["line"] for h in failed)
+                "meta", "line", "excerpt"} <= set(h.to_dict())
+        assert h.line.startswith(h.meta["session"][:8] + " · ")
+        assert "\n" not in h.line
+        assert engine.rt.counter.count(h.excerpt) <= engine.rt.cfg.recall.hit_excerpt_tokens
+    failed = engine.recall("failed", k=20, types=["tool"]).hits or ()
+    assert any("failed (" in h.line for h in failed)
 
 
 def test_auto_failures_follow_the_task(engine: ContextEngine) -> None:
     engine.sync([str(shared_data("transcripts"))])
     task = "lefthook pre-commit blocked the prisma commit"
     out = engine.recall(auto=True, project="example-project", budget=3000, task=task)
-    fails = out["context"].split("Failures to avoid:")[1].strip().split("\n")
+    fails = (out.context or "").split("Failures to avoid:")[1].strip().split("\n")
     without = engine.recall(auto=True, project="example-project", budget=3000)
-    assert fails[0] != without["context"].split("Failures to avoid:")[1].strip().split("\n")[0]
+    assert fails[0] != (without.context or "").split("Failures to avoid:")[1].strip().split("\n")[0]
     assert "lefthook" in fails[0].lower() or "commit" in fails[0].lower()

@@ -47,7 +47,7 @@ def test_parallel_lanes_give_what_serial_lanes_give(engine: ContextEngine, query
 
 def test_parallel_lanes_with_filters(engine: ContextEngine) -> None:
     _ingest(engine)
-    keep = frozenset(s["id"] for s in engine.sources() if s["title"] in ("notes/keys.md",
+    keep = frozenset(s.id for s in engine.sources() if s.title in ("notes/keys.md",
                                                                         "notes/tray.md"))
     f = Filters(source_ids=keep)
     serial = _lanes(engine, False, "engine keychain tray", f)

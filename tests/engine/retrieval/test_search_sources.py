@@ -41,7 +41,7 @@ def test_external_id_names_the_source_and_replaces_or_deletes_it(engine: Any) ->
                   external_id="crm:note-17", wait=True)
     texts = [h.text for h in engine.search("grant report", k=5)]
     assert any("Monday" in t for t in texts) and not any("Friday" in t for t in texts)
-    assert engine.delete("crm:note-17")["deleted"] == 1
+    assert engine.delete("crm:note-17").deleted == 1
     assert engine.search("grant report", k=5) == []
 
 

@@ -289,7 +289,7 @@ def test_init_creates_a_store_in_an_existing_folder_only_when_asked(tmp_path: Pa
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
     init_store(folder)
     with ContextEngine.open(folder, create=False) as eng:
-        assert eng.status()["sources"] == 0
+        assert eng.status().sources == 0
     assert (folder / "notes.txt").read_text() == "mine"
 
 

@@ -76,7 +76,7 @@ def test_deleted_text_is_in_no_decrypted_page_while_the_engine_runs(
     done = ctx("delete", str(secret))
     assert done.returncode == 0, done.stderr
     assert canary not in ctx("search", canary).stdout
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
 
     assert find_live(root) is not None  # the engine that deleted it still runs
     assert _found(root, canary) == []

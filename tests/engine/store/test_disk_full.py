@@ -37,27 +37,27 @@ def test_full_disk_says_no_space_and_the_store_still_reads(small_disk: Path) -> 
         for i in range(400):
             snap = eng.wait(eng.ingest(text=" ".join(f"w{i}x{j}" for j in range(3000)),
                                        title=f"t{i}"))
-            if snap["state"] != "done":
+            if snap.state != "done":
                 last = snap
                 break
         assert last is not None, "the disk never filled"
-        assert last["state"] == "failed" and last["error"]["name"] == "no_space"
-        kept = eng.status()["sources"]
+        assert last.state == "failed" and last.error.name == "no_space"
+        kept = eng.status().sources
         assert kept >= 1
         assert eng.search("w0x5", k=3)
     finally:
         eng.close()
     with ContextEngine.open(store) as eng:  # still full: opens, reads, refuses writes
         status = eng.status()
-        assert status["sources"] == kept
+        assert status.sources == kept
         hits = eng.search("w0x5", k=3)
         assert hits and hits[0].title == "t0"
         payload = eng.build_context("w0x5", budget=200)
         assert payload.total_tokens <= 200
-        assert ALERT_VECTOR_DOWN in eng.metrics()["alerts"] or status["vector_store_ok"]
+        assert ALERT_VECTOR_DOWN in eng.metrics().alerts or status.vector_store_ok
         job = eng.wait(eng.ingest(text="one more note", title="more"))
-        assert job["state"] == "failed" and job["error"]["name"] == "no_space"
-        assert eng.status()["sources"] == kept
+        assert job.state == "failed" and job.error.name == "no_space"
+        assert eng.status().sources == kept
 
 
 def test_a_folder_job_on_a_full_disk_says_what_it_stored_and_leaves_nothing_pending(
@@ -77,15 +77,15 @@ def test_a_folder_job_on_a_full_disk_says_what_it_stored_and_leaves_nothing_pend
     store = small_disk / "store"
     with ContextEngine.open(store) as eng:
         snap = eng.wait(eng.ingest(paths=[str(docs)]))
-        assert snap["state"] == "failed" and snap["error"]["name"] == "no_space"
-        stored = eng.status()["sources"]
+        assert snap.state == "failed" and snap.error.name == "no_space"
+        stored = eng.status().sources
         assert 1 <= stored < 200
-        assert f"{stored} of 200 files were stored" in snap["error"]["message"]
-        assert snap["error"]["details"] == {"stored": stored, "files": 200}
-        assert len(snap["sources"]) == stored
+        assert f"{stored} of 200 files were stored" in snap.error.message
+        assert snap.error.details == {"stored": stored, "files": 200}
+        assert len(snap.sources) == stored
         assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0
     with ContextEngine.open(store) as eng:  # the disk is still full: it opens, reads
-        assert eng.status()["sources"] == stored
+        assert eng.status().sources == stored
         assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0

@@ -31,24 +31,24 @@ def docs(tmp_path: Path) -> Path:
 def test_ingest_search_both_lanes(backend: str, data_dir: Path, docs: Path) -> None:
     with ContextEngine.open(data_dir) as eng:
         job = eng.wait(eng.ingest(paths=[str(docs)]))
-        assert job["state"] == "done", job
-        assert job["files_done"] == 4 and not job["errors"]
+        assert job.state == "done", job
+        assert job.files_done == 4 and not job.errors
         hits = eng.search("how often should the chain be oiled", k=3)
         assert hits and hits[0].source.endswith("bikes.md")
         assert {"keyword", "vector"} <= set(hits[0].lanes)
-        assert eng.status()["vector_backend"] == backend
-        assert eng.status()["vectors"] == eng.status()["chunks"]
+        assert eng.status().vector_backend == backend
+        assert eng.status().vectors == eng.status().chunks
 
 
 def test_unchanged_reingest_costs_nothing(backend: str, data_dir: Path, docs: Path) -> None:
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(paths=[str(docs)]))
         embedded = eng._writer.embedded_texts
-        chunks = eng.status()["chunks"]
+        chunks = eng.status().chunks
         job = eng.wait(eng.ingest(paths=[str(docs)]))
-        assert job["files_unchanged"] == 4
+        assert job.files_unchanged == 4
         assert eng._writer.embedded_texts == embedded
-        assert eng.status()["chunks"] == chunks
+        assert eng.status().chunks == chunks
 
 
 def test_changed_source_replaces_its_chunks(backend: str, data_dir: Path, docs: Path) -> None:
@@ -56,11 +56,11 @@ def test_changed_source_replaces_its_chunks(backend: str, data_dir: Path, docs: 
         eng.wait(eng.ingest(paths=[str(docs)]))
         _write(docs, "garden.md", "# Garden\n\nCucumbers climb trellises in July.\n")
         eng.wait(eng.ingest(paths=[str(docs / "garden.md")]))
-        assert len([s for s in eng.sources() if s["uri"].endswith("garden.md")]) == 1
+        assert len([s for s in eng.sources() if s.uri.endswith("garden.md")]) == 1
         texts = [h.text for h in eng.search("tomatoes full sun watering", k=10)]
         assert not any("Tomatoes" in t for t in texts)
         assert any("Cucumbers" in h.text for h in eng.search("cucumbers trellis", k=3))
-        assert eng.status()["vectors"] == eng.status()["chunks"]
+        assert eng.status().vectors == eng.status().chunks
 
 
 def test_delete_removes_text_chunks_and_vectors(backend: str, data_dir: Path, docs: Path) -> None:
@@ -68,10 +68,10 @@ def test_delete_removes_text_chunks_and_vectors(backend: str, data_dir: Path, do
         eng.wait(eng.ingest(paths=[str(docs)]))
         before = eng.status()
         out = eng.delete(str(docs / "bikes.md"))
-        assert out["deleted"] == 1
+        assert out.deleted == 1
         after = eng.status()
-        assert after["sources"] == before["sources"] - 1
-        assert after["vectors"] == after["chunks"]
+        assert after.sources == before.sources - 1
+        assert after.vectors == after.chunks
         assert all("chain" not in h.text for h in eng.search("chain oiled kilometres", k=10))
         with pytest.raises(NotFound):
             eng.delete(str(docs / "bikes.md"))

@@ -171,7 +171,7 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         assert rt.vectors.vectors(ids[:3]) and rt.vectors._cache.state == "empty"
         eng.warm_up(background=False)
         assert rt.vectors._cache.state == "ready" and len(rt.vectors._cache) == len(ids)
-        assert eng.status()["vectors_in_memory"] == {
+        assert eng.status().vectors_in_memory.to_dict() == {
             "kind": "cache", "state": "ready", "vectors": len(ids),
             "bytes": rt.vectors._cache.nbytes()}
         warm: dict[int, np.ndarray] = {}
@@ -211,8 +211,8 @@ def test_a_store_growing_past_the_exact_size_moves_to_the_cache(
         eng.wait(eng.ingest(text="The ferry leaves at dawn.", title="one"))
         eng.warm_up(background=False)
         assert rt.vectors._exact_index() is not None and rt.vectors._cache.state == "empty"
-        memory = eng.status()["vectors_in_memory"]
-        assert memory["kind"] == "exact" and memory["vectors"] == 1
+        memory = eng.status().vectors_in_memory
+        assert memory.kind == "exact" and memory.vectors == 1
         eng.wait(eng.ingest(text=TEXT, title="ferries"))  # past 20 vectors
         ids = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         assert len(ids) > 20 and rt.vectors._exact_index() is None

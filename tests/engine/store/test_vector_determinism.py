@@ -65,7 +65,7 @@ def test_two_processes_give_identical_payloads(tmp_path: Path, data_dir: Path, m
                                            + f" entry {i}\n")
     with ContextEngine.open(data_dir, embedder=minilm) as eng:  # type: ignore[arg-type]
         eng.wait(eng.ingest(paths=[str(docs)]))
-        assert 100 <= eng.status()["vectors"] < 1000
+        assert 100 <= eng.status().vectors < 1000
     queries = [" ".join(random.Random(k).choice(WORDS) for _ in range(3)) for k in range(12)]
     first, second = _run(data_dir, queries), _run(data_dir, queries)
     differing = [q for q, a, b in zip(queries, first, second, strict=True) if a != b]

@@ -79,7 +79,7 @@ def test_a_killed_engine_leaves_a_snapshot_that_is_patched(data_dir: Path) -> No
     eng.rt.vault.close()
     eng._lock.release()
     with ContextEngine.open(data_dir) as again:
-        assert again.rt.vectors.count() == again.status()["chunks"]
+        assert again.rt.vectors.count() == again.status().chunks
         hits = again.search("lighthouses and their keepers", k=1)
         assert hits[0].title == "late" and "vector" in hits[0].lanes
     with ContextEngine.open(data_dir) as third:
@@ -91,8 +91,8 @@ def test_a_delete_reseals_at_once_without_the_deleted_vectors(data_dir: Path) ->
     with ContextEngine.open(data_dir) as eng:
         gone = eng.sources()[0]
         gone_ids = [r[0] for r in eng.rt.vault._query(
-            "SELECT id FROM chunks WHERE source_id = ?", (gone["id"],))]
-        eng.delete(str(gone["id"]))
+            "SELECT id FROM chunks WHERE source_id = ?", (gone.id,))]
+        eng.delete(str(gone.id))
         snap = _sealed(data_dir).load(384)  # the engine still runs
         assert snap is not None and not set(gone_ids) & set(snap.ids.tolist())
         assert len(snap) == eng.rt.vectors.count()
@@ -116,7 +116,7 @@ def test_a_bad_snapshot_is_rebuilt_from_the_vault(damage: str, data_dir: Path,
     else:
         snap.write_bytes(b"\x00" * 4000)
     with ContextEngine.open(data_dir) as eng:
-        assert eng.rt.vectors.count() == eng.status()["chunks"]
+        assert eng.rt.vectors.count() == eng.status().chunks
         assert eng.search("crane lifted 3 crates", k=1)[0].title == "log 3"
     with ContextEngine.open(data_dir) as eng:
         assert fill_memory(eng.rt) == "snapshot"  # rebuilt, then sealed again
@@ -132,7 +132,7 @@ def test_a_reused_chunk_id_is_read_again(data_dir: Path) -> None:
     sealed = _sealed(data_dir).load(384)
     assert sealed is not None
     eng = ContextEngine.open(data_dir)
-    eng.delete(str(last["id"]))
+    eng.delete(str(last.id))
     eng.wait(eng.ingest(text="Violins and cellos tuned before the concert. " * 20,
                         title="music"))
     reused = eng.rt.vault._query("SELECT max(id) FROM chunks")[0][0]

@@ -67,17 +67,17 @@ def test_memory_backend_keeps_no_vector_on_disk(tmp_path: Path, data_dir: Path) 
     docs = _docs(tmp_path, 12)
     with ContextEngine.open(data_dir, config=cfg) as eng:
         eng.wait(eng.ingest(paths=[str(docs)]))
-        chunks = eng.status()["chunks"]
+        chunks = eng.status().chunks
         first = [h.chunk_id for h in eng.search("sailing boats weather day 3", k=5)]
-        assert eng.status()["vectors"] == chunks
+        assert eng.status().vectors == chunks
     assert not (data_dir / "vectors").exists()
     assert sorted(p.name for p in data_dir.iterdir()) == [
         "engine.lock", "key.json", "space.reserve", "vault.db", "vectors.snap"]
     with ContextEngine.open(data_dir, config=cfg) as eng:  # rebuilt from the vault at open
-        assert eng.status()["vectors"] == chunks
+        assert eng.status().vectors == chunks
         assert [h.chunk_id for h in eng.search("sailing boats weather day 3", k=5)] == first
         eng.delete(str(docs / "f000.md"))
-        assert eng.status()["vectors"] == eng.status()["chunks"] < chunks
+        assert eng.status().vectors == eng.status().chunks < chunks
 
 
 CHILD = textwrap.dedent("""

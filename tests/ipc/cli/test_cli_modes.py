@@ -102,7 +102,7 @@ def _serve(home: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "serve"], cwd=REPO,
                             env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
 
     deadline = time.monotonic() + 120
     while find_live(home) is None:
@@ -123,7 +123,7 @@ def test_cli_results_match_with_and_without_a_server(
         proc = _serve(home) if mode == "served" else None
         try:
             results[mode] = _suite(docs, sessions, local=mode == "local")
-            from ipc.connection import find_live
+            from ipc.discovery import find_live
 
             info = find_live(home)
             if mode == "local":

@@ -15,7 +15,7 @@ from tests.agents.engines import REPO
 
 
 def test_ingest_says_at_once_that_its_engine_was_killed(tmp_path: Path) -> None:
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
 
     data_dir = Path(os.environ["CTX_HOME"])  # where `ctx` keeps the store (no --data-dir)
     folder = tmp_path / "many"

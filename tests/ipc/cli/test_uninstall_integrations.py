@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from desktop.autostart import Autostart
 from ipc.cli import agent_config as ac
+from ipc.cli.login_item import Autostart
 from ipc.cli.uninstall_cmd import points_at
 
 REPO = Path(__file__).resolve().parents[3]
@@ -124,7 +124,7 @@ def test_stops_the_processes_of_the_installation(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(300)
 def test_stops_a_running_ctx_serve_first(tmp_path: Path) -> None:
-    from ipc.connection import find_live
+    from ipc.discovery import find_live
 
     data_dir = Path(os.environ["CTX_HOME"])
     assert _ctx("init", "--no-keychain", home=tmp_path).returncode == 0

@@ -5,7 +5,8 @@
 - Windows: the ``ctx`` value under ``HKCU\\Software\\Microsoft\\Windows\\CurrentVersion\\Run``.
 
 The OS, home dir, environment and (on Windows) registry are injectable so that
-every path is tested on any machine.
+every path is tested on any machine. Pure Python: the app's Settings turn it on
+and off, ``ctx uninstall-integrations`` removes it (so it sits here, below both).
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from engine.errors import CtxError, StoreLocked, error_from_dict
-from ipc.connection import ConnectionInfo, find_live
+from engine import CtxError, StoreLocked, error_from_dict
+from ipc.connection import ConnectionInfo
+from ipc.discovery import find_live
 from ipc.errors import ServerUnavailable
 
 __all__ = ["DEFAULT_IDLE_S", "engine_log_path", "ensure_server", "spawn_engine"]
@@ -74,7 +75,7 @@ def spawn_engine(root: Path, *, idle_timeout: int | None = None,
     """``ctx serve`` for ``root``, detached from this process and its terminal."""
     log_path = engine_log_path(root)
     log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    from engine.paths import data_dir as default_root
+    from engine import resolve_data_dir as default_root
 
     # the caller's own resolution ($CTX_HOME, the default) creates a store on first use;
     # an explicit --data-dir must hold one already (see ipc.cli.backend.open_engine)

@@ -1,0 +1,75 @@
+"""Deleting sources: what a name (id, uri, path, folder, ``project:NAME``) covers, and
+the writer's job that removes it everywhere.
+
+Deleted means gone: rows, chunks and FTS entries (removed from the index
+segments), embedding-cache rows no other chunk uses, vectors, and the text a
+transcript's sync state held. A path whose content other paths share (an
+alias) is dropped and hands the source to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.flows.runtime import Runtime
+from engine.flows.vector_rebuild import chunk_key
+from engine.flows.writer import Writer
+from engine.pathnames import shown
+from engine.store import aliases
+from engine.store import sources as src
+from engine.store.vault import Vault
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What one delete names: stored source ids, and alias paths of other sources."""
+
+    ids: list[int]
+    paths: list[str]
+    by_path: bool  # named by a path or uri (not an id): shared content may stay
+
+    @property
+    def empty(self) -> bool:
+        return not self.ids and not self.paths
+
+
+def resolve(vault: Vault, source: str | int) -> Deletion:
+    """The sources and alias paths ``source`` names (nothing changes)."""
+    return Deletion(src.resolve(vault, source), _aliases(vault, source),
+                    not str(source).strip().isdigit())
+
+
+def _aliases(vault: Vault, source: str | int) -> list[str]:
+    """Paths (stored as aliases of another path's source) that ``source`` names."""
+    text = str(source).strip()
+    if text.isdigit():
+        return []
+    candidates = [shown(text)]  # names that are not UTF-8 are stored with \xNN escapes
+    resolved = Path(text)
+    if "://" not in text and not text.startswith(("text:", "stdin:", "conversation:")):
+        resolved = Path(text).expanduser().resolve()
+        candidates.append(shown(resolved))
+    folder = candidates[-1].rstrip("/") + "/" if resolved.is_dir() else None
+    return aliases.matching(vault, candidates, folder)
+
+
+def delete_work(rt: Runtime, writer: Writer, what: Deletion
+                ) -> Callable[[Any, Callable[[], None]], None]:
+    """The single writer's job that removes ``what``."""
+    key = chunk_key(rt.embedder.name)
+
+    def work(job: Any, progress: Callable[[], None]) -> None:
+        aliases.drop(rt.vault, what.paths)
+        # A path deleted whose content other paths share hands the source to them.
+        kept = aliases.keep_aliased(rt.vault, what.ids) if what.by_path else []
+        gone = [i for i in what.ids if i not in kept]
+        transcripts = src.transcript_paths(rt.vault, gone)
+        src.delete_sources(rt.vault, gone, cache_key=key)
+        src.forget_sync_text(rt.vault, transcripts, rt.hasher)
+        writer.flush_tombstones()
+        rt.vectors.save_snapshot()  # the sealed vectors lose the deleted ones now
+        rt.vault.wipe_log()  # the WAL's old page images held the deleted text
+    return work

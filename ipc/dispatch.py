@@ -1,0 +1,47 @@
+"""What each wire method calls on the engine, and how its result goes on the wire.
+
+:data:`CALLS` is the server's explicit method table: a method's name maps to
+a function of (engine, validated params) that returns the engine's typed
+result (``engine.api``); :func:`encode` turns that result into its wire JSON
+(``to_dict``). ``ping`` and ``shutdown`` are the server's own and are not here.
+The params have passed the method's schema (ipc.protocol), so their names are
+the engine's parameter names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engine import EngineAPI
+
+__all__ = ["CALLS", "encode"]
+
+Call = Callable[[EngineAPI, Mapping[str, Any]], Any]
+
+CALLS: dict[str, Call] = {
+    "status": lambda e, p: e.status(),
+    "metrics": lambda e, p: e.metrics(),
+    "job": lambda e, p: e.job(p["job_id"]),
+    "jobs": lambda e, p: e.jobs(),
+    "cancel_job": lambda e, p: e.cancel_job(p["job_id"]),
+    "audit": lambda e, p: e.audit(**p),
+    "ingest": lambda e, p: {"job_id": str(e.ingest(**p))},
+    "build_context": lambda e, p: e.build_context(**p),
+    "search": lambda e, p: e.search(**p),
+    "recall": lambda e, p: e.recall(**p),
+    "sources": lambda e, p: e.sources(**p),
+    "delete": lambda e, p: e.delete(p["source"]),
+    "sync": lambda e, p: e.sync(**p),
+}
+
+
+def encode(result: Any) -> Any:
+    """The wire JSON of an engine result: ``to_dict()`` of each typed object in it."""
+    if hasattr(result, "to_dict"):
+        return result.to_dict()
+    if isinstance(result, (list, tuple)):
+        return [encode(r) for r in result]
+    if isinstance(result, Mapping):
+        return {str(k): encode(v) for k, v in result.items()}
+    return result

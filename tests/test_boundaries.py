@@ -1,0 +1,111 @@
+"""The tree's boundaries, read with ast (nothing is imported): ipc/ and desktop/ reach the
+engine only through ``engine``'s public face, ipc/ never imports desktop/, and no two
+modules of ipc/ or desktop/ import each other (at any depth, function-level included)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.test_layers import cycles
+
+REPO = Path(__file__).resolve().parents[1]
+CLIENTS = ("ipc", "desktop")
+
+
+def _imports(path: Path, module: str) -> Iterator[tuple[int, str]]:
+    """(line, dotted name imported) of every import in ``path``, relative ones resolved."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:  # the name may be a module ("from . import b") or not
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    out = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def boundary_errors(root: Path) -> list[str]:
+    """Imports of engine internals from ipc/ or desktop/, and of desktop/ from ipc/."""
+    public = _public_names(root)
+    errors = []
+    for module, path in _modules(root, CLIENTS).items():
+        where = f"{path.relative_to(root)}"
+        for line, name in _imports(path, module):
+            head, _, rest = name.partition(".")
+            first = rest.split(".")[0]
+            if head == "engine" and first and first not in public:
+                errors.append(f"{where}:{line} imports engine.{first}: "
+                              "use `from engine import ...`")
+            if module.startswith("ipc") and head == "desktop":
+                errors.append(f"{where}:{line} imports desktop: ipc/ sits below desktop/")
+    return sorted(errors)
+
+
+def _public_names(root: Path) -> set[str]:
+    """What engine/__init__.py's ``__all__`` lists (read, not imported)."""
+    tree = ast.parse((root / "engine" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {ast.literal_eval(e) for e in node.value.elts}  # type: ignore[attr-defined]
+    return set()
+
+
+def client_graph(root: Path) -> dict[str, set[str]]:
+    """ipc/ and desktop/ module -> the ipc/ and desktop/ modules it imports."""
+    modules = _modules(root, CLIENTS)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        edges = graph.setdefault(module, set())
+        for _, name in _imports(path, module):
+            while name not in modules and "." in name:
+                name = name.rsplit(".", 1)[0]
+            if name in modules and name != module and "." in name:  # not a package's face
+                edges.add(name)
+    return graph
+
+
+def test_ipc_and_desktop_import_only_the_engines_public_face() -> None:
+    errors = boundary_errors(REPO)
+    assert not errors, "imports past the engine's public face:\n" + "\n".join(errors)
+
+
+def test_no_import_cycle_in_ipc_or_desktop() -> None:
+    found = cycles(client_graph(REPO))
+    assert not found, "modules that import each other: " + "; ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_the_guard_sees_an_engine_internal_a_desktop_import_and_a_cycle(tmp_path: Path) -> None:
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "__init__.py").write_text('__all__ = ["ContextEngine"]\n')
+    for pkg in ("ipc", "desktop"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "ipc" / "a.py").write_text(
+        "from engine import ContextEngine\nfrom engine.facade import ContextEngine\n"
+        "def f():\n    import desktop.app\n    from . import b\n")
+    (tmp_path / "ipc" / "b.py").write_text("from ipc import a\n")
+    (tmp_path / "desktop" / "app.py").write_text("from engine.api import Payload\n")
+    assert boundary_errors(tmp_path) == [
+        "desktop/app.py:1 imports engine.api: use `from engine import ...`",
+        "ipc/a.py:2 imports engine.facade: use `from engine import ...`",
+        "ipc/a.py:4 imports desktop: ipc/ sits below desktop/"]
+    assert cycles(client_graph(tmp_path)) == [["ipc.a", "ipc.b"]]
