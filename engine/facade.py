@@ -58,6 +58,7 @@ from engine.errors import (
 from engine.events import Announcer
 from engine.flows import deleting, health
 from engine.flows import ingest as service
+from engine.flows.audit_log import AuditLog
 from engine.flows.inputs import check_query, utf8
 from engine.flows.jobs import JobRunner
 from engine.flows.opening import (
@@ -131,7 +132,8 @@ class ContextEngine:
             raise
         self._events = Announcer()
         self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
-                          NameHasher(key), Metrics(on_change=self._events.emit))
+                          NameHasher(key), Metrics(on_change=self._events.emit),
+                          AuditLog(vault))
         vault.guard.on_damage = lambda exc: self.rt.metrics.alert(
             ALERT_VAULT_DAMAGED, True, exc.message)
         if not vault.pages_checked:  # a big vault's pages are checked in a thread
@@ -219,6 +221,7 @@ class ContextEngine:
             return
         self._closed = True
         self._jobs.stop()
+        self.rt.audit.close()  # what calls and jobs queued is written before the vault closes
         try:
             self.rt.vectors.close()
         finally:
@@ -273,7 +276,7 @@ class ContextEngine:
         return RepairResult.from_dict(result)
 
     def _job_finished(self, job: Any) -> None:
-        self.rt.vault.add_audit("ingest_job", os.getpid(), [job.id],
+        self.rt.audit.record("ingest_job", os.getpid(), [job.id],
                                 {"files": job.files_done, "chunks": job.chunks,
                                  "errors": len(job.errors)})
         reason = _SOURCE_JOBS.get(job.kind)
@@ -462,7 +465,7 @@ class ContextEngine:
             raise NotFound("no such source")
         self._wait_ok(self._jobs.submit("delete", deleting.delete_work(rt, self._writer,
                                                                         what)).id)
-        rt.vault.add_audit("delete", os.getpid(), [str(i) for i in what.ids],
+        rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
                            {"sources": len(what.ids), "paths": len(what.paths)})
         self._events.emit(SourcesChanged("delete", tuple(what.ids)))
         return DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids))
@@ -481,10 +484,12 @@ class ContextEngine:
     def audit_event(self, method: str, *, caller_pid: int | None, ids: Sequence[str],
                     counts: Mapping[str, int]) -> None:
         """Record a call in the audit log (ids and counts only, never content)."""
-        self._live().vault.add_audit(method, caller_pid, list(ids), dict(counts))
+        self._live().audit.record(method, caller_pid, ids, counts)
 
     def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
-        return [AuditEntry.from_dict(r) for r in self._live().vault.audit(since, limit)]
+        rt = self._live()
+        rt.audit.flush()  # what calls queued so far is read back
+        return [AuditEntry.from_dict(r) for r in rt.vault.audit(since, limit)]
 
 
 def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:

@@ -26,8 +26,8 @@ def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None,
     roots = [Path(p).expanduser().resolve() for p in paths] if paths else folders(rt)
     result = sync_files(rt, writer, transcript_files(roots), progress)
     result["folders"] = [str(r) for r in roots]
-    rt.vault.add_audit("sync", os.getpid(), [], {"files": result["files"],
-                                                 "chunks": result["chunks"]})
+    rt.audit.record("sync", os.getpid(), [], {"files": result["files"],
+                                              "chunks": result["chunks"]})
     return SyncResult.from_dict(result)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from engine.config import Config
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
+from engine.flows.audit_log import AuditLog
 from engine.metrics import Metrics
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
@@ -29,6 +30,7 @@ class Runtime:
     counter: TokenCounter
     hasher: NameHasher
     metrics: Metrics
+    audit: AuditLog  # every audit record goes through it (written behind the calls)
     _qcache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
     _qlock: threading.Lock = field(default_factory=threading.Lock)
     _cross: dict[str, Any] = field(default_factory=dict)

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -654,15 +654,22 @@ class Vault:
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def add_audit(self, method: str, caller_pid: int | None, ids: Sequence[str],
-                  counts: dict[str, int]) -> None:
+                  counts: dict[str, int], *, at: float | None = None) -> None:
+        """One audit record (``at``: when the call made it; now by default)."""
+        self.add_audits([(time.time() if at is None else at, method, caller_pid, list(ids),
+                          dict(counts))])
+
+    def add_audits(self, records: Sequence[tuple[float, str, int | None, Sequence[str],
+                                                 Mapping[str, int]]]) -> None:
+        """Audit records (time, method, caller pid, ids, counts) in one transaction."""
+        rows = [(at, method, pid, json.dumps(list(ids)), json.dumps(dict(counts), sort_keys=True))
+                for at, method, pid, ids, counts in records]
         try:
             with self.write(chunks=False) as c:
-                c.execute("INSERT INTO audit(time, method, caller_pid, ids, counts) "
-                          "VALUES (?,?,?,?,?)", (time.time(), method, caller_pid,
-                                                 json.dumps(list(ids)),
-                                                 json.dumps(counts, sort_keys=True)))
-        except NoSpace:  # a read on a full disk still answers; the row is lost, logged
-            log.warning("disk full: audit row for %s not written", method)
+                c.executemany("INSERT INTO audit(time, method, caller_pid, ids, counts) "
+                              "VALUES (?,?,?,?,?)", rows)
+        except NoSpace:  # a read on a full disk still answers; the rows are lost, logged
+            log.warning("disk full: %d audit rows not written", len(rows))
 
     def audit(self, since: float | None, limit: int) -> list[dict[str, Any]]:
         rows = self._conn().execute(
