@@ -56,6 +56,8 @@ def summary(job: JobSnapshot) -> str:
         parts.append(f"{fmt_int(skipped)} skipped")
     if job.state == "queued":
         return "Waiting for the jobs ahead of it"
+    if job.state == "running" and job.stage == "vectors":  # the text is stored already
+        return f"Searchable by keyword now · meaning-search {100 * job.embedded // max(1, job.to_embed)}%"
     rate, left = rate_and_left(job)
     if job.state == "running" and rate is not None:
         parts.append(f"{fmt_bytes(rate)}/s")
