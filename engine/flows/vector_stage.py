@@ -186,7 +186,7 @@ class VectorStage:
 
     def _embed(self, win: _Window, new: list[str]) -> None:
         """Embed ``new`` (keys of the window), cache them, count them for their jobs."""
-        vecs = self.writer.encode([win.texts[k] for k in new])
+        vecs = self.writer.encode([win.texts[k] for k in new], longest_first=True)
         embed_cache.put(self.rt.vault, [(k, v.astype(np.float32).tobytes())
                                         for k, v in zip(new, vecs, strict=True)],
                         chunks=False)

@@ -1,18 +1,16 @@
 """From loaded documents to stored sources: chunk, summarise, store; and embed.
 
 ``prepare`` chunks and summarises a document; ``write_batch`` stores prepared
-documents for the keyword lanes (stage 1, one transaction a batch); ``embed``
-makes vectors for the vector stage (``engine.flows.vector_stage``, stage 2):
-vectors already known (same model, same text) come from the vault's cache
-instead of the model, the others in paced steps. See ``engine.store.sources``
-for what a crash leaves.
+documents for the keyword lanes (stage 1, one transaction a batch); ``encode``
+runs the model for the vector stage (``engine.flows.vector_stage``, stage 2),
+longest texts first in paced steps. See ``engine.store.sources`` for what a
+crash leaves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +22,8 @@ from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder, encode_documents
 from engine.errors import CtxError, NoSpace
 from engine.ingest.chunking import chunk_document
-from engine.ingest.embedtext import cache_key, content_hash
-from engine.store import aliases, embed_cache
+from engine.ingest.embedtext import content_hash
+from engine.store import aliases
 from engine.store import sources as src
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
@@ -120,36 +118,17 @@ class Writer:
             dedupe.setdefault(item.key(), item)
         return item
 
-    def embed(self, texts: Sequence[str], check: Callable[[], None] | None = None,
-              on_step: Callable[[int], None] | None = None) -> np.ndarray:
-        """Vectors of ``texts``: from the cache, else from the model (``encode``; the new
-        ones cached), with ``check()`` (a cancellation point) before each model step
-        and ``on_step(n)`` after it (n texts embedded)."""
-        keys = [cache_key(self.embedder.name, t) for t in texts]
-        cached = self.vault.cached_vectors(keys)
-        first: dict[str, int] = {}
-        for i, k in enumerate(keys):
-            if k not in cached and k not in first:
-                first[k] = i
-        fresh: dict[str, np.ndarray] = {}
-        if first:
-            self._load_model(check)
-            vecs = self.encode([texts[i] for i in first.values()], check, on_step)
-            fresh = dict(zip(first, vecs, strict=True))
-            embed_cache.put(self.vault, [(k, v.astype(np.float32).tobytes())
-                                         for k, v in fresh.items()])
-        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
-        for i, k in enumerate(keys):
-            out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)
-        return out
-
     def encode(self, texts: Sequence[str], check: Callable[[], None] | None = None,
-               on_step: Callable[[int], None] | None = None) -> np.ndarray:
+               on_step: Callable[[int], None] | None = None, *,
+               longest_first: bool = False) -> np.ndarray:
         """The model's vectors of ``texts`` (in order), computed longest text first in
         steps of up to ``EMBED_STEP`` texts paced to about STEP_SECONDS each, with
-        ``check()`` before each step and ``on_step(n)`` after it."""
+        ``check()`` before each step and ``on_step(n)`` after it. ``longest_first``:
+        the caller has ordered them so already."""
         out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
-        todo = self._by_length(texts, [("", i) for i in range(len(texts))])
+        todo = [("", i) for i in range(len(texts))]
+        if not longest_first:
+            todo = self._by_length(texts, todo)
         start = 0
         while start < len(todo):
             if check is not None:
@@ -182,22 +161,6 @@ class Writer:
         if n >= self._step or seconds > STEP_SECONDS:
             per_text = max(seconds, 1e-6) / n
             self._step = max(EMBED_STEP_MIN, min(EMBED_STEP, int(STEP_SECONDS / per_text)))
-
-    def _load_model(self, check: Callable[[], None] | None) -> None:
-        """Load a lazy model in a helper thread, so that a cancel need not wait for it."""
-        if check is None or getattr(self.embedder, "loaded", True):
-            return
-        loader = threading.Thread(target=self._try_load, name="ctx-model-load", daemon=True)
-        loader.start()
-        while loader.is_alive():
-            loader.join(0.1)
-            check()
-
-    def _try_load(self) -> None:
-        try:
-            self.embedder.load()  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - encode() loads again and reports the error
-            log.debug("model load failed in the helper thread")
 
     def write_batch(self, batch: Sequence[Prepared],
                     on_written: Callable[[Prepared, int], None] | None = None,

@@ -3,6 +3,7 @@ queued one waits behind, why a folder gave nothing, which source already holds a
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def test_progress_moves_within_one_large_file(engine: ContextEngine, tmp_path: P
     during = sorted({e for stage, files, e in seen if stage == "vectors" and files == 1})
     # the one file's chunks get their vectors step by step, not all at its end
     assert len(during) >= 3 and during[-1] == snap.chunks
-    assert all(b - a <= STEP_TEXTS for a, b in zip(during, during[1:]))
+    assert all(b - a <= STEP_TEXTS for a, b in itertools.pairwise(during))
 
 
 def test_a_queued_job_says_which_job_it_waits_behind(engine: ContextEngine,
