@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from engine.ingest.config import IngestConfig
 
 SAMPLE_CHARS = 262_144  # characters measured at most (a quarter of a MiB of text)
-DENSE_SAMPLE = 4096  # characters tokenized for the density measure (about 1 ms)
+DENSE_SAMPLE = 8192  # characters tokenized for the density measure (about 2 ms)
 HEAD_LINES = 5  # where a generated file says so (GitHub linguist reads the first lines)
 BASE64_LINE_MIN = 40  # a line of base64 alone, like PEM's 64-character lines
 BASE64_RUN_MIN = 100  # a run of base64 inside other text (a data: URI, a notebook image)

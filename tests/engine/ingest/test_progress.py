@@ -1,13 +1,15 @@
 """What a job tells while it runs (issue 21): progress within a large file, the job a
-queued one waits behind, why a folder gave nothing, which source already holds a text."""
+queued one waits behind, why a folder gave nothing, which source already holds a text,
+and a transcript index's progress within one large session."""
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import subprocess
 from pathlib import Path
 
-from engine.api import Event, JobChanged, SourceRef
+from engine.api import Event, JobChanged, JobSnapshot, SourceRef
 from engine.facade import ContextEngine
 from engine.flows.vector_stage import STEP_TEXTS
 
@@ -78,3 +80,32 @@ def test_a_file_with_the_content_of_another_names_it(engine: ContextEngine,
     (tmp_path / "b.md").write_text("# Ropes\n\nSame words in two files.\n")
     twin = engine.wait(engine.ingest(paths=[str(tmp_path / "b.md")]), timeout=60)
     assert twin.existing == (SourceRef(first.sources[0], "a.md"),)
+
+
+def test_a_transcript_index_moves_within_its_one_large_file(data_dir: Path,
+                                                            tmp_path: Path) -> None:
+    """`recall --index` of one large session: its job's count moves chunk by chunk in the
+    vector stage, not only when the file ends (issue 21: 11 of 15 files for minutes)."""
+    from tests.engine.recall.recall_helpers import transcript
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    big = transcript("claude/obra__episodic-memory__large-conversation.jsonl")
+    shutil.copyfile(big, folder / big.name)
+    seen: list[JobSnapshot] = []
+
+    def record(event: Event) -> None:
+        if isinstance(event, JobChanged) and event.job.kind == "sync":
+            seen.append(event.job)
+
+    with ContextEngine.open(data_dir) as eng:
+        eng.subscribe(record)
+        result = eng.recall(index=[str(folder)])
+    assert result.indexed is not None and result.indexed.files == 1
+    vectors = [j for j in seen if j.stage == "vectors"]
+    assert vectors and all(j.files_done == j.files_total == 1 for j in vectors)
+    during = sorted({j.embedded for j in vectors})
+    assert vectors[-1].to_embed > 3 * STEP_TEXTS and during[-1] == vectors[-1].to_embed
+    # the one file's chunks get their vectors step by step, each step a job update
+    assert len(during) >= 3
+    assert all(b - a <= STEP_TEXTS for a, b in itertools.pairwise(during))
