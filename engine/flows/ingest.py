@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.errors import FAILURE_REASONS, CtxError, FileRejected, NoSpace
 from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.jobs import Cancelled, Job
+from engine.flows.job import Cancelled, Job
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Prepared, Writer, batched
 from engine.ingest.conversation import load_conversation

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.jobs import Job
+from engine.flows.job import Job
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Writer
 from engine.ingest.embedtext import cache_key, embed_text
