@@ -9,10 +9,10 @@ from typing import Any
 
 from engine.api import RecallResult, SyncResult
 from engine.errors import InvalidInput
-from engine.flows.ranking import search
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
 from engine.flows.recall_hits import presented
 from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
+from engine.flows.recall_turns import recall_hits
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Writer
 from engine.store.vault import Filters
@@ -61,6 +61,6 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
         if not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
-        hits = search(rt, query, k, filters=filters, expand_session=True)  # transcript profile
-        out["hits"] = tuple(presented(rt, query, hits))
+        hits, drawn, own = recall_hits(rt, query, k, filters)  # chunks or turns
+        out["hits"] = tuple(presented(rt, query, hits, drawn, own))
     return RecallResult(**out)
