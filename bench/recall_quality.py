@@ -6,9 +6,11 @@ there) are indexed once into a cached store (real MiniLM). Each question of
 ``bench/data/recall_questions.json`` (how they were written, the paraphrase rule
 and the split are recorded in the file) is asked through:
 
-- ``recall``: the product (``ContextEngine.recall(query, k=10)``);
-- ``recall-turns``: the same with ``recall.hit_unit = "turn"`` (a hit is a turn's
-  best chunks in one text);
+- ``recall``: the product (``ContextEngine.recall(query, k=10)``; a hit is a turn,
+  ``recall.hit_unit``);
+- ``recall-chunks``: the same with ``recall.hit_unit = "chunk"`` (a hit is a chunk);
+- ``previous``: issue 26's first round, in the same run: chunk hits, its transcript
+  weights (``PREVIOUS_TRANSCRIPT``) and one session expanded;
 - ``BM25``: Okapi BM25 (k1 1.2, b 0.75) over the same stored chunks, nothing else;
 - ``fused``: the keyword and vector lanes fused by RRF over the transcript kinds,
   which is what ``recall`` ranked with before issue 26 (``--methods``).
@@ -110,20 +112,40 @@ def recall_ranker(eng: Any) -> Ranker:
     return run
 
 
-def turns_ranker(eng: Any) -> Ranker:
-    """``recall`` with turn hits (``recall.hit_unit = "turn"``) on the same engine."""
+def configured_ranker(eng: Any, *, recall: dict[str, Any] | None = None,
+                      rerank: dict[str, Any] | None = None) -> Ranker:
+    """``recall`` on the same engine with some settings replaced for its calls."""
     import dataclasses
 
     cfg = eng.rt.cfg
-    turns = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit="turn"))
+    other = dataclasses.replace(
+        cfg, recall=dataclasses.replace(cfg.recall, **(recall or {})),
+        rerank=dataclasses.replace(cfg.rerank, **(rerank or {})))
 
     def run(q: str) -> list[Hit]:
-        eng.rt.cfg = turns
+        eng.rt.cfg = other
         try:
             return recall_ranker(eng)(q)
         finally:
             eng.rt.cfg = cfg
     return run
+
+
+# The transcript weights of issue 26's first round (the coordinate-ascent fit, one
+# session expanded, chunk hits): "today's ranking" of round 2, asked in the same run.
+PREVIOUS_TRANSCRIPT = {
+    "fused": 0.8, "similarity": 3.0, "keyword": 1.0, "term_recall": 0.8, "intent": 0.3,
+    "kind_turn": 0.3, "kind_thinking": -2.0, "kind_code": 0.5, "failure": 0.2,
+    "ask_command": 0.1, "ask_code": 1.5, "session_similarity": 8.0, "session_fused": 0.8,
+    "keyword_rank": -0.3}
+
+
+def previous_ranker(eng: Any) -> Ranker:
+    total = sum(w for w in PREVIOUS_TRANSCRIPT.values() if w > 0)
+    profiles = {**eng.rt.cfg.rerank.profiles,
+                "transcript": {k: w / total for k, w in PREVIOUS_TRANSCRIPT.items()}}
+    return configured_ranker(eng, recall={"hit_unit": "chunk"},
+                             rerank={"profiles": profiles, "session_expand": 1})
 
 
 def fused_ranker(eng: Any) -> Ranker:
@@ -152,8 +174,9 @@ def bm25_ranker(eng: Any) -> Ranker:
 
 
 METHODS: dict[str, Callable[[Any], Ranker]] = {
-    "recall": recall_ranker, "recall-turns": turns_ranker, "BM25": bm25_ranker,
-    "fused": fused_ranker}
+    "recall": recall_ranker,
+    "recall-chunks": lambda eng: configured_ranker(eng, recall={"hit_unit": "chunk"}),
+    "previous": previous_ranker, "BM25": bm25_ranker, "fused": fused_ranker}
 
 
 def session_ids(dirs: Sequence[Path]) -> dict[str, str]:
