@@ -116,8 +116,9 @@ class RerankConfig:
     # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
     # and at most how many chunks that adds. Recall questions, dev split, `python -m
     # bench.recall_quality --split dev` with CTX__RERANK__SESSION_EXPAND=1 / 2: hit@5
-    # turns 0.689 / 0.697, chunks 0.597 / 0.622 (fitted weights of 2026-11-25).
-    session_expand: int = 2
+    # turns 0.689 / 0.697, chunks 0.597 / 0.622 (fitted weights of 2026-11-25); 1 kept:
+    # 2 made recall 1.4x slower (p50 166 vs 118 ms, 5.6k chunks, load 6.5) for 1 question.
+    session_expand: int = 1
     session_expand_chunks: int = 400
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
