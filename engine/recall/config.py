@@ -22,9 +22,9 @@ class RecallConfig:
     hit_excerpt_tokens: int = 120
     # What a recall hit is: "turn" (a turn's best chunks in one text; see
     # engine.flows.recall_turns) or "chunk". Recall questions, dev split, `python -m
-    # bench.recall_quality --split dev --methods recall,recall-chunks` (2026-11-25):
-    # hit@5 / tokens of the top 5 / hit@5 of the excerpts: turn 0.689 / 1668 / 0.378,
-    # chunk 0.597 / 832 / 0.496 (chunk hit@10, about the tokens of 5 turns: 0.681).
+    # bench.recall_quality --split dev` (2026-11-25): hit@5 / tokens of the top 5 /
+    # hit@5 of the excerpts: turn 0.689 / 1658 / 0.395, chunk 0.605 / 827 / 0.504
+    # (chunk hit@10, about the tokens of 5 turns: 0.697).
     hit_unit: str = "turn"
     # Tokens of a turn hit's text. Hand-set to the largest chunk (chunks.max_tokens'
     # default): a turn hit costs no more than one chunk hit can (dev: 240 gave hit@5
