@@ -6,9 +6,9 @@ there) are indexed once into a cached store (real MiniLM). Each question of
 ``bench/data/recall_questions.json`` (how they were written, the paraphrase rule
 and the split are recorded in the file) is asked through:
 
-- ``recall``: the product (``ContextEngine.recall(query, k=10)``; a hit is a turn,
-  ``recall.hit_unit``);
-- ``recall-chunks``: the same with ``recall.hit_unit = "chunk"`` (a hit is a chunk);
+- ``recall``: the product (``ContextEngine.recall(query, k=10)``; a hit is a chunk,
+  ``recall.hit_unit``'s default);
+- ``recall-turns``: the same with ``recall.hit_unit = "turn"`` (a hit is a turn);
 - ``previous``: issue 26's first round, in the same run: chunk hits, its transcript
   weights (``PREVIOUS_TRANSCRIPT``) and one session expanded;
 - ``BM25``: Okapi BM25 (k1 1.2, b 0.75) over the same stored chunks, nothing else;
@@ -175,7 +175,7 @@ def bm25_ranker(eng: Any) -> Ranker:
 
 METHODS: dict[str, Callable[[Any], Ranker]] = {
     "recall": recall_ranker,
-    "recall-chunks": lambda eng: configured_ranker(eng, recall={"hit_unit": "chunk"}),
+    "recall-turns": lambda eng: configured_ranker(eng, recall={"hit_unit": "turn"}),
     "previous": previous_ranker, "BM25": bm25_ranker, "fused": fused_ranker}
 
 

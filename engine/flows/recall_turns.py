@@ -4,11 +4,11 @@ The ranking is the one search ranks with (the transcript profile, the best sessi
 expanded into the window; each chunk also scored by its turn, ``transcript_rank``).
 What a hit is, ``recall.hit_unit`` says:
 
-- ``turn`` (the default): the ranked chunks grouped by the turn they belong to (one request of a
+- ``turn``: the ranked chunks grouped by the turn they belong to (one request of a
   session and everything that answered it), best turn first, each one hit named by
   its best chunk, whose text is the turn's (``present.compose_turn``: the request,
   then its best chunks) within ``recall.turn_hit_tokens``;
-- ``chunk``: the best ``k`` chunks, each its own hit.
+- ``chunk`` (the default): the best ``k`` chunks, each its own hit.
 
 A turn hit answers more of the benchmark's questions in its text at 5 hits, but it
 reads about twice the tokens of 5 chunk hits, the same as 10 chunk hits, which answer
