@@ -35,9 +35,15 @@ def cmd_init(args: argparse.Namespace) -> int:
                 raise InvalidInput("the passphrases differ")
     if passphrase is not None and not passphrase:
         raise InvalidInput("the passphrase is empty")
+    from engine import generate_recovery_key
+    from ipc.cli.key_cmd import print_recovery_key
+
+    recovery = generate_recovery_key()
     root = init_store(args.data_dir, passphrase=passphrase,
-                      use_keychain=False if args.no_keychain or passphrase else None)
+                      use_keychain=False if args.no_keychain or passphrase else None,
+                      recovery_key=recovery)
     print(f"created store in {root}")
+    print_recovery_key(recovery)
     return 0
 
 
@@ -232,6 +238,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{key:>15}: {shown[key]}")
         if key == "vector_backend":
             print(f"{'in memory':>15}: {memory_line(status.vectors_in_memory)}")
+    print(f"{'last backup':>15}: "
+          f"{fmt_time(status.last_backup) + ' UTC' if status.last_backup else 'never'}")
+    if status.key_method:
+        print(f"{'key':>15}: {status.key_method}, "
+              f"{'with' if status.recovery_key else 'NO'} recovery key")
     for name, h in sorted(metrics.histograms.items()):
         print(f"{name}: p50 {h.p50:.1f} ms, p95 {h.p95:.1f} ms ({h.count} calls)")
     for name in sorted(status.alerts):
