@@ -39,6 +39,7 @@ from engine.errors import (
     CtxError,
     InvalidInput,
     KeyUnavailable,
+    WrongKey,
 )
 from engine.flows.runtime import Runtime
 from engine.store.memory_vectors import MemoryVectors
@@ -266,10 +267,26 @@ def backup_key(header: F.Header, *, data_key: bytes | None = None,
         raise KeyUnavailable("this backup was taken under an earlier data key of this store "
                              "(before `ctx key rotate`): give the passphrase or recovery key "
                              "it was taken with")
-    key = unlock_wraps(header.wraps, None, passphrase=passphrase, recovery_key=recovery_key)
+    try:
+        key = unlock_wraps(header.wraps, None, passphrase=passphrase, recovery_key=recovery_key)
+    except (WrongKey, KeyUnavailable) as exc:  # said of the backup, not of a store
+        raise type(exc)(exc.message.replace("this store", "this backup")) from None
     if key_id(key) != header.key_id:
         raise BackupDamaged("the backup is damaged: its header names another key")
     return key
+
+
+def open_backup_file(path: str | os.PathLike[str]) -> IO[bytes]:
+    """The backup at ``path``, open to read. One whose name ends in ``.partial`` is a backup
+    that was never finished (killed before its rename), whatever its bytes say."""
+    file = Path(path).expanduser()
+    if file.name.endswith(".partial"):
+        raise BackupDamaged(f"{file.name} is a backup that was never finished (its name ends "
+                            "in .partial): take a new one")
+    try:
+        return open(file, "rb")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {file} ({exc.strerror})", field="path") from None
 
 
 def verify_backup(path: str | os.PathLike[str], *, data_key: bytes | None = None,
@@ -280,11 +297,7 @@ def verify_backup(path: str | os.PathLike[str], *, data_key: bytes | None = None
     ``backup_key`` for which key opens it). BackupDamaged names what is wrong."""
     t0 = time.perf_counter()
     file = Path(path).expanduser()
-    try:
-        fh = open(file, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {file} ({exc.strerror})", field="path") from None
-    with fh:
+    with open_backup_file(file) as fh:
         size = os.fstat(fh.fileno()).st_size
         header, aad = F.read_header(fh)
         key = backup_key(header, data_key=data_key, store_id=store_id, passphrase=passphrase,

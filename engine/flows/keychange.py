@@ -53,7 +53,7 @@ from engine.crypto.keys import (
 )
 from engine.errors import KeyUnavailable, StoreNotInitialized, WrongKey
 from engine.flows.opening import lock_store, prepare_root
-from engine.store.rekey import opens_with, rekey_vault
+from engine.store.rekey import checkpoint, opens_with, rekey_vault
 from engine.store.snapshot import SnapshotFile
 
 log = logging.getLogger("ctx.keys")
@@ -95,6 +95,7 @@ def _retiring(record: KeyRecord, root: Path, wraps: dict[str, Any]) -> str:
 
 def _finish(root: Path, old: bytes, new: bytes) -> None:
     """Steps 3 and 4: reseal the vectors, make the pending key the store's key."""
+    checkpoint(P.vault_path(root), derive(new, "vault"))
     SnapshotFile(P.snapshot_path(root), old).rekey(new)
     _drop_embedded(root)
     with key_lock(root):

@@ -51,12 +51,11 @@ from engine.crypto.keys import (
 from engine.errors import (
     BackupDamaged,
     BackupMismatch,
-    InvalidInput,
     KeyUnavailable,
     NotAStore,
     StoreExists,
 )
-from engine.flows.backup import backup_key, decode_vectors
+from engine.flows.backup import backup_key, decode_vectors, open_backup_file
 from engine.flows.opening import lock_store
 from engine.store.layout import read_layout
 from engine.store.snapshot import SnapshotFile
@@ -73,10 +72,14 @@ def _staging_prefix(root: Path) -> str:
 
 
 def _clear_stale(root: Path) -> None:
-    """Remove staging folders a killed restore left (only those still marked partial)."""
+    """Deal with what a killed restore left beside the data dir: a staging folder (marked
+    partial, or still empty) is removed; a store swapped out but not yet renamed (the only
+    unmarked one there can be) is kept, under the name a replaced store gets."""
     for old in root.parent.glob(_staging_prefix(root) + "*"):
-        if (old / MARK).is_file():
+        if (old / MARK).is_file() or not any(old.iterdir()):
             shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.rename(_kept_name(root))
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -158,12 +161,7 @@ def restore_backup(path: str | os.PathLike[str], data_dir: str | os.PathLike[str
     """Restore the backup at ``path`` into ``data_dir`` (see the module doc)."""
     t0 = time.perf_counter()
     root = P.data_dir(data_dir)
-    file = Path(path).expanduser()
-    try:
-        fh = open(file, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {file} ({exc.strerror})", field="path") from None
-    with fh:
+    with open_backup_file(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         header, aad = F.read_header(fh)
         key = backup_key(header, passphrase=passphrase, recovery_key=recovery_key)
@@ -179,11 +177,10 @@ def restore_backup(path: str | os.PathLike[str], data_dir: str | os.PathLike[str
                 counts = _unpack(fh, header, aad, key, staging, size, progress)
                 write_record(staging, _restored_record(header, key, root, new_passphrase))
                 P.harden(staging)
-                (staging / MARK).unlink()
                 _fsync(staging)
                 replaced = _swap(staging, root, had_store)
             except BaseException:
-                if (staging / MARK).exists():
+                if (staging / MARK).exists():  # still the staging folder: never went live
                     shutil.rmtree(staging, ignore_errors=True)
                 raise
         finally:
@@ -208,6 +205,8 @@ def _unpack(fh: Any, header: F.Header, aad: bytes, key: bytes, staging: Path, si
             continue
         if name not in ENTRY_FILES:
             raise BackupDamaged(f"the backup is damaged: it holds an unknown entry {name!r}")
+        if name == "config.toml" and n == 0:
+            continue  # the store had no config.toml: nor will the restored one
         fd = os.open(staging / ENTRY_FILES[name], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
             for piece in reader.chunks(n):
@@ -222,24 +221,32 @@ def _unpack(fh: Any, header: F.Header, aad: bytes, key: bytes, staging: Path, si
     return dict(manifest.counts)
 
 
+def _kept_name(root: Path) -> Path:
+    kept = root.parent / f"{root.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
+    while kept.exists():
+        kept = kept.with_name(kept.name + "-1")
+    return kept
+
+
 def _swap(staging: Path, root: Path, had_store: bool) -> str | None:
-    """Put ``staging`` where ``root`` is; the path the replaced store went to, if any."""
+    """Put ``staging`` where ``root`` is, then unmark it; the path the replaced store went
+    to, if any. Until the mark goes, the staging folder is known for one (_clear_stale)."""
     if not root.exists():
         os.rename(staging, root)
-        _fsync(root.parent)
-        return None
-    if _exchange(staging, root):
+        old = None
+    elif _exchange(staging, root):
         old = staging  # now holds what the data dir held
     else:  # no atomic swap here: the data dir is missing for a moment between the two
         old = root.parent / (_staging_prefix(root) + "old-" + secrets.token_hex(4))
         os.rename(root, old)
         os.rename(staging, root)
     _fsync(root.parent)
+    (root / MARK).unlink()
+    if old is None:
+        return None
     if not had_store:
         shutil.rmtree(old, ignore_errors=True)  # an empty folder, or stray non-store files
         return None
-    kept = root.parent / f"{root.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}"
-    while kept.exists():
-        kept = kept.with_name(kept.name + "-1")
+    kept = _kept_name(root)
     os.rename(old, kept)
     return str(kept)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import CtxError
+from engine.errors import CtxError, WrongKey
 from engine.store.integrity import damage_code, damaged, quiet
 from engine.store.vault import store_error
 
@@ -47,11 +47,36 @@ def rekey_vault(path: Path, old: bytes, new: bytes, *, name_key: bytes) -> None:
 
 
 def opens_with(path: Path, key: bytes) -> bool:
-    """Whether the vault reads with ``key`` (a read-only look: nothing changes)."""
+    """Whether the vault reads with ``key``. A read-only look first (nothing changes); where
+    that cannot run (a WAL index left stale by a kill: SQLITE_PROTOCOL), a read-write
+    connection, which recovers the WAL as any open after a crash does (its committed
+    frames only: a wrong key reads nothing and changes nothing else)."""
     from engine.store.integrity import probe
 
     try:
         probe(path, key.hex(), pages=False)
-    except CtxError:
+        return True
+    except WrongKey:
         return False
-    return True
+    except CtxError:
+        pass
+    conn = _connect(path, key.hex())
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return True
+    except sqlite.DatabaseError:
+        return False
+    finally:
+        conn.close()
+
+
+def checkpoint(path: Path, key: bytes) -> None:
+    """Fold the WAL into vault.db (after a rekey cut short, its frames are under the new
+    key and vault.db's pages under the old one: the page check reads vault.db alone)."""
+    conn = _connect(path, key.hex())
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite.DatabaseError as exc:
+        raise store_error(exc) from None
+    finally:
+        conn.close()
