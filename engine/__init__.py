@@ -38,7 +38,7 @@ _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudg
            "VectorsDamaged", "NoSpace", "IntegrityError", "ModelMismatch",
            "VectorStoreUnavailable", "IngestFailed", "FileRejected", "EngineClosed",
            "InternalError", "RecoveryKeyInvalid", "BackupDamaged", "BackupMismatch",
-           "StoreExists", "error_from_dict")
+           "StoreExists", "error_from_dict", "qualified_field")
 # Keeping the data: backups, restore, and how the data key is kept.
 _KEEPING = {
     "restore_backup": "engine.flows.restore", "verify_backup_file": "engine.flows.backup:"
@@ -83,9 +83,9 @@ __all__ = [
     "VectorStoreUnavailable", "VectorsDamaged", "WrongKey", "backup_due", "backups_to_prune",
     "caller", "change_passphrase", "error_from_dict", "generate_recovery_key",
     "headless_passphrase", "init_store", "keychain_available", "load_config",
-    "looks_like_recovery_key", "parse_config_section", "probe_store", "renew_recovery_key",
-    "repair_store", "resolve_data_dir", "restore_backup", "rotate_key", "use_keychain",
-    "use_passphrase", "verify_backup_file",
+    "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
+    "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",
+    "use_keychain", "use_passphrase", "verify_backup_file",
 ]
 
 

@@ -350,8 +350,9 @@ def create_key(root: Path, cfg: KeyConfig, *, passphrase: str | None = None,
         passphrase = headless_passphrase()
     if not passphrase:
         raise KeyUnavailable(
-            "no keychain and no passphrase: run `ctx init` or set CTX_PASSPHRASE (headless)"
-        )
+            "no keychain and no passphrase to make the store's key: run `ctx init` on a "
+            "terminal, `ctx init --passphrase-stdin`, or set CTX_PASSPHRASE or CTX_KEY_FILE "
+            "(a file readable by you alone); later commands unlock it the same way")
     write_record(root, KeyRecord(2, "passphrase", kid, **passphrase_wrap(key, passphrase, cfg),
                                  store_id=store_id, recovery=rec))
     return key
