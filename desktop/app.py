@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from desktop.backup_schedule import BackupScheduler
 from desktop.host import EngineHost
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send
@@ -99,6 +100,7 @@ class App(QObject):
         self.data_dir = data_dir
         self.collector = GuiGarbageCollector(self)
         self.host = EngineHost(data_dir, engine_factory, serve, parent=self)
+        self.backups = BackupScheduler(self.host, self)
         self.use_tray = QSystemTrayIcon.isSystemTrayAvailable() if tray is None else tray
         self.tray: Any = None
         self.window: Any = None
@@ -214,9 +216,23 @@ class App(QObject):
             self.quit()
             return
         choice = dialog.choice()
+        from desktop.dialogs.recovery_key import ask_to_keep_new_key
+
+        # the recovery key is shown (and kept) before the store is made with it
+        self.dialog = ask_to_keep_new_key(self.data_dir,
+                                          lambda key: self._recovery_kept(choice, key))
+
+    def _recovery_kept(self, choice: Any, key: str | None) -> None:
+        self.dialog = None
+        if self.quitting:
+            return
+        if key is None:  # not kept: back to the choices, nothing made yet
+            self._ask_setup()
+            return
         self.pending_ingest.extend(choice.folders)
         self.sync_after_setup = choice.sync_sessions
-        self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain)
+        self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain,
+                               recovery_key=key)
 
     def _ask_unlock(self) -> None:
         from desktop.dialogs.unlock import UnlockDialog
