@@ -64,6 +64,11 @@ def test_backup_verify_export_through_a_running_engine(tmp_path: Path, runtime_d
     r = _ctx(runtime_dir, data_dir, "backup", "--verify", made["path"], "--recovery-key-stdin",
              stdin=_recovery_key(init.stdout) + "\n")
     assert r.returncode == 0, r.stderr  # with the recovery key of its day, it opens
+    old = tmp_path / "before-rotation"  # and restores, with the passphrase of its day
+    r = _ctx(runtime_dir, old, "restore", made["path"])
+    assert r.returncode == 0 and "3 sources" in r.stdout, r.stderr
+    r = _ctx(runtime_dir, old, "--local", "sources", "--json")
+    assert r.returncode == 0 and len(json.loads(r.stdout)["sources"]) == 3, r.stderr
 
 
 def _recovery_key(init_output: str) -> str:
