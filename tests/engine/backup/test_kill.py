@@ -173,9 +173,18 @@ def test_kill_during_passphrase_change(store: tuple[Path, list[tuple[str, str]]]
         done = _kill_after_ready(_child(PASSPHRASE, str(root), old, new), rng, 0.8)
         if done % 2:
             old, new = new, old
-        with pytest.raises(keys.WrongKey):
-            keys.unlock_key(root, passphrase=new)
-        assert keys.unlock_key(root, passphrase=old) == key  # the same data key
+        # a kill between the change's rename and its "done" line leaves one change more
+        # than counted: either passphrase may be in force, but exactly one, never both
+        opens = []
+        for candidate in (old, new):
+            try:
+                assert keys.unlock_key(root, passphrase=candidate) == key  # the same data key
+                opens.append(candidate)
+            except keys.WrongKey:
+                pass
+        assert len(opens) == 1, "exactly one of the two passphrases opens the store"
+        if opens[0] != old:
+            old, new = new, old
         assert _sources(root, passphrase=old) == sources
 
 
