@@ -9,8 +9,8 @@ What ``ctx key ...``, ``ctx backup``, ``ctx export`` do, from the app:
 - Back up now, Check a backup, Restore from a backup (the engine closed meanwhile,
   the store replaced kept aside), Export (after a warning that the text leaves the
   encryption); the date of the last backup;
-- scheduled backups (off by default): a folder, how many to keep, how often; saved to
-  config.toml's [backup] table (checked by the engine's config first).
+- scheduled backups (off by default; ``schedule_box.ScheduleBox``), and a banner that
+  says what runs (one operation at a time: the buttons wait) and how it went.
 
 Every operation runs in the host's pool; ``finished(operation, ok, message)`` says how it
 went (the banner shows it too). The ``do_*`` methods take what the dialogs collect, so
@@ -22,25 +22,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop import config_io
 from desktop.dialogs.secrets import SecretDialog, Secrets
+from desktop.panels.schedule_box import ScheduleBox
 from desktop.panels.widgets import Banner, error_text, fmt_time, heading, muted
 from desktop.qt import (
-    QCheckBox,
-    QDoubleSpinBox,
     QFileDialog,
-    QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLineEdit,
     QMessageBox,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
     Signal,
 )
-from engine import CtxError, keychain_available
+from engine import keychain_available
 
 EXPORT_WARNING = (
     "An export writes your sources as plaintext files: there they leave ctx's encryption, "
@@ -63,6 +58,7 @@ class SecurityPanel(QWidget):
         super().__init__(parent)
         self.host = host
         self.status: Any = None
+        self.busy = ""  # the operation running, if any
         self.banner = Banner(self)
         self.protection = muted("")
         self.last_backup = muted("")
@@ -87,7 +83,12 @@ class SecurityPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(heading("Security"))
         layout.addWidget(self.banner)
-        for box in (keys, backups, self._schedule_box()):
+        self.schedule_box = ScheduleBox()
+        self.schedule_box.save_button.clicked.connect(self.save_schedule)
+        box = self.schedule_box
+        self.schedule, self.folder, self.keep, self.every = (box.schedule, box.folder,
+                                                             box.keep, box.every)
+        for box in (keys, backups, self.schedule_box):
             box.setMaximumWidth(860)
             layout.addWidget(box)
         layout.addStretch(1)
@@ -108,69 +109,20 @@ class SecurityPanel(QWidget):
         return row
 
     # -- the schedule ------------------------------------------------------------------
-    def _schedule_box(self) -> QGroupBox:
-        box = QGroupBox("Scheduled backups")
-        form = QFormLayout(box)
-        self.schedule = QCheckBox("Back the store up automatically")
-        self.folder = QLineEdit()
-        self.folder.setPlaceholderText("a folder, ideally on another disk")
-        pick = QPushButton("Choose…")
-        pick.clicked.connect(self._pick_folder)
-        where = QHBoxLayout()
-        where.addWidget(self.folder, 1)
-        where.addWidget(pick)
-        self.keep = QSpinBox()
-        self.keep.setRange(1, 1000)
-        self.keep.setSuffix(" backups")
-        self.every = QDoubleSpinBox()
-        self.every.setRange(1.0, 24 * 366)
-        self.every.setDecimals(0)
-        self.every.setSuffix(" hours")
-        self.save_schedule_button = QPushButton("Save schedule")
-        self.save_schedule_button.clicked.connect(self.save_schedule)
-        form.addRow(self.schedule)
-        form.addRow("Folder", where)
-        form.addRow("Keep the newest", self.keep)
-        form.addRow("Every", self.every)
-        for field in (self.keep, self.every):
-            field.setMaximumWidth(160)
-        save_row = QHBoxLayout()
-        save_row.addStretch(1)
-        save_row.addWidget(self.save_schedule_button)
-        form.addRow(save_row)
-        return box
-
     def load_schedule(self) -> None:
-        try:
-            cfg = config_io.read(self.host.data_dir).engine.backup
-        except CtxError:
-            return  # the Settings panel says what is wrong with config.toml
-        self.schedule.setChecked(cfg.schedule)
-        self.folder.setText(cfg.folder)
-        self.keep.setValue(cfg.keep)
-        self.every.setValue(float(cfg.every_hours))
+        self.schedule_box.load(self.host.data_dir)
 
     def save_schedule(self) -> bool:
-        values = {"backup.schedule": self.schedule.isChecked(),
-                  "backup.folder": self.folder.text().strip(),
-                  "backup.keep": self.keep.value(), "backup.every_hours": self.every.value()}
-        try:
-            raw = config_io.with_values(config_io.read_raw(self.host.data_dir), values)
-            config_io.write(self.host.data_dir, raw)
-        except CtxError as exc:
-            self._said("schedule", False, "Schedule not saved: " + error_text(exc))
+        problem = self.schedule_box.save(self.host.data_dir)
+        if problem is not None:
+            self._said("schedule", False, "Schedule not saved: " + problem)
             return False
-        self._said("schedule", True, "Schedule saved." if values["backup.schedule"]
+        self._said("schedule", True, "Schedule saved." if self.schedule.isChecked()
                    else "Scheduled backups are off.")
         reload = getattr(self.host, "reload_config", None)
         if reload is not None:
             reload()
         return True
-
-    def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Backup folder")
-        if folder:
-            self.folder.setText(folder)
 
     # -- state -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -188,20 +140,37 @@ class SecurityPanel(QWidget):
         self.protection.setText(f"{where} {recovery}".strip())
         self.last_backup.setText("Last backup: " + (fmt_time(status.last_backup)
                                                     if status.last_backup else "never"))
-        self.buttons["passphrase"].setEnabled(method == "passphrase")
-        self.buttons["use-passphrase"].setEnabled(method == "keychain")
+        self._enable()
+
+    def _enable(self) -> None:
+        """Buttons that apply now: none while an operation runs, else by the key's method."""
+        method = getattr(self.status, "key_method", "")
         keychain = keychain_available()
-        self.buttons["use-keychain"].setEnabled(keychain)
+        for button in self.buttons.values():
+            button.setEnabled(not self.busy)
+        if not self.busy:
+            self.buttons["passphrase"].setEnabled(method == "passphrase")
+            self.buttons["use-passphrase"].setEnabled(method == "keychain")
+            self.buttons["use-keychain"].setEnabled(keychain)
         self.buttons["use-keychain"].setToolTip("" if keychain else
                                                 "No OS keychain can be used on this system.")
 
+    def _begin(self, operation: str, text: str) -> None:
+        """An operation starts: say so, and no other until it ends (``_said``)."""
+        self.busy = operation
+        self.banner.show_message("info", text)
+        self._enable()
+
     def _said(self, operation: str, ok: bool, message: str) -> None:
+        self.busy = ""
+        self._enable()
         self.banner.show_message("ok" if ok else "error", message)
         self.finished.emit(operation, ok, message)
 
     def _key_change(self, operation: str, fn: Any, done: str, **kwargs: Any) -> None:
         """Run a key.json change in the pool (the engine keeps running meanwhile)."""
         data_dir = self.host.data_dir
+        self._begin(operation, "Changing how the data key is kept…")
 
         def ok(result: Any) -> None:
             self._said(operation, True, done)
@@ -322,6 +291,8 @@ class SecurityPanel(QWidget):
             self.host.tasks.run(work, lambda r: reopen(True, ok_text(r)),
                                 lambda exc: reopen(False, fail_text + error_text(exc)),
                                 name=operation)
+        self._begin(operation, "Closing the store to " + ("restore the backup…"
+                    if operation == "restore" else "rotate its data key…"))
         self.host.state_changed.connect(when_stopped)
         self.host.shutdown()
 
@@ -355,6 +326,7 @@ class SecurityPanel(QWidget):
             self.do_backup(folder)
 
     def do_backup(self, path: str) -> None:
+        self._begin("backup", "Backing up (progress in Ingestion)…")
         self.host.run(lambda e: e.backup(path),
                       lambda r: (self._said("backup", True, f"Backed up to {r.path}."),
                                  self.refresh()),
@@ -368,6 +340,7 @@ class SecurityPanel(QWidget):
             self.do_verify(path)
 
     def do_verify(self, path: str) -> None:
+        self._begin("verify", "Checking the backup…")
         self.host.run(lambda e: e.verify_backup(path),
                       lambda r: self._said("verify", True, f"The backup is whole: {r.sources} "
                                            f"sources, taken {fmt_time(r.created)}."),
@@ -391,6 +364,7 @@ class SecurityPanel(QWidget):
                 self.do_export(path, "markdown")
 
     def do_export(self, path: str, fmt: str) -> None:
+        self._begin("export", "Exporting…")
         self.host.run(lambda e: e.export(path, fmt=fmt),
                       lambda r: self._said("export", True, f"Exported {r.sources} sources to "
                                            f"{Path(r.path)} as plaintext."),

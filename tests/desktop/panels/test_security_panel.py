@@ -189,3 +189,16 @@ def test_health_shows_the_date_of_the_last_backup(qtbot: Any, panel: Any, panel_
     health.refresh()
     qtbot.waitUntil(lambda: health.fields["Last backup"].text() != "never", timeout=30_000)
     assert health.fields["Last backup"].text()[:4].isdigit()  # a date, 2026-...
+
+
+def test_one_operation_at_a_time(qtbot: Any, panel: Any, tmp_path: Path) -> None:
+    seen: list[bool] = []
+
+    def start() -> None:
+        panel.do_backup(str(tmp_path))
+        seen.extend(b.isEnabled() for b in panel.buttons.values())
+    ok, message = _run(qtbot, panel, start)
+    assert ok, message
+    assert seen and not any(seen)  # while it ran, every button waited
+    assert panel.buttons["backup"].isEnabled() and panel.buttons["passphrase"].isEnabled()
+    assert not panel.buttons["use-passphrase"].isEnabled()  # still by the key's method
