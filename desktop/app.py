@@ -211,6 +211,11 @@ class App(QObject):
         dialog, self.dialog = self.dialog, None
         if self.quitting or dialog is None:
             return
+        from desktop.dialogs.restore_backup import RESTORE, restore_flow
+
+        if result == RESTORE:  # a backup instead of a new store
+            self.dialog = restore_flow(self.host, self._restore_closed)
+            return
         if not result:
             say("setup cancelled")
             self.quit()
@@ -221,6 +226,11 @@ class App(QObject):
         # the recovery key is shown (and kept) before the store is made with it
         self.dialog = ask_to_keep_new_key(self.data_dir,
                                           lambda key: self._recovery_kept(choice, key))
+
+    def _restore_closed(self, restored: bool) -> None:
+        self.dialog = None
+        if not restored and not self.quitting:
+            self._ask_setup()
 
     def _recovery_kept(self, choice: Any, key: str | None) -> None:
         self.dialog = None

@@ -6,7 +6,8 @@ to PNG, light and dark.
 A temporary store (fake embedder, headless key) gets a few documents, a backup and a
 recovery key, so that the panel shows real state; the dialogs show a real (throwaway)
 recovery key and a passphrase check that failed. Writes ``panel-security-<tone>.png``,
-``dialog-recovery-key-<tone>.png`` and ``dialog-change-passphrase-<tone>.png``.
+``dialog-recovery-key-<tone>.png``, ``dialog-change-passphrase-<tone>.png`` and
+``dialog-restore-<tone>.png`` (first run: restore a backup).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(app: Any, host: Any, out: Path) -> None:
     from desktop.dialogs.recovery_key import RecoveryKeyDialog
+    from desktop.dialogs.restore_backup import RestoreDialog
     from desktop.dialogs.secrets import SecretDialog
     from desktop.panels.security import SecurityPanel
     from desktop.qt import Qt
@@ -86,7 +88,11 @@ def render(app: Any, host: Any, out: Path) -> None:
         secrets = SecretDialog("Change passphrase", "Type the current passphrase (or the "
                                "recovery key), then the new one twice.", current=True,
                                new=True)
-        for widget in (panel, dialog, secrets):
+        restore = RestoreDialog()
+        restore.path.setText("/home/you/Backups/ctx/ctx-backup-20261125-093000.ctxbackup")
+        restore.secret.setText("not the passphrase")
+        restore.show_error("Not restored: Wrong passphrase for this backup.")
+        for widget in (panel, dialog, secrets, restore):
             widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         panel.resize(1100, 560)
         panel.show()
@@ -102,11 +108,13 @@ def render(app: Any, host: Any, out: Path) -> None:
         secrets.new.setText("tide tables and harbour bells")
         secrets.confirm.setText("tide tables and harbour bell")
         secrets._try_accept()
+        restore.show()
         settle(app, 0.4)
         save(panel, out / f"panel-security-{tone}.png")
         save(dialog, out / f"dialog-recovery-key-{tone}.png")
         save(secrets, out / f"dialog-change-passphrase-{tone}.png")
-        for widget in (panel, dialog, secrets):
+        save(restore, out / f"dialog-restore-{tone}.png")
+        for widget in (panel, dialog, secrets, restore):
             widget.close()
             widget.deleteLater()
         settle(app, 0.2)

@@ -51,7 +51,7 @@ def _ours(folder: Path) -> list[str]:
 def test_off_by_default(qtbot: Any, host: Any) -> None:
     from desktop.backup_schedule import BackupScheduler
 
-    scheduler = BackupScheduler(host, clock=Clock())
+    scheduler = BackupScheduler(host, host, clock=Clock())
     scheduler.check()
     assert not scheduler.running and host.config.backup.schedule is False
 
@@ -61,7 +61,7 @@ def test_due_backups_are_made_and_pruned(qtbot: Any, host: Any, tmp_path: Path) 
 
     folder = tmp_path / "backups"  # made by the first backup, owner-only
     clock = Clock()
-    scheduler = BackupScheduler(host, clock=clock)
+    scheduler = BackupScheduler(host, host, clock=clock)
     _schedule(qtbot, host, folder)
     qtbot.waitUntil(lambda: not scheduler.running and len(_ours(folder)) == 1, timeout=60_000)
     assert (folder.stat().st_mode & 0o777) == 0o700
@@ -86,7 +86,7 @@ def test_a_failed_backup_is_reported(qtbot: Any, host: Any, tmp_path: Path) -> N
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    scheduler = BackupScheduler(host, clock=Clock())
+    scheduler = BackupScheduler(host, host, clock=Clock())
     with qtbot.waitSignal(host.failed, timeout=60_000,
                           check_params_cb=lambda op, err: op == "scheduled_backup") as got:
         _schedule(qtbot, host, blocker / "sub")

@@ -153,7 +153,7 @@ def test_the_apps_first_run_shows_the_key_before_making_the_store(
     shown.kept.setChecked(True)
     with qtbot.waitSignal(app.host.ready, timeout=60_000):
         shown.continue_button.click()
-    app.host.shutdown(wait=True)
+    app.quit()  # in order, as the app quits: nothing of it outlives the test
+    qtbot.waitUntil(lambda: app.host.state == "stopped", timeout=30_000)
     with ContextEngine.open(data_dir, create=False, recovery_key=key) as eng:
         assert eng.status().recovery_key
-    app.window.close()
