@@ -184,8 +184,9 @@ def rotate_key(data_dir: str | Path | None = None, *, passphrase: str | None = N
 
 def settle_closed(data_dir: str | Path | None) -> Path:
     """The store's folder, with an interrupted rotation finished first (when no engine
-    runs: one that runs finished it when it opened)."""
-    root, _ = prepare_root(data_dir, create=False)
+    runs: one that runs finished it when it opened). The layout is not checked here:
+    ``ctx repair`` calls this before it sets a damaged vectors/ aside."""
+    root = P.data_dir(data_dir)
     record = read_record(root)
     if record is not None and record.pending is not None:
         lock = lock_store(root)
