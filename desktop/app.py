@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from desktop.backup_schedule import BackupScheduler
 from desktop.host import EngineHost
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send
@@ -99,6 +100,7 @@ class App(QObject):
         self.data_dir = data_dir
         self.collector = GuiGarbageCollector(self)
         self.host = EngineHost(data_dir, engine_factory, serve, parent=self)
+        self.backups = BackupScheduler(self.host, self)
         self.use_tray = QSystemTrayIcon.isSystemTrayAvailable() if tray is None else tray
         self.tray: Any = None
         self.window: Any = None
@@ -209,14 +211,38 @@ class App(QObject):
         dialog, self.dialog = self.dialog, None
         if self.quitting or dialog is None:
             return
+        from desktop.dialogs.restore_backup import RESTORE, restore_flow
+
+        if result == RESTORE:  # a backup instead of a new store
+            self.dialog = restore_flow(self.host, self._restore_closed)
+            return
         if not result:
             say("setup cancelled")
             self.quit()
             return
         choice = dialog.choice()
+        from desktop.dialogs.recovery_key import ask_to_keep_new_key
+
+        # the recovery key is shown (and kept) before the store is made with it
+        self.dialog = ask_to_keep_new_key(self.data_dir,
+                                          lambda key: self._recovery_kept(choice, key))
+
+    def _restore_closed(self, restored: bool) -> None:
+        self.dialog = None
+        if not restored and not self.quitting:
+            self._ask_setup()
+
+    def _recovery_kept(self, choice: Any, key: str | None) -> None:
+        self.dialog = None
+        if self.quitting:
+            return
+        if key is None:  # not kept: back to the choices, nothing made yet
+            self._ask_setup()
+            return
         self.pending_ingest.extend(choice.folders)
         self.sync_after_setup = choice.sync_sessions
-        self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain)
+        self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain,
+                               recovery_key=key)
 
     def _ask_unlock(self) -> None:
         from desktop.dialogs.unlock import UnlockDialog

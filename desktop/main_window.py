@@ -38,6 +38,7 @@ PANELS: list[tuple[str, str, str]] = [
     ("Budget usage", "desktop.panels.budget", "BudgetPanel"),
     ("Health", "desktop.panels.health", "HealthPanel"),
     ("Settings", "desktop.panels.settings", "SettingsPanel"),
+    ("Security", "desktop.panels.security", "SecurityPanel"),
 ]
 
 STATE_DETAIL = {
