@@ -225,6 +225,7 @@ class ContextEngine:
         (kind "vectors"): an engine that warms up is one that keeps running."""
         model = getattr(self.rt.embedder, "load", None)
         big = self.rt.vault.chunk_count() >= self.rt.cfg.search.keyword_prune_min_chunks
+        waiting = self._waiting_sources()  # read here: a closing engine's vault is gone
 
         def load() -> None:
             if model is not None:
@@ -240,8 +241,8 @@ class ContextEngine:
                 except Exception as exc:  # noqa: BLE001 - queries read the index instead
                     log.warning("vectors not warmed (%s)",
                                 getattr(exc, "name", type(exc).__name__))
-            if not self._closed:
-                self._resume_vectors()
+            if waiting and not self._closed:  # on the writer thread, which close() stops
+                self._jobs.submit("vectors", lambda job, progress: None)
 
         if not background:
             load()
@@ -250,15 +251,18 @@ class ContextEngine:
         thread.start()
         return thread
 
-    def _resume_vectors(self) -> None:
-        """Queue the vector stage of sources left waiting (a crash, a stop, a cancel)."""
+    def _waiting_sources(self) -> int:
+        """Sources left waiting for their vectors (a crash, a stop, a cancel), which the
+        warm-up's background job ("vectors") resumes; 0 on a read-only store."""
         try:
-            waiting = src.counts(self.rt.vault)["sources_waiting"]
-            if waiting and not self.rt.vault.read_only:
-                log.info("%d sources wait for their vectors: resuming", waiting)
-                self._jobs.submit("vectors", lambda job, progress: None)
+            waiting = int(src.counts(self.rt.vault)["sources_waiting"])
         except CtxError as exc:  # the next ingest adopts them instead
             log.warning("vectors not resumed (%s)", exc.name)
+            return 0
+        if waiting and not self.rt.vault.read_only:
+            log.info("%d sources wait for their vectors: resuming", waiting)
+            return waiting
+        return 0
 
     def close(self) -> None:
         if self._closed:
