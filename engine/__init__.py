@@ -10,7 +10,8 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
   ``RecallResult``, ``Status``..., ``JobChanged``, ``BuildDone``, ``AlertRaised``...;
 - who calls: ``caller`` (a context manager the hosts of other processes use);
 - errors: ``CtxError`` and every class under it, ``error_from_dict``;
-- config: ``Config``, ``load_config``, ``parse_config_section``;
+- config: ``Config``, ``load_config``, ``check_config`` (a table checked as store open
+  checks it, before it is written), ``parse_config_section``;
 - paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...
 """
 
@@ -26,7 +27,7 @@ _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "Buil
         "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
+        "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
            "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
            "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
@@ -42,6 +43,7 @@ _WHERE: dict[str, str] = {
     "EngineAPI": "engine.protocol", "ENGINE_METHODS": "engine.protocol",
     "caller": "engine.calls", "Caller": "engine.calls",
     "Config": "engine.config", "load_config": "engine.config",
+    "check_config": "engine.config:check",
     "parse_config_section": "engine.config_base:from_dict",
     "LiveItem": "engine.types", "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
     "TokenCounter": "engine.tokens",
@@ -62,7 +64,8 @@ __all__ = [
     "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallResult", "RepairResult", "SearchHit",
     "SourceInfo", "SourcesChanged", "Status", "StoreDamaged", "StoreLocked", "StoreNotInitialized",
     "StoreTooNew", "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
-    "VectorStoreUnavailable", "VectorsDamaged", "WrongKey", "caller", "error_from_dict",
+    "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "caller", "check_config",
+    "error_from_dict",
     "headless_passphrase", "init_store", "keychain_available", "load_config",
     "parse_config_section", "probe_store", "repair_store", "resolve_data_dir",
 ]
