@@ -5,7 +5,8 @@ KeePassXC does) before anything slow; unlocking, opening the store and loading
 the model run in the host's pool. A second launch on the same data dir hands
 its request (show, ingest, status, quit) to the first through
 :mod:`desktop.instance`. Quit: stop the IPC server, let jobs stop at a safe
-point, close the engine, then leave the event loop. State changes are logged
+point (or, asked, let them finish out of sight), close the engine, then leave the event
+loop. While it quits, later launches are told so and wait for it to be gone, then start. State changes are logged
 as one line each on stderr ("ctx-app: state ready"): ids and states, no content.
 
 ``python -m desktop.app [--data-dir DIR] [--ingest PATH]... [--status] [--quit]
@@ -25,13 +26,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from desktop.appearance import Appearance
+from desktop.config_io import read as read_settings
 from desktop.host import EngineHost
 from desktop.icons import app_icon
-from desktop.instance import InstanceServer, send
-from desktop.messages import describe
+from desktop.instance import InstanceServer, send, wait_until_gone
+from desktop.messages import job_title, plural
+from desktop.notices import Failure
 from desktop.opening import EngineFactory
-from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
+from desktop.qt import (
+    QApplication,
+    QFileDialog,
+    QMessageBox,
+    QObject,
+    QSystemTrayIcon,
+    QTimer,
+)
 from desktop.startup import display_problem, prefer_utf8_locale, release_probes
+from engine import CtxError
 
 
 class GuiGarbageCollector(QObject):
@@ -97,21 +109,27 @@ class App(QObject):
         qapp.setApplicationName("ctx")
         qapp.setWindowIcon(app_icon())
         self.data_dir = data_dir
+        self.appearance = Appearance(qapp, desktop_appearance(data_dir))
         self.collector = GuiGarbageCollector(self)
         self.host = EngineHost(data_dir, engine_factory, serve, parent=self)
         self.use_tray = QSystemTrayIcon.isSystemTrayAvailable() if tray is None else tray
         self.tray: Any = None
         self.window: Any = None
         self.dialog: Any = None
+        self.quit_box: Any = None
         self.pending_ingest: list[str] = [str(Path(p).expanduser().resolve()) for p in ingest]
         self.sync_after_setup = False
+        self.show_when_ready = False
         self.quitting = False
+        self.finishing = False  # quit asked with work running: finishing it, then quitting
         self.started_at = time.monotonic()
         self.shown_at: float | None = None
         self.ready_at: float | None = None
         self.instance = InstanceServer(data_dir, self.handle_message, self)
         self.host.state_changed.connect(self._state_changed)
         self.host.failed.connect(self._failed)
+        self.host.job_progress.connect(self._job_moved)
+        self.host.config_changed.connect(self._config_changed)
 
     # -- start and quit -------------------------------------------------------------
     def start(self) -> bool:
@@ -137,15 +155,74 @@ class App(QObject):
             QTimer.singleShot(0, self._ensure_window)
         return True
 
-    def quit(self) -> None:
-        """Stop the server, let jobs stop at a safe point, close the engine, then exit."""
+    def quit(self, *, ask: bool = True) -> None:
+        """Quit; with ingestion running (and ``ask``), ask first: finish it in the
+        background, or stop now (the job is listed at the next launch, to resume)."""
+        if self.quitting or self.quit_box is not None:
+            return
+        active = self.host.jobs_active
+        if ask and active and self.host.engine_open:
+            self._ask_quit(active)
+            return
+        self.quit_now()
+
+    def quit_now(self) -> None:
+        """Stop the server, stop jobs at a safe point, close the engine, then exit."""
         if self.quitting:
             return
         self.quitting = True
+        self.finishing = False
         say("quitting")
-        if self.dialog is not None:
-            self.dialog.done(0)
+        for box in (self.dialog, self.quit_box):
+            if box is not None:
+                box.done(0)
         self.host.shutdown()
+
+    def _ask_quit(self, active: list[Any]) -> None:
+        done = sum(j.files_done + j.files_skipped for j in active)
+        total = sum(j.files_total for j in active)
+        what = ", ".join(job_title(j) for j in active[:2])
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit ctx",
+                          f"Ingestion is still running: {what}"
+                          + (f", {done:,} of {plural(total, 'file')}." if total else "."))
+        box.setInformativeText("Finish it in the background (ctx quits when it is done), or "
+                               "stop now: what is stored stays, and the job is listed with a "
+                               "Resume button when ctx starts again.")
+        self.finish_button = box.addButton("Finish in the background",
+                                           QMessageBox.ButtonRole.AcceptRole)
+        self.stop_button = box.addButton("Stop now", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(self.finish_button)
+        box.setWindowIcon(app_icon())
+        box.finished.connect(lambda _r: self._quit_answered(box))
+        self.quit_box = box
+        box.open()
+
+    def _quit_answered(self, box: QMessageBox) -> None:
+        self.quit_box = None
+        clicked = box.clickedButton()
+        if self.quitting:
+            return
+        if clicked is self.stop_button:
+            self.quit_now()
+        elif clicked is self.finish_button:
+            self.finish_then_quit()
+
+    def finish_then_quit(self) -> None:
+        """Go out of sight and quit once no job is left (a later launch brings ctx back)."""
+        self.finishing = True
+        say("finishing jobs, then quitting")
+        if self.host.ingestion_paused:
+            self.host.resume_ingestion()
+        if self.window is not None:
+            self.window.hide()
+        if self.tray is not None:
+            self.tray.hide()
+        self._job_moved()
+
+    def _job_moved(self, *_: Any) -> None:
+        if self.finishing and not self.host.jobs_active:
+            self.quit_now()
 
     def _finish_quit(self) -> None:
         self.collector.stop()
@@ -169,6 +246,11 @@ class App(QObject):
         return self.window
 
     def show_window(self) -> None:
+        if self.finishing:  # brought back while finishing in the background: stay
+            self.finishing = False
+            say("quit cancelled")
+            if self.tray is not None:
+                self.tray.show()
         window = self._ensure_window()
         window.show()
         window.raise_()
@@ -211,11 +293,12 @@ class App(QObject):
             return
         if not result:
             say("setup cancelled")
-            self.quit()
+            self.quit_now()
             return
         choice = dialog.choice()
         self.pending_ingest.extend(choice.folders)
         self.sync_after_setup = choice.sync_sessions
+        self.show_when_ready = True  # the window the person just set up for
         self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain)
 
     def _ask_unlock(self) -> None:
@@ -231,9 +314,9 @@ class App(QObject):
 
     def _unlock_done(self, result: int) -> None:
         self.dialog = None
-        if not result and not self.quitting and not self.host.engine_ready:
+        if not result and not self.quitting and not self.host.engine_open:
             say("unlock cancelled")
-            self.quit()
+            self.quit_now()
 
     # -- host events -------------------------------------------------------------------
     def _state_changed(self, state: str) -> None:
@@ -251,25 +334,28 @@ class App(QObject):
             gc.collect()
             gc.freeze()  # what start-up made stays: later full collections skip it
             say(f"ipc {self.host.ipc_info or 'off'}")
+            if self.show_when_ready or self.host.created:
+                self.show_when_ready = False
+                self.show_window()  # first run: the window, not only a tray icon
             pending, self.pending_ingest = self.pending_ingest, []
             self.ingest(pending)
             if self.sync_after_setup:
                 self.sync_after_setup = False
                 self.host.sync_sessions()
 
-    def _failed(self, operation: str, error: dict[str, Any]) -> None:
-        say(f"failed {operation} [{error.get('name')}]")
-        window_visible = self.window is not None and self.window.isVisible()
-        if self.tray is not None and not window_visible and not self.dialog:
-            self.tray.attention = True
-            self.tray.refresh()
-            if QSystemTrayIcon.supportsMessages():
-                self.tray.icon.showMessage("ctx", describe(operation, error),
-                                           QSystemTrayIcon.MessageIcon.Warning, 10000)
+    def _failed(self, failure: Failure) -> None:
+        say(f"failed {failure.operation} [{failure.error.name}]")
+
+    def _config_changed(self) -> None:
+        self.appearance.apply(desktop_appearance(self.data_dir))
 
     # -- later launches ------------------------------------------------------------------
     def handle_message(self, message: dict[str, Any]) -> dict[str, Any]:
         cmd = message.get("cmd")
+        if cmd == "status":
+            return {"ok": True, **self.status()}
+        if self.quitting:  # the next launch waits for this one to be gone, then starts
+            return {"ok": False, "stopping": True, "error": "ctx is quitting"}
         if cmd == "show":
             self.show_window()
             return {"ok": True}
@@ -279,10 +365,8 @@ class App(QObject):
                 return {"ok": False, "error": "ingest takes a list of paths"}
             self.ingest(paths)
             return {"ok": True, "queued": not self.host.engine_ready}
-        if cmd == "status":
-            return {"ok": True, **self.status()}
         if cmd == "quit":
-            QTimer.singleShot(0, self.quit)
+            QTimer.singleShot(0, lambda: self.quit(ask=False))
             return {"ok": True}
         return {"ok": False, "error": "unknown command"}
 
@@ -291,14 +375,18 @@ class App(QObject):
         jobs = self.host.jobs.values()
         return {
             "pid": os.getpid(), "state": self.host.state, "data_dir": str(self.data_dir),
-            "ipc": self.host.ipc_info,
+            "ipc": self.host.ipc_info, "quitting": self.quitting, "finishing": self.finishing,
+            "appearance": self.appearance.tone,
             "tray": {"available": QSystemTrayIcon.isSystemTrayAvailable(),
                      "used": tray is not None,
                      "visible": bool(tray is not None and tray.icon.isVisible()),
                      "look": tray.look if tray is not None else None,
-                     "percent": tray.percent if tray is not None else None},
+                     "percent": tray.percent if tray is not None else None,
+                     "tooltip": tray.tip if tray is not None else None,
+                     "balloons": len(tray.balloons) if tray is not None else 0},
             "window": {"visible": bool(self.window is not None and self.window.isVisible()),
-                       "title": self.window.windowTitle() if self.window is not None else None},
+                       "title": self.window.windowTitle() if self.window is not None else None,
+                       "page": self._page()},
             "jobs": {"total": len(self.host.jobs),
                      "active": sum(not j.final for j in jobs),
                      "pending": len(self.pending_ingest) + len(self.host.tasks.running()),
@@ -309,6 +397,25 @@ class App(QObject):
             "timings_ms": {k: round((v - self.started_at) * 1000, 1) for k, v in
                            (("shown", self.shown_at), ("ready", self.ready_at)) if v},
         }
+
+    def _page(self) -> dict[str, Any] | None:
+        """What the window's state page offers (None once the panels show)."""
+        window = self.window
+        if window is None or window.stack.currentWidget() is not window.page:
+            return None
+        page = window.page
+        return {"title": page.title.text(), "detail": page.detail.text(),
+                "buttons": [b.text() for b in (page.act, page.settings_button,
+                                               page.reset_button, page.retry_button,
+                                               page.quit_button) if not b.isHidden()]}
+
+
+def desktop_appearance(data_dir: Path) -> str:
+    """The appearance config.toml asks for ("system" when it cannot be read)."""
+    try:
+        return read_settings(data_dir).desktop.appearance
+    except CtxError:
+        return "system"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -336,6 +443,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         message = {"cmd": "show"}
     reply = send(data_dir, message)  # before any QApplication: works without a display
+    if reply is not None and reply.get("stopping") and not args.status:
+        if args.quit:
+            return 0  # it is quitting already
+        say("the running app is quitting: starting once it is gone")
+        if not wait_until_gone(data_dir):
+            print(json.dumps({"ok": False, "error": "the running ctx app did not quit"}),
+                  flush=True)
+            return 1
+        reply = None
     if reply is not None:  # the app runs already: it got our request
         if args.status or paths:
             print(json.dumps(reply), flush=True)
@@ -358,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name),
-                          lambda *_: QTimer.singleShot(0, app.quit))
+                          lambda *_: QTimer.singleShot(0, lambda: app.quit(ask=False)))
     wake = QTimer()  # lets Python run its signal handlers while Qt waits
     wake.start(200)
     wake.timeout.connect(lambda: None)

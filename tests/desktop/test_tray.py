@@ -18,15 +18,32 @@ def job(state: str, total: int, done: int) -> JobSnapshot:
                        created=0.0, files_total=total, files_done=done)
 
 
+def look(state: str, paused: bool, jobs: list[JobSnapshot], alerts: dict[str, str],
+         unseen: dict[str, str]) -> tuple[str, int | None]:
+    return look_for(state, paused, jobs, alerts, unseen)[:2]
+
+
 def test_look_follows_state_jobs_pause_and_attention() -> None:
-    assert look_for("ready", False, {}, False) == ("idle", None)
-    assert look_for("starting", False, {}, False) == ("starting", None)
-    assert look_for("locked", False, {}, False) == ("attention", None)
-    assert look_for("ready", False, {}, True) == ("attention", None)
-    running = {"a": job("running", 4, 1), "b": job("done", 9, 9)}
-    assert look_for("ready", False, running, False) == ("ingesting", 25)
-    assert look_for("ready", True, running, False) == ("paused", None)
-    assert look_for("ready", False, {"a": job("queued", 0, 0)}, False) == ("ingesting", 0)
+    assert look("ready", False, [], {}, {}) == ("idle", None)
+    assert look("starting", False, [], {}, {}) == ("starting", None)
+    assert look("loading", False, [], {}, {}) == ("starting", None)
+    assert look("locked", False, [], {}, {}) == ("locked", None)  # not a failure
+    assert look("error", False, [], {}, {}) == ("attention", None)
+    running = [job("running", 4, 1), job("done", 9, 9)]
+    assert look("ready", False, running, {}, {}) == ("ingesting", 25)
+    assert look("ready", True, running, {}, {}) == ("paused", None)
+    assert look("ready", False, [job("queued", 0, 0)], {}, {}) == ("ingesting", 0)
+    # an unseen job problem asks for attention, but never hides ingesting or paused
+    unseen = {"j1": "notes: 2 files could not be ingested"}
+    assert look("ready", False, [], {}, unseen) == ("attention", None)
+    assert look("ready", False, running, {}, unseen) == ("ingesting", 25)
+    assert look("ready", True, running, {}, unseen) == ("paused", None)
+    # an engine alert that lasts (the vector store is down) wins, with its reason
+    alerts = {"context_engine.vector_db.unavailable": "the vector store is unavailable"}
+    shown, _, tip = look_for("ready", False, running, alerts, unseen)
+    assert shown == "attention" and tip.endswith("the vector store is unavailable")
+    _, _, tip = look_for("ready", False, [], {}, unseen)
+    assert tip == "ctx: needs attention, notes: 2 files could not be ingested"
 
 
 def test_each_state_draws_a_different_icon(qtbot: Any) -> None:
@@ -57,10 +74,13 @@ def test_tray_menu_and_look_with_a_real_host(host: Any, qtbot: Any) -> None:
         tray.act_quit.trigger()
     with qtbot.waitSignal(tray.open_requested, timeout=1000):
         tray.act_open.trigger()
-    host.alert.emit({"code": 1050, "name": "ingest_failed", "message": "2 files failed"})
-    assert tray.look == "attention"
+    from desktop.notices import Notice
+
+    host.alert.emit(Notice("ingest_failed", "notes: 2 files could not be ingested", 1050,
+                           job="j1"))
+    assert tray.look == "attention" and "2 files could not be ingested" in tray.tooltip()
     tray.acknowledge()
-    assert tray.look == "idle"
+    assert tray.look == "idle" and tray.tooltip() == "ctx: ready"
 
 
 def test_sync_from_the_tray_runs_on_the_host(host: Any, qtbot: Any) -> None:
