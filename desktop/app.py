@@ -10,7 +10,7 @@ loop. While it quits, later launches are told so and wait for it to be gone, the
 as one line each on stderr ("ctx-app: state ready"): ids and states, no content.
 
 ``python -m desktop.app [--data-dir DIR] [--ingest PATH]... [--status] [--quit]
-[--no-tray]``, also ``ctx app`` and the ``ctx-desktop`` script.
+[--pause] [--resume] [--no-tray]``, also ``ctx app`` and the ``ctx-desktop`` script.
 """
 
 from __future__ import annotations
@@ -212,8 +212,7 @@ class App(QObject):
         """Go out of sight and quit once no job is left (a later launch brings ctx back)."""
         self.finishing = True
         say("finishing jobs, then quitting")
-        if self.host.ingestion_paused:
-            self.host.resume_ingestion()
+        self.host.resume_ingestion()  # finishing means running (paused here or elsewhere)
         if self.window is not None:
             self.window.hide()
         if self.tray is not None:
@@ -368,6 +367,11 @@ class App(QObject):
         if cmd == "quit":
             QTimer.singleShot(0, lambda: self.quit(ask=False))
             return {"ok": True}
+        if cmd in ("pause", "resume"):
+            if not self.host.engine_open:
+                return {"ok": False, "error": f"the store is not open ({self.host.state})"}
+            (self.host.pause_ingestion if cmd == "pause" else self.host.resume_ingestion)()
+            return {"ok": True}
         return {"ok": False, "error": "unknown command"}
 
     def status(self) -> dict[str, Any]:
@@ -426,6 +430,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true",
                    help="print the running app's status as JSON (exit 3 if none runs)")
     p.add_argument("--quit", action="store_true", help="ask the running app to quit")
+    p.add_argument("--pause", action="store_true", help="pause the running app's ingestion")
+    p.add_argument("--resume", action="store_true", help="resume the running app's ingestion")
     p.add_argument("--no-tray", action="store_true", help="use the window, not the tray")
     return p
 
@@ -438,13 +444,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         message: dict[str, Any] = {"cmd": "status"}
     elif args.quit:
         message = {"cmd": "quit"}
+    elif args.pause or args.resume:
+        message = {"cmd": "pause" if args.pause else "resume"}
     elif paths:
         message = {"cmd": "ingest", "paths": paths}
     else:
         message = {"cmd": "show"}
     reply = send(data_dir, message)  # before any QApplication: works without a display
     if reply is not None and reply.get("stopping") and not args.status:
-        if args.quit:
+        if args.quit or args.pause or args.resume:
             return 0  # it is quitting already
         say("the running app is quitting: starting once it is gone")
         if not wait_until_gone(data_dir):
@@ -456,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.status or paths:
             print(json.dumps(reply), flush=True)
         return 0 if reply.get("ok") else 1
-    if args.status or args.quit:
+    if args.status or args.quit or args.pause or args.resume:
         print(json.dumps({"ok": False, "error": "no ctx app is running for this data dir"}),
               flush=True)
         return 3

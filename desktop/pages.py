@@ -17,6 +17,7 @@ from desktop import config_io
 from desktop.messages import describe, error_style
 from desktop.qt import (
     QHBoxLayout,
+    QKeySequence,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -43,7 +44,10 @@ DETAILS = {
 }
 BUSY = ("starting", "opening", "loading", "stopping")
 # Errors at open whose cause is a setting, and that setting (config_invalid names its own).
-SETTING_OF_ERROR = {"model_mismatch": "embedding.model"}
+# (A Chroma server that cannot be reached is the vector backend setting's to fix, or to
+# reset to the default, which rebuilds the vectors from the vault.)
+SETTING_OF_ERROR = {"model_mismatch": "embedding.model",
+                    "vector_store_unavailable": "store.vector_backend"}
 
 
 def setting_at_fault(error: ErrorInfo | None) -> tuple[bool, str | None]:
@@ -86,6 +90,10 @@ class StatePage(QWidget):
         self.reset_button = QPushButton()
         self.retry_button = QPushButton("Try again")
         self.quit_button = QPushButton("Quit")
+        # Keys for each way out (Alt+ the underlined letter's equivalent), for the keyboard.
+        for button, keys in ((self.settings_button, "Alt+S"), (self.reset_button, "Alt+R"),
+                             (self.retry_button, "Alt+T"), (self.quit_button, "Alt+Q")):
+            button.setShortcut(QKeySequence(keys))
         self.act.clicked.connect(self._act)
         self.settings_button.clicked.connect(self.show_settings)
         self.reset_button.clicked.connect(self.reset_setting)
@@ -137,10 +145,13 @@ class StatePage(QWidget):
         self.reset_button.setVisible(at_fault)
         self.reset_button.setText(f"Reset {key}" if key else "Reset all settings")
         self.reset_button.setToolTip(
-            f"Remove {key} from config.toml (back to its default) and open again" if key else
-            "Set config.toml aside (kept, renamed) and open again with the defaults")
+            f"Remove {key} from config.toml (back to its default) and open again (Alt+R)"
+            if key else "Set config.toml aside (kept, renamed) and open again with the "
+            "defaults (Alt+R)")
         self.retry_button.setVisible(state == "error")
         self.quit_button.setVisible(state == "error")
+        if state == "error":  # the keyboard starts on the way out (Tab: the reset)
+            (self.settings_button if at_fault else self.retry_button).setFocus()
         if state != "error" and self.settings is not None:
             self.settings.hide()
 

@@ -452,6 +452,9 @@ class ContextEngine:
         job = self._jobs.submit("sync", lambda job, progress: holder.append(
             sync(rt, self._writer, paths, _job_progress(job, progress))))
         self._wait_ok(job.id)
+        if not holder:  # cancelled (a quit stops jobs) before it read anything
+            raise EngineClosed("the sync was stopped before it finished: the engine is "
+                               "closing or the job was cancelled; sync again")
         return holder[0]
 
     def _wait_ok(self, job_id: str) -> JobSnapshot:

@@ -88,3 +88,54 @@ def test_sync_from_the_tray_runs_on_the_host(host: Any, qtbot: Any) -> None:
     with qtbot.waitSignal(host.job_progress, timeout=30000,  # the engine's sync job ends
                           check_params_cb=lambda s: s.kind == "sync" and s.state == "done"):
         tray.act_sync.trigger()
+
+
+def test_the_look_follows_jobs_pause_and_clears_with_its_cause(host: Any, qtbot: Any,
+                                                               tmp_path: Any) -> None:
+    """Issue 22 (3, 8): one balloon per job, its reason in the tooltip; paused and
+    ingesting show through an unseen failure; seeing the window clears it."""
+    tray = Tray(host)
+    looks: list[str] = []
+    tray.look_changed.connect(looks.append)
+    bad = tmp_path / "inbox"
+    bad.mkdir()
+    (bad / "scan.txt").write_bytes(bytes(range(256)) * 16)
+    (bad / "note.md").write_text("# Note\n\nTide tables for the harbour.\n")
+    with qtbot.waitSignal(host.sources_changed, timeout=30000):
+        host.ingest_paths([str(bad)])
+    qtbot.wait(200)  # the engine's own ingestion alert, if it were told, comes too
+    assert tray.balloons == ["inbox: 1 file could not be ingested"]
+    assert tray.look == "attention"
+    assert tray.tooltip() == "ctx: needs attention, inbox: 1 file could not be ingested"
+    with qtbot.waitSignal(host.paused_changed, timeout=10000):
+        host.pause_ingestion()
+    assert tray.look == "paused" and tray.tooltip() == "ctx: ingestion paused"
+    host.ingest_paths([str(bad / "note.md")])
+    qtbot.waitUntil(lambda: "job waiting" in tray.tooltip(), timeout=10000)
+    with qtbot.waitSignal(host.job_progress, check_params_cb=lambda s: s.final,
+                          timeout=30000):
+        host.resume_ingestion()
+    assert "ingesting" in looks[looks.index("paused"):]
+    assert tray.look == "attention"  # still not seen
+    tray.acknowledge()  # the window was opened
+    assert tray.look == "idle" and tray.tooltip() == "ctx: ready"
+    assert len(tray.balloons) == 1  # the unchanged re-ingest told nothing
+
+
+def test_locked_then_unlocked_the_tooltip_says_so(make_host: Any, qtbot: Any, data_dir: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine import init_store
+    from tests.conftest import TEST_PASSPHRASE
+
+    init_store(data_dir, passphrase=TEST_PASSPHRASE, use_keychain=False)
+    monkeypatch.delenv("CTX_PASSPHRASE")
+    host = make_host(None)
+    tray = Tray(host)
+    with qtbot.waitSignal(host.state_changed, check_params_cb=lambda s: s == "locked",
+                          timeout=30000):
+        host.start()
+    assert tray.look == "locked" and "locked" in tray.tooltip()
+    assert tray.balloons == []  # a lock is no failure: nothing pops up
+    with qtbot.waitSignal(host.ready, timeout=30000):
+        host.unlock(TEST_PASSPHRASE)
+    assert tray.look == "idle" and tray.tooltip() == "ctx: ready"

@@ -4,6 +4,7 @@ resumed (their inputs ingested again) or dismissed; a finished or user-cancelled
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,32 @@ def test_a_killed_run_leaves_its_queued_job_listed_and_dismiss_forgets_it(
             again.dismiss_interrupted(job_id)
     finally:
         again.close()
+
+
+def test_a_sync_stopped_by_quit_says_so(data_dir: Path, tmp_path: Path) -> None:
+    """A sync call waiting behind paused ingestion when the app quits (cancel_all) gets a
+    clear error, not an internal one (it was an IndexError)."""
+    from engine.errors import EngineClosed
+
+    engine = ContextEngine.open(data_dir)
+    try:
+        engine.pause_ingestion()
+        caught: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                engine.sync(paths=[str(tmp_path)])
+            except BaseException as exc:  # noqa: BLE001 - what the caller gets
+                caught.append(exc)
+        thread = threading.Thread(target=call)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not any(j.kind == "sync" for j in engine.jobs()):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        engine.cancel_all()
+        thread.join(30)
+        assert len(caught) == 1 and isinstance(caught[0], EngineClosed)
+    finally:
+        engine.resume_ingestion()
+        engine.close()
