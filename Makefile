@@ -9,7 +9,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -c constraints.txt -e '.[desktop,test]' ruff
-	# MiniLM on onnxruntime (same query vectors, int8 documents, a third of torch's memory): export it once, offline.
+	# MiniLM on onnxruntime (same query vectors, int8 documents, a third of torch's memory): export it once, offline,
+	# into the venv ($(VENV)/share/ctx/onnx), where every user and HOME running this install finds it.
 	$(VENV)/bin/python -m engine.embedding.onnx_export --if-missing
 	touch $(STAMP)
 

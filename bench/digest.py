@@ -4,7 +4,8 @@ Two runs of one bench on one store that print the same digests returned the same
 payloads byte for byte: the context string, its token count and budget, and every
 item's kind, source, title, time, tokens, score (exact float repr), lanes, reason
 and chunk ids; the search digest covers each hit's chunk id, score and lanes.
-Only fields that every version of the engine's payload carries are read, so that
+The text digest leaves the scores out: two runs that print the same text digest
+returned the same context strings holding the same chunks. Only fields that every version of the engine's payload carries are read, so that
 a run of an older checkout can be compared with a newer one.
 
 Scores are sums over sets of words, whose order follows Python's string hashing,
@@ -43,6 +44,7 @@ class RunDigest:
 
     def __init__(self) -> None:
         self._payloads = hashlib.sha256()
+        self._texts = hashlib.sha256()
         self._search = hashlib.sha256()
         self.payloads = 0
         self.searches = 0
@@ -53,6 +55,10 @@ class RunDigest:
         record = [question, payload.budget, payload.total_tokens, payload.format,
                   payload.context, items]
         self._payloads.update(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+        # what a reader of the payload sees: its text and which chunks it holds, no scores
+        seen = [question, payload.budget, payload.total_tokens, payload.context,
+                [[i.kind, i.source, list(i.chunk_ids)] for i in payload.items]]
+        self._texts.update(json.dumps(seen, ensure_ascii=False).encode("utf-8") + b"\n")
         self.payloads += 1
 
     def search(self, question: str, hits: Iterable[Any]) -> None:
@@ -63,4 +69,5 @@ class RunDigest:
 
     def lines(self) -> list[str]:
         return [f"payload digest: sha256 {self._payloads.hexdigest()} ({self.payloads} payloads)",
+                f"payload text digest (no scores): sha256 {self._texts.hexdigest()}",
                 f"search digest: sha256 {self._search.hexdigest()} ({self.searches} searches)"]

@@ -130,7 +130,7 @@ def evaluate(eng: Any, claims: list[tuple[str, str]], qrels: Mapping[str, Mappin
     stages: dict[str, list[float]] = {}
     now = None
     if digest is not None:  # one fixed time: payloads then depend on the store alone
-        now = max(s["ingested_at"] for s in eng.sources()) + 86400.0
+        now = max(s.ingested_at for s in eng.sources()) + 86400.0
     for n, (qid, text) in enumerate(claims):
         rel = qrels[qid]
         lists, rows = base.rankings(text)

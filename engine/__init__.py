@@ -34,7 +34,7 @@ _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudg
            "KeyRecordDamaged", "VaultMissing", "VaultDamaged", "StoreTooNew",
            "VectorsDamaged", "NoSpace", "IntegrityError", "ModelMismatch",
            "VectorStoreUnavailable", "IngestFailed", "FileRejected", "EngineClosed",
-           "InternalError", "error_from_dict")
+           "InternalError", "error_from_dict", "qualified_field")
 
 # Public name -> "module" (same name there) or "module:name".
 _WHERE: dict[str, str] = {
@@ -67,7 +67,7 @@ __all__ = [
     "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "caller", "check_config",
     "error_from_dict",
     "headless_passphrase", "init_store", "keychain_available", "load_config",
-    "parse_config_section", "probe_store", "repair_store", "resolve_data_dir",
+    "parse_config_section", "probe_store", "qualified_field", "repair_store", "resolve_data_dir",
 ]
 
 

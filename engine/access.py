@@ -92,10 +92,13 @@ def layout_problem(root: Path) -> CtxError | None:
     return None
 
 
-def probe_store(data_dir: str | os.PathLike[str] | None = None) -> StoreProbe:
+def probe_store(data_dir: str | os.PathLike[str] | None = None, *, unlock: bool = False
+                ) -> StoreProbe:
     """Whether the store of ``data_dir`` exists, can be unlocked here, and is free.
     A data dir that cannot hold this store is reported (``key`` "none") without a lock
-    file or anything else made in it."""
+    file or anything else made in it. With ``unlock``, a passphrase from the environment
+    is tried on the key record (one KDF run, about 0.1 s): a wrong one is ``key`` "none"
+    with the ``wrong_key`` problem, found before an engine is started to fail on it."""
     root = P.data_dir(data_dir)
     problem = layout_problem(root)
     if problem is not None:
@@ -106,6 +109,13 @@ def probe_store(data_dir: str | os.PathLike[str] | None = None) -> StoreProbe:
         return StoreProbe(root, True, "none", False, exc)
     locked = _locked(root)
     problem: CtxError | None = None
+    if unlock and exists and key == "passphrase-env":
+        from engine.crypto import keys
+
+        try:
+            keys.unlock_key(root)
+        except CtxError as exc:  # WrongKey, KeyUnavailable (an unreadable CTX_KEY_FILE)
+            return StoreProbe(root, exists, "none", locked, exc)
     if key == "none":
         problem = KeyUnavailable(
             ("this store is locked by a passphrase and neither " if exists else

@@ -131,9 +131,22 @@ class JobSnapshot(_Plain):
 
 # -- reading --------------------------------------------------------------------------
 
+def _lines(value: Any) -> tuple[int, int] | None:
+    """A ``[first, last]`` line range from JSON (a list) as a tuple; None when absent."""
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    return None
+
+
 @dataclass(frozen=True)
 class SearchHit(_Plain):
-    """One ranked chunk; ``lanes`` maps lane name to its 1-based rank there."""
+    """One ranked chunk; ``lanes`` maps lane name to its 1-based rank there.
+
+    Where it is, for a file: ``path`` relative to ``root``, the folder it was ingested
+    from (``path`` is the absolute path when no root was recorded), and ``lines``, its
+    first and last line (1-based, inclusive) for text and code; "", None and None for
+    sources that are not files.
+    """
 
     chunk_id: int
     source_id: int
@@ -149,6 +162,15 @@ class SearchHit(_Plain):
     tokens: int = 0
     heading: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    path: str = ""
+    root: str | None = None
+    lines: tuple[int, int] | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        d = _known(cls, data)
+        d["lines"] = _lines(d.get("lines"))
+        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -170,6 +192,9 @@ class PayloadItem(_Plain):
     why: str
     chunk_ids: tuple[int, ...] = ()
     tier: str | None = None
+    path: str = ""  # as SearchHit's: the file relative to root, for memory from files
+    root: str | None = None
+    lines: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -180,6 +205,7 @@ class PayloadItem(_Plain):
     def from_dict(cls, data: Mapping[str, Any]) -> PayloadItem:
         d = _known(cls, data)
         d["chunk_ids"] = tuple(int(c) for c in d.get("chunk_ids") or ())
+        d["lines"] = _lines(d.get("lines"))
         return cls(**d)
 
 
@@ -430,6 +456,8 @@ class Status(_Plain):
     alerts: Mapping[str, Alert]
     # Over the wire only: the serving process's counters (received, replied, ...).
     server: Mapping[str, Any] | None = None
+    # "<backend>: <why>", e.g. "torch: no ONNX export of MiniLM was found, ..." ("" if fake)
+    model_backend_reason: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Status:
@@ -501,6 +529,9 @@ class BuildItem(_Plain):
     score: float
     lanes: Mapping[str, int]
     tier: str | None = None
+    path: str = ""  # as PayloadItem's
+    root: str | None = None
+    lines: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -521,7 +552,8 @@ class BuildDone(Event):
     def of(cls, payload: Payload, origin: str, started: float, duration_ms: float
            ) -> BuildDone:
         """What ``payload``'s build announces (its items without their text)."""
-        items = tuple(BuildItem(i.kind, i.source, i.tokens, i.score, dict(i.lanes), i.tier)
+        items = tuple(BuildItem(i.kind, i.source, i.tokens, i.score, dict(i.lanes), i.tier,
+                                i.path, i.root, i.lines)
                       for i in payload.items)
         return cls(origin=origin, time=started, duration_ms=round(duration_ms, 3),
                    budget=payload.budget, total_tokens=payload.total_tokens, items=items,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from engine.api import DeleteResult, Payload, RecallResult
-from engine.errors import CtxError, InternalError
+from engine.errors import CtxError, InternalError, name_field
 
 log = logging.getLogger("ctx.engine")
 
@@ -66,6 +66,21 @@ def caller(origin: str, *, pid: int | None = None, request: str | None = None
 
 def current_caller() -> Caller:
     return _CURRENT.get() or _NOBODY
+
+
+def names_fields(method: F) -> F:
+    """Errors about the caller's input that ``method`` raises name their parameter as
+    ``<method>.<field>`` (``errors.name_field``), as the wire does."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(engine: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(engine, *args, **kwargs)
+        except CtxError as exc:
+            name_field(exc, name)
+            raise
+    return call  # type: ignore[return-value]
 
 
 def audited(method: F) -> F:

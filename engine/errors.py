@@ -172,6 +172,26 @@ class InternalError(CtxError):
         return cls(f"{doing} failed with {kind}", type=kind)
 
 
+def qualified_field(field: Any, method: str) -> str:
+    """``field`` as a path under ``method`` (``query`` -> ``search.query``); the method
+    itself when ``field`` is empty or not a string."""
+    if not isinstance(field, str) or not field:
+        return method
+    if field == method or field.startswith((f"{method}.", f"{method}[")):
+        return field
+    return f"{method}.{field}"
+
+
+def name_field(error: CtxError, method: str) -> None:
+    """Give an error about the caller's input its place as ``<method>.<field>``:
+    ``details.field`` of every ``invalid_input`` family error (the method itself when
+    it names none), and of any other error that names one (``not_found``). The same
+    path in process and over the wire (ipc.replies does the same to every reply)."""
+    field = error.details.get("field")
+    if isinstance(error, InvalidInput) or field is not None:
+        error.details["field"] = qualified_field(field, method)
+
+
 def all_error_classes() -> list[type[CtxError]]:
     """Every CtxError subclass, for mapping codes back to classes across a wire."""
     out: list[type[CtxError]] = []

@@ -41,7 +41,7 @@ from engine.api import (
     Status,
     SyncResult,
 )
-from engine.calls import audited, current_caller
+from engine.calls import audited, current_caller, names_fields
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import NameHasher
@@ -95,9 +95,17 @@ def init_store(data_dir: str | Path | None = None, *, passphrase: str | None = N
     any part of one; a folder holding other files is used only because it was asked."""
     root, _ = prepare_root(data_dir, create=True, explicit_init=True)
     cfg = config or load_config(root)
-    with DataDirLock(P.lock_path(root)):
+    lock = DataDirLock(P.lock_path(root))
+    lock.acquire()
+    try:
         key = keys.create_key(root, cfg.keys, passphrase=passphrase, use_keychain=use_keychain)
         new_vault(root, key, cfg).close()
+    except BaseException:
+        if not store_exists(root):  # nothing was made: no lock file is left behind either
+            lock.discard()
+        raise
+    finally:
+        lock.release()
     return root
 
 
@@ -183,6 +191,8 @@ class ContextEngine:
                 key = keys.unlock_key(root, passphrase=passphrase)
             return cls(root, cfg, key, lock, embedder, auto_repair)
         except BaseException:
+            if fresh and not store_exists(root):  # a store not made leaves no lock file
+                lock.discard()
             lock.release()
             raise
 
@@ -267,6 +277,7 @@ class ContextEngine:
 
     # -- ingestion ---------------------------------------------------------------
     @audited
+    @names_fields
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
                title: str | None = None, kind: str = "text", external_id: str | None = None,
                wait: bool = False) -> str:
@@ -278,9 +289,11 @@ class ContextEngine:
         """
         rt = self._live()
         if bool(paths) == (text is not None):
-            raise InvalidInput("ingest takes either paths or text")
+            raise InvalidInput("ingest takes either paths or text, not both or neither",
+                               field="paths" if paths else "text")
         if external_id is not None and (text is None or not str(external_id).strip()):
-            raise InvalidInput("external_id needs a text and must not be blank")
+            raise InvalidInput("external_id needs a text and must not be blank",
+                               field="external_id")
         if text is not None:
             text = utf8(text, "text")
             work = service.ingest_text(rt, self._writer, text, title=title, kind=kind,
@@ -309,6 +322,7 @@ class ContextEngine:
             self._jobs.wait(job.id)
         return job.id
 
+    @names_fields
     def job(self, job_id: str) -> JobSnapshot:
         return self._jobs.get(job_id)
 
@@ -328,6 +342,7 @@ class ContextEngine:
         """
         return self._events.subscribe(listener)
 
+    @names_fields
     def cancel_job(self, job_id: str) -> JobSnapshot:
         """Cancel a job: a queued one is dropped, a running one stops at its next safe
         point (between files, between embedding steps). Sources it fully stored stay;
@@ -377,6 +392,7 @@ class ContextEngine:
 
     # -- reading -----------------------------------------------------------------
     @audited
+    @names_fields
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
                until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
@@ -387,12 +403,13 @@ class ContextEngine:
         """
         rt = self._live()
         query = check_query(query, rt.cfg.search)
-        if not 1 <= k <= 1000:
-            raise InvalidInput("k must be between 1 and 1000")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InvalidInput("k must be between 1 and 1000", field="k")
         filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
         return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
     @audited
+    @names_fields
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
@@ -413,6 +430,7 @@ class ContextEngine:
         return payload
 
     @audited
+    @names_fields
     def recall(self, query: str | None = None, *, auto: bool = False,
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
@@ -423,9 +441,11 @@ class ContextEngine:
         ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
         what is new in every known folder. Writes go through the single writer.
         """
-        from engine.flows.recall import recall
+        from engine.flows.recall import check_recall, recall
 
         rt = self._live()
+        check_recall(query, auto=auto, types=types, k=k, budget=budget, fmt=fmt, index=index,
+                     do_sync=sync)  # before any sync work is queued
         if index or sync:
             holder: list[RecallResult] = []
 
@@ -443,6 +463,7 @@ class ContextEngine:
                       since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
 
     @audited
+    @names_fields
     def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
         """Index what is new in the transcript folders (or ``paths``) since the last sync."""
         from engine.flows.recall import sync
@@ -465,10 +486,12 @@ class ContextEngine:
         return snap
 
     @audited
+    @names_fields
     def sources(self, *, project: str | None = None) -> list[SourceInfo]:
         return src.list_ready(self._live().vault, project=project)
 
     @audited
+    @names_fields
     def delete(self, source: str | int) -> DeleteResult:
         """Delete sources by id, uri or path: a folder deletes every source under it, a
         transcript file every segment of it, ``project:NAME`` every source of a project.
@@ -476,7 +499,7 @@ class ContextEngine:
         rt = self._live()
         what = deleting.resolve(rt.vault, source)
         if what.empty:
-            raise NotFound("no such source")
+            raise NotFound("no such source (give a source id, uri or path)", field="source")
         self._wait_ok(self._jobs.submit("delete", deleting.delete_work(rt, self._writer,
                                                                         what)).id)
         rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
@@ -500,6 +523,7 @@ class ContextEngine:
         """Record a call in the audit log (ids and counts only, never content)."""
         self._live().audit.record(method, caller_pid, ids, counts)
 
+    @names_fields
     def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
         rt = self._live()
         rt.audit.flush()  # what calls queued so far is read back

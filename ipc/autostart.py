@@ -121,16 +121,24 @@ def _child_error(root: Path, since: int) -> CtxError | None:
     return None
 
 
+SERVING_LINE = "ctx: serving "  # what a background engine that started writes (cmd_serve)
+
+
 def last_engine_error(root: Path) -> CtxError | None:
-    """The error the last background engine stopped with, if the log ends with one."""
+    """The error the last background engine stopped with: the log's last ``{"error": ...}``
+    line (``ctx serve`` writes it, then its human line), unless an engine started after
+    it (a later "ctx: serving" line)."""
     path = engine_log_path(root)
     try:
         size = path.stat().st_size
     except OSError:
         return None
-    lines = [ln for ln in _log_tail(path, max(0, size - 4096)).splitlines() if ln.strip()]
-    if lines and lines[-1].startswith('{"error"'):
-        return _child_error(root, max(0, size - 4096))
+    for line in reversed(_log_tail(path, max(0, size - 16384)).splitlines()):
+        if line.startswith(SERVING_LINE):
+            return None
+        if line.startswith('{"error"'):
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                return error_from_dict(json.loads(line)["error"])
     return None
 
 

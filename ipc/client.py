@@ -19,6 +19,7 @@ import zmq
 
 from engine import CtxError, error_from_dict
 from ipc.connection import ConnectionInfo, pid_alive
+from ipc.endpoints import needs_ipv6
 from ipc.errors import (
     BadSignature,
     IpcTimeout,
@@ -162,6 +163,8 @@ class Client:
             sock = self._ctx.socket(zmq.REQ)
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+            if needs_ipv6(self.endpoint):
+                sock.setsockopt(zmq.IPV6, 1)
             sock.connect(self.endpoint)
             self._sock = sock
         return self._sock

@@ -17,7 +17,7 @@ import re
 
 from engine import ConfigError
 
-__all__ = ["LOOPBACK_NAMES", "check_loopback", "is_loopback_host"]
+__all__ = ["LOOPBACK_NAMES", "check_loopback", "is_loopback_host", "needs_ipv6"]
 
 LOOPBACK_NAMES = ("localhost",)
 _TCP = re.compile(r"^tcp://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\*|\d{1,5})$")
@@ -64,3 +64,9 @@ def check_loopback(endpoint: str) -> str:
     if match["port"].isdigit() and not 0 < int(match["port"]) < 65536:
         raise _refuse("malformed", "the port must be between 1 and 65535")
     return endpoint
+
+
+def needs_ipv6(endpoint: str) -> bool:
+    """Whether ``endpoint`` is an IPv6 literal (``tcp://[::1]:*``): ZeroMQ binds and
+    connects such an address only on a socket with its IPV6 option set."""
+    return endpoint.startswith("tcp://[")

@@ -138,10 +138,10 @@ _OBJ_LIST = Field("list", items=_ANY_OBJ)
 _LIVE_ITEM = _obj({
     "kind": Field("str", choices=LIVE_KINDS, error=InvalidItemKind),
     "source": Field("str", max_len=4096), "title": Field("str", max_len=1024),
-    "text": Field("str"), "captured_at": Field("any", nullable=True),
+    "text": Field("str"), "captured_at": Field("date", nullable=True),
 }, extra=False)
 _TURN = _obj({"role": Field("str", max_len=64), "text": Field("str"),
-              "time": Field("any", nullable=True)})
+              "time": Field("date", nullable=True)})
 
 
 def _live_bytes(params: Mapping[str, Any]) -> None:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from engine import CtxError, InvalidInput
+from engine import CtxError, InvalidInput, qualified_field
 from ipc.protocol import METHODS
 from ipc.session import dumps
 
@@ -36,8 +36,10 @@ def error_body(error: CtxError) -> dict[str, Any]:
 
 
 def _schema_constants() -> frozenset[str]:
-    """Strings the schemas themselves define (choices): repeating them repeats no caller text."""
+    """Strings the schemas themselves define (method and parameter names, field names,
+    choices): repeating them repeats no caller text, though the caller sent them too."""
     out: set[str] = set(METHODS)
+    out.update(name for spec in METHODS.values() for name in spec.params)
     stack = [f for spec in METHODS.values() for f in spec.params.values()]
     while stack:
         f = stack.pop()
@@ -91,23 +93,38 @@ def _flat(value: Any) -> str:
         return repr(value)
 
 
+_PATH_PART = re.compile(r"\[\d+\]|<key>")
+
+
+def schema_path(field: Any) -> bool:
+    """Whether ``field`` is a path made of schema names and list indexes only
+    (``build_context.live[3].kind``): it names a place, never the caller's text."""
+    if not isinstance(field, str) or not field:
+        return False
+    return all(part in _CONSTANTS for part in _PATH_PART.sub("", field).split("."))
+
+
 def wire_error(error: CtxError, method: str, params: Any) -> CtxError:
-    """``error`` fit for the wire: no caller text, and a field on invalid input."""
+    """``error`` fit for the wire: no caller text, and a field on invalid input.
+
+    The caller's own values (a query, a path, a job id, an unknown key) are never
+    repeated: a reply may be logged or shown where the caller's text must not go, and
+    a value the caller sent may be a secret. Schema names are not the caller's text, so
+    "the query is empty" and ``details.field`` ``search.query`` pass unchanged.
+    """
     strings = caller_strings(params)
     message = error.message
     details = dict(error.details)
+    field = details.pop("field", None)
     if strings is None or _repeats(message, strings):
         message = f"{error.name}: message withheld (it would repeat text from the request)"
     if strings is None:
         details = {k: v for k, v in details.items() if isinstance(v, (int, float, bool))}
     else:
         details = {k: v for k, v in details.items() if not _repeats(_flat(v), strings)}
-    if isinstance(error, InvalidInput):
-        field = details.get("field")
-        if not isinstance(field, str) or not field:
-            details["field"] = method
-        elif field != method and not field.startswith((f"{method}.", f"{method}[")):
-            details["field"] = f"{method}.{field}"
+    if field is not None or isinstance(error, InvalidInput):
+        field = qualified_field(field, method)
+        details["field"] = field if schema_path(field) else method
     if message == error.message and details == error.details:
         return error
     out = CtxError.__new__(type(error))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from engine import CtxError, InvalidInput, NotUtf8
@@ -23,7 +24,8 @@ __all__ = ["Field", "check", "check_text"]
 
 @dataclass(frozen=True)
 class Field:
-    """One value's schema. ``kind``: str, int, number, bool, list, object or any.
+    """One value's schema. ``kind``: str, int, number, bool, date, list, object or any
+    (``date``: epoch seconds, a number, or an ISO 8601 date string).
 
     ``lo``/``hi`` bound numbers; ``min_len``/``max_len`` bound string lengths
     (characters) and list lengths (items). For objects, ``fields`` lists known
@@ -75,6 +77,9 @@ def check(value: Any, spec: Field, where: str) -> None:
             fail("expected a finite number")
         if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
             fail(f"must be between {_num(spec.lo)} and {_num(spec.hi)}")
+    elif kind == "date":
+        if not _is_date(value):
+            fail("expected epoch seconds or an ISO 8601 date")
     elif kind == "str":
         if not isinstance(value, str):
             fail("expected a string")
@@ -109,6 +114,22 @@ def _check_object(value: Any, spec: Field, where: str, fail: Callable[..., None]
             check(value[name], sub, f"{where}.{name}")
         elif sub.required:
             raise sub.error(f"{where}.{name}: required", field=f"{where}.{name}")
+
+
+def _is_date(value: Any) -> bool:
+    """A finite number (epoch seconds) or a string ``datetime.fromisoformat`` reads, as
+    the engine reads a live item's ``captured_at`` and a turn's ``time``."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            return False
+        return True
+    return False
 
 
 def _num(x: float | None) -> str:

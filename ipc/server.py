@@ -30,7 +30,7 @@ import zmq
 
 from engine import CtxError, EngineAPI, InternalError, caller
 from ipc.dispatch import CALLS, encode
-from ipc.endpoints import check_loopback
+from ipc.endpoints import check_loopback, needs_ipv6
 from ipc.errors import MessageTooLarge, ServerUnavailable
 from ipc.protocol import (
     METHODS,
@@ -82,6 +82,8 @@ class Server:
         self._push = self._ctx.socket(zmq.PUSH)
         self._push.setsockopt(zmq.SNDHWM, 0)
         self._push_lock = threading.Lock()
+        if needs_ipv6(endpoint):
+            self._router.setsockopt(zmq.IPV6, 1)
         try:
             self._router.bind(endpoint)
             self.endpoint: str = self._router.getsockopt(zmq.LAST_ENDPOINT).decode()

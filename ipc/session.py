@@ -230,19 +230,19 @@ class Session:
             return len(self._seen)
 
 
-_PEEK_PARSE_BYTES = 1 << 20  # larger (or unparsable) headers are scanned, not parsed
 _MSG_ID_FIELD = re.compile(rb'"msg_id"\s*:\s*"([0-9a-f]{32})"')
 
 
 def _peek_header(raw: bytes) -> dict[str, Any] | None:
     """An unverified header, only to address an error reply; None if no id can be read.
 
-    A header that is too large or too deeply nested to parse is scanned for
-    its ``"msg_id": "<32 hex>"`` pair instead (used only when exactly one
-    distinct id appears), so such a message still gets its error reply.
+    A header over ``MAX_HEADER_BYTES`` (docs/wire.md §7), or too deeply nested to
+    parse, is never parsed: it is scanned for its ``"msg_id": "<32 hex>"`` pair
+    instead, used only when exactly one distinct id appears (two ids: no reply),
+    so such a message still gets its error reply when it can be addressed.
     """
     header: Any = None
-    if len(raw) <= _PEEK_PARSE_BYTES:
+    if len(raw) <= MAX_HEADER_BYTES:
         try:
             header = loads(raw, "header")
         except ProtocolError:

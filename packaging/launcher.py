@@ -21,13 +21,9 @@ GUI_NAMES = frozenset({"ctx-app", "ctx-desktop", "ctx_app"})
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from ipc.version import version as ctx_version  # the pip install's `ctx --version` too
 
-    try:
-        return dist_version("ctx")
-    except PackageNotFoundError:
-        return "unknown"
+    return ctx_version()
 
 
 def about() -> dict[str, object]:

@@ -28,7 +28,7 @@ def test_engine_exports() -> None:
         "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
         "KeyRecordDamaged", "VaultMissing", "VaultDamaged", "StoreTooNew", "VectorsDamaged",
         "NoSpace", "IntegrityError", "ModelMismatch", "VectorStoreUnavailable", "IngestFailed",
-        "FileRejected", "EngineClosed", "InternalError", "error_from_dict",
+        "FileRejected", "EngineClosed", "InternalError", "error_from_dict", "qualified_field",
         # config, paths, kinds, tokens, keys
         "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
         "LiveItem",

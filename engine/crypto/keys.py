@@ -189,8 +189,9 @@ def create_key(root: Path, cfg: KeyConfig, *, passphrase: str | None = None,
         passphrase = headless_passphrase()
     if not passphrase:
         raise KeyUnavailable(
-            "no keychain and no passphrase: run `ctx init` or set CTX_PASSPHRASE (headless)"
-        )
+            "no keychain and no passphrase to make the store's key: run `ctx init` on a "
+            "terminal, `ctx init --passphrase-stdin`, or set CTX_PASSPHRASE or CTX_KEY_FILE "
+            "(a file readable by you alone); later commands unlock it the same way")
     salt, nonce = secrets.token_bytes(16), secrets.token_bytes(12)
     kek = _kek(passphrase, salt, cfg.scrypt_n, cfg.scrypt_r, cfg.scrypt_p)
     wrapped = AESGCM(kek).encrypt(nonce, key, b"ctx-data-key-v1")

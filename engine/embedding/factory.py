@@ -33,6 +33,34 @@ def choose_backend(cfg: EmbeddingConfig, export: Path | None) -> str:
     return "onnx" if export is not None and cfg.device in ("auto", "cpu") else "torch"
 
 
+NO_EXPORT = ("no ONNX export of MiniLM was found, so it runs on torch (about twice the "
+             "memory); make one with `python -m engine.embedding.onnx_export` (the install "
+             "step, `make setup`, does)")
+
+
+def backend_reason(cfg: EmbeddingConfig) -> str:
+    """Which runtime ``cfg``'s model runs on, and why, in one line (``ctx status``, the
+    Health panel); cheap: no model is loaded. "" for the fake model."""
+    model = cfg.model.strip()
+    if model == "fake" or model.startswith("fake:"):
+        return ""
+    if model not in MINILM_NAMES:
+        return "torch: a local model folder runs on sentence-transformers"
+    if cfg.backend == "torch":
+        return "torch: embedding.backend is torch"
+    from engine.embedding.onnx_files import find_export
+
+    try:
+        export = find_export(cfg)
+    except ConfigError as exc:
+        return f"none: {exc.message}"
+    if export is not None and cfg.device in ("auto", "cpu"):
+        return f"onnx: the export in {export}"
+    if export is not None:
+        return f"torch: embedding.device is {cfg.device} (ONNX runs on the CPU only)"
+    return "torch: " + NO_EXPORT
+
+
 def make_embedder(cfg: EmbeddingConfig) -> Embedder:
     model = cfg.model.strip()
     if model == "fake" or model.startswith("fake:"):
@@ -62,6 +90,8 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
     )
 
     if model in MINILM_NAMES:
+        if cfg.backend == "auto" and cfg.device in ("auto", "cpu"):
+            _log.warning("embedding: %s", NO_EXPORT)  # never silently: ctx status says it too
         return _torch_or_explain(lambda: SentenceTransformerEmbedder(
             minilm_path(), name="all-MiniLM-L6-v2", expected_sha256=MINILM_SHA256,
             device=cfg.device, batch_size=cfg.batch_size, threads=cfg.threads,

@@ -50,6 +50,13 @@ class LazyEmbedder:
         return getattr(self._inner, "backend", None) if self._inner is not None else None
 
     @property
+    def backend_reason(self) -> str:
+        """The runtime the model runs (or will run) on and why (``factory.backend_reason``)."""
+        from engine.embedding.factory import backend_reason
+
+        return backend_reason(self.cfg)
+
+    @property
     def document_precision(self) -> str | None:
         """"int8" or "float32": the model documents run on, once the model is loaded."""
         if self._inner is None:

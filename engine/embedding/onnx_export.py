@@ -2,8 +2,12 @@
 
 Build-time (the app bundle) or once per pip install::
 
-    python -m engine.embedding.onnx_export            # into the user cache dir
+    python -m engine.embedding.onnx_export            # into the install's data dir
     python -m engine.embedding.onnx_export --out DIR  # anywhere (the bundle build)
+
+The default target is ``onnx_files.install_export_dir()`` (``share/ctx/onnx`` in the
+venv or prefix), found by every user and HOME that runs this install; when it cannot
+be written, the user cache dir (found by this user only, said so on stderr).
 
 Needs torch, transformers and sentence-transformers (the pip install has
 them; the bundle does not, and needs none of them at run time). The weights
@@ -44,6 +48,7 @@ from engine.embedding.onnx_files import (
     TOKENIZER_FILE,
     Manifest,
     current_export,
+    install_export_dir,
     sha256_file,
     user_export_dir,
 )
@@ -207,17 +212,33 @@ def export(out_dir: Path, model_dir: Path | None = None) -> Manifest:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def default_target() -> Path:
+    """The install's data dir when it can be written, else the user cache dir (with a note:
+    other users and HOMEs of this install will not find the export there)."""
+    target = install_export_dir()
+    probe = target.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if os.access(probe, os.W_OK):
+        return target
+    fallback = user_export_dir()
+    sys.stderr.write(f"note: {probe} is not writable; exporting into {fallback}, which only "
+                     "this user's HOME finds (run this step as the install's owner to share "
+                     "it)\n")
+    return fallback
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m engine.embedding.onnx_export",
                                 description="Export the shipped MiniLM to ONNX (offline).")
     p.add_argument("--out", type=Path, default=None,
-                   help=f"target folder (default: {user_export_dir()})")
+                   help=f"target folder (default: {install_export_dir()})")
     p.add_argument("--model-dir", type=Path, default=None,
                    help="sentence-transformers folder (default: the shipped MiniLM)")
     p.add_argument("--if-missing", action="store_true",
                    help="keep an export already there when it passes its checks")
     args = p.parse_args(argv)
-    out = args.out or user_export_dir()
+    out = args.out or default_target()
     # An export that is absent, damaged or of an older version is made afresh.
     if args.if_missing and args.model_dir is None and current_export(out) is not None:
         sys.stdout.write(json.dumps({"out": str(out), "reused": True}) + "\n")

@@ -14,7 +14,9 @@ export may be recorded under MiniLM's name. A version 1 export (no int8 model,
 float32 storage) still loads; its documents are embedded in float32.
 
 Folders searched, first found wins: ``embedding.onnx_dir``; the app bundle's
-data files (``sys._MEIPASS``); the user cache dir (a pip install's export).
+data files (``sys._MEIPASS``); the install's data dir (``share/ctx/onnx`` under
+the venv or prefix: where the install step exports it, so every HOME that runs
+this install finds it); the user cache dir (where exports were made before).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import sysconfig
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -80,8 +83,16 @@ def bundle_root() -> Path | None:
     return Path(base) if base else None
 
 
+def install_export_dir() -> Path:
+    """Where ``python -m engine.embedding.onnx_export`` puts a pip install's export: the
+    install's own data dir (the venv, or the prefix Python was installed to), the same
+    for every user and HOME that runs this install."""
+    return Path(sysconfig.get_path("data")) / "share" / "ctx" / "onnx" / MODEL_NAME
+
+
 def user_export_dir() -> Path:
-    """Where ``python -m engine.embedding.onnx_export`` puts a pip install's export."""
+    """The user cache dir, where earlier versions exported (still searched last; the
+    export goes here only when the install's data dir cannot be written)."""
     cache = platformdirs.user_cache_dir("ctx", appauthor=False)
     return Path(cache) / "onnx" / MODEL_NAME
 
@@ -94,6 +105,7 @@ def candidate_dirs(cfg: EmbeddingConfig) -> list[Path]:
     root = bundle_root()
     if root is not None:
         out.append(root / BUNDLE_SUBDIR)
+    out.append(install_export_dir())
     out.append(user_export_dir())
     return out
 

@@ -16,6 +16,7 @@ from engine.config import Config
 from engine.flows.lanes import LaneResult
 from engine.flows.ranking import Ranked
 from engine.flows.runtime import Runtime
+from engine.ingest.place import merged_lines, place_of
 from engine.packing.candidates import PackCandidate
 from engine.packing.overlap import Span, trim_overlaps
 from engine.packing.packer import PackingConfig
@@ -47,9 +48,10 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, ranked: Sequenc
     spans: dict[str, Span] = {}
     for rank, cid in enumerate(kept):
         row = rows[cid]
+        path, root, lines = place_of(row.source, row.source_kind, row.meta)
         expanded, covered, span = None, (cid,), _span(row)
         if rank < pcfg.expand_top and row.kind not in pcfg.neighbour_kinds:
-            expanded, covered, span = expand(rt, row, pcfg.expansion_max_tokens)
+            expanded, covered, span, lines = expand(rt, row, pcfg.expansion_max_tokens)
         if span is not None and row.kind not in pcfg.neighbour_kinds:
             spans[f"chunk:{cid}"] = span
         sur = surrogates.pop(row.source_id, None) if rank >= pcfg.expand_top else None
@@ -60,12 +62,14 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, ranked: Sequenc
             lanes=lanes.get(cid, {}), text=row.text, expanded=expanded,
             surrogate=sur[1] if sur else None, tier=sur[0] if sur else None,
             chunk_ids=tuple(covered), why="rerank", position=float(row.ordinal),
-            text_tokens=row.tokens))
+            text_tokens=row.tokens, path=path, root=root, lines=lines))
     for cid, (row, score) in near.items():
+        path, root, lines = place_of(row.source, row.source_kind, row.meta)
         out.append(PackCandidate(
             key=f"chunk:{cid}", section="memory", kind=row.kind, source=row.source,
             title=_title(row), time=row.time, score=score, text=row.text, chunk_ids=(cid,),
-            why="neighbour", position=float(row.ordinal), text_tokens=row.tokens))
+            why="neighbour", position=float(row.ordinal), text_tokens=row.tokens, path=path,
+            root=root, lines=lines))
     return trim_overlaps(out, spans)
 
 def turn_prior(rt: Runtime, cfg: PackingConfig, entities: Sequence[str],
@@ -138,9 +142,10 @@ def _title(row: ChunkRow) -> str:
 
 
 def expand(rt: Runtime, row: ChunkRow, max_tokens: int
-           ) -> tuple[str, tuple[int, ...], Span | None]:
+           ) -> tuple[str, tuple[int, ...], Span | None, tuple[int, int] | None]:
     """The hit with its neighbours (same source, same section) up to ``max_tokens``:
-    (text, chunk ids, its span in the source when the chunks are contiguous)."""
+    (text, chunk ids, its span in the source when the chunks are contiguous, the lines
+    it covers when its chunks know theirs)."""
     near = rt.vault.neighbours(row.source_id, row.ordinal - 3, row.ordinal + 3)
     same = [n for n in near if n.heading == row.heading and n.kind == row.kind]
     chosen = [row]
@@ -154,11 +159,12 @@ def expand(rt: Runtime, row: ChunkRow, max_tokens: int
             chosen.append(n)
             used += n.tokens
     chosen.sort(key=lambda n: n.ordinal)
+    lines = merged_lines([place_of(n.source, n.source_kind, n.meta)[2] for n in chosen])
     if len(chosen) == 1:
-        return row.text, (row.id,), _span(row)
+        return row.text, (row.id,), _span(row), lines
     text, contiguous = _merge(chosen)
     span = (chosen[0].start, max(n.start + len(n.text) for n in chosen)) if contiguous else None
-    return text, tuple(n.id for n in chosen), span
+    return text, tuple(n.id for n in chosen), span, lines
 
 
 def _span(row: ChunkRow) -> Span:

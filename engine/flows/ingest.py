@@ -13,6 +13,7 @@ from engine.flows.runtime import Runtime
 from engine.flows.writer import Prepared, Writer, batched
 from engine.ingest.conversation import load_conversation
 from engine.ingest.loaders import load_file, load_text
+from engine.ingest.place import root_of, with_root
 from engine.ingest.walker import walk_paths
 from engine.metrics import ALERT_INGEST_FAILED
 from engine.pathnames import shown
@@ -32,6 +33,8 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
     """A job body that ingests files and folders, reporting bad files and going on."""
     cfg = rt.cfg.ingest
 
+    given = [Path(p) for p in paths]  # the folders a file's root is taken from
+
     def work(job: Job, progress: Callable[[], None]) -> None:
         files: list[Path] = []
         for item in walk_paths(paths, excludes=cfg.excludes, respect_gitignore=cfg.respect_gitignore):
@@ -48,7 +51,8 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
                 job.check()  # a safe point: every earlier file is stored or not at all
                 job.current = shown(path)
                 try:
-                    doc = load_file(path, max_bytes=cfg.max_file_bytes)
+                    doc = with_root(load_file(path, max_bytes=cfg.max_file_bytes),
+                                    root_of(path, given))
                     item = writer.prepare(doc, dedupe=seen)
                 except FileRejected as exc:
                     _reject(job, exc.path, exc.reason)

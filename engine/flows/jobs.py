@@ -135,7 +135,7 @@ class JobRunner:
         with self._lock:
             job = self._jobs.get(job_id)
         if job is None:
-            raise NotFound(f"no job {job_id}")
+            raise NotFound("no such job", field="job_id")
         return job.snapshot()
 
     def list(self) -> list[JobSnapshot]:
@@ -173,7 +173,7 @@ class JobRunner:
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None:
-                raise NotFound("no such job")
+                raise NotFound("no such job", field="job_id")
             job.cancel_event.set()
             dropped = job.state == "queued"
             if dropped:

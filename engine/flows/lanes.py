@@ -16,6 +16,7 @@ from engine.errors import VectorStoreUnavailable
 from engine.flows.plan import QueryPlan, plan_query
 from engine.flows.runtime import Runtime
 from engine.flows.stages import StageTimer
+from engine.ingest.place import place_of
 from engine.metrics import ALERT_VECTOR_DOWN
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
@@ -223,10 +224,11 @@ def _lane_pool() -> ThreadPoolExecutor:
 
 
 def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:
+    path, root, lines = place_of(row.source, row.source_kind, row.meta)
     return SearchHit(
         chunk_id=row.id, source_id=row.source_id, source=row.source, title=row.title,
         kind=row.kind, source_kind=row.source_kind, text=row.text, score=score,
         lanes=dict(lanes), time=row.time, ordinal=row.ordinal, tokens=row.tokens,
-        heading=row.heading, meta=dict(row.meta),
+        heading=row.heading, meta=dict(row.meta), path=path, root=root, lines=lines,
     )
 

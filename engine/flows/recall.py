@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.api import RecallResult, SyncResult
-from engine.errors import InvalidInput
+from engine.errors import EmptyQuery, InvalidInput, NotFound
+from engine.flows.inputs import check_budget
 from engine.flows.ranking import search
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
 from engine.flows.recall_hits import presented
@@ -38,29 +39,46 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
            do_sync: bool = False, progress: Progress | None = None) -> RecallResult:
     """Search transcript memory, or (``auto``) assemble recent + related + failures."""
     out: dict[str, Any] = {}
+    kinds = check_recall(query, auto=auto, types=types, k=k, budget=budget, fmt=fmt,
+                         index=index, do_sync=do_sync)
     for folder in index:
         add_folder(rt, folder)
     if index:
         out["indexed"] = sync(rt, writer, list(index), progress)
     if do_sync:
         out["synced"] = sync(rt, writer, None, progress)
-    if fmt not in FORMATS:
-        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}")
-    kinds = tuple(types or RECALL_KINDS)
-    if set(kinds) - set(RECALL_KINDS):
-        raise InvalidInput(f"types must be among {', '.join(RECALL_KINDS)}")
     if auto:
         b = rt.cfg.recall.auto_budget if budget is None else budget
-        if not 0 <= b <= 200_000:
-            raise InvalidInput("budget must be in 0..200000")
         out.update(auto_context(rt, budget=b, project=project, branch=branch,
                                 task=task or query, fmt=fmt))
     elif query is not None:
-        if not query.strip():
-            raise InvalidInput("the query is empty")
-        if not 1 <= k <= 1000:
-            raise InvalidInput("k must be between 1 and 1000")
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
         hits = search(rt, query, k, filters=filters, expand_session=True)  # transcript profile
         out["hits"] = tuple(presented(rt, query, hits))
     return RecallResult(**out)
+
+
+def check_recall(query: str | None, *, auto: bool, types: Sequence[str] | None, k: int,
+                 budget: int | None, fmt: str, index: Sequence[str], do_sync: bool
+                 ) -> tuple[str, ...]:
+    """The chunk kinds to search, once the call's inputs are checked (before any sync
+    work): each error names its parameter (``details.field``) and what is wrong with it."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"fmt must be one of {', '.join(FORMATS)}", field="fmt")
+    kinds = tuple(types or RECALL_KINDS)
+    if set(kinds) - set(RECALL_KINDS):
+        raise InvalidInput(f"types must be among {', '.join(RECALL_KINDS)}", field="types")
+    if budget is not None:
+        check_budget(budget)
+    for i, folder in enumerate(index):
+        if not Path(folder).expanduser().is_dir():
+            raise NotFound(f"index[{i}]: no such folder", field=f"index[{i}]")
+    if not auto and query is None and not index and not do_sync:
+        raise InvalidInput("nothing to recall: give a query, or auto, index or sync",
+                           field="query")
+    if not auto and query is not None:
+        if not query.strip():
+            raise EmptyQuery("the query is empty", field="query")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InvalidInput("k must be between 1 and 1000", field="k")
+    return kinds

@@ -22,6 +22,7 @@ from engine.ingest.blocks import Block, markdown_blocks, rst_blocks, text_blocks
 from engine.ingest.chunkpack import _Packer, _Piece
 from engine.ingest.codesplit import find_definitions
 from engine.ingest.config import ChunkingConfig
+from engine.ingest.place import placed
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft, LoadedDocument
 
@@ -144,4 +145,4 @@ def chunk_document(doc: LoadedDocument, cfg: ChunkingConfig, counter: TokenCount
                 text=text[start:end], ordinal=len(drafts), tokens=tokens, kind=kind,
                 heading=heading, start=start, meta=meta,
             ))
-    return drafts
+    return placed(doc, drafts)  # the ingested folder and each chunk's lines (ingest/place.py)

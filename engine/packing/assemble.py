@@ -92,7 +92,8 @@ class Assembler:
                 kind=_item_kind(p), source=c.source, title=c.title, time=c.time, tokens=exact,
                 score=c.score, lanes=dict(c.lanes), why=_why(why, c.why),
                 chunk_ids=tuple(c.chunk_ids),
-                tier=c.tier if p.reason == "surrogate" else None))
+                tier=c.tier if p.reason == "surrogate" else None, path=c.path, root=c.root,
+                lines=c.lines if p.reason != "surrogate" else None))
         return Payload(context, total, self.budget, tuple(items), {}, self.fmt)
 
     def _render(self, p: Piece, *, first: bool, last: bool) -> tuple[str, int, Piece]:

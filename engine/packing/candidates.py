@@ -28,6 +28,8 @@ class PackCandidate:
     ``text``'s count in cl100k tokens where the caller knows it (a stored chunk's
     count, made at ingest): the packer uses it only to pass over an item too long
     for the room left, never to place one (placed items are always counted).
+    ``path``, ``root`` and ``lines`` say where a file's item is (SearchHit's fields):
+    the header names ``path:first-last``, and the payload item carries all three.
     """
 
     key: str
@@ -46,6 +48,9 @@ class PackCandidate:
     why: str = ""
     position: float | None = None
     text_tokens: int | None = None
+    path: str = ""  # a file's path under root: the header shows it instead of the uri
+    root: str | None = None
+    lines: tuple[int, int] | None = None  # first and last line of what ``text`` covers
 
     def __post_init__(self) -> None:
         if self.section not in SECTIONS:

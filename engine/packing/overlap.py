@@ -50,7 +50,8 @@ def trim_overlaps(cands: Sequence[PackCandidate], spans: Mapping[str, Span]
             out[i] = None
             continue
         taken.append(span)
-        out[i] = c if text == c.text else dataclasses.replace(c, text=text, text_tokens=None)
+        out[i] = c if text == c.text else dataclasses.replace(
+            c, text=text, text_tokens=None, lines=_lines_left(c, text))
     return [c for i in range(len(cands)) if (c := out[i]) is not None]
 
 
@@ -68,3 +69,15 @@ def _word_end(text: str, pos: int) -> int:
     while pos < len(text) and not text[pos].isspace():
         pos += 1
     return pos
+
+
+def _lines_left(c: PackCandidate, text: str) -> tuple[int, int] | None:
+    """The lines of what is left of ``c.text`` (``text``, a slice of it) where ``c.lines``
+    are the lines of ``c.text`` (not of an expanded text, which trimming leaves whole)."""
+    if c.lines is None or c.expanded is not None:
+        return c.lines
+    at = c.text.find(text)
+    if at < 0:
+        return c.lines
+    first = c.lines[0] + c.text.count("\n", 0, at)
+    return first, first + text.rstrip().count("\n")

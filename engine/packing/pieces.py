@@ -23,7 +23,9 @@ from engine.packing.render import (
     clean_line,
     code_lang,
     format_time,
+    line_span,
     normalize_body,
+    short_path,
     short_source,
 )
 from engine.tokens import TokenCounter
@@ -80,7 +82,7 @@ class PieceMaker:
             return
         c = p.cand
         p.grouped = self.r.grouped and c.section == "memory"
-        key = (p.label, c.section, c.source, c.title, c.time)
+        key = (p.label, c.section, c.source, c.title, c.time, c.path, c.lines)
         known = self.heads.get(key)
         if known is None:
             view = self._view(p)
@@ -93,10 +95,11 @@ class PieceMaker:
     def _view(self, p: Piece) -> BlockView:
         c = p.cand
         label = clean_line(p.label, 40)
-        source = short_source(c.source)
+        source = short_path(c.path) if c.path else short_source(c.source)
         title = clean_line(c.title, MAX_TITLE_CHARS)
-        if title in (source, clean_line(c.source, MAX_SOURCE_CHARS)):
-            title = ""
+        name = short_source(c.path or c.source)
+        if title in (source, clean_line(c.source, MAX_SOURCE_CHARS), name):
+            title = ""  # a file's title is its name, which the path already shows
         if source == label:  # e.g. a conversation turn whose source is "conversation"
             source = ""
         if title and p.grouped and not _locator(c.source):
@@ -104,7 +107,8 @@ class PieceMaker:
         when = format_time(c.time) if self.include_time else ""
         if p.grouped and p.label in self.unlabelled_kinds and (when or source):
             label = ""  # e.g. chat turns: their "Speaker: text" lines say what they are
-        return BlockView(label, source, title, when, code_lang(p.label, source))
+        return BlockView(label, source, title, when, code_lang(p.label, source),
+                         line_span(c.lines) if c.path and p.reason != "surrogate" else "")
 
     def item(self, p: Piece, body: str) -> str:
         """The piece as rendered without its run header (the whole block when alone)."""

@@ -60,6 +60,7 @@ class BlockView:
     title: str  # "" when absent or equal to the source
     when: str  # "YYYY-MM-DD HH:MM UTC" or ""
     lang: str | None = None  # None: prose; "" or a tag: code (fenced in markdown)
+    lines: str = ""  # "12-40": the lines of ``source`` the item holds, or ""
 
 
 def clean_line(text: str, max_chars: int) -> str:
@@ -111,6 +112,25 @@ def short_source(source: str) -> str:
         parts = [p for p in _SEP_RE.split(src) if p]
         src = parts[-1] if parts else src
     return clean_line(src, MAX_SOURCE_CHARS)
+
+
+def short_path(path: str) -> str:
+    """A file's path as a header shows it: one clean line, its start elided when long
+    (the end, which names the file, is what a reader needs)."""
+    line = clean_line(path, 4 * MAX_SOURCE_CHARS)
+    if len(line) <= MAX_SOURCE_CHARS:
+        return line
+    tail = line[-(MAX_SOURCE_CHARS - 1):]
+    cut = tail.find("/")
+    return "…" + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)
+
+
+def line_span(lines: tuple[int, int] | None) -> str:
+    """``12-40`` for lines 12 to 40 (``12`` for one line); "" when unknown."""
+    if lines is None:
+        return ""
+    first, last = lines
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def format_time(t: float | None) -> str:
@@ -174,7 +194,8 @@ class Renderer:
 
     @staticmethod
     def _fields(view: BlockView) -> str:
-        return " · ".join(f for f in (view.label, view.source, view.when) if f)
+        where = f"{view.source}:{view.lines}" if view.lines and view.source else view.source
+        return " · ".join(f for f in (view.label, where, view.when) if f)
 
     def _header(self, view: BlockView) -> str:
         head = f"[{self._fields(view)}]"
@@ -235,6 +256,8 @@ class JsonRenderer(Renderer):
 
     def block(self, view: BlockView, body: str) -> str:
         obj: dict[str, str] = {"kind": view.label, "source": view.source}
+        if view.lines:
+            obj["lines"] = view.lines
         if view.title:
             obj["title"] = view.title
         if view.when:

@@ -13,10 +13,14 @@ class DataDirLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: IO[str] | None = None
+        self.created = False  # this lock made the file (a store being created)
 
     def acquire(self) -> None:
         try:
-            fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held while locked
+            fresh = not self.path.exists()
+            # owner-only from the start, whatever the umask (never a 0644 lock file)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+            fh = os.fdopen(fd, "a+", encoding="utf-8")
         except OSError as exc:
             raise StoreDamaged(
                 f"the lock file {self.path.name} cannot be opened ({exc.strerror}): if it is "
@@ -34,6 +38,17 @@ class DataDirLock:
             fh.close()
             raise StoreLocked(f"another ctx engine has this data dir open: {self.path.parent}")
         self._fh = fh  # nothing is written: opening a store must not change it
+        self.created = fresh
+
+    def discard(self) -> None:
+        """Release, and remove the file when this lock made it: a store that could not be
+        created leaves no lock file behind (removed while still held)."""
+        if self._fh is not None and self.created:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+        self.release()
 
     def release(self) -> None:
         if self._fh is None:

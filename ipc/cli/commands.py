@@ -6,38 +6,63 @@ import argparse
 import getpass
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from engine import EngineAPI, InvalidInput, JobSnapshot, NotUtf8
+from engine import EngineAPI, InvalidInput, JobSnapshot, KeyUnavailable, NotUtf8
 from ipc.cli.backend import open_backend, served
 from ipc.cli.output import Progress, emit_json, fmt_time, parse_when, table
 from ipc.errors import ServerUnavailable
-from ipc.status_text import memory_line
+from ipc.places import place
+from ipc.protocol import MAX_BUDGET
+from ipc.status_text import histogram_line, memory_line
+
+NO_WAY_TO_UNLOCK = (
+    "no keychain here and no terminal to ask for a passphrase. Give one in any of these "
+    "ways: `ctx init --passphrase-stdin` (the passphrase on standard input, e.g. from a "
+    "secret manager), CTX_PASSPHRASE=<passphrase>, or CTX_KEY_FILE=<a file readable by you "
+    "alone that holds it>. Later commands unlock the store the same way: set "
+    "CTX_PASSPHRASE or CTX_KEY_FILE where they run, or type the passphrase on a terminal")
+
+
+def _init_passphrase(args: argparse.Namespace) -> str | None:
+    """The passphrase that wraps the new store's key; None: the keychain keeps the key."""
+    from engine import headless_passphrase, keychain_available
+
+    if args.passphrase_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    if not args.no_keychain and keychain_available():
+        return None
+    passphrase = headless_passphrase()
+    if passphrase is not None:
+        return passphrase
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise KeyUnavailable(NO_WAY_TO_UNLOCK)
+    passphrase = getpass.getpass("new passphrase: ")
+    if passphrase != getpass.getpass("again: "):
+        raise InvalidInput("the passphrases differ", field="passphrase")
+    return passphrase
 
 
 def cmd_init(args: argparse.Namespace) -> int:
     from engine import init_store
 
-    passphrase = None
-    if args.passphrase_stdin:
-        passphrase = sys.stdin.readline().rstrip("\n")
-    elif args.no_keychain:
-        from engine import headless_passphrase
-
-        passphrase = headless_passphrase()
-        if passphrase is None and sys.stdin.isatty():
-            passphrase = getpass.getpass("new passphrase: ")
-            if passphrase != getpass.getpass("again: "):
-                raise InvalidInput("the passphrases differ")
+    passphrase = _init_passphrase(args)
     if passphrase is not None and not passphrase:
-        raise InvalidInput("the passphrase is empty")
+        raise InvalidInput("the passphrase is empty", field="passphrase")
     root = init_store(args.data_dir, passphrase=passphrase,
-                      use_keychain=False if args.no_keychain or passphrase else None)
+                      use_keychain=False if passphrase is not None else None)
     print(f"created store in {root}")
+    if passphrase is None:
+        print("its key is in this system's keychain: ctx commands unlock it by themselves")
+    else:
+        print("its key is wrapped with your passphrase: later commands ask for it on a "
+              "terminal; where none is (services, agents, scripts) set CTX_PASSPHRASE or "
+              "CTX_KEY_FILE (a file readable by you alone) to it")
     return 0
 
 
@@ -162,13 +187,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("no results")
     for i, h in enumerate(hits, 1):
         lanes = ",".join(sorted(h.lanes))
-        print(f"{i:>2}. {h.score:.4f} [{lanes}] {h.title} ({h.kind}, chunk {h.chunk_id})")
+        what = f"{h.kind} {h.heading}" if h.heading and h.path else h.kind
+        print(f"{i:>2}. {h.score:.4f} [{lanes}] {place(h)} ({what}, chunk {h.chunk_id})")
         snippet = " ".join(h.text.split())[:160]
         print(f"    {snippet}")
     return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    if args.budget == 0:
+        raise InvalidInput("--budget 0 gives an empty context (0 tokens): give the most "
+                           f"tokens the context may use, 1..{MAX_BUDGET}", field="budget")
     live = None
     if args.live:
         try:
@@ -189,6 +218,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         sys.stdout.write(payload.context)
         if payload.context and not payload.context.endswith("\n"):
             sys.stdout.write("\n")
+    if not payload.items:  # never an empty answer without a word
+        print(f"ctx: the context is empty: nothing stored matched the query, or nothing that "
+              f"matched fits in {payload.budget} tokens", file=sys.stderr)
     return 0
 
 
@@ -206,10 +238,22 @@ def cmd_sources(args: argparse.Namespace) -> int:
     return 0
 
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # text:…, stdin:…, project:…, https://…
+
+
+def delete_target(source: str) -> str:
+    """What ``ctx delete`` asks the engine for: a relative path resolved as ``ctx ingest``
+    resolves it; an id (digits), a uri (``scheme:...``) or an absolute path as given."""
+    path = Path(source).expanduser()
+    if path.exists() or not (source.isdigit() or _URI.match(source) or path.is_absolute()):
+        return str(path.resolve())
+    return source
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     backend = open_backend(args.data_dir, local_only=args.local)
     try:
-        result = backend.delete(args.source)
+        result = backend.delete(delete_target(args.source))
     finally:
         backend.close()
     emit_json(result.to_dict()) if args.json else print(f"deleted {result.deleted} source(s)")
@@ -232,8 +276,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{key:>15}: {shown[key]}")
         if key == "vector_backend":
             print(f"{'in memory':>15}: {memory_line(status.vectors_in_memory)}")
+        if key == "model" and status.model_backend_reason:
+            print(f"{'model backend':>15}: {status.model_backend_reason}")
     for name, h in sorted(metrics.histograms.items()):
-        print(f"{name}: p50 {h.p50:.1f} ms, p95 {h.p95:.1f} ms ({h.count} calls)")
+        print(histogram_line(name, h))
     for name in sorted(status.alerts):
         print(f"ALERT {name}")
     return 0

@@ -177,7 +177,7 @@ def _session_context(args: argparse.Namespace, end: float, answer: _Answer
     info = find_live(args.data_dir)
     fresh = False
     if info is None:
-        probe = probe_store(args.data_dir)
+        probe = probe_store(args.data_dir, unlock=True)  # a wrong key is said now, not later
         root = probe.data_dir
         if probe.key == "none":
             return "", _fix_message(probe.problem)
@@ -235,12 +235,15 @@ def _fire_sync(info: Any, end: float) -> None:
     """Ask the engine to index new transcripts, without waiting for it (it runs after we leave)."""
     import zmq
 
+    from ipc.endpoints import needs_ipv6
     from ipc.session import Session
 
     ctx = zmq.Context()
     try:
         sock = ctx.socket(zmq.REQ)
         _, frames = Session(info["key"].encode("utf-8")).pack("sync", {})
+        if needs_ipv6(info["endpoint"]):
+            sock.setsockopt(zmq.IPV6, 1)
         sock.connect(info["endpoint"])
         sock.send_multipart(frames, zmq.NOBLOCK)
         sock.close(linger=max(50, int((end - time.monotonic()) * 1000)))
@@ -250,28 +253,14 @@ def _fire_sync(info: Any, end: float) -> None:
         ctx.term()
 
 
-_FIXES = {
-    "key_unavailable": "the agent's environment cannot unlock the store. Start the ctx app or "
-                       "`ctx serve` in your own shell (the hook then uses it), or set "
-                       "CTX_PASSPHRASE or CTX_KEY_FILE for the agent",
-    "wrong_key": "the key in the agent's environment does not open the store: fix "
-                 "CTX_PASSPHRASE or CTX_KEY_FILE",
-    "store_locked": "another ctx process holds the store; memory comes back when it ends",
-    "store_not_initialized": "no ctx store yet: run `ctx init`",
-    "ipc_timeout": "the engine did not answer within 2 s (busy?); check `ctx status`",
-    "server_unavailable": "the engine could not be reached; check `ctx status` and the "
-                          "engine log (logs/engine.log in the data dir)",
-    "config_invalid": "ctx's config.toml has an error; run `ctx status` to see it",
-}
-
-
 def _fix_message(exc: BaseException | None) -> str:
     """A short systemMessage saying what went wrong and what to do (no user text)."""
     from engine import CtxError
 
     if isinstance(exc, CtxError):
-        fix = _FIXES.get(exc.name, f"{exc.name}: run `ctx status` to see why")
-        return f"ctx: no session memory this time: {fix}."
+        from ipc.fixes import fix_for
+
+        return f"ctx: no session memory this time: {fix_for(exc)}."
     kind = type(exc).__name__ if exc is not None else "unknown"
     return (f"ctx: no session memory this time: the hook failed ({kind}); "
             "run `ctx hook session-start < /dev/null` in a terminal to see why.")

@@ -19,7 +19,11 @@ from ipc.cli import commands
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ipc.version import version
+
     p = argparse.ArgumentParser(prog="ctx", description="Local context engine.")
+    # the same answer as the app bundle's launcher (packaging/launcher.py)
+    p.add_argument("--version", action="version", version=f"ctx {version()}")
     p.add_argument("--data-dir", help="data directory (default: $CTX_HOME or the user data dir)")
     p.add_argument("-v", "--verbose", action="store_true", help="log to stderr (no content)")
     p.add_argument("--local", action="store_true",

@@ -8,9 +8,10 @@ import dataclasses
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-from engine import EngineAPI, RecallResult
+from engine import EngineAPI, InvalidInput, NotFound, RecallResult
 from ipc.cli.backend import open_backend
 from ipc.cli.output import SyncProgress, emit_json, parse_when
 from ipc.projects import current_project
@@ -61,13 +62,28 @@ def index_with_progress(backend: EngineAPI, index: list[str], sync: bool) -> Rec
     return holder.get("result") or RecallResult()
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """A usage error for a call with nothing to do, not found for a missing --index folder
+    (both before any engine starts)."""
+    if args.query is None and not (args.auto or args.index or args.sync):
+        raise InvalidInput("nothing to recall: give a QUERY to search past sessions, --auto "
+                           "for what a new session should know, --index DIR to add a "
+                           "transcript folder, or --sync (see `ctx recall --help`)",
+                           field="query")
+    for folder in args.index or ():
+        if not Path(folder).expanduser().is_dir():
+            raise NotFound(f"--index: no such folder: {folder}", field="index")
+
+
 def run_recall(args: argparse.Namespace) -> int:
+    _check_args(args)
     types = [t.strip() for t in args.type.split(",") if t.strip()] if args.type else None
     backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
         synced = RecallResult()
         if args.index or args.sync:
-            synced = index_with_progress(backend, args.index or [], args.sync)
+            folders = [str(Path(f).expanduser().resolve()) for f in args.index or ()]
+            synced = index_with_progress(backend, folders, args.sync)  # as ingest resolves
         result = synced
         if args.auto:
             project = args.project or current_project()

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine import SearchHit, SourceInfo
+from ipc.places import place
 
 SNIPPET_TOKENS = 160  # at most this many tokens of text per hit
 
@@ -85,8 +86,13 @@ def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
             continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""
-        head = (f"{i}. [{h.kind}{flag}] {h.title} ({h.source}"
-                f"{', ' + where if where else ''}; {_when(h.time)}; score {h.score:.3f})")
+        if h.path:  # a file: where it is, under the folder it was ingested from
+            name = place(h) + (f" {h.heading}" if h.heading else "")
+            where = f"in {h.root}" if h.root else where
+        else:
+            name = f"{h.title} ({h.source})"
+        head = (f"{i}. [{h.kind}{flag}] {name} ({where + '; ' if where else ''}"
+                f"{_when(h.time)}; score {h.score:.3f})")
         out.append(head + "\n   " + _cut(_one_line(h.text), SNIPPET_TOKENS))
     return out
 

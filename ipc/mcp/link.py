@@ -43,7 +43,7 @@ class EngineLink:
 
         info = find_live(self.data_dir)
         if info is None:
-            probe = probe_store(self.data_dir)
+            probe = probe_store(self.data_dir, unlock=True)
             if probe.key == "none" and probe.problem is not None:
                 raise probe.problem
             info = ensure_server(probe.data_dir, wait_s=self.start_wait_s, notice=_notice)

@@ -36,9 +36,17 @@ Budget = Annotated[int, Field(ge=50, le=50_000,
 
 
 def _tool_error(exc: CtxError) -> Exception:
+    """The engine's error as the agent reads it: name, message, the parameter it is about,
+    and (for errors the user must fix: no key, wrong key, locked store) what to do."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    return ToolError(f"{exc.name}: {exc.message}")
+    from ipc.fixes import FIXES
+
+    field = exc.details.get("field")
+    text = f"{exc.name}: {exc.message}" + (f" ({field})" if isinstance(field, str) else "")
+    if exc.name in FIXES:
+        text += f". To fix: {FIXES[exc.name]}."
+    return ToolError(text)
 
 
 class CtxTools:
@@ -175,11 +183,12 @@ def make_server(data_dir: str | None = None, *, default_budget: int = 2000) -> A
     from mcp_types import ToolAnnotations
 
     from ipc.mcp.compact import counter
+    from ipc.version import version
 
     threading.Thread(target=counter, name="ctx-mcp-warm", daemon=True).start()  # tokenizer
     tools = CtxTools(EngineLink(data_dir), default_budget)
     server = MCPServer("ctx", title="ctx: local context engine", instructions=INSTRUCTIONS,
-                       log_level="WARNING")
+                       version=version(), log_level="WARNING")
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
     server.add_tool(tools.build_context, name="build_context", annotations=read_only)
     server.add_tool(tools.search, name="search", annotations=read_only)
@@ -188,8 +197,20 @@ def make_server(data_dir: str | None = None, *, default_budget: int = 2000) -> A
     server.add_tool(tools.ingest, name="ingest",
                     annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False,
                                                 idempotentHint=True, openWorldHint=False))
+    for tool in server._tool_manager.list_tools():
+        _refuse_unknown_arguments(tool)
     server.ctx_tools = tools  # type: ignore[attr-defined]
     return server
+
+
+def _refuse_unknown_arguments(tool: Any) -> None:
+    """An argument the tool does not take is an error naming it (``extra_forbidden``),
+    never dropped unread; the input schema says so (``additionalProperties: false``)."""
+    model = tool.fn_metadata.arg_model
+    model.model_config["extra"] = "forbid"
+    model.model_config["hide_input_in_errors"] = True  # name the argument, not its value
+    model.model_rebuild(force=True)
+    tool.parameters["additionalProperties"] = False
 
 
 def run_mcp(args: argparse.Namespace) -> int:

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ipc.errors
+from engine.api import (
+    TIERS,
+    JobSnapshot,
+    Payload,
+    PayloadItem,
+    RecallHit,
+    RecallResult,
+    SearchHit,
+    Status,
+    SyncResult,
+)
+from engine.types import CHUNK_KINDS, LIVE_KINDS
 from ipc.connection import ConnectionInfo, write_connection_file
-from ipc.protocol import DELIMITER, METHODS
+from ipc.protocol import DELIMITER, METHODS, IpcConfig
 from ipc.session import Session
 from tests.ipc.processes import REPO
+from tests.ipc.wire_doc_tables import limit_rows, section, table_rows
 
 DOC = REPO / "docs" / "wire.md"
 
@@ -70,3 +85,58 @@ def test_the_plain_pyzmq_example_runs(doc: str, info: ConnectionInfo, tmp_path: 
                           timeout=60, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "echo:what did we decide about caching?"
+
+
+# -- result objects, as engine/api.py makes them -------------------------------------------
+
+
+def _names(cell: str) -> list[str]:
+    """The field names a table row's first cell lists (`a`, `b`)."""
+    return re.findall(r"`([a-z_]+)`", cell)
+
+
+def _table(doc: str, header: str) -> dict[str, list[str]]:
+    """field -> the rest of its row's cells, for the result table starting with ``header``."""
+    rows = table_rows(section(doc, "Methods"), header)
+    return {name: cells[1:] for cells in rows for name in _names(cells[0])}
+
+
+def _fields(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+@pytest.mark.parametrize(("header", "cls"), [
+    ("| job field |", JobSnapshot), ("| status field |", Status),
+    ("| payload field |", Payload), ("| payload item field |", PayloadItem),
+    ("| hit field |", SearchHit), ("| recall field |", RecallResult),
+])
+def test_result_tables_name_every_field(doc: str, header: str, cls: type) -> None:
+    assert set(_table(doc, header)) == _fields(cls)
+
+
+def test_recall_hits_and_syncs_are_described_field_by_field(doc: str) -> None:
+    table = _table(doc, "| recall field |")
+    extra = _fields(RecallHit) - _fields(SearchHit)
+    assert extra == {"line", "excerpt"}
+    assert all(f"`{name}`" in table["hits"][-1] for name in extra)
+    described = re.search(r"\{([a-z_, ]+)\}", table["indexed"][-1])
+    assert described is not None
+    assert {n.strip() for n in described.group(1).split(",")} == _fields(SyncResult)
+
+
+def test_payload_item_kinds_and_tiers_are_the_engines(doc: str) -> None:
+    table = _table(doc, "| payload item field |")
+    kinds = {k for k in re.findall(r"`([a-z_:]+)`", table["kind"][-1])}
+    assert kinds == ({*CHUNK_KINDS, "conversation"} | {f"live:{k}" for k in LIVE_KINDS})
+    assert set(re.findall(r"`([a-z]+)`", table["tier"][-1])) - {"surrogate"} == set(TIERS)
+
+
+def test_status_table_is_what_a_server_sends(doc: str, client: Any) -> None:
+    sent = set(client.call("status"))
+    assert sent <= set(_table(doc, "| status field |"))
+    assert "server" in sent
+
+
+def test_busy_threshold_is_the_servers(doc: str) -> None:
+    assert limit_rows(doc)["max_pending"] == IpcConfig().max_pending
+    assert "`busy`" in doc and "`max_pending`" in doc

@@ -72,6 +72,7 @@ def test_limits_table_is_the_servers_and_the_engines() -> None:
         "max_live_items": protocol.MAX_LIVE_ITEMS,
         "max_live_bytes": protocol.MAX_LIVE_BYTES,
         "max_conversation_turns": protocol.MAX_CONVERSATION_TURNS,
+        "max_pending": cfg.max_pending,
     }
     # the engine's defaults are the same numbers
     assert search.max_query_chars == LIMITS["max_query_chars"]

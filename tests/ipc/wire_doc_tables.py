@@ -12,7 +12,7 @@ from engine.errors import InvalidInput
 from ipc.schema import Field
 
 _TYPES = {"str": "str", "int": "int", "number": "number", "bool": "bool", "object": "object",
-          "any": "any"}
+          "date": "date", "any": "any"}
 
 
 def num(x: float | None) -> str:

@@ -37,6 +37,7 @@ def _fake_export(folder: Path, **changes: object) -> Path:
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(F, "install_export_dir", lambda: tmp_path / "install" / F.MODEL_NAME)
     monkeypatch.delattr(sys, "_MEIPASS", raising=False)
     monkeypatch.delattr(sys, "frozen", raising=False)
 
@@ -110,13 +111,15 @@ def test_a_version_1_export_still_loads_but_not_with_version_2_keys(tmp_path: Pa
     assert man.version == 1 and man.int8_sha256 == ""  # documents then embed in float32
 
 
-def test_lookup_order_config_then_bundle_then_user_cache(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lookup_order_config_then_bundle_then_install_then_user_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = EmbeddingConfig()
     assert F.find_export(cfg) is None
     user = _fake_export(F.user_export_dir())
     assert user.is_relative_to(tmp_path / "cache")
     assert F.find_export(cfg) == user
+    installed = _fake_export(F.install_export_dir())
+    assert F.find_export(cfg) == installed
     bundle = tmp_path / "bundle" / "_internal"
     _fake_export(bundle / F.BUNDLE_SUBDIR)
     monkeypatch.setattr(sys, "frozen", True, raising=False)
