@@ -254,6 +254,9 @@ class App(QObject):
         window.show()
         window.raise_()
         window.activateWindow()
+        if self.dialog is not None:  # a set-up or unlock dialog stays in front of it
+            self.dialog.raise_()
+            self.dialog.activateWindow()
         if self.tray is not None:
             self.tray.acknowledge()
 

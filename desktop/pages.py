@@ -42,6 +42,7 @@ DETAILS = {
     "needs_setup": "Choose how the store is protected to begin.",
     "locked": "Its passphrase is needed to open it; nothing is read until then.",
 }
+DETAIL_WIDTH = 620  # px: about 90 characters a line, a comfortable measure
 BUSY = ("starting", "opening", "loading", "stopping")
 # Errors at open whose cause is a setting, and that setting (config_invalid names its own).
 # (A Chroma server that cannot be reached is the vector backend setting's to fix, or to
@@ -114,7 +115,11 @@ class StatePage(QWidget):
         col = QVBoxLayout(self)
         col.addStretch(1)
         col.addWidget(self.title)
-        col.addWidget(self.detail)
+        detail_row = QHBoxLayout()  # a readable measure, centred, however wide the window
+        detail_row.addStretch(1)
+        detail_row.addWidget(self.detail, 0)
+        detail_row.addStretch(1)
+        col.addLayout(detail_row)
         col.addLayout(bar)
         col.addLayout(buttons)
         col.addLayout(self.settings_box, 6)
@@ -154,6 +159,11 @@ class StatePage(QWidget):
             (self.settings_button if at_fault else self.retry_button).setFocus()
         if state != "error" and self.settings is not None:
             self.settings.hide()
+
+    def resizeEvent(self, event: Any) -> None:
+        # A wrapped label takes the width it is given: give it a readable measure.
+        self.detail.setFixedWidth(max(200, min(DETAIL_WIDTH, self.width() - 40)))
+        super().resizeEvent(event)
 
     def _act(self) -> None:
         if self.host.state == "locked":

@@ -1,12 +1,12 @@
 """The tray icon: its look and tooltip follow the host, and its menu offers the everyday
 actions.
 
-The look says what is true now, in order: locked; not set up or not opened
-(attention); opening or loading the model; an engine alert that is active
-(attention, until the engine clears it); paused; ingesting (with percent); a job
-that failed or skipped files and has not been seen yet (attention, until the
-window is opened); else idle. The tooltip always names the state and, for
-attention, the reason. A notice (a job's problem, an alert) is one balloon.
+The look says what is true now, in order: locked; not set up (a first step:
+starting's dots, not red); not opened (attention); opening or loading the model;
+an engine alert that is active (attention, until the engine clears it); paused;
+ingesting (with percent); a job that failed or skipped files and has not been seen
+yet (attention, until the window is opened); else idle. The tooltip always names
+the state and, for attention, the reason. A notice (a job's problem, an alert) is one balloon.
 
 The tray never calls the engine: pause, resume and sync go through the host
 (which runs them on its pool); opening the window and picking files are asked
@@ -36,7 +36,8 @@ def look_for(host_state: str, paused: bool, jobs: Iterable[JobSnapshot],
     if host_state == "locked":
         return "locked", None, "ctx: locked. Open ctx and enter the passphrase."
     if host_state == "needs_setup":
-        return "attention", None, "ctx: not set up yet. Open ctx to create the store."
+        # a first step, not a failure: no red
+        return "starting", None, "ctx: not set up yet. Open ctx to create the store."
     if host_state == "error":
         why = f": {open_error}" if open_error else ""
         return "attention", None, f"ctx: needs attention, the store could not be opened{why}"

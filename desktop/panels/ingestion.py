@@ -185,7 +185,7 @@ class IngestionPanel(QWidget):
         elif skipped:
             self.banner.show_message("error", f"{title}: {total - skipped} of "
                                      f"{plural(total, 'file')} ingested, {skipped} skipped. "
-                                     "Failures below says why.")
+                                     "The Failures list below says why.")
         elif nothing_new(job):
             what = "no transcript changed" if job.kind == "sync" else \
                 "every file was unchanged"

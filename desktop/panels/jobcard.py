@@ -71,8 +71,8 @@ def stage_text(job: JobSnapshot) -> str:
     embedded = int(getattr(job, "embedded", 0) or 0)
     share = min(100, int(100 * embedded / to_embed))
     if share >= 100:
-        return "searchable by keyword and by meaning"
-    return f"searchable by keyword now; meaning-search {share} %"
+        return "Searchable by keyword and by meaning"
+    return f"Searchable by keyword now · meaning-search {share}%"
 
 
 def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = False) -> str:
@@ -92,6 +92,9 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
             return "Nothing new to index: no transcript changed since the last sync"
         return (f"Nothing new: {plural(job.files_unchanged, 'file')} unchanged"
                 if job.files_unchanged else "Nothing to index: no file was found")
+    staged = stage_text(job)
+    if job.state == "running" and getattr(job, "stage", "") == "vectors" and staged:
+        return staged + (" · paused" if paused else "")  # the text is stored already
     done, total = progress(job)
     parts = [f"{done:,} of {plural(total, 'file')}" if total else plural(done, "file"),
              plural(job.chunks, "chunk"), fmt_bytes(job.bytes)]
@@ -99,7 +102,6 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
         parts.append(f"{job.files_unchanged:,} unchanged")
     if job.files_skipped:
         parts.append(f"{job.files_skipped:,} skipped")
-    staged = stage_text(job)
     if staged:
         parts.append(staged)
     if job.state != "running":

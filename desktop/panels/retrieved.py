@@ -34,6 +34,7 @@ from desktop.qt import (
     QGroupBox,
     QGuiApplication,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -49,6 +50,9 @@ from engine import CtxError, Payload, PayloadItem, TokenCounter
 MODES = ("fast", "dense_cached")
 LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal", "window",
               "other")
+# Columns with a most width in px (Source, Lanes): longer text is elided at its end
+# and whole in its tooltip, so Why keeps room and nothing needs a horizontal scroll.
+CAPPED = {1: 190, 6: 140}
 COLUMNS = ["#", "Source", "Why", "Score", "Tokens", "Kind", "Lanes", "Tier"]
 # The packer's and the lanes' reasons (PayloadItem.why, "|"-joined), in words.
 WHY_WORDS = {
@@ -136,7 +140,13 @@ class RetrievedPanel(QWidget):
         live.addWidget(self.live_text, 1)
 
         self.banner = Banner(self)
-        self.table = make_table(COLUMNS, stretch=1)
+        # Why takes the width left; Source and Lanes are capped (CAPPED).
+        self.table = make_table(COLUMNS, stretch=2)
+        for column in CAPPED:
+            self.table.horizontalHeader().setSectionResizeMode(
+                column, QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setMinimumSectionSize(24)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.itemSelectionChanged.connect(self._preview)
         self.preview = QPlainTextEdit()
         self.preview.setReadOnly(True)
@@ -164,7 +174,7 @@ class RetrievedPanel(QWidget):
         rbox.addWidget(self.preview)
         upper.addWidget(left)
         upper.addWidget(right)
-        upper.setStretchFactor(0, 3)
+        upper.setStretchFactor(0, 5)  # the ranked table's columns need the room
         upper.setStretchFactor(1, 2)
         lower = QWidget()
         low = QVBoxLayout(lower)
@@ -254,12 +264,16 @@ class RetrievedPanel(QWidget):
             tip = item.source + (f"\ningested from {root}" if root else "")
             table.setItem(row, 0, cell(str(row + 1), number=row + 1))
             table.setItem(row, 1, cell(where_text(item), tip=tip))
-            table.setItem(row, 2, cell(why_text(item), tip=item.why))
+            table.setItem(row, 2, cell(why_text(item), tip=why_text(item)))
             table.setItem(row, 3, cell(f"{item.score:.3f}", number=item.score))
             table.setItem(row, 4, cell(fmt_int(item.tokens), number=item.tokens))
             table.setItem(row, 5, cell(item.kind))
-            table.setItem(row, 6, cell(lanes_text(item.lanes) or "—"))
+            lanes = lanes_text(item.lanes) or "—"
+            table.setItem(row, 6, cell(lanes, tip=lanes))
             table.setItem(row, 7, cell(item.tier or "—"))
+        for column, most in CAPPED.items():
+            table.resizeColumnToContents(column)
+            table.setColumnWidth(column, min(table.columnWidth(column), most))
         context = payload.context
         self.payload_text.setPlainText(context)
         total, budget = payload.total_tokens, payload.budget

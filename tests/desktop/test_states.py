@@ -15,6 +15,7 @@ import pytest
 
 from desktop.host import EngineHost
 from desktop.main_window import MainWindow
+from desktop.pages import DETAIL_WIDTH
 from engine import Warming
 from tests.conftest import TEST_PASSPHRASE
 from tests.desktop.conftest import open_fake_engine
@@ -135,7 +136,9 @@ def test_a_bad_setting_has_a_way_out_in_the_window(make_host: Callable[..., Engi
                           timeout=30000):
         host.start()
     page = window.page
+    window.resize(1100, 600)
     assert host.open_error is not None and host.open_error.name == "config_invalid"
+    assert page.detail.width() <= DETAIL_WIDTH  # a readable measure, not the window's width
     assert "store.chroma_url" in page.detail.text()
     assert page.settings_button.isVisibleTo(window) and page.reset_button.isVisibleTo(window)
     assert page.reset_button.text() == "Reset store.chroma_url"

@@ -139,3 +139,12 @@ def test_locked_then_unlocked_the_tooltip_says_so(make_host: Any, qtbot: Any, da
     with qtbot.waitSignal(host.ready, timeout=30000):
         host.unlock(TEST_PASSPHRASE)
     assert tray.look == "idle" and tray.tooltip() == "ctx: ready"
+
+
+def test_a_store_not_set_up_is_a_step_not_an_alarm() -> None:
+    """A first run's tray icon is not red: nothing is wrong yet (no false alarm)."""
+    from desktop.tray import look_for
+
+    look, _, tip = look_for("needs_setup", False, [], {}, {})
+    assert look == "starting" and tip == "ctx: not set up yet. Open ctx to create the store."
+    assert look_for("error", False, [], {}, {}, "bad URL")[0] == "attention"

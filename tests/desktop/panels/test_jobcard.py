@@ -86,4 +86,4 @@ def test_staged_progress_when_the_engine_reports_it(card: JobCard) -> None:
     staged = dataclasses.replace(snap(files_total=10, files_done=10, chunks=50, bytes=9000),
                                  stage="vectors", to_embed=50, embedded=20)
     card.update_job(staged)
-    assert "searchable by keyword now; meaning-search 40 %" in card.detail.text()
+    assert card.detail.text() == "Searchable by keyword now · meaning-search 40%"

@@ -149,3 +149,24 @@ def test_blocks_are_split_per_item() -> None:
         "[summary:gist · b.md · t] b.md\nGist of b.",
         "[section · c.md · t]\nTitle left out: it equals the source.",
         "[section · d.md · t] A very long ti…\nShortened title.", ""]
+
+
+def test_every_column_is_in_sight_without_scrolling(qtbot: Any, panel: Any,
+                                                    panel_host: Any) -> None:
+    """Issue 22 (9): at the window's size the ranked table needs no horizontal scroll:
+    long sources and lanes are capped (whole in their tooltips), Why keeps room."""
+    from desktop.panels.retrieved import CAPPED
+
+    panel.resize(1100, 720)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.query.setText("inverter batteries and the tide gauge sensor readings")
+    panel.mode.setCurrentText("dense_cached")
+    _build(qtbot, panel, panel_host)
+    table = panel.table
+    qtbot.waitUntil(lambda: table.rowCount() > 0, timeout=10_000)
+    assert table.horizontalScrollBar().maximum() == 0
+    assert all(table.columnWidth(c) <= most for c, most in CAPPED.items())
+    assert table.columnWidth(2) >= 120  # Why: words, not an ellipsis
+    name = table.item(0, 1).text().split(":")[0]
+    assert name in table.item(0, 1).toolTip()  # the whole path, whatever is cut
