@@ -5,9 +5,10 @@ KeePassXC does) before anything slow; unlocking, opening the store and loading
 the model run in the host's pool. A second launch on the same data dir hands
 its request (show, ingest, status, quit) to the first through
 :mod:`desktop.instance`. Quit: stop the IPC server, let jobs stop at a safe
-point (or, asked, let them finish out of sight), close the engine, then leave the event
-loop. While it quits, later launches are told so and wait for it to be gone, then start. State changes are logged
-as one line each on stderr ("ctx-app: state ready"): ids and states, no content.
+point (or, asked, let them finish out of sight), close the engine, then leave the
+event loop. While it quits, later launches are told so and wait for it to be gone,
+then start. State changes are logged as one line each on stderr ("ctx-app: state
+ready"): ids and states, no content. Requests of later launches: desktop/control.py.
 
 ``python -m desktop.app [--data-dir DIR] [--ingest PATH]... [--status] [--quit]
 [--pause] [--resume] [--no-tray]``, also ``ctx app`` and the ``ctx-desktop`` script.
@@ -28,58 +29,17 @@ from typing import Any
 
 from desktop.appearance import Appearance
 from desktop.config_io import read as read_settings
+from desktop.control import AppControl
+from desktop.gc_timer import GuiGarbageCollector
 from desktop.host import EngineHost
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send, wait_until_gone
 from desktop.messages import job_title, plural
 from desktop.notices import Failure
 from desktop.opening import EngineFactory
-from desktop.qt import (
-    QApplication,
-    QFileDialog,
-    QMessageBox,
-    QObject,
-    QSystemTrayIcon,
-    QTimer,
-)
+from desktop.qt import QApplication, QFileDialog, QMessageBox, QObject, QSystemTrayIcon, QTimer
 from desktop.startup import display_problem, prefer_utf8_locale, release_probes
 from engine import CtxError
-
-
-class GuiGarbageCollector(QObject):
-    """Garbage collection on the GUI thread only (as Anki does).
-
-    Python's automatic collector runs in whichever thread happens to allocate:
-    an engine or IPC thread could then free Qt objects there and crash the app.
-    So automatic collection is off while the app runs, and a timer collects
-    here: the young generation every 2 s (cheap), the middle one every 30 s, and
-    everything every 5 minutes.
-    """
-
-    def __init__(self, parent: QObject, *, young_ms: int = 2000, full_every: int = 150
-                 ) -> None:
-        super().__init__(parent)
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-        self._ticks = 0
-        self._full_every = full_every
-        self.timer = QTimer(self)
-        self.timer.setInterval(young_ms)
-        self.timer.timeout.connect(self.collect)
-        self.timer.start()
-
-    def collect(self) -> None:
-        self._ticks += 1
-        if self._ticks % self._full_every == 0:
-            gc.collect(2)
-        else:
-            gc.collect(1 if self._ticks % 15 == 0 else 0)
-
-    def stop(self) -> None:
-        self.timer.stop()
-        gc.collect()
-        if self._was_enabled:
-            gc.enable()
 
 
 def resolve_data_dir(override: str | None) -> Path:
@@ -97,7 +57,7 @@ def say(text: str) -> None:
     print(f"ctx-app: {text}", file=sys.stderr, flush=True)
 
 
-class App(QObject):
+class App(QObject, AppControl):
     """Owns the host, the tray (or window-only mode), the dialogs and the quit order."""
 
     def __init__(self, qapp: QApplication, data_dir: Path, *,
@@ -350,71 +310,6 @@ class App(QObject):
 
     def _config_changed(self) -> None:
         self.appearance.apply(desktop_appearance(self.data_dir))
-
-    # -- later launches ------------------------------------------------------------------
-    def handle_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        cmd = message.get("cmd")
-        if cmd == "status":
-            return {"ok": True, **self.status()}
-        if self.quitting:  # the next launch waits for this one to be gone, then starts
-            return {"ok": False, "stopping": True, "error": "ctx is quitting"}
-        if cmd == "show":
-            self.show_window()
-            return {"ok": True}
-        if cmd == "ingest":
-            paths = message.get("paths")
-            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                return {"ok": False, "error": "ingest takes a list of paths"}
-            self.ingest(paths)
-            return {"ok": True, "queued": not self.host.engine_ready}
-        if cmd == "quit":
-            QTimer.singleShot(0, lambda: self.quit(ask=False))
-            return {"ok": True}
-        if cmd in ("pause", "resume"):
-            if not self.host.engine_open:
-                return {"ok": False, "error": f"the store is not open ({self.host.state})"}
-            (self.host.pause_ingestion if cmd == "pause" else self.host.resume_ingestion)()
-            return {"ok": True}
-        return {"ok": False, "error": "unknown command"}
-
-    def status(self) -> dict[str, Any]:
-        tray = self.tray
-        jobs = self.host.jobs.values()
-        return {
-            "pid": os.getpid(), "state": self.host.state, "data_dir": str(self.data_dir),
-            "ipc": self.host.ipc_info, "quitting": self.quitting, "finishing": self.finishing,
-            "appearance": self.appearance.tone,
-            "tray": {"available": QSystemTrayIcon.isSystemTrayAvailable(),
-                     "used": tray is not None,
-                     "visible": bool(tray is not None and tray.icon.isVisible()),
-                     "look": tray.look if tray is not None else None,
-                     "percent": tray.percent if tray is not None else None,
-                     "tooltip": tray.tip if tray is not None else None,
-                     "balloons": len(tray.balloons) if tray is not None else 0},
-            "window": {"visible": bool(self.window is not None and self.window.isVisible()),
-                       "title": self.window.windowTitle() if self.window is not None else None,
-                       "page": self._page()},
-            "jobs": {"total": len(self.host.jobs),
-                     "active": sum(not j.final for j in jobs),
-                     "pending": len(self.pending_ingest) + len(self.host.tasks.running()),
-                     "done": sum(j.state == "done" for j in jobs),
-                     "chunks": sum(j.chunks for j in jobs)},
-            "server": {k: v for k, v in self.host.server_stats().items()
-                       if k in ("running", "requests_served", "received")},
-            "timings_ms": {k: round((v - self.started_at) * 1000, 1) for k, v in
-                           (("shown", self.shown_at), ("ready", self.ready_at)) if v},
-        }
-
-    def _page(self) -> dict[str, Any] | None:
-        """What the window's state page offers (None once the panels show)."""
-        window = self.window
-        if window is None or window.stack.currentWidget() is not window.page:
-            return None
-        page = window.page
-        return {"title": page.title.text(), "detail": page.detail.text(),
-                "buttons": [b.text() for b in (page.act, page.settings_button,
-                                               page.reset_button, page.retry_button,
-                                               page.quit_button) if not b.isHidden()]}
 
 
 def desktop_appearance(data_dir: Path) -> str:
