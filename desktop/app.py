@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.appearance import Appearance
-from desktop.config_io import read as read_settings
+from desktop.config_io import desktop_settings, read_raw
 from desktop.control import AppControl
 from desktop.gc_timer import GuiGarbageCollector
 from desktop.host import EngineHost
@@ -313,9 +313,10 @@ class App(QObject, AppControl):
 
 
 def desktop_appearance(data_dir: Path) -> str:
-    """The appearance config.toml asks for ("system" when it cannot be read)."""
+    """The appearance config.toml asks for: read from its [desktop] table alone, so that
+    a bad setting elsewhere (the store's) keeps the look; "system" when unreadable."""
     try:
-        return read_settings(data_dir).desktop.appearance
+        return desktop_settings(read_raw(data_dir).get("desktop")).appearance
     except CtxError:
         return "system"
 

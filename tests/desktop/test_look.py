@@ -137,3 +137,17 @@ def test_appearance_is_the_apps_own_palette(qtbot: Any, qapp: Any, data_dir: Pat
         qtbot.waitUntil(lambda: app.host.state == "stopped", timeout=30000)
         if app.window is not None:
             app.window.close()
+
+
+def test_a_bad_store_setting_keeps_the_chosen_look(data_dir: Path) -> None:
+    """The window that offers the fix of a bad setting is drawn in the person's own
+    appearance: only [desktop] is read for it (it was "system" for any bad key)."""
+    from desktop.app import desktop_appearance
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config = data_dir / "config.toml"
+    config.write_text('[desktop]\nappearance = "dark"\n\n[store]\nvector_backend = "http"\n'
+                      'chroma_url = "chroma.local:80oo"\n', encoding="utf-8")
+    assert desktop_appearance(data_dir) == "dark"
+    config.write_text("[desktop\n", encoding="utf-8")
+    assert desktop_appearance(data_dir) == "system"  # not TOML at all: the default
