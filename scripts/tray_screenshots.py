@@ -33,6 +33,7 @@ from tests.dist.xsession import XSession
 PASSPHRASE = "screenshots only, not a secret"
 # The screen's top-right corner: trayer's panel and the balloon Qt draws under it.
 CORNER = (1280 - 460, 0, 460, 170)
+ICON = (1280 - 12, 12)  # the icon's centre in trayer's panel (top right, 24 px high)
 GRAB = """
 import sys
 from PySide6.QtGui import QGuiApplication
@@ -100,6 +101,14 @@ class Shots:
         self.xdotool("windowactivate", "--sync", wid[0])
         self.xdotool("windowfocus", "--sync", wid[0])
 
+    def hover_icon(self) -> None:
+        """The pointer on the tray icon: its tooltip shows (what it says, in the shot)."""
+        self.xdotool("mousemove", str(ICON[0]), str(ICON[1]))
+        time.sleep(1.5)
+
+    def unhover(self) -> None:
+        self.xdotool("mousemove", "600", "780")
+
     def grab(self, name: str, region: tuple[int, int, int, int] = (0, 0, 1280, 800)) -> None:
         time.sleep(0.8)  # the last paint reaches the X server
         path = self.out / f"{name}-{self.tone}.png"
@@ -150,15 +159,21 @@ def run(shots: Shots) -> None:
     shots.grab("screen-first-run")
     shots.xdotool("key", "Return")
     shots.wait(lambda s: s["state"] == "ready", "ready after set-up")
+    shots.hover_icon()
     shots.grab("tray-idle", CORNER)
+    shots.unhover()
     shots.grab("screen-ready")
     inbox = documents(shots.work)
     shots.tell("--ingest", str(inbox))
     shots.wait(lambda s: s["tray"]["look"] == "ingesting", "ingesting")
+    shots.hover_icon()
     shots.grab("tray-ingesting", CORNER)
+    shots.unhover()
     shots.tell("--pause")
     shots.wait(lambda s: s["tray"]["look"] == "paused", "paused")
+    shots.hover_icon()
     shots.grab("tray-paused", CORNER)
+    shots.unhover()
     shots.grab("screen-paused")
     shots.tell("--resume")
     shots.wait(lambda s: s["jobs"]["active"] == 0 and s["tray"]["look"] == "attention",
@@ -170,7 +185,9 @@ def run(shots: Shots) -> None:
     shots.wait(lambda s: s["state"] == "locked", "locked")
     shots.tell()  # bring the window, as a click on the icon does
     shots.grab("screen-locked")
+    shots.hover_icon()
     shots.grab("tray-locked", CORNER)
+    shots.unhover()
     shots.quit()
     # A setting that stops the store from opening (issue 22's own reproduction).
     (shots.data_dir / "config.toml").write_text(

@@ -57,6 +57,7 @@ class SettingsPanel(QWidget):
 
         self.folders = QListWidget()
         self.folders.setMinimumHeight(80)
+        self.folders.setMaximumHeight(140)  # about six folders; Appearance and login stay in sight
         add = QPushButton("Add folder…")
         remove = QPushButton("Remove")
         add.clicked.connect(self._pick_folder)
