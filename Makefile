@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check engine ipc desktop bench tests
+	$(VENV)/bin/ruff check engine ipc desktop bench tests packaging scripts
 
 bench-store: $(STAMP)
 	$(VENV)/bin/python -m bench.store_bench

@@ -105,8 +105,8 @@ def main() -> int:
     lines += [f"| {k} | {v} |" for k, v in report["seconds"].items()]
     icu = report["icu_trim"]
     if isinstance(icu, dict) and "bytes_after" in icu:
-        lines += ["", f"Qt's ICU data trimmed to root (packaging/linux/icu_trim.py): "
-                  f"{icu['bytes_before'] / MB:.1f} -> {icu['bytes_after'] / MB:.1f} MB"]
+        lines += ["", (f"Qt's ICU data trimmed to root (packaging/linux/icu_trim.py): "
+                       f"{icu['bytes_before'] / MB:.1f} -> {icu['bytes_after'] / MB:.1f} MB")]
     lines += ["", f"torch in bundle: {report['has_torch']}; Qt in bundle: {report['has_qt']}"]
     text = "\n".join(lines) + "\n"
     (args.dist / "build-report.md").write_text(text)

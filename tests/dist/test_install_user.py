@@ -16,44 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from ipc.cli.login_item import Autostart
 from ipc.cli import agent_config as ac
+from ipc.cli.login_item import Autostart
+from ipc.cli.uninstall_cmd import desktop_exec_args as parse_exec  # what --remove reads
 from tests.dist.test_platform_paths import PACKAGING, REPO
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="a POSIX shell script")
-
-
-def parse_exec(value: str) -> list[str]:
-    """An Exec value's arguments, as the Desktop Entry Specification reads them."""
-    unescaped = []  # first the string escapes of every value: \\s \\n \\t \\r \\\\
-    i = 0
-    while i < len(value):
-        if value[i] == "\\" and i + 1 < len(value) and value[i + 1] in "sntr\\":
-            unescaped.append({"s": " ", "n": "\n", "t": "\t", "r": "\r", "\\": "\\"}[
-                value[i + 1]])
-            i += 2
-        else:
-            unescaped.append(value[i])
-            i += 1
-    text, args, current, quoted, i = "".join(unescaped), [], "", False, 0
-    while i < len(text):  # then the quoting rules of Exec
-        c = text[i]
-        if quoted and c == "\\" and i + 1 < len(text) and text[i + 1] in '"`$\\':
-            current += text[i + 1]
-            i += 2
-            continue
-        if c == '"':
-            quoted = not quoted
-        elif c == " " and not quoted:
-            if current:
-                args.append(current)
-            current = ""
-        else:
-            current += c
-        i += 1
-    if current:
-        args.append(current)
-    return [a.replace("%%", "%") for a in args]
 
 
 def _fake_bundle(folder: Path) -> Path:
