@@ -29,7 +29,7 @@ from engine import FINAL_JOB_STATES, JobSnapshot
 
 FINAL = FINAL_JOB_STATES
 _KIND_NAMES = {"paths": "Files", "text": "Text", "conversation": "Conversation",
-               "sync": "Coding sessions sync", "delete": "Delete"}
+               "sync": "Sync", "delete": "Delete"}
 RATE_AFTER_S = 2.0  # a rate measured over less than this is noise: not shown
 
 
