@@ -103,8 +103,10 @@ class Shots:
 
     def hover_icon(self) -> None:
         """The pointer on the tray icon: its tooltip shows (what it says, in the shot)."""
-        self.xdotool("mousemove", str(ICON[0]), str(ICON[1]))
-        time.sleep(1.5)
+        self.xdotool("mousemove", str(ICON[0] - 4), str(ICON[1] + 4))
+        time.sleep(0.3)
+        self.xdotool("mousemove", str(ICON[0]), str(ICON[1]))  # a move inside: Qt's hover
+        time.sleep(2.5)
 
     def unhover(self) -> None:
         self.xdotool("mousemove", "600", "780")
