@@ -84,8 +84,12 @@ class Display:
     def __init__(self) -> None:
         read, write = os.pipe()
         self.proc = subprocess.Popen(
+            # -noreset: as a desktop session's server, it stays as it is when its last
+            # client leaves (a bare Xvfb resets then, and a relaunch connecting in that
+            # moment got SIGABRT from Qt: seen once when the first app quit)
             ["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten",
-             "tcp"], pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "tcp", "-noreset"], pass_fds=(write,), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
         os.close(write)
         with os.fdopen(read) as fh:
             number = fh.readline().strip()
