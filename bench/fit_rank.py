@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import sys
@@ -148,7 +149,8 @@ def dump_transcripts(cache: Path) -> dict[str, Any]:
             eng.warm_up(background=False)  # the same vector index for every question
             dumped = _dump_store(eng, questions, Filters(kinds=rq.RECALL_KINDS), expand=True)
     return {"kind": "transcript", "split": f"recall questions, dev split ({len(qs)})",
-            "queries": dumped, "n_relevant": [1] * len(qs)}
+            "queries": dumped, "n_relevant": [1] * len(qs),
+            "groups": [q["session"] for q in qs], "session_expand": eng.rt.cfg.rerank.session_expand}
 
 
 class Prepared:
@@ -232,6 +234,49 @@ def fit(dump: Prepared, start: dict[str, float], drop_below: float,
     return {f: v for f, v in w.items() if v}, dropped
 
 
+EXCLUDED: set[str] = set()  # --exclude: features the listwise fit leaves at 0
+
+
+def listwise(prep: Prepared, l2: float) -> tuple[dict[str, float], list[str]]:
+    """Listwise softmax weights (``bench.rank_listwise``), rounded to 3 digits."""
+    from bench.rank_listwise import fit_listwise
+
+    keep = [i for i, f in enumerate(FIT_FEATURES) if f not in EXCLUDED]
+    items = [(x[:, keep], y, k, n) for x, y, k, n in prep.items]
+    w = fit_listwise(items, l2)
+    return {FIT_FEATURES[i]: round(float(v), 3) for i, v in zip(keep, w, strict=True)
+            if round(float(v), 3)}, []
+
+
+def cross_validate(prep: Prepared, dump: dict[str, Any],
+                   fitter: Callable[[Prepared], tuple[dict[str, float], list[str]]],
+                   folds: int) -> dict[str, float] | None:
+    """Held-out hit@5 and MRR@10 of ``fitter`` over session-grouped folds (a dump with
+    ``groups``: the recall questions' sessions)."""
+    from bench.rank_listwise import grouped_cv
+
+    groups = dump.get("groups")
+    if not groups:
+        return None
+
+    def fit_on(items: list[Any]) -> np.ndarray:
+        sub = Prepared.__new__(Prepared)
+        sub.kind, sub.items = prep.kind, items
+        w, _ = fitter(sub)
+        return np.array([w.get(f, 0.0) for f in FIT_FEATURES])
+
+    def rank_of(item: Any, w: np.ndarray) -> int | None:
+        feats, labels, _, _ = item
+        order = _order(feats, w)[:10]
+        return next((r for r, i in enumerate(order, start=1) if labels[i]), None)
+
+    hit5 = grouped_cv(prep.items, groups, fit_on,
+                      lambda it, w: float((r := rank_of(it, w)) is not None and r <= 5), folds)
+    mrr = grouped_cv(prep.items, groups, fit_on,
+                     lambda it, w: 1.0 / r if (r := rank_of(it, w)) else 0.0, folds)
+    return {"hit@5": round(hit5, 4), "mrr@10": round(mrr, 4)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--store-cache", type=Path, default=Path(tempfile.gettempdir()) / "ctx-bench")
@@ -242,8 +287,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("document", "conversation", "transcript"))
     ap.add_argument("--from-fused", action="store_true",
                     help="start from the fused order alone, not from the current weights")
+    ap.add_argument("--method", choices=("ascent", "listwise"), default="ascent",
+                    help="coordinate ascent on the metric, or a listwise softmax fit "
+                         "(bench.rank_listwise)")
+    ap.add_argument("--l2", type=float, default=0.01, help="listwise: L2 penalty")
+    ap.add_argument("--exclude", default="",
+                    help="comma-separated features held at 0 (not fitted)")
+    ap.add_argument("--cv", type=int, default=0,
+                    help="also report session-grouped K-fold cross-validation (transcripts)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    EXCLUDED.update(f for f in args.exclude.split(",") if f)
     sd.bench_env()
     from engine.retrieval.profiles import DEFAULT_PROFILES
 
@@ -257,9 +311,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and kind != args.only:
             continue
         tag = (f"-{args.scifact_docs}-{args.claims}" if kind == "document" else "")
-        if kind == "transcript":
+        if kind == "transcript":  # the chunks, the transcript features, the expansion
+            import hashlib
+
             from bench.recall_quality import code_tag
-            tag = f"-{code_tag()}"
+            feats = Path(__file__).resolve().parents[1] / "engine/retrieval/transcript_rank.py"
+            tag = (f"-{code_tag()}-{hashlib.sha256(feats.read_bytes()).hexdigest()[:6]}"
+                   f"-x{os.environ.get('CTX__RERANK__SESSION_EXPAND', 'd')}")
         path = args.store_cache / f"rank-features-{kind}{tag}.json"
         if path.exists():
             dump = json.loads(path.read_text())
@@ -269,17 +327,23 @@ def main(argv: list[str] | None = None) -> int:
         prep = Prepared(dump)
         start = {"fused": 1.0} if args.from_fused else DEFAULT_PROFILES[kind]
         before = objective(prep, start)
-        weights, dropped = fit(prep, start, args.drop_below)
+        fitter = (lambda p: listwise(p, args.l2)) if args.method == "listwise" else (
+            lambda p, start=start: fit(p, start, args.drop_below))
+        weights, dropped = fitter(prep)
         after = objective(prep, weights)
+        cv = cross_validate(prep, dump, fitter, args.cv) if args.cv else None
         metric = {"document": "nDCG@10", "transcript": "mean of hit@5 and MRR@10"}.get(
             kind, "mean of evidence recall@10 and @25")
         print(f"{kind} ({dump['split']}, {len(dump['queries'])} questions): {metric} "
-              f"{before:.4f} -> {after:.4f}; weights {weights}; dropped {dropped}")
+              f"{before:.4f} -> {after:.4f}; weights {weights}; dropped {dropped}"
+              + (f"; {args.cv}-fold session-grouped CV: {cv}" if cv else ""))
         result[kind] = {"split": dump["split"], "questions": len(dump["queries"]),
                         "docs": dump.get("docs"), "metric": metric,
                         "before": round(before, 4), "after": round(after, 4),
                         "start": start, "weights": weights, "dropped": dropped,
                         "grid": list(GRID), "drop_below": args.drop_below,
+                        "method": args.method, "l2": args.l2 if args.method == "listwise"
+                        else None, "cv": cv,
                         "command": "python -m bench.fit_rank " + " ".join(argv or sys.argv[1:])}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

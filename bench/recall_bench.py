@@ -261,10 +261,17 @@ def main(argv: list[str] | None = None) -> int:
 
     asks = [q["q"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
             if q["split"] == "dev"] or QUERIES  # dev questions only: test stays unread
-    lat: dict[str, list[float]] = {"recall query": [], "recall --auto": [],
+    prev = "recall query, round 1's ranking (chunk hits, one session expanded)"
+    lat: dict[str, list[float]] = {"recall query": [], prev: [], "recall --auto": [],
                                    "fused lanes only (recall before issue 26)": []}
+    import dataclasses
+
     from engine.flows.lanes import run_lanes
     from engine.store.vault import Filters
+
+    cfg = eng.rt.cfg
+    round1 = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit="chunk"),
+                                 rerank=dataclasses.replace(cfg.rerank, session_expand=1))
 
     eng.warm_up(background=False)  # the vector cache loaded: every query reads the same index
     kinds = Filters(kinds=("turn_pair", "thinking", "code", "tool"))
@@ -274,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         eng.recall(q, k=10)
         lat["recall query"].append((time.perf_counter() - t) * 1000)
+        eng.rt._qcache.clear()
+        eng.rt.cfg = round1
+        t = time.perf_counter()
+        eng.recall(q, k=10)
+        lat[prev].append((time.perf_counter() - t) * 1000)
+        eng.rt.cfg = cfg
         t = time.perf_counter()
         eng.recall(auto=True, project="cli", budget=4000, task=q)
         lat["recall --auto"].append((time.perf_counter() - t) * 1000)

@@ -6,7 +6,11 @@ there) are indexed once into a cached store (real MiniLM). Each question of
 ``bench/data/recall_questions.json`` (how they were written, the paraphrase rule
 and the split are recorded in the file) is asked through:
 
-- ``recall``: the product (``ContextEngine.recall(query, k=10)``);
+- ``recall``: the product (``ContextEngine.recall(query, k=10)``; a hit is a chunk,
+  ``recall.hit_unit``'s default);
+- ``recall-turns``: the same with ``recall.hit_unit = "turn"`` (a hit is a turn);
+- ``previous``: issue 26's first round, in the same run: chunk hits, its transcript
+  weights (``PREVIOUS_TRANSCRIPT``) and one session expanded;
 - ``BM25``: Okapi BM25 (k1 1.2, b 0.75) over the same stored chunks, nothing else;
 - ``fused``: the keyword and vector lanes fused by RRF over the transcript kinds,
   which is what ``recall`` ranked with before issue 26 (``--methods``).
@@ -15,7 +19,11 @@ A hit answers when it comes from the question's session and its text holds one
 of the question's evidence strings (case and whitespace ignored). Printed per
 method: hit@1/5/10 and MRR@10 overall, paraphrased vs verbatim and per kind,
 with 95% intervals from a bootstrap over sessions (questions of one session are
-drawn together), and the paired difference of each method to ``recall``.
+drawn together), and the paired difference of each method to ``recall``. A second
+table says what a reader pays and sees: the mean tokens of the top 5 hits' texts,
+and hit@5 when only each hit's excerpt counts (what the CLI and MCP print;
+``recall``'s own excerpt, else ``present.excerpt`` of the chunk within
+``recall.hit_excerpt_tokens``).
 
     python -m bench.recall_quality [--split dev|test|all] [--json FILE]
 """
@@ -85,14 +93,59 @@ def prepare_store(embedder: Any, cache: Path, dirs: Sequence[Path]) -> tuple[Pat
     return cached / "store", seconds
 
 
-Ranker = Callable[[str], list[tuple[str | None, str]]]  # query -> [(session, text)] best first
+Hit = tuple[str | None, str, str]  # (session, text, excerpt)
+Ranker = Callable[[str], list[Hit]]  # query -> hits, best first
+
+
+def _excerpts(eng: Any, q: str, hits: list[tuple[str | None, str]]) -> list[Hit]:
+    """Chunk hits with the excerpt recall would show of each."""
+    from engine.recall.present import excerpt
+
+    budget = eng.rt.cfg.recall.hit_excerpt_tokens
+    return [(s, t, excerpt(t, q, eng.rt.counter, budget)) for s, t in hits]
 
 
 def recall_ranker(eng: Any) -> Ranker:
-    def run(q: str) -> list[tuple[str | None, str]]:
+    def run(q: str) -> list[Hit]:
         hits = eng.recall(q, k=10).hits or ()
-        return [(h.meta.get("session"), h.text) for h in hits]
+        return [(h.meta.get("session"), h.text, h.excerpt) for h in hits]
     return run
+
+
+def configured_ranker(eng: Any, *, recall: dict[str, Any] | None = None,
+                      rerank: dict[str, Any] | None = None) -> Ranker:
+    """``recall`` on the same engine with some settings replaced for its calls."""
+    import dataclasses
+
+    cfg = eng.rt.cfg
+    other = dataclasses.replace(
+        cfg, recall=dataclasses.replace(cfg.recall, **(recall or {})),
+        rerank=dataclasses.replace(cfg.rerank, **(rerank or {})))
+
+    def run(q: str) -> list[Hit]:
+        eng.rt.cfg = other
+        try:
+            return recall_ranker(eng)(q)
+        finally:
+            eng.rt.cfg = cfg
+    return run
+
+
+# The transcript weights of issue 26's first round (the coordinate-ascent fit, one
+# session expanded, chunk hits): "today's ranking" of round 2, asked in the same run.
+PREVIOUS_TRANSCRIPT = {
+    "fused": 0.8, "similarity": 3.0, "keyword": 1.0, "term_recall": 0.8, "intent": 0.3,
+    "kind_turn": 0.3, "kind_thinking": -2.0, "kind_code": 0.5, "failure": 0.2,
+    "ask_command": 0.1, "ask_code": 1.5, "session_similarity": 8.0, "session_fused": 0.8,
+    "keyword_rank": -0.3}
+
+
+def previous_ranker(eng: Any) -> Ranker:
+    total = sum(w for w in PREVIOUS_TRANSCRIPT.values() if w > 0)
+    profiles = {**eng.rt.cfg.rerank.profiles,
+                "transcript": {k: w / total for k, w in PREVIOUS_TRANSCRIPT.items()}}
+    return configured_ranker(eng, recall={"hit_unit": "chunk"},
+                             rerank={"profiles": profiles, "session_expand": 1})
 
 
 def fused_ranker(eng: Any) -> Ranker:
@@ -100,11 +153,11 @@ def fused_ranker(eng: Any) -> Ranker:
     from engine.flows.lanes import run_lanes
     from engine.store.vault import Filters
 
-    def run(q: str) -> list[tuple[str | None, str]]:
+    def run(q: str) -> list[Hit]:
         res = run_lanes(eng.rt, q, filters=Filters(kinds=RECALL_KINDS),
                         depth=max(10, eng.rt.cfg.search.lane_depth))
-        return [(res.rows[cid].meta.get("session"), res.rows[cid].text)
-                for cid, _, _ in res.fused[:10]]
+        return _excerpts(eng, q, [(res.rows[cid].meta.get("session"), res.rows[cid].text)
+                                  for cid, _, _ in res.fused[:10]])
     return run
 
 
@@ -115,13 +168,15 @@ def bm25_ranker(eng: Any) -> Ranker:
     index = rs.BM25([t for t, _ in rows])
     sessions = [s for _, s in rows]
 
-    def run(q: str) -> list[tuple[str | None, str]]:
-        return [(sessions[i], rows[i][0]) for i in index.top(q, 10)]
+    def run(q: str) -> list[Hit]:
+        return _excerpts(eng, q, [(sessions[i], rows[i][0]) for i in index.top(q, 10)])
     return run
 
 
 METHODS: dict[str, Callable[[Any], Ranker]] = {
-    "recall": recall_ranker, "BM25": bm25_ranker, "fused": fused_ranker}
+    "recall": recall_ranker,
+    "recall-turns": lambda eng: configured_ranker(eng, recall={"hit_unit": "turn"}),
+    "previous": previous_ranker, "BM25": bm25_ranker, "fused": fused_ranker}
 
 
 def session_ids(dirs: Sequence[Path]) -> dict[str, str]:
@@ -174,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     questions = load_questions(args.split, session_ids(dirs))
     methods = [m for m in args.methods.split(",") if m]
     ranks: dict[str, list[int | None]] = {}
+    seen: dict[str, list[int | None]] = {}  # ranks when only the excerpts count
+    cost: dict[str, list[int]] = {}  # tokens of the top 5 hits' texts, per question
     with tempfile.TemporaryDirectory(prefix="ctx-recall-q-") as tmp:
         shutil.copytree(store, Path(tmp) / "store")
         with ContextEngine.open(Path(tmp) / "store", embedder=embedder) as eng:
@@ -181,8 +238,15 @@ def main(argv: list[str] | None = None) -> int:
             chunks = eng.rt.vault.chunk_count()
             for name in methods:
                 rank = METHODS[name](eng)
-                ranks[name] = [rs.first_answer(rank(q["q"]), q["sid"], q["evidence"])
-                               for q in questions]
+                got = [rank(q["q"]) for q in questions]
+                ranks[name] = [rs.first_answer([(s, t) for s, t, _ in hits], q["sid"],
+                                               q["evidence"])
+                               for q, hits in zip(questions, got, strict=True)]
+                seen[name] = [rs.first_answer([(s, e) for s, _, e in hits], q["sid"],
+                                              q["evidence"])
+                              for q, hits in zip(questions, got, strict=True)]
+                cost[name] = [sum(eng.rt.counter.count(t) for _, t, _ in hits[:5])
+                              for hits in got]
     for spec in args.compare:
         name, _, path = spec.partition("=")
         other = json.loads(Path(path).read_text())
@@ -196,11 +260,20 @@ def main(argv: list[str] | None = None) -> int:
           f"sessions; store of {len(dirs)} folders, {chunks} chunks (indexed in {index_s:.0f} s)")
     report = rs.report(questions, ranks, boot=args.boot)
     print(rs.render(report, methods))
+    print("\nWhat a reader pays and sees (top 5): mean tokens of the hits' texts; hit@5 when "
+          "only the excerpts count")
+    print("| method | tokens | hit@5 (texts) | hit@5 (excerpts) |\n|---|---|---|---|")
+    for name, spent in cost.items():
+        print(f"| {name} | {sum(spent) / max(1, len(spent)):.0f} | "
+              f"{rs.metrics(ranks[name])['hit@5']:.3f} | {rs.metrics(seen[name])['hit@5']:.3f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"split": args.split, "chunks": chunks, "report": report,
              "ranks": {m: dict(zip([q["id"] for q in questions], r, strict=True))
-                       for m, r in ranks.items()}}, indent=1))
+                       for m, r in ranks.items()},
+             "excerpt_ranks": {m: dict(zip([q["id"] for q in questions], r, strict=True))
+                               for m, r in seen.items()},
+             "tokens_top5": {m: c for m, c in cost.items()}}, indent=1))
     return 0
 
 

@@ -260,12 +260,19 @@ class SyncResult(_Plain):
 
 @dataclass(frozen=True)
 class RecallHit(SearchHit):
-    """A recall hit: a search hit of a coding session, with ``line`` (session, date,
-    branch and what came of its turn, in one line) and ``excerpt`` (the lines of the
-    chunk that answer the query, within recall.hit_excerpt_tokens)."""
+    """A recall hit: a turn of a coding session, named by its best chunk (id, kind,
+    place), with ``text`` (the request and the turn's chunks that answer best, within
+    recall.turn_hit_tokens), ``line`` (session, date, branch and what came of the
+    turn, in one line), ``excerpt`` (the lines that answer the query, within
+    recall.hit_excerpt_tokens) and ``chunks`` (the ids of the chunks the text draws
+    on, best first)."""
 
     line: str = ""
     excerpt: str = ""
+    chunks: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunks", tuple(self.chunks))  # a list off the wire
 
 
 @dataclass(frozen=True)

@@ -179,8 +179,9 @@ def rerank_text(row: ChunkRow) -> str:
 
 
 def rerank_meta(row: ChunkRow) -> dict[str, Any]:
-    meta = {"title": row.title, "heading": row.heading, "source": row.source, "kind": row.kind}
-    for key in ("speaker", "path", "project", "tool", "session", "failure"):
+    meta = {"title": row.title, "heading": row.heading, "source": row.source, "kind": row.kind,
+            "ordinal": row.ordinal}
+    for key in ("speaker", "path", "project", "tool", "session", "failure", "turn"):
         if key in row.meta:
             meta[key] = row.meta[key]
     return meta
@@ -202,15 +203,11 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
     return out
 
 
-def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
-           distinct_sources: bool = False, expand_session: bool = False) -> list[SearchHit]:
-    """The top ``k`` chunks for ``query``, ranked as build_context ranks them: the same
-    plan and stages up to the rank.
-
-    ``distinct_sources``: at most one hit per source (its best chunk), so that ``k``
-    hits name ``k`` different sources where the store has them. ``expand_session``
-    (recall): the best coding session's chunks join the window (``session_expand``).
-    """
+def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
+               distinct_sources: bool = False, expand_session: bool = False
+               ) -> tuple[LaneResult, list[Ranked], StageTimer]:
+    """The stages of ``search`` up to the rank: the lanes' result (rows and lane ranks),
+    every candidate ranked best first, and the stages' timer."""
     timer = StageTimer()
     cfg = rt.cfg
     depth = max(k, cfg.search.lane_depth)
@@ -229,6 +226,21 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
             cfg.rerank, window=cfg.rerank.window + added))
     with timer.stage("rerank"):
         ranked = rank_hits(rt, cfg, res, timer=timer).ranked
+    return res, ranked, timer
+
+
+def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
+           distinct_sources: bool = False, expand_session: bool = False) -> list[SearchHit]:
+    """The top ``k`` chunks for ``query``, ranked as build_context ranks them: the same
+    plan and stages up to the rank.
+
+    ``distinct_sources``: at most one hit per source (its best chunk), so that ``k``
+    hits name ``k`` different sources where the store has them. ``expand_session``
+    (recall): the best coding sessions' chunks join the window (``session_expand``).
+    """
+    res, ranked, timer = rank_query(rt, query, k, filters=filters,
+                                    distinct_sources=distinct_sources,
+                                    expand_session=expand_session)
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     top = (distinct_sources_of(ranked, res.rows, k) if distinct_sources else ranked[:k])
     found = [to_hit(res.rows[cid], score, lanes.get(cid, {})) for cid, score, _ in top]

@@ -10,10 +10,10 @@ from typing import Any
 from engine.api import RecallResult, SyncResult
 from engine.errors import EmptyQuery, InvalidInput, NotFound
 from engine.flows.inputs import check_budget
-from engine.flows.ranking import search
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
 from engine.flows.recall_hits import presented
 from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
+from engine.flows.recall_turns import recall_hits
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Writer
 from engine.store.vault import Filters
@@ -53,8 +53,8 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
                                 task=task or query, fmt=fmt))
     elif query is not None:
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
-        hits = search(rt, query, k, filters=filters, expand_session=True)  # transcript profile
-        out["hits"] = tuple(presented(rt, query, hits))
+        hits, drawn, own = recall_hits(rt, query, k, filters)  # chunks or turns
+        out["hits"] = tuple(presented(rt, query, hits, drawn, own))
     return RecallResult(**out)
 
 

@@ -3,7 +3,7 @@ branch, what came of its turn) and the excerpt that answers (``engine.recall.pre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from engine.api import RecallHit, SearchHit
 from engine.flows.runtime import Runtime
@@ -31,10 +31,17 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
     return out
 
 
-def presented(rt: Runtime, query: str, hits: Sequence[SearchHit]) -> list[RecallHit]:
-    """The hits, each with ``line`` (session, date, branch, what came of its turn) and
-    ``excerpt`` (the lines that answer, within recall.hit_excerpt_tokens)."""
+def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
+              drawn: Mapping[int, tuple[int, ...]] | None = None,
+              own: Mapping[int, str] | None = None) -> list[RecallHit]:
+    """The hits, each with ``line`` (session, date, branch, what came of its turn),
+    ``excerpt`` (the lines that answer, within recall.hit_excerpt_tokens) and ``chunks``
+    (``drawn``: the chunk ids its text draws on; else its own). A turn hit's excerpt is
+    cut from its best chunk's own text (``own``), not from the turn's: the lines that
+    share most words with the query are more often elsewhere in a whole turn."""
     outcomes = turn_outcomes(rt, hits)
     budget = rt.cfg.recall.hit_excerpt_tokens
+    drawn, own = drawn or {}, own or {}
     return [RecallHit(**h.__dict__, line=hit_line(h.meta, h.time, outcomes[h.chunk_id]),
-                      excerpt=excerpt(h.text, query, rt.counter, budget)) for h in hits]
+                      excerpt=excerpt(own.get(h.chunk_id, h.text), query, rt.counter, budget),
+                      chunks=drawn.get(h.chunk_id, (h.chunk_id,))) for h in hits]

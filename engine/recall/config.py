@@ -20,6 +20,18 @@ class RecallConfig:
     # Tokens of a recall hit's excerpt (the lines that answer). Hand-set: ten hits of
     # 120 stay near the 2,000 tokens an agent's tool result can take without crowding.
     hit_excerpt_tokens: int = 120
+    # What a recall hit is: "turn" (a turn's best chunks in one text; see
+    # engine.flows.recall_turns) or "chunk". Recall questions, dev split, `python -m
+    # bench.recall_quality --split dev` (2026-11-25): hit@5 / tokens of the top 5 /
+    # hit@5 of the excerpts: turn 0.689 / 1658 / 0.395, chunk 0.605 / 827 / 0.504
+    # (chunk hit@10, about the tokens of 5 turns: 0.697). "chunk" by default: the CLI,
+    # MCP and hook show a hit's excerpt, and chunk excerpts answer more often (dev 0.504
+    # vs 0.395) at half the tokens.
+    hit_unit: str = "chunk"
+    # Tokens of a turn hit's text. Hand-set to the largest chunk (chunks.max_tokens'
+    # default): a turn hit costs no more than one chunk hit can (dev: 240 gave hit@5
+    # 0.605 at 1067 tokens, 160 gave 0.487).
+    turn_hit_tokens: int = 400
     # How far (in chunks, either side) a hit's turn is read to tell what came of it.
     # Hand-set: the longest turn of the benchmark sessions holds under 60 chunks.
     turn_reach: int = 60
@@ -39,5 +51,10 @@ class RecallConfig:
         if not 16 <= self.hit_excerpt_tokens <= 4000:
             raise ConfigError("recall.hit_excerpt_tokens must be in 16..4000",
                               key="recall.hit_excerpt_tokens")
+        if self.hit_unit not in ("turn", "chunk"):
+            raise ConfigError("recall.hit_unit must be 'turn' or 'chunk'", key="recall.hit_unit")
+        if not 64 <= self.turn_hit_tokens <= 8192:
+            raise ConfigError("recall.turn_hit_tokens must be in 64..8192",
+                              key="recall.turn_hit_tokens")
         if not 0 <= self.turn_reach <= 1000:
             raise ConfigError("recall.turn_reach must be in 0..1000", key="recall.turn_reach")

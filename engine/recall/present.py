@@ -1,11 +1,14 @@
-"""How a recalled chunk is shown to an agent: one line that places it, and the excerpt
+"""How a recalled turn is shown to an agent: its text (the request, then the turn's
+chunks that answer best, within a budget), one line that places it, and the excerpt
 that answers.
 
 The line says which session (its id's first 8 characters), when, on which branch,
 and what came of the turn the chunk belongs to (``turn_outcome``); the excerpt is
-the run of the chunk's lines that holds most of the question's words, cut to a
-token budget, with the request it answered quoted short above it. Pure functions
-of plain data, tested without a store.
+the run of the text's lines that holds most of the question's words, cut to a
+token budget, with the request it answered quoted short above it. ``compose_turn``
+makes a turn's text from its chunks (best first): the request once, then each
+chunk without the request it quotes. Pure functions of plain data, tested without
+a store.
 """
 
 from __future__ import annotations
@@ -115,3 +118,47 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
     while counter.count(out) > budget:  # joins can merge tokens: never past the budget
         out = counter.truncate(out, budget)
     return out
+
+
+def _own_lines(text: str) -> str:
+    """A chunk's text without the request it quotes (its first line, "User: ...")."""
+    if text.startswith("User: "):
+        _, nl, rest = text.partition("\n")
+        return rest if nl else ""
+    return text
+
+
+def compose_turn(texts: Sequence[str], query: str, counter: TokenCounter, budget: int,
+                 request_tokens: int = 40, min_part: int = 24) -> tuple[str, int]:
+    """One turn's text from its chunks' ``texts`` (best first), within ``budget`` tokens:
+    the request once (the first "User:" line among them, cut to ``request_tokens``),
+    then each chunk's own lines in that order while they fit; the first that no longer
+    fits gives its ``excerpt`` in the room left (when at least ``min_part`` tokens).
+    Returns the text and how many chunks it draws on."""
+    request = next((t.partition("\n")[0] for t in texts if t.startswith("User: ")), "")
+    if request:
+        cut = counter.truncate(request, request_tokens)
+        request = cut if cut == request else cut.rstrip() + " …"
+    parts = [request] if request else []
+    used = counter.count(request) if request else 0
+    drawn = 0
+    for text in texts:
+        own = _own_lines(text).strip("\n")
+        if not own.strip():
+            drawn += 1
+            continue
+        size = counter.count(own) + (1 if parts else 0)
+        if used + size <= budget:
+            parts.append(own)
+            used += size
+            drawn += 1
+            continue
+        room = budget - used - 1
+        if room >= min_part:
+            parts.append(excerpt(own, query, counter, room))
+            drawn += 1
+        break
+    out = "\n".join(parts)
+    while counter.count(out) > budget:  # joins can merge tokens: never past the budget
+        out = counter.truncate(out, budget)
+    return out, drawn

@@ -48,12 +48,17 @@ a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
 - ``transcript``: fitted on the recall questions' dev split (``bench/data/
   recall_questions.json``: 119 questions over 55 of 111 real sessions, written by
   reading the sessions; the test split, split by session before any run, is never
-  used), with the window in fused order and the best session expanded into it
-  (``rerank.session_expand``), ``python -m bench.fit_rank --only transcript
-  --from-fused --drop-below 0.002``: mean of hit@5 and MRR@10 0.374 -> 0.548;
-  session-grouped 5-fold cross-validation on dev gave hit@5 0.597 and MRR@10 0.416
-  (the in-sample figures are optimistic). The transcript features (facets, what the
-  question asks, the session's standing) are described in ``transcript_rank``.
+  used), with the window in fused order and the best two sessions expanded into it
+  (recall expands one, ``rerank.session_expand``), by a listwise softmax fit
+  (``bench.rank_listwise``; each question's answering chunks against its window),
+  ``python -m bench.fit_rank --only transcript --method listwise --l2 0.01 --cv 5
+  --exclude year,date,entity,distractor,intent,term_precision,similarity_rank,
+  keyword_rank``: session-grouped 5-fold cross-validation on dev gave hit@5 0.580
+  and MRR@10 0.438 (chunk level; the coordinate-ascent fit before the turn features
+  gave 0.597 and 0.416). Recall over turns (``recall.hit_unit``), one session
+  expanded, dev: hit@5 0.689 (0.681 with weights refitted on one session expanded).
+  The transcript features (facets, what the question asks, the session's standing,
+  the turn as one unit) are described in ``transcript_rank``.
 """
 
 from __future__ import annotations
@@ -77,10 +82,12 @@ KIND_PROFILES: dict[str, str] = {
 # the fused order: a search over documents and sessions together ranks the two kinds
 # as before (scaling leaves the order among transcripts unchanged).
 TRANSCRIPT_FITTED: dict[str, float] = {
-    "fused": 0.8, "similarity": 3.0, "keyword": 1.0, "term_recall": 0.8, "intent": 0.3,
-    "kind_turn": 0.3, "kind_thinking": -2.0, "kind_code": 0.5, "failure": 0.2,
-    "ask_command": 0.1, "ask_code": 1.5, "session_similarity": 8.0, "session_fused": 0.8,
-    "keyword_rank": -0.3}
+    "fused": 1.677, "similarity": 6.199, "keyword": -0.231, "term_recall": 3.961,
+    "kind_turn": -0.985, "kind_thinking": -1.105, "kind_code": 1.926, "kind_tool": 0.924,
+    "failure": 1.518, "ask_failure": 0.621, "ask_command": 0.533, "ask_code": 2.98,
+    "session_similarity": 7.18, "session_fused": 1.001, "session_top": 3.053,
+    "turn_similarity": 3.611, "turn_keyword": 2.055, "turn_term_recall": 4.818,
+    "turn_fused": -1.109, "reply_open": 2.779, "outcome": 1.131}
 
 
 def _scaled(weights: Mapping[str, float]) -> dict[str, float]:
@@ -98,11 +105,11 @@ DEFAULT_PROFILES: dict[str, dict[str, float]] = {
     "conversation": {"fused": -0.1, "similarity": 2.0, "keyword": 0.3, "term_recall": 0.3,
                      "term_precision": -0.3, "entity": 0.2, "distractor": -0.2, "year": 0.5,
                      "date": 0.5, "intent": 0.2},
-    # Recall questions, dev split (119 questions, 55 sessions; test never used), with one
-    # session expanded (rerank.session_expand), `python -m bench.fit_rank --only transcript
-    # --from-fused --drop-below 0.002`: mean of hit@5 and MRR@10 of the window 0.3641
-    # (fused order) -> 0.5558 (bench/data/rank_fit.json); session-grouped 5-fold CV on
-    # dev: hit@5 0.555, MRR@10 0.407.
+    # Recall questions, dev split (119 questions, 55 sessions; test never used), two
+    # sessions expanded, `python -m bench.fit_rank --only transcript --method listwise
+    # --l2 0.01 --cv 5 --exclude ...` (bench/data/rank_fit.json): session-grouped 5-fold
+    # CV on dev hit@5 0.580, MRR@10 0.438; recall over turns, one session expanded, dev
+    # hit@5 0.689 (a refit with one session expanded gave 0.681).
     "transcript": _scaled(TRANSCRIPT_FITTED),
 
 }

@@ -115,7 +115,9 @@ class RerankConfig:
     transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
     # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
     # and at most how many chunks that adds. Recall questions, dev split, `python -m
-    # bench.recall_quality --split dev` with 0 / 1 / 2 sessions (see the commit).
+    # bench.recall_quality --split dev` with CTX__RERANK__SESSION_EXPAND=1 / 2: hit@5
+    # turns 0.689 / 0.697, chunks 0.597 / 0.622 (fitted weights of 2026-11-25); 1 kept:
+    # 2 made recall 1.4x slower (p50 166 vs 118 ms, 5.6k chunks, load 6.5) for 1 question.
     session_expand: int = 1
     session_expand_chunks: int = 400
     intent_cues: Mapping[str, tuple[str, ...]] = field(
@@ -279,7 +281,11 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     if not wanted.isdisjoint(TRANSCRIPT_FEATURES):
         window = [SessionChunk(kind=str(c.meta.get("kind", "")), session=c.meta.get("session"),
                                failure=bool(c.meta.get("failure")), fused=r["fused"],
-                               similarity=c.similarity, keyword=c.keyword)
+                               similarity=c.similarity, keyword=c.keyword,
+                               turn=_int_or_none(c.meta.get("turn")),
+                               ordinal=_int_or_none(c.meta.get("ordinal")) or 0,
+                               opens=_REPLY_OPENS in "\n" + c.text,
+                               term_recall=r["term_recall"])
                   for c, r in zip(head, rows, strict=True)]
         for r, extra in zip(rows, transcript_features(analysis.text, window,
                                                       cfg.transcript_cues), strict=True):
@@ -296,6 +302,13 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     out.extend((c.id, floor - 1e-6 * (j + 1), {"fused": norm(c.fused)})
                for j, c in enumerate(tail))
     return out
+
+
+_REPLY_OPENS = "\nAssistant: "  # a transcript reply's first chunk (engine.recall.chunks)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _score(f: Mapping[str, float], weights: Mapping[str, float]) -> float:

@@ -16,7 +16,18 @@ chunk that answers inside it. These features let the transcript profile weigh:
   the chunk's session; ``session_fused``: the window's fused score of its session
   (sum over its chunks) over the best session's;
 - ``similarity_rank`` / ``keyword_rank``: 10 / (10 + rank) of the chunk by
-  similarity, by keyword score, inside the window (0 without a score).
+  similarity, by keyword score, inside the window (0 without a score);
+- ``session_top``: the mean of the session's three best similarities in the window,
+  less the best session's (0 for the best session, negative below it);
+- the turn (the request and every chunk that answers it, ``turn`` in the chunk's
+  meta), as one unit: ``turn_similarity`` / ``turn_keyword`` / ``turn_term_recall``,
+  the best similarity, keyword score and query-term share among the window's chunks
+  of the chunk's turn, and ``turn_fused``, the turn's fused score (sum over its
+  chunks) over the best turn's; a turn is found by its best view, and each of its
+  chunks shares that;
+- ``reply_open``: the chunk opens a reply (its ``Assistant:`` line, not a
+  continuation), where a decision or an answer is said first; ``outcome``: it is the
+  last reply of its turn in the window (what came of the turn).
 
 Pure functions of plain data, so that they are tested without a store.
 """
@@ -32,7 +43,10 @@ KIND_FEATURES = {"turn_pair": "kind_turn", "thinking": "kind_thinking", "code": 
                  "tool": "kind_tool"}
 TRANSCRIPT_FEATURES = ("kind_turn", "kind_thinking", "kind_code", "kind_tool", "failure",
                        "ask_failure", "ask_command", "ask_code", "session_similarity",
-                       "session_fused", "similarity_rank", "keyword_rank")
+                       "session_fused", "similarity_rank", "keyword_rank", "session_top",
+                       "turn_similarity", "turn_keyword", "turn_term_recall", "turn_fused",
+                       "reply_open", "outcome")
+SESSION_TOP = 3  # a session's standing: the mean of its best SESSION_TOP similarities
 RANK_OFFSET = 10.0  # rank features are RANK_OFFSET / (RANK_OFFSET + rank)
 
 
@@ -81,6 +95,10 @@ class SessionChunk:
     fused: float
     similarity: float | None
     keyword: float | None
+    turn: int | None = None  # which request of its session it answers
+    ordinal: int = 0  # its place in the session
+    opens: bool = False  # it opens a reply ("Assistant: ...", not a continuation)
+    term_recall: float = 0.0  # the rerank's query-term share of it
 
 
 def _rank_scores(values: Sequence[float | None]) -> list[float]:
@@ -89,6 +107,37 @@ def _rank_scores(values: Sequence[float | None]) -> list[float]:
     out = [0.0] * len(values)
     for rank, i in enumerate(order, start=1):
         out[i] = RANK_OFFSET / (RANK_OFFSET + rank)
+    return out
+
+
+def _turn_key(i: int, c: SessionChunk) -> tuple[str | None, int | None, int]:
+    """A chunk's turn: (session, turn); a chunk of no known turn is a turn of its own."""
+    return (c.session, c.turn, -1 if c.turn is not None and c.session is not None else i)
+
+
+def _turn_features(window: Sequence[SessionChunk], sims: Sequence[float]
+                   ) -> list[dict[str, float]]:
+    """Each chunk's turn seen as one unit: its best similarity, keyword score and
+    query-term share, its fused score over the best turn's, and whether the chunk opens
+    a reply or is the turn's last reply (its outcome)."""
+    turns: dict[tuple[str | None, int | None, int], list[int]] = defaultdict(list)
+    for i, c in enumerate(window):
+        turns[_turn_key(i, c)].append(i)
+    fused = {t: sum(window[i].fused for i in ix) for t, ix in turns.items()}
+    best_fused = max(fused.values(), default=0.0) or 1.0
+    best_kw = max((c.keyword or 0.0 for c in window), default=0.0) or 1.0
+    out: list[dict[str, float]] = [{} for _ in window]
+    for t, ix in turns.items():
+        replies = [i for i in ix if window[i].kind == "turn_pair"]
+        last = max(replies, key=lambda i: window[i].ordinal) if replies else -1
+        shared = {"turn_similarity": max(sims[i] for i in ix),
+                  "turn_keyword": max(max(0.0, window[i].keyword or 0.0) for i in ix) / best_kw,
+                  "turn_term_recall": max(window[i].term_recall for i in ix),
+                  "turn_fused": fused[t] / best_fused}
+        for i in ix:
+            out[i] = {**shared, "reply_open": float(window[i].opens
+                                                    and window[i].kind == "turn_pair"),
+                      "outcome": float(i == last)}
     return out
 
 
@@ -103,6 +152,10 @@ def transcript_features(query: str, window: Sequence[SessionChunk],
     fused_of = {s: sum(window[i].fused for i in ix) for s, ix in by_session.items()}
     best_fused = max(fused_of.values(), default=0.0) or 1.0
     best_sim = {s: max(sims[i] for i in ix) for s, ix in by_session.items()}
+    top_of = {s: sum(sorted((sims[i] for i in ix), reverse=True)[:SESSION_TOP])
+              / min(SESSION_TOP, len(ix)) for s, ix in by_session.items()}
+    best_top = max(top_of.values(), default=0.0)
+    turn = _turn_features(window, sims)
     sim_rank = _rank_scores([c.similarity for c in window])
     kw_rank = _rank_scores([c.keyword for c in window])
     out = []
@@ -120,6 +173,8 @@ def transcript_features(query: str, window: Sequence[SessionChunk],
             "session_fused": fused_of[c.session] / best_fused if c.session is not None else 0.0,
             "similarity_rank": sim_rank[i],
             "keyword_rank": kw_rank[i],
+            "session_top": top_of[c.session] - best_top if c.session is not None else -1.0,
+            **turn[i],
         })
         out.append(feats)
     return out

@@ -117,7 +117,7 @@ def test_result_tables_name_every_field(doc: str, header: str, cls: type) -> Non
 def test_recall_hits_and_syncs_are_described_field_by_field(doc: str) -> None:
     table = _table(doc, "| recall field |")
     extra = _fields(RecallHit) - _fields(SearchHit)
-    assert extra == {"line", "excerpt"}
+    assert extra == {"line", "excerpt", "chunks"}
     assert all(f"`{name}`" in table["hits"][-1] for name in extra)
     described = re.search(r"\{([a-z_, ]+)\}", table["indexed"][-1])
     assert described is not None

@@ -1,4 +1,4 @@
-"""Session expansion (issue 26): the best-fused coding session's chunks join the window."""
+"""Session expansion (issue 26): the best-fused coding sessions' chunks join the window."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from engine.store.vault import Filters
 from tests.conftest import shared_data
 
 
-def test_the_best_session_joins_the_window_whole(engine: ContextEngine) -> None:
+def test_the_best_sessions_join_the_window_whole(engine: ContextEngine) -> None:
     engine.sync([str(shared_data("transcripts"))])
     rt = engine.rt
     filters = Filters(kinds=("turn_pair", "tool"))
@@ -21,12 +21,18 @@ def test_the_best_session_joins_the_window_whole(engine: ContextEngine) -> None:
     window = rt.cfg.rerank.window
     new = out.fused[min(window, len(res.fused)):][:added]
     sessions = {out.rows[cid].meta["session"] for cid, _, _ in new}
-    assert len(sessions) == 1 and all(score == 0.0 for _, score, _ in new)
+    assert 1 <= len(sessions) <= rt.cfg.rerank.session_expand
+    assert all(score == 0.0 for _, score, _ in new)
     assert all(out.rows[cid].kind in ("turn_pair", "tool") for cid, _, _ in new)
-    (session,) = sessions
-    stored = [r for r in rt.vault.session_chunks([session], 10_000)
+    stored = [r for r in rt.vault.session_chunks(sorted(sessions), 10_000)
               if r.kind in ("turn_pair", "tool")]
-    assert {r.id for r in stored} <= set(out.rows)  # every chunk of it is a candidate
+    assert {r.id for r in stored} <= set(out.rows)  # every chunk of them is a candidate
+    one = dataclasses.replace(rt.cfg, rerank=dataclasses.replace(rt.cfg.rerank,
+                                                                 session_expand=1))
+    fewer, n = expand_sessions(rt, one, res, filters)
+    assert 0 < n <= added
+    assert len({fewer.rows[cid].meta["session"]
+                for cid, _, _ in fewer.fused[min(window, len(res.fused)):][:n]}) == 1
     off = dataclasses.replace(rt.cfg, rerank=dataclasses.replace(rt.cfg.rerank,
                                                                  session_expand=0))
     assert expand_sessions(rt, off, res, filters) == (res, 0)

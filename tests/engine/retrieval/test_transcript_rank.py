@@ -56,3 +56,24 @@ def test_the_transcript_profile_puts_the_answering_reply_above_reasoning() -> No
     ranked = rerank(a, cands, RerankConfig())
     assert [i for i, _, _ in ranked] == ["reply", "think"]
     assert ranked[0][2]["session_similarity"] == pytest.approx(0.6)
+
+
+def test_a_turn_is_scored_as_one_unit() -> None:
+    """Chunks of one turn share its best similarity, keyword score and term share; the
+    reply that opens is marked, and the turn's last reply is its outcome."""
+    window = [SessionChunk("turn_pair", "s1", False, 0.5, 0.70, 4.0, turn=2, ordinal=10,
+                           opens=True, term_recall=0.2),
+              SessionChunk("tool", "s1", False, 0.3, 0.20, None, turn=2, ordinal=11,
+                           term_recall=0.9),
+              SessionChunk("turn_pair", "s1", False, 0.1, 0.30, 2.0, turn=2, ordinal=12),
+              SessionChunk("turn_pair", "s1", False, 0.4, 0.50, 8.0, turn=3, ordinal=20,
+                           opens=True),
+              SessionChunk("code", None, False, 0.2, 0.10, None)]
+    f = transcript_features("what came of the build", window, TranscriptCues())
+    assert [r["turn_similarity"] for r in f] == [0.70, 0.70, 0.70, 0.50, 0.10]
+    assert [r["turn_keyword"] for r in f] == pytest.approx([0.5, 0.5, 0.5, 1.0, 0.0])
+    assert [r["turn_term_recall"] for r in f] == [0.9, 0.9, 0.9, 0.0, 0.0]
+    assert [r["turn_fused"] for r in f] == pytest.approx([1.0, 1.0, 1.0, 0.4 / 0.9, 0.2 / 0.9])
+    assert [r["reply_open"] for r in f] == [1.0, 0.0, 0.0, 1.0, 0.0]
+    assert [r["outcome"] for r in f] == [0.0, 0.0, 1.0, 1.0, 0.0]
+    assert [r["session_top"] for r in f] == pytest.approx([0.0, 0.0, 0.0, 0.0, -1.0])
