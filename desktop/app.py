@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.appearance import Appearance
+from desktop.backup_schedule import BackupScheduler
 from desktop.config_io import desktop_settings, read_raw
 from desktop.control import AppControl
 from desktop.gc_timer import GuiGarbageCollector
@@ -38,6 +39,7 @@ from desktop.messages import job_title, plural
 from desktop.notices import Failure
 from desktop.opening import EngineFactory
 from desktop.qt import QApplication, QFileDialog, QMessageBox, QObject, QSystemTrayIcon, QTimer
+from desktop.setup_flow import SetupFlow
 from desktop.startup import display_problem, prefer_utf8_locale, release_probes
 from engine import CtxError
 
@@ -57,7 +59,7 @@ def say(text: str) -> None:
     print(f"ctx-app: {text}", file=sys.stderr, flush=True)
 
 
-class App(QObject, AppControl):
+class App(QObject, AppControl, SetupFlow):
     """Owns the host, the tray (or window-only mode), the dialogs and the quit order."""
 
     def __init__(self, qapp: QApplication, data_dir: Path, *,
@@ -72,6 +74,7 @@ class App(QObject, AppControl):
         self.appearance = Appearance(qapp, desktop_appearance(data_dir))
         self.collector = GuiGarbageCollector(self)
         self.host = EngineHost(data_dir, engine_factory, serve, parent=self)
+        self.backups = BackupScheduler(self.host, self)
         self.use_tray = QSystemTrayIcon.isSystemTrayAvailable() if tray is None else tray
         self.tray: Any = None
         self.window: Any = None
@@ -237,48 +240,6 @@ class App(QObject, AppControl):
             self.pending_ingest.extend(paths)
             return
         self._ensure_window().ingest(list(paths))
-
-    def _ask_setup(self) -> None:
-        from desktop.dialogs.first_run import FirstRunDialog
-
-        if self.dialog is not None:
-            self.dialog.raise_()
-            return
-        self.dialog = FirstRunDialog()
-        self.dialog.setWindowIcon(app_icon())
-        self.dialog.finished.connect(self._setup_done)
-        self.dialog.open()
-
-    def _setup_done(self, result: int) -> None:
-        dialog, self.dialog = self.dialog, None
-        if self.quitting or dialog is None:
-            return
-        if not result:
-            say("setup cancelled")
-            self.quit_now()
-            return
-        choice = dialog.choice()
-        self.pending_ingest.extend(choice.folders)
-        self.sync_after_setup = choice.sync_sessions
-        self.show_when_ready = True  # the window the person just set up for
-        self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain)
-
-    def _ask_unlock(self) -> None:
-        from desktop.dialogs.unlock import UnlockDialog
-
-        if self.dialog is not None:
-            self.dialog.raise_()
-            return
-        self.dialog = UnlockDialog(self.host)
-        self.dialog.setWindowIcon(app_icon())
-        self.dialog.finished.connect(self._unlock_done)
-        self.dialog.open()
-
-    def _unlock_done(self, result: int) -> None:
-        self.dialog = None
-        if not result and not self.quitting and not self.host.engine_open:
-            say("unlock cancelled")
-            self.quit_now()
 
     # -- host events -------------------------------------------------------------------
     def _state_changed(self, state: str) -> None:

@@ -189,8 +189,10 @@ class EngineHost(QObject, HostEvents):
         """Try ``passphrase``; a wrong one emits ``failed`` (wrong_key), state "locked"."""
         self.start(passphrase)
 
-    def create_store(self, passphrase: str | None = None, *, use_keychain: bool = True) -> None:
-        """First run: create the store (keychain, else ``passphrase``), then open it."""
+    def create_store(self, passphrase: str | None = None, *, use_keychain: bool = True,
+                     recovery_key: str | None = None) -> None:
+        """First run: create the store (keychain, else ``passphrase``; ``recovery_key``
+        unlocks it too), then open it."""
         if self._state not in ("stopped", "needs_setup", "error"):
             return
         self._set_state("opening")
@@ -200,7 +202,8 @@ class EngineHost(QObject, HostEvents):
             from engine import init_store
 
             init_store(data_dir, passphrase=passphrase,
-                       use_keychain=use_keychain and passphrase is None)
+                       use_keychain=use_keychain and passphrase is None,
+                       recovery_key=recovery_key)
             return self._open(data_dir, passphrase, False)
         self.tasks.run(work, self._opened, self._open_failed, name="create_store")
 

@@ -40,6 +40,7 @@ PANELS: list[tuple[str, str, str]] = [
     ("Budget usage", "desktop.panels.budget", "BudgetPanel"),
     ("Health", "desktop.panels.health", "HealthPanel"),
     ("Settings", "desktop.panels.settings", "SettingsPanel"),
+    ("Security", "desktop.panels.security", "SecurityPanel"),
 ]
 
 STATUS_TEXT = {

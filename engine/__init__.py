@@ -12,7 +12,11 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
 - errors: ``CtxError`` and every class under it, ``error_from_dict``;
 - config: ``Config``, ``load_config``, ``check_config`` (a table checked as store open
   checks it, before it is written), ``parse_config_section``;
-- paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...
+- paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...;
+- keeping the data: ``restore_backup``, ``verify_backup_file``, ``rotate_key``,
+  ``change_passphrase``, ``use_keychain``, ``use_passphrase``, ``renew_recovery_key``,
+  ``generate_recovery_key`` (and ``ContextEngine.backup`` / ``export``), the app's
+  backup schedule (``BackupConfig``, ``backup_due``, ``backups_to_prune``).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from engine.offline import keep_offline
 
 keep_offline()  # before any library loads: no telemetry, no download (engine/offline.py)
 
-_API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem",
-        "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
+_API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "BuildDone",
+        "BuildItem", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
         "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
@@ -34,7 +38,18 @@ _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudg
            "KeyRecordDamaged", "VaultMissing", "VaultDamaged", "StoreTooNew",
            "VectorsDamaged", "NoSpace", "IntegrityError", "ModelMismatch",
            "VectorStoreUnavailable", "IngestFailed", "FileRejected", "EngineClosed",
-           "InternalError", "error_from_dict", "qualified_field")
+           "InternalError", "RecoveryKeyInvalid", "BackupDamaged", "BackupMismatch",
+           "StoreExists", "error_from_dict", "qualified_field")
+# Keeping the data: backups, restore, and how the data key is kept.
+_KEEPING = {
+    "restore_backup": "engine.flows.restore", "verify_backup_file": "engine.flows.backup:"
+    "verify_backup", "rotate_key": "engine.flows.keychange",
+    "change_passphrase": "engine.flows.keychange", "use_keychain": "engine.flows.keychange",
+    "use_passphrase": "engine.flows.keychange", "renew_recovery_key": "engine.flows.keychange",
+    "generate_recovery_key": "engine.crypto.recovery:new_recovery_key",
+    "looks_like_recovery_key": "engine.crypto.recovery", "BackupConfig": "engine.backup.config",
+    "backups_to_prune": "engine.backup.schedule", "backup_due": "engine.backup.schedule",
+}
 
 # Public name -> "module" (same name there) or "module:name".
 _WHERE: dict[str, str] = {
@@ -49,25 +64,31 @@ _WHERE: dict[str, str] = {
     "TokenCounter": "engine.tokens",
     "resolve_data_dir": "engine.paths:data_dir",
     "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
+    **_KEEPING,
     **{n: "engine.api" for n in _API},
     **{n: "engine.errors" for n in _ERRORS},
 }
 
 __all__ = [
     "ENGINE_METHODS", "FINAL_JOB_STATES", "JOB_STATES", "LIVE_KINDS", "SOURCE_KINDS", "TIERS",
-    "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem", "Caller",
-    "Config", "ConfigError", "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery",
-    "EngineAPI", "EngineClosed", "ErrorInfo", "Event", "FileIssue", "FileRejected", "Histogram",
-    "IngestFailed", "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput",
-    "InvalidItemKind", "JobChanged", "JobSnapshot", "KeyRecordDamaged", "KeyUnavailable",
+    "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupConfig", "BackupDamaged",
+    "BackupMismatch", "BackupResult", "BuildDone", "BuildItem", "Caller", "Config", "ConfigError",
+    "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
+    "ErrorInfo", "Event", "ExportResult", "FileIssue", "FileRejected", "Histogram", "IngestFailed",
+    "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput", "InvalidItemKind",
+    "JobChanged", "JobSnapshot", "KeyChangeResult", "KeyRecordDamaged", "KeyUnavailable",
     "LiveItem", "LiveSnapshotTooLarge", "MetricsSnapshot", "ModelMismatch", "NoSpace", "NotAStore",
-    "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallResult", "RepairResult", "SearchHit",
-    "SourceInfo", "SourcesChanged", "Status", "StoreDamaged", "StoreLocked", "StoreNotInitialized",
-    "StoreTooNew", "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
-    "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "caller", "check_config",
-    "error_from_dict",
+    "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallResult", "RecoveryKeyInvalid",
+    "RepairResult", "RestoreResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
+    "StoreDamaged", "StoreExists", "StoreLocked", "StoreNotInitialized", "StoreTooNew",
+    "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
+    "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "backup_due",
+    "backups_to_prune",
+    "caller", "change_passphrase", "check_config", "error_from_dict", "generate_recovery_key",
     "headless_passphrase", "init_store", "keychain_available", "load_config",
-    "parse_config_section", "probe_store", "qualified_field", "repair_store", "resolve_data_dir",
+    "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
+    "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",
+    "use_keychain", "use_passphrase", "verify_backup_file",
 ]
 
 

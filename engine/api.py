@@ -463,6 +463,9 @@ class Status(_Plain):
     alerts: Mapping[str, Alert]
     # Over the wire only: the serving process's counters (received, replied, ...).
     server: Mapping[str, Any] | None = None
+    last_backup: float | None = None  # when the last backup of this store finished
+    key_method: str = ""  # how the data key is kept: "keychain" or "passphrase"
+    recovery_key: bool = False  # whether a recovery key can unlock the store
     # "<backend>: <why>", e.g. "torch: no ONNX export of MiniLM was found, ..." ("" if fake)
     model_backend_reason: str = ""
 
@@ -481,6 +484,72 @@ class Status(_Plain):
         if self.server is None:
             del out["server"]
         return out
+
+
+# -- keeping the data: backups, exports, key changes -----------------------------------
+
+@dataclass(frozen=True)
+class BackupResult(_Plain):
+    """A backup file written (``ctx backup``) or checked (``ctx backup --verify``).
+
+    ``store_id`` names the store (it lasts through key rotations), ``key_id`` the
+    data key the backup is encrypted under; ``created`` is when it was taken.
+    """
+
+    path: str
+    bytes: int
+    created: float
+    store_id: str
+    key_id: str
+    sources: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    seconds: float = 0.0
+    verified: bool = False
+    format: int = 1
+
+
+@dataclass(frozen=True)
+class RestoreResult(_Plain):
+    """A backup restored into ``data_dir`` (``replaced``: where the store it replaced went)."""
+
+    data_dir: str
+    store_id: str
+    key_id: str
+    created: float
+    sources: int
+    chunks: int
+    vectors: int
+    bytes: int
+    seconds: float
+    replaced: str | None = None
+
+
+@dataclass(frozen=True)
+class ExportResult(_Plain):
+    """Sources written out as plaintext (``ctx export``): where, how many, in what format."""
+
+    path: str
+    format: str
+    sources: int
+    chunks: int
+    bytes: int
+    files: int = 1
+
+
+@dataclass(frozen=True)
+class KeyChangeResult(_Plain):
+    """A change of how the data key is kept (``what``: passphrase, use-keychain,
+    use-passphrase, recovery, rotate). ``recovery_key`` holds a new recovery key, to be
+    shown once; it is never sent over the wire (key changes run where the store is)."""
+
+    what: str
+    key_id: str
+    seconds: float = 0.0
+    old_key_id: str = ""
+    method: str = ""
+    has_recovery: bool = False
+    recovery_key: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)

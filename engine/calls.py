@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from engine.api import DeleteResult, Payload, RecallResult
+from engine.api import BackupResult, DeleteResult, ExportResult, Payload, RecallResult
 from engine.errors import CtxError, InternalError, name_field
 
 log = logging.getLogger("ctx.engine")
@@ -33,7 +33,7 @@ log = logging.getLogger("ctx.engine")
 F = TypeVar("F", bound=Callable[..., Any])
 # The engine methods whose calls a caller process leaves in the audit log.
 AUDITED = frozenset({"ingest", "build_context", "search", "recall", "sources", "delete",
-                     "sync"})
+                     "sync", "backup", "verify_backup", "export"})
 # Parameters whose sizes (never contents) go into a call's audit record.
 _COUNTED_PARAMS = ("paths", "live", "conversation")
 
@@ -136,6 +136,10 @@ def audit_record(who: Caller, params: Mapping[str, Any], result: Any,
             counts["results"] = len(result.hits)
     elif isinstance(result, DeleteResult):
         counts["deleted"] = result.deleted
+    elif isinstance(result, BackupResult):
+        counts.update(bytes=result.bytes, sources=result.sources, chunks=result.chunks)
+    elif isinstance(result, ExportResult):  # plaintext left the store: say how much
+        counts.update(sources=result.sources, chunks=result.chunks, bytes=result.bytes)
     elif isinstance(result, list):
         counts["results"] = len(result)
     for name in _COUNTED_PARAMS:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.backup.config import BackupConfig
 from engine.config_base import from_dict, merge, to_dict
 from engine.crypto.config import KeyConfig
 from engine.embedding.config import EmbeddingConfig
@@ -52,6 +53,7 @@ class Config:
     surrogates: SurrogateConfig = field(default_factory=SurrogateConfig)
     recall: RecallConfig = field(default_factory=RecallConfig)
     keys: KeyConfig = field(default_factory=KeyConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
     # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
     # engine only carries it, so that one config.toml holds every setting.
     ipc: dict[str, Any] = field(default_factory=dict)

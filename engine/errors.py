@@ -156,6 +156,30 @@ REJECT_SPECIAL = "special_file"  # a FIFO, socket or device: never opened
 REJECT_UNPACKED_TOO_LARGE = "unpacked_too_large"  # a zip bomb, or a container too big
 
 
+class RecoveryKeyInvalid(WrongKey):
+    """What was given as a recovery key is not one (its shape, or a typo its checksum caught)."""
+
+    code, name = 1070, "recovery_key_invalid"
+
+
+class BackupDamaged(StoreDamaged):
+    """A backup file that is not one, truncated, or changed since it was written."""
+
+    code, name = 1071, "backup_damaged"
+
+
+class BackupMismatch(StoreDamaged):
+    """A backup of another store than the one it was checked or restored against."""
+
+    code, name = 1072, "backup_of_another_store"
+
+
+class StoreExists(CtxError):
+    """A restore would overwrite a store: it refuses unless told (``--replace``)."""
+
+    code, name, exit_code = 1073, "store_exists", 4
+
+
 class EngineClosed(CtxError):
     code, name = 1060, "engine_closed"
 

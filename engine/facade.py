@@ -26,9 +26,11 @@ from typing import Any, Self
 from engine import paths as P
 from engine.api import (
     AuditEntry,
+    BackupResult,
     BuildDone,
     DeleteResult,
     Event,
+    ExportResult,
     JobChanged,
     JobSnapshot,
     MetricsSnapshot,
@@ -48,6 +50,7 @@ from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
 from engine.embedding.lazy import LazyEmbedder
 from engine.errors import (
+    CtxError,
     EngineClosed,
     InvalidInput,
     ModelMismatch,
@@ -60,7 +63,8 @@ from engine.flows import ingest as service
 from engine.flows.audit_log import AuditLog
 from engine.flows.inputs import check_query, utf8
 from engine.flows.interrupted import InterruptedJobs
-from engine.flows.jobs import JobRunner
+from engine.flows.jobs import Cancelled, JobRunner
+from engine.flows.keychange import open_key
 from engine.flows.opening import (
     lock_store,
     new_vault,
@@ -90,15 +94,18 @@ def store_exists(root: Path) -> bool:
 
 
 def init_store(data_dir: str | Path | None = None, *, passphrase: str | None = None,
-               use_keychain: bool | None = None, config: Config | None = None) -> Path:
+               use_keychain: bool | None = None, config: Config | None = None,
+               recovery_key: str | None = None) -> Path:
     """Create a new, empty store (its data key and vault). Refuses an existing one, or
-    any part of one; a folder holding other files is used only because it was asked."""
+    any part of one; a folder holding other files is used only because it was asked.
+    ``recovery_key`` (``generate_recovery_key()``, shown to the user) can unlock it too."""
     root, _ = prepare_root(data_dir, create=True, explicit_init=True)
     cfg = config or load_config(root)
     lock = DataDirLock(P.lock_path(root))
     lock.acquire()
     try:
-        key = keys.create_key(root, cfg.keys, passphrase=passphrase, use_keychain=use_keychain)
+        key = keys.create_key(root, cfg.keys, passphrase=passphrase, use_keychain=use_keychain,
+                              recovery_key=recovery_key)
         new_vault(root, key, cfg).close()
     except BaseException:
         if not store_exists(root):  # nothing was made: no lock file is left behind either
@@ -113,6 +120,9 @@ def repair_store(data_dir: str | Path | None = None, *, passphrase: str | None =
                  embedder: Embedder | None = None) -> RepairResult:
     """`ctx repair`: set aside a vectors/ that cannot be opened, then rebuild every
     vector from the vault and drop embedding-cache rows no chunk uses."""
+    from engine.flows.keychange import settle_closed
+
+    settle_closed(data_dir)  # a key rotation cut short is finished (or undone) first
     moved = repair_layout(data_dir, passphrase=passphrase)
     eng = ContextEngine.open(data_dir, passphrase=passphrase, embedder=embedder, create=False,
                              auto_repair=False)
@@ -129,6 +139,7 @@ class ContextEngine:
         self.config = cfg
         self._lock = lock
         self._closed = False
+        self._key = key  # seals backups; the vault, vectors and names use keys derived from it
         vault = new_vault(root, key, cfg)
         try:
             emb = embedder if embedder is not None else LazyEmbedder(cfg.embedding)
@@ -140,7 +151,8 @@ class ContextEngine:
             raise
         self._events = Announcer()
         self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
-                          NameHasher(key), Metrics(on_change=self._events.emit),
+                          NameHasher(key, _kept_name_key(vault)),
+                          Metrics(on_change=self._events.emit),
                           AuditLog(vault))
         vault.guard.on_damage = lambda exc: self.rt.metrics.alert(
             ALERT_VAULT_DAMAGED, True, exc.message)
@@ -170,7 +182,8 @@ class ContextEngine:
     @classmethod
     def open(cls, data_dir: str | Path | None = None, *, config: Config | None = None,
              passphrase: str | None = None, embedder: Embedder | None = None,
-             create: bool = True, auto_repair: bool = True) -> ContextEngine:
+             create: bool = True, auto_repair: bool = True,
+             recovery_key: str | None = None) -> ContextEngine:
         """Open (or, with ``create``, first create) the store in ``data_dir``.
 
         ``create`` makes a store only in a missing or empty folder, never in a
@@ -180,6 +193,8 @@ class ContextEngine:
         StoreDamaged error naming the damaged part; nothing on disk changes then.
         With ``auto_repair``, vectors missing while the vault holds chunks are
         rebuilt from the vault in the background (alert while it runs).
+        ``recovery_key`` unlocks the store instead of its keychain entry or passphrase
+        (a recovery key typed as the passphrase, or in CTX_RECOVERY_KEY, does too).
         """
         root, fresh = prepare_root(data_dir, create=create)
         cfg = config or load_config(root)
@@ -188,7 +203,7 @@ class ContextEngine:
             if fresh and not store_exists(root):
                 key = keys.create_key(root, cfg.keys, passphrase=passphrase)
             else:
-                key = keys.unlock_key(root, passphrase=passphrase)
+                key = open_key(root, passphrase=passphrase, recovery_key=recovery_key)
             return cls(root, cfg, key, lock, embedder, auto_repair)
         except BaseException:
             if fresh and not store_exists(root):  # a store not made leaves no lock file
@@ -209,6 +224,7 @@ class ContextEngine:
     def close(self) -> None:
         if self._closed:
             return
+        self._stop_tracked()
         self._closed = True
         self._jobs.stop()
         self.rt.audit.close()  # what calls and jobs queued is written before the vault closes
@@ -300,9 +316,15 @@ class ContextEngine:
                                        uri=external_id)
             job = self._jobs.submit("text", work)
         else:
+            from engine.flows.export import import_work, is_export
+
             resolved = [str(Path(p).expanduser().resolve()) for p in paths]
-            job = self._jobs.submit("paths", service.ingest_paths(rt, self._writer, resolved),
-                                    inputs=tuple(resolved))
+            exports = [p for p in resolved if Path(p).is_file() and is_export(p)]
+            rest = [p for p in resolved if p not in exports]
+            work = service.ingest_paths(rt, self._writer, rest) if rest else None
+            if exports:  # ctx jsonl exports: their sources are stored as they were
+                work = import_work(rt, self._writer, exports, then=work)
+            job = self._jobs.submit("paths", work, inputs=tuple(resolved))
             self._interrupted.started(job.id, resolved, job.created)
         if wait:
             self._jobs.wait(job.id)
@@ -507,6 +529,83 @@ class ContextEngine:
         self._events.emit(SourcesChanged("delete", tuple(what.ids)))
         return DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids))
 
+    # -- keeping the data ----------------------------------------------------------
+    @audited
+    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
+        """Write one encrypted backup file of the store to ``path`` (a folder gets a dated
+        name in it), taken consistently while the engine keeps running; followed as a
+        job of kind "backup" (bytes done of bytes in all). ``include_vectors`` (default:
+        yes, for the memory backend) puts the vector index in it, so that a restore
+        loads it instead of rebuilding it from the vault."""
+        from engine.flows.backup import take_backup
+
+        rt = self._live()
+        vectors = include_vectors if include_vectors is not None else \
+            rt.cfg.store.vector_backend == "memory"
+        return self._tracked("backup", lambda progress: take_backup(
+            rt, self._key, path, progress=progress, include_vectors=vectors))
+
+    @audited
+    def verify_backup(self, path: str) -> BackupResult:
+        """Read a backup of this store whole and check every part of it, restoring nothing
+        (BackupDamaged names what is wrong; BackupMismatch: another store's)."""
+        from engine.flows.backup import verify_backup
+
+        self._live()
+        record = keys.read_record(self.data_dir)
+        store_id = record.store_id if record is not None else None
+        return self._tracked("verify_backup", lambda progress: verify_backup(
+            path, data_key=self._key, store_id=store_id, progress=progress))
+
+    @audited
+    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
+               project: str | None = None) -> ExportResult:
+        """Write the sources (of ``kind`` and ``project``) to ``path`` as plaintext: one
+        jsonl file (``ctx ingest`` of it stores them again) or a folder of markdown files.
+        The text leaves the store's encryption: callers warn the user first."""
+        from engine.flows.export import export_sources
+
+        rt = self._live()
+        return export_sources(rt, path, fmt, kind=kind, project=project)
+
+    def _tracked(self, kind: str, run: Callable[[Callable[[int, int], None]], Any]) -> Any:
+        """``run(progress)`` on this thread, as a job of ``kind`` others can follow."""
+        job = self._jobs.track(kind)
+        job.files_total = 1
+        shown = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            job.bytes, job.bytes_total = done, total
+            now = time.monotonic()
+            if now - shown[0] >= 0.1 or done >= total:
+                shown[0] = now
+                self._jobs.progress(job)
+            else:
+                job.check()
+        try:
+            result = run(progress)
+        except Cancelled as exc:
+            self._jobs.finish(job, exc)
+            raise CtxError(f"the {kind.replace('_', ' ')} was cancelled: nothing was "
+                           "written") from None
+        except BaseException as exc:
+            self._jobs.finish(job, exc if isinstance(exc, Exception) else None)
+            raise
+        job.files_done = 1
+        job.chunks = int(getattr(result, "chunks", 0))
+        self._jobs.finish(job, None)
+        return result
+
+    def _stop_tracked(self, timeout: float = 30.0) -> None:
+        """At close: cancel the backups under way and wait for them to clean up."""
+        live = [j for j in self._jobs.list() if j.kind in ("backup", "verify_backup")
+                and not j.final]
+        for snap in live:
+            self._jobs.cancel(snap.id)
+        end = time.monotonic() + timeout
+        for snap in live:
+            self._jobs.wait(snap.id, max(0.0, end - time.monotonic()))
+
     # -- health ------------------------------------------------------------------
     def status(self) -> Status:
         rt = self._live()
@@ -528,6 +627,12 @@ class ContextEngine:
         rt = self._live()
         rt.audit.flush()  # what calls queued so far is read back
         return [AuditEntry.from_dict(r) for r in rt.vault.audit(since, limit)]
+
+
+def _kept_name_key(vault: Vault) -> bytes | None:
+    """The names' hash key a key rotation kept in the vault (engine/store/rekey.py)."""
+    value = vault.get_meta("name_key")
+    return bytes.fromhex(value) if value else None
 
 
 def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:

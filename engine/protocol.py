@@ -16,7 +16,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from engine.api import (
     AuditEntry,
+    BackupResult,
     DeleteResult,
+    ExportResult,
     JobSnapshot,
     MetricsSnapshot,
     Payload,
@@ -74,6 +76,13 @@ class EngineAPI(Protocol):
     def metrics(self) -> MetricsSnapshot: ...
 
     def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]: ...
+
+    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult: ...
+
+    def verify_backup(self, path: str) -> BackupResult: ...
+
+    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
+               project: str | None = None) -> ExportResult: ...
 
     def close(self) -> None: ...
 

@@ -33,6 +33,9 @@ CALLS: dict[str, Call] = {
     "sources": lambda e, p: e.sources(**p),
     "delete": lambda e, p: e.delete(p["source"]),
     "sync": lambda e, p: e.sync(**p),
+    "backup": lambda e, p: e.backup(**p),
+    "verify_backup": lambda e, p: e.verify_backup(**p),
+    "export": lambda e, p: e.export(**p),
 }
 
 

@@ -182,6 +182,12 @@ _HIT_RESULT = _obj({
     "lanes": Field("object", required=True), "time": Field("number", nullable=True),
 })
 
+_BACKUP_RESULT = _obj({
+    "path": Field("str", required=True), "bytes": Field("int", required=True, lo=0),
+    "store_id": Field("str", required=True), "key_id": Field("str", required=True),
+    "created": Field("number", required=True),
+})
+
 METHODS: dict[str, MethodSpec] = {m.name: m for m in (
     MethodSpec("ping", {}, _obj({"pong": Field("bool", required=True),
                                  "version": Field("str", required=True),
@@ -234,6 +240,17 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
                _ANY_OBJ, idempotent=False),
     MethodSpec("sync", {"paths": Field("list", nullable=True, max_len=10_000, items=_PATH)},
                _ANY_OBJ),
+    MethodSpec("backup", {"path": Field("str", required=True, min_len=1, max_len=4096),
+                          "include_vectors": Field("bool", nullable=True)},
+               _BACKUP_RESULT, idempotent=False),
+    MethodSpec("verify_backup", {"path": Field("str", required=True, min_len=1, max_len=4096)},
+               _BACKUP_RESULT),
+    MethodSpec("export", {"path": Field("str", required=True, min_len=1, max_len=4096),
+                          "fmt": Field("str", choices=("jsonl", "markdown")),
+                          "kind": Field("str", nullable=True, choices=SOURCE_KINDS),
+                          "project": _SHORT},
+               _obj({"path": Field("str", required=True), "sources": Field("int", lo=0)}),
+               idempotent=False),
     MethodSpec("shutdown", {}, _obj({"stopping": Field("bool", required=True)}),
                idempotent=False, control=True),
 )}

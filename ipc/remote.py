@@ -16,7 +16,9 @@ from typing import Any, Self
 
 from engine import (
     AuditEntry,
+    BackupResult,
     DeleteResult,
+    ExportResult,
     JobSnapshot,
     MetricsSnapshot,
     Payload,
@@ -187,6 +189,21 @@ class RemoteEngine:
     def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
         return [AuditEntry.from_dict(a)
                 for a in self._call("audit", _drop_none(since=since, limit=limit))]
+
+    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
+        """A backup written by the server (its progress: the job of kind "backup")."""
+        return BackupResult.from_dict(self._call("backup", _drop_none(
+            path=os.fspath(path), include_vectors=include_vectors), timeout=self.long_timeout))
+
+    def verify_backup(self, path: str) -> BackupResult:
+        return BackupResult.from_dict(self._call("verify_backup", {"path": os.fspath(path)},
+                                                 timeout=self.long_timeout))
+
+    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
+               project: str | None = None) -> ExportResult:
+        return ExportResult.from_dict(self._call("export", _drop_none(
+            path=os.fspath(path), fmt=fmt, kind=kind, project=project),
+            timeout=self.long_timeout))
 
     # -- wire-only methods -------------------------------------------------------------
 

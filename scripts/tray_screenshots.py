@@ -160,6 +160,10 @@ def run(shots: Shots) -> None:
     shots.xdotool("type", "--delay", "10", PASSPHRASE)
     shots.grab("screen-first-run")
     shots.xdotool("key", "Return")
+    shots.focus("Your recovery key")  # kept (the box), then Continue, by keyboard
+    for key in ("Tab", "Tab", "space", "Tab", "Tab", "Return"):
+        shots.xdotool("key", key)
+        time.sleep(0.1)
     shots.wait(lambda s: s["state"] == "ready", "ready after set-up")
     shots.hover_icon()
     shots.grab("tray-idle", CORNER)

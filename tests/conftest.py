@@ -90,3 +90,22 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared data not present: {path}")
     return path
+
+
+@pytest.fixture
+def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An OS keychain stand-in (a JSON file, tests/keyring_file.py) for this process and
+    the processes it starts; never the user's real keychain. Yields the file."""
+    import keyring
+
+    from tests.keyring_file import BACKEND, ENV, FileKeyring
+
+    path = tmp_path / "keychain.json"
+    monkeypatch.setenv(ENV, str(path))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", BACKEND)
+    before = keyring.get_keyring()
+    keyring.set_keyring(FileKeyring())
+    try:
+        yield path
+    finally:
+        keyring.set_keyring(before)

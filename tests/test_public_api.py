@@ -33,7 +33,13 @@ def test_engine_exports() -> None:
         "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
         "LiveItem",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
-        "headless_passphrase"])
+        "headless_passphrase",
+        # keeping the data: backups, restore, export, recovery keys, key changes
+        "BackupConfig", "BackupResult", "RestoreResult", "ExportResult", "KeyChangeResult",
+        "RecoveryKeyInvalid", "BackupDamaged", "BackupMismatch", "StoreExists",
+        "restore_backup", "verify_backup_file", "rotate_key", "change_passphrase",
+        "use_keychain", "use_passphrase", "renew_recovery_key", "generate_recovery_key",
+        "looks_like_recovery_key", "backups_to_prune", "backup_due"])
     for name in engine.__all__:
         assert getattr(engine, name) is not None
 

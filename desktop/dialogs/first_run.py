@@ -74,7 +74,8 @@ class FirstRunDialog(QDialog):
         self.use_keychain.setEnabled(self.keychain)
         (self.use_keychain if self.keychain else self.use_passphrase).setChecked(True)
         self.no_keychain_note = QLabel("No OS keychain is available here: a passphrase is "
-                                       "needed. ctx cannot recover a forgotten passphrase.")
+                                       "needed. The recovery key shown next is the only "
+                                       "way back in if you forget it.")
         self.no_keychain_note.setWordWrap(True)
         self.no_keychain_note.setVisible(not self.keychain)
         self.passphrase = QLineEdit()
@@ -114,6 +115,9 @@ class FirstRunDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.create_button = self.buttons.addButton(
             "Create store", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.restore_button = self.buttons.addButton(  # ends the dialog with RESTORE (2)
+            "Restore from a backup…", QDialogButtonBox.ButtonRole.ResetRole)
+        self.restore_button.clicked.connect(lambda: self.done(2))
         self.buttons.accepted.connect(self._try_accept)
         self.buttons.rejected.connect(self.reject)
 

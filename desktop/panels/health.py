@@ -93,7 +93,7 @@ class HealthPanel(QWidget):
 
         self.fields: dict[str, QLabel] = {}
         store = self._group("Store", ["Data folder", "Size on disk", "Sources", "Chunks",
-                                      "Tokens", "Vectors"])
+                                      "Tokens", "Vectors", "Last backup"])
         model = self._group("Model and vectors", ["Model", "Dimensions", "Model loaded",
                                                   "Vector backend", "Vector store",
                                                   "Vectors in memory", "Chroma server"])
@@ -209,6 +209,7 @@ class HealthPanel(QWidget):
         f["Chunks"].setText(fmt_int(status.chunks))
         f["Tokens"].setText(fmt_int(status.tokens))
         f["Vectors"].setText(fmt_int(status.vectors))
+        f["Last backup"].setText(fmt_time(status.last_backup) if status.last_backup else "never")
         f["Model"].setText(status.model)
         f["Dimensions"].setText(fmt_int(status.dim))
         f["Model loaded"].setText(model_loaded_label(status))

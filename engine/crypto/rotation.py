@@ -33,10 +33,12 @@ class Rotation:
 
 
 class NameHasher:
-    """Keyed hashes of project and source names, for filter metadata outside the vault."""
+    """Keyed hashes of project and source names, for filter metadata outside the vault.
+    ``kept``: the hash key a key rotation kept in the vault (engine/store/rekey.py), so
+    that names hash as they did under the store's first data key."""
 
-    def __init__(self, key: bytes) -> None:
-        self._key = derive(key, "name-hash")
+    def __init__(self, key: bytes, kept: bytes | None = None) -> None:
+        self._key = kept if kept else derive(key, "name-hash")
 
     def __call__(self, name: str) -> str:
         return hmac.new(self._key, name.encode("utf-8"), hashlib.sha256).hexdigest()[:24]

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 from engine.api import Alert, Status, VectorMemory
+from engine.crypto.keys import read_record
+from engine.flows.backup import last_backup
 from engine.flows.runtime import Runtime
 from engine.store import sources as src
 
@@ -15,6 +17,7 @@ def status(rt: Runtime, *, jobs_active: bool, paused: bool,
     """``ContextEngine.status``: what ``ctx status`` and the Health panel show."""
     vector_ok = rt.vectors.healthy()
     emb = rt.embedder
+    record = read_record(rt.root)
     return Status(
         data_dir=str(rt.root), **src.counts(rt.vault),
         vectors=rt.vectors.count() if vector_ok else None,
@@ -26,7 +29,9 @@ def status(rt: Runtime, *, jobs_active: bool, paused: bool,
         model_document_precision=getattr(emb, "document_precision", "float32"),
         model_query_precision=getattr(emb, "query_precision", "float32"),
         jobs_active=jobs_active, ingestion_paused=paused, store_bytes=dir_size(rt.root),
-        alerts=alerts)
+        alerts=alerts, last_backup=last_backup(rt.vault),
+        key_method=record.method if record is not None else "",
+        recovery_key=bool(record is not None and record.recovery))
 
 
 def dir_size(root: Path) -> int:

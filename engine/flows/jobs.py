@@ -131,6 +131,25 @@ class JobRunner:
         self._emit(job)
         return job
 
+    def track(self, kind: str) -> Job:
+        """A job its caller runs on its own thread, beside the writer (a backup reads while
+        the writer writes): listed, followed, cancelled and waited for like the others;
+        ``progress(job)`` announces it, ``finish(job, outcome)`` ends it."""
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind, state="running", started=time.time())
+        with self._lock:
+            self._jobs[job.id] = job
+        self._emit(job)
+        return job
+
+    def progress(self, job: Job) -> None:
+        """A tracked job moved on (announced); a safe point (Cancelled when asked to stop)."""
+        self._emit(job)
+        job.check()
+
+    def finish(self, job: Job, outcome: BaseException | None) -> None:
+        """End a tracked job: done (None), cancelled or failed, as a writer job ends."""
+        self._settle(job, outcome)
+
     def get(self, job_id: str) -> JobSnapshot:
         with self._lock:
             job = self._jobs.get(job_id)

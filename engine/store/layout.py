@@ -28,7 +28,7 @@ from engine.errors import (
 STORE_NAMES = frozenset({
     "key.json", "key.tmp", "vault.db", "vault.db-wal", "vault.db-shm", "vault.db-journal",
     "vectors", "vectors.snap", "vectors.snap.tmp", "space.reserve", "engine.lock",
-    "config.toml",
+    "config.toml", "key.lock", "restore.partial",  # key changes; a restore just swapped in
     "logs", "engine-start.lock", "engine-start.json",  # the background engine (ipc.cli.autostart)
 })
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -72,7 +72,7 @@ def read_layout(root: Path) -> Layout:
 
 def _ours(name: str) -> bool:
     """A name a store (or a ctx server's connection file beside it) may hold."""
-    return name in STORE_NAMES or name.startswith("vectors.damaged-") \
+    return name in STORE_NAMES or name.startswith(("vectors.damaged-", "vectors.old-")) \
         or (name.startswith("ctx-") and name.endswith(".json"))
 
 

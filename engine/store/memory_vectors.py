@@ -107,6 +107,10 @@ class MemoryVectors(VectorStore):
     def count(self) -> int:
         return len(self._index)
 
+    def index_copy(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every id (ascending) and its unit vector, copied at once (for a backup)."""
+        return self._index.ids_and_vectors()
+
     def memory(self) -> dict[str, Any]:
         n = len(self._index)
         pre = self._index.prefiltered

@@ -137,3 +137,23 @@ class SnapshotFile:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+    def rekey(self, key: bytes) -> bool:
+        """Seal the snapshot again under ``key`` (a rotated data key), unless it is sealed
+        under it already. A snapshot neither key reads is removed (the next open rebuilds
+        the index from the vault). True when a usable snapshot is left."""
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(_HEAD.size)
+        except FileNotFoundError:
+            return False
+        fields = _HEAD.unpack(head) if len(head) == _HEAD.size else None
+        target = SnapshotFile(self.path, key)
+        if fields is not None and fields[2] == target._key_id:
+            return True  # sealed under the new key already (a rotation finished at open)
+        snap = self.load(fields[5]) if fields is not None else None
+        if snap is None:
+            self.remove()
+            return False
+        target.save(snap)
+        return True

@@ -54,8 +54,13 @@ def cmd_init(args: argparse.Namespace) -> int:
     passphrase = _init_passphrase(args)
     if passphrase is not None and not passphrase:
         raise InvalidInput("the passphrase is empty", field="passphrase")
+    from engine import generate_recovery_key
+    from ipc.cli.key_cmd import print_recovery_key
+
+    recovery = generate_recovery_key()
     root = init_store(args.data_dir, passphrase=passphrase,
-                      use_keychain=False if passphrase is not None else None)
+                      use_keychain=False if passphrase is not None else None,
+                      recovery_key=recovery)
     print(f"created store in {root}")
     if passphrase is None:
         print("its key is in this system's keychain: ctx commands unlock it by themselves")
@@ -63,6 +68,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         print("its key is wrapped with your passphrase: later commands ask for it on a "
               "terminal; where none is (services, agents, scripts) set CTX_PASSPHRASE or "
               "CTX_KEY_FILE (a file readable by you alone) to it")
+    print_recovery_key(recovery)
     return 0
 
 
@@ -278,6 +284,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"{'in memory':>15}: {memory_line(status.vectors_in_memory)}")
         if key == "model" and status.model_backend_reason:
             print(f"{'model backend':>15}: {status.model_backend_reason}")
+    print(f"{'last backup':>15}: "
+          f"{fmt_time(status.last_backup) + ' UTC' if status.last_backup else 'never'}")
+    if status.key_method:
+        print(f"{'key':>15}: {status.key_method}, "
+              f"{'with' if status.recovery_key else 'NO'} recovery key")
     for name, h in sorted(metrics.histograms.items()):
         print(histogram_line(name, h))
     for name in sorted(status.alerts):

@@ -1,5 +1,5 @@
 """`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, app, audit, mcp, hook,
-uninstall-integrations.
+uninstall-integrations, backup, restore, export, key.
 
 Exit codes: 0 ok, 2 usage, 3 not found, 4 locked or wrong key, 1 other.
 """
@@ -116,10 +116,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="default token budget of build_context and recall results")
 
     from ipc.cli.hook_cmd import add_hook_parser
+    from ipc.cli.keep_cmd import add_keep_parsers
+    from ipc.cli.key_cmd import add_key_parser
     from ipc.cli.uninstall_cmd import add_uninstall_parser
 
     add_hook_parser(sub)
     add_uninstall_parser(sub)
+    add_keep_parsers(sub)
+    add_key_parser(sub)
     return p
 
 

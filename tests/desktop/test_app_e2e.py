@@ -182,6 +182,15 @@ def focus(env: dict[str, str], title: str) -> str:
     return wid
 
 
+def keep_recovery_key(env: dict[str, str]) -> None:
+    """The first run's recovery key dialog, by keyboard: from Copy, Tab twice to "I have
+    kept my recovery key", Space, then Tab twice to Continue and Return."""
+    focus(env, "Your recovery key")
+    for key in ("Tab", "Tab", "space", "Tab", "Tab", "Return"):
+        xdotool(env, "key", key)
+        time.sleep(0.1)
+
+
 def icon_window(display: str) -> str | None:
     """The id of the ctx icon docked in trayer's panel, from the X tree."""
     lines = x_tree(display).splitlines()
@@ -222,7 +231,8 @@ def shows(env: dict[str, str], display: str, look: str, timeout: float = 60.0) -
 def test_first_run_opens_the_window(tray_session: XSession, env: dict[str, str],
                                     tmp_path: Path) -> None:
     """No store, no key in the environment: the set-up dialog, typed into as a person
-    would; "Create store" ends with the window shown beside the tray icon."""
+    would; "Create store", the recovery key kept, ends with the window shown beside the
+    tray icon."""
     del env["CTX_PASSPHRASE"]
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"  # no keychain here
     data_dir = tmp_path / "data"
@@ -234,6 +244,7 @@ def test_first_run_opens_the_window(tray_session: XSession, env: dict[str, str],
         xdotool(env, "key", "Tab")
         xdotool(env, "type", "--delay", "20", "a long enough passphrase")
         xdotool(env, "key", "Return")  # Create store
+        keep_recovery_key(env)
         ready = wait_status(data_dir, env, app, lambda s: s["state"] == "ready")
         assert ready["tray"]["visible"] and icon_docked(tray_session.tree())
         assert ready["window"]["visible"] is True and ready["window"]["page"] is None

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gui
 
 def test_registry_lists_every_planned_panel_and_builds_those_present() -> None:
     assert [t for t, _, _ in PANELS] == ["Ingestion", "Sources", "Retrieved items",
-                                         "Budget usage", "Health", "Settings"]
+                                         "Budget usage", "Health", "Settings", "Security"]
     present = panel_classes()
     assert all(isinstance(cls, type) for _, cls in present)
 

@@ -215,8 +215,13 @@ def test_first_run_create_store_shows_the_window(qtbot: Any, qapp: Any, data_dir
         dialog.use_passphrase.setChecked(True)
         dialog.passphrase.setText("a long enough passphrase")
         dialog.confirm.setText("a long enough passphrase")
+        from desktop.dialogs.recovery_key import RecoveryKeyDialog
+
+        dialog.create_button.click()  # the recovery key comes first, kept, then the store
+        qtbot.waitUntil(lambda: isinstance(app.dialog, RecoveryKeyDialog), timeout=10000)
+        app.dialog.kept.setChecked(True)
         with qtbot.waitSignal(app.host.ready, timeout=30000):
-            dialog.create_button.click()
+            app.dialog.continue_button.click()
         assert app.window is not None and app.window.isVisible()
         assert app.window.stack.currentWidget() is app.window.tabs
     finally:

@@ -42,6 +42,9 @@ GOOD = {
     "sources": {"project": "p"},
     "delete": {"source": "/tmp/a"},
     "sync": {"paths": ["/tmp/a"]},
+    "backup": {"path": "/tmp/b.ctxbackup", "include_vectors": None},
+    "verify_backup": {"path": "/tmp/b.ctxbackup"},
+    "export": {"path": "/tmp/e.jsonl", "fmt": "jsonl", "kind": "document", "project": None},
     "shutdown": {},
 }
 

@@ -1,0 +1,124 @@
+"""Render Settings -> Security, the recovery key dialog and the change-passphrase dialog
+to PNG, light and dark.
+
+    python scripts/key_screenshots.py [--out docs/screenshots]
+
+A temporary store (fake embedder, headless key) gets a few documents, a backup and a
+recovery key, so that the panel shows real state; the dialogs show a real (throwaway)
+recovery key and a passphrase check that failed. Writes ``panel-security-<tone>.png``,
+``dialog-recovery-key-<tone>.png``, ``dialog-change-passphrase-<tone>.png`` and
+``dialog-restore-<tone>.png`` (first run: restore a backup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from scripts.screenshots import isolate, make_documents, palettes, settle, wait_until
+
+
+def save(widget: Any, path: Path) -> None:
+    if not widget.grab().save(str(path)):
+        raise OSError(f"could not write {path}")
+    print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ctx-key-shots-") as tmpdir:
+        tmp = Path(tmpdir)
+        isolate(tmp)
+        import os
+
+        from desktop import config_io
+        from desktop.host import EngineHost
+        from desktop.qt import QApplication
+        from engine import renew_recovery_key
+
+        app = QApplication.instance() or QApplication(["ctx-screenshots"])
+        app.setStyle("Fusion")
+        docs, _bad, _bulk = make_documents(tmp)
+        host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False)
+        ready: list[bool] = []
+        host.ready.connect(lambda: ready.append(True))
+        host.start()
+        wait_until(app, lambda: bool(ready), what="the engine")
+        try:
+            done: list[Any] = []
+            host.run(lambda e: e.wait(e.ingest(paths=[str(docs)])), done.append)
+            wait_until(app, lambda: bool(done), what="ingestion")
+            renew_recovery_key(host.data_dir)  # the store now has one (not shown)
+            backups = tmp / "Backups"
+            backups.mkdir()
+            host.run(lambda e: e.backup(str(backups)), done.append)
+            wait_until(app, lambda: len(done) == 2, what="a backup")
+            config_io.write(host.data_dir, {"backup": {  # shown only: no scheduler runs here
+                "schedule": True, "folder": "/home/you/Backups/ctx", "keep": 7,
+                "every_hours": 24}})
+            render(app, host, out)
+        finally:
+            host.shutdown(wait=True)
+    return 0
+
+
+def render(app: Any, host: Any, out: Path) -> None:
+    from desktop.dialogs.recovery_key import RecoveryKeyDialog
+    from desktop.dialogs.restore_backup import RestoreDialog
+    from desktop.dialogs.secrets import SecretDialog
+    from desktop.panels.security import SecurityPanel
+    from desktop.qt import Qt
+    from engine import generate_recovery_key
+
+    key = generate_recovery_key()  # a throwaway: it opens nothing
+    for tone, palette in palettes(app).items():
+        app.setPalette(palette)
+        panel = SecurityPanel(host)
+        dialog = RecoveryKeyDialog(key, host.data_dir)
+        secrets = SecretDialog("Change passphrase", "Type the current passphrase (or the "
+                               "recovery key), then the new one twice.", current=True,
+                               new=True)
+        restore = RestoreDialog()
+        restore.path.setText("/home/you/Backups/ctx/ctx-backup-20261125-093000.ctxbackup")
+        restore.secret.setText("not the passphrase")
+        restore.show_error("Not restored: Wrong passphrase for this backup.")
+        for widget in (panel, dialog, secrets, restore):
+            widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+        panel.resize(1100, 560)
+        panel.show()
+        wait_until(app, lambda p=panel: p.status is not None, what="the panel's status")
+        panel.banner.show_message("ok", "Backed up to ~/Backups/ctx-backup-20261125-0930"
+                                  ".ctxbackup.")
+        dialog.show()
+        dialog.note.setText("Copied. Paste it into your password manager now; the clipboard "
+                            "may be read by other programs, so copy something else after.")
+        dialog.kept.setChecked(True)
+        secrets.show()
+        secrets.current.setText("old passphrase")
+        secrets.new.setText("tide tables and harbour bells")
+        secrets.confirm.setText("tide tables and harbour bell")
+        secrets._try_accept()
+        restore.show()
+        settle(app, 0.4)
+        save(panel, out / f"panel-security-{tone}.png")
+        save(dialog, out / f"dialog-recovery-key-{tone}.png")
+        save(secrets, out / f"dialog-change-passphrase-{tone}.png")
+        save(restore, out / f"dialog-restore-{tone}.png")
+        for widget in (panel, dialog, secrets, restore):
+            widget.close()
+            widget.deleteLater()
+        settle(app, 0.2)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
