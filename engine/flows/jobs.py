@@ -56,6 +56,7 @@ class Job:
     errors: list[dict[str, str]] = field(default_factory=list)  # {path, reason} per file
     sources: list[int] = field(default_factory=list)
     error: ErrorInfo | None = None
+    inputs: tuple[str, ...] = ()  # what a "paths" job was asked to ingest
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -75,7 +76,7 @@ class Job:
             files_skipped=self.files_skipped, files_unchanged=self.files_unchanged,
             bytes=self.bytes, bytes_total=self.bytes_total, chunks=self.chunks,
             current=self.current, errors=tuple(FileIssue.from_dict(e) for e in self.errors),
-            sources=tuple(self.sources), error=self.error)
+            sources=tuple(self.sources), error=self.error, inputs=self.inputs)
 
 
 class Cancelled(Exception):
@@ -122,8 +123,8 @@ class JobRunner:
         self._thread = threading.Thread(target=self._loop, name="ctx-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, kind: str, work: Work) -> Job:
-        job = Job(id=uuid.uuid4().hex[:16], kind=kind)
+    def submit(self, kind: str, work: Work, *, inputs: tuple[str, ...] = ()) -> Job:
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind, inputs=inputs)
         with self._lock:
             self._jobs[job.id] = job
         self._queue.put((job, work))

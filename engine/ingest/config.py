@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from engine.errors import ConfigError
 
@@ -13,10 +14,24 @@ class IngestConfig:
     excludes: tuple[str, ...] = ()
     respect_gitignore: bool = True
     surrogates: bool = True
+    # Folders followed for changes (by the app, or `ctx serve`): changed files are
+    # ingested again, deleted ones leave the store. Absolute paths; one that does not
+    # exist (yet) is reported by the watcher, not refused here (a drive may be out).
+    watched_folders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_file_bytes <= 2_000_000_000:
             raise ConfigError("ingest.max_file_bytes must be between 1 and 2000000000")
+        seen: set[str] = set()
+        for folder in self.watched_folders:
+            where = "ingest.watched_folders"
+            if not folder.strip():
+                raise ConfigError(f"{where}: an entry is empty", key=where)
+            if not Path(folder).expanduser().is_absolute():
+                raise ConfigError(f"{where}: {folder} is not an absolute path", key=where)
+            if folder in seen:
+                raise ConfigError(f"{where}: {folder} is listed twice", key=where)
+            seen.add(folder)
 
 
 @dataclass(frozen=True)
