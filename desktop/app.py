@@ -5,11 +5,13 @@ KeePassXC does) before anything slow; unlocking, opening the store and loading
 the model run in the host's pool. A second launch on the same data dir hands
 its request (show, ingest, status, quit) to the first through
 :mod:`desktop.instance`. Quit: stop the IPC server, let jobs stop at a safe
-point, close the engine, then leave the event loop. State changes are logged
-as one line each on stderr ("ctx-app: state ready"): ids and states, no content.
+point (or, asked, let them finish out of sight), close the engine, then leave the
+event loop. While it quits, later launches are told so and wait for it to be gone,
+then start. State changes are logged as one line each on stderr ("ctx-app: state
+ready"): ids and states, no content. Requests of later launches: desktop/control.py.
 
 ``python -m desktop.app [--data-dir DIR] [--ingest PATH]... [--status] [--quit]
-[--no-tray]``, also ``ctx app`` and the ``ctx-desktop`` script.
+[--pause] [--resume] [--no-tray]``, also ``ctx app`` and the ``ctx-desktop`` script.
 """
 
 from __future__ import annotations
@@ -25,50 +27,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from desktop.appearance import Appearance
 from desktop.backup_schedule import BackupScheduler
+from desktop.config_io import desktop_settings, read_raw
+from desktop.control import AppControl
+from desktop.gc_timer import GuiGarbageCollector
 from desktop.host import EngineHost
 from desktop.icons import app_icon
-from desktop.instance import InstanceServer, send
-from desktop.messages import describe
+from desktop.instance import InstanceServer, send, wait_until_gone
+from desktop.messages import job_title, plural
+from desktop.notices import Failure
 from desktop.opening import EngineFactory
-from desktop.qt import QApplication, QFileDialog, QObject, QSystemTrayIcon, QTimer
+from desktop.qt import QApplication, QFileDialog, QMessageBox, QObject, QSystemTrayIcon, QTimer
+from desktop.setup_flow import SetupFlow
 from desktop.startup import display_problem, prefer_utf8_locale, release_probes
-
-
-class GuiGarbageCollector(QObject):
-    """Garbage collection on the GUI thread only (as Anki does).
-
-    Python's automatic collector runs in whichever thread happens to allocate:
-    an engine or IPC thread could then free Qt objects there and crash the app.
-    So automatic collection is off while the app runs, and a timer collects
-    here: the young generation every 2 s (cheap), the middle one every 30 s, and
-    everything every 5 minutes.
-    """
-
-    def __init__(self, parent: QObject, *, young_ms: int = 2000, full_every: int = 150
-                 ) -> None:
-        super().__init__(parent)
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-        self._ticks = 0
-        self._full_every = full_every
-        self.timer = QTimer(self)
-        self.timer.setInterval(young_ms)
-        self.timer.timeout.connect(self.collect)
-        self.timer.start()
-
-    def collect(self) -> None:
-        self._ticks += 1
-        if self._ticks % self._full_every == 0:
-            gc.collect(2)
-        else:
-            gc.collect(1 if self._ticks % 15 == 0 else 0)
-
-    def stop(self) -> None:
-        self.timer.stop()
-        gc.collect()
-        if self._was_enabled:
-            gc.enable()
+from engine import CtxError
 
 
 def resolve_data_dir(override: str | None) -> Path:
@@ -86,7 +59,7 @@ def say(text: str) -> None:
     print(f"ctx-app: {text}", file=sys.stderr, flush=True)
 
 
-class App(QObject):
+class App(QObject, AppControl, SetupFlow):
     """Owns the host, the tray (or window-only mode), the dialogs and the quit order."""
 
     def __init__(self, qapp: QApplication, data_dir: Path, *,
@@ -98,6 +71,7 @@ class App(QObject):
         qapp.setApplicationName("ctx")
         qapp.setWindowIcon(app_icon())
         self.data_dir = data_dir
+        self.appearance = Appearance(qapp, desktop_appearance(data_dir))
         self.collector = GuiGarbageCollector(self)
         self.host = EngineHost(data_dir, engine_factory, serve, parent=self)
         self.backups = BackupScheduler(self.host, self)
@@ -105,15 +79,20 @@ class App(QObject):
         self.tray: Any = None
         self.window: Any = None
         self.dialog: Any = None
+        self.quit_box: Any = None
         self.pending_ingest: list[str] = [str(Path(p).expanduser().resolve()) for p in ingest]
         self.sync_after_setup = False
+        self.show_when_ready = False
         self.quitting = False
+        self.finishing = False  # quit asked with work running: finishing it, then quitting
         self.started_at = time.monotonic()
         self.shown_at: float | None = None
         self.ready_at: float | None = None
         self.instance = InstanceServer(data_dir, self.handle_message, self)
         self.host.state_changed.connect(self._state_changed)
         self.host.failed.connect(self._failed)
+        self.host.job_progress.connect(self._job_moved)
+        self.host.config_changed.connect(self._config_changed)
 
     # -- start and quit -------------------------------------------------------------
     def start(self) -> bool:
@@ -139,15 +118,73 @@ class App(QObject):
             QTimer.singleShot(0, self._ensure_window)
         return True
 
-    def quit(self) -> None:
-        """Stop the server, let jobs stop at a safe point, close the engine, then exit."""
+    def quit(self, *, ask: bool = True) -> None:
+        """Quit; with ingestion running (and ``ask``), ask first: finish it in the
+        background, or stop now (the job is listed at the next launch, to resume)."""
+        if self.quitting or self.quit_box is not None:
+            return
+        active = self.host.jobs_active
+        if ask and active and self.host.engine_open:
+            self._ask_quit(active)
+            return
+        self.quit_now()
+
+    def quit_now(self) -> None:
+        """Stop the server, stop jobs at a safe point, close the engine, then exit."""
         if self.quitting:
             return
         self.quitting = True
+        self.finishing = False
         say("quitting")
-        if self.dialog is not None:
-            self.dialog.done(0)
+        for box in (self.dialog, self.quit_box):
+            if box is not None:
+                box.done(0)
         self.host.shutdown()
+
+    def _ask_quit(self, active: list[Any]) -> None:
+        done = sum(j.files_done + j.files_skipped for j in active)
+        total = sum(j.files_total for j in active)
+        what = ", ".join(job_title(j) for j in active[:2])
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit ctx",
+                          f"Ingestion is still running: {what}"
+                          + (f", {done:,} of {plural(total, 'file')}." if total else "."))
+        box.setInformativeText("Finish it in the background (ctx quits when it is done), or "
+                               "stop now: what is stored stays, and the job is listed with a "
+                               "Resume button when ctx starts again.")
+        self.finish_button = box.addButton("Finish in the background",
+                                           QMessageBox.ButtonRole.AcceptRole)
+        self.stop_button = box.addButton("Stop now", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(self.finish_button)
+        box.setWindowIcon(app_icon())
+        box.finished.connect(lambda _r: self._quit_answered(box))
+        self.quit_box = box
+        box.open()
+
+    def _quit_answered(self, box: QMessageBox) -> None:
+        self.quit_box = None
+        clicked = box.clickedButton()
+        if self.quitting:
+            return
+        if clicked is self.stop_button:
+            self.quit_now()
+        elif clicked is self.finish_button:
+            self.finish_then_quit()
+
+    def finish_then_quit(self) -> None:
+        """Go out of sight and quit once no job is left (a later launch brings ctx back)."""
+        self.finishing = True
+        say("finishing jobs, then quitting")
+        self.host.resume_ingestion()  # finishing means running (paused here or elsewhere)
+        if self.window is not None:
+            self.window.hide()
+        if self.tray is not None:
+            self.tray.hide()
+        self._job_moved()
+
+    def _job_moved(self, *_: Any) -> None:
+        if self.finishing and not self.host.jobs_active:
+            self.quit_now()
 
     def _finish_quit(self) -> None:
         self.collector.stop()
@@ -171,10 +208,18 @@ class App(QObject):
         return self.window
 
     def show_window(self) -> None:
+        if self.finishing:  # brought back while finishing in the background: stay
+            self.finishing = False
+            say("quit cancelled")
+            if self.tray is not None:
+                self.tray.show()
         window = self._ensure_window()
         window.show()
         window.raise_()
         window.activateWindow()
+        if self.dialog is not None:  # a set-up or unlock dialog stays in front of it
+            self.dialog.raise_()
+            self.dialog.activateWindow()
         if self.tray is not None:
             self.tray.acknowledge()
 
@@ -196,71 +241,6 @@ class App(QObject):
             return
         self._ensure_window().ingest(list(paths))
 
-    def _ask_setup(self) -> None:
-        from desktop.dialogs.first_run import FirstRunDialog
-
-        if self.dialog is not None:
-            self.dialog.raise_()
-            return
-        self.dialog = FirstRunDialog()
-        self.dialog.setWindowIcon(app_icon())
-        self.dialog.finished.connect(self._setup_done)
-        self.dialog.open()
-
-    def _setup_done(self, result: int) -> None:
-        dialog, self.dialog = self.dialog, None
-        if self.quitting or dialog is None:
-            return
-        from desktop.dialogs.restore_backup import RESTORE, restore_flow
-
-        if result == RESTORE:  # a backup instead of a new store
-            self.dialog = restore_flow(self.host, self._restore_closed)
-            return
-        if not result:
-            say("setup cancelled")
-            self.quit()
-            return
-        choice = dialog.choice()
-        from desktop.dialogs.recovery_key import ask_to_keep_new_key
-
-        # the recovery key is shown (and kept) before the store is made with it
-        self.dialog = ask_to_keep_new_key(self.data_dir,
-                                          lambda key: self._recovery_kept(choice, key))
-
-    def _restore_closed(self, restored: bool) -> None:
-        self.dialog = None
-        if not restored and not self.quitting:
-            self._ask_setup()
-
-    def _recovery_kept(self, choice: Any, key: str | None) -> None:
-        self.dialog = None
-        if self.quitting:
-            return
-        if key is None:  # not kept: back to the choices, nothing made yet
-            self._ask_setup()
-            return
-        self.pending_ingest.extend(choice.folders)
-        self.sync_after_setup = choice.sync_sessions
-        self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain,
-                               recovery_key=key)
-
-    def _ask_unlock(self) -> None:
-        from desktop.dialogs.unlock import UnlockDialog
-
-        if self.dialog is not None:
-            self.dialog.raise_()
-            return
-        self.dialog = UnlockDialog(self.host)
-        self.dialog.setWindowIcon(app_icon())
-        self.dialog.finished.connect(self._unlock_done)
-        self.dialog.open()
-
-    def _unlock_done(self, result: int) -> None:
-        self.dialog = None
-        if not result and not self.quitting and not self.host.engine_ready:
-            say("unlock cancelled")
-            self.quit()
-
     # -- host events -------------------------------------------------------------------
     def _state_changed(self, state: str) -> None:
         say(f"state {state}")
@@ -277,64 +257,29 @@ class App(QObject):
             gc.collect()
             gc.freeze()  # what start-up made stays: later full collections skip it
             say(f"ipc {self.host.ipc_info or 'off'}")
+            if self.show_when_ready or self.host.created:
+                self.show_when_ready = False
+                self.show_window()  # first run: the window, not only a tray icon
             pending, self.pending_ingest = self.pending_ingest, []
             self.ingest(pending)
             if self.sync_after_setup:
                 self.sync_after_setup = False
                 self.host.sync_sessions()
 
-    def _failed(self, operation: str, error: dict[str, Any]) -> None:
-        say(f"failed {operation} [{error.get('name')}]")
-        window_visible = self.window is not None and self.window.isVisible()
-        if self.tray is not None and not window_visible and not self.dialog:
-            self.tray.attention = True
-            self.tray.refresh()
-            if QSystemTrayIcon.supportsMessages():
-                self.tray.icon.showMessage("ctx", describe(operation, error),
-                                           QSystemTrayIcon.MessageIcon.Warning, 10000)
+    def _failed(self, failure: Failure) -> None:
+        say(f"failed {failure.operation} [{failure.error.name}]")
 
-    # -- later launches ------------------------------------------------------------------
-    def handle_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        cmd = message.get("cmd")
-        if cmd == "show":
-            self.show_window()
-            return {"ok": True}
-        if cmd == "ingest":
-            paths = message.get("paths")
-            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                return {"ok": False, "error": "ingest takes a list of paths"}
-            self.ingest(paths)
-            return {"ok": True, "queued": not self.host.engine_ready}
-        if cmd == "status":
-            return {"ok": True, **self.status()}
-        if cmd == "quit":
-            QTimer.singleShot(0, self.quit)
-            return {"ok": True}
-        return {"ok": False, "error": "unknown command"}
+    def _config_changed(self) -> None:
+        self.appearance.apply(desktop_appearance(self.data_dir))
 
-    def status(self) -> dict[str, Any]:
-        tray = self.tray
-        jobs = self.host.jobs.values()
-        return {
-            "pid": os.getpid(), "state": self.host.state, "data_dir": str(self.data_dir),
-            "ipc": self.host.ipc_info,
-            "tray": {"available": QSystemTrayIcon.isSystemTrayAvailable(),
-                     "used": tray is not None,
-                     "visible": bool(tray is not None and tray.icon.isVisible()),
-                     "look": tray.look if tray is not None else None,
-                     "percent": tray.percent if tray is not None else None},
-            "window": {"visible": bool(self.window is not None and self.window.isVisible()),
-                       "title": self.window.windowTitle() if self.window is not None else None},
-            "jobs": {"total": len(self.host.jobs),
-                     "active": sum(not j.final for j in jobs),
-                     "pending": len(self.pending_ingest) + len(self.host.tasks.running()),
-                     "done": sum(j.state == "done" for j in jobs),
-                     "chunks": sum(j.chunks for j in jobs)},
-            "server": {k: v for k, v in self.host.server_stats().items()
-                       if k in ("running", "requests_served", "received")},
-            "timings_ms": {k: round((v - self.started_at) * 1000, 1) for k, v in
-                           (("shown", self.shown_at), ("ready", self.ready_at)) if v},
-        }
+
+def desktop_appearance(data_dir: Path) -> str:
+    """The appearance config.toml asks for: read from its [desktop] table alone, so that
+    a bad setting elsewhere (the store's) keeps the look; "system" when unreadable."""
+    try:
+        return desktop_settings(read_raw(data_dir).get("desktop")).appearance
+    except CtxError:
+        return "system"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -345,6 +290,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true",
                    help="print the running app's status as JSON (exit 3 if none runs)")
     p.add_argument("--quit", action="store_true", help="ask the running app to quit")
+    p.add_argument("--pause", action="store_true", help="pause the running app's ingestion")
+    p.add_argument("--resume", action="store_true", help="resume the running app's ingestion")
     p.add_argument("--no-tray", action="store_true", help="use the window, not the tray")
     return p
 
@@ -357,16 +304,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         message: dict[str, Any] = {"cmd": "status"}
     elif args.quit:
         message = {"cmd": "quit"}
+    elif args.pause or args.resume:
+        message = {"cmd": "pause" if args.pause else "resume"}
     elif paths:
         message = {"cmd": "ingest", "paths": paths}
     else:
         message = {"cmd": "show"}
     reply = send(data_dir, message)  # before any QApplication: works without a display
+    if reply is not None and reply.get("stopping") and not args.status:
+        if args.quit or args.pause or args.resume:
+            return 0  # it is quitting already
+        say("the running app is quitting: starting once it is gone")
+        if not wait_until_gone(data_dir):
+            print(json.dumps({"ok": False, "error": "the running ctx app did not quit"}),
+                  flush=True)
+            return 1
+        reply = None
     if reply is not None:  # the app runs already: it got our request
         if args.status or paths:
             print(json.dumps(reply), flush=True)
         return 0 if reply.get("ok") else 1
-    if args.status or args.quit:
+    if args.status or args.quit or args.pause or args.resume:
         print(json.dumps({"ok": False, "error": "no ctx app is running for this data dir"}),
               flush=True)
         return 3
@@ -384,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name),
-                          lambda *_: QTimer.singleShot(0, app.quit))
+                          lambda *_: QTimer.singleShot(0, lambda: app.quit(ask=False)))
     wake = QTimer()  # lets Python run its signal handlers while Qt waits
     wake.start(200)
     wake.timeout.connect(lambda: None)

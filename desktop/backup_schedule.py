@@ -84,7 +84,7 @@ class BackupScheduler(QObject):
         self.backed_up.emit(result)
 
     def _failed(self, exc: BaseException) -> None:
-        from desktop.tasks import error_dict
+        from desktop.notices import Failure, error_info
 
         self.running = False
-        self.host.failed.emit("scheduled_backup", error_dict(exc))
+        self.host.failed.emit(Failure("scheduled_backup", error_info(exc)))

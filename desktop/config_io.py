@@ -1,7 +1,7 @@
 """Reading and writing ``config.toml`` in the data dir, validated before a byte is written.
 
-The engine's settings are checked by the engine's own typed config
-(``engine.load_config``), so the Settings panel shows the engine's messages.
+The engine's settings are checked by the engine's own check (``engine.check_config``,
+what store open runs), so the Settings panel shows the engine's messages.
 The desktop's own settings live in the file's ``[desktop]`` table and are
 checked here (``DesktopSettings``). A file that fails either check is never
 written: the previous one stays as it was. Writes are atomic (a temporary file
@@ -18,60 +18,51 @@ import math
 import os
 import re
 import tempfile
+import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import Config, ConfigError, load_config
+from engine import Config, ConfigError, check_config
 
 CONFIG_NAME = "config.toml"
 DEFAULT_BUDGET = 1500
+
+
+APPEARANCES = ("system", "light", "dark")
 
 
 @dataclass(frozen=True)
 class DesktopSettings:
     """The app's own settings: the ``[desktop]`` table of config.toml."""
 
-    watched_folders: tuple[str, ...] = ()
     start_at_login: bool = False
     default_budget: int = DEFAULT_BUDGET  # the Retrieved items panel's budget at start
+    appearance: str = "system"  # light, dark, or what the system says
 
     def __post_init__(self) -> None:
         if not 1 <= self.default_budget <= 1_000_000:
             raise ConfigError("desktop.default_budget must be between 1 and 1000000",
                               key="desktop.default_budget")
-        seen: set[str] = set()
-        for folder in self.watched_folders:
-            if not folder.strip():
-                raise ConfigError("desktop.watched_folders: an entry is empty",
-                                  key="desktop.watched_folders")
-            if not Path(folder).expanduser().is_absolute():
-                raise ConfigError(f"desktop.watched_folders: {folder} is not an absolute path",
-                                  key="desktop.watched_folders")
-            if folder in seen:
-                raise ConfigError(f"desktop.watched_folders: {folder} is listed twice",
-                                  key="desktop.watched_folders")
-            seen.add(folder)
+        if self.appearance not in APPEARANCES:
+            raise ConfigError("desktop.appearance: must be one of 'system', 'light', 'dark'",
+                              key="desktop.appearance")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"watched_folders": list(self.watched_folders),
-                "start_at_login": self.start_at_login, "default_budget": self.default_budget}
+        return {"start_at_login": self.start_at_login, "default_budget": self.default_budget,
+                "appearance": self.appearance}
 
 
 def desktop_settings(table: Mapping[str, Any] | None) -> DesktopSettings:
     """Build DesktopSettings from a ``[desktop]`` table, rejecting unknown keys and bad types."""
     table = dict(table or {})
-    known = {"watched_folders", "start_at_login", "default_budget"}
+    known = {"start_at_login", "default_budget", "appearance"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError("unknown config key: " + ", ".join(f"desktop.{k}" for k in unknown),
                           keys=unknown)
-    folders = table.get("watched_folders", [])
-    if not isinstance(folders, (list, tuple)) or not all(isinstance(f, str) for f in folders):
-        raise ConfigError("desktop.watched_folders: expected a list of paths",
-                          key="desktop.watched_folders")
     login = table.get("start_at_login", False)
     if not isinstance(login, bool):
         raise ConfigError("desktop.start_at_login: expected true or false",
@@ -80,7 +71,10 @@ def desktop_settings(table: Mapping[str, Any] | None) -> DesktopSettings:
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise ConfigError("desktop.default_budget: expected an integer",
                           key="desktop.default_budget")
-    return DesktopSettings(tuple(folders), login, budget)
+    appearance = table.get("appearance", "system")
+    if not isinstance(appearance, str):
+        raise ConfigError("desktop.appearance: expected a string", key="desktop.appearance")
+    return DesktopSettings(login, budget, appearance)
 
 
 @dataclass(frozen=True)
@@ -97,7 +91,9 @@ def config_path(data_dir: str | os.PathLike[str]) -> Path:
 
 
 def read_raw(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The tables of config.toml as written (no defaults, no environment); {} if absent."""
+    """The tables of config.toml as written (no defaults, no environment); {} if absent.
+    An old file's ``[desktop] watched_folders`` is read as ``[ingest] watched_folders``
+    (where it lives now): the next write puts it there."""
     path = config_path(data_dir)
     try:
         text = path.read_text(encoding="utf-8")
@@ -106,16 +102,27 @@ def read_raw(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.__class__.__name__})") from exc
     try:
-        return tomllib.loads(text)
+        return _moved(tomllib.loads(text))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
 
 
+def _moved(raw: dict[str, Any]) -> dict[str, Any]:
+    desktop, ingest = raw.get("desktop"), raw.get("ingest", {})
+    if not isinstance(desktop, dict) or "watched_folders" not in desktop \
+            or not isinstance(ingest, dict) or "watched_folders" in ingest:
+        return raw  # nothing moved (or both set: the engine's check names the fix)
+    rest = {k: v for k, v in desktop.items() if k != "watched_folders"}
+    return {**raw, "ingest": {**ingest, "watched_folders": desktop["watched_folders"]},
+            "desktop": rest}
+
+
 def validate(raw: Mapping[str, Any]) -> Settings:
-    """Check ``raw`` as the engine and the app would read it; raises ConfigError."""
-    data = {k: v for k, v in raw.items()}
-    engine_cfg = load_config(None, environ={}, overrides=data)
-    return Settings(dict(data), engine_cfg, desktop_settings(engine_cfg.desktop))
+    """Check ``raw`` as store open would (``engine.check_config``) and the app's own
+    ``[desktop]`` table; raises ConfigError with the config's own message."""
+    data = _moved(dict(raw))
+    engine_cfg = check_config(data)
+    return Settings(data, engine_cfg, desktop_settings(engine_cfg.desktop))
 
 
 def read(data_dir: str | os.PathLike[str]) -> Settings:
@@ -126,8 +133,13 @@ def read(data_dir: str | os.PathLike[str]) -> Settings:
 def write(data_dir: str | os.PathLike[str], raw: Mapping[str, Any]) -> Settings:
     """Validate ``raw`` and only then replace config.toml with it, atomically."""
     settings = validate(raw)
-    text = dumps(settings.raw)
-    if tomllib.loads(text) != _plain(settings.raw):
+    _write_unchecked(data_dir, settings.raw)
+    return settings
+
+
+def _write_unchecked(data_dir: str | os.PathLike[str], raw: Mapping[str, Any]) -> None:
+    text = dumps(raw)
+    if tomllib.loads(text) != _plain(raw):
         raise ConfigError("config.toml: a value cannot be written as TOML")
     path = config_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +158,37 @@ def write(data_dir: str | os.PathLike[str], raw: Mapping[str, Any]) -> Settings:
         except FileNotFoundError:
             pass
         raise
-    return settings
+
+
+def without_key(data_dir: str | os.PathLike[str], key: str | None) -> Path | None:
+    """Put a setting back to its default: remove dotted ``key`` from config.toml (a table
+    left empty goes too). ``key`` None: the whole file is set aside (renamed, kept for the
+    person to read) and every setting is back to its default. Returns where the old file
+    was kept, if it was."""
+    path = config_path(data_dir)
+    if key is None:
+        if not path.exists():
+            return None
+        kept = path.with_name(f"config.toml.{time.strftime('%Y%m%d-%H%M%S')}.bad")
+        os.replace(path, kept)
+        return kept
+    raw = read_raw(data_dir)
+    parts = key.split(".")
+    node: Any = raw
+    trail: list[tuple[dict[str, Any], str]] = []
+    for part in parts[:-1]:
+        if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+            return None
+        trail.append((node, part))
+        node = node[part]
+    if not isinstance(node, dict) or parts[-1] not in node:
+        return None
+    del node[parts[-1]]
+    for parent, name in reversed(trail):
+        if not parent[name]:
+            del parent[name]
+    _write_unchecked(data_dir, raw)
+    return None
 
 
 def with_values(raw: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """State icons drawn with QPainter (no image files): idle, ingesting (percent), attention,
-paused, and the app icon.
+paused, locked, starting, and the app icon.
 
 Each look differs in shape as well as colour, so that it reads in a monochrome
 tray and for colour-blind users: idle is a plain disc, ingesting a progress ring
-with the percent, attention a disc with "!", paused a disc with two bars.
+with the percent, attention a disc with "!", paused a disc with two bars, locked
+a disc with a padlock, starting a disc with three dots.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import functools
 
 from desktop.qt import QColor, QFont, QIcon, QPainter, QPen, QPixmap, QRectF, Qt
 
-TRAY_STATES = ("idle", "ingesting", "attention", "paused", "starting")
+TRAY_STATES = ("idle", "ingesting", "attention", "paused", "locked", "starting")
 
 COLORS = {
     "idle": "#2563EB",       # blue
     "ingesting": "#0E9F6E",  # green
     "attention": "#DC2626",  # red
     "paused": "#6B7280",     # grey
+    "locked": "#B45309",     # amber: needs the passphrase, nothing is wrong
     "starting": "#6B7280",
 }
 SIZES = (16, 22, 24, 32, 48, 64, 128)
@@ -40,6 +42,21 @@ def _text(p: QPainter, rect: QRectF, text: str, scale: float) -> None:
     p.setFont(font)
     p.setPen(QColor("white"))
     p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+
+
+def _padlock(p: QPainter, rect: QRectF) -> None:
+    """A white padlock in the middle of ``rect``: a body and its shackle."""
+    w, h = rect.width(), rect.height()
+    body = QRectF(rect.center().x() - w * 0.22, rect.center().y() - h * 0.04, w * 0.44,
+                  h * 0.32)
+    p.setBrush(QColor("white"))
+    p.drawRoundedRect(body, w * 0.05, w * 0.05)
+    shackle = QRectF(body.center().x() - w * 0.14, body.top() - h * 0.24, w * 0.28, h * 0.4)
+    pen = QPen(QColor("white"), max(1.5, w * 0.08))
+    p.setPen(pen)
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    p.drawArc(shackle, 0, 180 * 16)
+    p.setPen(Qt.PenStyle.NoPen)
 
 
 def draw_state(size: int, state: str, percent: int | None = None) -> QPixmap:
@@ -80,6 +97,8 @@ def draw_state(size: int, state: str, percent: int | None = None) -> QPixmap:
             for dx in (-0.13, 0.13):
                 x = rect.center().x() + rect.width() * dx - bar_w / 2
                 p.drawRoundedRect(QRectF(x, cy, bar_w, bar_h), bar_w / 3, bar_w / 3)
+        elif state == "locked":
+            _padlock(p, rect)
         elif state == "starting":
             p.setBrush(QColor("white"))
             r = rect.width() * 0.08

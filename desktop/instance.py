@@ -3,8 +3,10 @@
 The first app listens on a QLocalServer named after the data dir (owner-only
 socket). A later launch connects, sends one JSON line ({"cmd": "show"},
 {"cmd": "ingest", "paths": [...]}, {"cmd": "status"} or {"cmd": "quit"}) and
-reads one JSON line back, instead of failing on the store lock. A socket left
-behind by a killed app is removed and listened on again.
+reads one JSON line back, instead of failing on the store lock. A quitting app
+answers ``{"stopping": true}`` until it is gone, and the later launch waits for
+that, then starts. A socket left behind by a killed app is removed and listened
+on again.
 """
 
 from __future__ import annotations
@@ -81,6 +83,21 @@ def send(data_dir: Path, message: dict[str, Any], timeout_ms: int = 3000
         return reply if isinstance(reply, dict) else {"ok": False, "error": "bad reply"}
     finally:
         sock.abort()
+
+
+def wait_until_gone(data_dir: Path, timeout_s: float = 120.0) -> bool:
+    """Wait for the app on ``data_dir`` (quitting) to stop answering; False on timeout.
+
+    A quitting app answers until its engine is closed and its store unlocked, so
+    the launch that waited here opens the store without meeting its lock.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reply = send(data_dir, {"cmd": "status"}, timeout_ms=1000)
+        if reply is None:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 class InstanceServer(QObject):

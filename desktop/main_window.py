@@ -1,9 +1,12 @@
-"""The main window: one tab per panel, a banner for errors and alerts, a status bar.
+"""The main window: one tab per panel, a message line that never moves the layout, and
+the pages shown while the store is not open (opening, loading the model, locked, not
+set up, could not be opened).
 
 Panels are listed in :data:`PANELS` (title, module, class); each is built with
 the host and reacts to the host's signals on its own (panels never call each
 other). A panel module that is not there yet is left out; one that fails to
-import is an error, not a silent gap.
+import is an error, not a silent gap. A store that cannot open because of a
+setting offers, on its page, Settings and a reset of that setting.
 """
 
 from __future__ import annotations
@@ -15,17 +18,16 @@ from typing import Any
 
 from desktop.icons import app_icon
 from desktop.messages import WHAT_TO_DO, describe
+from desktop.notices import Failure, Notice
+from desktop.pages import StatePage
+from desktop.panels.widgets import Banner
 from desktop.qt import (
     QCloseEvent,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
-    QPushButton,
     QStackedWidget,
-    Qt,
     QTabWidget,
     QTimer,
-    QVBoxLayout,
     QWidget,
     Signal,
 )
@@ -41,18 +43,17 @@ PANELS: list[tuple[str, str, str]] = [
     ("Security", "desktop.panels.security", "SecurityPanel"),
 ]
 
-STATE_DETAIL = {
-    "starting": "Unlocking the key, opening the encrypted store and loading the model.",
-    "opening": "Unlocking the key, opening the encrypted store and loading the model.",
-    "needs_setup": "Choose how the store is protected to begin.",
-    "locked": "Its passphrase is needed to open it; nothing is read until then.",
-}
-STATE_TEXT = {
+STATUS_TEXT = {
     "starting": "Opening the store...", "opening": "Opening the store...",
-    "needs_setup": "ctx is not set up yet.", "locked": "The store is locked.",
-    "error": "The store could not be opened.", "stopping": "Closing...",
+    "loading": "Loading the embedding model...", "needs_setup": "Not set up yet.",
+    "locked": "Locked.", "error": "The store could not be opened.", "stopping": "Closing...",
     "stopped": "Stopped.", "ready": "Ready.",
 }
+# Failures the window's pages tell themselves (the state page, the unlock dialog).
+PAGE_OPERATIONS = ("open", "create_store")
+# The status line's request count: the IPC server's own counter, which no engine event
+# announces (a search from a sibling process changes it and nothing else): read this often.
+STATUS_REFRESH_MS = 5000
 
 
 def panel_classes() -> list[tuple[str, type]]:
@@ -63,47 +64,6 @@ def panel_classes() -> list[tuple[str, type]]:
             continue
         out.append((title, getattr(importlib.import_module(module), name)))
     return out
-
-
-class Banner(QWidget):
-    """A one-line message (info or error) with a dismiss button; colours follow the palette."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.label = QLabel()
-        self.label.setWordWrap(True)
-        self.action = QPushButton()
-        self.action.hide()
-        self.close_button = QPushButton("Dismiss")
-        self.close_button.clicked.connect(self.hide)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(10, 6, 10, 6)
-        row.addWidget(self.label, 1)
-        row.addWidget(self.action)
-        row.addWidget(self.close_button)
-        self.level = ""
-        self._slot: Callable[[], None] | None = None
-        self.action.clicked.connect(self._act)
-        self.setAutoFillBackground(True)
-        self.hide()
-
-    def show_message(self, text: str, level: str = "error", action: str = "",
-                     slot: Callable[[], None] | None = None) -> None:
-        self.level = level
-        dark = self.palette().window().color().lightness() < 128
-        colors = {"error": ("#FCE8E6", "#8A1C12", "#4A1F1C", "#F6C1BB"),
-                  "info": ("#E8F0FE", "#0B3D91", "#1E2A3D", "#C9DAF8")}[level]
-        bg, fg = (colors[2], colors[3]) if dark else (colors[0], colors[1])
-        self.setStyleSheet(f"Banner {{ background: {bg}; }} QLabel {{ color: {fg}; }}")
-        self.label.setText(text)
-        self._slot = slot
-        self.action.setText(action)
-        self.action.setVisible(bool(action and slot))
-        self.show()
-
-    def _act(self) -> None:
-        if self._slot is not None:
-            self._slot()
 
 
 class MainWindow(QMainWindow):
@@ -121,20 +81,19 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("ctx")
         self.setWindowIcon(app_icon())
         self.resize(1100, 720)
-        self.banner = Banner()
         self.tabs = QTabWidget()
         self.panels: dict[str, QWidget] = {}
-        self.waiting = self._waiting_page()
+        self.page = StatePage(host)
+        self.page.unlock_requested.connect(self.unlock_requested)
+        self.page.setup_requested.connect(self.setup_requested)
+        self.page.quit_requested.connect(self.quit_requested)
         self.stack = QStackedWidget()
-        self.stack.addWidget(self.waiting)
+        self.stack.addWidget(self.page)
         self.stack.addWidget(self.tabs)
-        central = QWidget()
-        col = QVBoxLayout(central)
-        col.setContentsMargins(0, 0, 0, 0)
-        col.setSpacing(0)
-        col.addWidget(self.banner)
-        col.addWidget(self.stack, 1)
-        self.setCentralWidget(central)
+        self.setCentralWidget(self.stack)
+        # Messages live in the status bar: showing one never moves a control.
+        self.banner = Banner(self, compact=True)
+        self.statusBar().addWidget(self.banner, 1)
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
         if importlib.util.find_spec("desktop.panels.drop") is not None:
@@ -144,10 +103,13 @@ class MainWindow(QMainWindow):
         host.state_changed.connect(self._state_changed)
         host.failed.connect(self.show_failure)
         host.alert.connect(self.show_alert)
+        host.alert_cleared.connect(self._alert_cleared)
+        host.build_finished.connect(lambda _build: self._update_status())
         self._stats_timer = QTimer(self)
-        self._stats_timer.setInterval(2000)
+        self._stats_timer.setInterval(STATUS_REFRESH_MS)
         self._stats_timer.timeout.connect(self._update_status)
         self._stats_timer.start()
+        self._banner_alert: str | None = None
         self._state_changed(host.state)
 
     def build_panels(self) -> None:
@@ -159,30 +121,6 @@ class MainWindow(QMainWindow):
             self.panels[title] = panel
             self.tabs.addTab(panel, title)
 
-    def _waiting_page(self) -> QWidget:
-        page = QWidget()
-        col = QVBoxLayout(page)
-        col.addStretch(1)
-        self.waiting_label = QLabel()
-        self.waiting_label.setWordWrap(True)
-        font = self.waiting_label.font()
-        font.setPointSizeF(font.pointSizeF() * 1.3)
-        self.waiting_label.setFont(font)
-        self.waiting_button = QPushButton()
-        self.waiting_button.clicked.connect(self._waiting_clicked)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(self.waiting_label)
-        row.addWidget(self.waiting_button)
-        row.addStretch(1)
-        col.addLayout(row)
-        self.waiting_detail = QLabel()
-        self.waiting_detail.setWordWrap(True)
-        self.waiting_detail.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        col.addWidget(self.waiting_detail)
-        col.addStretch(2)
-        return page
-
     def ingest(self, paths: list[str]) -> None:
         """Ingest files and folders the way a drop on the window does (the Ingestion
         panel's path, which reports missing paths), or through the host before it exists."""
@@ -192,45 +130,33 @@ class MainWindow(QMainWindow):
                                                      "accept_drop", self.host.ingest_paths)
         ingest(list(paths))
 
-    def show_failure(self, operation: str, error: dict[str, Any]) -> None:
-        text = describe(operation, error)
-        if operation in ("open", "create_store"):
-            self.waiting_detail.setText(text)
-        self.banner.show_message(text, "error")
+    def show_failure(self, failure: Failure) -> None:
+        if failure.operation in PAGE_OPERATIONS:
+            return  # the state page (or the unlock dialog) says it, with what to do
+        self._banner_alert = None
+        self.banner.show_message("error", describe(failure.operation, failure.error))
 
-    def show_alert(self, alert: dict[str, Any]) -> None:
-        if alert.get("name") in ("key_unavailable", "wrong_key", "store_locked"):
-            return  # the waiting page says it, with the button to act on it
-        hint = WHAT_TO_DO.get(str(alert.get("name", "")), "")
-        text = str(alert.get("message", "")).rstrip(".")
-        self.banner.show_message(f"{text}. {hint}".strip(), "error")
+    def show_alert(self, notice: Notice) -> None:
+        if notice.job is not None:
+            return  # the Ingestion panel tells a job's problems, on its card and banner
+        hint = WHAT_TO_DO.get(notice.name, "")
+        self._banner_alert = notice.alert
+        self.banner.show_message("error", f"{notice.message.rstrip('.')}. {hint}".strip())
+
+    def _alert_cleared(self, name: str) -> None:
+        if self._banner_alert == name:
+            self._banner_alert = None
+            self.banner.clear_message()
 
     def _state_changed(self, state: str) -> None:
         ready = state == "ready"
         if ready:
             self.build_panels()
-        self.stack.setCurrentWidget(self.tabs if ready else self.waiting)
-        self.waiting_label.setText(STATE_TEXT.get(state, state))
-        if state != "error":
-            self.waiting_detail.setText(STATE_DETAIL.get(state, ""))
-        button = {"locked": "Unlock...", "needs_setup": "Set up...", "error": "Quit"}.get(state)
-        self.waiting_button.setText(button or "")
-        self.waiting_button.setVisible(button is not None)
-        if ready and self.banner.level == "error" and "store" in self.banner.label.text():
-            self.banner.hide()
+        self.stack.setCurrentWidget(self.tabs if ready else self.page)
         self._update_status()
 
-    def _waiting_clicked(self) -> None:
-        state = self.host.state
-        if state == "locked":
-            self.unlock_requested.emit()
-        elif state == "needs_setup":
-            self.setup_requested.emit()
-        else:
-            self.quit_requested.emit()
-
     def _update_status(self) -> None:
-        text = STATE_TEXT.get(self.host.state, self.host.state)
+        text = STATUS_TEXT.get(self.host.state, self.host.state)
         stats = self.host.server_stats()
         if stats.get("running"):
             text += f"  IPC: {stats.get('endpoint')}  requests served: " \

@@ -6,9 +6,10 @@ message text.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import PurePath
 
-from engine import Alert, JobSnapshot
+from desktop.notices import Notice
+from engine import Alert, ErrorInfo, JobSnapshot, VaultDamaged, VectorsDamaged
 
 WHAT_TO_DO = {
     "wrong_key": "The passphrase is wrong. Nothing was changed: try again.",
@@ -40,9 +41,18 @@ WHAT_TO_DO = {
     "invalid_budget": "Choose a budget between the allowed limits.",
 }
 
-# Engine alert names (metrics) -> the error a user is shown.
-ALERT_CODES = {"context_engine.vector_db.unavailable": (1040, "vector_store_unavailable"),
-               "context_engine.ingestion.failed": (1050, "ingest_failed")}
+# Engine alert names (metrics) -> (code, the error a user is shown, a few words for the tray).
+ALERTS: dict[str, tuple[int, str, str]] = {
+    "context_engine.vector_db.unavailable": (1040, "vector_store_unavailable",
+                                             "the vector store is unavailable"),
+    "context_engine.ingestion.failed": (1050, "ingest_failed", "ingestion failed"),
+    "context_engine.vault.damaged": (VaultDamaged.code, "vault_damaged",
+                                     "part of the vault is damaged"),
+    "context_engine.vector_db.incomplete": (VectorsDamaged.code, "vectors_damaged",
+                                            "vectors are missing: run ctx repair"),
+}
+# Told by each job's own notice (with its files), so the engine's alert adds nothing.
+JOB_ALERTS = frozenset({"context_engine.ingestion.failed"})
 
 OPERATIONS = {
     "open": "Opening the store", "create_store": "Creating the store",
@@ -50,18 +60,23 @@ OPERATIONS = {
     "sync_sessions": "Syncing coding sessions", "pause_ingestion": "Pausing ingestion",
     "resume_ingestion": "Resuming ingestion", "cancel_job": "Cancelling a job",
     "serve": "Starting the IPC server", "reload_config": "Reloading settings",
+    "resume_interrupted": "Resuming an interrupted job",
+    "dismiss_interrupted": "Dismissing an interrupted job",
 }
 
 
-def describe(operation: str, error: dict[str, Any]) -> str:
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """"1 file", "2 files", "1,204 chunks": a count with its word, singular for one."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def describe(operation: str, error: ErrorInfo) -> str:
     """One or two sentences: what failed, why, and what to do."""
     what = OPERATIONS.get(operation, operation.replace("_", " ").capitalize())
-    message = str(error.get("message") or error.get("name") or "unknown error")
-    hint = WHAT_TO_DO.get(str(error.get("name", "")), "")
-    text = f"{what} failed: {message}"
+    text = f"{what} failed: {error.message or error.name}"
     if not text.endswith((".", "!", "?")):
         text += "."
-    return f"{text} {hint}".strip()
+    return f"{text} {WHAT_TO_DO.get(error.name, '')}".strip()
 
 
 def error_color(widget: object) -> str:
@@ -74,23 +89,40 @@ def error_style(widget: object) -> str:
     return f"color: {error_color(widget)}; font-weight: bold;"
 
 
-def job_alert(snap: JobSnapshot) -> dict[str, Any] | None:
-    """The alert for a finished job that failed or skipped files (None when all went in)."""
+def job_title(snap: JobSnapshot) -> str:
+    """What a job ingests, in a few words: "notes", "report.pdf", "3 files", "Coding sessions"."""
+    if snap.kind == "sync":
+        return "Coding sessions"
+    if snap.kind in ("text", "conversation"):
+        return "A conversation" if snap.kind == "conversation" else "A text"
+    inputs = snap.inputs
+    if not inputs:
+        return "Files"
+    if len(inputs) == 1:
+        return PurePath(inputs[0]).name or inputs[0]
+    first = PurePath(inputs[0]).name
+    return f"{first} and {plural(len(inputs) - 1, 'other')}"
+
+
+def job_notice(snap: JobSnapshot) -> Notice | None:
+    """The notice for a finished job that failed or skipped files (None when all went in)."""
+    title = job_title(snap)
     if snap.state == "failed":
         err = snap.error
-        return {"code": err.code if err else 1050, "name": err.name if err else "ingest_failed",
-                "message": f"Job {snap.id} failed: {err.message if err else 'unknown error'}",
-                "job": snap.id}
+        return Notice(err.name if err else "ingest_failed",
+                      f"Ingesting {title} failed: {err.message if err else 'unknown error'}",
+                      err.code if err else 1050, job=snap.id)
     if snap.errors:
         n = len(snap.errors)
-        return {"code": 1050, "name": "ingest_failed", "job": snap.id,
-                "message": f"{n} file{'s' if n != 1 else ''} could not be ingested "
-                           f"(job {snap.id})"}
+        return Notice("ingest_failed", f"{title}: {plural(n, 'file')} could not be ingested",
+                      1050, job=snap.id)
     return None
 
 
-def metric_alert(alert: Alert) -> dict[str, Any]:
-    """The alert for an engine metrics alert (``context_engine.vector_db.unavailable``...)."""
-    code, err_name = ALERT_CODES.get(alert.name, (1000, alert.name))
-    return {"code": code, "name": err_name,
-            "message": alert.detail or alert.name.replace("context_engine.", "")}
+def alert_notice(alert: Alert) -> Notice:
+    """The notice for an engine alert (``context_engine.vector_db.unavailable``...)."""
+    code, err_name, words = ALERTS.get(alert.name, (1000, alert.name, ""))
+    text = words[:1].upper() + words[1:] if words else alert.name.replace("context_engine.", "")
+    if alert.detail:
+        text += f" ({alert.detail})"
+    return Notice(err_name, text, code, alert=alert.name)

@@ -1,10 +1,11 @@
 """Opening and closing the engine for the desktop host (worker threads only).
 
-``open_and_serve`` opens the store, starts loading the model in the background,
-binds the in-process IPC server (the same ServerHost as ``ctx serve``) and
-subscribes to the engine's events (jobs, sources, builds, alerts); ``close_all`` undoes it in the quit order: stop the
-server, cancel jobs (they stop at a safe point), close the engine. Neither
-touches Qt.
+``open_and_serve`` opens the store, subscribes to the engine's events (before
+the warm-up, so the model's loading is heard), starts the warm-up, binds the
+in-process IPC server (the same ServerHost as ``ctx serve``) and starts the
+watched folders (the same WatchService as ``ctx serve``). ``close_all`` undoes
+it in the quit order: stop watching, stop the server, stop jobs at a safe point
+(unless they were let finish), close the engine. Neither touches Qt.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import Event, Status
+from engine import Event, Status, probe_store
+from ipc.watch_service import WatchReport, WatchService
 
 log = logging.getLogger("ctx.desktop.opening")
 
@@ -37,6 +39,14 @@ def open_engine(data_dir: Path, passphrase: str | None) -> Any:
                               create=passphrase is None and headless_key_given())
 
 
+def store_exists(data_dir: Path) -> bool:
+    """Whether a store is there already (read from its key record; opens nothing)."""
+    try:
+        return probe_store(data_dir).exists
+    except Exception:  # noqa: BLE001 - the open that follows says what is wrong
+        return True
+
+
 @dataclass
 class Opened:
     """What a successful open hands the GUI thread."""
@@ -47,16 +57,21 @@ class Opened:
     config: Any
     status: Status
     unsubscribe: Callable[[], None]
+    watch: WatchService
+    created: bool  # the store did not exist before this open
 
 
 def open_and_serve(factory: EngineFactory, data_dir: Path, passphrase: str | None, *,
-                   serve: bool, workers: int, on_event: Callable[[Event], None]) -> Opened:
-    """Worker: open the engine, warm the model up, bind the server, hear its events."""
+                   serve: bool, workers: int, on_event: Callable[[Event], None],
+                   on_watch: Callable[[WatchReport], None], existed: bool = True) -> Opened:
+    """Worker: open the engine, hear its events, warm it up, serve IPC, watch folders."""
     engine = factory(data_dir, passphrase)
+    unsubscribe: Callable[[], None] = lambda: None
     try:
+        unsubscribe = engine.subscribe(on_event)
         warm_up = getattr(engine, "warm_up", None)
         if warm_up is not None:
-            warm_up()
+            warm_up()  # in the background: "ready" once the model is loaded
         server, server_error = None, None
         if serve:
             from ipc.serve import ServerHost
@@ -66,16 +81,25 @@ def open_and_serve(factory: EngineFactory, data_dir: Path, passphrase: str | Non
                 server.start()
             except Exception as exc:  # noqa: BLE001 - the app works without IPC
                 server, server_error = None, exc
-        unsubscribe = engine.subscribe(on_event)
+        watch = WatchService(engine, on_report=on_watch)
+        watch.start()
         status = engine.status()  # after subscribing: no alert falls between the two
-        return Opened(engine, server, server_error, engine.config, status, unsubscribe)
+        return Opened(engine, server, server_error, engine.config, status, unsubscribe,
+                      watch, created=not existed)
     except BaseException:
+        unsubscribe()
         engine.close()
         raise
 
 
-def close_all(engine: Any, server: Any) -> None:
-    """Stop the server, let jobs stop at a safe point, close the engine (a worker thread)."""
+def close_all(engine: Any, server: Any, watch: WatchService | None, *,
+              stop_jobs: bool = True) -> None:
+    """Stop watching and serving, stop jobs at a safe point, close the engine (a worker).
+
+    Jobs stopped here are remembered by the engine and listed at the next open.
+    """
+    if watch is not None:
+        watch.close()
     if server is not None:
         try:
             server.stop(timeout=10)
@@ -83,8 +107,9 @@ def close_all(engine: Any, server: Any) -> None:
             log.exception("stopping the IPC server failed")
     if engine is None:
         return
-    try:  # jobs stop at their next safe point; what they fully stored stays
-        engine.cancel_all()
-    except Exception:  # close() still stops the writer
-        log.exception("cancelling jobs at quit failed")
+    if stop_jobs:
+        try:  # jobs stop at their next safe point; what they fully stored stays
+            engine.cancel_all()
+        except Exception:  # close() still stops the writer
+            log.exception("cancelling jobs at quit failed")
     engine.close()

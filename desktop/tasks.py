@@ -1,44 +1,34 @@
 """Background operations on a QThreadPool, results back on the GUI thread.
 
 After Anki's ``aqt/taskman.py``: ``TaskManager.run(fn, success, failure)``
-runs ``fn()`` on a pool thread; its result or exception comes back through a
-queued signal, so ``success``/``failure`` always run on the thread that owns
-the manager (the GUI thread). A worker never swallows an exception: every
-one reaches ``failure``, or the manager's ``failed`` signal when no failure
-callback was given. The manager keeps a reference to each running task until
-its completion has been delivered (Spyder's workers), so nothing is collected
-mid-flight.
+runs ``fn()`` on a pool thread; its result or exception comes back through the
+:class:`~desktop.bridge.GuiBridge`, so ``success``/``failure`` always run on
+the thread that owns the manager (the GUI thread). A worker never swallows an
+exception: every one reaches ``failure``, or the manager's ``failed`` signal (a
+:class:`~desktop.notices.Failure`) when no failure callback was given. The
+manager keeps a reference to each running task until its completion has been
+delivered (Spyder's workers), so nothing is collected mid-flight.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import queue
 import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop.qt import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
+from desktop.bridge import GuiBridge
+from desktop.notices import Failure, error_info
+from desktop.qt import QObject, QRunnable, QThreadPool, Signal
 from engine import CtxError
 
 log = logging.getLogger("ctx.desktop.tasks")
 
 Success = Callable[[Any], None]
-Failure = Callable[[BaseException], None]
-
-
-def error_dict(exc: BaseException) -> dict[str, Any]:
-    """A plain description of ``exc``: code, name and message (CtxError's own, else internal)."""
-    if isinstance(exc, CtxError):
-        data = exc.to_dict()
-        data["details"] = dict(data.get("details") or {})
-        return data
-    return {"code": 1000, "name": "internal_error",
-            "message": f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
-            "details": {"type": type(exc).__name__}}
+FailureCallback = Callable[[BaseException], None]
 
 
 @dataclass
@@ -49,7 +39,7 @@ class Task:
     name: str
     fn: Callable[[], Any]
     success: Success | None
-    failure: Failure | None
+    failure: FailureCallback | None
     thread_name: str = ""
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -74,38 +64,34 @@ class _Runnable(QRunnable):
 class TaskManager(QObject):
     """Runs callables on its own QThreadPool; completions arrive on the owner's thread.
 
-    ``failed(name, error_dict)`` is emitted for a failure that has no failure
-    callback, and for an exception raised inside a success or failure callback.
+    ``failed(Failure)`` is emitted for a failure that has no failure callback, and
+    for an exception raised inside a success or failure callback.
     """
 
-    failed = Signal(str, dict)
+    failed = Signal(object)  # Failure
     finished = Signal(int)  # a task id, after its callback ran
-    # Workers never pass Python objects through a queued signal (PySide can crash
-    # freeing them off the GIL): results go in a queue, an argument-less signal wakes us.
-    _wake = Signal()
 
-    def __init__(self, max_threads: int = 4, parent: QObject | None = None) -> None:
+    def __init__(self, max_threads: int = 4, parent: QObject | None = None, *,
+                 bridge: GuiBridge | None = None) -> None:
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max_threads)
+        self.bridge = bridge or GuiBridge(self)
         self._ids = itertools.count(1)
         self._running: dict[int, Task] = {}
         self._lock = threading.Lock()
-        self._done: queue.SimpleQueue[tuple[Task, bool, Any]] = queue.SimpleQueue()
-        self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
 
     def run(self, fn: Callable[[], Any], success: Success | None = None,
-            failure: Failure | None = None, *, name: str = "task") -> Task:
+            failure: FailureCallback | None = None, *, name: str = "task") -> Task:
         """Run ``fn()`` on the pool; then ``success(result)`` or ``failure(exc)`` here."""
         task = Task(next(self._ids), name, fn, success, failure)
         with self._lock:
             self._running[task.id] = task
-        self.pool.start(_Runnable(task, self._emit_completed))
+        self.pool.start(_Runnable(task, self._completed))
         return task
 
-    def _emit_completed(self, task: Task, ok: bool, value: Any) -> None:
-        self._done.put((task, ok, value))
-        self._wake.emit()
+    def _completed(self, task: Task, ok: bool, value: Any) -> None:  # a pool thread
+        self.bridge.post(lambda: self._deliver(task, ok, value))
 
     def running(self) -> list[Task]:
         """Tasks submitted whose completion has not been delivered yet."""
@@ -116,16 +102,7 @@ class TaskManager(QObject):
         """Block until the pool has no running work (completions are delivered later)."""
         return bool(self.pool.waitForDone(timeout_ms))
 
-    @Slot()
-    def _drain(self) -> None:
-        while True:
-            try:
-                task, ok, value = self._done.get_nowait()
-            except queue.Empty:
-                return
-            self._on_completed(task, ok, value)
-
-    def _on_completed(self, task: Task, ok: bool, value: Any) -> None:
+    def _deliver(self, task: Task, ok: bool, value: Any) -> None:
         try:
             if ok:
                 if task.success is not None:
@@ -146,4 +123,4 @@ class TaskManager(QObject):
         if not isinstance(exc, CtxError):
             log.error("task %s failed (%s):\n%s", name, type(exc).__name__,
                       "".join(traceback.format_tb(exc.__traceback__)))
-        self.failed.emit(name, error_dict(exc))
+        self.failed.emit(Failure(name, error_info(exc)))

@@ -1,5 +1,12 @@
-"""The tray icon: its look follows the host (idle, ingesting with percent, needs attention,
-paused) and its menu offers the everyday actions.
+"""The tray icon: its look and tooltip follow the host, and its menu offers the everyday
+actions.
+
+The look says what is true now, in order: locked; not set up (a first step:
+starting's dots, not red); not opened (attention); opening or loading the model;
+an engine alert that is active (attention, until the engine clears it); paused;
+ingesting (with percent); a job that failed or skipped files and has not been seen
+yet (attention, until the window is opened); else idle. The tooltip always names
+the state and, for attention, the reason. A notice (a job's problem, an alert) is one balloon.
 
 The tray never calls the engine: pause, resume and sync go through the host
 (which runs them on its pool); opening the window and picking files are asked
@@ -8,31 +15,49 @@ of the app through signals.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from desktop.icons import state_icon
+from desktop.messages import ALERTS, JOB_ALERTS, job_title, plural
+from desktop.notices import Notice
 from desktop.qt import QAction, QMenu, QObject, QSystemTrayIcon, Signal
 from engine import JobSnapshot
 
-ATTENTION_STATES = ("needs_setup", "locked", "error")
+BUSY_WORDS = {"starting": "opening the store", "opening": "opening the store",
+              "loading": "loading the model", "stopping": "closing"}
 
 
-def look_for(host_state: str, paused: bool, jobs: Mapping[str, JobSnapshot],
-             attention: bool) -> tuple[str, int | None]:
-    """The tray look (and percent while ingesting) for a host state and its jobs."""
-    if attention or host_state in ATTENTION_STATES:
-        return "attention", None
-    if host_state in ("starting", "opening", "stopping"):
-        return "starting", None
-    active = [j for j in jobs.values() if not j.final]
+def look_for(host_state: str, paused: bool, jobs: Iterable[JobSnapshot],
+             alerts: Mapping[str, str], unseen: Mapping[str, str],
+             open_error: str = "") -> tuple[str, int | None, str]:
+    """(look, percent while ingesting, tooltip) for the host's state, its jobs, the engine
+    alerts active (name -> reason) and job problems not seen yet (job id -> reason)."""
+    if host_state == "locked":
+        return "locked", None, "ctx: locked. Open ctx and enter the passphrase."
+    if host_state == "needs_setup":
+        # a first step, not a failure: no red
+        return "starting", None, "ctx: not set up yet. Open ctx to create the store."
+    if host_state == "error":
+        why = f": {open_error}" if open_error else ""
+        return "attention", None, f"ctx: needs attention, the store could not be opened{why}"
+    if host_state in BUSY_WORDS or host_state == "stopped":
+        return "starting", None, f"ctx: {BUSY_WORDS.get(host_state, 'stopped')}..."
+    if alerts:
+        return "attention", None, "ctx: needs attention, " + "; ".join(alerts.values())
+    active = [j for j in jobs if not j.final]
     if paused:
-        return "paused", None
+        waiting = f" ({plural(len(active), 'job')} waiting)" if active else ""
+        return "paused", None, f"ctx: ingestion paused{waiting}"
     if active:
         total = sum(j.files_total for j in active)
-        done = sum(j.files_done + j.files_skipped + j.files_unchanged for j in active)
-        return "ingesting", (min(99, int(100 * done / total)) if total else 0)
-    return "idle", None
+        done = sum(j.files_done + j.files_skipped for j in active)
+        percent = min(99, int(100 * done / total)) if total else 0
+        names = ", ".join(job_title(j) for j in active[:2])
+        return "ingesting", percent, f"ctx: ingesting {names}, {percent}%"
+    if unseen:
+        return "attention", None, "ctx: needs attention, " + "; ".join(unseen.values())
+    return "idle", None, "ctx: ready"
 
 
 class Tray(QObject):
@@ -60,13 +85,16 @@ class Tray(QObject):
         self.act_quit = self._action("Quit", self.quit_requested.emit)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
-        self.attention = False
+        self.unseen: dict[str, str] = {}  # job id -> its problem, until the window is seen
         self.look = ""
         self.percent: int | None = None
+        self.tip = ""
+        self.balloons: list[str] = []  # what was shown, newest last (status, tests)
         host.state_changed.connect(self.refresh)
         host.job_progress.connect(self.refresh)
         host.paused_changed.connect(self.refresh)
-        host.alert.connect(self._alerted)
+        host.alert.connect(self._noticed)
+        host.alert_cleared.connect(self.refresh)
         self.refresh()
 
     def _action(self, text: str, slot: Any) -> QAction:
@@ -82,34 +110,37 @@ class Tray(QObject):
         self.icon.hide()
 
     def acknowledge(self) -> None:
-        """The user has seen the window: the "needs attention" look clears."""
-        if self.attention:
-            self.attention = False
+        """The person has seen the window: job problems no longer ask for attention."""
+        if self.unseen:
+            self.unseen.clear()
             self.refresh()
 
+    def alert_reasons(self) -> dict[str, str]:
+        """The engine alerts that ask for attention while active (name -> a few words)."""
+        return {name: ALERTS[name][2] for name in self.host.active_alerts
+                if name in ALERTS and name not in JOB_ALERTS}
+
     def refresh(self, *_: Any) -> None:
-        look, percent = look_for(self.host.state, self.host.ingestion_paused, self.host.jobs,
-                                 self.attention)
-        ready = self.host.engine_ready
+        host = self.host
+        open_error = host.open_error.message if getattr(host, "open_error", None) else ""
+        look, percent, tip = look_for(host.state, host.ingestion_paused, host.jobs.values(),
+                                      self.alert_reasons(), self.unseen, open_error)
+        ready = host.engine_open
         for act in (self.act_files, self.act_folder, self.act_pause, self.act_sync):
             act.setEnabled(ready)
-        self.act_pause.setText("Resume ingestion" if self.host.ingestion_paused
+        self.act_pause.setText("Resume ingestion" if host.ingestion_paused
                                else "Pause ingestion")
+        if tip != self.tip:
+            self.tip = tip
+            self.icon.setToolTip(tip)
         if (look, percent) == (self.look, self.percent):
             return
         self.look, self.percent = look, percent
         self.icon.setIcon(state_icon(look, percent))
-        self.icon.setToolTip(self.tooltip())
         self.look_changed.emit(look)
 
     def tooltip(self) -> str:
-        words = {"idle": "ready", "starting": f"{self.host.state}...",
-                 "paused": "ingestion paused", "attention": "needs attention"}
-        if self.look == "ingesting":
-            return f"ctx: ingesting, {self.percent or 0}%"
-        if self.look == "attention" and self.host.state in ATTENTION_STATES:
-            return f"ctx: needs attention ({self.host.state.replace('_', ' ')})"
-        return f"ctx: {words.get(self.look, self.look)}"
+        return self.tip
 
     def _toggle_pause(self) -> None:
         if self.host.ingestion_paused:
@@ -120,12 +151,14 @@ class Tray(QObject):
     def _sync(self) -> None:
         self.host.sync_sessions()
 
-    def _alerted(self, alert: dict[str, Any]) -> None:
-        self.attention = True
+    def _noticed(self, notice: Notice) -> None:
+        if notice.job is not None:
+            self.unseen[notice.job] = notice.message
         self.refresh()
+        self.balloons.append(notice.message)
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage("ctx", str(alert.get("message", "")),
-                                  QSystemTrayIcon.MessageIcon.Warning, 8000)
+            self.icon.showMessage("ctx", notice.message, QSystemTrayIcon.MessageIcon.Warning,
+                                  8000)
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         if reason in (QSystemTrayIcon.ActivationReason.Trigger,

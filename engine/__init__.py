@@ -10,7 +10,8 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
   ``RecallResult``, ``Status``..., ``JobChanged``, ``BuildDone``, ``AlertRaised``...;
 - who calls: ``caller`` (a context manager the hosts of other processes use);
 - errors: ``CtxError`` and every class under it, ``error_from_dict``;
-- config: ``Config``, ``load_config``, ``parse_config_section``;
+- config: ``Config``, ``load_config``, ``check_config`` (a table checked as store open
+  checks it, before it is written), ``parse_config_section``;
 - paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...;
 - keeping the data: ``restore_backup``, ``verify_backup_file``, ``rotate_key``,
   ``change_passphrase``, ``use_keychain``, ``use_passphrase``, ``renew_recovery_key``,
@@ -30,7 +31,7 @@ _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "B
         "BuildItem", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
+        "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
            "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
            "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
@@ -57,6 +58,7 @@ _WHERE: dict[str, str] = {
     "EngineAPI": "engine.protocol", "ENGINE_METHODS": "engine.protocol",
     "caller": "engine.calls", "Caller": "engine.calls",
     "Config": "engine.config", "load_config": "engine.config",
+    "check_config": "engine.config:check",
     "parse_config_section": "engine.config_base:from_dict",
     "LiveItem": "engine.types", "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
     "TokenCounter": "engine.tokens",
@@ -80,8 +82,9 @@ __all__ = [
     "RepairResult", "RestoreResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
     "StoreDamaged", "StoreExists", "StoreLocked", "StoreNotInitialized", "StoreTooNew",
     "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
-    "VectorStoreUnavailable", "VectorsDamaged", "WrongKey", "backup_due", "backups_to_prune",
-    "caller", "change_passphrase", "error_from_dict", "generate_recovery_key",
+    "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "backup_due",
+    "backups_to_prune",
+    "caller", "change_passphrase", "check_config", "error_from_dict", "generate_recovery_key",
     "headless_passphrase", "init_store", "keychain_available", "load_config",
     "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
     "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",

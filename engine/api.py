@@ -146,6 +146,11 @@ class JobSnapshot(_Plain):
     existing: tuple[SourceRef, ...] = ()
     waiting: str = ""
     behind: str = ""
+    # What a "paths" job was asked to ingest (files and folders, absolute), as given.
+    inputs: tuple[str, ...] = ()
+    # A job an earlier run of the engine left unfinished (quit, crash): listed by
+    # ``ContextEngine.interrupted_jobs`` with its last known counts, state "cancelled".
+    interrupted: bool = False
 
     @property
     def final(self) -> bool:
@@ -159,6 +164,7 @@ class JobSnapshot(_Plain):
         d["existing"] = tuple(SourceRef.from_dict(e) for e in d.get("existing") or ())
         d["ignored"] = {str(k): int(v) for k, v in (d.get("ignored") or {}).items()}
         d["sources"] = tuple(int(s) for s in d.get("sources") or ())
+        d["inputs"] = tuple(str(p) for p in d.get("inputs") or ())
         err = d.get("error")
         d["error"] = ErrorInfo.from_dict(err) if isinstance(err, Mapping) else None
         return cls(**d)
@@ -683,6 +689,24 @@ class BuildDone(Event):
         return cls(origin=origin, time=started, duration_ms=round(duration_ms, 3),
                    budget=payload.budget, total_tokens=payload.total_tokens, items=items,
                    timings=dict(payload.timings))
+
+
+@dataclass(frozen=True)
+class Warming(Event):
+    """The engine's warm-up after open (``ContextEngine.warm_up``), stage by stage.
+
+    ``stage``: "model" (the embedding model loads: queries and embedding wait for
+    it), "keywords" (a big store's common terms are counted), "vectors" (the vector
+    index's in-memory part is read; queries work meanwhile, slower), then "all".
+    ``done`` is False when a stage starts and True when it ends, with ``seconds``
+    and, if it failed, ``error`` (the model then loads again on first use).
+    """
+
+    kind: ClassVar[str] = "warming"
+    stage: str
+    done: bool
+    seconds: float = 0.0
+    error: ErrorInfo | None = None
 
 
 @dataclass(frozen=True)

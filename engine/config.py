@@ -76,7 +76,30 @@ def check(data: Mapping[str, Any]) -> Config:
     store open checks it, before anything is written. Defaults fill what the table
     leaves out; the environment is not read. Raises ConfigError naming the key
     (``details["key"]``, or ``details["keys"]`` for unknown keys)."""
-    return from_dict(Config, data)
+    return from_dict(Config, moved_keys(data))
+
+
+def moved_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with keys that moved between sections put where they live now.
+
+    ``[desktop] watched_folders`` became ``[ingest] watched_folders`` (the engine
+    validates it, and ``ctx serve`` watches too): an old file keeps working. Both set
+    is refused, naming the fix.
+    """
+    if not isinstance(data, Mapping):
+        return data  # type: ignore[return-value]  # from_dict refuses it, naming why
+    desktop = data.get("desktop")
+    if not isinstance(desktop, Mapping) or "watched_folders" not in desktop:
+        return dict(data)
+    ingest = data.get("ingest")
+    ingest = dict(ingest) if isinstance(ingest, Mapping) else {}
+    if "watched_folders" in ingest:
+        raise ConfigError("desktop.watched_folders has moved to ingest.watched_folders: "
+                          "config.toml sets both; keep the list under [ingest] only",
+                          key="desktop.watched_folders")
+    ingest["watched_folders"] = desktop["watched_folders"]
+    rest = {k: v for k, v in desktop.items() if k != "watched_folders"}
+    return {**data, "ingest": ingest, "desktop": rest}
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
@@ -118,4 +141,4 @@ def load_config(root: Path | None, *, environ: dict[str, str] | None = None,
     data = merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
     if overrides:
         data = merge(data, overrides)
-    return from_dict(Config, data)
+    return from_dict(Config, moved_keys(data))

@@ -58,11 +58,12 @@ from engine.errors import (
     NotFound,
 )
 from engine.events import Announcer
-from engine.flows import deleting, health
+from engine.flows import deleting, health, warming
 from engine.flows import ingest as service
 from engine.flows.audit_log import AuditLog
 from engine.flows.ingest_alerts import IngestAlerts
 from engine.flows.inputs import check_query, utf8
+from engine.flows.interrupted import InterruptedJobs
 from engine.flows.jobs import Cancelled, JobRunner
 from engine.flows.keychange import open_key
 from engine.flows.opening import (
@@ -169,6 +170,7 @@ class ContextEngine:
                         "open with room")
         if recovered:
             log.warning("recovered %d sources left incomplete by a crash", len(recovered))
+        self._interrupted = InterruptedJobs(vault)
         self._alerts = IngestAlerts(self.rt.metrics)
         self._stage = VectorStage(self.rt, self._writer, self._alerts)
         self._jobs = JobRunner(on_finish=self._job_finished, stage=self._stage,
@@ -220,35 +222,14 @@ class ContextEngine:
         then the vector index's in-memory part (``VectorStore.warm``: the exact index of
         a small store, the vector cache of a big one, about 5 s at 100k chunks); in a
         store big enough for the keyword lane's bounds, count its common terms too
-        (0.3 s at 100k chunks, ``Vault.warm_keyword_counts``). Sources a crash or a
-        stop left waiting for their vectors get them then, in a background job
-        (kind "vectors"): an engine that warms up is one that keeps running."""
-        model = getattr(self.rt.embedder, "load", None)
-        big = self.rt.vault.chunk_count() >= self.rt.cfg.search.keyword_prune_min_chunks
-        waiting = self._waiting_sources()  # read here: a closing engine's vault is gone
-
-        def load() -> None:
-            if model is not None:
-                model()
-            if big and not self._closed:
-                try:
-                    self.rt.vault.warm_keyword_counts()
-                except CtxError as exc:  # the first keyword query counts them instead
-                    log.warning("keyword counts not warmed (%s)", exc.code)
-            if not self._closed:
-                try:
-                    self.rt.vectors.warm()
-                except Exception as exc:  # noqa: BLE001 - queries read the index instead
-                    log.warning("vectors not warmed (%s)",
-                                getattr(exc, "name", type(exc).__name__))
-            if waiting and not self._closed:  # on the writer thread, which close() stops
-                self._jobs.submit("vectors", lambda job, progress: None)
-
-        if not background:
-            load()
-            return None
-        thread = threading.Thread(target=load, name="ctx-warm-up", daemon=True)
-        thread.start()
+        (0.3 s at 100k chunks). Each stage is announced (``Warming``) as it starts and
+        ends, so a host can say "loading the model" and then "ready"."""
+        waiting = self._waiting_sources()
+        thread = warming.warm_up(self.rt, self._events.emit, lambda: self._closed,
+                                 background=background)
+        if waiting:  # sources a crash or a stop left waiting get their vectors in a
+            # background job (kind "vectors"; its stage waits for the model to load)
+            self._jobs.submit("vectors", lambda job, progress: None)
         return thread
 
     def _waiting_sources(self) -> int:
@@ -325,6 +306,7 @@ class ContextEngine:
         return RepairResult.from_dict(result)
 
     def _job_finished(self, job: Any) -> None:
+        self._interrupted.finished(job)
         self.rt.audit.record("ingest_job", os.getpid(), [job.id],
                                 {"files": job.files_done, "chunks": job.chunks,
                                  "errors": len(job.errors), "skipped": len(job.skipped)})
@@ -376,7 +358,8 @@ class ContextEngine:
             work = service.ingest_paths(rt, self._writer, self._alerts, rest) if rest else None
             if exports:  # ctx jsonl exports: their sources are stored as they were
                 work = import_work(rt, self._writer, exports, then=work)
-            job = self._jobs.submit("paths", work)
+            job = self._jobs.submit("paths", work, inputs=tuple(resolved))
+            self._interrupted.started(job.id, resolved, job.created)
         self._stage.preload()  # the model loads while the text is stored
         if wait:
             self._jobs.wait(job.id)
@@ -424,12 +407,40 @@ class ContextEngine:
         the one it was writing is not stored. Returns the job's snapshot (a running
         job still shows "running" until it stops: follow it with ``wait``)."""
         self._live()
-        return self._jobs.cancel(job_id)
+        self._interrupted.cancelled_by_user(job_id)
+        snap = self._jobs.cancel(job_id)
+        if snap.final:  # dropped while queued: it never reaches the finish hook
+            self._interrupted.finished(snap)
+        return snap
 
     def cancel_all(self) -> list[JobSnapshot]:
         """Cancel every queued and running job (for an app that quits); their snapshots."""
         self._live()
         return self._jobs.cancel_all()
+
+    def interrupted_jobs(self) -> list[JobSnapshot]:
+        """"paths" jobs an earlier run left unfinished (a quit that stopped them, a
+        crash), oldest first: state "cancelled", ``interrupted`` True, their ``inputs``
+        and last known counts. Each stays listed until resumed or dismissed."""
+        self._live()
+        return self._interrupted.listed()
+
+    def resume_interrupted(self, job_id: str) -> str:
+        """Ingest an interrupted job's inputs again (what it stored before is skipped as
+        unchanged); the new job's id. NotFound when no such job is listed."""
+        self._live()
+        listed = {s.id: s for s in self._interrupted.listed()}
+        if job_id not in listed:
+            raise NotFound(f"no interrupted job {job_id}")
+        new_id = self.ingest(paths=listed[job_id].inputs)
+        self._interrupted.take(job_id)
+        return new_id
+
+    def dismiss_interrupted(self, job_id: str) -> None:
+        """Stop listing an interrupted job (NotFound when it is not listed)."""
+        self._live()
+        if self._interrupted.take(job_id) is None:
+            raise NotFound(f"no interrupted job {job_id}")
 
     def pause_ingestion(self) -> None:
         self._jobs.pause()
@@ -523,6 +534,9 @@ class ContextEngine:
             sync(rt, self._writer, paths, _job_progress(job, progress))))
         self._stage.preload()
         self._wait_ok(job.id)
+        if not holder:  # cancelled (a quit stops jobs) before it read anything
+            raise EngineClosed("the sync was stopped before it finished: the engine is "
+                               "closing or the job was cancelled; sync again")
         return _sync_with_vectors(holder[0], job)
 
     def _wait_ok(self, job_id: str) -> JobSnapshot:

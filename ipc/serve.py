@@ -43,6 +43,7 @@ from ipc.connection import (
 )
 from ipc.protocol import IpcConfig
 from ipc.server import Server
+from ipc.watch_service import WatchReport, WatchService
 
 __all__ = ["ServerHost", "main", "serve"]
 
@@ -221,6 +222,7 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
         check_loopback(endpoint)  # refused before the store is opened (or created)
     engine = (engine_factory or _open_context_engine)(data_dir)
     host: ServerHost | None = None
+    watch = WatchService(engine, on_report=_log_watch)
     try:
         warm_up = getattr(engine, "warm_up", None)
         if warm_up is not None:
@@ -232,6 +234,7 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
                 ready(info)
             if sync_on_start:
                 _sync_in_background(engine)
+            watch.start()  # the config's [ingest] watched_folders, if any
             poll = 0.2 if idle_timeout is None else min(0.2, idle_timeout / 4)
             while not host.wait(poll):
                 if idle_timeout is not None and host.idle_seconds() >= idle_timeout:
@@ -239,10 +242,23 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
                         continue
                     host.request_stop()
     finally:
+        watch.close()
         if host is not None:
             host.stop(timeout=30)
         engine.close()
     return 0
+
+
+def _log_watch(report: WatchReport) -> None:
+    """What the watched folders did, in the log: counts and reasons, never a path."""
+    if report.error is not None:
+        log.warning("watched folders: %s", report.error.name)
+    elif report.removed:
+        log.info("watched folders: %d deleted files removed", report.removed)
+    elif report.job is None and report.problems:
+        log.warning("watched folders: %d of %d cannot be watched (%s)", len(report.problems),
+                    len(report.problems) + len(report.folders),
+                    ", ".join(sorted(set(report.problems.values()))))
 
 
 def main(argv: Sequence[str] | None = None, *,

@@ -1,5 +1,7 @@
 """Render the app's own screens to PNG in light and dark palettes: the tray menu and
-icons, the first-run and unlock dialogs, and the main window with real content.
+icons, the first-run and unlock dialogs, and the main window with real content (the
+real MiniLM model, a real ingest), while the model loads, locked, and refusing to open
+because of a setting (issue 22's Chroma URL), each with the app's own palettes.
 
 ``QT_QPA_PLATFORM=offscreen python scripts/app_screenshots.py [OUT_DIR]``
 (default docs/screenshots/). Files start with ``app-`` or ``dialog-``; the
@@ -14,43 +16,23 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault("CTX_EMBEDDER", "fake")
+os.environ.pop("CTX_EMBEDDER", None)  # the real model: what a user's Health panel shows
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 os.environ.setdefault("CTX_PASSPHRASE", "screenshot passphrase")
 os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from desktop.qt import (  # after the environment is set
+from desktop.appearance import dark_palette, light_palette
+from desktop.qt import (
     QApplication,
     QColor,
     QEventLoop,
     QPainter,
-    QPalette,
     QPixmap,
     QTimer,
     QWidget,
 )
-
-
-def palette(dark: bool) -> QPalette:
-    if not dark:
-        return QApplication.style().standardPalette()
-    p = QPalette()
-    roles = {
-        QPalette.ColorRole.Window: "#202124", QPalette.ColorRole.WindowText: "#E8EAED",
-        QPalette.ColorRole.Base: "#17181A", QPalette.ColorRole.AlternateBase: "#26282C",
-        QPalette.ColorRole.Text: "#E8EAED", QPalette.ColorRole.Button: "#2D2F33",
-        QPalette.ColorRole.ButtonText: "#E8EAED", QPalette.ColorRole.Highlight: "#3B6FD8",
-        QPalette.ColorRole.HighlightedText: "#FFFFFF", QPalette.ColorRole.ToolTipBase: "#2D2F33",
-        QPalette.ColorRole.ToolTipText: "#E8EAED", QPalette.ColorRole.PlaceholderText: "#9AA0A6",
-        QPalette.ColorRole.Link: "#8AB4F8", QPalette.ColorRole.BrightText: "#FF8A80",
-    }
-    for role, color in roles.items():
-        p.setColor(role, QColor(color))
-    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text, QColor("#80868B"))
-    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText, QColor("#80868B"))
-    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.ButtonText, QColor("#80868B"))
-    return p
 
 
 def pump(ms: int = 200) -> None:
@@ -77,7 +59,7 @@ def tray_icons(out: Path, dark: bool) -> None:
     from desktop.icons import draw_state
 
     looks = [("idle", None), ("ingesting", 42), ("attention", None), ("paused", None),
-             ("starting", None)]
+             ("locked", None), ("starting", None)]
     size, pad = 48, 16
     strip = QPixmap(len(looks) * (size + pad) + pad, size + 2 * pad)
     strip.fill(QColor("#202124" if dark else "#F1F3F4"))
@@ -113,9 +95,32 @@ def main() -> None:
     wait_until(lambda: locked.state == "locked")
     os.environ["CTX_PASSPHRASE"] = saved
 
+    # The store cannot open: the Chroma URL of issue 22's report (backend http).
+    bad_dir = work / "bad"
+    init_store(bad_dir, passphrase=saved, use_keychain=False)
+    (bad_dir / "config.toml").write_text(
+        '[store]\nvector_backend = "http"\nchroma_url = "chroma.local:80oo"\n',
+        encoding="utf-8")
+    bad = EngineHost(bad_dir, serve=False)
+    bad.start()
+    wait_until(lambda: bad.state == "error")
+
     host = EngineHost(work / "data")
+    loading = MainWindow(host)  # the window while the real model loads
+    loading.resize(1100, 560)
+    loading.show()
+    shot: list[bool] = []
+
+    def on_state(state: str) -> None:  # shot at once: the real model loads in seconds
+        if state == "loading" and not shot:
+            shot.append(True)
+            qapp.setPalette(light_palette())
+            QApplication.processEvents()  # the page laid out for its new text
+            save(loading, out, "app-window-loading-light")
+    host.state_changed.connect(on_state)
     host.start()
     wait_until(lambda: host.engine_ready)
+    loading.close()
     files = [REPO / "README.md", REPO / "docs" / "wire.md",
              *sorted((REPO / "engine" / "retrieval").glob("*.py"))]
     host.ingest_paths([str(f) for f in files if f.exists()])
@@ -126,7 +131,7 @@ def main() -> None:
     keep: list[QWidget] = []  # panels stay connected to the hosts: keep their windows alive
     for dark in (False, True):
         tone = "dark" if dark else "light"
-        qapp.setPalette(palette(dark))
+        qapp.setPalette(dark_palette() if dark else light_palette())  # the app's own
         tray_icons(out, dark)
 
         tray = Tray(host)
@@ -165,11 +170,15 @@ def main() -> None:
         window.show()
         pump(800)
         save(window, out, f"app-window-{tone}")
-        window.show_failure("ingest", {"name": "file_rejected",
-                                       "message": "binary: /home/me/photos/cat.jpg"})
-        pump()
-        save(window, out, f"app-window-error-{tone}")
         window.close()
+
+        wrong = MainWindow(bad)  # a setting that stops the store from opening
+        keep.append(wrong)
+        wrong.resize(1100, 560)
+        wrong.show()
+        pump()
+        save(wrong, out, f"app-window-error-{tone}")
+        wrong.close()
 
         waiting = MainWindow(locked)
         keep.append(waiting)
@@ -181,6 +190,7 @@ def main() -> None:
 
     host.shutdown(wait=True)
     locked.shutdown(wait=True)
+    bad.shutdown(wait=True)
     qapp.processEvents()
 
 

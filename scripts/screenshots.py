@@ -2,7 +2,7 @@
 
     python scripts/screenshots.py [--out docs/screenshots] [--size 1100x720]
 
-A temporary store (fake embedder, headless key) gets real documents (this
+A temporary store (the real MiniLM model, headless key) gets real documents (this
 repository's README and a few engine modules), a file that fails to ingest,
 and a folder whose ingestion is paused half-way; builds are made from the
 Retrieved items panel and by an IPC caller over ZeroMQ. Each panel is then
@@ -23,9 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's engine and desktop, not an installed one
+
 from engine import Event, JobChanged, JobSnapshot
 
-REPO = Path(__file__).resolve().parents[1]
 PANELS = (("ingestion", "desktop.panels.ingestion", "IngestionPanel"),
           ("sources", "desktop.panels.sources", "SourcesPanel"),
           ("retrieved", "desktop.panels.retrieved", "RetrievedPanel"),
@@ -40,11 +42,13 @@ def isolate(tmp: Path) -> None:
     runtime.mkdir(mode=0o700)
     os.environ.update({
         "CTX_HOME": str(tmp / "home"), "CTX_PASSPHRASE": "screenshots only",
-        "CTX_EMBEDDER": "fake", "CTX__KEYS__SCRYPT_N": "1024", "XDG_RUNTIME_DIR": str(runtime),
+        "XDG_RUNTIME_DIR": str(runtime),
         "XDG_CONFIG_HOME": str(tmp / "config"),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring", "HF_HUB_OFFLINE": "1",
         "ANONYMIZED_TELEMETRY": "False", "QT_QPA_PLATFORM": "offscreen"})
-    os.environ.pop("CTX_CHROMA_URL", None)
+    # the real model and key derivation, as a user has them (Settings shows no override)
+    for name in ("CTX_CHROMA_URL", "CTX_EMBEDDER", "CTX__KEYS__SCRYPT_N"):
+        os.environ.pop(name, None)
 
 
 def make_documents(tmp: Path) -> tuple[Path, Path, Path]:
@@ -95,24 +99,10 @@ def settle(app: Any, seconds: float = 0.3) -> None:
 
 
 def palettes(app: Any) -> dict[str, Any]:
-    from desktop.qt import QColor, QPalette
+    """The app's own palettes (desktop.appearance), as Settings' Light and Dark apply them."""
+    from desktop.appearance import dark_palette, light_palette
 
-    light = app.style().standardPalette()
-    dark = QPalette()
-    role, group = QPalette.ColorRole, QPalette.ColorGroup
-    for r, colour in ((role.Window, "#2b2b2b"), (role.WindowText, "#e8e8e8"),
-                      (role.Base, "#1e1e1e"), (role.AlternateBase, "#2a2d31"),
-                      (role.ToolTipBase, "#3a3a3a"), (role.ToolTipText, "#f0f0f0"),
-                      (role.Text, "#e8e8e8"), (role.Button, "#353535"),
-                      (role.ButtonText, "#e8e8e8"), (role.BrightText, "#ff6b6b"),
-                      (role.Highlight, "#3d7bd9"), (role.HighlightedText, "#ffffff"),
-                      (role.Link, "#8ab4f8"), (role.PlaceholderText, "#a0a0a0"),
-                      (role.Mid, "#4a4a4a"), (role.Dark, "#202020"), (role.Light, "#505050"),
-                      (role.Midlight, "#444444"), (role.Shadow, "#101010")):
-        dark.setColor(r, QColor(colour))
-    for r in (role.WindowText, role.Text, role.ButtonText):
-        dark.setColor(group.Disabled, r, QColor("#7a7a7a"))
-    return {"light": light, "dark": dark}
+    return {"light": light_palette(), "dark": dark_palette()}
 
 
 class Scene:
@@ -123,16 +113,18 @@ class Scene:
 
         self.app, self.tmp = app, tmp
         self.docs, self.bad, self.bulk = make_documents(tmp)
-        self.host = EngineHost(Path(os.environ["CTX_HOME"]), serve=True)
+        from desktop import config_io
+
+        home = Path(os.environ["CTX_HOME"])
+        home.mkdir(parents=True, exist_ok=True)
+        config_io.write(home, {  # before the host starts: its watch service reads it
+            "ingest": {"watched_folders": [str(self.docs)]},
+            "desktop": {"default_budget": 1200}, "packing": {"mode": "fast"}})
+        self.host = EngineHost(home, serve=True)
         ready: list[bool] = []
         self.host.ready.connect(lambda: ready.append(True))
         self.host.start()
         wait_until(app, lambda: bool(ready), what="the engine")
-        from desktop import config_io
-
-        config_io.write(self.host.data_dir, {
-            "desktop": {"watched_folders": [str(self.docs)], "default_budget": 1200},
-            "packing": {"mode": "fast"}})
         self.builds: list[dict[str, Any]] = []
         self.host.build_finished.connect(self.builds.append)
 
@@ -204,8 +196,6 @@ class Scene:
             if name == "settings":
                 out[name] = kind(self.host, autostart=Autostart(
                     system="linux", home=self.tmp, env={}, command=["ctx-desktop"]))
-            elif name == "ingestion":
-                out[name] = kind(self.host, watch_delay=0.5)
             else:
                 out[name] = kind(self.host)
         return out
@@ -245,7 +235,6 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(v) for v in args.size.split("x"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(REPO))
     with tempfile.TemporaryDirectory(prefix="ctx-shots-") as tmpdir:
         tmp = Path(tmpdir)
         isolate(tmp)

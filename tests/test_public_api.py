@@ -21,7 +21,7 @@ def test_engine_exports() -> None:
         "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobSnapshot",
         "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
+        "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
         # errors
         "CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
         "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
@@ -30,7 +30,8 @@ def test_engine_exports() -> None:
         "NoSpace", "IntegrityError", "ModelMismatch", "VectorStoreUnavailable", "IngestFailed",
         "FileRejected", "EngineClosed", "InternalError", "error_from_dict", "qualified_field",
         # config, paths, kinds, tokens, keys
-        "Config", "load_config", "parse_config_section", "resolve_data_dir", "LiveItem",
+        "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
+        "LiveItem",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
         "headless_passphrase",
         # keeping the data: backups, restore, export, recovery keys, key changes

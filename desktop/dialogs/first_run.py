@@ -128,6 +128,8 @@ class FirstRunDialog(QDialog):
                        self.use_keychain.toggled):
             signal.connect(self._update)
         self._update()
+        if not self.keychain:
+            self.passphrase.setFocus()  # the one thing to do first: type it
         self.resize(520, self.sizeHint().height())
 
     def _update(self, *_: Any) -> None:

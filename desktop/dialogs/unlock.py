@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from desktop.messages import describe, error_style
+from desktop.notices import Failure
 from desktop.qt import (
     QDialog,
     QDialogButtonBox,
@@ -71,14 +72,14 @@ class UnlockDialog(QDialog):
         self.message.setText(text)
         self.message.show()
 
-    def _failed(self, operation: str, error: dict[str, Any]) -> None:
-        if operation != "open" or not self.isVisible():
+    def _failed(self, failure: Failure) -> None:
+        if failure.operation != "open" or not self.isVisible():
             return
         self._busy(False)
-        if error.get("name") == "wrong_key":
+        if failure.error.name == "wrong_key":
             self._say("Wrong passphrase. Nothing was changed: try again.", error=True)
         else:
-            self._say(describe(operation, error), error=True)
+            self._say(describe(failure.operation, failure.error), error=True)
         self.passphrase.clear()
         self.passphrase.setFocus()
 

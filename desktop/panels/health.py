@@ -1,9 +1,13 @@
 """Health panel: latency percentiles, store size and counts, model, vector backend,
 the IPC endpoint and requests served, alerts, and the audit log.
 
-Status, metrics and audit are read together on a pool worker (on ready, after
-jobs and builds, every few seconds while the panel is shown, and on Refresh).
-Alerts come from the host's ``alert`` signal and from the engine's status.
+Status, metrics and audit are read together on a pool worker when the engine
+announces a change that moves them (a build, sources changed, a job ended, an
+alert raised or cleared, the model loaded), coalesced, and on Refresh. Some
+figures change without any event (a search or a status call from another
+process adds an audit row and a request; the store's size grows with its
+write-ahead log; uptime): a slow timer reads those while the panel is shown.
+Alerts come from the host's ``alert`` signal and its list of active engine alerts.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from desktop.notices import Notice
 from desktop.panels.widgets import (
     Banner,
     cell,
@@ -28,6 +33,7 @@ from desktop.qt import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QListWidget,
     QPushButton,
@@ -36,13 +42,20 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
-from engine import AuditEntry, MetricsSnapshot, Status
+from engine import AuditEntry, JobSnapshot, MetricsSnapshot, Status, Warming
 from ipc.status_text import memory_line
 
 BUILD_MS = "context_engine.build.duration_ms"
 QUERY_MS = "context_engine.rag_query.duration_ms"
 ALERT_NAMES = {"context_engine.vector_db.unavailable": "Vector store unavailable",
-               "context_engine.ingestion.failed": "Ingestion failed"}
+               "context_engine.ingestion.failed": "Ingestion failed",
+               "context_engine.vault.damaged": "Vault damaged",
+               "context_engine.vector_db.incomplete": "Vectors incomplete",
+               "context_engine.vector_db.rebuilding": "Vectors being rebuilt"}
+# Figures no event announces (requests and audit rows of other processes' searches, the
+# store's size, uptime) are read this often while the panel is shown; the rest on events.
+SLOW_REFRESH_MS = 30_000
+EVENT_SETTLE_MS = 300  # events close together make one read
 
 
 @dataclass(frozen=True)
@@ -61,12 +74,13 @@ def snapshot(engine: Any) -> Health:
 
 class HealthPanel(QWidget):
     def __init__(self, host: Any, parent: QWidget | None = None, *,
-                 refresh_ms: int = 5000) -> None:
+                 refresh_ms: int = SLOW_REFRESH_MS) -> None:
         super().__init__(parent)
         self.host = host
         self.data: Health | None = None
-        self.alerts: list[dict[str, Any]] = []
+        self.alerts: list[tuple[float, Notice]] = []  # (when, notice), newest first
         self._busy = False
+        self._stale = False
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)
         self.updated = QLabel("")
@@ -92,6 +106,9 @@ class HealthPanel(QWidget):
         self.alert_list = QListWidget()
         self.alert_list.setMaximumHeight(80)
         self.audit = make_table(["Time", "Operation", "Caller pid", "Ids", "Counts"], stretch=4)
+        self.audit.setWordWrap(True)  # counts wrap onto a second line rather than being cut
+        self.audit.verticalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents)
 
         left = QVBoxLayout()
         left.addWidget(store)
@@ -116,10 +133,17 @@ class HealthPanel(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(refresh_ms)
         self.timer.timeout.connect(self.refresh)
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(EVENT_SETTLE_MS)
+        self._settle.timeout.connect(self.refresh)
         host.ready.connect(self.refresh)
         host.alert.connect(self.add_alert)
-        host.build_finished.connect(lambda _build: self._soon())
-        host.sources_changed.connect(self._soon)
+        host.alert_cleared.connect(lambda _name: self._changed())
+        host.build_finished.connect(lambda _build: self._changed())
+        host.sources_changed.connect(self._changed)
+        host.job_progress.connect(self._job_moved)
+        host.warming.connect(self._warmed)
         host.state_changed.connect(lambda _state: self._draw_alerts())
         self._draw_alerts()
         if getattr(host, "engine_ready", False):
@@ -141,17 +165,30 @@ class HealthPanel(QWidget):
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
         self.timer.start()
+        self._stale = False
         self.refresh()
 
     def hideEvent(self, event: Any) -> None:
         super().hideEvent(event)
         self.timer.stop()
 
-    def _soon(self) -> None:
-        QTimer.singleShot(300, self.refresh)
+    def _changed(self, *_: Any) -> None:
+        """An event moved what the panel shows: read it again once events settle."""
+        if self.isVisible():
+            self._settle.start()
+        else:
+            self._stale = True
+
+    def _job_moved(self, job: JobSnapshot) -> None:
+        if job.final:
+            self._changed()
+
+    def _warmed(self, event: Warming) -> None:
+        if event.done:
+            self._changed()
 
     def refresh(self) -> None:
-        if self._busy or not getattr(self.host, "engine_ready", False):
+        if self._busy or not getattr(self.host, "engine_open", False):
             return
         self._busy = True
         self.host.run(snapshot, success=self._loaded, failure=self._failed)
@@ -216,30 +253,31 @@ class HealthPanel(QWidget):
         table.setRowCount(len(rows))
         for r, entry in enumerate(sorted(rows, key=lambda e: e.time, reverse=True)):
             ids, counts = list(entry.ids), entry.counts
-            table.setItem(r, 0, cell(fmt_time(entry.time), number=entry.time))
+            table.setItem(r, 0, cell(fmt_time(entry.time, with_date=False), number=entry.time,
+                                     tip=fmt_time(entry.time)))
             table.setItem(r, 1, cell(entry.method))
             pid = entry.caller_pid
             table.setItem(r, 2, cell("—" if pid is None else str(pid), number=pid or 0))
             table.setItem(r, 3, cell(fmt_int(len(ids)), number=len(ids), tip=", ".join(ids[:20])))
-            table.setItem(r, 4, cell(", ".join(f"{k} {v}" for k, v in sorted(counts.items()))))
+            text = counts_text(counts)
+            table.setItem(r, 4, cell(text, tip=text))
 
     # -- alerts ----------------------------------------------------------------------------
-    def add_alert(self, alert: dict[str, Any]) -> None:
-        entry = dict(alert, time=time.time())
-        self.alerts.insert(0, entry)
+    def add_alert(self, notice: Notice) -> None:
+        self.alerts.insert(0, (time.time(), notice))
         del self.alerts[50:]
         self._draw_alerts()
 
     def active_alerts(self) -> list[str]:
-        """Lines for the alert list: engine alerts still active, then the host's, newest first."""
+        """Lines for the alert list: engine alerts still active, then notices, newest first."""
         lines: list[str] = []
-        active = self.data.status.alerts if self.data else {}
+        active = getattr(self.host, "active_alerts", {})
         for name, info in active.items():
             lines.append(f"ACTIVE · {ALERT_NAMES.get(name, name)} since {fmt_time(info.since)}"
                          + (f": {info.detail}" if info.detail else ""))
-        for alert in self.alerts:
-            lines.append(f"{fmt_time(alert['time'], with_date=False)} · "
-                         f"{alert.get('message', '')} ({alert.get('name', 'alert')})")
+        for when, notice in self.alerts:
+            lines.append(f"{fmt_time(when, with_date=False)} · {notice.message} "
+                         f"({notice.name})")
         return lines
 
     def _draw_alerts(self) -> None:
@@ -247,8 +285,24 @@ class HealthPanel(QWidget):
         lines = self.active_alerts()
         state = getattr(self.host, "state", "")
         if state and state not in ("ready",):
-            lines.insert(0, f"Engine state: {state}")
+            error = getattr(self.host, "open_error", None) if state == "error" else None
+            lines.insert(0, f"Engine state: {state}" + (
+                f": {error.message} ({error.name})" if error is not None else ""))
         self.alert_list.addItems(lines or ["No alerts. Everything is working."])
+
+
+def counts_text(counts: Any) -> str:
+    """An audit record's counts, short: "budget 900 · items 5 · tokens 880 · 46 ms"."""
+    parts = []
+    for key, value in sorted(counts.items()):
+        if key == "ok":
+            continue
+        if key == "duration_ms":
+            parts.append(f"{value} ms")
+        else:
+            parts.append(f"{key.replace('total_tokens', 'tokens')} {value:,}"
+                         if isinstance(value, int) else f"{key} {value}")
+    return " · ".join(parts)
 
 
 def model_loaded_label(status: Status) -> str:

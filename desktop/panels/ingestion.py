@@ -1,9 +1,9 @@
 """Ingestion panel: running and recent jobs, their failures, pause/resume/cancel, drops,
-and the watched folders that are ingested again when their files change.
+jobs an earlier run left unfinished (Resume, Dismiss), and the watched folders.
 
 It follows the host's ``job_progress`` snapshots (never polls the engine on the
-GUI thread). Every job that skipped a file says so on its card, in the banner
-and in the failures table: there is no silent success.
+GUI thread). Every job that skipped a file says so on its card, in one banner
+and in the failures table: there is no silent success, and no second telling.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.panels.jobcard import JobCard, progress
+from desktop.messages import job_title, plural
+from desktop.panels.jobcard import JobCard, nothing_new, progress
 from desktop.panels.watched import WatchedFolders
 from desktop.panels.widgets import (
     Banner,
@@ -35,15 +36,13 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
-from desktop.watch import FolderWatcher
 from engine import JobSnapshot
 
 MAX_CARDS = 12
 
 
 class IngestionPanel(QWidget):
-    def __init__(self, host: Any, parent: QWidget | None = None, *,
-                 watch_delay: float = 1.5) -> None:
+    def __init__(self, host: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.host = host
         self.cards: dict[str, JobCard] = {}
@@ -93,7 +92,7 @@ class IngestionPanel(QWidget):
         fail_box.addLayout(fail_head)
         fail_box.addWidget(self.failure_table)
 
-        self.watched = WatchedFolders(host, self.banner.show_message, delay=watch_delay)
+        self.watched = WatchedFolders(host, self.banner.show_message)
 
         lower = QWidget()
         lower_box = QVBoxLayout(lower)
@@ -120,26 +119,29 @@ class IngestionPanel(QWidget):
 
         host.job_progress.connect(self.on_job)
         host.ready.connect(self._on_ready)
-        host.config_changed.connect(self.watched.reload)
         host.paused_changed.connect(self._set_paused)
-        host.state_changed.connect(self._on_state)
+        host.state_changed.connect(self._redraw_cards)
         self._set_paused(bool(getattr(host, "ingestion_paused", False)))
-        if getattr(host, "engine_ready", False):
+        if getattr(host, "engine_open", False):
             self._on_ready()
 
     # -- host events -------------------------------------------------------------------
     def _on_ready(self) -> None:
-        self.host.run(lambda engine: engine.jobs(), success=self._load_jobs,
-                      failure=self._show_failure)
-        self.watched.reload(catch_up=True)
+        self.host.run(lambda engine: (engine.jobs(), engine.interrupted_jobs()),
+                      success=self._load_jobs, failure=self._show_failure)
 
-    def _on_state(self, state: str) -> None:
-        if state in ("stopping", "stopped"):
-            self.watched.close_watcher()
-
-    def _load_jobs(self, jobs: list[JobSnapshot]) -> None:
+    def _load_jobs(self, found: tuple[list[JobSnapshot], list[JobSnapshot]]) -> None:
+        jobs, interrupted = found
+        for job in interrupted:
+            self.on_job(job)
         for job in sorted(jobs, key=lambda j: j.created)[-MAX_CARDS:]:
             self.on_job(job)
+
+    def _redraw_cards(self, *_: Any) -> None:
+        paused = bool(getattr(self.host, "ingestion_paused", False))
+        loading = not getattr(self.host, "model_loaded", True)
+        for card in self.cards.values():
+            card.update_job(card.snapshot, paused=paused, model_loading=loading)
 
     def on_job(self, job: JobSnapshot) -> None:
         """A job snapshot from the host: redraw its card, collect its failures."""
@@ -147,43 +149,56 @@ class IngestionPanel(QWidget):
             return
         job_id = job.id
         card = self.cards.get(job_id)
+        paused = bool(getattr(self.host, "ingestion_paused", False))
+        loading = not getattr(self.host, "model_loaded", True)
         if card is None:
-            card = JobCard(job, self.cancel_job)
+            card = JobCard(job, self.cancel_job, on_resume=self.resume_interrupted,
+                           on_dismiss=self.dismiss_interrupted)
+            card.update_job(job, paused=paused, model_loading=loading)
             self.cards[job_id] = card
             self.jobs_box.insertWidget(0, card)
             self.no_jobs.hide()
             self._trim()
         else:
-            card.update_job(job)
+            card.update_job(job, paused=paused, model_loading=loading)
         for err in (*job.errors, *job.skipped):  # skips are listed, never alerted
             self._add_failure(job, err.path, reason_text(err.reason))
         if job.state == "failed":
             self._add_failure(job, "", error_text(job.error))
-        if job.final and job_id not in self._announced:
+        if job.final and not job.interrupted and job_id not in self._announced:
             self._announced.add(job_id)
             self._announce(job)
 
     def _announce(self, job: JobSnapshot) -> None:
+        """One banner when a job ends: what went in, what did not and where to look."""
         done, total = progress(job)
-        skipped = job.files_skipped
-        state = job.state
-        if state == "failed":
-            self.banner.show_message("error", "Ingestion failed: " + error_text(job.error)
+        skipped = job.files_skipped or len(job.errors)
+        title = job_title(job)
+        if job.state == "failed":
+            self.banner.show_message("error", f"Ingesting {title} failed: "
+                                     + error_text(job.error)
                                      + ". Nothing already stored was lost.")
-        elif state == "cancelled":
-            self.banner.show_message("info", f"Ingestion cancelled after {done} of {total} "
-                                     "files; the files finished before stay stored.")
+        elif job.state == "cancelled":
+            self.banner.show_message("info", f"{title}: cancelled after {done} of "
+                                     f"{plural(total, 'file')}; the files finished before "
+                                     "stay stored.")
         elif skipped:
-            self.banner.show_message("error", f"{total - skipped} of {total} files ingested; "
-                                     f"{skipped} skipped. See Failures below for why.")
-        elif job.kind == "paths":
+            self.banner.show_message("error", f"{title}: {total - skipped} of "
+                                     f"{plural(total, 'file')} ingested, {skipped} skipped. "
+                                     "The Failures list below says why.")
+        elif nothing_new(job):
+            what = "no transcript changed" if job.kind == "sync" else \
+                "every file was unchanged"
+            self.banner.show_message("info", f"{title}: nothing new ({what}).")
+        elif job.kind in ("paths", "sync"):
             unchanged = job.files_unchanged
-            extra = f" ({unchanged} unchanged)" if unchanged else ""
-            self.banner.show_message("ok", f"{total} file{'s' if total != 1 else ''} "
-                                     f"ingested{extra}, {job.chunks} chunks.")
+            extra = f" ({unchanged:,} unchanged)" if unchanged else ""
+            self.banner.show_message("ok", f"{title}: {plural(total, 'file')} "
+                                     f"ingested{extra}, {plural(job.chunks, 'chunk')}.")
 
     def _trim(self) -> None:
-        finished = [c for c in self.cards.values() if c.snapshot.final]
+        finished = [c for c in self.cards.values()
+                    if c.snapshot.final and not c.snapshot.interrupted]
         finished.sort(key=lambda c: c.snapshot.created)
         while len(self.cards) > MAX_CARDS and finished:
             card = finished.pop(0)
@@ -219,10 +234,7 @@ class IngestionPanel(QWidget):
         present = [p for p in paths if Path(p).exists()]
         if missing:
             self.banner.show_message("error", "Not found, not ingested: " + ", ".join(missing))
-        if present:
-            if not missing:
-                self.banner.show_message("info", f"Ingesting {len(present)} "
-                                         f"item{'s' if len(present) != 1 else ''}…")
+        if present:  # its card appears at the top: no banner of its own until it ends
             self.host.ingest_paths(present)
 
     def dragEnterEvent(self, event: Any) -> None:
@@ -255,21 +267,25 @@ class IngestionPanel(QWidget):
         self.pause.setEnabled(not paused)
         self.resume.setEnabled(paused)
         self.paused_label.setText("Ingestion is paused" if paused else "")
+        self._redraw_cards()
 
     def cancel_job(self, job_id: str) -> None:
         self.host.cancel_job(job_id)
 
-    @property
-    def watcher(self) -> FolderWatcher:
-        return self.watched.watcher
+    def resume_interrupted(self, job_id: str) -> None:
+        """Ingest the rest of a job an earlier run left unfinished (its card goes)."""
+        self.host.resume_interrupted(job_id, success=lambda _new: self._drop_card(job_id))
+
+    def dismiss_interrupted(self, job_id: str) -> None:
+        self.host.dismiss_interrupted(job_id, success=lambda _: self._drop_card(job_id))
+
+    def _drop_card(self, job_id: str) -> None:
+        card = self.cards.pop(job_id, None)
+        if card is not None:
+            card.setParent(None)
+            card.deleteLater()
+        self.no_jobs.setVisible(not self.cards)
 
     @property
     def watch_list(self) -> QListWidget:
         return self.watched.list
-
-    def reload_watched(self) -> None:
-        self.watched.reload()
-
-    def shutdown(self) -> None:
-        """Stop watching (the main window may call this on quit; "stopping" does too)."""
-        self.watched.close_watcher()

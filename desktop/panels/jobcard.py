@@ -1,15 +1,24 @@
-"""One ingestion job drawn as a card: what it is, a progress bar, counts, rate, time left."""
+"""One ingestion job drawn as a card: what it ingests, its state, a bar, counts, rate,
+time left; an interrupted job from an earlier run, with Resume and Dismiss.
+
+The card says what is true: a queued job waits (no bar that reads as full), a
+paused one says paused, a job that waits for the model to load says so, a
+staged job says how far its text is searchable and its vectors made, and a sync
+or a folder with nothing new says that instead of "0 %".
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from desktop.panels.widgets import fmt_bytes, fmt_duration, fmt_int, fmt_time, is_dark
+from desktop.messages import job_title, plural
+from desktop.panels.widgets import fmt_bytes, fmt_duration, fmt_time, is_dark
 from desktop.qt import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPalette,
     QProgressBar,
     QPushButton,
     Qt,
@@ -20,7 +29,8 @@ from engine import FINAL_JOB_STATES, JobSnapshot
 
 FINAL = FINAL_JOB_STATES
 _KIND_NAMES = {"paths": "Files", "text": "Text", "conversation": "Conversation",
-               "sync": "Coding sessions sync", "delete": "Delete"}
+               "sync": "Sync", "delete": "Delete"}
+RATE_AFTER_S = 2.0  # a rate measured over less than this is noise: not shown
 
 
 def progress(job: JobSnapshot) -> tuple[int, int]:
@@ -45,41 +55,85 @@ def rate_and_left(job: JobSnapshot, now: float | None = None
     return rate, (total - done) * elapsed / done
 
 
-def summary(job: JobSnapshot) -> str:
-    done, total = progress(job)
-    skipped, unchanged = job.files_skipped, job.files_unchanged
-    parts = [f"{fmt_int(done)} of {fmt_int(total)} files" if total else "0 files",
-             _plural(job.chunks, "chunk"), fmt_bytes(job.bytes)]
-    if unchanged:
-        parts.append(f"{fmt_int(unchanged)} unchanged")
-    if skipped:
-        parts.append(f"{fmt_int(skipped)} skipped")
+def nothing_new(job: JobSnapshot) -> bool:
+    """A finished job that stored nothing because nothing had changed (not a failure)."""
+    return (job.state == "done" and job.chunks == 0 and not job.errors
+            and job.files_done == job.files_unchanged)
+
+
+def stage_text(job: JobSnapshot) -> str:
+    """Staged ingestion: how far the text is searchable and the vectors made ("" when the
+    engine does not report stages)."""
+    to_embed = int(getattr(job, "to_embed", 0) or 0)
+    stage = str(getattr(job, "stage", "") or "")
+    if not to_embed or (not stage and job.final):
+        return ""
+    embedded = int(getattr(job, "embedded", 0) or 0)
+    share = min(100, int(100 * embedded / to_embed))
+    if share >= 100:
+        return "Searchable by keyword and by meaning"
+    return f"Searchable by keyword now · meaning-search {share}%"
+
+
+def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = False) -> str:
+    """The card's detail line."""
+    if job.interrupted:
+        done, total = progress(job)
+        stored = f"{done} of {plural(total, 'file')} were stored" if total else \
+            "it had not started"
+        return (f"Interrupted when ctx quit; {stored}. Resume reads the rest (what is "
+                "stored is skipped as unchanged).")
+    waiting = str(getattr(job, "waiting", "") or "")
     if job.state == "queued":
-        return "Waiting for the jobs ahead of it"
-    if job.state == "running" and job.stage == "vectors":  # the text is stored already
-        return f"Searchable by keyword now · meaning-search {100 * job.embedded // max(1, job.to_embed)}%"
+        return "Waiting for the job ahead of it" if not paused else \
+            "Waiting: ingestion is paused"
+    if nothing_new(job):
+        if job.kind == "sync":
+            return "Nothing new to index: no transcript changed since the last sync"
+        return (f"Nothing new: {plural(job.files_unchanged, 'file')} unchanged"
+                if job.files_unchanged else "Nothing to index: no file was found")
+    staged = stage_text(job)
+    if job.state == "running" and getattr(job, "stage", "") == "vectors" and staged:
+        return staged + (" · paused" if paused else "")  # the text is stored already
+    done, total = progress(job)
+    parts = [f"{done:,} of {plural(total, 'file')}" if total else plural(done, "file"),
+             plural(job.chunks, "chunk"), fmt_bytes(job.bytes)]
+    if job.files_unchanged:
+        parts.append(f"{job.files_unchanged:,} unchanged")
+    if job.files_skipped:
+        parts.append(f"{job.files_skipped:,} skipped")
+    if staged:
+        parts.append(staged)
+    if job.state != "running":
+        return " · ".join(parts)
+    if paused or waiting == "paused":
+        return " · ".join(parts) + " · paused"
+    if waiting == "model" or (model_loading and not job.bytes):
+        return "Waiting for the embedding model to load (a few seconds at start)"
     rate, left = rate_and_left(job)
-    if job.state == "running" and rate is not None:
-        parts.append(f"{fmt_bytes(rate)}/s")
-        parts.append(f"{fmt_duration(left)} left" if left is not None else "estimating…")
+    if rate is None or not job.bytes or time.time() - (job.started or 0) < RATE_AFTER_S:
+        return " · ".join(parts) + " · reading files"
+    parts.append(f"{fmt_bytes(rate)}/s")
+    parts.append(f"{fmt_duration(left)} left" if left is not None else "estimating")
     return " · ".join(parts)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
-
-
-def state_line(job: JobSnapshot) -> tuple[str, str]:
+def state_line(job: JobSnapshot, *, paused: bool = False) -> tuple[str, str]:
     """(text, tone) of a job's state: tone is "ok", "warn", "error" or ""."""
     state, skipped = job.state, job.files_skipped
+    if job.interrupted:
+        return "Interrupted", "warn"
     if state == "failed":
         return "Failed", "error"
     if state == "cancelled":
         return "Cancelled", "warn"
-    if state == "done" and skipped:
-        return f"Done, {skipped} file{'s' if skipped != 1 else ''} skipped", "warn"
+    if state == "done" and (skipped or job.errors):
+        n = skipped or len(job.errors)
+        return f"Done, {plural(n, 'file')} skipped", "warn"
     if state == "done":
         return "Done", "ok"
+    if paused:
+        return "Paused", "warn"
     return ("Running" if state == "running" else "Queued"), ""
 
 
@@ -89,10 +143,13 @@ TONES = {"ok": ("#0D6B2E", "#7FD49A"), "warn": ("#8A5300", "#F2C36B"),
 
 
 class JobCard(QFrame):
-    """A job's live view; ``update_job`` redraws it from a snapshot."""
+    """A job's live view; ``update_job`` redraws it from a snapshot. An interrupted job's
+    card has Resume and Dismiss (``on_resume`` / ``on_dismiss``) instead of Cancel."""
 
     def __init__(self, job: JobSnapshot, on_cancel: Callable[[str], None],
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *,
+                 on_resume: Callable[[str], None] | None = None,
+                 on_dismiss: Callable[[str], None] | None = None) -> None:
         super().__init__(parent)
         self.job_id = job.id
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -101,20 +158,32 @@ class JobCard(QFrame):
         bold = self.title.font()
         bold.setBold(True)
         self.title.setFont(bold)
+        self.when = QLabel()
+        self.when.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.state = QLabel()
         self.bar = QProgressBar()
         self.bar.setTextVisible(True)
         self.detail = QLabel()
+        self.detail.setWordWrap(True)
         self.current = QLabel()
         self.current.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.cancel = QPushButton("Cancel")
         self.cancel.setToolTip("Stop this job at the next file; finished files stay stored")
         self.cancel.clicked.connect(lambda: on_cancel(self.job_id))
+        self.resume = QPushButton("Resume")
+        self.resume.setToolTip("Ingest the rest: files stored before are skipped as unchanged")
+        self.dismiss = QPushButton("Dismiss")
+        if on_resume is not None:
+            self.resume.clicked.connect(lambda: on_resume(self.job_id))
+        if on_dismiss is not None:
+            self.dismiss.clicked.connect(lambda: on_dismiss(self.job_id))
         top = QHBoxLayout()
         top.addWidget(self.title)
+        top.addWidget(self.when)
         top.addStretch(1)
         top.addWidget(self.state)
-        top.addWidget(self.cancel)
+        for button in (self.cancel, self.resume, self.dismiss):
+            top.addWidget(button)
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 8, 10, 8)
         box.setSpacing(4)
@@ -123,32 +192,51 @@ class JobCard(QFrame):
         box.addWidget(self.detail)
         box.addWidget(self.current)
         self.snapshot = job
+        self.paused = False
+        self.model_loading = False
         self.update_job(job)
 
-    def update_job(self, job: JobSnapshot) -> None:
+    def update_job(self, job: JobSnapshot, *, paused: bool | None = None,
+                   model_loading: bool | None = None) -> None:
         self.snapshot = job
+        if paused is not None:
+            self.paused = paused
+        if model_loading is not None:
+            self.model_loading = model_loading
+        paused_now = self.paused and not job.final
+        self.title.setText(job_title(job))
+        self.title.setToolTip("\n".join(job.inputs))
         kind = _KIND_NAMES.get(job.kind, job.kind.title())
-        self.title.setText(f"{kind} · {fmt_time(job.created, with_date=False)}")
-        text, tone = state_line(job)
+        self.when.setText(f"{kind} · {fmt_time(job.created, with_date=job.interrupted)}")
+        text, tone = state_line(job, paused=paused_now)
         self.state.setText(text)
         light, dark = TONES[tone]
         colour = dark if is_dark(self) else light
         self.state.setStyleSheet(f"color: {colour}; font-weight: bold;" if colour else "")
-        done, total = progress(job)
-        state = job.state
-        if state == "queued" or (state == "running" and not total):
-            self.bar.setRange(0, 0)  # busy: the file count is not known yet
-        else:
-            self.bar.setRange(0, max(1, total))
-            self.bar.setValue(total if state == "done" else done)
-        self.bar.setFormat(f"{done}/{total} files (%p%)" if total else "%p%")
-        self.detail.setText(summary(job))
+        self._draw_bar(job, paused_now)
+        self.detail.setText(summary(job, paused=paused_now, model_loading=self.model_loading))
         current = job.current
         if job.final:
-            current = job.error.message if job.error and state == "failed" else ""
+            current = job.error.message if job.error and job.state == "failed" else ""
         shown = self.current.fontMetrics().elidedText(
             current, Qt.TextElideMode.ElideMiddle, max(200, self.width() - 30))
         self.current.setText(shown)
         self.current.setToolTip(current)
         self.current.setVisible(bool(current))
-        self.cancel.setVisible(state not in FINAL)
+        self.cancel.setVisible(job.state not in FINAL)
+        self.resume.setVisible(job.interrupted)
+        self.dismiss.setVisible(job.interrupted)
+
+    def _draw_bar(self, job: JobSnapshot, paused: bool) -> None:
+        done, total = progress(job)
+        bar = self.bar
+        if job.state == "queued" or job.interrupted or nothing_new(job):
+            bar.hide()  # nothing is moving: no bar that reads as full or as busy
+            return
+        bar.show()
+        if job.state == "running" and not total and not paused:
+            bar.setRange(0, 0)  # busy: the file count is not known yet
+            return
+        bar.setRange(0, max(1, total))
+        bar.setValue(total if job.state == "done" else min(done, max(1, total)))
+        bar.setFormat(f"{done:,} of {plural(total, 'file')} (%p%)" if total else "%p%")

@@ -1,11 +1,14 @@
 """Retrieved items panel: ask the engine as a caller would and see what it would send.
 
 A query, a budget, a packing mode and optional live-context text go to
-``build_context`` on a pool worker. The ranked items come back with kind,
-source, tokens, score, lanes and tier (the surrogate tier packing chose); the
-selected item's block is previewed; the exact payload is shown with its token
-count (recounted with cl100k) and can be copied to the clipboard. The engine
-announces the build (BuildDone) to the Budget panel itself.
+``build_context`` on a pool worker. The items come back listed best first (by
+score), each with a word on why it is there ("best match, with its
+surroundings", "summary (gist)"), where it is (the file relative to the folder
+it was ingested from, with its lines, when the engine says), kind, tokens,
+lanes and tier; the selected item's block is previewed; the exact payload is
+shown with its token count (recounted with cl100k) and can be copied. While a
+build runs, the previous results are cleared, not left under "Building...".
+The engine announces the build (BuildDone) to the Budget panel itself.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from desktop.qt import (
     QGroupBox,
     QGuiApplication,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -46,11 +50,49 @@ from engine import CtxError, Payload, PayloadItem, TokenCounter
 MODES = ("fast", "dense_cached")
 LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal", "window",
               "other")
-COLUMNS = ["#", "Kind", "Source", "Tokens", "Score", "Lanes", "Tier"]
+# Columns with a most width in px (Source, Lanes): longer text is elided at its end
+# and whole in its tooltip, so Why keeps room and nothing needs a horizontal scroll.
+CAPPED = {1: 190, 6: 140}
+COLUMNS = ["#", "Source", "Why", "Score", "Tokens", "Kind", "Lanes", "Tier"]
+# The packer's and the lanes' reasons (PayloadItem.why, "|"-joined), in words.
+WHY_WORDS = {
+    "top_hit_expanded": "best match, with its surroundings", "top_hit": "best match",
+    "snippet": "ranked match", "surrogate": "summary", "live": "live context",
+    "conversation": "the conversation so far", "cut": "cut to fit",
+    "rerank": "ranked first by the reranker", "neighbour": "next to a match",
+    "recent": "recent session", "related": "related session", "failures": "a failure",
+}
 
 
 def lanes_text(lanes: Mapping[str, int]) -> str:
     return ", ".join(f"{name} #{rank}" for name, rank in sorted(lanes.items(), key=lambda x: x[1]))
+
+
+def why_text(item: PayloadItem) -> str:
+    """``item.why`` in words: "best match, with its surroundings; cut to fit"."""
+    words: list[str] = []
+    for part in item.why.split("|"):
+        word = WHY_WORDS.get(part, part.replace("_", " "))
+        if part == "surrogate" and item.tier:
+            word = f"summary ({item.tier})"
+        if word and word not in words:
+            words.append(word)
+    return "; ".join(words)
+
+
+def where_text(item: PayloadItem) -> str:
+    """Where the item is: the file relative to the folder it was ingested from, with its
+    lines ("notes/tides.md:12-40"), when the engine gives them; else its title or source."""
+    path = str(getattr(item, "path", "") or "")  # PayloadItem.path/.lines: newer engines
+    lines = getattr(item, "lines", None)
+    if path:
+        return f"{path}:{lines[0]}-{lines[1]}" if lines else path
+    return item.title or item.source
+
+
+def ranked(items: tuple[PayloadItem, ...]) -> list[int]:
+    """The items' indexes, best first (score, then their order in the payload)."""
+    return sorted(range(len(items)), key=lambda i: (-items[i].score, i))
 
 
 class RetrievedPanel(QWidget):
@@ -60,6 +102,7 @@ class RetrievedPanel(QWidget):
         self.payload: Payload | None = None
         self.items: tuple[PayloadItem, ...] = ()
         self.blocks: list[str] = []
+        self.order: list[int] = []  # table row -> index in items (best first)
         self.recount: int | None = None
 
         self.query = QLineEdit()
@@ -97,7 +140,13 @@ class RetrievedPanel(QWidget):
         live.addWidget(self.live_text, 1)
 
         self.banner = Banner(self)
+        # Why takes the width left; Source and Lanes are capped (CAPPED).
         self.table = make_table(COLUMNS, stretch=2)
+        for column in CAPPED:
+            self.table.horizontalHeader().setSectionResizeMode(
+                column, QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setMinimumSectionSize(24)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.itemSelectionChanged.connect(self._preview)
         self.preview = QPlainTextEdit()
         self.preview.setReadOnly(True)
@@ -125,7 +174,7 @@ class RetrievedPanel(QWidget):
         rbox.addWidget(self.preview)
         upper.addWidget(left)
         upper.addWidget(right)
-        upper.setStretchFactor(0, 3)
+        upper.setStretchFactor(0, 5)  # the ranked table's columns need the room
         upper.setStretchFactor(1, 2)
         lower = QWidget()
         low = QVBoxLayout(lower)
@@ -147,7 +196,7 @@ class RetrievedPanel(QWidget):
         layout.addWidget(split, 1)
         self.hint = muted("")
         layout.addWidget(self.hint)
-        self._set_ready(bool(getattr(host, "engine_ready", False)))
+        self._set_ready(bool(getattr(host, "engine_open", False)))
         host.ready.connect(lambda: self._set_ready(True))
         host.ready.connect(self._load_defaults)
         host.config_changed.connect(self._load_defaults)
@@ -184,8 +233,17 @@ class RetrievedPanel(QWidget):
             return payload, TokenCounter.shared().count(payload.context)
 
         self.go.setEnabled(False)
+        self._clear_results()
         self.banner.show_message("info", "Building…")
         self.host.run(work, success=self._built, failure=self._failed)
+
+    def _clear_results(self) -> None:
+        self.payload, self.items, self.blocks, self.order = None, (), [], []
+        self.table.setRowCount(0)
+        self.preview.clear()
+        self.payload_text.clear()
+        self.tokens.setText("")
+        self.copy.setEnabled(False)
 
     def _failed(self, error: BaseException) -> None:
         self.go.setEnabled(True)
@@ -197,16 +255,25 @@ class RetrievedPanel(QWidget):
         self.payload = payload
         self.items = payload.items
         self.blocks = item_blocks(payload.context, self.items)
+        self.order = ranked(self.items)
         table = self.table
         table.setRowCount(len(self.items))
-        for row, item in enumerate(self.items):
+        for row, index in enumerate(self.order):
+            item = self.items[index]
+            root = getattr(item, "root", None)
+            tip = item.source + (f"\ningested from {root}" if root else "")
             table.setItem(row, 0, cell(str(row + 1), number=row + 1))
-            table.setItem(row, 1, cell(item.kind))
-            table.setItem(row, 2, cell(item.title or item.source, tip=item.source))
-            table.setItem(row, 3, cell(fmt_int(item.tokens), number=item.tokens))
-            table.setItem(row, 4, cell(f"{item.score:.3f}", number=item.score))
-            table.setItem(row, 5, cell(lanes_text(item.lanes) or "—"))
-            table.setItem(row, 6, cell(item.tier or "—"))
+            table.setItem(row, 1, cell(where_text(item), tip=tip))
+            table.setItem(row, 2, cell(why_text(item), tip=why_text(item)))
+            table.setItem(row, 3, cell(f"{item.score:.3f}", number=item.score))
+            table.setItem(row, 4, cell(fmt_int(item.tokens), number=item.tokens))
+            table.setItem(row, 5, cell(item.kind))
+            lanes = lanes_text(item.lanes) or "—"
+            table.setItem(row, 6, cell(lanes, tip=lanes))
+            table.setItem(row, 7, cell(item.tier or "—"))
+        for column, most in CAPPED.items():
+            table.resizeColumnToContents(column)
+            table.setColumnWidth(column, min(table.columnWidth(column), most))
         context = payload.context
         self.payload_text.setPlainText(context)
         total, budget = payload.total_tokens, payload.budget
@@ -227,11 +294,11 @@ class RetrievedPanel(QWidget):
         if not rows or rows[0].row() >= len(self.items):
             self.preview.clear()
             return
-        i = rows[0].row()
+        i = self.order[rows[0].row()]
         item = self.items[i]
         block = self.blocks[i] if i < len(self.blocks) else ""
         meta = (f"{item.kind} · {fmt_int(item.tokens)} tokens · "
-                f"score {item.score:.3f} · {item.why}\n{item.source}\n\n")
+                f"score {item.score:.3f} · {why_text(item)}\n{where_text(item)}\n\n")
         self.preview.setPlainText(meta + (block or "(this item's block could not be located "
                                           "in the payload's format)"))
 

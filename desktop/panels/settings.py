@@ -1,10 +1,12 @@
 """Settings panel: the typed config (budgets, packing mode, tier policy, vector backend and
-Chroma server, watched folders, start at login) written back to config.toml.
+Chroma server, watched folders, appearance, start at login) written back to config.toml.
 
 Only the values changed here are written, over what the file already holds.
-Before anything is written the whole file is checked by the engine's own config
-(and the ``[desktop]`` table by ``desktop.config_io``): an invalid value shows
-the config's message and the file stays as it was.
+Before anything is written the whole file is checked by the engine's own check
+(``engine.check_config``, what store open runs; the ``[desktop]`` table by
+``desktop.config_io``): an invalid value shows the config's message and the
+file stays as it was. A file the store refuses is still shown (its values, the
+bad one included, with the config's message), so it can be corrected here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from desktop.panels.settings_form import FIELDS, SettingsForm
 from desktop.panels.widgets import Banner, error_text, heading, muted
 from desktop.qt import (
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QGroupBox,
     QHBoxLayout,
@@ -25,8 +28,9 @@ from desktop.qt import (
     QScrollArea,
     QVBoxLayout,
     QWidget,
+    Signal,
 )
-from engine import CtxError
+from engine import Config, CtxError
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> list[str]:
@@ -36,7 +40,12 @@ def env_overrides(environ: dict[str, str] | None = None) -> list[str]:
                   or k.startswith("CTX__"))
 
 
+APPEARANCE_LABELS = {"system": "As the system", "light": "Light", "dark": "Dark"}
+
+
 class SettingsPanel(QWidget):
+    saved = Signal()  # config.toml was written
+
     def __init__(self, host: Any, parent: QWidget | None = None, *,
                  autostart: Any = None) -> None:
         super().__init__(parent)
@@ -48,6 +57,7 @@ class SettingsPanel(QWidget):
 
         self.folders = QListWidget()
         self.folders.setMinimumHeight(80)
+        self.folders.setMaximumHeight(140)  # about six folders; Appearance and login stay in sight
         add = QPushButton("Add folder…")
         remove = QPushButton("Remove")
         add.clicked.connect(self._pick_folder)
@@ -66,6 +76,13 @@ class SettingsPanel(QWidget):
         self.start_at_login = QCheckBox("Start ctx when I log in")
         login = QGroupBox("Start at login")
         QVBoxLayout(login).addWidget(self.start_at_login)
+        self.appearance = QComboBox()
+        for key, label in APPEARANCE_LABELS.items():
+            self.appearance.addItem(label, key)
+        self.appearance.setToolTip("The app's own light or dark palette; 'As the system' "
+                                   "follows the desktop's colour scheme where it says one")
+        look = QGroupBox("Appearance")
+        QVBoxLayout(look).addWidget(self.appearance)
 
         self.save = QPushButton("Save")
         self.save.setDefault(True)
@@ -86,6 +103,7 @@ class SettingsPanel(QWidget):
             left.addWidget(self.form.boxes[name])
         right.addWidget(self.form.boxes["Tier policy"])
         right.addWidget(watched)
+        right.addWidget(look)
         right.addWidget(login)
         left.addStretch(1)
         right.addStretch(1)
@@ -119,33 +137,50 @@ class SettingsPanel(QWidget):
         self.env_note.setText("Set in the environment, overriding config.toml for this run: "
                               + ", ".join(overrides) if overrides else "")
         self.env_note.setVisible(bool(overrides))
+        self.save.setEnabled(True)
         try:
             settings = config_io.read(data_dir)
+            raw: dict[str, Any] = settings.raw
+            engine_cfg, desktop = settings.engine, settings.desktop
+            self.banner.clear_message()
         except CtxError as exc:
-            self.banner.show_message("error", "config.toml cannot be used: " + error_text(exc)
-                                     + ". Fix the file by hand; nothing will be written "
-                                     "over it from here.")
-            self.save.setEnabled(False)
-            return
-        self.save.setEnabled(True)
-        values = self.form.values_from(settings.engine)
-        values["desktop.default_budget"] = settings.desktop.default_budget
+            try:
+                raw = config_io.read_raw(data_dir)
+            except CtxError:  # not even TOML: nothing to show, nothing to write over
+                self.banner.show_message("error", "config.toml cannot be used: "
+                                         + error_text(exc) + ". Fix the file by hand, or "
+                                         "reset it from the window.")
+                self.save.setEnabled(False)
+                return
+            self.banner.show_message("error", "config.toml holds a value the store refuses: "
+                                     + error_text(exc) + ". Correct it here and save.")
+            engine_cfg, desktop = Config(), config_io.DesktopSettings()
+        values = self.form.values_from(engine_cfg)
+        values.update(_raw_values(raw, list(values)))
+        values["desktop.default_budget"] = _raw_or(raw, "desktop.default_budget",
+                                                   desktop.default_budget)
         try:
             login = bool(self.autostart.enabled())
         except Exception:  # noqa: BLE001 - the setting is then what the file says
-            login = settings.desktop.start_at_login
+            login = desktop.start_at_login
         values["desktop.start_at_login"] = login
         self.form.set_values(values)
         self.start_at_login.setChecked(login)
+        appearance = _raw_or(raw, "desktop.appearance", desktop.appearance)
+        index = self.appearance.findData(appearance)
+        self.appearance.setCurrentIndex(max(0, index))
         self.folders.clear()
-        self.folders.addItems(list(settings.desktop.watched_folders))
+        folders = _raw_or(raw, "ingest.watched_folders", engine_cfg.ingest.watched_folders)
+        self.folders.addItems([str(f) for f in folders] if isinstance(folders, (list, tuple))
+                              else [])
         self.loaded = self.values()  # as the editors show them (rounding included)
 
     def values(self) -> dict[str, Any]:
         out = self.form.values()
         out["desktop.start_at_login"] = self.start_at_login.isChecked()
-        out["desktop.watched_folders"] = [self.folders.item(i).text()
-                                          for i in range(self.folders.count())]
+        out["desktop.appearance"] = str(self.appearance.currentData())
+        out["ingest.watched_folders"] = [self.folders.item(i).text()
+                                         for i in range(self.folders.count())]
         return out
 
     def changed(self) -> dict[str, Any]:
@@ -177,8 +212,11 @@ class SettingsPanel(QWidget):
             except Exception as exc:  # noqa: BLE001 - shown, never lost
                 notes.append("start at login could not be changed: " + error_text(exc))
         self.loaded = self.values()
-        engine_keys = [k for k in changes if not k.startswith("desktop.")]
+        engine_keys = [k for k in changes if not k.startswith("desktop.")
+                       and k != "ingest.watched_folders"]
         message = "Saved."
+        if "ingest.watched_folders" in changes:
+            message += " Watched folders follow at once."
         if engine_keys:
             message += (" Engine settings (" + ", ".join(sorted(engine_keys)) + ") apply when "
                         "ctx next opens the store.")
@@ -186,9 +224,9 @@ class SettingsPanel(QWidget):
             self.banner.show_message("error", message + " But " + "; ".join(notes) + ".")
         else:
             self.banner.show_message("ok", message)
-        reload = getattr(self.host, "reload_config", None)
-        if reload is not None:
-            reload()
+        if getattr(self.host, "engine_open", False):
+            self.host.reload_config()
+        self.saved.emit()
         return True
 
     # -- watched folders -----------------------------------------------------------------
@@ -205,6 +243,27 @@ class SettingsPanel(QWidget):
     def _remove_folder(self) -> None:
         for item in self.folders.selectedItems():
             self.folders.takeItem(self.folders.row(item))
+
+
+def _raw_or(raw: dict[str, Any], dotted: str, default: Any) -> Any:
+    node: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _raw_values(raw: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """The form's values as config.toml writes them (a value the store refused included),
+    for the keys it sets; the rest keep the defaults."""
+    missing = object()
+    out = {}
+    for key in keys:
+        value = _raw_or(raw, key, missing)
+        if value is not missing and isinstance(value, (str, int, float, bool)):
+            out[key] = value
+    return out
 
 
 __all__ = ["FIELDS", "SettingsPanel", "env_overrides"]

@@ -128,6 +128,9 @@ class SettingsForm:
     def set_values(self, values: dict[str, Any]) -> None:
         for key, value in values.items():
             editor = self.editors.get(key)
+            if isinstance(editor, (QSpinBox, QDoubleSpinBox)) and (
+                    isinstance(value, bool) or not isinstance(value, (int, float))):
+                continue  # a value of the wrong type (a hand-edited file): the default stays
             if isinstance(editor, QSpinBox):
                 editor.setValue(int(value))
             elif isinstance(editor, QDoubleSpinBox):

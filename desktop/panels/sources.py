@@ -12,6 +12,7 @@ from typing import Any
 from desktop.panels.widgets import Banner, cell, error_text, fmt_int, fmt_time, make_table, muted
 from desktop.qt import (
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QMessageBox,
@@ -23,6 +24,7 @@ from desktop.qt import (
 from engine import DeleteResult, SourceInfo
 
 COLUMNS = ["Title", "Kind", "Chunks", "Tokens", "Ingested", "Location"]
+LOCATION_WIDTH = 300  # px: the Location column's start width (it can be dragged wider)
 
 
 def matches(source: SourceInfo, words: list[str]) -> bool:
@@ -67,6 +69,11 @@ class SourcesPanel(QWidget):
         top.addWidget(self.reingest)
         top.addWidget(self.delete)
         self.table = make_table(COLUMNS, stretch=0)
+        # Titles get the room; a long path is cut in its middle (whole in its tooltip).
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(len(COLUMNS) - 1, LOCATION_WIDTH)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(4, Qt.SortOrder.DescendingOrder)  # newest first
         self.table.itemSelectionChanged.connect(self._selection)

@@ -16,6 +16,7 @@ from desktop.qt import (
     QHeaderView,
     QLabel,
     QPalette,
+    QSizePolicy,
     Qt,
     QTableWidget,
     QTableWidgetItem,
@@ -130,13 +131,26 @@ BANNER_STYLES = {  # (light background, light text, dark background, dark text)
 
 
 class Banner(QLabel):
-    """A one-line message: info, ok or error; colours chosen for the current palette."""
+    """A message: info, ok or error; colours chosen for the current palette.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    Its place is kept when it is hidden and its height is fixed (two lines, or one
+    when ``compact``), so a message that appears or goes never moves the controls
+    under the cursor. Text longer than that is cut, whole in the tooltip.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, compact: bool = False) -> None:
         super().__init__(parent)
-        self.setWordWrap(True)
+        self.compact = compact
+        self.setWordWrap(not compact)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        policy = self.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Ignored)
+        self.setSizePolicy(policy)
+        lines = 1 if compact else 2
+        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + (8 if compact else 14))
         self.kind = ""
+        self.full_text = ""
         self.hide()
 
     def show_message(self, kind: str, text: str) -> None:
@@ -144,15 +158,36 @@ class Banner(QLabel):
         bg, fg, dbg, dfg = BANNER_STYLES[kind]
         if is_dark(self):
             bg, fg = dbg, dfg
-        self.setStyleSheet(f"QLabel {{ background: {bg}; color: {fg}; padding: 6px 8px;"
+        pad = "2px 8px" if self.compact else "6px 8px"
+        self.setStyleSheet(f"QLabel {{ background: {bg}; color: {fg}; padding: {pad};"
                            f" border-radius: 4px; }}")
-        self.setText(text)
+        self.full_text = text
+        self.setToolTip(text)
+        self._fit()
         self.show()
 
     def clear_message(self) -> None:
         self.kind = ""
+        self.full_text = ""
         self.setText("")
+        self.setToolTip("")
         self.hide()
+
+    def text_shown(self) -> str:
+        """The whole message (what ``text()`` shows may be cut to fit)."""
+        return self.full_text
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        if self.compact:
+            width = max(40, self.width() - 20)
+            self.setText(self.fontMetrics().elidedText(self.full_text,
+                                                       Qt.TextElideMode.ElideRight, width))
+        else:
+            self.setText(self.full_text)
 
 
 def heading(text: str, parent: QWidget | None = None) -> QLabel:

@@ -41,6 +41,7 @@ class Job:
     model_texts: int = 0  # texts the model embedded for this job's sources
     waiting: str = ""  # "model" while the vector stage waits for the model to load
     ahead: str = ""  # the job submitted just before this one
+    inputs: tuple[str, ...] = ()  # what a "paths" job was asked to ingest
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -71,7 +72,8 @@ class Job:
             skipped=tuple(FileIssue.from_dict(e) for e in self.skipped),
             ignored=dict(self.ignored),
             existing=tuple(SourceRef(i, t) for i, t in self.existing),
-            waiting=waiting, behind=behind if self.state == "queued" else "")
+            waiting=waiting, behind=behind if self.state == "queued" else "",
+            inputs=self.inputs)
 
 
 class Cancelled(Exception):

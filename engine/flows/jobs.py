@@ -78,8 +78,8 @@ class JobRunner:
         self._thread = threading.Thread(target=self._loop, name="ctx-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, kind: str, work: Work) -> Job:
-        job = Job(id=uuid.uuid4().hex[:16], kind=kind)
+    def submit(self, kind: str, work: Work, *, inputs: tuple[str, ...] = ()) -> Job:
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind, inputs=inputs)
         with self._lock:
             job.ahead = self._last
             self._last = job.id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from engine.errors import ConfigError
 
@@ -49,6 +50,10 @@ class IngestConfig:
     blob_dense_tokens_per_char: float = 0.6
     blob_dense_min_chars: int = 4096  # shorter texts are too small to judge by density
     blob_ascii_share: float = 0.9  # below: not judged as minified or dense (CJK prose)
+    # Folders followed for changes (by the app, or `ctx serve`): changed files are
+    # ingested again, deleted ones leave the store. Absolute paths; one that does not
+    # exist (yet) is reported by the watcher, not refused here (a drive may be out).
+    watched_folders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_file_bytes <= 2_000_000_000:
@@ -69,6 +74,16 @@ class IngestConfig:
                 raise ConfigError("ingest.generated_markers holds a pattern that is not a "
                                   "valid regular expression", key="ingest.generated_markers"
                                   ) from None
+        seen: set[str] = set()
+        for folder in self.watched_folders:
+            where = "ingest.watched_folders"
+            if not folder.strip():
+                raise ConfigError(f"{where}: an entry is empty", key=where)
+            if not Path(folder).expanduser().is_absolute():
+                raise ConfigError(f"{where}: {folder} is not an absolute path", key=where)
+            if folder in seen:
+                raise ConfigError(f"{where}: {folder} is listed twice", key=where)
+            seen.add(folder)
 
 
 @dataclass(frozen=True)

@@ -365,7 +365,8 @@ def cmd_app(args: argparse.Namespace) -> int:
     argv = ["--data-dir", args.data_dir] if args.data_dir else []
     for path in args.ingest:
         argv += ["--ingest", path]
-    argv += [f"--{flag}" for flag in ("status", "quit") if getattr(args, flag)]
+    argv += [f"--{flag}" for flag in ("status", "quit", "pause", "resume")
+             if getattr(args, flag, False)]
     if args.no_tray:
         argv.append("--no-tray")
     with subprocess.Popen([*desktop_command(), *argv], stdout=subprocess.PIPE, text=True,

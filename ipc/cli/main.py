@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="ingest a file or folder in the app (the running one, if any)")
     s.add_argument("--status", action="store_true", help="print the running app's status")
     s.add_argument("--quit", action="store_true", help="ask the running app to quit")
+    s.add_argument("--pause", action="store_true", help="pause the running app's ingestion")
+    s.add_argument("--resume", action="store_true", help="resume the running app's ingestion")
     s.add_argument("--no-tray", action="store_true", help="use the window, not the tray")
 
     s = sub.add_parser("serve", help="run the engine headless with the ZeroMQ server")

@@ -88,7 +88,7 @@ def test_a_failed_backup_is_reported(qtbot: Any, host: Any, tmp_path: Path) -> N
     blocker.write_text("not a folder")
     scheduler = BackupScheduler(host, host, clock=Clock())
     with qtbot.waitSignal(host.failed, timeout=60_000,
-                          check_params_cb=lambda op, err: op == "scheduled_backup") as got:
+                          check_params_cb=lambda f: f.operation == "scheduled_backup") as got:
         _schedule(qtbot, host, blocker / "sub")
-    assert got.args[1]["name"]
+    assert got.args[0].error.name
     assert not scheduler.running

@@ -124,8 +124,8 @@ def test_no_engine_call_runs_on_the_gui_thread(make_host: Callable[..., EngineHo
 def test_failures_come_back_as_signals_with_the_error(host: EngineHost, qtbot: Any) -> None:
     with qtbot.waitSignal(host.failed, timeout=10000) as blocker:
         host.build_context("   ")
-    assert blocker.args[0] == "build_context"
-    assert blocker.args[1]["name"] == "empty_query"
+    assert blocker.args[0].operation == "build_context"
+    assert blocker.args[0].error.name == "empty_query"
     got: list[BaseException] = []
     host.run(lambda e: e.delete(999), failure=got.append)
     qtbot.waitUntil(lambda: bool(got), timeout=10000)
@@ -139,14 +139,16 @@ def test_ingestion_failures_raise_an_alert(host: EngineHost, qtbot: Any, tmp_pat
     (bad / "broken.json").write_text('{"tide": [1, 2')
     with qtbot.waitSignal(host.alert, timeout=30000) as blocker:
         host.ingest_paths([str(bad / "broken.json")])
-    assert blocker.args[0]["name"] == "ingest_failed"
+    notice = blocker.args[0]
+    assert notice.name == "ingest_failed" and notice.job is not None
+    assert notice.message == "broken.json: 1 file could not be ingested"
 
 
 def test_run_before_ready_fails_clearly(make_host: Callable[..., EngineHost], qtbot: Any) -> None:
     host = make_host()
     with qtbot.waitSignal(host.failed, timeout=5000) as blocker:
         assert host.run(lambda e: e.status()) is None
-    assert blocker.args[1]["name"] == "engine_closed"
+    assert blocker.args[0].error.name == "engine_closed"
 
 
 def test_a_locked_store_asks_and_a_wrong_passphrase_changes_nothing(
@@ -163,7 +165,7 @@ def test_a_locked_store_asks_and_a_wrong_passphrase_changes_nothing(
     key_before = sorted(p.name for p in data_dir.iterdir())
     with qtbot.waitSignal(host.failed, timeout=30000) as blocker:
         host.unlock("not the passphrase")
-    assert blocker.args == ["open", blocker.args[1]] and blocker.args[1]["name"] == "wrong_key"
+    assert blocker.args[0].operation == "open" and blocker.args[0].error.name == "wrong_key"
     assert host.state == "locked"
     assert sorted(p.name for p in data_dir.iterdir()) == key_before
     with qtbot.waitSignal(host.ready, timeout=30000):
@@ -184,10 +186,10 @@ def test_first_run_needs_setup_then_creates_the_store(
 def test_a_store_held_by_another_engine_is_an_error_state(
         make_host: Callable[..., EngineHost], qtbot: Any, engine: Any) -> None:
     host = make_host()
-    with qtbot.waitSignal(host.alert, timeout=30000) as blocker:
+    with qtbot.waitSignal(host.failed, timeout=30000) as blocker:
         host.start()
-    assert blocker.args[0]["name"] == "store_locked"
-    assert host.state == "error"
+    assert blocker.args[0].error.name == "store_locked"
+    assert host.state == "error" and host.open_error.name == "store_locked"
 
 
 def test_serve_false_opens_without_a_server(make_host: Callable[..., EngineHost], qtbot: Any,

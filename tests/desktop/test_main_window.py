@@ -9,6 +9,7 @@ import pytest
 
 from desktop.main_window import PANELS, MainWindow, panel_classes
 from desktop.messages import describe
+from engine import ErrorInfo
 
 pytestmark = pytest.mark.gui
 
@@ -29,7 +30,7 @@ def test_window_shows_tabs_once_ready_and_a_clear_failure(host: Any, qtbot: Any)
     with qtbot.waitSignal(host.failed, timeout=10000):
         host.build_context("   ")
     assert window.banner.isVisible()
-    assert "Type a query first" in window.banner.label.text()
+    assert "Type a query first" in window.banner.text_shown()
     assert "Ready." in window.status_label.text() and "requests served" in \
         window.status_label.text()
 
@@ -47,10 +48,10 @@ def test_waiting_page_offers_to_unlock(make_host: Any, qtbot: Any, data_dir: Pat
     with qtbot.waitSignal(host.state_changed, check_params_cb=lambda s: s == "locked",
                           timeout=30000):
         host.start()
-    assert window.stack.currentWidget() is window.waiting
-    assert window.waiting_button.text() == "Unlock..."
+    assert window.stack.currentWidget() is window.page
+    assert window.page.act.text() == "Unlock..."
     with qtbot.waitSignal(window.unlock_requested, timeout=1000):
-        window.waiting_button.click()
+        window.page.act.click()
 
 
 def test_closing_quits_only_without_a_tray(host: Any, qtbot: Any) -> None:
@@ -76,7 +77,7 @@ def test_ingest_goes_the_way_a_drop_does(host: Any, qtbot: Any, docs: Path) -> N
 
 
 def test_describe_says_what_to_do() -> None:
-    text = describe("open", {"name": "wrong_key", "message": "wrong passphrase for this store"})
+    text = describe("open", ErrorInfo(1011, "wrong_key", "wrong passphrase for this store"))
     assert text.startswith("Opening the store failed: wrong passphrase")
     assert "Nothing was changed" in text
-    assert describe("x_y", {"name": "?", "message": "boom"}) == "X y failed: boom."
+    assert describe("x_y", ErrorInfo(1000, "?", "boom")) == "X y failed: boom."

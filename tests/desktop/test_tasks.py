@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from desktop.tasks import TaskManager, error_dict
+from desktop.notices import Failure, error_info
+from desktop.tasks import TaskManager
 from engine.errors import EmptyQuery
 
 pytestmark = pytest.mark.gui
@@ -54,9 +55,10 @@ def test_a_failure_without_a_callback_is_reported_not_swallowed(qtbot: Any) -> N
 
     with qtbot.waitSignal(tm.failed, timeout=5000) as blocker:
         tm.run(bug, name="divide")
-    name, err = blocker.args
-    assert name == "divide"
-    assert err["name"] == "internal_error" and "ZeroDivisionError" in err["message"]
+    [failure] = blocker.args
+    assert isinstance(failure, Failure) and failure.operation == "divide"
+    assert failure.error.name == "internal_error"
+    assert "ZeroDivisionError" in failure.error.message
 
 
 def test_an_exception_in_a_success_callback_is_reported(qtbot: Any) -> None:
@@ -67,7 +69,7 @@ def test_an_exception_in_a_success_callback_is_reported(qtbot: Any) -> None:
 
     with qtbot.waitSignal(tm.failed, timeout=5000) as blocker:
         tm.run(lambda: 1, bad_callback, name="cb")
-    assert blocker.args[0] == "cb" and "KeyError" in blocker.args[1]["message"]
+    assert blocker.args[0].operation == "cb" and "KeyError" in blocker.args[0].error.message
 
 
 def test_many_tasks_all_complete(qtbot: Any) -> None:
@@ -80,7 +82,28 @@ def test_many_tasks_all_complete(qtbot: Any) -> None:
     assert tm.running() == []
 
 
-def test_error_dict_keeps_ctx_codes() -> None:
-    err = error_dict(EmptyQuery("the query is empty"))
-    assert (err["code"], err["name"]) == (1003, "empty_query")
-    assert error_dict(RuntimeError())["message"] == "RuntimeError"
+def test_error_info_keeps_ctx_codes() -> None:
+    err = error_info(EmptyQuery("the query is empty"))
+    assert (err.code, err.name) == (1003, "empty_query")
+    assert error_info(RuntimeError()).message == "RuntimeError"
+
+
+def test_one_bridge_runs_posts_in_order_on_the_gui_thread(qtbot: Any) -> None:
+    """Posts from many threads run on the GUI thread, each thread's in its order."""
+    from desktop.bridge import GuiBridge
+
+    bridge = GuiBridge()
+    seen: list[tuple[int, int, threading.Thread]] = []
+
+    def poster(n: int) -> None:
+        for i in range(200):
+            bridge.post(lambda n=n, i=i: seen.append((n, i, threading.current_thread())))
+    threads = [threading.Thread(target=poster, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    qtbot.waitUntil(lambda: len(seen) == 800, timeout=10000)
+    assert all(thread is threading.main_thread() for _, _, thread in seen)
+    for n in range(4):
+        assert [i for m, i, _ in seen if m == n] == list(range(200))

@@ -107,3 +107,24 @@ def test_check_is_what_load_config_builds(tmp_path: Path) -> None:
     assert check({}) == Config()
     with pytest.raises(ConfigError):
         check(["not", "a", "table"])  # type: ignore[arg-type]
+
+
+def test_watched_folders_are_checked_by_the_ingest_section() -> None:
+    assert check({"ingest": {"watched_folders": ["/srv/notes"]}}).ingest.watched_folders == (
+        "/srv/notes",)
+    for bad, why in ((["notes"], "not an absolute path"), ([""], "empty"),
+                     (["/a", "/a"], "twice"), ("/a", "expected a list")):
+        err = _refused({"ingest": {"watched_folders": bad}})
+        assert err.details["key"].startswith("ingest.watched_folders") and why in err.message
+
+
+def test_watched_folders_of_an_old_desktop_table_still_work(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[desktop]\nwatched_folders = ["/srv/notes"]\n'
+                                          "default_budget = 900\n")
+    cfg = load_config(tmp_path, environ={})
+    assert cfg.ingest.watched_folders == ("/srv/notes",)
+    assert cfg.desktop == {"default_budget": 900}
+    err = _refused({"desktop": {"watched_folders": ["/a"]},
+                    "ingest": {"watched_folders": ["/b"]}})
+    assert err.details["key"] == "desktop.watched_folders"
+    assert "keep the list under [ingest]" in err.message

@@ -94,12 +94,12 @@ def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.Monke
     panel = HealthPanel(host, refresh_ms=60_000)
     qtbot.addWidget(panel)
     try:
-        with qtbot.waitSignal(host.alert, timeout=60_000):
+        with qtbot.waitSignal(host.failed, timeout=60_000):
             host.start()
         qtbot.waitUntil(lambda: host.state == "error", timeout=30_000)
         lines = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
-        assert lines[0] == "Engine state: error"
-        assert any("vector_store_unavailable" in line for line in lines)
+        assert lines[0].startswith("Engine state: error: ")
+        assert lines[0].endswith("(vector_store_unavailable)")
     finally:
         host.shutdown(wait=True)
 

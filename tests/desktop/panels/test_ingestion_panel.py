@@ -17,11 +17,10 @@ pytestmark = pytest.mark.gui
 def panel(qtbot: Any, panel_host: Any) -> Any:
     from desktop.panels.ingestion import IngestionPanel
 
-    widget = IngestionPanel(panel_host, watch_delay=0.3)
+    widget = IngestionPanel(panel_host)
     qtbot.addWidget(widget)
     widget.resize(900, 700)
-    yield widget
-    widget.shutdown()
+    return widget
 
 
 def test_dropped_folder_is_ingested_and_shown(qtbot: Any, panel: Any, docs: Path) -> None:
@@ -31,7 +30,9 @@ def test_dropped_folder_is_ingested_and_shown(qtbot: Any, panel: Any, docs: Path
     card = next(iter(panel.cards.values()))
     assert card.bar.value() == card.bar.maximum() == 3
     assert "3 of 3 files" in card.detail.text()
-    assert panel.banner.kind == "ok" and "3 files ingested" in panel.banner.text()
+    assert card.title.text() == "docs"  # titled by what it ingests
+    assert panel.banner.kind == "ok"
+    assert panel.banner.text_shown() == "docs: 3 files ingested, 3 chunks."
     assert panel.failure_table.rowCount() == 0
 
 
@@ -62,7 +63,7 @@ def test_bad_files_are_listed_with_path_and_reason(qtbot: Any, small_files: None
     finally:
         secret.chmod(0o600)
     paths = {f["path"]: f["reason"] for f in panel.failures}
-    assert panel.banner.kind == "error" and "skipped" in panel.banner.text()
+    assert panel.banner.kind == "error" and "skipped" in panel.banner.text_shown()
     assert "binary" in paths[str(bad / "blob.txt")]
     assert "format" in paths[str(bad / "image.png")]
     assert "max_file_bytes" in paths[str(huge)]
@@ -89,13 +90,13 @@ def test_folder_of_binaries_is_no_silent_success(qtbot: Any, panel: Any,
     qtbot.waitUntil(lambda: any(c.snapshot.state == "done"
                                 for c in panel.cards.values()), timeout=60_000)
     assert panel.banner.kind == "error"
-    assert "0 of 4 files ingested; 4 skipped" in panel.banner.text()
+    assert "bins: 0 of 4 files ingested, 4 skipped" in panel.banner.text_shown()
     assert panel.failure_table.rowCount() == 4
 
 
 def test_missing_path_is_a_clear_message(qtbot: Any, panel: Any, tmp_path: Path) -> None:
     panel.accept_drop([str(tmp_path / "gone.md")])
-    assert panel.banner.kind == "error" and "gone.md" in panel.banner.text()
+    assert panel.banner.kind == "error" and "gone.md" in panel.banner.text_shown()
     assert panel.cards == {}
 
 
@@ -107,6 +108,8 @@ def test_pause_and_resume(qtbot: Any, panel: Any, panel_host: Any, docs: Path) -
     qtbot.waitUntil(lambda: bool(panel.cards), timeout=30_000)
     card = next(iter(panel.cards.values()))
     assert card.snapshot.state == "queued"
+    assert card.bar.isHidden()  # a queued job has no bar that reads as full
+    assert card.state.text() == "Paused" and "paused" in card.detail.text()
     with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
         panel.resume.click()
     qtbot.waitUntil(lambda: card.snapshot.state == "done", timeout=60_000)
@@ -118,7 +121,7 @@ def test_watched_folder_reingests_changes_and_drops_deleted_files(
     folder.mkdir()
     note = folder / "note.md"
     note.write_text("# Note\n\nfirst version about inverters\n", encoding="utf-8")
-    config_io.write(panel_host.data_dir, {"desktop": {"watched_folders": [str(folder)]}})
+    config_io.write(panel_host.data_dir, {"ingest": {"watched_folders": [str(folder)]}})
     with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
         panel_host.reload_config()
 
@@ -152,18 +155,16 @@ def test_cancel_a_queued_job(qtbot: Any, panel: Any, panel_host: Any, docs: Path
     card.cancel.click()
     qtbot.waitUntil(lambda: card.snapshot.state == "cancelled", timeout=30_000)
     assert card.state.text() == "Cancelled" and card.cancel.isHidden()
-    assert panel.banner.kind == "info" and "cancelled" in panel.banner.text()
+    assert panel.banner.kind == "info" and "cancelled" in panel.banner.text_shown()
     with qtbot.waitSignal(panel_host.paused_changed, timeout=30_000):
         panel.resume.click()
 
 
-def test_broken_config_is_shown_in_watched_folders(qtbot: Any, panel: Any, panel_host: Any,
-                                                   tmp_path: Path) -> None:
-    (Path(panel_host.data_dir) / "config.toml").write_text("[desktop\n", encoding="utf-8")
-    panel.reload_watched()
-    assert "not valid TOML" in panel.watch_list.item(0).text()
-    assert panel.watcher.folders == []
+def test_a_watched_folder_that_cannot_be_watched_says_why(qtbot: Any, panel: Any,
+                                                         panel_host: Any,
+                                                         tmp_path: Path) -> None:
     missing = tmp_path / "missing"
-    config_io.write(panel_host.data_dir, {"desktop": {"watched_folders": [str(missing)]}})
-    panel.reload_watched()
+    config_io.write(panel_host.data_dir, {"ingest": {"watched_folders": [str(missing)]}})
+    with qtbot.waitSignal(panel_host.watch_changed, timeout=30_000):
+        panel_host.reload_config()
     assert panel.watch_list.item(0).text() == f"{missing}  —  not watched: does not exist"

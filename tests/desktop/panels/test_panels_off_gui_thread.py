@@ -57,7 +57,7 @@ def test_no_panel_calls_the_engine_on_the_gui_thread(
     from ipc.cli.login_item import Autostart
 
     host, violations = checked_host
-    ingestion = IngestionPanel(host, watch_delay=0.2)
+    ingestion = IngestionPanel(host)
     sources = SourcesPanel(host, confirm=lambda title, text: True)
     retrieved = RetrievedPanel(host)
     budget = BudgetPanel(host)
@@ -66,28 +66,25 @@ def test_no_panel_calls_the_engine_on_the_gui_thread(
                                                        env={}, command=["ctx-desktop"]))
     for widget in (ingestion, sources, retrieved, budget, health, settings):
         qtbot.addWidget(widget)
-    try:
-        ingestion.accept_drop([str(docs)])
-        qtbot.waitUntil(lambda: sources.table.rowCount() == 3, timeout=60_000)
-        retrieved.query.setText("inverter")
-        with qtbot.waitSignal(host.build_finished, timeout=60_000):
-            retrieved.go.click()
-        qtbot.waitUntil(lambda: len(budget.builds) == 1 and bool(budget.accuracy),
-                        timeout=30_000)
-        health.refresh()
-        qtbot.waitUntil(lambda: bool(health.data), timeout=30_000)
-        watched = tmp_path / "watched"
-        watched.mkdir()
-        settings.add_folder(str(watched))
-        with qtbot.waitSignal(host.config_changed, timeout=30_000):
-            settings.save_settings()
-        (watched / "new.md").write_text("# New\n\nabout inverters\n", encoding="utf-8")
-        qtbot.waitUntil(lambda: sources.table.rowCount() == 4, timeout=60_000)
-        sources.table.selectRow(0)
-        sources.delete.click()
-        qtbot.waitUntil(lambda: sources.table.rowCount() == 3, timeout=30_000)
-    finally:
-        ingestion.shutdown()
+    ingestion.accept_drop([str(docs)])
+    qtbot.waitUntil(lambda: sources.table.rowCount() == 3, timeout=60_000)
+    retrieved.query.setText("inverter")
+    with qtbot.waitSignal(host.build_finished, timeout=60_000):
+        retrieved.go.click()
+    qtbot.waitUntil(lambda: len(budget.builds) == 1 and bool(budget.accuracy),
+                    timeout=30_000)
+    health.refresh()
+    qtbot.waitUntil(lambda: bool(health.data), timeout=30_000)
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    settings.add_folder(str(watched))
+    with qtbot.waitSignal(host.config_changed, timeout=30_000):
+        settings.save_settings()
+    (watched / "new.md").write_text("# New\n\nabout inverters\n", encoding="utf-8")
+    qtbot.waitUntil(lambda: sources.table.rowCount() == 4, timeout=60_000)
+    sources.table.selectRow(0)
+    sources.delete.click()
+    qtbot.waitUntil(lambda: sources.table.rowCount() == 3, timeout=30_000)
     assert violations == []
     host._engine.status()  # the check can fail: a call from the GUI thread is recorded
     assert violations == ["status"]

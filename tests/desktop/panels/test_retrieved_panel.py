@@ -39,18 +39,54 @@ def test_build_shows_ranked_items_preview_and_exact_payload(qtbot: Any, panel: A
     report = _build(qtbot, panel, panel_host)
     assert report.origin == "gui" and report.budget == 400
     assert panel.table.rowCount() == len(panel.items) >= 1
-    assert panel.table.item(0, 1).text() in ("section", "code")
-    assert "#1" in panel.table.item(0, 5).text()  # lanes with their ranks
+    assert panel.table.item(0, 5).text() in ("section", "code")
+    assert "#1" in panel.table.item(0, 6).text()  # lanes with their ranks
     context = panel.payload_text.toPlainText()
     total = TokenCounter.shared().count(context)
     assert total == panel.payload.total_tokens <= 400
     assert f"{total} of 400 tokens (exact" in panel.tokens.text()
     # the selected item's own block, not the whole payload
-    block = panel.blocks[0]
+    block = panel.blocks[panel.order[0]]
     assert block and block in context and block != context
     assert block in panel.preview.toPlainText()
     panel.table.selectRow(len(panel.items) - 1)
-    assert panel.blocks[-1] in panel.preview.toPlainText()
+    assert panel.blocks[panel.order[-1]] in panel.preview.toPlainText()
+
+
+def test_items_are_listed_best_first_with_a_word_on_why(qtbot: Any, panel: Any,
+                                                        panel_host: Any) -> None:
+    """Issue 22 (9): rows in score order, why in words, old results gone while building."""
+    panel.query.setText("inverter batteries key rotation")
+    panel.budget.setValue(1500)
+    _build(qtbot, panel, panel_host)
+    rows = panel.table.rowCount()
+    assert rows >= 2
+    scores = [float(panel.table.item(r, 3).text()) for r in range(rows)]
+    assert scores == sorted(scores, reverse=True)
+    whys = [panel.table.item(r, 2).text() for r in range(rows)]
+    assert all(w and "|" not in w and "_" not in w for w in whys)
+    assert any(w.startswith("best match") for w in whys)
+    panel.query.setText("lithium")
+    panel.go.click()  # the previous results go at once, not left under "Building..."
+    assert panel.table.rowCount() == 0 and panel.payload_text.toPlainText() == ""
+    qtbot.waitUntil(lambda: panel.go.isEnabled(), timeout=30_000)
+
+
+def test_where_and_why_read_as_words() -> None:
+    from dataclasses import replace
+
+    from desktop.panels.retrieved import ranked, where_text, why_text
+
+    item = PayloadItem(kind="section", source="/home/me/notes/tides.md", title="Tides",
+                       time=None, tokens=9, score=0.9, lanes={}, why="top_hit_expanded|cut")
+    assert why_text(item) == "best match, with its surroundings; cut to fit"
+    assert why_text(replace(item, why="surrogate", tier="gist")) == "summary (gist)"
+    assert where_text(item) == "Tides"
+    if "path" in PayloadItem.__dataclass_fields__:  # the engine gives path and lines
+        located = replace(item, path="notes/tides.md", root="/home/me", lines=(12, 40))
+        assert where_text(located) == "notes/tides.md:12-40"
+    low = replace(item, score=0.2)
+    assert ranked((low, item, low)) == [1, 0, 2]
 
 
 def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any) -> None:
@@ -63,9 +99,11 @@ def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any
     kinds = [i.kind for i in panel.items]
     assert "live:selection" in kinds
     assert "inverter warranty" in panel.payload_text.toPlainText()
-    live_row = kinds.index("live:selection")
-    assert panel.table.item(live_row, 6).text() == "—"
-    assert "inverter warranty" in panel.blocks[live_row]
+    live_index = kinds.index("live:selection")
+    live_row = panel.order.index(live_index)
+    assert panel.table.item(live_row, 7).text() == "—"
+    assert panel.table.item(live_row, 2).text() == "live context"
+    assert "inverter warranty" in panel.blocks[live_index]
     assert [i.kind for i in report.items] == kinds
     tiers = [i.tier for i in panel.items if i.kind == "surrogate"]
     assert tiers and set(tiers) <= {"full", "gist", "micro"}  # as packing chose them
@@ -86,7 +124,7 @@ def test_empty_query_is_a_clear_message(qtbot: Any, panel: Any) -> None:
     panel.query.setText("   ")
     panel.go.click()
     qtbot.waitUntil(lambda: panel.banner.kind == "error", timeout=30_000)
-    assert "empty" in panel.banner.text().lower()
+    assert "empty" in panel.banner.text_shown().lower()
     assert panel.go.isEnabled() and panel.table.rowCount() == 0
 
 
@@ -111,3 +149,24 @@ def test_blocks_are_split_per_item() -> None:
         "[summary:gist · b.md · t] b.md\nGist of b.",
         "[section · c.md · t]\nTitle left out: it equals the source.",
         "[section · d.md · t] A very long ti…\nShortened title.", ""]
+
+
+def test_every_column_is_in_sight_without_scrolling(qtbot: Any, panel: Any,
+                                                    panel_host: Any) -> None:
+    """Issue 22 (9): at the window's size the ranked table needs no horizontal scroll:
+    long sources and lanes are capped (whole in their tooltips), Why keeps room."""
+    from desktop.panels.retrieved import CAPPED
+
+    panel.resize(1100, 720)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.query.setText("inverter batteries and the tide gauge sensor readings")
+    panel.mode.setCurrentText("dense_cached")
+    _build(qtbot, panel, panel_host)
+    table = panel.table
+    qtbot.waitUntil(lambda: table.rowCount() > 0, timeout=10_000)
+    assert table.horizontalScrollBar().maximum() == 0
+    assert all(table.columnWidth(c) <= most for c, most in CAPPED.items())
+    assert table.columnWidth(2) >= 120  # Why: words, not an ellipsis
+    name = table.item(0, 1).text().split(":")[0]
+    assert name in table.item(0, 1).toolTip()  # the whole path, whatever is cut

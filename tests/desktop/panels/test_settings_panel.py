@@ -41,7 +41,8 @@ def test_shows_the_typed_defaults(panel: Any) -> None:
     assert values["store.vector_backend"] == "memory"  # the default: no vector in the clear
     assert not panel.form.editors["store.chroma_url"].isEnabled()
     assert values["desktop.default_budget"] == 1500
-    assert values["desktop.watched_folders"] == [] and not values["desktop.start_at_login"]
+    assert values["ingest.watched_folders"] == [] and not values["desktop.start_at_login"]
+    assert values["desktop.appearance"] == "system"
 
 
 def test_save_writes_only_the_changes_and_the_engine_reads_them(
@@ -59,11 +60,11 @@ def test_save_writes_only_the_changes_and_the_engine_reads_them(
     assert written == {
         "packing": {"mode": "dense_cached"}, "tiers": {"recent_days": 3.0},
         "store": {"vector_backend": "http", "chroma_url": "http://10.0.0.5:8000"},
-        "desktop": {"watched_folders": [str(tmp_path)], "start_at_login": True}}
+        "ingest": {"watched_folders": [str(tmp_path)]}, "desktop": {"start_at_login": True}}
     cfg = load_config(Path(panel_host.data_dir), environ={})
     assert cfg.packing.mode == "dense_cached" and cfg.store.vector_backend == "http"
     assert autostart.enabled()
-    assert panel.banner.kind == "ok" and "next opens the store" in panel.banner.text()
+    assert panel.banner.kind == "ok" and "next opens the store" in panel.banner.text_shown()
     assert panel.changed() == {}
     panel.start_at_login.setChecked(False)
     assert panel.save_settings() and not autostart.enabled()
@@ -89,6 +90,9 @@ def test_other_keys_in_the_file_are_kept(qtbot: Any, panel_host: Any, autostart:
     (lambda p: p.form.editors["packing.max_item_tokens"].setValue(0), "max_item_tokens"),
     (lambda p: p.form.editors["packing.live_max_share"].setValue(1.5), "live_max_share"),
     (lambda p: p.add_folder("relative/folder"), "not an absolute path"),
+    (lambda p: (p.form.editors["store.vector_backend"].setCurrentText("http"),
+                p.form.editors["store.chroma_url"].setText("chroma.local:80oo")),
+     "store.chroma_url"),  # issue 22 (1): refused before it is written, not at next open
 ])
 def test_invalid_value_shows_the_config_message_and_writes_nothing(
         panel: Any, panel_host: Any, edit: Any, needle: str) -> None:
@@ -98,8 +102,8 @@ def test_invalid_value_shows_the_config_message_and_writes_nothing(
     before = path.read_bytes()
     edit(panel)
     assert not panel.save_settings()
-    assert panel.banner.kind == "error" and needle in panel.banner.text()
-    assert "unchanged" in panel.banner.text()
+    assert panel.banner.kind == "error" and needle in panel.banner.text_shown()
+    assert "unchanged" in panel.banner.text_shown()
     assert path.read_bytes() == before
 
 
@@ -110,22 +114,43 @@ def test_a_broken_file_is_reported_and_never_overwritten(qtbot: Any, panel_host:
     _config(panel_host).write_text("[packing\nmode = 'fast'\n", encoding="utf-8")
     widget = SettingsPanel(panel_host, autostart=autostart)
     qtbot.addWidget(widget)
-    assert widget.banner.kind == "error" and "not valid TOML" in widget.banner.text()
+    assert widget.banner.kind == "error" and "not valid TOML" in widget.banner.text_shown()
     assert not widget.save.isEnabled()
+
+
+def test_a_file_the_store_refuses_is_shown_and_can_be_corrected(
+        qtbot: Any, panel_host: Any, autostart: Any) -> None:
+    """A bad value written by hand: the form shows it with the config's message, and
+    correcting it here writes a file the store opens with."""
+    from desktop import config_io
+    from desktop.panels.settings import SettingsPanel
+
+    _config(panel_host).write_text('[store]\nvector_backend = "http"\n'
+                                   'chroma_url = "chroma.local:80oo"\n', encoding="utf-8")
+    widget = SettingsPanel(panel_host, autostart=autostart)
+    qtbot.addWidget(widget)
+    assert widget.banner.kind == "error" and "store.chroma_url" in widget.banner.text_shown()
+    assert widget.save.isEnabled()
+    url = widget.form.editors["store.chroma_url"]
+    assert url.text() == "chroma.local:80oo"
+    url.setText("http://chroma.local:8000")
+    with qtbot.waitSignal(widget.saved, timeout=10_000):
+        assert widget.save_settings()
+    assert config_io.read(panel_host.data_dir).engine.store.chroma_url == \
+        "http://chroma.local:8000"
 
 
 def test_saved_watched_folder_reaches_the_ingestion_panel(
         qtbot: Any, panel: Any, panel_host: Any, tmp_path: Path) -> None:
     from desktop.panels.ingestion import IngestionPanel
 
-    ingestion = IngestionPanel(panel_host, watch_delay=0.3)
+    ingestion = IngestionPanel(panel_host)
     qtbot.addWidget(ingestion)
-    try:
-        folder = tmp_path / "notes"
-        folder.mkdir()
-        panel.add_folder(str(folder))
-        with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
-            panel.save_settings()
-        qtbot.waitUntil(lambda: ingestion.watcher.folders == [str(folder)], timeout=30_000)
-    finally:
-        ingestion.shutdown()
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    panel.add_folder(str(folder))
+    with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
+        panel.save_settings()
+    qtbot.waitUntil(lambda: panel_host.watch_report.folders == (str(folder),),
+                    timeout=30_000)
+    assert ingestion.watch_list.item(0).text() == f"{folder}  —  watching"

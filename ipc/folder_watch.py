@@ -7,9 +7,9 @@ most ``max_wait`` seconds while they keep changing), then each path is judged
 by what is on disk at that moment: present -> changed, absent -> deleted. An
 editor's save-by-rename or a burst of writes is therefore one re-ingest.
 
-It knows nothing of Qt or the engine: ``on_batch(changed, deleted)`` is called
-on the watcher's timer thread and the caller hands the work on (the Ingestion
-panel queues it onto the GUI thread, which asks the engine host).
+It knows nothing of the engine: ``on_batch(changed, deleted)`` is called on the
+watcher's timer thread; :mod:`ipc.watch_service` turns batches into ingests and
+deletes, for the desktop app and ``ctx serve`` alike.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-log = logging.getLogger("ctx.desktop.watch")
+__all__ = ["Batch", "FolderWatcher", "ignored"]
+
+log = logging.getLogger("ctx.watch")
 
 Batch = Callable[[list[str], list[str]], None]
 

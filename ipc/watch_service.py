@@ -1,0 +1,178 @@
+"""Watched folders as a service of whoever hosts the engine (the desktop app, ``ctx serve``).
+
+The folders are the engine's ``[ingest] watched_folders``. On start, and for a
+folder added later, each folder is ingested once (unchanged files are skipped)
+and stored files that vanished meanwhile leave the store. Then
+:class:`~ipc.folder_watch.FolderWatcher` reports debounced batches: changed
+files are ingested again, deleted ones are deleted from the store.
+
+Engine calls run on the watcher's own threads (never the caller's GUI thread),
+as caller "watch". What happened is told through ``on_report`` with a
+:class:`WatchReport` (on those threads: a GUI hands it to its own thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine import CtxError, ErrorInfo, InternalError, NotFound, caller
+
+__all__ = ["DELAY_S", "MAX_WAIT_S", "WatchReport", "WatchService"]
+
+log = logging.getLogger("ctx.watch")
+
+# Debounce: a folder quiet this long (s) is read; one that keeps changing at most this late.
+DELAY_S = 1.5
+MAX_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class WatchReport:
+    """What the watched folders are and did: the folders followed, those that cannot be
+    (folder -> why), and, for an event, the ingest job queued, the sources removed, or
+    the error of an engine call."""
+
+    folders: tuple[str, ...]
+    problems: Mapping[str, str] = field(default_factory=dict)
+    job: str | None = None
+    paths: tuple[str, ...] = ()
+    removed: int = 0
+    error: ErrorInfo | None = None
+
+
+def _error(exc: BaseException) -> ErrorInfo:
+    if isinstance(exc, CtxError):
+        return ErrorInfo.of(exc)
+    return ErrorInfo.of(InternalError.of(exc, "watched folders"))
+
+
+def _under(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip("/") + "/")
+
+
+class WatchService:
+    """Follows the engine's watched folders (see the module docstring)."""
+
+    def __init__(self, engine: Any, *, on_report: Callable[[WatchReport], None] | None = None,
+                 delay: float = DELAY_S, max_wait: float = MAX_WAIT_S) -> None:
+        self.engine = engine
+        self._on_report = on_report
+        self._delay, self._max_wait = delay, max_wait
+        self._watcher: Any = None
+        self._problems: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self.last = WatchReport(())
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return tuple(self._watcher.folders) if self._watcher is not None else ()
+
+    def configured(self) -> tuple[str, ...]:
+        """The folders the engine's config names."""
+        ingest = getattr(getattr(self.engine, "config", None), "ingest", None)
+        return tuple(getattr(ingest, "watched_folders", ()) or ())
+
+    def start(self, folders: Sequence[str] | None = None) -> WatchReport:
+        """Follow ``folders`` (default: the config's), catching up on each of them."""
+        return self._set(self.configured() if folders is None else folders, catch_up_all=True)
+
+    def update(self, folders: Sequence[str]) -> WatchReport:
+        """Follow exactly ``folders`` now (after a settings change); catch up on new ones."""
+        return self._set(folders, catch_up_all=False)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.close()
+
+    # -- following ------------------------------------------------------------------------
+    def _set(self, folders: Sequence[str], *, catch_up_all: bool) -> WatchReport:
+        with self._lock:
+            if self._closed:
+                return self.last
+            before = set(self.folders)
+            if not folders and self._watcher is None:
+                self._problems = {}
+                return self._report()
+            if self._watcher is None:
+                try:
+                    from ipc.folder_watch import FolderWatcher
+                except ImportError:
+                    self._problems = {f: "watching needs the watchdog package" for f in folders}
+                    return self._report()
+                exclude = [str(getattr(self.engine, "data_dir", "") or "")]
+                self._watcher = FolderWatcher(self._batch, delay=self._delay,
+                                              max_wait=self._max_wait,
+                                              exclude=[e for e in exclude if e])
+            self._problems = self._watcher.set_folders(list(folders))
+            fresh = [f for f in self._watcher.folders if catch_up_all or f not in before]
+        report = self._report()
+        if fresh:
+            threading.Thread(target=self._catch_up, args=(fresh,), name="ctx-watch-catch-up",
+                             daemon=True).start()
+        return report
+
+    def _report(self, **event: Any) -> WatchReport:
+        report = WatchReport(self.folders, dict(self._problems), **event)
+        if event and self._closed:  # a call that met the engine closing: nobody to tell
+            return report
+        if not event:
+            self.last = report
+        if self._on_report is not None:
+            try:
+                self._on_report(report)
+            except Exception:  # the listener's bug must not stop the watching
+                log.exception("watched folders: the report listener failed")
+        return report
+
+    def _catch_up(self, folders: list[str]) -> None:
+        """Ingest ``folders`` once and remove stored files under them that are gone."""
+        self._ingest(folders)
+        try:
+            with caller("watch"):
+                gone = [s.id for s in self.engine.sources()
+                        if any(_under(s.uri, f) for f in folders) and not Path(s.uri).exists()]
+                for source_id in gone:
+                    self.engine.delete(source_id)
+        except Exception as exc:  # noqa: BLE001 - told, never lost
+            self._report(error=_error(exc))
+            return
+        if gone:
+            self._report(removed=len(gone))
+
+    def _batch(self, changed: list[str], deleted: list[str]) -> None:
+        """The watcher's timer thread: ingest what changed, delete what went."""
+        if self._closed:
+            return
+        if changed:
+            self._ingest(changed)
+        if deleted:
+            removed = 0
+            try:
+                with caller("watch"):
+                    for path in deleted:
+                        try:
+                            removed += self.engine.delete(path).deleted
+                        except NotFound:
+                            pass  # never stored (skipped, or not a file ctx reads)
+            except Exception as exc:  # noqa: BLE001 - told, never lost
+                self._report(error=_error(exc))
+            if removed:
+                self._report(removed=removed)
+
+    def _ingest(self, paths: list[str]) -> None:
+        try:
+            with caller("watch"):
+                job = self.engine.ingest(paths=list(paths))
+        except Exception as exc:  # noqa: BLE001 - told, never lost
+            self._report(error=_error(exc))
+            return
+        self._report(job=job, paths=tuple(paths))
