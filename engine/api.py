@@ -81,15 +81,45 @@ class ErrorInfo(_Plain):
 
 @dataclass(frozen=True)
 class FileIssue(_Plain):
-    """A file a job did not store, by path, with a stable reason (``REJECT_*``)."""
+    """A file a job did not store, by path, with a stable reason (``REJECT_*``) and,
+    for some reasons, which kind of it (a blob's "base64", "minified"...)."""
 
     path: str
     reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SourceRef(_Plain):
+    """A stored source named by id and title (the one that already holds a text)."""
+
+    id: int
+    title: str
+
+
+# Where a source stands: "keyword" (stored and keyword-searchable, its vectors not yet
+# made: the vector lane does not have it) or "ready" (both lanes).
+SOURCE_STAGES: tuple[str, ...] = ("keyword", "ready")
+# What a running job does now: "keyword" (storing text, keyword-searchable as each
+# file is stored), then "vectors" (embedding what it stored); "" for jobs without stages.
+JOB_STAGES: tuple[str, ...] = ("", "keyword", "vectors")
 
 
 @dataclass(frozen=True)
 class JobSnapshot(_Plain):
-    """One ingestion (or sync, repair, delete) job as it stands."""
+    """One ingestion (or sync, repair, delete) job as it stands.
+
+    ``errors`` are failures (unreadable, malformed, not written): they raise the
+    ``ingestion.failed`` alert; ``skipped`` are files left out on purpose (empty,
+    binary, a blob...), each with its reason, and alert nothing. ``ignored``
+    counts the entries of walked folders that ignore rules left out, by rule
+    (``gitignore``, ``ctxignore``, ``excluded``). ``to_embed`` / ``embedded``:
+    chunks of this job's sources that need vectors, and how many have them.
+    ``existing``: sources that already held a text this job was given (content
+    dedupe: nothing new was stored for it). ``waiting`` says why a job does not
+    move: "job" (queued behind job ``behind``), "model" (the model is loading),
+    "paused"; "" otherwise.
+    """
 
     id: str
     kind: str
@@ -108,6 +138,14 @@ class JobSnapshot(_Plain):
     errors: tuple[FileIssue, ...] = ()
     sources: tuple[int, ...] = ()
     error: ErrorInfo | None = None
+    stage: str = ""
+    to_embed: int = 0
+    embedded: int = 0
+    skipped: tuple[FileIssue, ...] = ()
+    ignored: Mapping[str, int] = field(default_factory=dict)
+    existing: tuple[SourceRef, ...] = ()
+    waiting: str = ""
+    behind: str = ""
     # What a "paths" job was asked to ingest (files and folders, absolute), as given.
     inputs: tuple[str, ...] = ()
     # A job an earlier run of the engine left unfinished (quit, crash): listed by
@@ -122,6 +160,9 @@ class JobSnapshot(_Plain):
     def from_dict(cls, data: Mapping[str, Any]) -> JobSnapshot:
         d = _known(cls, data)
         d["errors"] = tuple(FileIssue.from_dict(e) for e in d.get("errors") or ())
+        d["skipped"] = tuple(FileIssue.from_dict(e) for e in d.get("skipped") or ())
+        d["existing"] = tuple(SourceRef.from_dict(e) for e in d.get("existing") or ())
+        d["ignored"] = {str(k): int(v) for k, v in (d.get("ignored") or {}).items()}
         d["sources"] = tuple(int(s) for s in d.get("sources") or ())
         d["inputs"] = tuple(str(p) for p in d.get("inputs") or ())
         err = d.get("error")
@@ -165,6 +206,7 @@ class SearchHit(_Plain):
     path: str = ""
     root: str | None = None
     lines: tuple[int, int] | None = None
+    stage: str = "ready"  # the source's stage (SOURCE_STAGES): "keyword" until its vectors
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -179,7 +221,10 @@ class PayloadItem(_Plain):
 
     ``kind`` is a chunk kind, ``surrogate``, ``live:<kind>`` or ``conversation``;
     ``tier`` is the surrogate tier it was packed at (None unless a surrogate);
-    ``why`` a short machine-readable reason ("rerank", "neighbour", ...).
+    ``why`` a short machine-readable reason ("rerank", "neighbour", ...);
+    ``stage`` the stage of the item's source (``SOURCE_STAGES``: "keyword" while its
+    vectors are being made, so only the keyword lanes could find it), "" for live
+    items and conversation turns.
     """
 
     kind: str
@@ -195,6 +240,7 @@ class PayloadItem(_Plain):
     path: str = ""  # as SearchHit's: the file relative to root, for memory from files
     root: str | None = None
     lines: tuple[int, int] | None = None
+    stage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -331,7 +377,8 @@ class RecallResult(_Plain):
 
 @dataclass(frozen=True)
 class SourceInfo(_Plain):
-    """A stored source (ready to be searched)."""
+    """A stored source; ``stage`` (``SOURCE_STAGES``): "keyword" while its vectors are
+    being made (found by keyword only), "ready" once both lanes have it."""
 
     id: int
     uri: str
@@ -345,6 +392,7 @@ class SourceInfo(_Plain):
     n_chunks: int
     tokens: int
     project: str | None
+    stage: str = "ready"
 
 
 @dataclass(frozen=True)
@@ -468,6 +516,10 @@ class Status(_Plain):
     recovery_key: bool = False  # whether a recovery key can unlock the store
     # "<backend>: <why>", e.g. "torch: no ONNX export of MiniLM was found, ..." ("" if fake)
     model_backend_reason: str = ""
+    # Sources stored and keyword-searchable whose vectors are not made yet, and their
+    # chunks (the vector stage works through them in the background).
+    sources_waiting: int = 0
+    chunks_waiting: int = 0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Status:
@@ -588,7 +640,9 @@ class JobChanged(Event):
 
 @dataclass(frozen=True)
 class SourcesChanged(Event):
-    """Sources were added, replaced or deleted (``reason``: ingest, delete, sync, repair)."""
+    """Sources were added, replaced or deleted (``reason``: ingest, delete, sync, repair;
+    "vectors" when a job's stored sources got their vectors: they went from stage
+    "keyword" to "ready")."""
 
     kind: ClassVar[str] = "sources"
     reason: str
@@ -608,6 +662,7 @@ class BuildItem(_Plain):
     path: str = ""  # as PayloadItem's
     root: str | None = None
     lines: tuple[int, int] | None = None
+    stage: str = ""
 
 
 @dataclass(frozen=True)
@@ -629,7 +684,7 @@ class BuildDone(Event):
            ) -> BuildDone:
         """What ``payload``'s build announces (its items without their text)."""
         items = tuple(BuildItem(i.kind, i.source, i.tokens, i.score, dict(i.lanes), i.tier,
-                                i.path, i.root, i.lines)
+                                i.path, i.root, i.lines, i.stage)
                       for i in payload.items)
         return cls(origin=origin, time=started, duration_ms=round(duration_ms, 3),
                    budget=payload.budget, total_tokens=payload.total_tokens, items=items,

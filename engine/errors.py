@@ -140,10 +140,13 @@ class FileRejected(CtxError):
 
     code, name = 1051, "file_rejected"
 
-    def __init__(self, path: str, reason: str, message: str = "") -> None:
-        super().__init__(message or f"{reason}: {path}", path=path, reason=reason)
+    def __init__(self, path: str, reason: str, message: str = "", detail: str = "") -> None:
+        what = f"{reason} ({detail})" if detail else reason
+        super().__init__(message or f"{what}: {path}", path=path, reason=reason,
+                         **({"detail": detail} if detail else {}))
         self.path = path
         self.reason = reason
+        self.detail = detail  # which kind of a reason (a blob's: "base64", "minified"...)
 
 
 REJECT_UNREADABLE = "unreadable"
@@ -154,6 +157,10 @@ REJECT_MALFORMED = "malformed"
 REJECT_UNSUPPORTED = "unsupported"
 REJECT_SPECIAL = "special_file"  # a FIFO, socket or device: never opened
 REJECT_UNPACKED_TOO_LARGE = "unpacked_too_large"  # a zip bomb, or a container too big
+REJECT_BLOB = "blob"  # text that holds data, not words (engine.ingest.blobs): detail says which
+# Reasons that mean something went wrong (the alert context_engine.ingestion.failed);
+# every other reason is a file left out on purpose, reported as a skip.
+FAILURE_REASONS: tuple[str, ...] = (REJECT_UNREADABLE, REJECT_MALFORMED)
 
 
 class RecoveryKeyInvalid(WrongKey):

@@ -61,6 +61,7 @@ from engine.events import Announcer
 from engine.flows import deleting, health, warming
 from engine.flows import ingest as service
 from engine.flows.audit_log import AuditLog
+from engine.flows.ingest_alerts import IngestAlerts
 from engine.flows.inputs import check_query, utf8
 from engine.flows.interrupted import InterruptedJobs
 from engine.flows.jobs import Cancelled, JobRunner
@@ -75,8 +76,10 @@ from engine.flows.opening import (
 from engine.flows.ranking import search as run_search
 from engine.flows.runtime import Runtime
 from engine.flows.vector_rebuild import check_vectors, repair_work
+from engine.flows.vector_stage import VectorStage
 from engine.flows.writer import Writer
 from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
+from engine.pathnames import shown
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
 from engine.store.vault import Filters, Vault
@@ -86,7 +89,7 @@ log = logging.getLogger("ctx.engine")
 
 # Which job kinds change the stored sources, and the reason SourcesChanged gives.
 _SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
-                "repair": "repair"}
+                "repair": "repair", "vectors": "ingest"}
 
 
 def store_exists(root: Path) -> bool:
@@ -168,7 +171,10 @@ class ContextEngine:
         if recovered:
             log.warning("recovered %d sources left incomplete by a crash", len(recovered))
         self._interrupted = InterruptedJobs(vault)
-        self._jobs = JobRunner(on_finish=self._job_finished)
+        self._alerts = IngestAlerts(self.rt.metrics)
+        self._stage = VectorStage(self.rt, self._writer, self._alerts)
+        self._jobs = JobRunner(on_finish=self._job_finished, stage=self._stage,
+                               on_stage=self._job_stored)
         self._jobs.subscribe(lambda snap: self._events.emit(JobChanged(snap)))
         try:
             self._check_vectors(auto_repair)
@@ -218,8 +224,26 @@ class ContextEngine:
         store big enough for the keyword lane's bounds, count its common terms too
         (0.3 s at 100k chunks). Each stage is announced (``Warming``) as it starts and
         ends, so a host can say "loading the model" and then "ready"."""
-        return warming.warm_up(self.rt, self._events.emit, lambda: self._closed,
-                               background=background)
+        waiting = self._waiting_sources()
+        thread = warming.warm_up(self.rt, self._events.emit, lambda: self._closed,
+                                 background=background)
+        if waiting:  # sources a crash or a stop left waiting get their vectors in a
+            # background job (kind "vectors"; its stage waits for the model to load)
+            self._jobs.submit("vectors", lambda job, progress: None)
+        return thread
+
+    def _waiting_sources(self) -> int:
+        """Sources left waiting for their vectors (a crash, a stop, a cancel), which the
+        warm-up's background job ("vectors") resumes; 0 on a read-only store."""
+        try:
+            waiting = int(src.counts(self.rt.vault)["sources_waiting"])
+        except CtxError as exc:  # the next ingest adopts them instead
+            log.warning("vectors not resumed (%s)", exc.name)
+            return 0
+        if waiting and not self.rt.vault.read_only:
+            log.info("%d sources wait for their vectors: resuming", waiting)
+            return waiting
+        return 0
 
     def close(self) -> None:
         if self._closed:
@@ -285,10 +309,20 @@ class ContextEngine:
         self._interrupted.finished(job)
         self.rt.audit.record("ingest_job", os.getpid(), [job.id],
                                 {"files": job.files_done, "chunks": job.chunks,
-                                 "errors": len(job.errors)})
+                                 "errors": len(job.errors), "skipped": len(job.skipped)})
         reason = _SOURCE_JOBS.get(job.kind)
-        stored = job.state == "done" if reason == "repair" else (job.sources or job.chunks)
+        if job.stage == "vectors":  # announced when stored; now their vectors are in
+            reason = "vectors"
+        stored = job.state == "done" if reason == "repair" else (job.sources or job.chunks
+                                                                 or job.to_embed)
         if reason is not None and stored:
+            self._events.emit(SourcesChanged(reason, tuple(job.sources)))
+
+    def _job_stored(self, job: Any) -> None:
+        """A job's keyword stage ended: its sources are stored and keyword-searchable
+        (their vectors follow; ``_job_finished`` announces them again then)."""
+        reason = _SOURCE_JOBS.get(job.kind)
+        if reason is not None and job.sources:
             self._events.emit(SourcesChanged(reason, tuple(job.sources)))
 
     # -- ingestion ---------------------------------------------------------------
@@ -312,8 +346,8 @@ class ContextEngine:
                                field="external_id")
         if text is not None:
             text = utf8(text, "text")
-            work = service.ingest_text(rt, self._writer, text, title=title, kind=kind,
-                                       uri=external_id)
+            work = service.ingest_text(rt, self._writer, self._alerts, text, title=title,
+                                       kind=kind, uri=external_id)
             job = self._jobs.submit("text", work)
         else:
             from engine.flows.export import import_work, is_export
@@ -321,11 +355,12 @@ class ContextEngine:
             resolved = [str(Path(p).expanduser().resolve()) for p in paths]
             exports = [p for p in resolved if Path(p).is_file() and is_export(p)]
             rest = [p for p in resolved if p not in exports]
-            work = service.ingest_paths(rt, self._writer, rest) if rest else None
+            work = service.ingest_paths(rt, self._writer, self._alerts, rest) if rest else None
             if exports:  # ctx jsonl exports: their sources are stored as they were
                 work = import_work(rt, self._writer, exports, then=work)
             job = self._jobs.submit("paths", work, inputs=tuple(resolved))
             self._interrupted.started(job.id, resolved, job.created)
+        self._stage.preload()  # the model loads while the text is stored
         if wait:
             self._jobs.wait(job.id)
         return job.id
@@ -337,9 +372,10 @@ class ContextEngine:
         rt = self._live()
         uri = uri or "conversation:" + hashlib.sha256(
             repr([(t.get("speaker"), t.get("text")) for t in turns]).encode()).hexdigest()[:16]
-        work = service.ingest_conversation(rt, self._writer, turns, title=title, uri=uri,
-                                           session_time=session_time)
+        work = service.ingest_conversation(rt, self._writer, self._alerts, turns, title=title,
+                                           uri=uri, session_time=session_time)
         job = self._jobs.submit("conversation", work)
+        self._stage.preload()
         if wait:
             self._jobs.wait(job.id)
         return job.id
@@ -474,7 +510,9 @@ class ContextEngine:
             def work(job: Any, progress: Callable[[], None]) -> None:
                 holder.append(recall(rt, self._writer, None, index=index, do_sync=sync,
                                      progress=_job_progress(job, progress)))
-            self._wait_ok(self._jobs.submit("sync", work).id)
+            job = self._jobs.submit("sync", work)
+            self._wait_ok(job.id)
+            holder[0] = _with_vectors(holder[0], job)
             if query is None and not auto:
                 return holder[0]
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
@@ -494,11 +532,12 @@ class ContextEngine:
         holder: list[SyncResult] = []
         job = self._jobs.submit("sync", lambda job, progress: holder.append(
             sync(rt, self._writer, paths, _job_progress(job, progress))))
+        self._stage.preload()
         self._wait_ok(job.id)
         if not holder:  # cancelled (a quit stops jobs) before it read anything
             raise EngineClosed("the sync was stopped before it finished: the engine is "
                                "closing or the job was cancelled; sync again")
-        return holder[0]
+        return _sync_with_vectors(holder[0], job)
 
     def _wait_ok(self, job_id: str) -> JobSnapshot:
         """Wait for a job; a failed one raises its error (internal_error for a bug)."""
@@ -519,6 +558,8 @@ class ContextEngine:
         transcript file every segment of it, ``project:NAME`` every source of a project.
         Deleted means gone from every table, index and cache (``flows.deleting``)."""
         rt = self._live()
+        if not str(source).strip().isdigit():  # a failed file the user lets go of
+            self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
         what = deleting.resolve(rt.vault, source)
         if what.empty:
             raise NotFound("no such source (give a source id, uri or path)", field="source")
@@ -610,6 +651,7 @@ class ContextEngine:
     def status(self) -> Status:
         rt = self._live()
         rt.vault.guard.check()  # vault.db changed behind the engine: every page checked
+        self._alerts.prune()  # a failed file deleted from disk is no longer a failure
         return health.status(rt, jobs_active=self._jobs.busy(), paused=self._jobs.paused,
                              alerts=dict(self.metrics().alerts))
 
@@ -627,6 +669,20 @@ class ContextEngine:
         rt = self._live()
         rt.audit.flush()  # what calls queued so far is read back
         return [AuditEntry.from_dict(r) for r in rt.vault.audit(since, limit)]
+
+
+def _sync_with_vectors(result: SyncResult, job: Any) -> SyncResult:
+    """A sync's result once its vector stage ended: the texts the model embedded for it
+    and the time of both stages."""
+    seconds = (job.finished or time.time()) - (job.started or job.created)
+    return dataclasses.replace(result, embedded=job.model_texts, seconds=round(seconds, 4))
+
+
+def _with_vectors(result: RecallResult, job: Any) -> RecallResult:
+    """``_sync_with_vectors`` for the parts of a recall result that a sync made."""
+    return dataclasses.replace(result, **{
+        name: _sync_with_vectors(getattr(result, name), job)
+        for name in ("indexed", "synced") if getattr(result, name) is not None})
 
 
 def _kept_name_key(vault: Vault) -> bytes | None:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from engine import Histogram, VectorMemory
+from engine import Histogram, Status, VectorMemory
+
+
+def waiting_line(status: Status) -> str:
+    """Sources stored and keyword-searchable whose vectors are still being made."""
+    n, c = status.sources_waiting, status.chunks_waiting
+    return (f"{n} source{'s' if n != 1 else ''} ({c} chunk{'s' if c != 1 else ''}) wait for "
+            "their vectors: searchable by keyword now, by meaning once made")
 
 
 def memory_line(mem: VectorMemory) -> str:

@@ -161,7 +161,7 @@ class IngestionPanel(QWidget):
             self._trim()
         else:
             card.update_job(job, paused=paused, model_loading=loading)
-        for err in job.errors:
+        for err in (*job.errors, *job.skipped):  # skips are listed, never alerted
             self._add_failure(job, err.path, reason_text(err.reason))
         if job.state == "failed":
             self._add_failure(job, "", error_text(job.error))

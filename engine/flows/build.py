@@ -78,9 +78,12 @@ def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] 
     with timer.stage("pack"):
         payload = pack(candidates, budget, pcfg, rt.counter, now=now, query=query)
     with timer.stage("access"):
-        used = _sources_used(rt, payload, known)
+        used, stages = _sources_used(rt, payload, known)
         if used:
             rt.vault.record_access(used, now)
+    payload = dataclasses.replace(payload, items=tuple(
+        dataclasses.replace(i, stage=stages.get(i.chunk_ids[0], "ready")) if i.chunk_ids else i
+        for i in payload.items))
     rt.metrics.observe(BUILD_MS, timer.total())
     recount = rt.counter.count(payload.context)
     rt.metrics.observe(TOKEN_ACCURACY,
@@ -100,8 +103,9 @@ def cross_encoded(rt: Runtime, cfg: Config, res: LaneResult, ranked: list[Ranked
 
 
 def _sources_used(rt: Runtime, payload: Payload, known: Mapping[int, ChunkRow]
-                  ) -> list[int]:
-    """Source ids of the memory items in a payload (their access counts go up).
+                  ) -> tuple[list[int], dict[int, str]]:
+    """Source ids of the memory items in a payload (their access counts go up), and
+    each item chunk's source stage ("keyword" while its vectors are being made).
 
     Rows the lanes already fetched answer most ids; only the rest (neighbours added
     by expansion) are read from the vault.
@@ -110,4 +114,6 @@ def _sources_used(rt: Runtime, payload: Payload, known: Mapping[int, ChunkRow]
     missing = sorted(chunk_ids - set(known))
     rows = [known[c] for c in chunk_ids if c in known]
     rows += list(rt.vault.chunks(missing).values()) if missing else []
-    return sorted({r.source_id for r in rows})
+    waiting = rt.vault.waiting_sources()
+    stages = {r.id: "keyword" if r.source_id in waiting else "ready" for r in rows}
+    return sorted({r.source_id for r in rows}), stages

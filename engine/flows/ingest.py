@@ -1,4 +1,11 @@
-"""Job bodies for ingestion: paths (files and folders), text, and conversations."""
+"""Job bodies for ingestion: paths (files and folders), text, and conversations.
+
+Each body is the job's keyword stage: it stores documents for the keyword lanes
+in batches (``Writer.write_batch``); the job then goes on to its vector stage
+(``engine.flows.vector_stage``, run by the ``JobRunner``). A file left out on
+purpose is a skip (``job.skipped``); one that fails is an error (``job.errors``)
+and raises the ingestion alert until its cause clears (``IngestAlerts``).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import CtxError, FileRejected, NoSpace
-from engine.flows.jobs import Cancelled, Job
+from engine.errors import FAILURE_REASONS, CtxError, FileRejected, NoSpace
+from engine.flows.ingest_alerts import IngestAlerts
+from engine.flows.job import Cancelled, Job
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Prepared, Writer, batched
 from engine.ingest.conversation import load_conversation
 from engine.ingest.loaders import load_file, load_text
 from engine.ingest.place import root_of, with_root
 from engine.ingest.walker import walk_paths
-from engine.metrics import ALERT_INGEST_FAILED
 from engine.pathnames import shown
+from engine.store import sources as src
 from engine.types import LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
@@ -24,12 +32,22 @@ log = logging.getLogger("ctx.ingest")
 BATCH_CHUNKS = 64
 
 
-def _reject(job: Job, path: str, reason: str) -> None:
+def _reject(job: Job, alerts: IngestAlerts, exc: FileRejected) -> None:
+    """A file not stored: a failure (alerting) or a skip on purpose, by its reason."""
     job.files_skipped += 1
-    job.errors.append({"path": path, "reason": reason})
+    issue = {"path": exc.path, "reason": exc.reason}
+    if exc.detail:
+        issue["detail"] = exc.detail
+    if exc.reason in FAILURE_REASONS:
+        job.errors.append(issue)
+        alerts.file_failed(exc.path, exc.reason)
+    else:
+        job.skipped.append(issue)
+        alerts.files_ok([exc.path])
 
 
-def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[[Job, Callable[[], None]], None]:
+def ingest_paths(rt: Runtime, writer: Writer, alerts: IngestAlerts, paths: Sequence[str]
+                 ) -> Callable[[Job, Callable[[], None]], None]:
     """A job body that ingests files and folders, reporting bad files and going on."""
     cfg = rt.cfg.ingest
 
@@ -37,12 +55,14 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
 
     def work(job: Job, progress: Callable[[], None]) -> None:
         files: list[Path] = []
-        for item in walk_paths(paths, excludes=cfg.excludes, respect_gitignore=cfg.respect_gitignore):
+        for item in walk_paths(paths, excludes=cfg.excludes, respect_gitignore=cfg.respect_gitignore,
+                               ignored=job.ignored):
             if isinstance(item, FileRejected):
-                _reject(job, item.path, item.reason)
+                _reject(job, alerts, item)
             else:
                 files.append(item)
         job.files_total = len(files) + job.files_skipped
+        job.bytes_total = sum(_size(f) for f in files)
         progress()
 
         def prepared() -> Iterator[Prepared]:
@@ -51,39 +71,52 @@ def ingest_paths(rt: Runtime, writer: Writer, paths: Sequence[str]) -> Callable[
                 job.check()  # a safe point: every earlier file is stored or not at all
                 job.current = shown(path)
                 try:
-                    doc = with_root(load_file(path, max_bytes=cfg.max_file_bytes),
+                    doc = with_root(load_file(path, max_bytes=cfg.max_file_bytes, blobs=cfg),
                                     root_of(path, given))
                     item = writer.prepare(doc, dedupe=seen)
                 except FileRejected as exc:
-                    _reject(job, exc.path, exc.reason)
+                    _reject(job, alerts, exc)
                     job.files_done += 1
+                    job.bytes += _size(path)
                     progress()
                     continue
                 if item is None:
+                    alerts.files_ok([doc.uri])
                     job.files_unchanged += 1
                     job.files_done += 1
+                    job.bytes += _size(path)
                     progress()
                     continue
                 yield item
 
-        _write_all(rt, writer, job, prepared(), progress)
+        _write_all(rt, writer, alerts, job, prepared(), progress)
+        alerts.prune()
         if job.errors:
             rt.metrics.incr("context_engine.ingestion.files_failed", len(job.errors))
-            rt.metrics.alert(ALERT_INGEST_FAILED, True, f"{len(job.errors)} files skipped")
+        if job.skipped:
+            rt.metrics.incr("context_engine.ingestion.files_skipped", len(job.skipped))
     return work
 
 
-def _write_all(rt: Runtime, writer: Writer, job: Job, items: Iterator[Prepared],
-               progress: Callable[[], None]) -> None:
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _write_all(rt: Runtime, writer: Writer, alerts: IngestAlerts, job: Job,
+               items: Iterator[Prepared], progress: Callable[[], None]) -> None:
     def on_written(p: Prepared, sid: int) -> None:
         _count_written(rt, job, p, sid)
+        alerts.files_ok([p.doc.uri])
         progress()
 
     for group in batched(items, BATCH_CHUNKS):
         try:
             writer.write_batch(group, on_written, job.check)
         except NoSpace:
-            rt.metrics.alert(ALERT_INGEST_FAILED, True, "disk full")
+            alerts.write_failed("store")
             raise NoSpace(
                 f"the disk holding the data dir filled up: {len(job.sources)} of "
                 f"{job.files_total} files were stored before it did, and are kept; the "
@@ -91,8 +124,9 @@ def _write_all(rt: Runtime, writer: Writer, job: Job, items: Iterator[Prepared],
                 "stored ones are skipped as unchanged)", stored=len(job.sources),
                 files=job.files_total) from None
         except CtxError:
-            rt.metrics.alert(ALERT_INGEST_FAILED, True, "write failed")
+            alerts.write_failed("store")
             raise
+        alerts.write_ok("store")
 
 
 def _count_written(rt: Runtime, job: Job, p: Prepared, sid: int) -> None:
@@ -100,6 +134,10 @@ def _count_written(rt: Runtime, job: Job, p: Prepared, sid: int) -> None:
     job.chunks += len(p.chunks)
     job.bytes += int(p.doc.meta.get("bytes", len(p.doc.text.encode("utf-8"))))
     job.sources.append(sid)
+    if p.alias_of is not None:  # the same content is stored already: say where
+        title = src.title_of(rt.vault, sid)
+        if title is not None and (sid, title) not in job.existing:
+            job.existing.append((sid, title))
     rt.metrics.incr("context_engine.ingestion.sources")
     rt.metrics.incr("context_engine.ingestion.chunks", len(p.chunks))
 
@@ -115,17 +153,28 @@ class DocumentWork:
     stored; an error fails the jobs not yet stored, never the ones before.
     """
 
-    def __init__(self, rt: Runtime, writer: Writer, load: Callable[[], LoadedDocument]) -> None:
-        self.rt, self.writer, self.load = rt, writer, load
+    def __init__(self, rt: Runtime, writer: Writer, alerts: IngestAlerts,
+                 load: Callable[[], LoadedDocument]) -> None:
+        self.rt, self.writer, self.alerts, self.load = rt, writer, alerts, load
 
     def __call__(self, job: Job, progress: Callable[[], None]) -> None:
         job.files_total = 1
-        item = self.writer.prepare(self.load())
+        doc = self.load()
+        item = self.writer.prepare(doc)
         if item is None:
-            job.files_unchanged += 1
-            job.files_done += 1
+            self._unchanged(job, doc)
             return
-        _write_all(self.rt, self.writer, job, iter([item]), progress)
+        _write_all(self.rt, self.writer, self.alerts, job, iter([item]), progress)
+
+    def _unchanged(self, job: Job, doc: LoadedDocument) -> None:
+        """The same text is stored already under this uri (the same text under another
+        title, too: a text's uri is its content's hash): say which source holds it."""
+        job.files_unchanged += 1
+        job.files_done += 1
+        for sid, _ in src.versions(self.rt.vault, doc.uri)[:1]:
+            title = src.title_of(self.rt.vault, sid)
+            if title is not None:
+                job.existing.append((sid, title))
 
     def joins(self, other: object) -> bool:
         return isinstance(other, DocumentWork) and other.writer is self.writer
@@ -149,8 +198,7 @@ class DocumentWork:
                     outcome[job.id] = exc
                     continue
                 if item is None:
-                    job.files_unchanged += 1
-                    job.files_done += 1
+                    self._unchanged(job, doc)
                     outcome[job.id] = None
                     progress(job)
                     continue
@@ -194,20 +242,24 @@ class DocumentWork:
         except Cancelled as exc:
             for job, _ in pending:
                 outcome.setdefault(job.id, exc)
+            return
         except CtxError:
-            self.rt.metrics.alert(ALERT_INGEST_FAILED, True, "write failed")
+            self.alerts.write_failed("store")
             raise
+        self.alerts.write_ok("store")
 
 
-def ingest_text(rt: Runtime, writer: Writer, text: str, *, title: str | None, kind: str,
-                uri: str | None = None, created_at: float | None = None
+def ingest_text(rt: Runtime, writer: Writer, alerts: IngestAlerts, text: str, *,
+                title: str | None, kind: str, uri: str | None = None,
+                created_at: float | None = None
                 ) -> Callable[[Job, Callable[[], None]], None]:
-    return DocumentWork(rt, writer, lambda: load_text(
+    return DocumentWork(rt, writer, alerts, lambda: load_text(
         text, title=title, kind=kind, uri=uri, created_at=created_at))
 
 
-def ingest_conversation(rt: Runtime, writer: Writer, turns: Sequence[Mapping[str, Any]], *,
-                        title: str, uri: str, session_time: float | None
+def ingest_conversation(rt: Runtime, writer: Writer, alerts: IngestAlerts,
+                        turns: Sequence[Mapping[str, Any]], *, title: str, uri: str,
+                        session_time: float | None
                         ) -> Callable[[Job, Callable[[], None]], None]:
-    return DocumentWork(rt, writer, lambda: load_conversation(
+    return DocumentWork(rt, writer, alerts, lambda: load_conversation(
         turns, title=title, uri=uri, session_time=session_time))

@@ -16,6 +16,16 @@ batch, instead of one model call and one vector-store call per document (the
 SciFact bench ingests 5,183 abstracts as 5,183 jobs; each alone kept one of two
 cores idle whenever it had a single chunk, and paid about 50 ms of Chroma
 upsert). Each keeps its own id, state, progress and error.
+
+Ingestion runs in two stages per job. The job body stores text for the keyword
+lanes (stage "keyword") and lists what it stored in ``vector_sources``; the job
+then stays running in stage "vectors" while a background stage (``Stage``,
+``engine.flows.vector_stage``) makes those sources' vectors. The background
+stage runs on the same writer thread, a step of about half a second at a time,
+only while no job is queued: a folder dropped while another one's vectors are
+being made is stored for keyword search first. Cancelling a job in its vector
+stage leaves its sources keyword-searchable: the next job to reach its vector
+stage, or the next engine warm-up, makes their vectors.
 """
 
 from __future__ import annotations
@@ -26,64 +36,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
 
-from engine.api import FINAL_JOB_STATES, ErrorInfo, FileIssue, JobSnapshot
+from engine.api import FINAL_JOB_STATES, ErrorInfo, JobSnapshot
 from engine.errors import CtxError, InternalError, NotFound
+from engine.flows.job import Cancelled, Job, JoinableWork, Stage, Work
+
+__all__ = ["Cancelled", "Job", "JobRunner", "JoinableWork", "Stage", "Work"]
 
 log = logging.getLogger("ctx.jobs")
 
 Listener = Callable[[JobSnapshot], None]
-
-
-@dataclass
-class Job:
-    id: str
-    kind: str
-    state: str = "queued"  # queued | running | done | failed | cancelled
-    created: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    files_total: int = 0
-    files_done: int = 0
-    files_skipped: int = 0
-    files_unchanged: int = 0
-    bytes: int = 0
-    bytes_total: int = 0  # when known ahead (transcript sync): for a time-left estimate
-    chunks: int = 0
-    current: str = ""
-    errors: list[dict[str, str]] = field(default_factory=list)  # {path, reason} per file
-    sources: list[int] = field(default_factory=list)
-    error: ErrorInfo | None = None
-    inputs: tuple[str, ...] = ()  # what a "paths" job was asked to ingest
-    cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self.cancel_event.is_set()
-
-    def check(self) -> None:
-        """A safe point: raise :class:`Cancelled` when the job was asked to stop."""
-        if self.cancel_event.is_set():
-            raise Cancelled(self.id)
-
-    def snapshot(self) -> JobSnapshot:
-        return JobSnapshot(
-            id=self.id, kind=self.kind, state=self.state,  # type: ignore[arg-type]
-            created=self.created, started=self.started, finished=self.finished,
-            files_total=self.files_total, files_done=self.files_done,
-            files_skipped=self.files_skipped, files_unchanged=self.files_unchanged,
-            bytes=self.bytes, bytes_total=self.bytes_total, chunks=self.chunks,
-            current=self.current, errors=tuple(FileIssue.from_dict(e) for e in self.errors),
-            sources=tuple(self.sources), error=self.error, inputs=self.inputs)
-
-
-class Cancelled(Exception):
-    """Raised at a job's safe point after ``cancel()``; the runner marks the job cancelled."""
-
-
-Work = Callable[[Job, Callable[[], None]], None]
 FINAL_STATES = FINAL_JOB_STATES
 # Jobs run together at most (see the module docstring): 64 abstracts of SciFact are
 # about 90 chunks at 300-token chunks (more at the default 200), enough to keep both
@@ -91,26 +53,19 @@ FINAL_STATES = FINAL_JOB_STATES
 MAX_JOINED = 64
 
 
-@runtime_checkable
-class JoinableWork(Protocol):
-    """A job body that may run together with the jobs queued right behind it."""
-
-    def __call__(self, job: Job, progress: Callable[[], None]) -> None: ...
-
-    def joins(self, other: object) -> bool:
-        """Whether ``other`` (a queued job's body) may run in one group with this one."""
-        ...
-
-    def run_joined(self, group: list[tuple[Job, Any]], progress: Callable[[Job], None]
-                   ) -> dict[str, BaseException | None]:
-        """Run ``group`` (this body first); each job's outcome by id (None: done)."""
-        ...
-
-
 class JobRunner:
-    """One worker thread; jobs run in submission order (the single-writer rule)."""
+    """One worker thread; jobs run in submission order (the single-writer rule), and a
+    background ``stage`` between them (see the module docstring)."""
 
-    def __init__(self, on_finish: Callable[[Job], None] | None = None) -> None:
+    def __init__(self, on_finish: Callable[[Job], None] | None = None, *,
+                 stage: Stage | None = None,
+                 on_stage: Callable[[Job], None] | None = None) -> None:
+        self._stage = stage
+        self._on_stage = on_stage  # a job's keyword stage is done: its sources are stored
+        self._staged: list[Job] = []  # jobs in their vector stage, in order
+        self._running: Job | None = None  # the job whose body runs now
+        self._last = ""  # the job submitted last
+        self._stopping = False
         self._jobs: dict[str, Job] = {}
         self._queue: queue.Queue[tuple[Job, Work] | None] = queue.Queue()
         self._lock = threading.Lock()
@@ -126,6 +81,8 @@ class JobRunner:
     def submit(self, kind: str, work: Work, *, inputs: tuple[str, ...] = ()) -> Job:
         job = Job(id=uuid.uuid4().hex[:16], kind=kind, inputs=inputs)
         with self._lock:
+            job.ahead = self._last
+            self._last = job.id
             self._jobs[job.id] = job
         self._queue.put((job, work))
         self._emit(job)
@@ -153,13 +110,23 @@ class JobRunner:
     def get(self, job_id: str) -> JobSnapshot:
         with self._lock:
             job = self._jobs.get(job_id)
-        if job is None:
-            raise NotFound("no such job", field="job_id")
-        return job.snapshot()
+            if job is None:
+                raise NotFound("no such job", field="job_id")
+            return self._snap(job)
 
     def list(self) -> list[JobSnapshot]:
         with self._lock:
-            return [j.snapshot() for j in self._jobs.values()]
+            return [self._snap(j) for j in self._jobs.values()]
+
+    def _snap(self, job: Job) -> JobSnapshot:
+        """``job``'s snapshot, saying which job a queued one waits behind (under _lock):
+        the one running now, else the one submitted before it while that is unfinished."""
+        behind = ""
+        if job.state == "queued":
+            ahead = self._running or self._jobs.get(job.ahead)
+            if ahead is not None and ahead is not job and ahead.state in ("queued", "running"):
+                behind = ahead.id
+        return job.snapshot(behind, self.paused)
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -223,8 +190,8 @@ class JobRunner:
 
     def _emit(self, job: Job) -> None:
         with self._emit_lock:
-            snap = job.snapshot()
             with self._lock:
+                snap = self._snap(job)
                 listeners = list(self._listeners)
             for fn in listeners:
                 try:
@@ -234,8 +201,9 @@ class JobRunner:
 
     def _loop(self) -> None:
         while True:
-            item = self._queue.get()
+            item = self._next()
             if item is None:
+                self._finish_staged()
                 return
             job, work = item
             self._wait_resumed(job)
@@ -247,6 +215,8 @@ class JobRunner:
                 if job.state == "cancelled":  # dropped while queued
                     continue
                 job.state, job.started = "running", time.time()
+                job.stage = self._first_stage(job)
+                self._running = job
             self._emit(job)
             outcome: BaseException | None = None
             try:
@@ -254,7 +224,83 @@ class JobRunner:
                 work(job, lambda j=job: self._progress(j))
             except Exception as exc:  # noqa: BLE001 - _settle records and reports it
                 outcome = exc
+            with self._lock:
+                self._running = None
             self._settle(job, outcome)
+
+    def _next(self) -> tuple[Job, Work] | None:
+        """The next queued job; while none is queued, the background stage's steps."""
+        while True:
+            if not self._staged:
+                return self._queue.get()
+            try:
+                return self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            if self.paused or not self._stage_step():
+                try:
+                    return self._queue.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+
+    def _stage_step(self) -> bool:
+        """One step of the background stage for the jobs in it; settles those that end.
+        False when it could do nothing now."""
+        for job in [j for j in self._staged if j.cancel_requested]:
+            self._staged.remove(job)
+            self._settle(job, Cancelled(job.id))
+        if not self._staged:
+            return True
+        assert self._stage is not None
+        jobs = list(self._staged)
+        try:
+            moved = self._stage.step(jobs)
+        except Exception as exc:  # noqa: BLE001 - every job of the stage fails with it
+            self._staged.clear()
+            for job in jobs:
+                self._settle(job, exc)
+            return True
+        for job in jobs:
+            if not job.vector_sources:
+                self._staged.remove(job)
+                self._settle(job, None)
+            else:
+                self._emit(job)
+        return moved
+
+    def _finish_staged(self) -> None:
+        """At stop: finish the vector stage of the jobs in it (cancelled ones end at the
+        next step); a background job of the engine's own (kind "vectors") ends now."""
+        self._stopping = True
+        for job in [j for j in self._staged if j.kind == "vectors"]:
+            job.cancel_event.set()
+        while self._staged:
+            if not self._stage_step():
+                time.sleep(0.05)
+
+    def _first_stage(self, job: Job) -> str:
+        return "keyword" if self._stage is not None and self._stage.staged(job.kind) else ""
+
+    def _enter_stage(self, job: Job) -> bool:
+        """After ``job``'s body: True (and announced) when it goes on to its vector stage."""
+        if self._stage is None or self._stopping and job.kind == "vectors":
+            job.vector_sources = []
+        else:
+            with self._lock:
+                others = [j for j in self._jobs.values()
+                          if j is not job and j.state in ("queued", "running")]
+            self._stage.adopt(job, others)
+        if not job.vector_sources:
+            return False
+        job.stage = "vectors"
+        self._staged.append(job)
+        self._emit(job)
+        if self._on_stage is not None:
+            try:
+                self._on_stage(job)
+            except Exception:
+                log.exception("job stage hook failed")
+        return True
 
     def _queued_behind(self, work: Work) -> list[tuple[Job, Work]]:
         """The jobs queued right behind ``work`` that may join it (taken off the queue)."""
@@ -276,7 +322,9 @@ class JobRunner:
             for job, work in group:
                 if job.state != "cancelled":  # those dropped while queued stay dropped
                     job.state, job.started = "running", time.time()
+                    job.stage = self._first_stage(job)
                     live.append((job, work))
+            self._running = live[0][0] if live else None
         for job, _ in live:
             self._emit(job)
         if not live:
@@ -288,11 +336,16 @@ class JobRunner:
         except Exception as exc:  # a bug in the group runner: every job reports it
             log.exception("joined jobs failed")
             outcomes = {job.id: exc for job, _ in live}
+        with self._lock:
+            self._running = None
         for job, _ in live:
             self._settle(job, outcomes.get(job.id))
 
     def _settle(self, job: Job, outcome: BaseException | None) -> None:
-        """Record how ``job`` ended (None: done), announce it, run the finish hook."""
+        """Record how ``job`` ended (None: done, or on to its vector stage), announce it,
+        run the finish hook."""
+        if outcome is None and job.stage != "vectors" and self._enter_stage(job):
+            return
         if outcome is None:
             job.state = "done"
         elif isinstance(outcome, Cancelled):

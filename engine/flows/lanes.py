@@ -223,12 +223,14 @@ def _lane_pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def to_hit(row: ChunkRow, score: float, lanes: dict[str, int]) -> SearchHit:
+def to_hit(row: ChunkRow, score: float, lanes: dict[str, int], stage: str = "ready"
+           ) -> SearchHit:
     path, root, lines = place_of(row.source, row.source_kind, row.meta)
     return SearchHit(
         chunk_id=row.id, source_id=row.source_id, source=row.source, title=row.title,
         kind=row.kind, source_kind=row.source_kind, text=row.text, score=score,
         lanes=dict(lanes), time=row.time, ordinal=row.ordinal, tokens=row.tokens,
         heading=row.heading, meta=dict(row.meta), path=path, root=root, lines=lines,
+        stage=stage,
     )
 

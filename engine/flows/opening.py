@@ -93,9 +93,11 @@ def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) ->
 
 
 def rebuild_reason(vault: Vault, vectors: VectorStore) -> tuple[str | None, int, int]:
-    """Why the vectors must be rebuilt now (None if not), the vault's chunk count and
-    the vector count."""
-    chunks = src.counts(vault)["chunks"]
+    """Why the vectors must be rebuilt now (None if not), the vault's count of chunks
+    that have vectors (not those still waiting for the vector stage) and the vector
+    count."""
+    counts = src.counts(vault)
+    chunks = counts["chunks"] - counts["chunks_waiting"]  # those that have vectors
     if vectors.backend == "memory":
         return ("memory backend" if chunks else None), chunks, 0
     if isinstance(vectors, OfflineVectors):

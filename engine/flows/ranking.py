@@ -243,6 +243,9 @@ def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = No
                                     expand_session=expand_session)
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     top = (distinct_sources_of(ranked, res.rows, k) if distinct_sources else ranked[:k])
-    found = [to_hit(res.rows[cid], score, lanes.get(cid, {})) for cid, score, _ in top]
+    waiting = rt.vault.waiting_sources()  # stored, their vectors not made yet
+    found = [to_hit(res.rows[cid], score, lanes.get(cid, {}),
+                    "keyword" if res.rows[cid].source_id in waiting else "ready")
+             for cid, score, _ in top]
     rt.metrics.observe(QUERY_MS, timer.total())
     return found

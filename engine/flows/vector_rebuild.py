@@ -141,7 +141,7 @@ def fill_memory(rt: Runtime) -> str:
         how = "patched"
         log.info("vector snapshot patched: %d vectors kept, %d read from the vault",
                  int(same.sum()), len(fresh))
-    elif src.counts(vault)["chunks"]:
+    elif src.counts(vault)["chunks"] > src.counts(vault)["chunks_waiting"]:
         rebuild(vault, vectors, rt.embedder, reset=False)
         how = "rebuilt"
     else:

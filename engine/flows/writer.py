@@ -1,16 +1,16 @@
-"""From loaded documents to stored sources: chunk, summarise, embed (cached), write.
+"""From loaded documents to stored sources: chunk, summarise, store; and embed.
 
-Chunks are embedded in batches that span several small documents, so the
-model sees full batches; vectors already known (same model, same text) come
-from the vault's cache instead of the model. Each document is written as one
-crash-safe unit (see ``engine.store.sources``).
+``prepare`` chunks and summarises a document; ``write_batch`` stores prepared
+documents for the keyword lanes (stage 1, one transaction a batch); ``encode``
+runs the model for the vector stage (``engine.flows.vector_stage``, stage 2),
+longest texts first in paced steps. See ``engine.store.sources`` for what a
+crash leaves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,10 +20,10 @@ import numpy as np
 from engine.config import Config
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder, encode_documents
-from engine.errors import CtxError
+from engine.errors import CtxError, NoSpace
 from engine.ingest.chunking import chunk_document
-from engine.ingest.embedtext import cache_key, content_hash, embed_text
-from engine.store import aliases, embed_cache
+from engine.ingest.embedtext import content_hash
+from engine.store import aliases
 from engine.store import sources as src
 from engine.store.vault import Vault
 from engine.store.vectors import VectorStore
@@ -70,7 +70,7 @@ class Prepared:
 
 
 class Writer:
-    """Embeds and stores prepared documents; the engine's single writer uses one of these."""
+    """Stores prepared documents and embeds texts; the engine's single writer uses one."""
 
     def __init__(self, cfg: Config, vault: Vault, vectors: VectorStore, embedder: Embedder,
                  hasher: NameHasher, counter: TokenCounter) -> None:
@@ -118,36 +118,30 @@ class Writer:
             dedupe.setdefault(item.key(), item)
         return item
 
-    def _vectors(self, texts: Sequence[str], check: Callable[[], None] | None = None
-                 ) -> np.ndarray:
-        """Vectors of ``texts``: from the cache, else from the model in steps of
-        ``EMBED_STEP`` texts, with ``check()`` (a cancellation point) between steps."""
-        keys = [cache_key(self.embedder.name, t) for t in texts]
-        cached = self.vault.cached_vectors(keys)
-        first: dict[str, int] = {}
-        for i, k in enumerate(keys):
-            if k not in cached and k not in first:
-                first[k] = i
-        fresh: dict[str, np.ndarray] = {}
-        if first:
-            todo = self._by_length(texts, list(first.items()))
-            self._load_model(check)
-            start = 0
-            while start < len(todo):
-                if check is not None:
-                    check()
-                step = todo[start:start + self._step]
-                began = time.perf_counter()
-                vecs = encode_documents(self.embedder, [texts[i] for _, i in step])
-                self._pace(len(step), time.perf_counter() - began)
-                self.embedded_texts += len(step)
-                fresh.update({k: vecs[j] for j, (k, _) in enumerate(step)})
-                start += len(step)
-            embed_cache.put(self.vault, [(k, v.astype(np.float32).tobytes())
-                                         for k, v in fresh.items()])
+    def encode(self, texts: Sequence[str], check: Callable[[], None] | None = None,
+               on_step: Callable[[int], None] | None = None, *,
+               longest_first: bool = False) -> np.ndarray:
+        """The model's vectors of ``texts`` (in order), computed longest text first in
+        steps of up to ``EMBED_STEP`` texts paced to about STEP_SECONDS each, with
+        ``check()`` before each step and ``on_step(n)`` after it. ``longest_first``:
+        the caller has ordered them so already."""
         out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
-        for i, k in enumerate(keys):
-            out[i] = fresh[k] if k in fresh else np.frombuffer(cached[k], dtype=np.float32)
+        todo = [("", i) for i in range(len(texts))]
+        if not longest_first:
+            todo = self._by_length(texts, todo)
+        start = 0
+        while start < len(todo):
+            if check is not None:
+                check()
+            step = todo[start:start + self._step]
+            began = time.perf_counter()
+            vecs = encode_documents(self.embedder, [texts[i] for _, i in step])
+            self._pace(len(step), time.perf_counter() - began)
+            self.embedded_texts += len(step)
+            out[[i for _, i in step]] = vecs
+            start += len(step)
+            if on_step is not None:
+                on_step(len(step))
         return out
 
     def _by_length(self, texts: Sequence[str], todo: list[tuple[str, int]]
@@ -168,124 +162,56 @@ class Writer:
             per_text = max(seconds, 1e-6) / n
             self._step = max(EMBED_STEP_MIN, min(EMBED_STEP, int(STEP_SECONDS / per_text)))
 
-    def _load_model(self, check: Callable[[], None] | None) -> None:
-        """Load a lazy model in a helper thread, so that a cancel need not wait for it."""
-        if check is None or getattr(self.embedder, "loaded", True):
-            return
-        loader = threading.Thread(target=self._try_load, name="ctx-model-load", daemon=True)
-        loader.start()
-        while loader.is_alive():
-            loader.join(0.1)
-            check()
-
-    def _try_load(self) -> None:
-        try:
-            self.embedder.load()  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - encode() loads again and reports the error
-            log.debug("model load failed in the helper thread")
-
     def write_batch(self, batch: Sequence[Prepared],
                     on_written: Callable[[Prepared, int], None] | None = None,
                     check: Callable[[], None] | None = None,
                     keep: Callable[[Prepared], bool] | None = None) -> list[int]:
-        """Embed every chunk of ``batch`` in one pass, then store each document.
+        """Stage 1 of ingestion: store every document of ``batch`` for the keyword lanes,
+        in one transaction (each is searchable by keyword from its commit on; its
+        vectors are made after, by ``engine.flows.vector_stage``). Returns the new
+        source ids.
 
-        ``check`` is called at the safe points (between embedding steps and
-        between documents) and may raise to stop: documents already written
-        stay, the others are not written at all. ``on_written`` may raise too.
-        ``keep(p)``, asked just before a document is stored, may say False to
-        leave that one out (a job of a joined group cancelled meanwhile).
+        ``check`` is called first and may raise to stop: nothing of the batch is
+        stored then. ``keep(p)`` may say False to leave a document out (a job of a
+        joined group cancelled meanwhile). ``on_written(p, source_id)`` is then called
+        for every stored document in order, an alias with its twin's id; should one
+        raise, the others are still told (what they stored stays), then the first
+        error is raised.
         """
-        texts = [embed_text(p.doc.title, ch.heading, ch.kind, ch.text)
-                 for p in batch for ch in p.chunks]
-        vecs = (self._vectors(texts, check) if texts
-                else np.zeros((0, self.embedder.dim), np.float32))
-        written: list[int] = []
+        if check is not None:
+            check()
+        if self.vault.read_only:  # opened on a full disk: it reads, it stores nothing
+            raise NoSpace("the disk holding the data dir was full when the store opened: "
+                          "nothing was written; free some space and reopen the store")
+        kept = [p for p in batch if keep is None or keep(p)]
+        own = [p for p in kept if p.alias_of is None]
         try:
-            self._store(batch, vecs, written, on_written, check, keep)
-        except BaseException:
-            try:  # versions replaced before the stop: their vectors go now, or at next open
-                self.flush_tombstones()
-            except Exception:  # noqa: BLE001 - the first error is the one to report
-                log.warning("vector tombstones left for the next open")
-            raise
-        self.flush_tombstones()
-        return written
-
-    def _store(self, batch: Sequence[Prepared], vecs: np.ndarray, written: list[int],
-               on_written: Callable[[Prepared, int], None] | None,
-               check: Callable[[], None] | None,
-               keep: Callable[[Prepared], bool] | None = None) -> None:
-        """Store the batch's documents: every one pending, then all their vectors in one
-        vector-store call (one call per document cost about 50 ms of Chroma upsert each,
-        10% of ingesting SciFact's abstracts), then each made ready in order.
-
-        Until its vectors are in, a stop (``check``, ``keep``, an error) removes the
-        pending documents of this call; a crash leaves them pending, and ``recover``
-        at open removes them with their vectors.
-        """
-        offset = 0
-        pending: list[tuple[Prepared, int]] = []
-        ids: list[int] = []
-        rows: list[np.ndarray] = []
-        metas: list[dict[str, object]] = []
-        try:
-            for p in batch:
-                if check is not None:
-                    check()
-                n = len(p.chunks)
-                if keep is not None and not keep(p):
-                    offset += n  # its vectors are skipped with it
-                    continue
-                if p.alias_of is not None:
-                    pending.append((p, -1))
-                    continue
-                chunk_hashes = [content_hash(ch.text) for ch in p.chunks]
-                sid, chunk_ids = src.insert_pending(self.vault, p.doc, p.doc_hash, p.chunks,
-                                                    chunk_hashes, p.surrogates, p.project)
-                pending.append((p, sid))
-                ids += chunk_ids
-                rows.append(vecs[offset:offset + n])
-                metas += [self._meta(p, sid, ch) for ch in p.chunks]
-                offset += n
-            if ids:
-                self.vectors.add(ids, np.concatenate(rows), metas)
-        except BaseException:
-            self._undo([sid for _, sid in pending if sid >= 0])
-            raise
-        for n, (p, sid) in enumerate(pending):
+            ids = src.store_keyword(self.vault, [src.NewSource(
+                p.doc, p.doc_hash, p.chunks, [content_hash(ch.text) for ch in p.chunks],
+                p.surrogates, p.project, p.replaces, p.unalias) for p in own])
+        finally:  # versions replaced: their vectors go now (or at the next open)
+            self._flush_quietly()
+        for p, sid in zip(own, ids, strict=True):
+            p.source_id = sid
+        first: BaseException | None = None
+        for p in kept:
             try:
-                self._finish(p, sid, written, on_written)
-            except BaseException:  # the rest stay pending: remove them (and their vectors)
-                self._undo([s for _, s in pending[n + 1:] if s >= 0])
-                raise
+                sid = self._store_alias(p) if p.alias_of is not None else p.source_id
+                if on_written is not None and sid is not None:
+                    on_written(p, sid)
+            except BaseException as exc:  # noqa: BLE001 - raised once the rest are told
+                first = first or exc
+            if p.alias_of is None:
+                p.release()
+        if first is not None:
+            raise first
+        return ids
 
-    def _undo(self, source_ids: list[int]) -> None:
-        """Remove the pending sources of a failed batch, on a full disk too (the data dir's
-        reserved space is given back for it); the batch's own error is the one raised."""
+    def _flush_quietly(self) -> None:
         try:
-            self.vault.with_room(lambda: src.delete_sources(self.vault, source_ids))
-        except CtxError as exc:
-            log.warning("%d pending sources left for the next open (%s)", len(source_ids),
-                        exc.name)
-
-    def _finish(self, p: Prepared, sid: int, written: list[int],
-                on_written: Callable[[Prepared, int], None] | None) -> None:
-        """Make one stored document ready (an alias: point its path at its twin)."""
-        if p.alias_of is not None:
-            sid = self._store_alias(p)
-            if on_written is not None:
-                on_written(p, sid)
-            return
-        kept = aliases.keep_aliased(self.vault, p.replaces)  # other paths keep the old text
-        src.finalize(self.vault, sid, [r for r in p.replaces if r not in kept])
-        if p.unalias:
-            aliases.drop(self.vault, [p.doc.uri])
-        p.source_id = sid
-        written.append(sid)
-        if on_written is not None:
-            on_written(p, sid)
-        p.release()
+            self.flush_tombstones()
+        except CtxError as exc:  # the tombstones stay: the next write or open flushes them
+            log.warning("vector tombstones left for later (%s)", exc.name)
 
     def _store_alias(self, p: Prepared) -> int:
         """Point ``p``'s path at the source that holds the same content."""
@@ -295,16 +221,6 @@ class Writer:
         aliases.attach(self.vault, p.doc.uri, target, p.doc.created_at, p.replaces)
         p.source_id = target
         return target
-
-    def _meta(self, p: Prepared, sid: int, ch: ChunkDraft) -> dict[str, object]:
-        meta: dict[str, object] = {"source_id": sid, "kind": ch.kind, "source_kind": p.doc.kind,
-                                   "source_h": self.hasher(p.doc.uri)}
-        when = ch.time if ch.time is not None else p.doc.created_at
-        if when is not None:
-            meta["time"] = float(when)
-        if p.project:
-            meta["project_h"] = self.hasher(p.project)
-        return meta
 
     def flush_tombstones(self) -> int:
         """Delete vectors of retired sources from the vector store; returns how many sources."""

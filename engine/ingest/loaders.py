@@ -18,6 +18,7 @@ from pathlib import Path
 
 from engine.errors import (
     REJECT_BINARY,
+    REJECT_BLOB,
     REJECT_EMPTY,
     REJECT_MALFORMED,
     REJECT_SPECIAL,
@@ -30,7 +31,10 @@ from engine.errors import (
     NotUtf8,
 )
 from engine.ingest import formats as fm
+from engine.ingest.blobs import blob_kind
+from engine.ingest.config import IngestConfig
 from engine.pathnames import shown
+from engine.tokens import TokenCounter
 from engine.types import SOURCE_KINDS, LoadedDocument
 
 DEFAULT_MAX_BYTES = 20_000_000
@@ -192,8 +196,12 @@ def _html_text(data: bytes, where: str) -> str:
         raise FileRejected(where, REJECT_BINARY) from exc
 
 
-def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedDocument:
+def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+              blobs: IngestConfig | None = None) -> LoadedDocument:
     """Load one file as text plus metadata, or raise :class:`FileRejected`.
+
+    With ``blobs`` (the ingest config), text that holds data rather than words
+    (``engine.ingest.blobs``) is rejected with reason ``blob``, its kind as detail.
 
     The size is checked by ``stat`` before any byte is read. ``uri`` is the
     resolved absolute path, ``title`` the file name (or the HTML ``<title>``
@@ -243,6 +251,10 @@ def load_file(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedDocume
         raise FileRejected(where, REJECT_MALFORMED) from exc
     if not text.strip():
         raise FileRejected(where, REJECT_EMPTY)
+    if blobs is not None:
+        kind_of = blob_kind(path.name, text, blobs, TokenCounter.shared().count)
+        if kind_of is not None:
+            raise FileRejected(where, REJECT_BLOB, detail=kind_of)
     try:
         uri = shown(path.resolve())
     except OSError:

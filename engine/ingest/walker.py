@@ -32,6 +32,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".mypy_cache/", ".pytest_cache/", "dist/", "build/", "*.pyc", ".DS_Store",
 )
 IGNORE_FILES: tuple[str, ...] = (".ctxignore", ".gitignore")  # first wins within one folder
+_FIXED = GitIgnoreSpec.from_lines(DEFAULT_EXCLUDES)
 _IGNORE_FILE_MAX_BYTES = 1_000_000
 
 
@@ -39,24 +40,26 @@ _IGNORE_FILE_MAX_BYTES = 1_000_000
 class _Rules:
     """The ignore rules of one folder; ``prefix`` turns a walk-relative path into theirs."""
 
-    specs: tuple[GitIgnoreSpec, ...]  # in precedence order (.ctxignore, then .gitignore)
+    # (ignore file name, its rules) in precedence order (.ctxignore, then .gitignore)
+    specs: tuple[tuple[str, GitIgnoreSpec], ...]
     strip: str  # walk-relative folder of these rules + "/" ("" at or above the walk root)
     prefix: str  # path of the walk root relative to these rules' folder + "/" (above root)
 
-    def decide(self, rel: str, is_dir: bool) -> bool | None:
-        """True: ignored, False: re-included by a ``!`` rule, None: no rule matched."""
+    def decide(self, rel: str, is_dir: bool) -> tuple[bool, str] | None:
+        """(True: ignored, False: re-included by a ``!`` rule; the ignore file that
+        said so), or None when no rule matched."""
         local = self.prefix + rel[len(self.strip):]
         if is_dir:
             local += "/"
-        for spec in self.specs:
+        for name, spec in self.specs:
             result = spec.check_file(local)
             if result.include is not None:
-                return bool(result.include)
+                return bool(result.include), name
         return None
 
 
-def _read_rules(folder: Path, names: Sequence[str]) -> tuple[GitIgnoreSpec, ...]:
-    specs: list[GitIgnoreSpec] = []
+def _read_rules(folder: Path, names: Sequence[str]) -> tuple[tuple[str, GitIgnoreSpec], ...]:
+    specs: list[tuple[str, GitIgnoreSpec]] = []
     for name in names:
         path = folder / name
         try:
@@ -66,7 +69,7 @@ def _read_rules(folder: Path, names: Sequence[str]) -> tuple[GitIgnoreSpec, ...]
         except OSError:
             log.debug("ignore file unreadable: %s", path)
             continue
-        specs.append(GitIgnoreSpec.from_lines(lines))
+        specs.append((name, GitIgnoreSpec.from_lines(lines)))
     return tuple(specs)
 
 
@@ -95,25 +98,45 @@ def _ancestor_rules(root: Path, names: Sequence[str]) -> list[_Rules]:
     return rules
 
 
-def _is_ignored(rel: str, is_dir: bool, fixed: GitIgnoreSpec, stack: Sequence[_Rules]) -> bool:
+# What left an entry out (``walk_paths``'s ``ignored`` counts): the fixed excludes and
+# the caller's, or an ignore file.
+IGNORED_BY = {".gitignore": "gitignore", ".ctxignore": "ctxignore"}
+
+
+def _ignored_by(rel: str, is_dir: bool, fixed: GitIgnoreSpec, stack: Sequence[_Rules]
+                ) -> str | None:
+    """Why ``rel`` is ignored ("excluded", "gitignore", "ctxignore"), None if it is not."""
     if fixed.match_file(rel + "/" if is_dir else rel):
-        return True
+        return "excluded"
     for rules in reversed(stack):  # the deepest folder's rules win
         decision = rules.decide(rel, is_dir)
         if decision is not None:
-            return decision
-    return False
+            return IGNORED_BY.get(decision[1], "excluded") if decision[0] else None
+    return None
 
 
 class _Walk:
     """State of one call to :func:`walk_paths` (seen files, count, rules)."""
 
-    def __init__(self, fixed: GitIgnoreSpec, names: tuple[str, ...], max_files: int | None):
+    def __init__(self, fixed: GitIgnoreSpec, names: tuple[str, ...], max_files: int | None,
+                 ignored: dict[str, int] | None = None):
         self.fixed = fixed
         self.names = names
         self.max_files = max_files
         self.count = 0
         self.seen: set[tuple[int, int]] = set()
+        self.ignored = ignored if ignored is not None else {}
+
+    def left_out(self, rel: str, is_dir: bool, stack: Sequence[_Rules]) -> bool:
+        """Whether ``rel`` is ignored, counting it by rule (the fixed folders nobody
+        wants indexed, like .git, are not counted: nobody expects them)."""
+        why = _ignored_by(rel, is_dir, self.fixed, stack)
+        if why is None:
+            return False
+        name = rel.rsplit("/", 1)[-1]
+        if why != "excluded" or not _FIXED.match_file(name + "/" if is_dir else name):
+            self.ignored[why] = self.ignored.get(why, 0) + 1
+        return True
 
     def full(self) -> bool:
         return self.max_files is not None and self.count >= self.max_files
@@ -152,10 +175,10 @@ class _Walk:
             except OSError:
                 is_dir = False
             if is_dir:
-                if not _is_ignored(rel, True, self.fixed, stack):
+                if not self.left_out(rel, True, stack):
                     yield from self._folder(path, rel, stack)
                 continue
-            if _is_ignored(rel, False, self.fixed, stack):
+            if self.left_out(rel, False, stack):
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)
@@ -176,6 +199,7 @@ def walk_paths(
     excludes: Sequence[str] = (),
     respect_gitignore: bool = True,
     max_files: int | None = None,
+    ignored: dict[str, int] | None = None,
 ) -> Iterator[Path | FileRejected]:
     """Yield the files to ingest under ``paths``, in a deterministic order.
 
@@ -188,12 +212,15 @@ def walk_paths(
     enclosing git work tree above a walked folder) only when
     ``respect_gitignore``. At most ``max_files`` paths are yielded; a file
     reached twice (named and inside a folder, or by a symlink) is yielded once.
+    ``ignored``, when given, counts the entries (files and folders) that rules left
+    out, by rule: "gitignore", "ctxignore", "excluded" (the caller's excludes; the
+    fixed ones, like ``.git``, are not counted).
     """
     if max_files is not None and max_files < 0:
         raise InvalidInput("max_files must be >= 0")
     fixed = GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *excludes])
     names = IGNORE_FILES if respect_gitignore else (".ctxignore",)
-    walk = _Walk(fixed, names, max_files)
+    walk = _Walk(fixed, names, max_files, ignored)
     for raw in paths:
         if walk.full():
             return

@@ -83,6 +83,12 @@ def _promote(c: Any, source_id: int) -> bool:
     return True
 
 
+def retire_versions(c: Any, source_ids: Sequence[int]) -> list[int]:
+    """Within a write (``c``): hand each of these replaced versions to its oldest alias,
+    or delete it (vectors tombstoned); returns the ids deleted."""
+    return _retire(c, source_ids)
+
+
 def _retire(c: Any, source_ids: Sequence[int]) -> list[int]:
     deleted: list[int] = []
     for sid in source_ids:

@@ -19,6 +19,17 @@ def put(vault: Vault, rows: Iterable[tuple[str, bytes]], *, chunks: bool = True)
         c.executemany("INSERT OR IGNORE INTO embed_cache VALUES (?, ?)", list(rows))
 
 
+def present(vault: Vault, keys: Sequence[str]) -> set[str]:
+    """Those of ``keys`` that the cache holds (their vectors are not read)."""
+    out: set[str] = set()
+    keys = list(keys)
+    for i in range(0, len(keys), 900):
+        part = keys[i:i + 900]
+        out.update(r[0] for r in vault._query(
+            f"SELECT hash FROM embed_cache WHERE hash IN ({','.join('?' * len(part))})", part))
+    return out
+
+
 def scan(vault: Vault) -> Iterator[tuple[str, bytes]]:
     """Every cached (key, vector bytes), in one sequential read of the table (looking
     keys up one by one costs a random, decrypted page read each)."""

@@ -151,10 +151,22 @@ M6_CHUNK_VERSION = """
         END;
 """
 
+# Staged ingestion: a source is stored ready for the keyword lane first (``embedded``
+# 0) and gets its vectors after (1); sources written before this were both at once.
+# Making a source embedded changes which chunks have vectors, so the chunk version
+# (the vector snapshot's) goes up with it; the partial index lists what waits.
+M7_STAGES = """
+        ALTER TABLE sources ADD COLUMN embedded INTEGER NOT NULL DEFAULT 1;
+        CREATE INDEX sources_waiting ON sources(id) WHERE embedded = 0;
+        CREATE TRIGGER sources_version_embedded AFTER UPDATE OF embedded ON sources BEGIN
+            UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunk_version';
+        END;
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
-                              5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION}
+                              5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES}
 
 
 def check_version(conn: Conn) -> None:

@@ -26,8 +26,9 @@ class EmbedInput(NamedTuple):
 def embed_inputs(vault: Vault, after: int, limit: int, *, ready_only: bool = True
                  ) -> list[EmbedInput]:
     """Up to ``limit`` chunks with an id above ``after``, ascending (a page of a scan
-    of the store); ``ready_only`` leaves out sources not ready (written or deleted now)."""
-    ready = "s.state = 'ready' AND " if ready_only else ""
+    of the store); ``ready_only`` leaves out sources not ready (written or deleted now)
+    and those still waiting for the vector stage (it makes their vectors)."""
+    ready = "s.state = 'ready' AND s.embedded = 1 AND " if ready_only else ""
     rows = vault._query(
         "SELECT c.id, s.title, c.heading, c.kind, c.text FROM chunks c "
         f"JOIN sources s ON s.id = c.source_id WHERE {ready}c.id > ? "

@@ -1,11 +1,18 @@
 """Source-level writes on the vault, crash-safe with the vector store.
 
-A source is written as ``pending`` (rows, chunks, FTS, surrogates in one
-transaction), its vectors are added, then it becomes ``ready`` in a second
-transaction that also retires the version it replaces. Vector deletions are
-recorded as tombstones in the same transaction as the rows they follow, and
-cleared once Chroma has done them. ``recover()`` at open finishes or undoes
-whatever a crash interrupted, so every source is fully present or absent.
+Ingestion stores a source in two stages, each one transaction:
+
+1. ``store_keyword``: rows, chunks, FTS, surrogates, written ``ready`` with
+   ``embedded = 0``, retiring the versions it replaces: from then on the keyword
+   lanes find it (the vector lane does not have it yet);
+2. ``mark_embedded``: once the vector store holds its chunks' vectors.
+
+A crash between the two leaves a whole, keyword-searchable source whose vectors
+are made again at the next open (from the embedding cache where they got that
+far). Vector deletions are recorded as tombstones in the same transaction as the
+rows they follow, and cleared once the vector store has done them. ``recover()``
+at open removes sources left ``pending`` (written by the single-stage writer of
+older versions), so every source is absent, keyword-ready or fully ready.
 """
 
 from __future__ import annotations
@@ -13,25 +20,34 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.api import SourceInfo
 from engine.pathnames import shown
+from engine.store.aliases import retire_versions
 from engine.store.vault import Vault
 from engine.types import ChunkDraft, LoadedDocument
 
 _COLS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
-         "tokens, project")
+         "tokens, project, CASE embedded WHEN 0 THEN 'keyword' ELSE 'ready' END")
 
 
 def list_ready(vault: Vault, *, project: str | None = None) -> list[SourceInfo]:
+    """Every stored source (keyword-ready or fully ready), by id."""
     sql = f"SELECT {_COLS} FROM sources WHERE state = 'ready'"
     args: tuple[Any, ...] = ()
     if project is not None:
         sql += " AND project = ?"
         args = (project,)
     return [SourceInfo(*r) for r in vault._conn().execute(sql + " ORDER BY id", args).fetchall()]
+
+
+def title_of(vault: Vault, source_id: int) -> str | None:
+    row = vault._query("SELECT title FROM sources WHERE id = ? AND state = 'ready'",
+                       (source_id,))
+    return str(row[0][0]) if row else None
 
 
 def versions(vault: Vault, uri: str) -> list[tuple[int, str]]:
@@ -41,48 +57,115 @@ def versions(vault: Vault, uri: str) -> list[tuple[int, str]]:
         "ORDER BY id DESC", (uri,))]
 
 
-def insert_pending(vault: Vault, doc: LoadedDocument, content_hash: str,
-                   chunks: Sequence[ChunkDraft], chunk_hashes: Sequence[str],
-                   surrogates: dict[str, str] | None, project: str | None = None) -> tuple[int, list[int]]:
-    """Write a source and its chunks as ``pending``; returns (source id, chunk ids)."""
+@dataclass
+class NewSource:
+    """A document to store: its chunks (with their content hashes), surrogates, the
+    ready versions it replaces, and whether its uri was an alias until now."""
+
+    doc: LoadedDocument
+    content_hash: str
+    chunks: Sequence[ChunkDraft]
+    chunk_hashes: Sequence[str]
+    surrogates: dict[str, str] | None
+    project: str | None = None
+    replaces: Sequence[int] = ()
+    unalias: bool = False
+
+
+def store_keyword(vault: Vault, items: Sequence[NewSource]) -> list[int]:
+    """Stage 1, in one transaction: write each source with its chunks (and so its FTS
+    rows) as ready for the keyword lanes (``embedded = 0``; 1 when it has no chunk),
+    hand each replaced version to another of its paths or retire it (tombstoned),
+    and drop the alias rows of uris that get a source of their own. Returns the new
+    source ids, in order."""
     now = time.time()
+    out: list[int] = []
     with vault.write() as c:
-        cur = c.execute(
-            "INSERT INTO sources(uri, kind, title, fmt, content_hash, bytes, created_at, "
-            "ingested_at, n_chunks, tokens, state, project, meta) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?, 'pending', ?, ?)",
-            (doc.uri, doc.kind, doc.title, doc.fmt, content_hash,
-             int(doc.meta.get("bytes", len(doc.text.encode("utf-8")))), doc.created_at, now,
-             len(chunks), sum(ch.tokens for ch in chunks), project,
-             json.dumps({k: v for k, v in doc.meta.items() if k in ("mtime", "language")})),
-        )
-        source_id = int(cur.lastrowid)
-        ids: list[int] = []
-        for ch, h in zip(chunks, chunk_hashes):
-            session = ch.meta.get("session")
-            cur = c.execute(
-                "INSERT INTO chunks(source_id, ordinal, kind, heading, text, tokens, start, time, "
-                "content_hash, meta, session, failure) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (source_id, ch.ordinal, ch.kind, ch.heading, ch.text, ch.tokens, ch.start,
-                 ch.time, h, json.dumps(ch.meta, sort_keys=True, default=str),
-                 str(session) if session is not None else None,
-                 1 if ch.meta.get("failure") else 0),
-            )
-            ids.append(int(cur.lastrowid))
-        if surrogates:
-            c.execute("INSERT INTO surrogates VALUES (?,?,?,?)",
-                      (source_id, surrogates.get("full", ""), surrogates.get("gist", ""),
-                       surrogates.get("micro", "")))
-    return source_id, ids
+        for it in items:
+            sid = _insert(c, it, now)
+            retire_versions(c, it.replaces)
+            if it.unalias:
+                c.execute("DELETE FROM source_aliases WHERE uri = ?", (it.doc.uri,))
+            out.append(sid)
+    return out
 
 
-def finalize(vault: Vault, source_id: int, replaces: Sequence[int] = ()) -> None:
-    """Make a pending source ready and retire the versions it replaces (tombstoned)."""
-    with vault.write() as c:
-        c.execute("UPDATE sources SET state = 'ready' WHERE id = ?", (source_id,))
-        for old in replaces:
-            c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (old, time.time()))
-            c.execute("DELETE FROM sources WHERE id = ?", (old,))
+def _insert(c: Any, it: NewSource, now: float) -> int:
+    doc, chunks = it.doc, it.chunks
+    cur = c.execute(
+        "INSERT INTO sources(uri, kind, title, fmt, content_hash, bytes, created_at, "
+        "ingested_at, n_chunks, tokens, state, project, meta, embedded) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?, 'ready', ?, ?, ?)",
+        (doc.uri, doc.kind, doc.title, doc.fmt, it.content_hash,
+         int(doc.meta.get("bytes", len(doc.text.encode("utf-8")))), doc.created_at, now,
+         len(chunks), sum(ch.tokens for ch in chunks), it.project,
+         json.dumps({k: v for k, v in doc.meta.items() if k in ("mtime", "language")}),
+         0 if chunks else 1),
+    )
+    source_id = int(cur.lastrowid)
+    c.executemany(
+        "INSERT INTO chunks(source_id, ordinal, kind, heading, text, tokens, start, time, "
+        "content_hash, meta, session, failure) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(source_id, ch.ordinal, ch.kind, ch.heading, ch.text, ch.tokens, ch.start, ch.time,
+          h, json.dumps(ch.meta, sort_keys=True, default=str),
+          str(ch.meta["session"]) if ch.meta.get("session") is not None else None,
+          1 if ch.meta.get("failure") else 0)
+         for ch, h in zip(chunks, it.chunk_hashes, strict=True)])
+    if it.surrogates:
+        c.execute("INSERT INTO surrogates VALUES (?,?,?,?)",
+                  (source_id, it.surrogates.get("full", ""), it.surrogates.get("gist", ""),
+                   it.surrogates.get("micro", "")))
+    return source_id
+
+
+class EmbedRow(NamedTuple):
+    """What the vector stage needs of one chunk: its embedding input and the metadata
+    its vector is filed under."""
+
+    id: int
+    source_id: int
+    title: str
+    heading: str
+    kind: str
+    text: str
+    time: float | None
+    uri: str
+    source_kind: str
+    created_at: float | None
+    project: str | None
+
+
+def waiting(vault: Vault, limit: int | None = None) -> list[tuple[int, int]]:
+    """(source id, chunks) of the sources stored for the keyword lanes whose vectors are
+    not made yet, oldest first."""
+    sql = ("SELECT id, n_chunks FROM sources INDEXED BY sources_waiting "
+           "WHERE embedded = 0 AND state = 'ready' ORDER BY id")
+    rows = vault._query(sql + (" LIMIT ?" if limit is not None else ""),
+                        (limit,) if limit is not None else ())
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def embed_rows(vault: Vault, source_ids: Sequence[int]) -> list[EmbedRow]:
+    """The chunks of these sources that still wait for vectors, by source then ordinal
+    (a source replaced or deleted meanwhile has none)."""
+    out: list[EmbedRow] = []
+    for i in range(0, len(source_ids), 400):
+        part = [int(s) for s in source_ids[i:i + 400]]
+        out += [EmbedRow(*r) for r in vault._query(
+            "SELECT c.id, c.source_id, s.title, c.heading, c.kind, c.text, c.time, s.uri, "
+            "s.kind, s.created_at, s.project FROM chunks c JOIN sources s "
+            f"ON s.id = c.source_id WHERE s.id IN ({','.join('?' * len(part))}) "
+            "AND s.embedded = 0 AND s.state = 'ready' ORDER BY c.source_id, c.ordinal",
+            part)]
+    return out
+
+
+def mark_embedded(vault: Vault, source_ids: Sequence[int]) -> None:
+    """Stage 2 done: the vector store holds these sources' vectors."""
+    if source_ids:
+        with vault.write() as c:
+            c.executemany("UPDATE sources SET embedded = 1 WHERE id = ? AND embedded = 0",
+                          [(int(s),) for s in source_ids])
 
 
 KeyOf = Callable[[str, str, str, str], str]  # (title, heading, kind, text) -> cache key
@@ -147,10 +230,16 @@ def recover(vault: Vault) -> list[int]:
 
 
 def counts(vault: Vault) -> dict[str, int]:
+    """Stored sources, chunks, tokens and bytes; and of them, the sources (and chunks)
+    still waiting for their vectors."""
     row = vault._conn().execute(
         "SELECT count(*), COALESCE(sum(n_chunks), 0), COALESCE(sum(tokens), 0), "
         "COALESCE(sum(bytes), 0) FROM sources WHERE state = 'ready'").fetchone()
-    return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3]}
+    wait = vault._conn().execute(
+        "SELECT count(*), COALESCE(sum(n_chunks), 0) FROM sources INDEXED BY sources_waiting "
+        "WHERE embedded = 0 AND state = 'ready'").fetchone()
+    return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3],
+            "sources_waiting": wait[0], "chunks_waiting": wait[1]}
 
 
 TRANSCRIPT = "transcript:"

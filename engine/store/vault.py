@@ -170,6 +170,7 @@ class Vault:
         self._generation = 0
         self._count_cache: tuple[int, int] | None = None
         self._all_ready: tuple[int, bool] = (-1, False)  # (generation, every source ready)
+        self._waiting: tuple[int, frozenset[int]] | None = None  # (generation, source ids)
         # (generation, word -> chunks holding it): a vocabulary lookup reads the word's
         # whole posting list (several ms for common words at 100k chunks), so counts are
         # kept until the next write that may change chunks
@@ -498,13 +499,14 @@ class Vault:
         return int(self.get_meta("chunk_version") or 0)
 
     def chunk_fingerprints(self) -> tuple[list[int], list[str]]:
-        """Every chunk of a ready source: ids ascending and their content hashes, read
-        from the content-hash index alone (no text page is read)."""
+        """Every chunk of a ready source that has its vectors (not one waiting for the
+        vector stage): ids ascending and their content hashes, read from the
+        content-hash index alone (no text page is read)."""
         rows = self._conn().execute(
             "SELECT id, content_hash FROM chunks INDEXED BY chunks_hash").fetchall()
         busy = {r[0] for r in self._conn().execute(
             "SELECT c.id FROM sources s JOIN chunks c ON c.source_id = s.id "
-            "WHERE s.state != 'ready'")}
+            "WHERE s.state != 'ready' OR s.embedded = 0")}
         rows = sorted(r for r in rows if r[0] not in busy)
         return [r[0] for r in rows], [r[1] or "" for r in rows]
 
@@ -546,6 +548,18 @@ class Vault:
             "SELECT DISTINCT json_extract(meta, '$.speaker') FROM chunks "
             "WHERE id > ? AND meta LIKE '%\"speaker\"%'", (after_id,)).fetchall()
         return frozenset(r[0].strip() for r in rows if isinstance(r[0], str) and r[0].strip())
+
+    def waiting_sources(self) -> frozenset[int]:
+        """Ids of the stored sources whose vectors are not made yet (staged ingestion:
+        the keyword lanes find them, the vector lane not yet); cached per write
+        generation (one read of a partial index, empty most of the time)."""
+        gen, held = self._generation, self._waiting
+        if held is not None and held[0] == gen:
+            return held[1]
+        ids = frozenset(r[0] for r in self._conn().execute(
+            "SELECT id FROM sources INDEXED BY sources_waiting WHERE embedded = 0"))
+        self._waiting = (gen, ids)
+        return ids
 
     def _ready_chunks(self, ids: Sequence[int]) -> set[int]:
         """Those of ``ids`` whose source is ready (an ingest or delete in progress leaves

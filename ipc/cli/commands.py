@@ -15,11 +15,12 @@ from typing import Any
 
 from engine import EngineAPI, InvalidInput, JobSnapshot, KeyUnavailable, NotUtf8
 from ipc.cli.backend import open_backend, served
-from ipc.cli.output import Progress, emit_json, fmt_time, parse_when, table
+from ipc.cli.output import emit_json, fmt_time, parse_when, table
+from ipc.cli.progress import JobProgress, summary
 from ipc.errors import ServerUnavailable
 from ipc.places import place
 from ipc.protocol import MAX_BUDGET
-from ipc.status_text import histogram_line, memory_line
+from ipc.status_text import histogram_line, memory_line, waiting_line
 
 NO_WAY_TO_UNLOCK = (
     "no keychain here and no terminal to ask for a passphrase. Give one in any of these "
@@ -73,7 +74,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _wait_job(backend: EngineAPI, job_id: str) -> JobSnapshot:
-    bar = Progress()
+    bar = JobProgress(describe=lambda jid: _job_or_none(backend, jid))
     seen: JobSnapshot | None = None
     try:
         while True:
@@ -94,6 +95,13 @@ def _wait_job(backend: EngineAPI, job_id: str) -> JobSnapshot:
             time.sleep(0.1)
     finally:
         bar.close()
+
+
+def _job_or_none(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
+    try:
+        return backend.job(job_id)
+    except Exception:  # noqa: BLE001 - a description only: the job may be gone
+        return None
 
 
 def _read_stdin() -> str:
@@ -120,10 +128,14 @@ def _interrupted(backend: Any, job_ids: list[str], as_json: bool) -> int:
         return 130
     kept = sum(len(s.sources) for s in snaps)
     chunks = sum(s.chunks for s in snaps)
+    waiting = sum(max(0, s.to_embed - s.embedded) for s in snaps)
     if as_json:
         emit_json({"interrupted": True, "jobs": [s.to_dict() for s in snaps]})
     print(f"interrupted: kept {kept} sources ({chunks} chunks) stored before the stop; "
           "files not finished were not stored", file=sys.stderr)
+    if waiting:
+        print(f"  they are searchable by keyword; {waiting} chunks wait for their vectors, "
+              "made by the next ingest or engine start", file=sys.stderr)
     return 130
 
 
@@ -167,11 +179,12 @@ def _ingest(backend: EngineAPI, args: argparse.Namespace, job_ids: list[str]) ->
         emit_json({"jobs": [s.to_dict() for s in snaps]})
     else:
         for s in snaps:
-            print(f"{s.files_done - s.files_skipped - s.files_unchanged} ingested, "
-                  f"{s.files_unchanged} unchanged, {s.files_skipped} skipped, "
-                  f"{s.chunks} chunks")
+            first, *rest = summary(s)
+            print(first)
+            for line in rest:
+                print(line, file=sys.stderr)
             for err in s.errors:
-                print(f"  skipped {err.path}: {err.reason}", file=sys.stderr)
+                print(f"  failed {err.path}: {err.reason}", file=sys.stderr)
             if s.state == "failed" and s.error is not None:
                 print(f"  job failed: {s.error.name}", file=sys.stderr)
     if any(s.state == "failed" for s in snaps):
@@ -282,6 +295,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{key:>15}: {shown[key]}")
         if key == "vector_backend":
             print(f"{'in memory':>15}: {memory_line(status.vectors_in_memory)}")
+        if key == "vectors" and status.sources_waiting:
+            print(f"{'waiting':>15}: {waiting_line(status)}")
         if key == "model" and status.model_backend_reason:
             print(f"{'model backend':>15}: {status.model_backend_reason}")
     print(f"{'last backup':>15}: "

@@ -13,7 +13,8 @@ from typing import Any
 
 from engine import EngineAPI, InvalidInput, NotFound, RecallResult
 from ipc.cli.backend import open_backend
-from ipc.cli.output import SyncProgress, emit_json, parse_when
+from ipc.cli.output import emit_json, parse_when
+from ipc.cli.progress import JobProgress
 from ipc.projects import current_project
 
 
@@ -42,7 +43,7 @@ def index_with_progress(backend: EngineAPI, index: list[str], sync: bool) -> Rec
                               name="ctx-recall-index", daemon=True)
     thread.start()
     watcher = _watcher(backend)
-    bar = SyncProgress()
+    bar = JobProgress()
     try:
         while thread.is_alive():
             thread.join(0.2)

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.api import Event, JobChanged, JobSnapshot
 from engine.flows import recall_sync
-from ipc.cli.output import SyncProgress
+from ipc.cli.progress import JobProgress
 from tests.conftest import shared_data
 
 
@@ -56,11 +56,15 @@ def test_sync_job_carries_progress(engine: Any, tmp_path: Path) -> None:
 
 
 def test_progress_line_names_files_bytes_chunks_rate_and_time_left() -> None:
-    out = io.StringIO()
-    bar = SyncProgress(out, every_s=0.0)
-    bar.update(JobSnapshot(id="j", kind="sync", state="running", created=0.0, files_done=3,
-                           files_total=10, bytes=3 * 1024 * 1024,
-                           bytes_total=10 * 1024 * 1024, chunks=420))
-    line = out.getvalue()
-    assert "3/10 files" in line and "3.0 MB/10.0 MB" in line and "420 chunks" in line
-    assert "/s" in line and "left" in line
+    bar = JobProgress(io.StringIO(), every_s=0.0, after_s=0.0)
+
+    def snap(files: int, mb: int) -> JobSnapshot:
+        return JobSnapshot(id="j", kind="sync", state="running", created=0.0,
+                           files_done=files, files_total=10, bytes=mb * 1024 * 1024,
+                           bytes_total=10 * 1024 * 1024, chunks=140 * files)
+
+    bar.line(snap(1, 1), now=100.0)
+    line = bar.line(snap(3, 3), now=102.0)  # 2 MB in 2 s: 7 MB left at 1 MB/s
+    assert line.startswith("indexing: 3/10 files")
+    assert "3.0 MB/10.0 MB" in line and "420 chunks" in line
+    assert "1.0 MB/s" in line and "7s left" in line

@@ -345,7 +345,7 @@ def test_the_tray_look_follows_the_state(tray_session: XSession, env: dict[str, 
         folder.mkdir()
         for i in range(400):
             (folder / f"note{i:03d}.md").write_text(f"# Note {i}\n\n" + "Harbour tides. " * 400)
-        (folder / "scan.txt").write_bytes(bytes(range(256)) * 64)  # one file that fails
+        (folder / "scan.json").write_text("{\"tide\": [1, 2")  # one file that fails (a binary one is a skip)
         assert tell(data_dir, env, "--ingest", str(folder)).returncode == 0
         wait_status(data_dir, env, app, lambda s: s["tray"]["look"] == "ingesting")
         shows(env, display, "ingesting")

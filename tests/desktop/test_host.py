@@ -49,7 +49,10 @@ def test_ingest_reports_progress_and_sources_changed(host: EngineHost, qtbot: An
     host.job_progress.connect(snaps.append)
     with qtbot.waitSignal(host.sources_changed, timeout=30000):
         host.ingest_paths([str(docs)])
+    # the sources are stored (keyword search) first; the job ends once their vectors are in
+    qtbot.waitUntil(lambda: snaps[-1].state != "running", timeout=30000)
     final = snaps[-1]
+    assert any(s.stage == "vectors" for s in snaps)
     assert final.state == "done" and final.files_done == 2 and final.chunks > 0
     assert host.jobs[final.id].state == "done"
     listed: list[Any] = []
@@ -132,12 +135,13 @@ def test_failures_come_back_as_signals_with_the_error(host: EngineHost, qtbot: A
 def test_ingestion_failures_raise_an_alert(host: EngineHost, qtbot: Any, tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "blob.bin").write_bytes(bytes(range(256)) * 64)
+    # a file that fails (malformed JSON); a binary file is a skip and raises no alert
+    (bad / "broken.json").write_text('{"tide": [1, 2')
     with qtbot.waitSignal(host.alert, timeout=30000) as blocker:
-        host.ingest_paths([str(bad / "blob.bin")])
+        host.ingest_paths([str(bad / "broken.json")])
     notice = blocker.args[0]
     assert notice.name == "ingest_failed" and notice.job is not None
-    assert notice.message == "blob.bin: 1 file could not be ingested"
+    assert notice.message == "broken.json: 1 file could not be ingested"
 
 
 def test_run_before_ready_fails_clearly(make_host: Callable[..., EngineHost], qtbot: Any) -> None:

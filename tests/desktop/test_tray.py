@@ -99,7 +99,7 @@ def test_the_look_follows_jobs_pause_and_clears_with_its_cause(host: Any, qtbot:
     tray.look_changed.connect(looks.append)
     bad = tmp_path / "inbox"
     bad.mkdir()
-    (bad / "scan.txt").write_bytes(bytes(range(256)) * 16)
+    (bad / "scan.json").write_text("{\"tide\": [1, 2")  # fails (malformed; a binary file is a skip)
     (bad / "note.md").write_text("# Note\n\nTide tables for the harbour.\n")
     with qtbot.waitSignal(host.sources_changed, timeout=30000):
         host.ingest_paths([str(bad)])

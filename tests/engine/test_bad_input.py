@@ -35,7 +35,9 @@ def test_bad_files_are_skipped_with_reasons(tmp_path: Path, data_dir: Path) -> N
         before = eng.status().chunks
         job = eng.wait(eng.ingest(paths=[str(bad)]))
         assert job.state == "done"
-        reasons = {Path(e.path).name: e.reason for e in job.errors}
+        reasons = {Path(e.path).name: e.reason for e in job.errors + job.skipped}
+        assert {Path(e.path).name for e in job.errors} <= {"broken.json", "broken.pdf",
+                                                           "locked.txt"}
         expected = {"binary.txt": "binary", "empty.md": "empty", "huge.txt": "too_large",
                     "broken.json": "malformed", "broken.pdf": "malformed"}
         if os.geteuid() != 0:  # root reads anything

@@ -32,14 +32,20 @@ def test_jobs_sources_and_builds_are_announced_in_order(engine: ContextEngine,
     events: list[Event] = []
     changed = threading.Event()
     engine.subscribe(events.append)
-    engine.subscribe(lambda e: changed.set() if isinstance(e, SourcesChanged) else None)
+    engine.subscribe(lambda e: changed.set() if isinstance(e, SourcesChanged)
+                     and e.reason == "vectors" else None)
     job = engine.wait(engine.ingest(paths=[str(_docs(tmp_path))]), timeout=60)
     assert changed.wait(30)  # announced on the writer thread once the job has ended
     jobs = [e.job for e in events if isinstance(e, JobChanged)]
     assert jobs[0].state == "queued" and jobs[-1] == job and job.state == "done"
     stored = [e for e in events if isinstance(e, SourcesChanged)]
-    assert [(e.reason, set(e.source_ids)) for e in stored] == [("ingest", set(job.sources))]
-    assert events.index(stored[0]) > events.index(JobChanged(job))  # after the job ended
+    # once stored (keyword-searchable), once their vectors are in (after the job ended)
+    assert [(e.reason, set(e.source_ids)) for e in stored] == [
+        ("ingest", set(job.sources)), ("vectors", set(job.sources))]
+    keyword = next(e.job for e in events if isinstance(e, JobChanged)
+                   and e.job.stage == "vectors")
+    assert events.index(stored[0]) > events.index(JobChanged(keyword))
+    assert events.index(stored[1]) > events.index(JobChanged(job))
 
     payload = engine.build_context("why do otters hold hands?", budget=200)
     with caller("ipc", pid=os.getpid(), request="r" * 32):

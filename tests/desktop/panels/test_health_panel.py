@@ -75,9 +75,10 @@ def test_ingestion_failure_is_an_alert(qtbot: Any, panel_host: Any, tmp_path: Pa
 
     panel = HealthPanel(panel_host, refresh_ms=60_000)
     qtbot.addWidget(panel)
-    (tmp_path / "junk.txt").write_bytes(bytes(range(256)) * 8)
+    # a file that fails (malformed JSON); a skip (a binary file) raises no alert
+    (tmp_path / "broken.json").write_text('{"tide": [1, 2')
     with qtbot.waitSignal(panel_host.alert, timeout=60_000):
-        ingest(qtbot, panel_host, [str(tmp_path / "junk.txt")])
+        ingest(qtbot, panel_host, [str(tmp_path / "broken.json")])
     _refreshed(qtbot, panel)
     lines = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
     assert any("could not be ingested" in line for line in lines)

@@ -58,7 +58,8 @@ def test_an_unreadable_non_utf8_name_is_reported_with_escapes(engine: ContextEng
     snap = engine.wait(engine.ingest(paths=[str(d)]), timeout=60)
     _wire_safe(snap)
     assert snap.state == "done" and len(engine.sources()) == 1
-    assert snap.errors == (FileIssue(str(d) + "/caf\\xe9.txt", "empty"),)
+    assert snap.skipped == (FileIssue(str(d) + "/caf\\xe9.txt", "empty"),)
+    assert snap.errors == ()  # a skip, not a failure
 
 
 def test_fifo_and_socket_in_a_folder_are_reported_not_opened(engine: ContextEngine,
@@ -76,9 +77,10 @@ def test_fifo_and_socket_in_a_folder_are_reported_not_opened(engine: ContextEngi
     finally:
         sock.close()
     assert snap.state == "done" and snap.files_skipped == 2
-    assert sorted(snap.errors, key=lambda e: e.path) == [
+    assert sorted(snap.skipped, key=lambda e: e.path) == [
         FileIssue(str(d / "pipe.txt"), REJECT_SPECIAL), FileIssue(str(sock_path), REJECT_SPECIAL)]
-    assert named.errors == (FileIssue(str(d / "pipe.txt"), REJECT_SPECIAL),)
+    assert named.skipped == (FileIssue(str(d / "pipe.txt"), REJECT_SPECIAL),)
+    assert snap.errors == named.errors == ()
     assert [s.uri for s in engine.sources()] == [str(d / "a.md")]
 
 
@@ -137,7 +139,7 @@ def test_docx_zip_bomb_is_refused_before_inflating(engine: ContextEngine, tmp_pa
     monkeypatch.setattr(zipfile.ZipFile, "read", spy)
     snap = engine.wait(engine.ingest(paths=[str(bomb), str(fine)]), timeout=120)
     assert snap.state == "done"
-    assert snap.errors == (FileIssue(str(bomb), REJECT_UNPACKED_TOO_LARGE),)
+    assert snap.skipped == (FileIssue(str(bomb), REJECT_UNPACKED_TOO_LARGE),)
     assert [s.uri for s in engine.sources()] == [str(fine)]
     assert inflated and all(Path(str(bomb)).name not in n for n in inflated)
     assert "word/document.xml" in inflated  # only the honest file's parts were read

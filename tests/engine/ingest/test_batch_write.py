@@ -1,5 +1,6 @@
-"""A write batch adds all its documents' vectors in one vector-store call, and a failure
-before they are in leaves no document of the batch behind."""
+"""A write batch adds all its documents' vectors in one vector-store call, and a failed
+vector stage leaves the batch's documents keyword-searchable, waiting for their vectors
+(staged ingestion), until a later vector stage makes them."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_one_vector_call_per_batch(data_dir: Path, tmp_path: Path,
             == {f"d{i}.md" for i in range(6)}
 
 
-def test_a_failed_vector_write_leaves_no_document_of_the_batch(
+def test_a_failed_vector_stage_leaves_the_documents_keyword_ready(
         data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     docs = _folder(tmp_path, 4)
     with ContextEngine.open(data_dir, embedder=FakeEmbedder()) as eng:
@@ -60,11 +61,21 @@ def test_a_failed_vector_write_leaves_no_document_of_the_batch(
 
         monkeypatch.setattr(eng.rt.vectors, "add", broken)
         snap = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)
-        assert snap.state == "failed" and snap.sources == ()
-        assert _counts(eng) == before
-        assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
-                                  )[0][0] == 0
+        assert snap.state == "failed" and snap.error is not None
+        assert snap.error.name == "vector_store_unavailable" and len(snap.sources) == 4
+        assert _counts(eng) == (before[0] + 4, before[1] + 4, before[2])  # no vector
+        assert {s.stage for s in eng.sources() if s.uri.startswith(str(docs))} == {"keyword"}
+        hits = eng.search("lantern number 3", k=4)
+        assert hits and {h.stage for h in hits} == {"keyword"} and \
+            all("vector" not in h.lanes for h in hits)
+        status = eng.status()
+        assert (status.sources_waiting, status.chunks_waiting) == (4, 4)
+        assert "context_engine.ingestion.failed" in status.alerts
         monkeypatch.undo()
         again = eng.wait(eng.ingest(paths=[str(docs)]), timeout=60)
-        assert again.state == "done" and again.files_done == 4
+        assert again.state == "done" and again.files_unchanged == 4
+        assert (again.to_embed, again.embedded) == (4, 4)  # it made the waiting ones
         assert _counts(eng) == (before[0] + 4, before[1] + 4, before[2] + 4)
+        assert {s.stage for s in eng.sources()} == {"ready"}
+        assert eng.status().sources_waiting == 0
+        assert "context_engine.ingestion.failed" not in eng.status().alerts

@@ -1,4 +1,9 @@
-"""Cancelling ingestion jobs on a real vault: what was stored stays, the rest is absent."""
+"""Cancelling ingestion jobs on a real vault: what was stored stays, the rest is absent.
+
+A job stores text first (keyword stage), then makes vectors (vector stage). A cancel
+in the keyword stage keeps the files already stored; one in the vector stage keeps
+every source keyword-searchable, and their vectors are made by the next vector stage
+(a later ingest, or the engine's warm-up at the next open) from where it stopped."""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ import numpy as np
 from engine.api import Event, JobChanged, JobSnapshot
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
-from engine.flows.writer import EMBED_STEP
+from engine.flows.ingest import BATCH_CHUNKS
+from engine.flows.vector_stage import STEP_TEXTS
 
 
 class GatedEmbedder(FakeEmbedder):
@@ -24,7 +30,11 @@ class GatedEmbedder(FakeEmbedder):
         self.entered = threading.Event()
         self.gate = threading.Event()
 
+    sizes: list[int]
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.sizes = getattr(self, "sizes", [])
+        self.sizes.append(len(texts))
         if self.calls + 1 == self.hold_at:
             self.entered.set()
             self.gate.wait(30)
@@ -47,8 +57,8 @@ def _long_text(n_paragraphs: int, word: str) -> str:
     return "\n\n".join(para.format(i=i) for i in range(n_paragraphs))
 
 
-def test_cancel_between_embedding_steps_keeps_earlier_sources(data_dir: Path,
-                                                             tmp_path: Path) -> None:
+def test_cancel_in_the_vector_stage_keeps_the_source_keyword_ready(data_dir: Path,
+                                                                   tmp_path: Path) -> None:
     big = tmp_path / "big.md"
     big.write_text(_long_text(200, "lighthouse"))
     emb = GatedEmbedder(hold_at=3)  # call 1: the earlier text; 2, 3...: big.md's steps
@@ -59,26 +69,34 @@ def test_cancel_between_embedding_steps_keeps_earlier_sources(data_dir: Path,
         jid = eng.ingest(paths=[str(big)])
         assert emb.entered.wait(30)
         snap = eng.cancel_job(jid)
-        assert snap.id == jid and snap.state == "running"
+        assert snap.id == jid and snap.state == "running" and snap.stage == "vectors"
         emb.gate.set()
         final = eng.wait(jid, timeout=30)
-        assert final.state == "cancelled" and final.sources == ()
-        assert emb.calls == 3  # stopped at the step after the one in flight
+        assert final.state == "cancelled" and len(final.sources) == 1
+        assert 0 < final.embedded < final.to_embed == final.chunks > STEP_TEXTS
         after = _store_state(eng)
-        assert after == before  # the partial source left nothing: rows, vectors, cache
-        # Nothing half-done blocks a later run: the same file goes in whole.
+        assert after["vectors"] == before["vectors"]  # none of big.md's is in yet
+        assert after["pending"] == 0 and after["chunks"] == before["chunks"] + final.chunks
+        assert after["cache"] == before["cache"] + final.embedded  # kept for the resume
+        assert [s.stage for s in eng.sources() if s.uri == str(big)] == ["keyword"]
+        assert eng.search("lighthouse harbours", k=1)[0].stage == "keyword"
+        # The next ingest's vector stage finishes it, embedding only what was not cached.
+        calls = emb.calls
         again = eng.wait(eng.ingest(paths=[str(big)]), timeout=60)
-        assert again.state == "done" and again.files_unchanged == 0
-        assert again.chunks > 2 * EMBED_STEP
-        assert _store_state(eng)["vectors"] == before["vectors"] + again.chunks
+        assert again.state == "done" and again.files_unchanged == 1
+        assert again.to_embed == again.embedded == final.chunks
+        assert _store_state(eng)["vectors"] == before["vectors"] + final.chunks
+        assert [s.stage for s in eng.sources() if s.uri == str(big)] == ["ready"]
+        embedded_again = sum(emb.sizes[calls:])
+        assert embedded_again == final.chunks - final.embedded
 
 
-def test_cancel_between_files_keeps_the_files_already_written(data_dir: Path,
-                                                             tmp_path: Path) -> None:
+def test_cancel_between_batches_keeps_the_files_already_written(data_dir: Path,
+                                                               tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(5):
-        (docs / f"d{i}.md").write_text(f"# Note {i}\n\nPlain words about topic number {i}.\n")
+    for i in range(3 * BATCH_CHUNKS):  # one chunk each: three batches of stored text
+        (docs / f"d{i:03}.md").write_text(f"# Note {i}\n\nPlain words about topic number {i}.\n")
     with ContextEngine.open(data_dir) as eng:
         cancelled: list[JobSnapshot] = []
 
@@ -90,12 +108,18 @@ def test_cancel_between_files_keeps_the_files_already_written(data_dir: Path,
         eng.subscribe(on_progress)
         final = eng.wait(eng.ingest(paths=[str(docs)]), timeout=30)
         assert cancelled and final.state == "cancelled"
-        assert len(final.sources) == 2
+        assert len(final.sources) == BATCH_CHUNKS  # the batch being stored, whole
         state = _store_state(eng)
-        assert state["uris"] == [str(docs / "d0.md"), str(docs / "d1.md")]
-        assert state["pending"] == 0 and state["vectors"] == state["chunks"]
+        assert state["uris"] == [str(docs / f"d{i:03}.md") for i in range(BATCH_CHUNKS)]
+        assert state["pending"] == 0 and state["vectors"] == 0  # the keyword stage's
+        assert eng.status().sources_waiting == BATCH_CHUNKS
     with ContextEngine.open(data_dir) as eng:  # and it all survives a reopen
-        assert _store_state(eng)["uris"] == [str(docs / "d0.md"), str(docs / "d1.md")]
+        assert len(_store_state(eng)["uris"]) == BATCH_CHUNKS
+        eng.warm_up(background=False)  # an engine that keeps running makes the vectors
+        resumed = [j for j in eng.jobs() if j.kind == "vectors"]
+        assert len(resumed) == 1 and eng.wait(resumed[0].id, 30).state == "done"
+        state = _store_state(eng)
+        assert state["vectors"] == state["chunks"] == BATCH_CHUNKS
 
 
 def test_cancel_queued_job_and_cancel_all(data_dir: Path, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.api import Event, JobChanged
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
 
@@ -82,13 +83,22 @@ def test_the_same_id_twice_in_a_group_keeps_the_later_text(data_dir: Path) -> No
 
 
 def test_a_job_cancelled_while_its_group_runs_is_not_stored(data_dir: Path) -> None:
-    emb = GatedEmbedder(gated=True)
-    with ContextEngine.open(data_dir, embedder=emb) as eng:
-        ids = _queue_paused(eng, [(f"n:{i}", f"Plain note {i} on rivers.") for i in range(3)])
-        assert emb.entered.wait(30)  # the group is embedding
-        assert eng.cancel_job(ids[1]).state == "running"
-        emb.gate.set()
+    with ContextEngine.open(data_dir, embedder=GatedEmbedder()) as eng:
+        ids: list[str] = []
+        told: list[str] = []
+
+        def cancel_second(event: Event) -> None:  # on the writer thread, as the group starts
+            if isinstance(event, JobChanged) and event.job.state == "running" and ids \
+                    and event.job.id == ids[0] and not told:
+                told.append(eng.cancel_job(ids[1]).state)
+
+        eng.subscribe(cancel_second)
+        eng.pause_ingestion()
+        ids += [eng.ingest(text=f"Plain note {i} on rivers.", title=f"n:{i}",
+                           external_id=f"n:{i}") for i in range(3)]
+        eng.resume_ingestion()
         states = [eng.wait(j, timeout=60).state for j in ids]
+        assert told == ["running"]  # it had started with its group
         assert states == ["done", "cancelled", "done"]
         assert set(_texts(eng)) == {"n:0", "n:2"}
         assert eng.rt.vectors.count() == 2
