@@ -90,7 +90,10 @@ def blob_kind(name: str, text: str, cfg: IngestConfig,
         return "base64"
     if m.ascii_share < cfg.blob_ascii_share:  # CJK prose has long lines and few spaces
         return None
-    if m.long_line_share >= cfg.blob_minified_share and \
+    # JSON Lines hold one record a line by their format (a chat or an agent session):
+    # long lines there are not minification
+    lines_format = name.lower().endswith((".jsonl", ".ndjson"))
+    if not lines_format and m.long_line_share >= cfg.blob_minified_share and \
             m.whitespace_share < cfg.blob_minified_whitespace:
         return "minified"
     if m.tokens_per_char >= cfg.blob_dense_tokens_per_char:

@@ -56,6 +56,21 @@ def test_minified_script_and_json_vocabulary_are_minified() -> None:
     assert _kind("tokenizer.json", vocab) == "minified"
 
 
+def test_agent_sessions_in_json_lines_are_memory_not_minified() -> None:
+    """Real sessions (../shared/data/transcripts) have long JSON lines with few spaces;
+    7 of the 21 were skipped as "minified" before JSON Lines were told apart."""
+    folder = REPO.parent / "shared" / "data" / "transcripts"
+    sessions = sorted(folder.rglob("*.jsonl"))
+    if not sessions:
+        pytest.skip("no shared transcripts here")
+    kinds = {p.name: _kind(p.name, p.read_text(errors="replace")) for p in sessions}
+    assert all(k in (None, "base64") for k in kinds.values()), kinds
+    assert sum(k is None for k in kinds.values()) >= len(sessions) - 1
+    # the same bytes under a .js name are minified: the rule is the format's, not gone
+    medium = next(p for p in sessions if p.name.endswith("medium-conversation.jsonl"))
+    assert _kind("bundle.min.js", medium.read_text()) == "minified"
+
+
 def test_a_table_of_random_tokens_is_dense_data() -> None:
     rng = random.Random(4)
     rows = [f"{base64.b64encode(rng.randbytes(rng.randint(2, 9))).decode()} {i}"
