@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop.messages import error_style
+from desktop.dialogs.checked import CheckedDialog
 from desktop.qt import (
     QCheckBox,
-    QDialog,
     QDialogButtonBox,
     QFileDialog,
     QGroupBox,
@@ -57,7 +56,7 @@ class FirstRunChoice:
     sync_sessions: bool = False
 
 
-class FirstRunDialog(QDialog):
+class FirstRunDialog(CheckedDialog):
     """Choose how the store is protected, folders to index and coding-session sync."""
 
     def __init__(self, parent: QWidget | None = None, *, keychain: bool | None = None) -> None:
@@ -109,9 +108,6 @@ class FirstRunDialog(QDialog):
         col.addLayout(buttons)
         col.addWidget(self.sync)
 
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.create_button = self.buttons.addButton(
             "Create store", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -172,15 +168,6 @@ class FirstRunDialog(QDialog):
         if text != self.confirm.text():
             return "The two passphrases differ."
         return None
-
-    def _try_accept(self) -> None:
-        problem = self.validate()
-        if problem:
-            self.error.setStyleSheet(error_style(self))
-            self.error.setText(problem)
-            self.error.show()
-            return
-        self.accept()
 
     def choice(self) -> FirstRunChoice:
         keychain = self.use_keychain.isChecked()

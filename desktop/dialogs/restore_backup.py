@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop.messages import error_style
+from desktop.dialogs.checked import CheckedDialog, password_field
 from desktop.panels.widgets import error_text
 from desktop.qt import (
-    QDialog,
     QDialogButtonBox,
     QFileDialog,
     QHBoxLayout,
@@ -43,14 +42,7 @@ class RestoreChoice:
     new_passphrase: str | None = None
 
 
-def _password(placeholder: str) -> QLineEdit:
-    field = QLineEdit()
-    field.setEchoMode(QLineEdit.EchoMode.Password)
-    field.setPlaceholderText(placeholder)
-    return field
-
-
-class RestoreDialog(QDialog):
+class RestoreDialog(CheckedDialog):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Restore from a backup")
@@ -64,17 +56,14 @@ class RestoreDialog(QDialog):
         row = QHBoxLayout()
         row.addWidget(self.path, 1)
         row.addWidget(pick)
-        self.secret = _password("Passphrase of that day, or the recovery key")
+        self.secret = password_field("Passphrase of that day, or the recovery key")
         keychain_note = QLabel("Passphrase of that day, or the recovery key. Leave it empty "
                                "if the backup's key is in this computer's keychain.")
         keychain_note.setWordWrap(True)
-        self.new = _password("A passphrase for this computer (optional)")
+        self.new = password_field("A passphrase for this computer (optional)")
         new_note = QLabel("A passphrase for this computer: needed only for a backup whose key "
                           "was in another computer's keychain, where this one has none.")
         new_note.setWordWrap(True)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.hide()
         self.buttons = QDialogButtonBox()
         self.restore_button = self.buttons.addButton(
             "Restore", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -101,18 +90,6 @@ class RestoreDialog(QDialog):
         if not Path(path).expanduser().is_file():
             return f"There is no file {path}."
         return None
-
-    def show_error(self, text: str) -> None:
-        self.error.setStyleSheet(error_style(self))
-        self.error.setText(text)
-        self.error.show()
-
-    def _try_accept(self) -> None:
-        problem = self.validate()
-        if problem:
-            self.show_error(problem)
-            return
-        self.accept()
 
     def choice(self) -> RestoreChoice:
         typed = self.secret.text()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from desktop.dialogs.checked import CheckedDialog, password_field
 from desktop.dialogs.first_run import strength
-from desktop.messages import error_style
-from desktop.qt import QDialog, QDialogButtonBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+from desktop.qt import QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 from engine import looks_like_recovery_key
 
 
@@ -25,14 +25,7 @@ class Secrets:
     new_passphrase: str | None = None
 
 
-def _password(placeholder: str) -> QLineEdit:
-    field = QLineEdit()
-    field.setEchoMode(QLineEdit.EchoMode.Password)
-    field.setPlaceholderText(placeholder)
-    return field
-
-
-class SecretDialog(QDialog):
+class SecretDialog(CheckedDialog):
     """``current``: ask for the passphrase (or recovery key) that unlocks the store now;
     ``new``: ask for a new passphrase, twice; ``optional``: the current one may be empty."""
 
@@ -45,9 +38,9 @@ class SecretDialog(QDialog):
         intro.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
-        self.current = _password("Current passphrase, or the recovery key") if current else None
-        self.new = _password("New passphrase") if new else None
-        self.confirm = _password("New passphrase again") if new else None
+        self.current = password_field("Current passphrase, or the recovery key") if current else None
+        self.new = password_field("New passphrase") if new else None
+        self.confirm = password_field("New passphrase again") if new else None
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         for w in (self.current, self.new, self.confirm):
@@ -56,9 +49,6 @@ class SecretDialog(QDialog):
         if self.new is not None:
             self.new.textChanged.connect(self._update)
             layout.addWidget(self.hint)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                         | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self._try_accept)
@@ -86,15 +76,6 @@ class SecretDialog(QDialog):
             if self.new.text() != self.confirm.text():
                 return "The two new passphrases differ."
         return None
-
-    def _try_accept(self) -> None:
-        problem = self.validate()
-        if problem:
-            self.error.setStyleSheet(error_style(self))
-            self.error.setText(problem)
-            self.error.show()
-            return
-        self.accept()
 
     def secrets(self) -> Secrets:
         typed = self.current.text() if self.current is not None else ""
