@@ -172,7 +172,8 @@ class IngestionPanel(QWidget):
     def _announce(self, job: JobSnapshot) -> None:
         """One banner when a job ends: what went in, what did not and where to look."""
         done, total = progress(job)
-        skipped = job.files_skipped or len(job.errors)
+        failed = len(job.errors)  # could not be read or parsed: an alarm
+        skipped = max(0, job.files_skipped - failed)  # left out on purpose: a report
         title = job_title(job)
         if job.state == "failed":
             self.banner.show_message("error", f"Ingesting {title} failed: "
@@ -182,10 +183,16 @@ class IngestionPanel(QWidget):
             self.banner.show_message("info", f"{title}: cancelled after {done} of "
                                      f"{plural(total, 'file')}; the files finished before "
                                      "stay stored.")
+        elif failed:
+            also = f", {skipped} skipped" if skipped else ""
+            self.banner.show_message("error", f"{title}: {total - failed - skipped} of "
+                                     f"{plural(total, 'file')} ingested, {failed} could not "
+                                     f"be read{also}. The Failures list below says why.")
         elif skipped:
-            self.banner.show_message("error", f"{title}: {total - skipped} of "
-                                     f"{plural(total, 'file')} ingested, {skipped} skipped. "
-                                     "The Failures list below says why.")
+            self.banner.show_message("info", f"{title}: {total - skipped} of "
+                                     f"{plural(total, 'file')} ingested, {skipped} skipped "
+                                     "on purpose (empty, binary, unsupported, too large or "
+                                     "data blobs); each is listed below with its reason.")
         elif nothing_new(job):
             what = "no transcript changed" if job.kind == "sync" else \
                 "every file was unchanged"

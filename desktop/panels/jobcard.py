@@ -100,8 +100,10 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
              plural(job.chunks, "chunk"), fmt_bytes(job.bytes)]
     if job.files_unchanged:
         parts.append(f"{job.files_unchanged:,} unchanged")
-    if job.files_skipped:
-        parts.append(f"{job.files_skipped:,} skipped")
+    if job.errors:
+        parts.append(f"{len(job.errors):,} failed")
+    if job.files_skipped > len(job.errors):
+        parts.append(f"{job.files_skipped - len(job.errors):,} skipped")
     if staged:
         parts.append(staged)
     if job.state != "running":
@@ -127,9 +129,12 @@ def state_line(job: JobSnapshot, *, paused: bool = False) -> tuple[str, str]:
         return "Failed", "error"
     if state == "cancelled":
         return "Cancelled", "warn"
-    if state == "done" and (skipped or job.errors):
-        n = skipped or len(job.errors)
-        return f"Done, {plural(n, 'file')} skipped", "warn"
+    if state == "done" and job.errors:
+        failed = len(job.errors)
+        also = f", {skipped - failed} skipped" if skipped > failed else ""
+        return f"Done, {plural(failed, 'file')} failed{also}", "warn"
+    if state == "done" and skipped:  # skips on purpose are a report, not a warning
+        return f"Done, {plural(skipped, 'file')} skipped", "ok"
     if state == "done":
         return "Done", "ok"
     if paused:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from desktop.panels.jobcard import JobCard, summary
-from engine import JobSnapshot
+from desktop.panels.jobcard import JobCard, state_line, summary
+from engine import FileIssue, JobSnapshot
 
 pytestmark = pytest.mark.gui
 
@@ -69,6 +69,22 @@ def test_nothing_new_is_said_so(card: JobCard) -> None:
     card.update_job(snap(state="done", files_total=3, files_done=3, files_unchanged=3,
                          finished=time.time()))
     assert card.detail.text() == "Nothing new: 3 files unchanged"
+
+
+def test_skips_are_a_report_and_failures_a_warning(card: JobCard) -> None:
+    """A file skipped on purpose (binary, empty...) is no alarm; one that could not be
+    read is. Before, both read "Done, N files skipped" in the warning colour."""
+    skip = FileIssue(path="/d/a.png", reason="unsupported")
+    skipped = snap(state="done", files_total=3, files_done=2, files_skipped=1,
+                   skipped=(skip,), finished=time.time())
+    assert state_line(skipped) == ("Done, 1 file skipped", "ok")
+    bad = FileIssue(path="/d/b.json", reason="malformed")
+    failed = snap(state="done", files_total=3, files_done=1, files_skipped=2,
+                  skipped=(skip,), errors=(bad,), finished=time.time())
+    assert state_line(failed) == ("Done, 1 file failed, 1 skipped", "warn")
+    card.update_job(failed)
+    assert card.state.text() == "Done, 1 file failed, 1 skipped"
+    assert "1 failed · 1 skipped" in card.detail.text()
 
 
 def test_plurals() -> None:
