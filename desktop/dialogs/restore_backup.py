@@ -43,11 +43,12 @@ class RestoreChoice:
 
 
 class RestoreDialog(CheckedDialog):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, note: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Restore from a backup")
         intro = QLabel("Choose a ctx backup (a .ctxbackup file). It opens with the "
-                       "passphrase of the day it was taken, or with your recovery key.")
+                       "passphrase of the day it was taken, or with your recovery key."
+                       + (" " + note if note else ""))
         intro.setWordWrap(True)
         self.path = QLineEdit()
         self.path.setPlaceholderText("the backup file")

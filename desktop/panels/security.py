@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from desktop.dialogs.restore_backup import RestoreDialog
 from desktop.dialogs.secrets import SecretDialog, Secrets
 from desktop.panels.schedule_box import ScheduleBox
 from desktop.panels.widgets import Banner, error_text, fmt_time, heading, muted
@@ -45,10 +46,8 @@ ROTATE_TEXT = (
     "A new data key replaces the current one: the store is closed, its vault rekeyed and "
     "its vectors sealed again, then opened (a few seconds per 100,000 chunks). Backups "
     "taken before keep opening with the passphrase or recovery key of their day.")
-RESTORE_TEXT = (
-    "The store is closed and replaced by the backup's; the store it replaces is kept "
-    "beside it, never deleted. Type the passphrase of the day the backup was taken, or "
-    "the recovery key; leave it empty if its key was in this computer's keychain.")
+RESTORE_NOTE = ("The store is closed and replaced by the backup's; the store it "
+                "replaces is kept beside it, never deleted.")
 
 
 class SecurityPanel(QWidget):
@@ -297,14 +296,15 @@ class SecurityPanel(QWidget):
         self.host.shutdown()
 
     def ask_restore(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Restore from a backup", "",
-                                              "ctx backups (*.ctxbackup);;All files (*)")
-        if not path:
+        """The first run's restore dialog: the file, the secret of its day, and a
+        passphrase for this computer when the backup's key was another's keychain."""
+        dialog = RestoreDialog(self, note=RESTORE_NOTE)
+        if not dialog.exec():
             return
-        got = self._ask("Restore from a backup", RESTORE_TEXT, current=True, new=False,
-                        optional=True)
-        if got is not None:
-            self.do_restore(path, got)
+        choice = dialog.choice()
+        self.do_restore(choice.path, Secrets(passphrase=choice.passphrase,
+                                             recovery_key=choice.recovery_key,
+                                             new_passphrase=choice.new_passphrase))
 
     def do_restore(self, path: str, got: Secrets) -> None:
         """Close the engine, restore ``path`` over the store (kept aside), open it again."""
@@ -314,10 +314,12 @@ class SecurityPanel(QWidget):
         self._while_closed(
             "restore", lambda: restore_backup(path, data_dir, replace=True,
                                               passphrase=got.passphrase,
-                                              recovery_key=got.recovery_key),
+                                              recovery_key=got.recovery_key,
+                                              new_passphrase=got.new_passphrase),
             lambda r: f"Restored the backup of {fmt_time(r.created)}: {r.sources} sources."
             + (f" The store it replaced is kept in {r.replaced}." if r.replaced else ""),
-            "Not restored (the store is as it was): ", got.passphrase or got.recovery_key)
+            "Not restored (the store is as it was): ",
+            got.passphrase or got.recovery_key or got.new_passphrase)
 
     # -- backups and export ------------------------------------------------------------
     def ask_backup(self) -> None:

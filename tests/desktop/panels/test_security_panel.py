@@ -202,3 +202,38 @@ def test_one_operation_at_a_time(qtbot: Any, panel: Any, tmp_path: Path) -> None
     assert seen and not any(seen)  # while it ran, every button waited
     assert panel.buttons["backup"].isEnabled() and panel.buttons["passphrase"].isEnabled()
     assert not panel.buttons["use-passphrase"].isEnabled()  # still by the key's method
+
+
+def test_restore_asks_for_a_passphrase_for_this_computer_too(qtbot: Any, panel: Any,
+                                                             tmp_path: Path) -> None:
+    """The tab's restore is the first run's dialog: the file, the secret of its day, and a
+    passphrase for this computer (a backup whose key was another computer's keychain
+    restores on one without a keychain). Before, the tab asked the secret alone and such
+    a restore ended in key_unavailable; the choice reaches the engine whole."""
+    from desktop.dialogs.restore_backup import RestoreDialog
+    from desktop.qt import QApplication, QTimer
+
+    backup = tmp_path / "b.ctxbackup"
+    backup.write_bytes(b"x")
+    seen: list[Any] = []
+    asked: list[tuple[str, Any]] = []
+    panel.do_restore = lambda path, got: asked.append((path, got))
+
+    def fill() -> None:
+        dialog = QApplication.activeModalWidget()
+        seen.append(dialog)
+        if isinstance(dialog, RestoreDialog):
+            dialog.path.setText(str(backup))
+            dialog.secret.setText("the passphrase of that day")
+            dialog.new.setText("a passphrase for here")
+            dialog.restore_button.click()
+        elif dialog is not None:
+            dialog.reject()
+    QTimer.singleShot(200, fill)
+    panel.ask_restore()
+    assert seen and isinstance(seen[0], RestoreDialog), seen
+    assert "kept beside it" in seen[0].findChildren(type(seen[0].error))[0].text()
+    [(path, got)] = asked
+    assert path == str(backup)
+    assert got.passphrase == "the passphrase of that day"
+    assert got.new_passphrase == "a passphrase for here"
