@@ -95,6 +95,9 @@ def test_ingest_asked_before_ready_is_queued(qtbot: Any, qapp: Any, data_dir: Pa
     with qtbot.waitSignal(app.host.sources_changed, timeout=60000):
         app.start()
     assert app.pending_ingest == []
+    # its text is stored first (sources_changed); the job ends once its vectors are in,
+    # and only then does quit not ask (with a job running it asks: tests/desktop/test_quit.py)
+    qtbot.waitUntil(lambda: not app.host.jobs_active, timeout=60000)
     app.quit()
     qtbot.waitUntil(lambda: app.host.state == "stopped", timeout=30000)
 
