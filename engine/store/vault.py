@@ -25,6 +25,7 @@ from engine.errors import CtxError, NoSpace, VaultDamaged
 from engine.store.fts_terms import chunk_counts, common_counts
 from engine.store.guard import VaultGuard
 from engine.store.integrity import VaultConnection, probe, quiet
+from engine.store.kind_share import OVERFETCH_MIN_SHARE, KindShare, overfetch
 from engine.store.migrations import migrate
 from engine.store.reserve import Reserve
 
@@ -117,6 +118,11 @@ class Filters:
         return self.branch is None or row.meta.get("branch") == self.branch
 
     @property
+    def only_kinds(self) -> bool:
+        """Whether the filter is of kinds and nothing else."""
+        return bool(self.kinds) and Filters(kinds=self.kinds) == self
+
+    @property
     def empty(self) -> bool:
         return not (self.kinds or self.path_prefix or self.since is not None
                     or self.until is not None or self.source_ids is not None
@@ -179,6 +185,7 @@ class Vault:
         # terms, the write generation last checked): see _common_terms
         self._common: tuple[int, int, dict[str, int], int] | None = None
         self._common_lock = threading.Lock()
+        self._kind_share = KindShare()  # what a kinds filter passes (keyword's plan)
         self._tokens: dict[str, tuple[str, ...]] = {}  # word -> its FTS tokens (fts_terms)
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
@@ -402,12 +409,20 @@ class Vault:
         """
         if not match:
             return []
+        plain = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
+                 "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?")
         if filters.empty:
-            sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
-                   "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?")
-            rows = self._bm25_rows(sql, match, rescore, [], limit * 2, parallel)
+            rows = self._bm25_rows(plain, match, rescore, [], limit * 2, parallel)
             ready = self._ready_chunks([r[0] for r in rows])
             return [(r[0], -r[1]) for r in rows if r[0] in ready][:limit]
+        if filters.only_kinds:  # most chunks may pass: test the best rows only (kind_share)
+            share = self._kind_share.share(self._conn(), self.chunk_count(), filters.kinds)
+            if share >= OVERFETCH_MIN_SHARE:
+                got = overfetch(
+                    lambda n: self._bm25_rows(plain, match, rescore, [], n, parallel),
+                    lambda ids: self._passing(ids, filters), limit, share)
+                if got is not None:
+                    return [(rid, -r) for rid, r in got]
         where, args = filters.sql()
         sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
                "JOIN chunks c ON c.id = f.rowid JOIN sources s ON s.id = c.source_id "
@@ -443,6 +458,17 @@ class Vault:
             best[rid] = min(r, best.get(rid, 0.0))
         return sorted(best.items(), key=lambda x: (x[1], x[0]))[:limit]
 
+    def _passing(self, ids: Sequence[int], filters: Filters) -> set[int]:
+        """Those of ``ids`` that pass ``filters`` (their sources ready)."""
+        if not ids:
+            return set()
+        where, args = filters.sql()
+        rows = self._conn().execute(
+            "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *args],
+        ).fetchall()
+        return {r[0] for r in rows}
+
     def doc_frequency(self, words: Sequence[str]) -> dict[str, int]:
         """How many chunks hold each word, looked up in the FTS vocabulary under the
         tokens FTS5 makes of the word (``engine.store.fts_terms``)."""
@@ -461,10 +487,12 @@ class Vault:
         return chunk_counts(self._conn(), words, self._common_terms(), self._tokens)
 
     def warm_keyword_counts(self) -> None:
-        """Count the store's common terms now (``_common_terms``), not in the first
-        keyword query; ``ContextEngine.warm_up`` runs it in a thread at open."""
+        """Count the store's common terms (``_common_terms``) and its chunks by kind
+        (``kind_share``) now, not in the first keyword query; ``ContextEngine.warm_up``
+        runs it in a thread at open."""
         try:
             self._common_terms()
+            self._kind_share.counts(self._conn(), self.chunk_count())
         except sqlite.Error as exc:
             raise store_error(exc) from None
 
