@@ -2,6 +2,7 @@
 
     python -m bench.app_launch [--launches 3] [--big-chunks 100000] [--bundle PATH]
                                [--drop-files 2000] [--skip-big]
+                               [--big-embedder minilm|fake] [--store-cache DIR]
 
 For each variant (``pip``: ``python -m desktop.app`` of this checkout; ``bundle``: the
 bundle's ``ctx-desktop`` when ``--bundle`` names it) and store (``small``: a few dozen
@@ -12,9 +13,10 @@ so), "ready" (the app's log line, the model loaded), and the first build_context
 answered over ZeroMQ to a sibling process that asks from the moment of launch.
 Target (issue 22): first answer within 4 s of launch on a quiet machine, both stores.
 
-The big store is filled with the fake embedder (MiniLM would take most of an hour on
-a laptop's cores for 100k chunks), so its launches run the fake model: its row shows
-the store's own cost (open, vectors in memory), and the small store's row the model's.
+The big store is filled with the real MiniLM model by default (``--big-embedder
+fake`` for a quick look: its row then shows the store's own cost without the model's).
+Filling 100k chunks with MiniLM takes about an hour on two cores, so ``--store-cache
+DIR`` keeps each filled store there and later runs copy it instead of filling again.
 
 ``--drop-files N``: a folder of N real text files is handed to the running app
 (``--ingest``, as a drop does) and the seconds to the first keyword hit on a word
@@ -119,6 +121,26 @@ def fill(data_dir: Path, chunks: int, embedder: str) -> int:
         os.environ.pop("CTX_EMBEDDER", None)
 
 
+def filled(work: Path, store: str, chunks: int, embedder: str, cache: Path | None
+           ) -> tuple[Path, int, str]:
+    """The store's data dir under ``work`` (copied from ``cache`` when it holds one), its
+    chunk count, and how it came to be."""
+    data_dir = work / store
+    kept = cache / f"{store}-{chunks}-{embedder}" if cache is not None else None
+    if kept is not None and (kept / "chunks.json").exists():
+        shutil.copytree(kept / "data", data_dir)
+        return data_dir, json.loads((kept / "chunks.json").read_text())["chunks"], "cached"
+    t = time.perf_counter()
+    n = fill(data_dir, chunks, embedder)
+    how = f"filled in {time.perf_counter() - t:.0f} s"
+    if kept is not None:
+        shutil.rmtree(kept, ignore_errors=True)
+        kept.mkdir(parents=True)
+        shutil.copytree(data_dir, kept / "data")
+        (kept / "chunks.json").write_text(json.dumps({"chunks": n, "how": how}))
+    return data_dir, n, how
+
+
 def launch_once(command: list[str], data_dir: Path, env: dict[str, str], session: XSession
                 ) -> tuple[dict[str, float], subprocess.Popen[str]]:
     """Seconds from process start to the icon docked, "ready", and the first answer."""
@@ -198,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small-chunks", type=int, default=300)
     ap.add_argument("--big-chunks", type=int, default=100_000)
     ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--big-embedder", choices=("minilm", "fake"), default="minilm")
+    ap.add_argument("--store-cache", type=Path,
+                    help="keep filled stores here and reuse them (a 100k MiniLM fill is slow)")
+    ap.add_argument("--fill-only", action="store_true", help="fill (or find) the stores, no launch")
     ap.add_argument("--bundle", type=Path, help="the bundle's ctx-desktop executable")
     ap.add_argument("--drop-files", type=int, default=0)
     ap.add_argument("--drop-wait-s", type=float, default=1800,
@@ -211,18 +237,17 @@ def main(argv: list[str] | None = None) -> int:
         variants["bundle"] = [str(args.bundle)]
     stores = [("small", args.small_chunks, "minilm")]
     if not args.skip_big:
-        stores.append(("big", args.big_chunks, "fake"))
+        stores.append(("big", args.big_chunks, args.big_embedder))
     rows: list[list[Any]] = []
     drops: list[list[Any]] = []
     print(f"machine before: {machine_state()}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="ctx-app-launch-") as tmp:
         work = Path(tmp)
         for store, chunks, embedder in stores:
-            t = time.perf_counter()
-            data_dir = work / store
-            n = fill(data_dir, chunks, embedder)
-            print(f"{store} store: {n} chunks ({embedder}) in {time.perf_counter() - t:.0f} s",
-                  file=sys.stderr, flush=True)
+            data_dir, n, how = filled(work, store, chunks, embedder, args.store_cache)
+            print(f"{store} store: {n} chunks ({embedder}), {how}", file=sys.stderr, flush=True)
+            if args.fill_only:
+                continue
             for variant, command in variants.items():
                 with XSession() as session:
                     env = env_for(work, session.display, embedder)
