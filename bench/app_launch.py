@@ -5,7 +5,7 @@
                                [--big-embedder minilm|fake] [--store-cache DIR]
 
 For each variant (``pip``: ``python -m desktop.app`` of this checkout; ``bundle``: the
-bundle's ``ctx-desktop`` when ``--bundle`` names it) and store (``small``: a few dozen
+bundle's ``ctx-app`` when ``--bundle`` names it) and store (``small``: a few dozen
 real files with the real MiniLM model; ``big``: about ``--big-chunks`` chunks), the app
 is launched ``--launches`` times under Xvfb with trayer as the tray host, and the
 seconds from process start are taken to: the icon docked in trayer's panel (X says
@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store-cache", type=Path,
                     help="keep filled stores here and reuse them (a 100k MiniLM fill is slow)")
     ap.add_argument("--fill-only", action="store_true", help="fill (or find) the stores, no launch")
-    ap.add_argument("--bundle", type=Path, help="the bundle's ctx-desktop executable")
+    ap.add_argument("--bundle", type=Path,
+                    help="the bundle's ctx-app executable (dist/ctx/ctx-app)")
     ap.add_argument("--drop-files", type=int, default=0)
     ap.add_argument("--drop-wait-s", type=float, default=1800,
                     help="wait this long at most for the dropped folder's job to end")
