@@ -19,7 +19,10 @@
    chunks), then indexed. Copies repeat texts, so the
    embedding cache serves them: this is the cost of everything but the model,
    per session, and so the model's share of the cold pass.
-3. A sync over the unchanged folders (no embedding) and recall query latency.
+3. A sync over the unchanged folders (no embedding) and recall query latency, beside,
+   in turns in the same run: recall with the keyword lane joining every matched row to
+   test the kinds (before ``engine.store.kind_share``), round 1's ranking, recall
+   --auto and the fused lanes alone; each with its ratio to recall's.
 
 The machine's load average is printed with every pass: compare figures of one
 run (ratios), not across runs on a shared machine.
@@ -262,10 +265,13 @@ def main(argv: list[str] | None = None) -> int:
     asks = [q["q"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
             if q["split"] == "dev"] or QUERIES  # dev questions only: test stays unread
     prev = "recall query, round 1's ranking (chunk hits, one session expanded)"
-    lat: dict[str, list[float]] = {"recall query": [], prev: [], "recall --auto": [],
+    joined = "recall query, every keyword row joined to test the kinds (before kind_share)"
+    lat: dict[str, list[float]] = {"recall query": [], joined: [], prev: [],
+                                   "recall --auto": [],
                                    "fused lanes only (recall before issue 26)": []}
     import dataclasses
 
+    import engine.store.vault as vault_module
     from engine.flows.lanes import run_lanes
     from engine.store.vault import Filters
 
@@ -282,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
         eng.recall(q, k=10)
         lat["recall query"].append((time.perf_counter() - t) * 1000)
         eng.rt._qcache.clear()
+        share, vault_module.OVERFETCH_MIN_SHARE = vault_module.OVERFETCH_MIN_SHARE, 2.0
+        t = time.perf_counter()
+        eng.recall(q, k=10)  # the keyword lane's kinds filter joined for every matched row
+        lat[joined].append((time.perf_counter() - t) * 1000)
+        vault_module.OVERFETCH_MIN_SHARE = share
+        eng.rt._qcache.clear()
         eng.rt.cfg = round1
         t = time.perf_counter()
         eng.recall(q, k=10)
@@ -295,8 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         run_lanes(eng.rt, q, filters=kinds, depth=max(10, eng.rt.cfg.search.lane_depth))
         lat["fused lanes only (recall before issue 26)"].append((time.perf_counter() - t) * 1000)
     print(f"\nRecall latency ({eng.status().chunks} chunks; load {os.getloadavg()[0]:.1f})")
-    print(table(["call", "n", "p50 ms", "p95 ms"],
-                [[k, len(v), pct(v, 50), pct(v, 95)] for k, v in lat.items()]))
+    base = lat["recall query"]
+    print(table(["call", "n", "p50 ms", "p95 ms", "p50 / recall's", "p95 / recall's"],
+                [[k, len(v), pct(v, 50), pct(v, 95), pct(v, 50) / pct(base, 50),
+                  pct(v, 95) / pct(base, 95)] for k, v in lat.items()]))
     eng.close()
     shutil.rmtree(work, ignore_errors=True)
     return 0
