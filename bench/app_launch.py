@@ -184,16 +184,17 @@ def quit_app(command: list[str], data_dir: Path, env: dict[str, str],
 
 
 def drop(command: list[str], data_dir: Path, env: dict[str, str], work: Path, files: int,
-         wait_s: float) -> dict[str, float]:
-    """Hand the running app a folder of ``files`` files; seconds to the first keyword hit
-    and to the job's end (not waited for past ``wait_s``)."""
+         wait_s: float, word: str = WORD) -> dict[str, float]:
+    """Hand the running app a folder of ``files`` files that each hold ``word`` (and no
+    other text does); seconds to the first keyword hit and to the job's end (not waited
+    for past ``wait_s``)."""
     folder = work / "dropped"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     sources = iter(corpus_files(max_bytes=20_000))
     for i in range(files):
         text = next(sources).read_text(encoding="utf-8", errors="replace")
-        (folder / f"note{i:05d}.md").write_text(f"# Note {i} {WORD}\n\n{text}", encoding="utf-8")
-    seeker = subprocess.Popen([sys.executable, "-c", SEEKER, str(data_dir), WORD], env=env,
+        (folder / f"note{i:05d}.md").write_text(f"# Note {i} {word}\n\n{text}", encoding="utf-8")
+    seeker = subprocess.Popen([sys.executable, "-c", SEEKER, str(data_dir), word], env=env,
                               stdout=subprocess.PIPE, text=True)
     time.sleep(1.0)  # the seeker is connected and asking before the drop
     t0_wall, t0 = time.time(), time.perf_counter()
@@ -241,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         stores.append(("big", args.big_chunks, args.big_embedder))
     rows: list[list[Any]] = []
     drops: list[list[Any]] = []
+    dropped: set[str] = set()
     print(f"machine before: {machine_state()}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="ctx-app-launch-") as tmp:
         work = Path(tmp)
@@ -255,13 +257,14 @@ def main(argv: list[str] | None = None) -> int:
                     runs = []
                     for _ in range(args.launches):
                         marks, app = launch_once(command, data_dir, env, session)
-                        if store == "small" and args.drop_files and runs:
-                            got = drop(command, data_dir, env, work, args.drop_files,
-                                       args.drop_wait_s)
+                        if store == "small" and args.drop_files and runs and \
+                                variant not in dropped:  # once a variant, the 2nd launch
+                            dropped.add(variant)
+                            got = drop(command, data_dir, env, work / variant,
+                                       args.drop_files, args.drop_wait_s, WORD + variant)
                             drops.append([variant, args.drop_files, *(
                                 got.get(k, f"> {args.drop_wait_s:.0f}")
                                 for k in ("first keyword hit", "job done"))])
-                            args.drop_files = 0  # once
                         quit_app(command, data_dir, env, app)  # stops a job left
                         runs.append(marks)
                 for key, label in (("icon", "launch -> tray icon"), ("ready", "launch -> ready"),

@@ -64,9 +64,6 @@ class KindShare:
         passing = sum(n for (ck, sk), n in counts.items() if ck in wanted or sk in wanted)
         return passing / total if total else 0.0
 
-    def forget(self) -> None:
-        self._held = None
-
 
 def overfetch(fetch_rows: Callable[[int], list[tuple[int, float]]],
               passing: Callable[[list[int]], set[int]], limit: int, share: float
