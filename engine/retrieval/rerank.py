@@ -258,12 +258,13 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
                if analysis.years else None)
     best_keyword = max((c.keyword for c in head if c.keyword is not None and c.keyword > 0),
                        default=0.0)
+    sims = _known_similarities(head)
 
     rows: list[dict[str, float]] = []
-    for cand, w, sc in zip(head, weights, scanned, strict=True):
+    for cand, w, sc, sim in zip(head, weights, scanned, sims, strict=True):
         need = wanted if all_features else w
         hits = query_terms & sc.terms
-        feats = {"fused": norm(cand.fused), "similarity": _unit(cand.similarity),
+        feats = {"fused": norm(cand.fused), "similarity": _unit(sim),
                  "keyword": (_unit(cand.keyword / best_keyword)
                              if cand.keyword and best_keyword else 0.0),
                  "term_recall": sum(idf[t] for t in hits) / idf_total if idf_total else 0.0,
@@ -281,12 +282,12 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     if not wanted.isdisjoint(TRANSCRIPT_FEATURES):
         window = [SessionChunk(kind=str(c.meta.get("kind", "")), session=c.meta.get("session"),
                                failure=bool(c.meta.get("failure")), fused=r["fused"],
-                               similarity=c.similarity, keyword=c.keyword,
+                               similarity=sim, keyword=c.keyword,
                                turn=_int_or_none(c.meta.get("turn")),
                                ordinal=_int_or_none(c.meta.get("ordinal")) or 0,
                                opens=_REPLY_OPENS in "\n" + c.text,
                                term_recall=r["term_recall"])
-                  for c, r in zip(head, rows, strict=True)]
+                  for c, r, sim in zip(head, rows, sims, strict=True)]
         for r, extra in zip(rows, transcript_features(analysis.text, window,
                                                       cfg.transcript_cues), strict=True):
             r.update(extra)
@@ -313,6 +314,18 @@ def _int_or_none(value: Any) -> int | None:
 
 def _score(f: Mapping[str, float], weights: Mapping[str, float]) -> float:
     return sum(w * f.get(name, 0.0) for name, w in weights.items())
+
+
+def _known_similarities(head: Sequence[RerankCandidate]) -> list[float | None]:
+    """Each candidate's similarity; one not known (its vector not made yet: staged
+    ingestion stores a file for the keyword lanes first) scored as the window's median,
+    neither found by meaning nor ruled out by it. Scored as 0, a file dropped a moment
+    ago ranked below every older chunk merely near the query: a word only the new file
+    holds found it at keyword rank 1 and left it 50th (bench.app_launch's second drop,
+    first keyword hit 12-36 s)."""
+    known = sorted(c.similarity for c in head if c.similarity is not None)
+    neutral = known[len(known) // 2] if known else None
+    return [c.similarity if c.similarity is not None else neutral for c in head]
 
 
 def _unit(value: float | None) -> float:
