@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -323,8 +324,8 @@ def _known_similarities(head: Sequence[RerankCandidate]) -> list[float | None]:
     ago ranked below every older chunk merely near the query: a word only the new file
     holds found it at keyword rank 1 and left it 50th (bench.app_launch's second drop,
     first keyword hit 12-36 s)."""
-    known = sorted(c.similarity for c in head if c.similarity is not None)
-    neutral = known[len(known) // 2] if known else None
+    known = [c.similarity for c in head if c.similarity is not None]
+    neutral = statistics.median(known) if known else None
     return [c.similarity if c.similarity is not None else neutral for c in head]
 
 

@@ -112,16 +112,18 @@ def test_only_the_window_is_reordered_and_the_tail_follows_in_fused_order() -> N
 
 
 def test_lane_scores_are_features() -> None:
-    """The query's similarity and the keyword score break a tie that fusion left."""
+    """The query's similarity and the keyword score break a tie that fusion left; a
+    candidate whose similarity is not known (its vector not made yet) is scored with the
+    window's median, between the near and the far one."""
     cands = [RerankCandidate("far", "Lee: a day at the shore", 0.03, similarity=0.2),
              RerankCandidate("near", "Lee: a day at the shore", 0.03, similarity=0.7,
                              keyword=4.0),
              RerankCandidate("none", "Lee: a day at the shore", 0.03)]
     out = rerank(analyze_query("beach trip"), cands)
-    assert [i for i, _, _ in out] == ["near", "far", "none"]
+    assert [i for i, _, _ in out] == ["near", "none", "far"]
     feats = {i: f for i, _, f in out}
     assert feats["near"]["similarity"] == 0.7 and feats["near"]["keyword"] == 1.0
-    assert feats["none"]["similarity"] == 0.0 and feats["none"]["keyword"] == 0.0
+    assert feats["none"]["similarity"] == pytest.approx(0.45) and feats["none"]["keyword"] == 0.0
     off = RerankConfig(profiles={p: {**w, "similarity": 0.0, "keyword": 0.0}
                                  for p, w in DEFAULT_PROFILES.items()})
     assert _order("beach trip", cands, off) == ["far", "near", "none"]  # ties: fused order
