@@ -43,7 +43,7 @@ from desktop.qt import (
     QWidget,
 )
 from engine import AuditEntry, JobSnapshot, MetricsSnapshot, Status, Warming
-from ipc.status_text import memory_line
+from ipc.status_text import memory_line, waiting_line
 
 BUILD_MS = "context_engine.build.duration_ms"
 QUERY_MS = "context_engine.rag_query.duration_ms"
@@ -208,7 +208,8 @@ class HealthPanel(QWidget):
         f["Sources"].setText(fmt_int(status.sources))
         f["Chunks"].setText(fmt_int(status.chunks))
         f["Tokens"].setText(fmt_int(status.tokens))
-        f["Vectors"].setText(fmt_int(status.vectors))
+        f["Vectors"].setText(vectors_label(status))
+        f["Vectors"].setToolTip(waiting_line(status) if status.sources_waiting else "")
         f["Last backup"].setText(fmt_time(status.last_backup) if status.last_backup else "never")
         f["Model"].setText(status.model)
         f["Dimensions"].setText(fmt_int(status.dim))
@@ -303,6 +304,17 @@ def counts_text(counts: Any) -> str:
             parts.append(f"{key.replace('total_tokens', 'tokens')} {value:,}"
                          if isinstance(value, int) else f"{key} {value}")
     return " · ".join(parts)
+
+
+def vectors_label(status: Status) -> str:
+    """The vector count, with the chunks still waiting for theirs (a paused or running
+    job's vector stage): fewer vectors than chunks is then no fault."""
+    n = fmt_int(status.vectors)
+    c = status.chunks_waiting
+    if not c:
+        return n
+    return f"{n} (1 chunk waits for its vector)" if c == 1 else \
+        f"{n} ({fmt_int(c)} chunks wait for theirs)"
 
 
 def model_loaded_label(status: Status) -> str:

@@ -128,6 +128,16 @@ def test_the_model_row_says_which_texts_the_int8_model_embeds() -> None:
         "yes (onnx, int8 documents and queries)"
 
 
+def test_the_vectors_row_says_how_many_chunks_wait_for_theirs() -> None:
+    from desktop.panels.health import vectors_label
+
+    assert vectors_label(_status(vectors=265, chunks=265)) == "265"
+    assert vectors_label(_status(vectors=137, chunks=265, sources_waiting=21,
+                                 chunks_waiting=128)) == "137 (128 chunks wait for theirs)"
+    assert vectors_label(_status(vectors=9, chunks=10, sources_waiting=1,
+                                 chunks_waiting=1)) == "9 (1 chunk waits for its vector)"
+
+
 def test_vectors_in_memory_reads_as_a_sentence() -> None:
     from ipc.status_text import memory_line
 
