@@ -310,8 +310,8 @@ class RecallHit(SearchHit):
     place), with ``text`` (the request and the turn's chunks that answer best, within
     recall.turn_hit_tokens), ``line`` (session, date, branch and what came of the
     turn, in one line), ``excerpt`` (the lines that answer the query, within
-    recall.hit_excerpt_tokens) and ``chunks`` (the ids of the chunks the text draws
-    on, best first)."""
+    recall.hit_excerpt_tokens, or its share of the budget a query was asked with) and
+    ``chunks`` (the ids of the chunks the text draws on, best first)."""
 
     line: str = ""
     excerpt: str = ""
@@ -324,6 +324,9 @@ class RecallHit(SearchHit):
 @dataclass(frozen=True)
 class RecallResult(_Plain):
     """recall's result: ``hits`` for a query, or (``auto``) the digest in ``context``.
+
+    ``total_tokens`` and ``budget``: the digest's tokens and budget; for a query asked
+    with a budget, what its hits take (lines and excerpts) and that budget.
 
     ``indexed`` and ``synced`` say what a sync asked for with the call did. The
     wire form carries only the parts present (a query's ``hits``, or the digest's
@@ -360,6 +363,8 @@ class RecallResult(_Plain):
                 out["output"] = self.output
         if self.hits is not None:
             out["hits"] = [h.to_dict() for h in self.hits]
+            if self.budget:  # a query asked within a budget: what its hits take of it
+                out.update(total_tokens=self.total_tokens, budget=self.budget)
         return out
 
     @classmethod

@@ -11,7 +11,7 @@ from engine.api import RecallResult, SyncResult
 from engine.errors import EmptyQuery, InvalidInput, NotFound
 from engine.flows.inputs import check_budget
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
-from engine.flows.recall_hits import presented
+from engine.flows.recall_hits import presented, shown_tokens
 from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
 from engine.flows.recall_turns import recall_hits
 from engine.flows.runtime import Runtime
@@ -54,7 +54,10 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
     elif query is not None:
         filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
         hits, drawn, own = recall_hits(rt, query, k, filters)  # chunks or turns
-        out["hits"] = tuple(presented(rt, query, hits, drawn, own))
+        shown = tuple(presented(rt, query, hits, drawn, own, budget=budget))
+        out["hits"] = shown
+        if budget is not None:  # the hits fit in it: say how much they take
+            out.update(total_tokens=shown_tokens(rt, shown), budget=budget)
     return RecallResult(**out)
 
 

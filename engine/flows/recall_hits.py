@@ -1,5 +1,12 @@
 """Recall hits as an agent reads them: each with a line that places it (session, date,
-branch, what came of its turn) and the excerpt that answers (``engine.recall.present``)."""
+branch, what came of its turn) and the excerpt that answers (``engine.recall.present``).
+
+With a token budget (an agent's tool result), the engine sizes the excerpts so that the
+hits together stay within it (``excerpt_shares``): every hit gets an equal share, a hit
+whose whole text is shorter gives the rest of its share to the others, and hits that
+would get less than ``MIN_EXCERPT`` tokens are left out. Without one, each excerpt is
+``recall.hit_excerpt_tokens`` long.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,13 @@ from collections.abc import Mapping, Sequence
 from engine.api import RecallHit, SearchHit
 from engine.flows.runtime import Runtime
 from engine.recall.present import TurnChunk, excerpt, hit_line, turn_outcome
+
+# Tokens a front end spends on a hit besides its line and excerpt (its number, kind and
+# line breaks: "10. [turn_pair] " and two newlines are 7 cl100k tokens). Hand-set.
+HIT_OVERHEAD = 8
+# The shortest excerpt worth showing: a hit that would get less is left out. Hand-set
+# (about two lines of a reply or one command with the start of its output).
+MIN_EXCERPT = 24
 
 
 def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
@@ -31,17 +45,70 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
     return out
 
 
+def excerpt_shares(sizes: Sequence[int], lines: Sequence[int], budget: int) -> list[int]:
+    """Each hit's excerpt tokens within ``budget`` for hits whose whole texts take
+    ``sizes`` tokens and whose lines take ``lines`` (best first): equal shares of what
+    the lines and ``HIT_OVERHEAD`` leave, a hit shorter than its share keeping only what
+    it needs (max-min fair). Fewer entries than hits when the last ones would get under
+    ``MIN_EXCERPT``: they are left out."""
+    n = len(sizes)
+    while n:
+        room = budget - sum(lines[:n]) - HIT_OVERHEAD * n
+        if room >= MIN_EXCERPT * n:
+            break
+        n -= 1
+    if not n:
+        return []
+    out = [0] * n
+    left = room
+    for done, i in enumerate(sorted(range(n), key=lambda j: sizes[j])):
+        share = left // (n - done)
+        out[i] = min(sizes[i], share)
+        left -= out[i]
+    return out
+
+
+def _excerpt_within(rt: Runtime, query: str, hit: SearchHit, own: str | None,
+                    tokens: int) -> str:
+    """A hit's excerpt in ``tokens``: its whole text when it fits; a turn hit's text
+    (request, then its best chunks) from the start when its best chunk fits; else the
+    lines of its best chunk (``own``) that answer best."""
+    counter = rt.counter
+    if counter.count(hit.text) <= tokens:
+        return hit.text
+    if own is not None and counter.count(own) <= tokens:
+        return counter.truncate(hit.text, tokens)
+    return excerpt(own if own is not None else hit.text, query, counter, tokens)
+
+
 def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
               drawn: Mapping[int, tuple[int, ...]] | None = None,
-              own: Mapping[int, str] | None = None) -> list[RecallHit]:
+              own: Mapping[int, str] | None = None,
+              budget: int | None = None) -> list[RecallHit]:
     """The hits, each with ``line`` (session, date, branch, what came of its turn),
-    ``excerpt`` (the lines that answer, within recall.hit_excerpt_tokens) and ``chunks``
-    (``drawn``: the chunk ids its text draws on; else its own). A turn hit's excerpt is
-    cut from its best chunk's own text (``own``), not from the turn's: the lines that
-    share most words with the query are more often elsewhere in a whole turn."""
+    ``excerpt`` (the lines that answer) and ``chunks`` (``drawn``: the chunk ids its text
+    draws on; else its own). A turn hit's excerpt is cut from its best chunk's own text
+    (``own``), not from the turn's: the lines that share most words with the query are
+    more often elsewhere in a whole turn. Excerpts are recall.hit_excerpt_tokens long,
+    or with ``budget`` sized so that all the hits fit in it (``excerpt_shares``; hits
+    that would not fit are left out)."""
     outcomes = turn_outcomes(rt, hits)
-    budget = rt.cfg.recall.hit_excerpt_tokens
     drawn, own = drawn or {}, own or {}
-    return [RecallHit(**h.__dict__, line=hit_line(h.meta, h.time, outcomes[h.chunk_id]),
-                      excerpt=excerpt(own.get(h.chunk_id, h.text), query, rt.counter, budget),
-                      chunks=drawn.get(h.chunk_id, (h.chunk_id,))) for h in hits]
+    lines = [hit_line(h.meta, h.time, outcomes[h.chunk_id]) for h in hits]
+    if budget is None:
+        tokens = [rt.cfg.recall.hit_excerpt_tokens] * len(hits)
+    else:
+        tokens = excerpt_shares([rt.counter.count(h.text) for h in hits],
+                                [rt.counter.count(line) for line in lines], budget)
+    return [RecallHit(**h.__dict__, line=line,
+                      excerpt=_excerpt_within(rt, query, h, own.get(h.chunk_id), n)
+                      if budget is not None else
+                      excerpt(own.get(h.chunk_id, h.text), query, rt.counter, n),
+                      chunks=drawn.get(h.chunk_id, (h.chunk_id,)))
+            for h, line, n in zip(hits, lines, tokens)]  # zip: hits left out by the budget
+
+
+def shown_tokens(rt: Runtime, hits: Sequence[RecallHit]) -> int:
+    """What ``hits`` take as a budget counts them: line, excerpt and ``HIT_OVERHEAD``."""
+    return sum(rt.counter.count(h.line) + rt.counter.count(h.excerpt) + HIT_OVERHEAD
+               for h in hits)

@@ -84,7 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--since")
     s.add_argument("--type", help="turn_pair,thinking,code,tool")
     s.add_argument("-k", type=int, default=10)
-    s.add_argument("--budget", type=int, default=4000)
+    s.add_argument("--budget", type=int,
+                   help="tokens: the --auto digest's budget (default: the config's "
+                        "recall.auto_budget); with a QUERY, the hits' excerpts are sized "
+                        "to fill it (default: recall.hit_excerpt_tokens each)")
     s.add_argument("--task")
     s.add_argument("--format", choices=("context", "markdown", "json", "claude-hook"),
                    default="context")

@@ -93,7 +93,8 @@ def run_recall(args: argparse.Namespace) -> int:
                                     fmt=args.format)
         elif args.query is not None:
             result = backend.recall(args.query, project=args.project, branch=args.branch,
-                                    since=parse_when(args.since), types=types, k=args.k)
+                                    since=parse_when(args.since), types=types, k=args.k,
+                                    budget=args.budget)
         result = dataclasses.replace(result, indexed=synced.indexed, synced=synced.synced)
     finally:
         backend.close()

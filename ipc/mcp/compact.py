@@ -15,7 +15,7 @@ from typing import Any
 from engine import SearchHit, SourceInfo
 from ipc.places import place
 
-SNIPPET_TOKENS = 160  # at most this many tokens of text per hit
+SNIPPET_TOKENS = 160  # at most this many tokens of text per search hit
 
 
 def counter() -> Any:
@@ -80,9 +80,8 @@ def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
     for i, h in enumerate(hits, 1):
         meta = h.meta
         line = getattr(h, "line", "")  # a recall hit: where it sits, then the lines that answer
-        if line:
-            out.append(f"{i}. [{h.kind}] {line}\n   "
-                       + _cut(h.excerpt.replace("\n", "\n   "), SNIPPET_TOKENS))
+        if line:  # its excerpt as the engine sized it for the budget the recall was asked with
+            out.append(f"{i}. [{h.kind}] {line}\n{h.excerpt}")
             continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""

@@ -106,8 +106,8 @@ class CtxTools:
             k: Annotated[int, Field(ge=1, le=50, description="Most hits.")] = 8,
             budget: Budget = 2000) -> str:
         """Memory of past Claude Code and Codex sessions: what was asked, done, decided and
-        what failed. With a query: ranked session excerpts. With auto=true: a digest for
-        starting work. Within `budget` tokens."""
+        what failed. With a query: ranked session excerpts, sized to fill `budget`. With
+        auto=true: a digest for starting work. Within `budget` tokens."""
         if auto:
             proj = project or _project_of(Path(os.getcwd()))
             result = self._call(lambda e: e.recall(query, auto=True, project=proj,
@@ -118,7 +118,7 @@ class CtxTools:
 
             raise ToolError("invalid_input: give a query, or set auto=true")
         result = self._call(lambda e: e.recall(query, project=project, branch=branch,
-                                               types=types, k=k))
+                                               types=types, k=k, budget=budget))
         hits = result.hits or ()
         return fit(hit_entries(hits), budget, what="hits") if hits else "no results"
 

@@ -64,6 +64,11 @@ def _suite(docs: Path, sessions: Path, local: bool) -> dict[str, Any]:
     hits = json.loads(r.stdout)["hits"]
     # the top hits; the tail of a k=5 list can swap hits whose scores tie (seen once)
     out["recall_query"] = ([(h["kind"], h["title"], h["text"]) for h in hits[:3]], len(hits))
+    r = run("recall", "test", "-k", "5", "--budget", "300", "--json")  # excerpts fill it
+    assert r.returncode == 0, r.stderr
+    fitted = json.loads(r.stdout)
+    assert fitted["budget"] == 300 and 0 < fitted["total_tokens"] <= 300
+    out["recall_budget"] = [h["excerpt"] for h in fitted["hits"][:2]]
     r = run("recall", "--sync", "--auto", "--project", "spotter", "--budget", "600",
             "--format", "json")
     assert r.returncode == 0, r.stderr
