@@ -173,6 +173,29 @@ def bm25_ranker(eng: Any) -> Ranker:
     return run
 
 
+# What an agent's recall call shows: the MCP tool's defaults (ipc/mcp/server.py, k 8 and
+# budget 2000); the engine sizes the hits' excerpts to fill the budget.
+VIEW_K, VIEW_BUDGET = 8, 2000
+VIEW_UNITS = {"recall": "chunk", "recall-turns": "turn"}
+
+
+def agent_view(eng: Any, unit: str) -> Callable[[str], tuple[list[tuple[str | None, str]], int]]:
+    """query -> (each shown hit's session and excerpt, the tokens the view takes)."""
+    import dataclasses
+
+    cfg = eng.rt.cfg
+    other = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit=unit))
+
+    def run(q: str) -> tuple[list[tuple[str | None, str]], int]:
+        eng.rt.cfg = other
+        try:
+            res = eng.recall(q, k=VIEW_K, budget=VIEW_BUDGET)
+        finally:
+            eng.rt.cfg = cfg
+        return [(h.meta.get("session"), h.excerpt) for h in res.hits or ()], res.total_tokens
+    return run
+
+
 METHODS: dict[str, Callable[[Any], Ranker]] = {
     "recall": recall_ranker,
     "recall-turns": lambda eng: configured_ranker(eng, recall={"hit_unit": "turn"}),
@@ -231,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     ranks: dict[str, list[int | None]] = {}
     seen: dict[str, list[int | None]] = {}  # ranks when only the excerpts count
     cost: dict[str, list[int]] = {}  # tokens of the top 5 hits' texts, per question
+    views: dict[str, tuple[list[int | None], list[int]]] = {}  # what an agent's call shows
     with tempfile.TemporaryDirectory(prefix="ctx-recall-q-") as tmp:
         shutil.copytree(store, Path(tmp) / "store")
         with ContextEngine.open(Path(tmp) / "store", embedder=embedder) as eng:
@@ -247,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
                               for q, hits in zip(questions, got, strict=True)]
                 cost[name] = [sum(eng.rt.counter.count(t) for _, t, _ in hits[:5])
                               for hits in got]
+                if name in VIEW_UNITS:
+                    look = agent_view(eng, VIEW_UNITS[name])
+                    shown = [look(q["q"]) for q in questions]
+                    views[name] = ([rs.first_answer(v, q["sid"], q["evidence"])
+                                    for q, (v, _) in zip(questions, shown, strict=True)],
+                                   [t for _, t in shown])
     for spec in args.compare:
         name, _, path = spec.partition("=")
         other = json.loads(Path(path).read_text())
@@ -266,6 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, spent in cost.items():
         print(f"| {name} | {sum(spent) / max(1, len(spent)):.0f} | "
               f"{rs.metrics(ranks[name])['hit@5']:.3f} | {rs.metrics(seen[name])['hit@5']:.3f} |")
+    print(f"\nWhat an agent's recall call shows (k {VIEW_K}, budget {VIEW_BUDGET}: the MCP "
+          "tool's defaults; excerpts sized by the engine to fill the budget)")
+    print("| method | answered within the view | hit@5 (excerpts) | mean tokens |\n|---|---|---|---|")
+    for name, (seen_ranks, spent) in views.items():
+        answered = sum(r is not None for r in seen_ranks) / max(1, len(seen_ranks))
+        print(f"| {name} | {answered:.3f} | {rs.metrics(seen_ranks)['hit@5']:.3f} | "
+              f"{sum(spent) / max(1, len(spent)):.0f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"split": args.split, "chunks": chunks, "report": report,
@@ -273,7 +310,10 @@ def main(argv: list[str] | None = None) -> int:
                        for m, r in ranks.items()},
              "excerpt_ranks": {m: dict(zip([q["id"] for q in questions], r, strict=True))
                                for m, r in seen.items()},
-             "tokens_top5": {m: c for m, c in cost.items()}}, indent=1))
+             "tokens_top5": {m: c for m, c in cost.items()},
+             "agent_view": {m: {"k": VIEW_K, "budget": VIEW_BUDGET,
+                                "ranks": dict(zip([q["id"] for q in questions], r, strict=True)),
+                                "tokens": t} for m, (r, t) in views.items()}}, indent=1))
     return 0
 
 
