@@ -86,6 +86,9 @@ from engine.store.vault import Filters, Vault
 from engine.tokens import TokenCounter
 
 log = logging.getLogger("ctx.engine")
+# How long close() waits for a warm-up stage in flight (reading the vector index takes
+# about 5 s at 100k chunks; a model load cannot be cut short). Hand-set.
+WARM_JOIN_S = 10.0
 
 # Which job kinds change the stored sources, and the reason SourcesChanged gives.
 _SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
@@ -142,6 +145,7 @@ class ContextEngine:
         self.config = cfg
         self._lock = lock
         self._closed = False
+        self._warming: threading.Thread | None = None
         self._key = key  # seals backups; the vault, vectors and names use keys derived from it
         vault = new_vault(root, key, cfg)
         try:
@@ -227,6 +231,7 @@ class ContextEngine:
         waiting = self._waiting_sources()
         thread = warming.warm_up(self.rt, self._events.emit, lambda: self._closed,
                                  background=background)
+        self._warming = thread  # close() waits for it
         if waiting:  # sources a crash or a stop left waiting get their vectors in a
             # background job (kind "vectors"; its stage waits for the model to load)
             self._jobs.submit("vectors", lambda job, progress: None)
@@ -251,6 +256,9 @@ class ContextEngine:
         self._stop_tracked()
         self._closed = True
         self._jobs.stop()
+        warm = self._warming
+        if warm is not None and warm is not threading.current_thread():
+            warm.join(WARM_JOIN_S)  # a stage in flight ends before the stores close
         self.rt.audit.close()  # what calls and jobs queued is written before the vault closes
         try:
             self.rt.vectors.close()

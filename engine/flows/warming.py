@@ -24,8 +24,10 @@ log = logging.getLogger("ctx.engine")
 Emit = Callable[[Event], None]
 
 
-def _stage(emit: Emit, stage: str, work: Callable[[], object]) -> bool:
-    """Run one stage between its two announcements; whether it succeeded."""
+def _stage(emit: Emit, stage: str, work: Callable[[], object],
+           closed: Callable[[], bool] = lambda: False) -> bool:
+    """Run one stage between its two announcements; whether it succeeded. A stage that
+    stops because the engine closed under it did not fail: it is not announced again."""
     emit(Warming(stage, done=False))
     started = time.monotonic()
     error: ErrorInfo | None = None
@@ -35,6 +37,9 @@ def _stage(emit: Emit, stage: str, work: Callable[[], object]) -> bool:
         error = ErrorInfo.of(exc)
     except Exception as exc:  # noqa: BLE001 - announced and logged, never lost
         error = ErrorInfo.of(InternalError.of(exc, f"warm-up {stage}"))
+    if error is not None and closed():
+        log.debug("warm-up: %s stopped, the engine closed", stage)
+        return False
     if error is not None:
         log.warning("warm-up: %s failed (%s)", stage, error.name)
     emit(Warming(stage, done=True, seconds=round(time.monotonic() - started, 3),
@@ -49,12 +54,13 @@ def warm(rt: Runtime, emit: Emit, closed: Callable[[], bool]) -> None:
     big = rt.vault.chunk_count() >= rt.cfg.search.keyword_prune_min_chunks
     started = time.monotonic()
     if model is not None:
-        _stage(emit, "model", model)
+        _stage(emit, "model", model, closed)
     if big and not closed():
-        _stage(emit, "keywords", rt.vault.warm_keyword_counts)
+        _stage(emit, "keywords", rt.vault.warm_keyword_counts, closed)
     if not closed():
-        _stage(emit, "vectors", rt.vectors.warm)
-    emit(Warming("all", done=True, seconds=round(time.monotonic() - started, 3)))
+        _stage(emit, "vectors", rt.vectors.warm, closed)
+    if not closed():
+        emit(Warming("all", done=True, seconds=round(time.monotonic() - started, 3)))
 
 
 def warm_up(rt: Runtime, emit: Emit, closed: Callable[[], bool], *, background: bool = True

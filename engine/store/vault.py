@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import CtxError, NoSpace, VaultDamaged
+from engine.errors import CtxError, EngineClosed, NoSpace, VaultDamaged
 from engine.store.fts_terms import chunk_counts, common_counts
 from engine.store.guard import VaultGuard
 from engine.store.integrity import VaultConnection, probe, quiet
@@ -170,6 +170,7 @@ class Vault:
         self._hexkey = db_key.hex()
         self._cache_kib = cache_mb * 1024
         self._local = threading.local()
+        self._closed = False  # close() ends every connection; none is opened after
         self._write_lock = threading.RLock()
         self._all: list[Any] = []
         self._all_lock = threading.Lock()
@@ -230,6 +231,8 @@ class Vault:
         self.guard.tick()
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            if self._closed:  # a thread still reading after close(): no new connection
+                raise EngineClosed("the store is closed")
             self.guard.check()
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=30.0, factory=VaultConnection)
@@ -262,6 +265,7 @@ class Vault:
         return self.guard.damage
 
     def close(self) -> None:
+        self._closed = True
         self.guard.stop()  # a page check in a thread ends first
         with self._all_lock:
             for conn in self._all:
