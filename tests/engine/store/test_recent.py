@@ -68,3 +68,22 @@ def test_recent_with_filters(mixed: ContextEngine) -> None:
         for limit in (1, 4, 30):
             assert vault.recent(limit, f) == _reference(vault, limit, f), (f, limit)
     assert vault.recent(0, Filters()) == []
+
+
+def test_a_store_of_timed_chunks_only_then_a_document(engine: ContextEngine) -> None:
+    """Every chunk timed (a store of sessions): the lane skips the source-by-source part
+    and is still exact; a document added later (no chunk time, its source's newer time)
+    is found at once: the "no untimed chunk" answer does not outlive a write."""
+    for n in range(3):
+        turns = [{"speaker": "A" if j % 2 else "B", "text": f"turn {j} of chat {n}",
+                  "time": T0 + n * 1000 + j} for j in range(5)]
+        engine.wait(engine.ingest_conversation(turns, title=f"chat {n}", uri=f"chat:{n}"))
+    vault = engine.rt.vault
+    assert vault.recent(7, Filters()) == _reference(vault, 7, Filters())
+    assert not vault._has_untimed()
+    engine.wait(engine.ingest(text="A note written after the chats. " * 20, title="note"))
+    assert vault._has_untimed()
+    got = vault.recent(7, Filters())
+    assert got == _reference(vault, 7, Filters())
+    note = {r.id for r in vault.chunks(got).values() if r.kind != "conversation"}
+    assert note and got[0] in note  # the newest source's chunks come first
