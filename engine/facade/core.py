@@ -1,47 +1,32 @@
-"""ContextEngine: the one public entry to ctx's core.
+"""ContextEngine's core: opening and closing a store, ingestion, reading, health.
 
-It owns a data dir (one engine at a time, by a lock file), unlocks the data
-key, opens the encrypted vault and the vector store, and exposes ingest,
-build_context, search, recall, delete and status. It is thread-safe: reads
-run concurrently, writes go through the single writer (the job runner and
-the vault's write lock).
-
-Every result is one of engine.api's typed classes. The engine announces its
-own changes through ``subscribe`` (jobs, sources, builds, alerts), and audits
-the calls that a caller process makes (``engine.calls.caller``) once, here.
+What callers follow and steer of the jobs is in ``engine.facade.jobs``; recall and
+sync in ``engine.facade.sessions``; repair, backups and export in ``engine.facade.upkeep``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
 from engine import paths as P
 from engine.api import (
     AuditEntry,
-    BackupResult,
     BuildDone,
     DeleteResult,
-    Event,
-    ExportResult,
     JobChanged,
-    JobSnapshot,
     MetricsSnapshot,
     Payload,
-    RecallResult,
-    RepairResult,
     SearchHit,
     SourceInfo,
     SourcesChanged,
     Status,
-    SyncResult,
 )
 from engine.calls import audited, current_caller, names_fields
 from engine.config import Config, load_config
@@ -49,33 +34,22 @@ from engine.crypto import keys
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
 from engine.embedding.lazy import LazyEmbedder
-from engine.errors import (
-    CtxError,
-    EngineClosed,
-    InvalidInput,
-    ModelMismatch,
-    NoSpace,
-    NotFound,
-)
+from engine.errors import CtxError, EngineClosed, InvalidInput, ModelMismatch, NoSpace, NotFound
 from engine.events import Announcer
+from engine.facade.jobs import JobControl
+from engine.facade.sessions import SessionMemory
+from engine.facade.upkeep import Upkeep
 from engine.flows import deleting, health, warming
 from engine.flows import ingest as service
 from engine.flows.audit_log import AuditLog
 from engine.flows.ingest_alerts import IngestAlerts
 from engine.flows.inputs import check_query, utf8
 from engine.flows.interrupted import InterruptedJobs
-from engine.flows.jobs import Cancelled, JobRunner
+from engine.flows.jobs import JobRunner
 from engine.flows.keychange import open_key
-from engine.flows.opening import (
-    lock_store,
-    new_vault,
-    open_vectors,
-    prepare_root,
-    repair_layout,
-)
+from engine.flows.opening import lock_store, new_vault, open_vectors, prepare_root
 from engine.flows.ranking import search as run_search
 from engine.flows.runtime import Runtime
-from engine.flows.vector_rebuild import check_vectors, repair_work
 from engine.flows.vector_stage import VectorStage
 from engine.flows.writer import Writer
 from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
@@ -90,55 +64,15 @@ log = logging.getLogger("ctx.engine")
 # about 5 s at 100k chunks; a model load cannot be cut short). Hand-set.
 WARM_JOIN_S = 10.0
 
-# Which job kinds change the stored sources, and the reason SourcesChanged gives.
-_SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
-                "repair": "repair", "vectors": "ingest"}
-
 
 def store_exists(root: Path) -> bool:
     return keys.read_record(root) is not None
 
 
-def init_store(data_dir: str | Path | None = None, *, passphrase: str | None = None,
-               use_keychain: bool | None = None, config: Config | None = None,
-               recovery_key: str | None = None) -> Path:
-    """Create a new, empty store (its data key and vault). Refuses an existing one, or
-    any part of one; a folder holding other files is used only because it was asked.
-    ``recovery_key`` (``generate_recovery_key()``, shown to the user) can unlock it too."""
-    root, _ = prepare_root(data_dir, create=True, explicit_init=True)
-    cfg = config or load_config(root)
-    lock = DataDirLock(P.lock_path(root))
-    lock.acquire()
-    try:
-        key = keys.create_key(root, cfg.keys, passphrase=passphrase, use_keychain=use_keychain,
-                              recovery_key=recovery_key)
-        new_vault(root, key, cfg).close()
-    except BaseException:
-        if not store_exists(root):  # nothing was made: no lock file is left behind either
-            lock.discard()
-        raise
-    finally:
-        lock.release()
-    return root
+class ContextEngine(JobControl, SessionMemory, Upkeep):
+    """The engine: see the package's docstring. Job control, coding-session memory
+    (recall, sync) and upkeep (repair, backups, export) come from the mixins."""
 
-
-def repair_store(data_dir: str | Path | None = None, *, passphrase: str | None = None,
-                 embedder: Embedder | None = None) -> RepairResult:
-    """`ctx repair`: set aside a vectors/ that cannot be opened, then rebuild every
-    vector from the vault and drop embedding-cache rows no chunk uses."""
-    from engine.flows.keychange import settle_closed
-
-    settle_closed(data_dir)  # a key rotation cut short is finished (or undone) first
-    moved = repair_layout(data_dir, passphrase=passphrase)
-    eng = ContextEngine.open(data_dir, passphrase=passphrase, embedder=embedder, create=False,
-                             auto_repair=False)
-    try:
-        return dataclasses.replace(eng.repair(), set_aside=dict(moved))
-    finally:
-        eng.close()
-
-
-class ContextEngine:
     def __init__(self, root: Path, cfg: Config, key: bytes, lock: DataDirLock,
                  embedder: Embedder | None, auto_repair: bool = True) -> None:
         self.data_dir = root
@@ -293,46 +227,6 @@ class ContextEngine:
                 f"this store's vectors were made by {name} ({dim} dims); the configured model "
                 f"is {emb.name} ({emb.dim} dims). Use the same model or a new data dir.")
 
-    def _check_vectors(self, auto_repair: bool) -> None:
-        """Flush pending vector deletions; rebuild vectors the vault has and the vector
-        store lacks (in the background, alerting), or alert when the counts differ."""
-        if not self.rt.vault.read_only:
-            self._writer.flush_tombstones()
-        reason = check_vectors(self.rt, auto_repair)
-        if reason:
-            self.repair(wait=False, reason=reason)
-
-    def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
-        """Rebuild every vector from the vault (the single writer runs it, alerting
-        while it does); a full repair also drops embedding-cache rows no chunk uses and
-        rebuilds the keyword index. Without ``wait``, only the reason and job id."""
-        result: dict[str, Any] = {"reason": reason}
-        job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
-        result["job"] = job.id
-        if wait:
-            self._wait_ok(job.id)
-        return RepairResult.from_dict(result)
-
-    def _job_finished(self, job: Any) -> None:
-        self._interrupted.finished(job)
-        self.rt.audit.record("ingest_job", os.getpid(), [job.id],
-                                {"files": job.files_done, "chunks": job.chunks,
-                                 "errors": len(job.errors), "skipped": len(job.skipped)})
-        reason = _SOURCE_JOBS.get(job.kind)
-        if job.stage == "vectors":  # announced when stored; now their vectors are in
-            reason = "vectors"
-        stored = job.state == "done" if reason == "repair" else (job.sources or job.chunks
-                                                                 or job.to_embed)
-        if reason is not None and stored:
-            self._events.emit(SourcesChanged(reason, tuple(job.sources)))
-
-    def _job_stored(self, job: Any) -> None:
-        """A job's keyword stage ended: its sources are stored and keyword-searchable
-        (their vectors follow; ``_job_finished`` announces them again then)."""
-        reason = _SOURCE_JOBS.get(job.kind)
-        if reason is not None and job.sources:
-            self._events.emit(SourcesChanged(reason, tuple(job.sources)))
-
     # -- ingestion ---------------------------------------------------------------
     @audited
     @names_fields
@@ -388,74 +282,6 @@ class ContextEngine:
             self._jobs.wait(job.id)
         return job.id
 
-    @names_fields
-    def job(self, job_id: str) -> JobSnapshot:
-        return self._jobs.get(job_id)
-
-    def jobs(self) -> list[JobSnapshot]:
-        return self._jobs.list()
-
-    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
-        """The job's snapshot once it ends, or as it stands after ``timeout`` seconds."""
-        return self._jobs.wait(job_id, timeout)
-
-    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
-        """Hear the engine's own changes, whoever caused them: JobChanged (every job
-        snapshot change), SourcesChanged, BuildDone, AlertRaised and AlertCleared.
-
-        ``listener`` runs on the thread where the change happened and must return
-        quickly; its exceptions are logged, never raised. Returns an unsubscribe.
-        """
-        return self._events.subscribe(listener)
-
-    @names_fields
-    def cancel_job(self, job_id: str) -> JobSnapshot:
-        """Cancel a job: a queued one is dropped, a running one stops at its next safe
-        point (between files, between embedding steps). Sources it fully stored stay;
-        the one it was writing is not stored. Returns the job's snapshot (a running
-        job still shows "running" until it stops: follow it with ``wait``)."""
-        self._live()
-        self._interrupted.cancelled_by_user(job_id)
-        snap = self._jobs.cancel(job_id)
-        if snap.final:  # dropped while queued: it never reaches the finish hook
-            self._interrupted.finished(snap)
-        return snap
-
-    def cancel_all(self) -> list[JobSnapshot]:
-        """Cancel every queued and running job (for an app that quits); their snapshots."""
-        self._live()
-        return self._jobs.cancel_all()
-
-    def interrupted_jobs(self) -> list[JobSnapshot]:
-        """"paths" jobs an earlier run left unfinished (a quit that stopped them, a
-        crash), oldest first: state "cancelled", ``interrupted`` True, their ``inputs``
-        and last known counts. Each stays listed until resumed or dismissed."""
-        self._live()
-        return self._interrupted.listed()
-
-    def resume_interrupted(self, job_id: str) -> str:
-        """Ingest an interrupted job's inputs again (what it stored before is skipped as
-        unchanged); the new job's id. NotFound when no such job is listed."""
-        self._live()
-        listed = {s.id: s for s in self._interrupted.listed()}
-        if job_id not in listed:
-            raise NotFound(f"no interrupted job {job_id}")
-        new_id = self.ingest(paths=listed[job_id].inputs)
-        self._interrupted.take(job_id)
-        return new_id
-
-    def dismiss_interrupted(self, job_id: str) -> None:
-        """Stop listing an interrupted job (NotFound when it is not listed)."""
-        self._live()
-        if self._interrupted.take(job_id) is None:
-            raise NotFound(f"no interrupted job {job_id}")
-
-    def pause_ingestion(self) -> None:
-        self._jobs.pause()
-
-    def resume_ingestion(self) -> None:
-        self._jobs.resume()
-
     # -- reading -----------------------------------------------------------------
     @audited
     @names_fields
@@ -497,65 +323,6 @@ class ContextEngine:
 
     @audited
     @names_fields
-    def recall(self, query: str | None = None, *, auto: bool = False,
-               project: str | None = None, branch: str | None = None,
-               since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
-               budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False) -> RecallResult:
-        """Search memory of coding sessions, or (``auto``) recent + related + failures.
-
-        ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
-        what is new in every known folder. Writes go through the single writer.
-        """
-        from engine.flows.recall import check_recall, recall
-
-        rt = self._live()
-        check_recall(query, auto=auto, types=types, k=k, budget=budget, fmt=fmt, index=index,
-                     do_sync=sync)  # before any sync work is queued
-        if index or sync:
-            holder: list[RecallResult] = []
-
-            def work(job: Any, progress: Callable[[], None]) -> None:
-                holder.append(recall(rt, self._writer, None, index=index, do_sync=sync,
-                                     progress=_job_progress(job, progress)))
-            job = self._jobs.submit("sync", work)
-            self._wait_ok(job.id)
-            holder[0] = _with_vectors(holder[0], job)
-            if query is None and not auto:
-                return holder[0]
-            result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
-                            since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
-            return dataclasses.replace(result, indexed=holder[0].indexed,
-                                       synced=holder[0].synced)
-        return recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
-                      since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
-
-    @audited
-    @names_fields
-    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
-        """Index what is new in the transcript folders (or ``paths``) since the last sync."""
-        from engine.flows.recall import sync
-
-        rt = self._live()
-        holder: list[SyncResult] = []
-        job = self._jobs.submit("sync", lambda job, progress: holder.append(
-            sync(rt, self._writer, paths, _job_progress(job, progress))))
-        self._stage.preload()
-        self._wait_ok(job.id)
-        if not holder:  # cancelled (a quit stops jobs) before it read anything
-            raise EngineClosed("the sync was stopped before it finished: the engine is "
-                               "closing or the job was cancelled; sync again")
-        return _sync_with_vectors(holder[0], job)
-
-    def _wait_ok(self, job_id: str) -> JobSnapshot:
-        """Wait for a job; a failed one raises its error (internal_error for a bug)."""
-        snap = self._jobs.wait(job_id)
-        if snap.error is not None and snap.state == "failed":
-            raise snap.error.to_error()
-        return snap
-
-    @audited
-    @names_fields
     def sources(self, *, project: str | None = None) -> list[SourceInfo]:
         return src.list_ready(self._live().vault, project=project)
 
@@ -577,83 +344,6 @@ class ContextEngine:
                            {"sources": len(what.ids), "paths": len(what.paths)})
         self._events.emit(SourcesChanged("delete", tuple(what.ids)))
         return DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids))
-
-    # -- keeping the data ----------------------------------------------------------
-    @audited
-    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
-        """Write one encrypted backup file of the store to ``path`` (a folder gets a dated
-        name in it), taken consistently while the engine keeps running; followed as a
-        job of kind "backup" (bytes done of bytes in all). ``include_vectors`` (default:
-        yes, for the memory backend) puts the vector index in it, so that a restore
-        loads it instead of rebuilding it from the vault."""
-        from engine.flows.backup import take_backup
-
-        rt = self._live()
-        vectors = include_vectors if include_vectors is not None else \
-            rt.cfg.store.vector_backend == "memory"
-        return self._tracked("backup", lambda progress: take_backup(
-            rt, self._key, path, progress=progress, include_vectors=vectors))
-
-    @audited
-    def verify_backup(self, path: str) -> BackupResult:
-        """Read a backup of this store whole and check every part of it, restoring nothing
-        (BackupDamaged names what is wrong; BackupMismatch: another store's)."""
-        from engine.flows.backup import verify_backup
-
-        self._live()
-        record = keys.read_record(self.data_dir)
-        store_id = record.store_id if record is not None else None
-        return self._tracked("verify_backup", lambda progress: verify_backup(
-            path, data_key=self._key, store_id=store_id, progress=progress))
-
-    @audited
-    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
-               project: str | None = None) -> ExportResult:
-        """Write the sources (of ``kind`` and ``project``) to ``path`` as plaintext: one
-        jsonl file (``ctx ingest`` of it stores them again) or a folder of markdown files.
-        The text leaves the store's encryption: callers warn the user first."""
-        from engine.flows.export import export_sources
-
-        rt = self._live()
-        return export_sources(rt, path, fmt, kind=kind, project=project)
-
-    def _tracked(self, kind: str, run: Callable[[Callable[[int, int], None]], Any]) -> Any:
-        """``run(progress)`` on this thread, as a job of ``kind`` others can follow."""
-        job = self._jobs.track(kind)
-        job.files_total = 1
-        shown = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            job.bytes, job.bytes_total = done, total
-            now = time.monotonic()
-            if now - shown[0] >= 0.1 or done >= total:
-                shown[0] = now
-                self._jobs.progress(job)
-            else:
-                job.check()
-        try:
-            result = run(progress)
-        except Cancelled as exc:
-            self._jobs.finish(job, exc)
-            raise CtxError(f"the {kind.replace('_', ' ')} was cancelled: nothing was "
-                           "written") from None
-        except BaseException as exc:
-            self._jobs.finish(job, exc if isinstance(exc, Exception) else None)
-            raise
-        job.files_done = 1
-        job.chunks = int(getattr(result, "chunks", 0))
-        self._jobs.finish(job, None)
-        return result
-
-    def _stop_tracked(self, timeout: float = 30.0) -> None:
-        """At close: cancel the backups under way and wait for them to clean up."""
-        live = [j for j in self._jobs.list() if j.kind in ("backup", "verify_backup")
-                and not j.final]
-        for snap in live:
-            self._jobs.cancel(snap.id)
-        end = time.monotonic() + timeout
-        for snap in live:
-            self._jobs.wait(snap.id, max(0.0, end - time.monotonic()))
 
     # -- health ------------------------------------------------------------------
     def status(self) -> Status:
@@ -679,30 +369,7 @@ class ContextEngine:
         return [AuditEntry.from_dict(r) for r in rt.vault.audit(since, limit)]
 
 
-def _sync_with_vectors(result: SyncResult, job: Any) -> SyncResult:
-    """A sync's result once its vector stage ended: the texts the model embedded for it
-    and the time of both stages."""
-    seconds = (job.finished or time.time()) - (job.started or job.created)
-    return dataclasses.replace(result, embedded=job.model_texts, seconds=round(seconds, 4))
-
-
-def _with_vectors(result: RecallResult, job: Any) -> RecallResult:
-    """``_sync_with_vectors`` for the parts of a recall result that a sync made."""
-    return dataclasses.replace(result, **{
-        name: _sync_with_vectors(getattr(result, name), job)
-        for name in ("indexed", "synced") if getattr(result, name) is not None})
-
-
 def _kept_name_key(vault: Vault) -> bytes | None:
     """The names' hash key a key rotation kept in the vault (engine/store/rekey.py)."""
     value = vault.get_meta("name_key")
     return bytes.fromhex(value) if value else None
-
-
-def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
-    """A transcript sync's counts, copied onto its job (what `ctx recall --sync` shows)."""
-    def update(counts: dict[str, Any]) -> None:
-        for name in ("files_total", "files_done", "bytes_total", "bytes", "chunks", "current"):
-            setattr(job, name, counts[name])
-        progress()
-    return update

@@ -1,0 +1,108 @@
+"""Memory of coding sessions: ``recall`` (a query's hits, or the digest a new session
+starts with) and ``sync`` (index what is new in the transcript folders), each sync run
+as a job of the single writer."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine.api import RecallResult, SyncResult
+from engine.calls import audited, names_fields
+from engine.errors import EngineClosed
+
+if TYPE_CHECKING:
+    from engine.api import JobSnapshot
+    from engine.flows.jobs import JobRunner
+    from engine.flows.runtime import Runtime
+    from engine.flows.vector_stage import VectorStage
+    from engine.flows.writer import Writer
+
+
+class SessionMemory:
+    """The coding-session half of ``ContextEngine`` (a mixin)."""
+
+    _jobs: JobRunner
+    _writer: Writer
+    _stage: VectorStage
+
+    if TYPE_CHECKING:
+        def _live(self) -> Runtime: ...
+        def _wait_ok(self, job_id: str) -> JobSnapshot: ...
+
+    @audited
+    @names_fields
+    def recall(self, query: str | None = None, *, auto: bool = False,
+               project: str | None = None, branch: str | None = None,
+               since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
+               budget: int | None = None, task: str | None = None, fmt: str = "context",
+               index: Sequence[str] = (), sync: bool = False) -> RecallResult:
+        """Search memory of coding sessions, or (``auto``) recent + related + failures.
+
+        ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
+        what is new in every known folder. Writes go through the single writer.
+        """
+        from engine.flows.recall import check_recall, recall
+
+        rt = self._live()
+        check_recall(query, auto=auto, types=types, k=k, budget=budget, fmt=fmt, index=index,
+                     do_sync=sync)  # before any sync work is queued
+        if index or sync:
+            holder: list[RecallResult] = []
+
+            def work(job: Any, progress: Callable[[], None]) -> None:
+                holder.append(recall(rt, self._writer, None, index=index, do_sync=sync,
+                                     progress=_job_progress(job, progress)))
+            job = self._jobs.submit("sync", work)
+            self._wait_ok(job.id)
+            holder[0] = _with_vectors(holder[0], job)
+            if query is None and not auto:
+                return holder[0]
+            result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
+                            since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
+            return dataclasses.replace(result, indexed=holder[0].indexed,
+                                       synced=holder[0].synced)
+        return recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
+                      since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
+
+    @audited
+    @names_fields
+    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
+        """Index what is new in the transcript folders (or ``paths``) since the last sync."""
+        from engine.flows.recall import sync
+
+        rt = self._live()
+        holder: list[SyncResult] = []
+        job = self._jobs.submit("sync", lambda job, progress: holder.append(
+            sync(rt, self._writer, paths, _job_progress(job, progress))))
+        self._stage.preload()
+        self._wait_ok(job.id)
+        if not holder:  # cancelled (a quit stops jobs) before it read anything
+            raise EngineClosed("the sync was stopped before it finished: the engine is "
+                               "closing or the job was cancelled; sync again")
+        return _sync_with_vectors(holder[0], job)
+
+
+def _sync_with_vectors(result: SyncResult, job: Any) -> SyncResult:
+    """A sync's result once its vector stage ended: the texts the model embedded for it
+    and the time of both stages."""
+    seconds = (job.finished or time.time()) - (job.started or job.created)
+    return dataclasses.replace(result, embedded=job.model_texts, seconds=round(seconds, 4))
+
+
+def _with_vectors(result: RecallResult, job: Any) -> RecallResult:
+    """``_sync_with_vectors`` for the parts of a recall result that a sync made."""
+    return dataclasses.replace(result, **{
+        name: _sync_with_vectors(getattr(result, name), job)
+        for name in ("indexed", "synced") if getattr(result, name) is not None})
+
+
+def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
+    """A transcript sync's counts, copied onto its job (what `ctx recall --sync` shows)."""
+    def update(counts: dict[str, Any]) -> None:
+        for name in ("files_total", "files_done", "bytes_total", "bytes", "chunks", "current"):
+            setattr(job, name, counts[name])
+        progress()
+    return update

@@ -1,0 +1,128 @@
+"""The engine's upkeep: vectors rebuilt from the vault (repair), encrypted backups
+taken and verified while it runs, and plaintext export."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.api import BackupResult, ExportResult, JobSnapshot, RepairResult
+from engine.calls import audited
+from engine.crypto import keys
+from engine.errors import CtxError
+from engine.flows.jobs import Cancelled, JobRunner
+from engine.flows.runtime import Runtime
+from engine.flows.vector_rebuild import check_vectors, repair_work
+from engine.flows.writer import Writer
+
+
+class Upkeep:
+    """The upkeep half of ``ContextEngine`` (a mixin)."""
+
+    rt: Runtime
+    data_dir: Path
+    _jobs: JobRunner
+    _writer: Writer
+    _key: bytes
+
+    if TYPE_CHECKING:
+        def _live(self) -> Runtime: ...
+        def _wait_ok(self, job_id: str) -> JobSnapshot: ...
+
+    def _check_vectors(self, auto_repair: bool) -> None:
+        """Flush pending vector deletions; rebuild vectors the vault has and the vector
+        store lacks (in the background, alerting), or alert when the counts differ."""
+        if not self.rt.vault.read_only:
+            self._writer.flush_tombstones()
+        reason = check_vectors(self.rt, auto_repair)
+        if reason:
+            self.repair(wait=False, reason=reason)
+
+    def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
+        """Rebuild every vector from the vault (the single writer runs it, alerting
+        while it does); a full repair also drops embedding-cache rows no chunk uses and
+        rebuilds the keyword index. Without ``wait``, only the reason and job id."""
+        result: dict[str, Any] = {"reason": reason}
+        job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
+        result["job"] = job.id
+        if wait:
+            self._wait_ok(job.id)
+        return RepairResult.from_dict(result)
+
+    @audited
+    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
+        """Write one encrypted backup file of the store to ``path`` (a folder gets a dated
+        name in it), taken consistently while the engine keeps running; followed as a
+        job of kind "backup" (bytes done of bytes in all). ``include_vectors`` (default:
+        yes, for the memory backend) puts the vector index in it, so that a restore
+        loads it instead of rebuilding it from the vault."""
+        from engine.flows.backup import take_backup
+
+        rt = self._live()
+        vectors = include_vectors if include_vectors is not None else \
+            rt.cfg.store.vector_backend == "memory"
+        return self._tracked("backup", lambda progress: take_backup(
+            rt, self._key, path, progress=progress, include_vectors=vectors))
+
+    @audited
+    def verify_backup(self, path: str) -> BackupResult:
+        """Read a backup of this store whole and check every part of it, restoring nothing
+        (BackupDamaged names what is wrong; BackupMismatch: another store's)."""
+        from engine.flows.backup import verify_backup
+
+        self._live()
+        record = keys.read_record(self.data_dir)
+        store_id = record.store_id if record is not None else None
+        return self._tracked("verify_backup", lambda progress: verify_backup(
+            path, data_key=self._key, store_id=store_id, progress=progress))
+
+    @audited
+    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
+               project: str | None = None) -> ExportResult:
+        """Write the sources (of ``kind`` and ``project``) to ``path`` as plaintext: one
+        jsonl file (``ctx ingest`` of it stores them again) or a folder of markdown files.
+        The text leaves the store's encryption: callers warn the user first."""
+        from engine.flows.export import export_sources
+
+        rt = self._live()
+        return export_sources(rt, path, fmt, kind=kind, project=project)
+
+    def _tracked(self, kind: str, run: Callable[[Callable[[int, int], None]], Any]) -> Any:
+        """``run(progress)`` on this thread, as a job of ``kind`` others can follow."""
+        job = self._jobs.track(kind)
+        job.files_total = 1
+        shown = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            job.bytes, job.bytes_total = done, total
+            now = time.monotonic()
+            if now - shown[0] >= 0.1 or done >= total:
+                shown[0] = now
+                self._jobs.progress(job)
+            else:
+                job.check()
+        try:
+            result = run(progress)
+        except Cancelled as exc:
+            self._jobs.finish(job, exc)
+            raise CtxError(f"the {kind.replace('_', ' ')} was cancelled: nothing was "
+                           "written") from None
+        except BaseException as exc:
+            self._jobs.finish(job, exc if isinstance(exc, Exception) else None)
+            raise
+        job.files_done = 1
+        job.chunks = int(getattr(result, "chunks", 0))
+        self._jobs.finish(job, None)
+        return result
+
+    def _stop_tracked(self, timeout: float = 30.0) -> None:
+        """At close: cancel the backups under way and wait for them to clean up."""
+        live = [j for j in self._jobs.list() if j.kind in ("backup", "verify_backup")
+                and not j.final]
+        for snap in live:
+            self._jobs.cancel(snap.id)
+        end = time.monotonic() + timeout
+        for snap in live:
+            self._jobs.wait(snap.id, max(0.0, end - time.monotonic()))
