@@ -310,7 +310,8 @@ class RecallHit(SearchHit):
     place), with ``text`` (the request and the turn's chunks that answer best, within
     recall.turn_hit_tokens), ``line`` (session, date, branch and what came of the
     turn, in one line), ``excerpt`` (the lines that answer the query, within
-    recall.hit_excerpt_tokens, or its share of the budget a query was asked with) and
+    recall.hit_excerpt_tokens, or its share of the budget a query was asked with: then
+    the whole text when it fits; lines an earlier hit shows are not shown again) and
     ``chunks`` (the ids of the chunks the text draws on, best first)."""
 
     line: str = ""
@@ -326,7 +327,8 @@ class RecallResult(_Plain):
     """recall's result: ``hits`` for a query, or (``auto``) the digest in ``context``.
 
     ``total_tokens`` and ``budget``: the digest's tokens and budget; for a query asked
-    with a budget, what its hits take (lines and excerpts) and that budget.
+    with a budget, what its hits take (lines and excerpts) and that budget, and
+    ``omitted``, how many hits it left out to stay within it.
 
     ``indexed`` and ``synced`` say what a sync asked for with the call did. The
     wire form carries only the parts present (a query's ``hits``, or the digest's
@@ -346,6 +348,7 @@ class RecallResult(_Plain):
     output: str | None = None  # the digest as the agent's hook wants it (fmt claude-hook)
     indexed: SyncResult | None = None
     synced: SyncResult | None = None
+    omitted: int = 0  # a query asked within a budget: the hits it left out
 
     _DIGEST: ClassVar[tuple[str, ...]] = ("context", "total_tokens", "budget", "project",
                                           "branch", "sessions", "failures", "related",
@@ -364,7 +367,8 @@ class RecallResult(_Plain):
         if self.hits is not None:
             out["hits"] = [h.to_dict() for h in self.hits]
             if self.budget:  # a query asked within a budget: what its hits take of it
-                out.update(total_tokens=self.total_tokens, budget=self.budget)
+                out.update(total_tokens=self.total_tokens, budget=self.budget,
+                           omitted=self.omitted)
         return out
 
     @classmethod

@@ -143,20 +143,20 @@ def repair_layout(data_dir: str | Path | None, *, passphrase: str | None = None,
         key = keys.unlock_key(root, passphrase=passphrase)
         vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
                       cache_mb=cfg.store.vault_cache_mb)
-        try:
+        try:  # open while the vector store is tried: it may read the vault
             dim = int(vault.get_meta("embedding_dim") or 0)
+            vec_path = P.vectors_path(root)
+            if vec_path.exists() or vec_path.is_symlink():
+                try:
+                    if not vec_path.is_dir():
+                        raise VectorsDamaged("vectors/ is not a folder")
+                    if dim:
+                        open_vectors(root, cfg, key, dim, vault).close()
+                except VectorsDamaged:
+                    moved["vectors"] = str(set_aside(vec_path))
+                    log.warning("vectors/ set aside as %s", moved["vectors"])
         finally:
             vault.close()
-        vec_path = P.vectors_path(root)
-        if vec_path.exists() or vec_path.is_symlink():
-            try:
-                if not vec_path.is_dir():
-                    raise VectorsDamaged("vectors/ is not a folder")
-                if dim:
-                    open_vectors(root, cfg, key, dim, vault).close()
-            except VectorsDamaged:
-                moved["vectors"] = str(set_aside(vec_path))
-                log.warning("vectors/ set aside as %s", moved["vectors"])
     finally:
         lock.release()
     return moved

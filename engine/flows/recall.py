@@ -56,8 +56,10 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
         hits, drawn, own = recall_hits(rt, query, k, filters)  # chunks or turns
         shown = tuple(presented(rt, query, hits, drawn, own, budget=budget))
         out["hits"] = shown
-        if budget is not None:  # the hits fit in it: say how much they take
-            out.update(total_tokens=shown_tokens(rt, shown), budget=budget)
+        if budget is not None:  # the hits fit in it: how much they take, how many did not
+            omitted = len(hits) - len(shown)
+            out.update(total_tokens=shown_tokens(rt, shown, omitted), budget=budget,
+                       omitted=omitted)
     return RecallResult(**out)
 
 

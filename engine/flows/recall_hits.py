@@ -4,8 +4,10 @@ branch, what came of its turn) and the excerpt that answers (``engine.recall.pre
 With a token budget (an agent's tool result), the engine sizes the excerpts so that the
 hits together stay within it (``excerpt_shares``): every hit gets an equal share, a hit
 whose whole text is shorter gives the rest of its share to the others, and hits that
-would get less than ``MIN_EXCERPT`` tokens are left out. Without one, each excerpt is
-``recall.hit_excerpt_tokens`` long.
+would get less than ``MIN_EXCERPT`` tokens are left out (room is kept for saying so).
+Without one, each excerpt is ``recall.hit_excerpt_tokens`` long. Either way a line that
+an earlier hit of the same session shows (the request each chunk of a turn quotes, the
+words before a tool call that the reply before it holds) is not shown again.
 """
 
 from __future__ import annotations
@@ -14,11 +16,20 @@ from collections.abc import Mapping, Sequence
 
 from engine.api import RecallHit, SearchHit
 from engine.flows.runtime import Runtime
-from engine.recall.present import TurnChunk, excerpt, hit_line, turn_outcome
+from engine.recall.present import TurnChunk, excerpt, hit_line, own_lines, turn_outcome
+from engine.tokens import TokenCounter
 
 # Tokens a front end spends on a hit besides its line and excerpt (its number, kind and
-# line breaks: "10. [turn_pair] " and two newlines are 7 cl100k tokens). Hand-set.
-HIT_OVERHEAD = 8
+# line breaks: "[10] [turn_pair] " and three newlines are 9 cl100k tokens, and a join
+# can take one more). Hand-set; tests/agents/test_mcp_e2e.py checks MCP's entries fit.
+HIT_OVERHEAD = 10
+# Tokens kept for saying that hits were left out ("[6 more hits did not fit in 2000
+# tokens: ask with a larger budget or a smaller k]" is 23; longer numbers take more).
+# Hand-set.
+OMITTED_NOTE = 28
+# A line of at least this many characters that an earlier hit shows is not shown again
+# (shorter ones, "Result: ok" or a brace, may repeat). Hand-set.
+REPEAT_CHARS = 24
 # The shortest excerpt worth showing: a hit that would get less is left out. Hand-set
 # (about two lines of a reply or one command with the start of its output).
 MIN_EXCERPT = 24
@@ -50,10 +61,11 @@ def excerpt_shares(sizes: Sequence[int], lines: Sequence[int], budget: int) -> l
     ``sizes`` tokens and whose lines take ``lines`` (best first): equal shares of what
     the lines and ``HIT_OVERHEAD`` leave, a hit shorter than its share keeping only what
     it needs (max-min fair). Fewer entries than hits when the last ones would get under
-    ``MIN_EXCERPT``: they are left out."""
+    ``MIN_EXCERPT``: they are left out, and ``OMITTED_NOTE`` is kept for saying so."""
     n = len(sizes)
     while n:
-        room = budget - sum(lines[:n]) - HIT_OVERHEAD * n
+        note = OMITTED_NOTE if n < len(sizes) else 0
+        room = budget - sum(lines[:n]) - HIT_OVERHEAD * n - note
         if room >= MIN_EXCERPT * n:
             break
         n -= 1
@@ -68,17 +80,44 @@ def excerpt_shares(sizes: Sequence[int], lines: Sequence[int], budget: int) -> l
     return out
 
 
-def _excerpt_within(rt: Runtime, query: str, hit: SearchHit, own: str | None,
+def _cut(counter: TokenCounter, text: str, tokens: int) -> str:
+    """``text`` cut to ``tokens`` tokens, an ellipsis marking the cut."""
+    out = counter.truncate(text, max(1, tokens - 1)).rstrip() + "…"
+    return out if counter.count(out) <= tokens else counter.truncate(text, tokens)
+
+
+def _excerpt_within(counter: TokenCounter, query: str, text: str, own: str | None,
                     tokens: int) -> str:
-    """A hit's excerpt in ``tokens``: its whole text when it fits; a turn hit's text
-    (request, then its best chunks) from the start when its best chunk fits; else the
-    lines of its best chunk (``own``) that answer best."""
-    counter = rt.counter
-    if counter.count(hit.text) <= tokens:
-        return hit.text
-    if own is not None and counter.count(own) <= tokens:
-        return counter.truncate(hit.text, tokens)
-    return excerpt(own if own is not None else hit.text, query, counter, tokens)
+    """A hit's excerpt in ``tokens``: its whole ``text`` when it fits; a turn hit's text
+    (the request, then its best chunk ``own``, then the next ones) from its start when
+    the request and that chunk fit; else the lines of ``own`` (or of a chunk hit's text)
+    that answer best."""
+    if counter.count(text) <= tokens:
+        return text
+    if own is not None:
+        body = own_lines(own).strip("\n")
+        at = text.find(body) if body else -1
+        if at >= 0 and counter.count(text[: at + len(body)]) <= tokens:
+            return _cut(counter, text, tokens)
+        return excerpt(own, query, counter, tokens)
+    return excerpt(text, query, counter, tokens)
+
+
+def _unshown(text: str, shown: set[str]) -> str:
+    """``text`` less the lines an earlier hit's excerpt already shows (the request every
+    chunk of a turn quotes, the words before a tool call that its reply repeats); all of
+    it when nothing would be left."""
+    kept = [ln for ln in text.split("\n")
+            if len(ln.strip()) < REPEAT_CHARS or ln.strip() not in shown]
+    out = "\n".join(kept)
+    return out if out.strip() else text
+
+
+def _shown_lines(shown_excerpt: str) -> set[str]:
+    """The whole lines ``shown_excerpt`` shows (a request it quotes cut short is not one:
+    its rest is still news)."""
+    return {ln.strip() for ln in shown_excerpt.split("\n")
+            if len(ln.strip()) >= REPEAT_CHARS and not ln.rstrip().endswith("…")}
 
 
 def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
@@ -89,26 +128,38 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
     ``excerpt`` (the lines that answer) and ``chunks`` (``drawn``: the chunk ids its text
     draws on; else its own). A turn hit's excerpt is cut from its best chunk's own text
     (``own``), not from the turn's: the lines that share most words with the query are
-    more often elsewhere in a whole turn. Excerpts are recall.hit_excerpt_tokens long,
-    or with ``budget`` sized so that all the hits fit in it (``excerpt_shares``; hits
-    that would not fit are left out)."""
+    more often elsewhere in a whole turn. A line an earlier hit of the same session shows
+    in its excerpt is not shown again (``_unshown``). Excerpts are recall.hit_excerpt_tokens long, or with
+    ``budget`` sized so that all the hits fit in it (``excerpt_shares``; hits that would
+    not fit are left out: fewer hits come back)."""
     outcomes = turn_outcomes(rt, hits)
     drawn, own = drawn or {}, own or {}
+    counter = rt.counter
     lines = [hit_line(h.meta, h.time, outcomes[h.chunk_id]) for h in hits]
     if budget is None:
         tokens = [rt.cfg.recall.hit_excerpt_tokens] * len(hits)
     else:
-        tokens = excerpt_shares([rt.counter.count(h.text) for h in hits],
-                                [rt.counter.count(line) for line in lines], budget)
-    return [RecallHit(**h.__dict__, line=line,
-                      excerpt=_excerpt_within(rt, query, h, own.get(h.chunk_id), n)
-                      if budget is not None else
-                      excerpt(own.get(h.chunk_id, h.text), query, rt.counter, n),
-                      chunks=drawn.get(h.chunk_id, (h.chunk_id,)))
-            for h, line, n in zip(hits, lines, tokens)]  # zip: hits left out by the budget
+        tokens = excerpt_shares([counter.count(h.text) for h in hits],
+                                [counter.count(line) for line in lines], budget)
+    shown: dict[object, set[str]] = {}  # per session: the same words elsewhere are news
+    out = []
+    for h, line, n in zip(hits, lines, tokens):  # zip: hits left out by the budget end it
+        best = own.get(h.chunk_id)
+        seen = shown.setdefault(h.meta.get("session") or ("source", h.source_id), set())
+        text = _unshown(h.text, seen)
+        mine = _unshown(best, seen) if best is not None else None
+        if budget is None:
+            cut = excerpt(mine if mine is not None else text, query, counter, n)
+        else:
+            cut = _excerpt_within(counter, query, text, mine, n)
+        seen |= _shown_lines(cut)
+        out.append(RecallHit(**h.__dict__, line=line, excerpt=cut,
+                             chunks=drawn.get(h.chunk_id, (h.chunk_id,))))
+    return out
 
 
-def shown_tokens(rt: Runtime, hits: Sequence[RecallHit]) -> int:
-    """What ``hits`` take as a budget counts them: line, excerpt and ``HIT_OVERHEAD``."""
+def shown_tokens(rt: Runtime, hits: Sequence[RecallHit], omitted: int) -> int:
+    """What ``hits`` take as a budget counts them: line, excerpt and ``HIT_OVERHEAD``
+    each, and ``OMITTED_NOTE`` when ``omitted`` hits were left out beside them."""
     return sum(rt.counter.count(h.line) + rt.counter.count(h.excerpt) + HIT_OVERHEAD
-               for h in hits)
+               for h in hits) + (OMITTED_NOTE if omitted and hits else 0)

@@ -120,7 +120,7 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
     return out
 
 
-def _own_lines(text: str) -> str:
+def own_lines(text: str) -> str:
     """A chunk's text without the request it quotes (its first line, "User: ...")."""
     if text.startswith("User: "):
         _, nl, rest = text.partition("\n")
@@ -143,7 +143,7 @@ def compose_turn(texts: Sequence[str], query: str, counter: TokenCounter, budget
     used = counter.count(request) if request else 0
     drawn = 0
     for text in texts:
-        own = _own_lines(text).strip("\n")
+        own = own_lines(text).strip("\n")
         if not own.strip():
             drawn += 1
             continue

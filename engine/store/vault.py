@@ -229,11 +229,11 @@ class Vault:
         """This thread's connection (opened on first use). Private to engine/store/: SQL
         runs only behind the store's named functions. A damaged vault refuses every call;
         a replaced one is named (``guard``)."""
+        if self._closed:  # a thread still reading after close(): no new connection, and
+            raise EngineClosed("the store is closed")  # no damage check of a file let go
         self.guard.tick()
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            if self._closed:  # a thread still reading after close(): no new connection
-                raise EngineClosed("the store is closed")
             self.guard.check()
             conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=30.0, factory=VaultConnection)
@@ -245,9 +245,12 @@ class Vault:
             conn.execute("PRAGMA temp_store = MEMORY")
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA cache_size = -{self._cache_kib}")
-            self._local.conn = conn
             with self._all_lock:
+                if self._closed:  # close() ran while this one connected: it is not kept
+                    conn.close()
+                    raise EngineClosed("the store is closed")
                 self._all.append(conn)
+            self._local.conn = conn
         return conn
 
     def with_room(self, fn: Callable[[], T]) -> T:
@@ -266,7 +269,8 @@ class Vault:
         return self.guard.damage
 
     def close(self) -> None:
-        self._closed = True
+        with self._all_lock:  # a thread connecting now sees it before it keeps a connection
+            self._closed = True
         self.guard.stop()  # a page check in a thread ends first
         with self._all_lock:
             for conn in self._all:

@@ -113,6 +113,9 @@ def run_recall(args: argparse.Namespace) -> int:
         if not text.endswith("\n"):
             sys.stdout.write("\n")
         return 0
+    if result.omitted:
+        print(f"{result.omitted} more hits left out to stay within {result.budget} tokens "
+              "(--budget)", file=sys.stderr)
     for i, h in enumerate(result.hits or (), 1):
         meta = h.meta
         if h.line:  # session · date · branch · what came of the turn

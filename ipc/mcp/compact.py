@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engine import SearchHit, SourceInfo
+from engine import RecallResult, SearchHit, SourceInfo
 from ipc.places import place
 
 SNIPPET_TOKENS = 160  # at most this many tokens of text per search hit
@@ -81,7 +81,7 @@ def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
         meta = h.meta
         line = getattr(h, "line", "")  # a recall hit: where it sits, then the lines that answer
         if line:  # its excerpt as the engine sized it for the budget the recall was asked with
-            out.append(f"{i}. [{h.kind}] {line}\n{h.excerpt}")
+            out.append(f"[{i}] [{h.kind}] {line}\n{h.excerpt}\n")  # a blank line after
             continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""
@@ -94,6 +94,24 @@ def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
                 f"{_when(h.time)}; score {h.score:.3f})")
         out.append(head + "\n   " + _cut(_one_line(h.text), SNIPPET_TOKENS))
     return out
+
+
+def recall_entries(result: RecallResult) -> list[str]:
+    """A recall query's hits as the engine sized them for its budget, then a note of the
+    hits it left out (the engine kept room for it)."""
+    out = hit_entries(result.hits or ())
+    if result.omitted and out:
+        out.append(f"[{result.omitted} more hits did not fit in {result.budget} tokens: "
+                   "ask with a larger budget or a smaller k]")
+    return out
+
+
+def recall_text(result: RecallResult, budget: int) -> str:
+    """A recall query's answer within ``budget`` tokens (``recall_entries``, joined)."""
+    if not result.hits:
+        return (f"no hit fits in {budget} tokens: ask again with a larger budget"
+                if result.omitted else "no results")
+    return fit(recall_entries(result), budget, what="hits")
 
 
 def source_entries(rows: Sequence[SourceInfo]) -> list[str]:

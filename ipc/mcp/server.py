@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from engine import CtxError
-from ipc.mcp.compact import fit, hit_entries, source_entries
+from ipc.mcp.compact import fit, hit_entries, recall_text, source_entries
 from ipc.mcp.link import EngineLink
 
 INSTRUCTIONS = (
@@ -119,8 +119,7 @@ class CtxTools:
             raise ToolError("invalid_input: give a query, or set auto=true")
         result = self._call(lambda e: e.recall(query, project=project, branch=branch,
                                                types=types, k=k, budget=budget))
-        hits = result.hits or ()
-        return fit(hit_entries(hits), budget, what="hits") if hits else "no results"
+        return recall_text(result, budget)
 
     def sources(self, project: Annotated[str | None, Field(
                     description="Only transcript sources of this project.")] = None,

@@ -103,6 +103,7 @@ def test_every_tool_over_stdio(corpus: Path) -> None:
     assert texts[0][2].startswith("done:") and texts[1][2].startswith("done:")
     assert "backoff" in texts[2][2] and "backoff" in texts[3][2]
     assert "[" in texts[4][2]  # ranked session hits
+    assert "more hits did not fit in 200 tokens" in texts[4][2]  # the engine sized them
     assert "pin" in texts[7][2]  # what the agent ingested is found
     assert texts[8][1] and "absolute" in texts[8][2]  # errors are tool errors, not crashes
     assert texts[9][1] and "auto" in texts[9][2]

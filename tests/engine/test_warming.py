@@ -76,6 +76,7 @@ def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: object,
     closer = threading.Thread(target=engine.close)
     closer.start()
     closer.join(0.3)
+    assert closer.is_alive() == (wait_s > 1)  # close() waits for the stage, up to wait_s
     go_on.set()  # the stage reads on while close() goes ahead
     closer.join(30)
     thread.join(30)

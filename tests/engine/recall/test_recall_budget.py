@@ -12,27 +12,42 @@ from hypothesis import strategies as st
 
 from engine.api import RecallResult
 from engine.facade import ContextEngine
-from engine.flows.recall_hits import HIT_OVERHEAD, MIN_EXCERPT, excerpt_shares
+from engine.flows.recall_hits import (
+    HIT_OVERHEAD,
+    MIN_EXCERPT,
+    OMITTED_NOTE,
+    REPEAT_CHARS,
+    excerpt_shares,
+)
 from tests.conftest import shared_data
 
 QUERY = "why did the commit fail"
 
 
 def test_equal_shares_of_what_the_lines_leave() -> None:
-    # 1000 - 3 * (20 + 8) = 916 left: 305 each, the last takes the token left over
-    assert excerpt_shares([900, 900, 900], [20, 20, 20], 1000) == [305, 305, 306]
+    room = 1000 - 3 * (20 + HIT_OVERHEAD)
+    share = room // 3  # the last takes the tokens left over
+    assert excerpt_shares([900, 900, 900], [20, 20, 20], 1000) == [share, share,
+                                                                    room - 2 * share]
 
 
 def test_a_short_hit_gives_the_rest_of_its_share_to_the_others() -> None:
-    assert excerpt_shares([900, 50, 900], [20, 20, 20], 1000) == [433, 50, 433]
+    room = 1000 - 3 * (20 + HIT_OVERHEAD)
+    rest = (room - 50) // 2
+    assert excerpt_shares([900, 50, 900], [20, 20, 20], 1000) == [rest, 50, room - 50 - rest]
     assert excerpt_shares([10, 20, 30], [5, 5, 5], 1000) == [10, 20, 30]  # all whole
 
 
 def test_hits_that_would_get_too_little_are_left_out() -> None:
     lines = [30] * 5
-    got = excerpt_shares([400] * 5, lines, 150)  # 150 - 2 * 38 = 74: two hits of 37
-    assert got == [37, 37]
-    assert excerpt_shares([400] * 5, lines, 30 + HIT_OVERHEAD + MIN_EXCERPT - 1) == []
+    budget = 2 * (30 + HIT_OVERHEAD + MIN_EXCERPT) + OMITTED_NOTE  # two, and the note
+    assert excerpt_shares([400] * 5, lines, budget) == [MIN_EXCERPT, MIN_EXCERPT]
+    # a token less: one hit, which takes all that is left
+    left = budget - 1 - (30 + HIT_OVERHEAD) - OMITTED_NOTE
+    assert excerpt_shares([400] * 5, lines, budget - 1) == [left]
+    one = 30 + HIT_OVERHEAD + MIN_EXCERPT + OMITTED_NOTE
+    assert excerpt_shares([400] * 5, lines, one - 1) == []
+    assert excerpt_shares([400], [30], one - OMITTED_NOTE) == [MIN_EXCERPT]  # none left out
     assert excerpt_shares([400] * 5, lines, 0) == []
     assert excerpt_shares([], [], 500) == []
 
@@ -43,10 +58,12 @@ def test_the_shares_never_pass_the_budget(hits: list[tuple[int, int]], budget: i
     sizes, lines = [s for s, _ in hits], [n for _, n in hits]
     got = excerpt_shares(sizes, lines, budget)
     n = len(got)
-    assert sum(lines[:n]) + HIT_OVERHEAD * n + sum(got) <= budget
+    note = OMITTED_NOTE if 0 < n < len(hits) else 0  # none shown: nothing to note
+    assert sum(lines[:n]) + HIT_OVERHEAD * n + sum(got) + note <= budget
     assert all(0 <= g <= s for g, s in zip(got, sizes, strict=False))
     if n < len(hits):  # one more hit would not have had MIN_EXCERPT each
-        room = budget - sum(lines[:n + 1]) - HIT_OVERHEAD * (n + 1)
+        more = OMITTED_NOTE if n + 1 < len(hits) else 0
+        room = budget - sum(lines[:n + 1]) - HIT_OVERHEAD * (n + 1) - more
         assert room < MIN_EXCERPT * (n + 1)
 
 
@@ -58,7 +75,8 @@ def synced(engine: ContextEngine) -> ContextEngine:
 
 def _shown(engine: ContextEngine, result: RecallResult) -> int:
     count = engine.rt.counter.count
-    return sum(count(h.line) + count(h.excerpt) + HIT_OVERHEAD for h in result.hits or ())
+    return sum(count(h.line) + count(h.excerpt) + HIT_OVERHEAD for h in result.hits or ()) \
+        + (OMITTED_NOTE if result.omitted and result.hits else 0)
 
 
 def test_a_budget_is_filled_never_passed(synced: ContextEngine) -> None:
@@ -77,9 +95,13 @@ def test_a_budget_is_filled_never_passed(synced: ContextEngine) -> None:
         wire = got.to_dict()
         assert wire["budget"] == budget and wire["total_tokens"] == got.total_tokens
         assert RecallResult.from_dict(wire) == got
-    assert len(synced.recall(QUERY, k=8, budget=150).hits or ()) < 8  # the rest left out
+    tight = synced.recall(QUERY, k=8, budget=150)
+    assert tight.hits and tight.omitted == 8 - len(tight.hits) > 0  # the rest left out, said
+    assert tight.to_dict()["omitted"] == tight.omitted
+    assert synced.recall(QUERY, k=8, budget=700).total_tokens >= 0.8 * 700  # filled
     roomy = synced.recall(QUERY, k=8, budget=8000).hits or ()
-    assert all(h.excerpt == h.text for h in roomy)  # every chunk whole
+    assert roomy[0].excerpt == roomy[0].text  # the first hit whole (later ones less what
+    # an earlier one shows)
     assert any(synced.rt.counter.count(h.excerpt) > cap for h in roomy)
     assert synced.recall(QUERY, k=8, budget=0).hits == ()
 
@@ -93,3 +115,28 @@ def test_a_turn_hit_shows_its_turn_when_the_budget_allows(synced: ContextEngine)
     tight = synced.recall(QUERY, k=4, budget=400)
     assert tight.hits and tight.total_tokens <= 400
     assert any(h.excerpt != h.text for h in tight.hits)
+
+
+def test_a_line_one_hit_shows_is_not_shown_again(synced: ContextEngine) -> None:
+    """Chunks of one turn quote its request, and a tool call repeats the words of the
+    reply before it: each such line, once shown whole, is not shown again by a later hit
+    of its session (the same words in another session are another session's news; a
+    line shown cut short still has news in its rest)."""
+    plain = synced.recall(QUERY, k=30, budget=100_000)
+    hits = plain.hits or ()
+
+    def long_lines(text: str) -> set[str]:  # whole ones: a line cut short ends in "…"
+        return {ln.strip() for ln in text.split("\n")
+                if len(ln.strip()) >= REPEAT_CHARS and not ln.rstrip().endswith("…")}
+
+    repeated = {ln for i, h in enumerate(hits) for ln in long_lines(h.text)
+                if any(ln in long_lines(o.text) for o in hits[:i]
+                       if o.meta.get("session") == h.meta.get("session"))}
+    assert repeated  # the shared sessions' hits do repeat lines (requests, intents)
+    seen: dict[object, set[str]] = {}
+    for h in hits:
+        mine = long_lines(h.excerpt)
+        before = seen.setdefault(h.meta.get("session"), set())
+        assert not mine & before, mine & before
+        before |= mine
+    assert all(h.excerpt.strip() for h in hits)
