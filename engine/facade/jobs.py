@@ -5,35 +5,21 @@ what a job stored (``SourcesChanged``)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from engine.api import Event, JobSnapshot, SourcesChanged
 from engine.calls import names_fields
 from engine.errors import NotFound
-from engine.events import Announcer
-from engine.flows.interrupted import InterruptedJobs
-from engine.flows.jobs import JobRunner
-from engine.flows.runtime import Runtime
+from engine.facade.parts import EngineParts
 
 # Which job kinds change the stored sources, and the reason SourcesChanged gives.
 _SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
                 "repair": "repair", "vectors": "ingest"}
 
 
-class JobControl:
+class JobControl(EngineParts):
     """The job half of ``ContextEngine`` (a mixin: the engine holds the runner)."""
-
-    rt: Runtime
-    _jobs: JobRunner
-    _events: Announcer
-    _interrupted: InterruptedJobs
-
-    if TYPE_CHECKING:
-        def _live(self) -> Runtime: ...
-        def ingest(self, *, paths: Sequence[str] = ..., text: str | None = ...,
-                   title: str | None = ..., kind: str = ..., external_id: str | None = ...,
-                   wait: bool = ...) -> str: ...
 
     def _job_finished(self, job: Any) -> None:
         self._interrupted.finished(job)

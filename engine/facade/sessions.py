@@ -7,30 +7,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.api import RecallResult, SyncResult
 from engine.calls import audited, names_fields
 from engine.errors import EngineClosed
-
-if TYPE_CHECKING:
-    from engine.api import JobSnapshot
-    from engine.flows.jobs import JobRunner
-    from engine.flows.runtime import Runtime
-    from engine.flows.vector_stage import VectorStage
-    from engine.flows.writer import Writer
+from engine.facade.parts import EngineParts
 
 
-class SessionMemory:
+class SessionMemory(EngineParts):
     """The coding-session half of ``ContextEngine`` (a mixin)."""
-
-    _jobs: JobRunner
-    _writer: Writer
-    _stage: VectorStage
-
-    if TYPE_CHECKING:
-        def _live(self) -> Runtime: ...
-        def _wait_ok(self, job_id: str) -> JobSnapshot: ...
 
     @audited
     @names_fields

@@ -5,31 +5,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engine.api import BackupResult, ExportResult, JobSnapshot, RepairResult
+from engine.api import BackupResult, ExportResult, RepairResult
 from engine.calls import audited
 from engine.crypto import keys
 from engine.errors import CtxError
-from engine.flows.jobs import Cancelled, JobRunner
-from engine.flows.runtime import Runtime
+from engine.facade.parts import EngineParts
+from engine.flows.jobs import Cancelled
 from engine.flows.vector_rebuild import check_vectors, repair_work
-from engine.flows.writer import Writer
 
 
-class Upkeep:
+class Upkeep(EngineParts):
     """The upkeep half of ``ContextEngine`` (a mixin)."""
-
-    rt: Runtime
-    data_dir: Path
-    _jobs: JobRunner
-    _writer: Writer
-    _key: bytes
-
-    if TYPE_CHECKING:
-        def _live(self) -> Runtime: ...
-        def _wait_ok(self, job_id: str) -> JobSnapshot: ...
 
     def _check_vectors(self, auto_repair: bool) -> None:
         """Flush pending vector deletions; rebuild vectors the vault has and the vector
