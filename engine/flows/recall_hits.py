@@ -37,11 +37,13 @@ MIN_EXCERPT = 24
 
 def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
     """Chunk id -> what came of its turn (``present.turn_outcome``), read from the chunks
-    around it of the same session and turn: one indexed read per source."""
+    around it of the same session and turn: one indexed read per source. The work a
+    session file holds before its first request (a file that starts mid-task) has no
+    turn number: it is read as one turn too."""
     reach = rt.cfg.recall.turn_reach
     spans: dict[int, tuple[int, int]] = {}
     for h in hits:
-        if h.meta.get("turn") is not None:
+        if h.meta.get("session") is not None:
             lo, hi = spans.get(h.source_id, (h.ordinal, h.ordinal))
             spans[h.source_id] = (min(lo, h.ordinal - reach), max(hi, h.ordinal + reach))
     rows = {sid: rt.vault.neighbours(sid, lo, hi) for sid, (lo, hi) in spans.items()}
@@ -50,7 +52,7 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
         turn, session = h.meta.get("turn"), h.meta.get("session")
         same = [TurnChunk(r.kind, bool(r.meta.get("failure")), r.meta.get("error_kind"),
                           r.meta.get("tool"), r.text)
-                for r in rows.get(h.source_id, []) if turn is not None
+                for r in rows.get(h.source_id, []) if session is not None
                 and r.meta.get("turn") == turn and r.meta.get("session") == session]
         out[h.chunk_id] = turn_outcome(same) if same else "outcome unknown"
     return out
@@ -103,21 +105,20 @@ def _excerpt_within(counter: TokenCounter, query: str, text: str, own: str | Non
     return excerpt(text, query, counter, tokens)
 
 
-def _unshown(text: str, shown: set[str]) -> str:
-    """``text`` less the lines an earlier hit's excerpt already shows (the request every
-    chunk of a turn quotes, the words before a tool call that its reply repeats); all of
-    it when nothing would be left."""
+def _flat(text: str) -> str:
+    """``text`` with its runs of whitespace made one space, and no ellipsis at its end."""
+    return " ".join(text.split()).rstrip("…").rstrip()
+
+
+def _unshown(text: str, shown: str) -> str:
+    """``text`` less the lines that an earlier hit's excerpt (``shown``, flattened)
+    already holds: the request each chunk of a turn quotes, the words before a tool call
+    that the reply before it holds (one line there, several here). Lines under
+    ``REPEAT_CHARS`` stay; all of ``text`` when nothing would be left."""
     kept = [ln for ln in text.split("\n")
-            if len(ln.strip()) < REPEAT_CHARS or ln.strip() not in shown]
+            if len(flat := _flat(ln)) < REPEAT_CHARS or flat not in shown]
     out = "\n".join(kept)
     return out if out.strip() else text
-
-
-def _shown_lines(shown_excerpt: str) -> set[str]:
-    """The whole lines ``shown_excerpt`` shows (a request it quotes cut short is not one:
-    its rest is still news)."""
-    return {ln.strip() for ln in shown_excerpt.split("\n")
-            if len(ln.strip()) >= REPEAT_CHARS and not ln.rstrip().endswith("…")}
 
 
 def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
@@ -141,18 +142,19 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
     else:
         tokens = excerpt_shares([counter.count(h.text) for h in hits],
                                 [counter.count(line) for line in lines], budget)
-    shown: dict[object, set[str]] = {}  # per session: the same words elsewhere are news
+    shown: dict[object, str] = {}  # per session (the same words elsewhere are news)
     out = []
     for h, line, n in zip(hits, lines, tokens):  # zip: hits left out by the budget end it
         best = own.get(h.chunk_id)
-        seen = shown.setdefault(h.meta.get("session") or ("source", h.source_id), set())
+        where = h.meta.get("session") or ("source", h.source_id)
+        seen = shown.get(where, "")
         text = _unshown(h.text, seen)
         mine = _unshown(best, seen) if best is not None else None
         if budget is None:
             cut = excerpt(mine if mine is not None else text, query, counter, n)
         else:
             cut = _excerpt_within(counter, query, text, mine, n)
-        seen |= _shown_lines(cut)
+        shown[where] = f"{seen} {_flat(cut)}"
         out.append(RecallHit(**h.__dict__, line=line, excerpt=cut,
                              chunks=drawn.get(h.chunk_id, (h.chunk_id,))))
     return out

@@ -111,7 +111,9 @@ def test_a_turn_hit_shows_its_turn_when_the_budget_allows(synced: ContextEngine)
     synced.rt.cfg = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall,
                                                                         hit_unit="turn"))
     roomy = synced.recall(QUERY, k=4, budget=8000)
-    assert roomy.hits and all(h.excerpt == h.text for h in roomy.hits)
+    assert roomy.hits and roomy.hits[0].excerpt == roomy.hits[0].text  # the turn, whole
+    for h in roomy.hits:  # later ones less the lines an earlier one shows
+        assert set(h.excerpt.split("\n")) <= set(h.text.split("\n"))
     tight = synced.recall(QUERY, k=4, budget=400)
     assert tight.hits and tight.total_tokens <= 400
     assert any(h.excerpt != h.text for h in tight.hits)
@@ -119,24 +121,26 @@ def test_a_turn_hit_shows_its_turn_when_the_budget_allows(synced: ContextEngine)
 
 def test_a_line_one_hit_shows_is_not_shown_again(synced: ContextEngine) -> None:
     """Chunks of one turn quote its request, and a tool call repeats the words of the
-    reply before it: each such line, once shown whole, is not shown again by a later hit
-    of its session (the same words in another session are another session's news; a
-    line shown cut short still has news in its rest)."""
+    reply before it (on one line): such words, once shown, are not shown again by a
+    later hit of the same session (the same words in another session are that
+    session's news; a line shown cut short, ending in "…", still has news in its rest)."""
     plain = synced.recall(QUERY, k=30, budget=100_000)
     hits = plain.hits or ()
 
-    def long_lines(text: str) -> set[str]:  # whole ones: a line cut short ends in "…"
-        return {ln.strip() for ln in text.split("\n")
-                if len(ln.strip()) >= REPEAT_CHARS and not ln.rstrip().endswith("…")}
+    def flat(text: str) -> str:
+        return " ".join(text.split())
 
-    repeated = {ln for i, h in enumerate(hits) for ln in long_lines(h.text)
-                if any(ln in long_lines(o.text) for o in hits[:i]
-                       if o.meta.get("session") == h.meta.get("session"))}
+    def lines(text: str) -> list[str]:
+        return [f for ln in text.split("\n")
+                if len(f := flat(ln).rstrip("…").rstrip()) >= REPEAT_CHARS]
+
+    repeated = [ln for i, h in enumerate(hits) for ln in lines(h.text)
+                if any(ln in flat(o.text) for o in hits[:i]
+                       if o.meta.get("session") == h.meta.get("session"))]
     assert repeated  # the shared sessions' hits do repeat lines (requests, intents)
-    seen: dict[object, set[str]] = {}
+    shown: dict[object, str] = {}
     for h in hits:
-        mine = long_lines(h.excerpt)
-        before = seen.setdefault(h.meta.get("session"), set())
-        assert not mine & before, mine & before
-        before |= mine
+        before = shown.get(h.meta.get("session"), "")
+        assert not [ln for ln in lines(h.excerpt) if ln in before]
+        shown[h.meta.get("session")] = before + " " + flat(h.excerpt)
     assert all(h.excerpt.strip() for h in hits)

@@ -69,6 +69,24 @@ def test_recall_hits_keep_their_keys_and_gain_line_and_excerpt(engine: ContextEn
     assert any("failed (" in h.line for h in failed)
 
 
+def test_work_before_the_first_request_has_an_outcome(engine: ContextEngine,
+                                                       tmp_path: Path) -> None:
+    """A session file that starts mid-task (its first lines are the agent at work, no
+    request yet): those chunks have no turn number, and their line says what came of
+    that work like any turn's, not "outcome unknown"."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    name = "obra__episodic-memory__large-conversation.jsonl"  # begins with the agent's reply
+    (folder / name).write_bytes(shared_data("transcripts", "claude", name).read_bytes())
+    engine.sync([str(folder)])
+    hits = engine.recall("update gitignore to allow the Prisma files", k=30).hits or ()
+    early = [h for h in hits if h.meta.get("turn") is None]
+    assert early  # the work before the first request is found
+    for h in early:
+        assert "outcome unknown" not in h.line and "ended: " in h.line, h.line
+    assert all("outcome unknown" not in h.line for h in hits)
+
+
 def test_auto_failures_follow_the_task(engine: ContextEngine) -> None:
     engine.sync([str(shared_data("transcripts"))])
     task = "lefthook pre-commit blocked the prisma commit"
