@@ -11,8 +11,9 @@ own changes through ``subscribe`` (jobs, sources, builds, alerts), and audits
 the calls that a caller process makes (``engine.calls.caller``) once, here.
 
 By concern: ``core`` (opening and closing, ingestion, reading, health), ``jobs``
-(following and steering jobs), ``upkeep`` (repair, backups, export) and ``admin``
-(making or repairing a store before an engine opens it).
+(following and steering jobs), ``sessions`` (recall and sync of coding sessions),
+``upkeep`` (repair, backups, export), ``admin`` (making or repairing a store before an
+engine opens it) and ``parts`` (what the mixins use of the engine).
 """
 
 from engine.facade.admin import init_store, repair_store

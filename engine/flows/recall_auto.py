@@ -123,7 +123,7 @@ def auto_context(rt: Runtime, *, budget: int, project: str | None, branch: str |
     if task and task.strip():  # the one ranked search, transcript profile (as recall)
         found = search(rt, task, RELATED_DEPTH, expand_session=True,
                        filters=Filters(kinds=RECALL_KINDS, project=project))
-        hits = presented(rt, task, found)
+        hits = presented(rt, task, found, once=False)  # the packer picks among them
     failed = [h.chunk_id for h in hits if h.meta.get("failure")]
     failures = distinct(ranked_failures(hits, recent_failures, rt.vault.chunks(failed)))
     fail_ids = {r.id for r in failures}

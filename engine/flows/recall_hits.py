@@ -30,6 +30,9 @@ OMITTED_NOTE = 28
 # A line of at least this many characters that an earlier hit shows is not shown again
 # (shorter ones, "Result: ok" or a brace, may repeat). Hand-set.
 REPEAT_CHARS = 24
+# How much of what a session's earlier hits showed is looked through (the last part of
+# it): the look is linear in it, and k may be 1000. Hand-set (about 30 full chunks).
+SHOWN_CHARS = 64_000
 # The shortest excerpt worth showing: a hit that would get less is left out. Hand-set
 # (about two lines of a reply or one command with the start of its output).
 MIN_EXCERPT = 24
@@ -110,29 +113,44 @@ def _flat(text: str) -> str:
     return " ".join(text.split()).rstrip("…").rstrip()
 
 
+def _holds(shown: str, flat: str) -> bool:
+    """Whether ``shown`` holds ``flat`` as whole words (``app.ts`` is not in ``app.tsx``)."""
+    at = shown.find(flat)
+    while at >= 0:
+        end = at + len(flat)
+        if (at == 0 or shown[at - 1].isspace()) and (end == len(shown) or shown[end].isspace()):
+            return True
+        at = shown.find(flat, at + 1)
+    return False
+
+
 def _unshown(text: str, shown: str) -> str:
-    """``text`` less the lines that an earlier hit's excerpt (``shown``, flattened)
-    already holds: the request each chunk of a turn quotes, the words before a tool call
-    that the reply before it holds (one line there, several here). Lines under
-    ``REPEAT_CHARS`` stay; all of ``text`` when nothing would be left."""
+    """``text`` less the lines that earlier hits' excerpts (``shown``: each flattened, one
+    a line) already hold as whole words: the request each chunk of a turn quotes, the
+    words before a tool call that the reply before it holds (one line there, several
+    here). Lines under ``REPEAT_CHARS`` stay; all of ``text`` when no line of that size
+    would be left."""
     kept = [ln for ln in text.split("\n")
-            if len(flat := _flat(ln)) < REPEAT_CHARS or flat not in shown]
-    out = "\n".join(kept)
-    return out if out.strip() else text
+            if len(flat := _flat(ln)) < REPEAT_CHARS or not _holds(shown, flat)]
+    if not any(len(_flat(ln)) >= REPEAT_CHARS for ln in kept):
+        return text
+    return "\n".join(kept)
 
 
 def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
               drawn: Mapping[int, tuple[int, ...]] | None = None,
               own: Mapping[int, str] | None = None,
-              budget: int | None = None) -> list[RecallHit]:
+              budget: int | None = None, once: bool = True) -> list[RecallHit]:
     """The hits, each with ``line`` (session, date, branch, what came of its turn),
     ``excerpt`` (the lines that answer) and ``chunks`` (``drawn``: the chunk ids its text
     draws on; else its own). A turn hit's excerpt is cut from its best chunk's own text
     (``own``), not from the turn's: the lines that share most words with the query are
-    more often elsewhere in a whole turn. A line an earlier hit of the same session shows
-    in its excerpt is not shown again (``_unshown``). Excerpts are recall.hit_excerpt_tokens long, or with
-    ``budget`` sized so that all the hits fit in it (``excerpt_shares``; hits that would
-    not fit are left out: fewer hits come back)."""
+    more often elsewhere in a whole turn. With ``once``, a line that an earlier hit of
+    the same session shows in its excerpt is not shown again (``_unshown``; a caller
+    that picks among the hits afterwards, as the digest's packer does, passes False).
+    Excerpts are recall.hit_excerpt_tokens long, or with ``budget`` sized so that all
+    the hits fit in it (``excerpt_shares``; hits that would not fit are left out: fewer
+    hits come back)."""
     outcomes = turn_outcomes(rt, hits)
     drawn, own = drawn or {}, own or {}
     counter = rt.counter
@@ -148,13 +166,13 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
         best = own.get(h.chunk_id)
         where = h.meta.get("session") or ("source", h.source_id)
         seen = shown.get(where, "")
-        text = _unshown(h.text, seen)
-        mine = _unshown(best, seen) if best is not None else None
+        text = _unshown(h.text, seen) if once else h.text
+        mine = best if best is None or not once else _unshown(best, seen)
         if budget is None:
             cut = excerpt(mine if mine is not None else text, query, counter, n)
         else:
             cut = _excerpt_within(counter, query, text, mine, n)
-        shown[where] = f"{seen} {_flat(cut)}"
+        shown[where] = f"{seen}\n{_flat(cut)}"[-SHOWN_CHARS:]
         out.append(RecallHit(**h.__dict__, line=line, excerpt=cut,
                              chunks=drawn.get(h.chunk_id, (h.chunk_id,))))
     return out

@@ -138,9 +138,27 @@ def test_a_line_one_hit_shows_is_not_shown_again(synced: ContextEngine) -> None:
                 if any(ln in flat(o.text) for o in hits[:i]
                        if o.meta.get("session") == h.meta.get("session"))]
     assert repeated  # the shared sessions' hits do repeat lines (requests, intents)
-    shown: dict[object, str] = {}
+    def whole_words(shown: str, line: str) -> bool:  # as a reader sees it: not app.ts in app.tsx
+        return f" {line} " in f" {shown} "
+
+    shown: dict[object, list[str]] = {}
     for h in hits:
-        before = shown.get(h.meta.get("session"), "")
-        assert not [ln for ln in lines(h.excerpt) if ln in before]
-        shown[h.meta.get("session")] = before + " " + flat(h.excerpt)
+        before = shown.setdefault(h.meta.get("session"), [])
+        for ln in lines(h.excerpt):
+            assert not any(whole_words(b, ln) for b in before), ln
+        before.append(flat(h.excerpt))
     assert all(h.excerpt.strip() for h in hits)
+
+
+def test_a_line_is_not_taken_for_a_part_of_a_longer_one() -> None:
+    from engine.flows.recall_hits import _unshown
+
+    shown = "Result: File created successfully at: /repo/src/app.tsx\nAssistant: done"
+    line = "Result: File created successfully at: /repo/src/app.ts"
+    assert line in _unshown(f"{line}\nTool Write: /repo/src/app.ts long enough", shown)
+    shown_twice = "User: we add a cache to the parser\nand then run the tests again"
+    spread = "parser and then run the tests again soon"  # across two shown excerpts
+    assert spread in _unshown(f"{spread}\nanother line that is long enough", shown_twice)
+    same = "User: we add a cache to the parser"
+    assert same not in _unshown(f"{same}\nanother line that is long enough", shown_twice)
+    assert _unshown(f"{same}\nok", shown_twice) == f"{same}\nok"  # nothing long left: all
