@@ -228,13 +228,23 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
         if warm_up is not None:
             warm_up()  # load the model in the background while clients connect
         host = ServerHost(engine, endpoint=endpoint, workers=workers, config=config)
-        info = host.start()
-        with _stop_on_signals(host.request_stop):
-            if ready is not None:
-                ready(info)
-            if sync_on_start:
-                _sync_in_background(engine)
-            watch.start()  # the config's [ingest] watched_folders, if any
+        asked = threading.Event()  # a signal may come as soon as the connection file is out
+
+        def stop() -> None:
+            asked.set()
+            if host is not None:
+                host.request_stop()
+
+        with _stop_on_signals(stop):
+            info = host.start()
+            if asked.is_set():  # stopped before it served: it ends at once, cleanly
+                host.request_stop()
+            else:
+                if ready is not None:
+                    ready(info)
+                if sync_on_start:
+                    _sync_in_background(engine)
+                watch.start()  # the config's [ingest] watched_folders, if any
             poll = 0.2 if idle_timeout is None else min(0.2, idle_timeout / 4)
             while not host.wait(poll):
                 if idle_timeout is not None and host.idle_seconds() >= idle_timeout:

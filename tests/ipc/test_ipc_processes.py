@@ -245,3 +245,29 @@ def _wait(predicate: Callable[[], object], timeout: float = 30.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
+
+
+_SIGNAL_AT_READY = """
+import os, signal, sys
+from ipc import serve
+start = serve.ServerHost.start
+def start_then_signalled(self):
+    info = start(self)  # the connection file is out: a supervisor may stop it now
+    os.kill(os.getpid(), signal.SIGTERM)
+    return info
+serve.ServerHost.start = start_then_signalled
+sys.exit(serve.main(sys.argv[1:]))
+"""
+
+
+def test_a_sigterm_as_soon_as_the_connection_file_is_out(shared_runtime: Path,
+                                                          tmp_path: Path) -> None:
+    """The connection file says "ready": a SIGTERM right then stops the server cleanly
+    (exit 0, the file removed), not by the signal's default action (-15, the file
+    left behind for clients to find a dead server by)."""
+    data_dir = tmp_path / "data"
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_AT_READY, "--data-dir", str(data_dir)],
+                          cwd=REPO, env=server_env(shared_runtime), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not connection_file_path(data_dir).exists()
