@@ -5,9 +5,9 @@ With a token budget (an agent's tool result), the engine sizes the excerpts so t
 hits together stay within it (``excerpt_shares``): every hit gets an equal share, a hit
 whose whole text is shorter gives the rest of its share to the others, and hits that
 would get less than ``MIN_EXCERPT`` tokens are left out (room is kept for saying so).
-Without one, each excerpt is ``recall.hit_excerpt_tokens`` long. Either way a line that
-an earlier hit of the same session shows (the request each chunk of a turn quotes, the
-words before a tool call that the reply before it holds) is not shown again.
+Without one, each excerpt is ``recall.hit_excerpt_tokens`` long. Either way a line whose
+words an earlier hit of the same session already shows (the request each chunk of a turn
+quotes, the words before a tool call that the reply before it holds) is not shown again.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from engine.tokens import TokenCounter
 
 # Tokens a front end spends on a hit besides its line and excerpt (its number, kind and
 # line breaks: "[10] [turn_pair] " and three newlines are 9 cl100k tokens, and a join
-# can take one more). Hand-set; tests/agents/test_mcp_e2e.py checks MCP's entries fit.
+# can take one more). Hand-set; tests/agents/test_mcp_recall_budget.py checks MCP's
+# entries fit.
 HIT_OVERHEAD = 10
 # Tokens kept for saying that hits were left out ("[6 more hits did not fit in 2000
 # tokens: ask with a larger budget or a smaller k]" is 23; longer numbers take more).
