@@ -162,3 +162,22 @@ def test_a_line_is_not_taken_for_a_part_of_a_longer_one() -> None:
     same = "User: we add a cache to the parser"
     assert same not in _unshown(f"{same}\nanother line that is long enough", shown_twice)
     assert _unshown(f"{same}\nok", shown_twice) == f"{same}\nok"  # nothing long left: all
+
+
+def test_the_digest_gets_every_hit_whole_for_its_packer(synced: ContextEngine) -> None:
+    """recall --auto's packer picks among the hits afterwards: it gets each hit's own
+    lines (once=False), since the hit that showed a line first may not be packed."""
+    from engine.flows.ranking import search
+    from engine.flows.recall_auto import RECALL_KINDS
+    from engine.flows.recall_hits import presented
+    from engine.recall.present import excerpt
+    from engine.store.vault import Filters
+
+    found = search(synced.rt, QUERY, 30, expand_session=True,
+                   filters=Filters(kinds=RECALL_KINDS))
+    once = presented(synced.rt, QUERY, found)
+    every = presented(synced.rt, QUERY, found, once=False)
+    cap = synced.rt.cfg.recall.hit_excerpt_tokens
+    assert [h.excerpt for h in every] == [excerpt(h.text, QUERY, synced.rt.counter, cap)
+                                          for h in found]
+    assert [h.excerpt for h in once] != [h.excerpt for h in every]  # repeats were dropped
