@@ -31,6 +31,7 @@ and hit@5 when only each hit's excerpt counts (what the CLI and MCP print;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,22 +113,28 @@ def recall_ranker(eng: Any) -> Ranker:
     return run
 
 
-def configured_ranker(eng: Any, *, recall: dict[str, Any] | None = None,
-                      rerank: dict[str, Any] | None = None) -> Ranker:
-    """``recall`` on the same engine with some settings replaced for its calls."""
+@contextlib.contextmanager
+def settings(eng: Any, *, recall: dict[str, Any] | None = None,
+             rerank: dict[str, Any] | None = None) -> Iterator[None]:
+    """The engine's recall and rerank settings replaced for the calls made inside."""
     import dataclasses
 
     cfg = eng.rt.cfg
-    other = dataclasses.replace(
+    eng.rt.cfg = dataclasses.replace(
         cfg, recall=dataclasses.replace(cfg.recall, **(recall or {})),
         rerank=dataclasses.replace(cfg.rerank, **(rerank or {})))
+    try:
+        yield
+    finally:
+        eng.rt.cfg = cfg
 
+
+def configured_ranker(eng: Any, *, recall: dict[str, Any] | None = None,
+                      rerank: dict[str, Any] | None = None) -> Ranker:
+    """``recall`` on the same engine with some settings replaced for its calls."""
     def run(q: str) -> list[Hit]:
-        eng.rt.cfg = other
-        try:
+        with settings(eng, recall=recall, rerank=rerank):
             return recall_ranker(eng)(q)
-        finally:
-            eng.rt.cfg = cfg
     return run
 
 
@@ -181,17 +188,9 @@ VIEW_UNITS = {"recall": "chunk", "recall-turns": "turn"}
 
 def agent_view(eng: Any, unit: str) -> Callable[[str], tuple[list[tuple[str | None, str]], int]]:
     """query -> (each shown hit's session and excerpt, the tokens the view takes)."""
-    import dataclasses
-
-    cfg = eng.rt.cfg
-    other = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit=unit))
-
     def run(q: str) -> tuple[list[tuple[str | None, str]], int]:
-        eng.rt.cfg = other
-        try:
+        with settings(eng, recall={"hit_unit": unit}):
             res = eng.recall(q, k=VIEW_K, budget=VIEW_BUDGET)
-        finally:
-            eng.rt.cfg = cfg
         return [(h.meta.get("session"), h.excerpt) for h in res.hits or ()], res.total_tokens
     return run
 
