@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -15,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 # installed (/opt/ctx, the Windows install folder), or an installed ctx.app.
 ENV_BUNDLE = "CTX_DIST_BUNDLE"
 PASSPHRASE = "smoke test passphrase"
+T = TypeVar("T")
 
 
 def bundle_dir() -> Path:
@@ -101,10 +104,11 @@ def stop(proc: subprocess.Popen[str], timeout: float = 30) -> tuple[str, str]:
         return proc.communicate()
 
 
-def wait_for(check: object, timeout: float, what: str) -> object:
+def wait_for(check: Callable[[], T | None], timeout: float, what: str) -> T:
+    """``check()``'s first true value (typed, so a checker sees what it is)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = check()  # type: ignore[operator]
+        value = check()
         if value:
             return value
         time.sleep(0.2)

@@ -72,15 +72,23 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
+    cli_serve_and_canary(bundle, tmp_path, frozen=True)
+
+
+def cli_serve_and_canary(bundle: Bundle, tmp_path: Path, *, frozen: bool) -> None:
+    """The release's smoke flow. ``frozen``: a PyInstaller build (the bundle's own checks
+    too); tests/dist/test_install_smoke.py runs the same flow on the pip install in every
+    `make test`, so a change that breaks it fails before a release job does."""
     canary = f"CANARY{uuid.uuid4().hex}"
     assert _ok(bundle.run("--version")).strip() == f"ctx {VERSION}"
-    about = json.loads(_ok(bundle.run("--version", "--json")))
-    assert about["frozen"] is True and about["chroma_telemetry"] == "False"
-    assert about["onnx_export"].startswith(str(bundle.top))  # the model inside the bundle
-    for left_out in ("torch", "grpc"):  # see packaging/ctx_platform.py EXCLUDES
-        assert bundle.find(left_out) is None, left_out
-    dangling = [p for p in bundle.top.rglob("*") if p.is_symlink() and not p.exists()]
-    assert not dangling, dangling  # links to a dropped library (packaging/ctx.spec)
+    if frozen:  # the bundle's launcher (packaging/launcher.py) describes itself
+        about = json.loads(_ok(bundle.run("--version", "--json")))
+        assert about["frozen"] is True and about["chroma_telemetry"] == "False"
+        assert about["onnx_export"].startswith(str(bundle.top))  # the model inside the bundle
+        for left_out in ("torch", "grpc"):  # see packaging/ctx_platform.py EXCLUDES
+            assert bundle.find(left_out) is None, left_out
+        dangling = [p for p in bundle.top.rglob("*") if p.is_symlink() and not p.exists()]
+        assert not dangling, dangling  # links to a dropped library (packaging/ctx.spec)
 
     init = bundle.run("init")  # headless: no keychain here, the key from CTX_PASSPHRASE
     _ok(init)
@@ -109,16 +117,16 @@ def test_cli_serve_and_canary(bundle: Bundle, tmp_path: Path) -> None:
 
         remote = wait_for(lambda: connect(bundle.data_dir, timeout=5.0), 120,
                           "ctx serve's connection file")
-        assert remote.ping()["pid"] == server.pid  # type: ignore[attr-defined]
-        served = remote.build_context("what does the tray icon show?", budget=80)  # type: ignore[attr-defined]
-        assert 0 < served["total_tokens"] <= 80
-        assert any(i["source"].endswith("tray.md") for i in served["items"])
+        assert remote.ping()["pid"] == server.pid
+        served = remote.build_context("what does the tray icon show?", budget=80)
+        assert 0 < served.total_tokens <= 80  # a typed Payload, as the README's example reads it
+        assert any(i.source.endswith("tray.md") for i in served.items)
         # the CLI finds the running server of the same data dir and goes through it
         via_cli = json.loads(_ok(bundle.run("build", "backoff seconds", "--budget", "60",
                                             "--format", "json")))
         assert via_cli["total_tokens"] <= 60
-        remote.shutdown()  # type: ignore[attr-defined]
-        remote.close()  # type: ignore[attr-defined]
+        remote.shutdown()
+        remote.close()
         server.wait(timeout=60)
     finally:
         out, err = stop(server)

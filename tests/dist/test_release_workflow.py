@@ -11,7 +11,6 @@ installed by the workflow.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
