@@ -25,6 +25,24 @@ export PYTHONPATH="$PWD"
 export CTX_ONNX_EXPORT="$PWD/build/onnx/all-MiniLM-L6-v2-onnx"
 start=$(date +%s)
 
+RELEASE=0
+[ "${CI:-}" = true ] || [ "${CTX_RELEASE:-}" = 1 ] && RELEASE=1
+# The .deb's maintainer is checked now, not 20 minutes into the build: a release build
+# without a usable one stops here; a local one says no .deb will be made.
+MAKE_DEB=0
+if [ "$(uname -s)" = Linux ] && [ "$ONLY_BUNDLE" = 0 ]; then
+    if maint=$("$PY" packaging/linux/make_deb.py --check-maintainer 2>&1); then
+        MAKE_DEB=1
+        echo "== the .deb's maintainer: $maint"
+    elif [ "$RELEASE" = 1 ]; then
+        echo "$maint" >&2
+        echo "build-dist: a release build needs DEB_MAINTAINER='Name <address that receives mail>'" >&2
+        exit 1
+    else
+        echo "== no .deb will be made ($maint)"
+    fi
+fi
+
 mkdir -p build "$D"
 echo "== ONNX export (reused when a verified one is there)"
 "$PY" packaging/export_onnx.py --out "$CTX_ONNX_EXPORT" | tee build/onnx-export.json
@@ -36,8 +54,6 @@ rm -rf "$D/ctx" "$D/ctx.app"
     --workpath build/pyinstaller packaging/ctx.spec
 t_bundle=$(date +%s)
 
-RELEASE=0
-[ "${CI:-}" = true ] || [ "${CTX_RELEASE:-}" = 1 ] && RELEASE=1
 README_CHECK=(--readme README.md)
 [ "$RELEASE" = 1 ] || README_CHECK+=(--readme-warn)
 
@@ -80,8 +96,7 @@ case "$TARBALL" in
 esac
 t_tar=$(date +%s)
 DEB="$D/ctx_${VERSION}_$ARCH.deb"
-if [ "$RELEASE" = 0 ] && [ -z "${DEB_MAINTAINER:-}${DEBEMAIL:-}" ] &&
-        ! grep -q '^maintainers' pyproject.toml; then
+if [ "$MAKE_DEB" = 0 ]; then
     echo "== no .deb: set DEB_MAINTAINER='Name <address>' to make one"
 else
     echo "== ctx_${VERSION}_$ARCH.deb"

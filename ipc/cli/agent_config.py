@@ -9,7 +9,9 @@
 Every change parses the file, merges, and writes atomically (temp file,
 fsync, rename) after copying the old file to ``<name>.ctx-backup``; a file
 that does not parse is left alone and reported. Installing twice changes
-nothing; uninstalling removes only what ctx wrote.
+nothing; uninstalling removes only what ctx wrote, and a file ctx made that
+holds nothing else afterwards goes too (with its folder, when ctx made that and
+it is empty), never a file the user had, even an empty one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 import shutil
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,9 @@ from engine import ConfigError
 __all__ = ["Change", "ctx_command", "install", "uninstall"]
 
 SERVER_NAME = "ctx"
+BACKUP_SUFFIX = ".ctx-backup"  # the copy apply() keeps of a file before it rewrites it
 HOOK_MARK = "hook session-start"
+MADE_FOLDERS = frozenset({".claude", ".codex"})  # the agents' folders ctx may have made
 HOOK_TIMEOUT_S = 10  # what Claude Code waits at most; the hook answers within 2 s anyway
 
 
@@ -135,6 +139,8 @@ def claude_hook_change(home: Path, cmd: list[str], budget: int, remove: bool) ->
     after = _dump_json(settings) if (settings or before is not None) else None
     if before is not None and _load_json(path, before) == settings:
         after = before  # nothing to do: keep the file byte for byte
+    elif remove and not settings and _made_by_ctx(path, _has_our_hook):
+        after = None  # nothing else is in it, and ctx made it: it goes
     return Change("claude", path, before, after,
                   "SessionStart hook" + (" removed" if remove else ""))
 
@@ -158,6 +164,8 @@ def claude_mcp_change(home: Path, cmd: list[str], remove: bool) -> Change:
         new.pop("mcpServers", None)
     if new == data:
         after = before
+    elif remove and not new and _made_by_ctx(path, _has_our_claude_server):
+        after = None
     else:
         after = _dump_json(new)
     return Change("claude", path, before, after, "MCP server" + (" removed" if remove else ""))
@@ -208,7 +216,42 @@ def codex_mcp_change(home: Path, cmd: list[str], remove: bool) -> Change:
     if before is not None and tomllib.loads(before) == parsed:
         body = before
     after = body if (body or before is not None) else None
+    if (remove and after != before and not parsed and not body.strip()
+            and _made_by_ctx(path, _has_our_codex_server)):
+        after = None
     return Change("codex", path, before, after, "MCP server" + (" removed" if remove else ""))
+
+
+# -- files ctx made -------------------------------------------------------------------------
+
+def _has_our_hook(text: str) -> bool:
+    data = json.loads(text)
+    return isinstance(data, dict) and _without_our_hooks(data) != data
+
+
+def _has_our_claude_server(text: str) -> bool:
+    data = json.loads(text)
+    return isinstance(data, dict) and SERVER_NAME in (data.get("mcpServers") or {})
+
+
+def _has_our_codex_server(text: str) -> bool:
+    return SERVER_NAME in tomllib.loads(text).get("mcp_servers", {})
+
+
+def _made_by_ctx(path: Path, holds_ours: Callable[[str], bool]) -> bool:
+    """Whether ``path``, about to hold nothing but an empty object, is a file ctx made.
+
+    apply() copies a file to ``<name>.ctx-backup`` before it rewrites it, so a file with
+    no backup was made by ctx, and so was one whose backup is ctx's own earlier edit (it
+    holds ctx's entry). A backup without them is the user's own file: kept, even empty.
+    """
+    backup = _read(path.with_name(path.name + BACKUP_SUFFIX))
+    if backup is None:
+        return True
+    try:
+        return holds_ours(backup)
+    except ValueError:  # an unreadable backup: not ours to judge, keep the file
+        return False
 
 
 # -- applying ---------------------------------------------------------------------------------
@@ -230,13 +273,43 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def apply(changes: Sequence[Change]) -> None:
-    """Write each changed file, after keeping a copy of its old content as ``*.ctx-backup``."""
+    """Write each changed file, after keeping a copy of its old content as ``*.ctx-backup``.
+
+    A change to nothing (``after`` None: a file ctx made, now empty) removes the file,
+    its backup, and its folder when that is left empty and is not the home itself.
+    """
     for ch in changes:
-        if not ch.changed or ch.after is None:
+        if not ch.changed:
+            continue
+        if ch.after is None:
+            _remove_made(ch.path)
             continue
         if ch.path.exists():
-            shutil.copy2(ch.path, ch.path.with_name(ch.path.name + ".ctx-backup"))
+            shutil.copy2(ch.path, ch.path.with_name(ch.path.name + BACKUP_SUFFIX))
         _write_atomic(ch.path, ch.after)
+
+
+def _remove_made(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + BACKUP_SUFFIX).unlink(missing_ok=True)
+    folder = path.parent
+    if folder.name in MADE_FOLDERS:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
+def remove_backups(changes: Sequence[Change]) -> list[Path]:
+    """Delete the ``*.ctx-backup`` copies of the files an uninstall rewrote (each holds the
+    file as it was with ctx's entries in it: nothing of the user's that the file lacks)."""
+    gone = []
+    for ch in changes:
+        backup = ch.path.with_name(ch.path.name + BACKUP_SUFFIX)
+        if ch.changed and backup.exists():
+            backup.unlink()
+            gone.append(backup)
+    return gone
 
 
 def plan(agents: Sequence[str], *, home: Path, cmd: list[str], budget: int,
@@ -259,7 +332,9 @@ def install(agents: Sequence[str], *, home: Path, cmd: list[str], budget: int = 
 
 
 def uninstall(agents: Sequence[str], *, home: Path, dry_run: bool = False) -> list[Change]:
+    """Take ctx's entries out; a file ctx made and left empty goes, with the backups."""
     changes = plan(agents, home=home, cmd=["ctx"], budget=0, remove=True)
     if not dry_run:
         apply(changes)
+        remove_backups(changes)
     return changes

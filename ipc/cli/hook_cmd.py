@@ -79,20 +79,26 @@ def _install(args: argparse.Namespace) -> int:
         if not ch.changed:
             print(f"{ch.agent}: {ch.note}: already up to date in {ch.path}")
             continue
-        print(f"{ch.agent}: {ch.note}: {verb} {ch.path}"
-              + ("" if args.dry_run or ch.before is None else
-                 f" (previous content kept in {ch.path.name}.ctx-backup)"))
+        if ch.after is None:
+            print(f"{ch.agent}: {ch.note}: {'would remove' if args.dry_run else 'removed'} "
+                  f"{ch.path} (ctx made it, and nothing else is in it)")
+        else:
+            print(f"{ch.agent}: {ch.note}: {verb} {ch.path}"
+                  + ("" if args.dry_run or ch.before is None or args.hook_cmd == "uninstall"
+                     else f" (previous content kept in {ch.path.name}.ctx-backup)"))
         if args.dry_run:
-            _show_diff(ch.before or "", ch.after or "", str(ch.path))
+            _show_diff(ch.before, ch.after, str(ch.path))
     return 0
 
 
-def _show_diff(before: str, after: str, name: str) -> None:
+def _show_diff(before: str | None, after: str | None, name: str) -> None:
+    """A unified diff labelled by what the file is: now, after the change, new or removed."""
     import difflib
 
-    sys.stdout.writelines(difflib.unified_diff(before.splitlines(keepends=True),
-                                               after.splitlines(keepends=True),
-                                               name, name + " (new)"))
+    sys.stdout.writelines(difflib.unified_diff(
+        (before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
+        f"{name} (now)" if before is not None else f"{name} (no such file yet)",
+        f"{name} (after)" if after is not None else f"{name} (removed)"))
 
 
 # -- session-start --------------------------------------------------------------------------

@@ -33,7 +33,6 @@ from typing import Any
 Say = Callable[[str], None]
 STOP_WAIT_S = 15.0
 _STRING_ESCAPES = {"\\": "\\", "s": " ", "n": "\n", "t": "\t", "r": "\r"}
-BACKUP_SUFFIX = ".ctx-backup"  # what agent_config.apply keeps beside a file it rewrites
 FIRST_USER_UID, LAST_USER_UID = 1000, 60000  # Debian's range of ordinary accounts
 
 
@@ -288,8 +287,10 @@ def _agent_entries(home: Path, roots: Sequence[str], dry: bool, say: Say) -> Non
                 say(f"would remove the {change.agent} {what} from {change.path}")
                 continue
             ac.apply([change])
-            say(f"removed the {change.agent} {what} from {change.path}")
-        backup = change.path.with_name(change.path.name + BACKUP_SUFFIX)
+            say(f"removed the {change.agent} {what} from {change.path}"
+                + (", and the file: ctx had made it and nothing else is in it"
+                   if change.after is None else ""))
+        backup = change.path.with_name(change.path.name + ac.BACKUP_SUFFIX)
         if backup.exists() and not dry and (change.changed or not roots):
             backup.unlink()
             say(f"removed {backup} (the copy ctx kept while editing)")
@@ -303,6 +304,30 @@ def uninstall(*, home: Path, data_dir: Path, roots: Sequence[str], dry: bool, sa
     _stop_processes(roots, dry, say)
     _login_item(home, roots, dry, say)
     _agent_entries(home, roots, dry, say)
+
+
+# What an account that used ctx has under its home (Linux, where --all-users runs: the .deb).
+_STATE_PATHS = (".local/share/ctx", ".config/ctx", ".config/autostart/ctx.desktop",
+                ".claude/settings.json.ctx-backup", ".claude.json.ctx-backup",
+                ".codex/config.toml.ctx-backup")
+_AGENT_FILES = (".claude/settings.json", ".claude.json", ".codex/config.toml")
+
+
+def has_ctx_state(home: Path, runtime: Path | None = None) -> bool:
+    """Whether the account of ``home`` has anything of ctx: a data dir or config, a login
+    item, an agent file that names ctx, a runtime folder. The prerm acts only for those."""
+    if any((home / rel).exists() for rel in _STATE_PATHS):
+        return True
+    if runtime is not None and (runtime / "ctx").exists():
+        return True
+    for rel in _AGENT_FILES:
+        try:
+            text = (home / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "ctx" in text:
+            return True
+    return False
 
 
 def _for_all_users(args: argparse.Namespace, say: Say) -> int:
@@ -321,6 +346,8 @@ def _for_all_users(args: argparse.Namespace, say: Say) -> int:
         ordinary = FIRST_USER_UID <= user.pw_uid < LAST_USER_UID or user.pw_uid == 0
         if not ordinary or not Path(user.pw_dir).is_dir():
             continue
+        if not has_ctx_state(Path(user.pw_dir), runtime=Path(f"/run/user/{user.pw_uid}")):
+            continue  # never ran ctx: nothing to undo, and nothing is made for it
         env = {"HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name,
                "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         runtime = Path(f"/run/user/{user.pw_uid}")

@@ -46,6 +46,7 @@ say "test tools (after the check above, so that they hide no missing dependency)
 apt-get install -y -qq --no-install-recommends python3 python3-pytest python3-pytest-timeout \
     python3-zmq python3-platformdirs xvfb trayer x11-utils xauth procps >/dev/null
 id tester >/dev/null 2>&1 || useradd --create-home --shell /bin/sh tester
+id bystander >/dev/null 2>&1 || useradd --create-home --shell /bin/sh bystander  # never runs ctx
 snapshot() {
     find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /tmp \
         -o -path /var/tmp -o -path /var/cache -o -path /var/lib/apt -o -path /var/log \
@@ -58,10 +59,34 @@ say "the smoke test against /opt/ctx, as user tester"
 work=$(mktemp -d /tmp/ctx-smoke.XXXXXX)
 cp -r "$repo/tests" "$repo/engine" "$repo/ipc" "$repo/pyproject.toml" "$work/"  # readable
 chown -R tester "$work"
-runuser -u tester -- env -i HOME=/home/tester PATH=/usr/bin:/bin LANG=C.UTF-8 \
-    CTX_DIST_BUNDLE=/opt/ctx PYTHONDONTWRITEBYTECODE=1 \
-    sh -c "cd '$work' && python3 -m pytest -c tests/dist/pytest-installed.ini --rootdir . \
-           -m dist tests/dist/test_bundle_smoke.py tests/dist/test_bundle_install.py"
+if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    runuser -u tester -- env -i HOME=/home/tester PATH=/usr/bin:/bin LANG=C.UTF-8 \
+        CTX_DIST_BUNDLE=/opt/ctx PYTHONDONTWRITEBYTECODE=1 \
+        sh -c "cd '$work' && python3 -m pytest -c tests/dist/pytest-installed.ini --rootdir . \
+               -m dist tests/dist/test_bundle_smoke.py tests/dist/test_bundle_install.py"
+else  # the oldest system the README names (Ubuntu 22.04) has Python 3.10: the tests need
+      # 3.11, so the same steps in shell: init, ingest, a context within budget, search
+    say "python3 is $(python3 -V 2>&1 | cut -d' ' -f2) here: the smoke test's shell form"
+    smoke=$(mktemp -d /tmp/ctx-home.XXXXXX)
+    chown tester "$smoke"
+    runuser -u tester -- env -i HOME="$smoke" PATH=/usr/bin:/bin LANG=C.UTF-8 \
+        CTX_PASSPHRASE=smoke sh -eu -c '
+        mkdir "$HOME/docs"
+        printf "# Retry policy\n\nThe sync client retries three times with backoff.\n" \
+            > "$HOME/docs/retry.md"
+        ctx init >/dev/null
+        ctx ingest "$HOME/docs" >/dev/null
+        ctx build "how often does the client retry?" --budget 120 --format json > "$HOME/p.json"
+        python3 - "$HOME/p.json" <<PY
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert 0 < p["total_tokens"] <= 120, p
+assert any(i["source"].endswith("retry.md") for i in p["items"]), p
+PY
+        ctx search "retry policy" | grep -q retry.md'
+    pkill -u tester -f /opt/ctx/ || true  # the background engine the commands started
+    sleep 2
+fi
 say "what the prerm must undo: tester's agent hooks and a running ctx serve"
 as_tester() {
     runuser -u tester -- env -i HOME=/home/tester PATH=/usr/bin:/bin LANG=C.UTF-8 \
@@ -83,8 +108,14 @@ grep -q 'user tester: stopped the ctx engine' /tmp/ctx-purge.log ||
 grep -q 'user tester: removed the claude SessionStart hook' /tmp/ctx-purge.log ||
     fail "the prerm did not remove tester's hook"
 ! pgrep -u tester -f /opt/ctx/ctx >/dev/null || fail "a ctx process of tester still runs"
-! grep -q 'hook session-start' /home/tester/.claude/settings.json || fail "the hook is left"
-! grep -q 'mcp_servers.ctx' /home/tester/.codex/config.toml || fail "the Codex entry is left"
+settings=/home/tester/.claude/settings.json codex=/home/tester/.codex/config.toml
+[ ! -e $settings ] || ! grep -q 'hook session-start' $settings || fail "the hook is left"
+[ ! -e $codex ] || ! grep -q 'mcp_servers.ctx' $codex || fail "the Codex entry is left"
+[ -z "$(find /home/tester -name '*.ctx-backup')" ] || fail "*.ctx-backup files are left"
+# an account that never ran ctx: the prerm made nothing for it (no runtime folder)
+[ ! -e "/tmp/runtime-$(id -u bystander)" ] || fail "the prerm made a runtime dir for bystander"
+[ -z "$(find /home/bystander -newer /tmp/ctx-before.txt)" ] || fail "bystander's home changed"
+! grep -q 'user bystander' /tmp/ctx-purge.log || fail "the prerm ran for bystander"
 snapshot > /tmp/ctx-after.txt
 left=$(comm -13 /tmp/ctx-before.txt /tmp/ctx-after.txt)
 [ -z "$left" ] || fail "left behind after dpkg --purge:

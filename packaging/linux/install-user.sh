@@ -35,3 +35,10 @@ done < "$here/share/ctx.desktop" > "$share/applications/ctx.desktop"
 cp "$here/share/ctx.png" "$share/icons/hicolor/256x256/apps/ctx.png"
 cp "$here/share/ctx.svg" "$share/icons/hicolor/scalable/apps/ctx.svg"
 echo "ctx installed: $bin/ctx, $bin/ctx-app and a menu entry"
+case ":${PATH:-}:" in
+    *":$bin:"*) ;;
+    *)  # most systems put ~/.local/bin on PATH at the next login, not in this shell
+        echo "$bin is not on your PATH yet, so \`ctx\` is not found in this shell. Now:"
+        echo "    export PATH=\"$bin:\$PATH\""
+        echo "(or run $bin/ctx; a new login usually adds it, else add that line to ~/.profile)" ;;
+esac

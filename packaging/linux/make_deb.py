@@ -113,7 +113,7 @@ def control(version: str, arch: str, installed_kib: int, depends: str, maint: st
     return (f"Package: ctx\nVersion: {version}\nArchitecture: {arch}\n"
             f"Maintainer: {maint}\nSection: utils\nPriority: optional\n"
             f"Installed-Size: {installed_kib}\nDepends: {depends}\n"
-            "Recommends: gnome-keyring | kwalletmanager\n" + DESCRIPTION)
+            "Suggests: gnome-keyring | kwalletmanager\n" + DESCRIPTION)
 
 
 def copyright_file(licenses: str) -> str:
@@ -187,11 +187,22 @@ def build(bundle: Path, version: str, arch: str, out: Path, stage: Path,
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bundle", type=Path, required=True)
-    p.add_argument("--version", required=True)
+    p.add_argument("--check-maintainer", action="store_true",
+                   help="only say whether a usable maintainer is set (before a long build)")
+    p.add_argument("--bundle", type=Path)
+    p.add_argument("--version")
     p.add_argument("--arch", default="amd64")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path)
     args = p.parse_args()
+    if args.check_maintainer:
+        try:
+            print(maintainer())
+        except PackagingError as exc:
+            sys.stderr.write(f"make_deb: {exc}\n")
+            return 1
+        return 0
+    if args.bundle is None or args.version is None or args.out is None:
+        p.error("--bundle, --version and --out are needed to make the .deb")
     try:
         text = build(args.bundle, args.version, args.arch, args.out, Path("build") / "deb")
     except (PackagingError, deb_depends.DependsError) as exc:

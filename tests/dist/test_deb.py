@@ -154,3 +154,14 @@ def test_the_package_carries_its_copyright_prerm_and_computed_fields(tmp_path: P
     assert "Permission is hereby granted" in copyright_text
     assert "/opt/ctx/_internal/licenses" in copyright_text
     assert (REPO / "LICENSE").read_text().splitlines()[2] in copyright_text
+
+
+def test_keyring_packages_are_suggested_not_recommended() -> None:
+    """apt installs Recommends by default: gnome-keyring brought a PAM module that edits
+    /etc/pam.d/common-password and systemd user units that stay after purge. ctx works
+    without a keychain (a passphrase), so they are Suggests: installed only when asked."""
+    text = make_deb.control("0.1.0", "amd64", 1, "libc6 (>= 2.35)", "Ada <ada@lovelace.org>")
+    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line
+                  and not line.startswith(" "))
+    assert "Recommends" not in fields
+    assert fields["Suggests"] == "gnome-keyring | kwalletmanager"

@@ -75,7 +75,19 @@ def test_the_tag_must_match_the_project_version(wf: dict[str, Any]) -> None:
 
 def test_the_deb_is_installed_with_plain_dpkg_in_a_clean_debian(wf: dict[str, Any]) -> None:
     job = wf["jobs"]["linux-install"]
-    assert str(job["container"]).startswith("debian:")
+    systems = job["strategy"]["matrix"]["system"]
+    assert job["container"] == "${{ matrix.system }}"
+    assert all(str(name).split(":")[0] in ("debian", "ubuntu") for name in systems)
+    # the oldest system the docs name for the .deb is one the .deb is installed on
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in
+                     [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+    named = {f"{d.lower()}:{v}" for d, v in re.findall(r"(Debian|Ubuntu) (\d+(?:\.\d+)?)\+",
+                                                      docs)}
+    assert named, "the docs name no Debian/Ubuntu floor"
+    oldest_ubuntu = min((n for n in named if n.startswith("ubuntu:")),
+                        key=lambda n: float(n.split(":")[1]), default=None)
+    assert oldest_ubuntu is None or oldest_ubuntu in systems, (oldest_ubuntu, systems)
+    assert any(str(s).startswith("debian:") for s in systems)
     assert "check_deb_install.sh" in _runs(wf, "linux-install")
     script = "\n".join(line for line in (REPO / "packaging" / "linux" / "check_deb_install.sh")
                        .read_text().splitlines() if not line.lstrip().startswith("#"))
@@ -109,7 +121,20 @@ def test_macos_signs_inside_out_then_installs_and_tests_the_signed_app(
     smoke = _index(steps, r"CTX_DIST_BUNDLE=.*ctx\.app")
     assert sign < dmg < install < smoke
     assert steps[smoke]["env"]["CTX_DIST_NATIVE_SESSION"] == "1"  # the tray too
-    assert "uninstall-integrations" in runs
+    assert _index(steps, r"check_uninstall\.sh") > smoke
+
+
+def test_uninstall_checks_set_up_what_they_check(wf: dict[str, Any]) -> None:
+    """macOS and Linux uninstall an app that has an engine running, a login item, and
+    hooks (packaging/check_uninstall.sh), so that removing each is really tested."""
+    for job in ("linux", "macos"):
+        assert "packaging/check_uninstall.sh" in _runs(wf, job), job
+    script = (REPO / "packaging" / "check_uninstall.sh").read_text()
+    setup = script.index('"$ctx" uninstall-integrations')
+    for made in ("init --no-keychain", "hook install", "item.enable()", "serve"):
+        assert -1 < script.index(made) < setup, made
+    for checked in ("stopped the ctx engine", "removed the login item", "ctx-backup"):
+        assert script.index(checked) > setup, checked
 
 
 def test_windows_installs_inno_then_installs_tests_and_uninstalls(wf: dict[str, Any]) -> None:

@@ -77,8 +77,9 @@ def test_removes_what_points_at_the_installation_and_leaves_the_rest(tmp_path: P
     assert report.read_text().splitlines() == [ln.removeprefix("ctx: ")
                                                for ln in out.splitlines()]
     assert not autostart.exists()
-    assert ac.HOOK_MARK not in settings.read_text()
-    assert "ctx" not in json.loads(claude_json.read_text()).get("mcpServers", {})
+    # ctx made both files in this fresh home and nothing else is in them: they go
+    assert not settings.exists() and not claude_json.exists()
+    assert "and the file: ctx had made it and nothing else is in it" in out
     assert codex.read_text() == before[codex]
     # the copies ctx kept while editing go too (they hold the entries just removed)
     assert not list(home.rglob("*.ctx-backup"))
@@ -94,7 +95,7 @@ def test_without_an_installation_named_every_ctx_entry_goes(tmp_path: Path) -> N
     run = _ctx("uninstall-integrations", home=home)
     assert run.returncode == 0, run.stderr
     assert "removed the codex MCP server" in run.stdout
-    assert "mcp_servers.ctx" not in (home / ".codex" / "config.toml").read_text()
+    assert not (home / ".codex").exists()  # ctx made the file and its folder: both go
     assert not list(home.rglob("*.ctx-backup"))
 
 
@@ -157,3 +158,69 @@ def test_all_users_needs_root(tmp_path: Path) -> None:
         pytest.skip("runs as root here: --all-users would act on this machine's accounts")
     run = _ctx("uninstall-integrations", "--all-users", home=tmp_path)
     assert run.returncode == 2 and "needs root" in run.stdout
+
+
+def test_files_ctx_made_go_when_nothing_else_is_in_them(tmp_path: Path) -> None:
+    """A fresh home: `ctx hook install` makes ~/.claude/settings.json, ~/.claude.json and
+    ~/.codex/config.toml; uninstalling leaves none of them (not `{}`, not an empty TOML),
+    no backups, and no ~/.codex or ~/.claude folder it made."""
+    home = tmp_path / "home"
+    home.mkdir()
+    assert _ctx("hook", "install", "--home", str(home), home=home).returncode == 0
+    made = [home / ".claude" / "settings.json", home / ".claude.json",
+            home / ".codex" / "config.toml"]
+    assert all(p.exists() for p in made)
+    run = _ctx("hook", "uninstall", "--home", str(home), home=home)
+    assert run.returncode == 0, run.stderr
+    assert "ctx made it, and nothing else is in it" in run.stdout
+    assert sorted(p.name for p in home.iterdir()) == []
+
+
+def test_the_users_own_files_stay_even_when_empty(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    (home / ".claude" / "settings.json").write_text("{}\n")
+    (home / ".codex" / "config.toml").write_text("")
+    (home / ".claude.json").write_text('{"numStartups": 3}\n')
+    _setup(home, tmp_path / "app")
+    run = _ctx("uninstall-integrations", home=home)
+    assert run.returncode == 0, run.stderr
+    assert json.loads((home / ".claude" / "settings.json").read_text()) == {}
+    assert (home / ".codex" / "config.toml").read_text().strip() == ""
+    assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 3}
+    assert not list(home.rglob("*.ctx-backup"))
+
+
+def test_dry_run_labels_an_existing_file_as_it_is(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
+    run = _ctx("hook", "install", "claude", "--dry-run", "--home", str(home), home=home)
+    assert run.returncode == 0, run.stderr
+    settings = home / ".claude" / "settings.json"
+    assert f"--- {settings} (now)" in run.stdout and f"+++ {settings} (after)" in run.stdout
+    assert f"{settings} (new)" not in run.stdout
+    assert f"--- {home / '.claude.json'} (no such file yet)" in run.stdout
+
+
+def test_all_users_acts_only_for_accounts_with_ctx_state(tmp_path: Path) -> None:
+    """The .deb's prerm runs `--all-users`: an account that never ran ctx is not touched
+    (no runtime folder made for it, nothing run as it)."""
+    from ipc.cli.uninstall_cmd import has_ctx_state
+
+    home = tmp_path / "never"
+    home.mkdir()
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"theme": "dark"}\n')
+    assert not has_ctx_state(home, runtime=tmp_path / "run")
+    for rel in (".local/share/ctx", ".config/ctx"):
+        used = tmp_path / rel.replace("/", "_")
+        (used / rel).mkdir(parents=True)
+        assert has_ctx_state(used)
+    hooked = tmp_path / "hooked"
+    hooked.mkdir()
+    ac.install(("claude",), home=hooked, cmd=["/opt/ctx/ctx"])
+    assert has_ctx_state(hooked)
+    (tmp_path / "run" / "ctx").mkdir(parents=True)
+    assert has_ctx_state(home, runtime=tmp_path / "run")
