@@ -100,8 +100,9 @@ class TranscriptEvent:
 class ParseResult:
     """What one parse of a transcript (whole, or from an offset) produced.
 
-    ``end_offset`` points just after the last complete line read; a trailing
-    partial line is left for the next parse. ``state`` is JSON-serializable and
+    ``end_offset`` points just after the last complete line read (see
+    ``read_complete_lines``: a last line with no newline counts when it is a whole
+    record); a trailing partial line is left for the next parse. ``state`` is JSON-serializable and
     is passed back as ``state=`` with ``start_offset=end_offset`` to continue.
     It holds fragments of user text (the pending request, pending tool inputs),
     so it must be stored like content: encrypted, after ``apply_privacy``.
@@ -122,8 +123,19 @@ class ParseResult:
 def read_complete_lines(path: Path, start_offset: int) -> tuple[list[tuple[int, bytes]], int]:
     """Complete lines from ``start_offset`` on, each with its byte offset.
 
-    Returns the lines and the offset just after the last newline read. Bytes
-    after the last newline (a line still being written) are not consumed.
+    Returns the lines and the offset just after the last one taken. A line is
+    complete when a newline ends it, or when it is the file's last line, has no
+    newline, and parses as a whole JSON object: many agents (and copies of
+    their files) leave the last record unterminated. Bytes after the last
+    newline that do not parse (a record still being written) are not consumed;
+    the next read starts at them again.
+
+    An unterminated record taken now is never taken twice: the next read starts
+    just after it, so a newline the writer appends later reads as an empty line
+    (skipped), and bytes appended to that same line (nothing valid can continue
+    a whole JSON object but blanks) read as a line of their own: blanks are
+    skipped, anything else is a line of its own, a record if it parses, else a
+    bad line.
     """
     try:
         with path.open("rb") as fh:
@@ -132,15 +144,27 @@ def read_complete_lines(path: Path, start_offset: int) -> tuple[list[tuple[int, 
     except OSError as exc:
         raise FileRejected(str(path), REJECT_UNREADABLE) from exc
     last_nl = data.rfind(b"\n")
-    if last_nl < 0:
-        return [], start_offset
     lines: list[tuple[int, bytes]] = []
     pos = 0
     while pos <= last_nl:
         nl = data.index(b"\n", pos)
         lines.append((start_offset + pos, data[pos:nl]))
         pos = nl + 1
+    tail = data[last_nl + 1:]
+    if tail.strip() and _whole_record(tail):
+        lines.append((start_offset + last_nl + 1, tail))
+        return lines, start_offset + len(data)
     return lines, start_offset + last_nl + 1
+
+
+def _whole_record(raw: bytes) -> bool:
+    """True when ``raw`` is one whole JSON object (a record nobody is still writing)."""
+    if not raw.rstrip().endswith(b"}"):  # cheap: a record cut mid-write rarely ends so
+        return False
+    try:
+        return isinstance(json.loads(raw.decode("utf-8")), dict)
+    except ValueError:  # UnicodeDecodeError is one: a cut inside a multi-byte character
+        return False
 
 
 def head_hash(path: Path, end_offset: int) -> str:
