@@ -31,7 +31,7 @@ _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "B
         "BuildItem", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
+        "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
            "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
            "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
@@ -71,7 +71,7 @@ _WHERE: dict[str, str] = {
 
 __all__ = [
     "ENGINE_METHODS", "FINAL_JOB_STATES", "JOB_STATES", "LIVE_KINDS", "SOURCE_KINDS", "TIERS",
-    "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupConfig", "BackupDamaged",
+    "AdaptStatus", "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupConfig", "BackupDamaged",
     "BackupMismatch", "BackupResult", "BuildDone", "BuildItem", "Caller", "Config", "ConfigError",
     "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
     "ErrorInfo", "Event", "ExportResult", "FileIssue", "FileRejected", "Histogram", "IngestFailed",

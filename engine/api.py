@@ -295,6 +295,9 @@ class SyncResult(_Plain):
     embedded: int = 0
     seconds: float = 0.0
     folders: tuple[str, ...] = ()
+    # The job that fits recall's learned reader again after this sync (it runs in the
+    # background: ``wait`` for it to know it is done); "" when no fit was needed.
+    adapt_job: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SyncResult:
@@ -496,6 +499,21 @@ class VectorMemory(_Plain):
 
 
 @dataclass(frozen=True)
+class AdaptStatus(_Plain):
+    """What recall's learned reader was fitted on (``recall.adapt``): the pairs and
+    sessions of the store it learned from and when (``fitted``, None: not fitted yet,
+    or dropped with a deleted session until the next sync fits it again)."""
+
+    enabled: bool
+    fitted: float | None = None
+    pairs: int = 0
+    sessions: int = 0
+    terms: int = 0  # request words with a learned translation
+    map: bool = False  # whether the query map beat the identity (else it is not used)
+    seconds: float = 0.0  # the fit's time
+
+
+@dataclass(frozen=True)
 class Status(_Plain):
     """The engine's health at a glance (``ctx status``, the Health panel)."""
 
@@ -529,11 +547,15 @@ class Status(_Plain):
     # chunks (the vector stage works through them in the background).
     sources_waiting: int = 0
     chunks_waiting: int = 0
+    # What recall's learned reader was fitted on (None from an engine that does not say).
+    adapt: AdaptStatus | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Status:
         d = _known(cls, data)
         d["vectors_in_memory"] = VectorMemory.from_dict(d["vectors_in_memory"])
+        if d.get("adapt") is not None:
+            d["adapt"] = AdaptStatus.from_dict(d["adapt"])
         d["alerts"] = {k: Alert.from_dict({"name": k, **v})
                        for k, v in (d.get("alerts") or {}).items()}
         return cls(**d)
@@ -544,6 +566,8 @@ class Status(_Plain):
                          for k, a in self.alerts.items()}
         if self.server is None:
             del out["server"]
+        if self.adapt is None:
+            del out["adapt"]
         return out
 
 

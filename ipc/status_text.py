@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from engine import Histogram, Status, VectorMemory
 
 
@@ -10,6 +12,21 @@ def waiting_line(status: Status) -> str:
     n, c = status.sources_waiting, status.chunks_waiting
     return (f"{n} source{'s' if n != 1 else ''} ({c} chunk{'s' if c != 1 else ''}) wait for "
             "their vectors: searchable by keyword now, by meaning once made")
+
+
+def adapt_line(status: Status) -> str:
+    """What recall's learned reader was fitted on, in one line (``recall.adapt``)."""
+    a = status.adapt
+    if a is None:
+        return "not reported by this engine"
+    if not a.enabled:
+        return "off (recall.adapt = false)"
+    if a.fitted is None:
+        return "on, not fitted yet: the next sync fits it"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(a.fitted))
+    use = "query map in use" if a.map else "query map unused (no better than none)"
+    return (f"on: {a.pairs} pairs from {a.sessions} sessions, fitted {when} in "
+            f"{a.seconds:.1f} s; {use}; {a.terms} words translated")
 
 
 def memory_line(mem: VectorMemory) -> str:

@@ -21,7 +21,7 @@ def test_engine_exports() -> None:
         "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobSnapshot",
         "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
+        "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
         # errors
         "CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
         "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",

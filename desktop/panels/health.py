@@ -43,7 +43,7 @@ from desktop.qt import (
     QWidget,
 )
 from engine import AuditEntry, JobSnapshot, MetricsSnapshot, Status, Warming
-from ipc.status_text import memory_line, waiting_line
+from ipc.status_text import adapt_line, memory_line, waiting_line
 
 BUILD_MS = "context_engine.build.duration_ms"
 QUERY_MS = "context_engine.rag_query.duration_ms"
@@ -93,7 +93,8 @@ class HealthPanel(QWidget):
 
         self.fields: dict[str, QLabel] = {}
         store = self._group("Store", ["Data folder", "Size on disk", "Sources", "Chunks",
-                                      "Tokens", "Vectors", "Last backup"])
+                                      "Tokens", "Vectors", "Last backup",
+                                      "Recall learned"])
         model = self._group("Model and vectors", ["Model", "Dimensions", "Model loaded",
                                                   "Vector backend", "Vector store",
                                                   "Vectors in memory", "Chroma server"])
@@ -211,6 +212,7 @@ class HealthPanel(QWidget):
         f["Vectors"].setText(vectors_label(status))
         f["Vectors"].setToolTip(waiting_line(status) if status.sources_waiting else "")
         f["Last backup"].setText(fmt_time(status.last_backup) if status.last_backup else "never")
+        f["Recall learned"].setText(adapt_line(status))
         f["Model"].setText(status.model)
         f["Dimensions"].setText(fmt_int(status.dim))
         f["Model loaded"].setText(model_loaded_label(status))

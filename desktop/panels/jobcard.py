@@ -29,7 +29,7 @@ from engine import FINAL_JOB_STATES, JobSnapshot
 
 FINAL = FINAL_JOB_STATES
 _KIND_NAMES = {"paths": "Files", "text": "Text", "conversation": "Conversation",
-               "sync": "Sync", "delete": "Delete"}
+               "sync": "Sync", "delete": "Delete", "adapt": "Learning"}
 RATE_AFTER_S = 2.0  # a rate measured over less than this is noise: not shown
 
 

@@ -43,7 +43,7 @@ class SessionMemory(EngineParts):
                                      progress=_job_progress(job, progress)))
             job = self._jobs.submit("sync", work)
             self._wait_ok(job.id)
-            holder[0] = _with_vectors(holder[0], job)
+            holder[0] = _with_vectors(holder[0], job, self._refit())
             if query is None and not auto:
                 return holder[0]
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
@@ -68,20 +68,40 @@ class SessionMemory(EngineParts):
         if not holder:  # cancelled (a quit stops jobs) before it read anything
             raise EngineClosed("the sync was stopped before it finished: the engine is "
                                "closing or the job was cancelled; sync again")
-        return _sync_with_vectors(holder[0], job)
+        return _sync_with_vectors(holder[0], job, self._refit())
+
+    def _refit(self, *, force: bool = False) -> str:
+        """Queue a fit of recall's learned reader (``engine.flows.recall_adapt``) when
+        ``recall.adapt`` is on and the store grew enough since the last one (``force``:
+        whenever it is on; a repair); its job id, or "" (none needed, or one queued
+        already). It runs on the writer thread in the background: reads go on."""
+        from engine.flows.recall_adapt import fit, needs_fit
+
+        rt = self._live()
+        if not rt.cfg.recall.adapt or rt.vault.read_only:
+            return ""
+        queued = self._adapt_job
+        if queued and self._jobs.get(queued).state in ("queued", "running"):
+            return ""
+        if not force and not needs_fit(rt):
+            return ""
+        job = self._jobs.submit("adapt", lambda job, progress: fit(rt, job, progress))
+        self._adapt_job = job.id
+        return job.id
 
 
-def _sync_with_vectors(result: SyncResult, job: Any) -> SyncResult:
-    """A sync's result once its vector stage ended: the texts the model embedded for it
-    and the time of both stages."""
+def _sync_with_vectors(result: SyncResult, job: Any, adapt_job: str = "") -> SyncResult:
+    """A sync's result once its vector stage ended: the texts the model embedded for it,
+    the time of both stages, and the learned reader's fit it queued."""
     seconds = (job.finished or time.time()) - (job.started or job.created)
-    return dataclasses.replace(result, embedded=job.model_texts, seconds=round(seconds, 4))
+    return dataclasses.replace(result, embedded=job.model_texts, seconds=round(seconds, 4),
+                               adapt_job=adapt_job)
 
 
-def _with_vectors(result: RecallResult, job: Any) -> RecallResult:
+def _with_vectors(result: RecallResult, job: Any, adapt_job: str = "") -> RecallResult:
     """``_sync_with_vectors`` for the parts of a recall result that a sync made."""
     return dataclasses.replace(result, **{
-        name: _sync_with_vectors(getattr(result, name), job)
+        name: _sync_with_vectors(getattr(result, name), job, adapt_job)
         for name in ("indexed", "synced") if getattr(result, name) is not None})
 
 

@@ -35,6 +35,8 @@ class Upkeep(EngineParts):
         result: dict[str, Any] = {"reason": reason}
         job = self._jobs.submit("repair", repair_work(self._live(), reason, result))
         result["job"] = job.id
+        if reason == "repair":  # recall's learned reader fitted again, after the vectors
+            self._refit(force=True)
         if wait:
             self._wait_ok(job.id)
         return RepairResult.from_dict(result)

@@ -8,6 +8,7 @@ from pathlib import Path
 from engine.api import Alert, Status, VectorMemory
 from engine.crypto.keys import read_record
 from engine.flows.backup import last_backup
+from engine.flows.recall_adapt import adapt_status
 from engine.flows.runtime import Runtime
 from engine.store import sources as src
 
@@ -31,7 +32,7 @@ def status(rt: Runtime, *, jobs_active: bool, paused: bool,
         jobs_active=jobs_active, ingestion_paused=paused, store_bytes=dir_size(rt.root),
         alerts=alerts, last_backup=last_backup(rt.vault),
         key_method=record.method if record is not None else "",
-        recovery_key=bool(record is not None and record.recovery))
+        recovery_key=bool(record is not None and record.recovery), adapt=adapt_status(rt))
 
 
 def dir_size(root: Path) -> int:

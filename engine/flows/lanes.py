@@ -49,15 +49,19 @@ SIM_DIGITS = 6  # the vector lane keeps its hits' cosines to this many digits
 def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
                 timer: StageTimer | None = None,
                 vectors: dict[int, np.ndarray] | None = None,
+                vector_map: Callable[[np.ndarray], np.ndarray] | None = None,
                 ) -> tuple[list[int], dict[int, float], np.ndarray | None]:
     """Nearest chunks to ``query``: (ids best first, id -> cosine, the query's vector).
     ``timer`` gets the lane's time as ``vector`` and the query embedding's share of it
     as ``embed``; ``vectors`` the hits' stored vectors where the index returned them
-    with the hits."""
+    with the hits; ``vector_map`` (recall's learned reader) maps the query's vector
+    before the search, and the mapped vector is the one returned."""
     timer = timer or StageTimer()
     with timer.stage("vector"):
         with timer.stage("embed"):
             vec = rt.embed_query(query)
+            if vector_map is not None:
+                vec = vector_map(vec)
         fetch = depth if filters.empty else depth * 8
         try:
             found = rt.vectors.query(vec, fetch, found=vectors)
@@ -126,7 +130,7 @@ def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
     lanes: dict[str, list[int]] = {}
     hit_vectors: dict[int, np.ndarray] = {}
     early = (_lane_pool().submit(vector_lane, rt, plan.text, depth, filters, timer,
-                                 hit_vectors)
+                                 hit_vectors, plan.vector_map)
              if cfg.search.parallel_lanes and not plan.named else None)
     try:
         with timer.stage("keyword"):
@@ -140,6 +144,9 @@ def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
                     found = keyword_hits(rt, content.keyword, depth, filters, cfg,
                                          alone=early is None)
             lanes["keyword"] = [cid for cid, _ in found]
+            if plan.learned is not None:  # the user's own words for the query's
+                lanes["learned"] = [cid for cid, _ in keyword_hits(
+                    rt, plan.learned, depth, filters, cfg, alone=early is None)]
         prefetched: dict[int, np.ndarray] = {}
         prepared: Any = None
         if (early is not None and while_waiting is not None
@@ -156,7 +163,7 @@ def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
         vector = early.result() if early is not None else None  # never left running
     if vector is None:
         text = content.text if content is not None else plan.text
-        vector = vector_lane(rt, text, depth, filters, timer, hit_vectors)
+        vector = vector_lane(rt, text, depth, filters, timer, hit_vectors, plan.vector_map)
     for cid, vec in prefetched.items():
         hit_vectors.setdefault(cid, vec)
     lanes["vector"], sims, qvec = vector

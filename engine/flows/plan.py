@@ -14,10 +14,14 @@ speaker.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from engine.config import Config
 from engine.flows.runtime import Runtime
@@ -51,6 +55,10 @@ class QueryPlan:
     # set of named speakers -> the query without them; a set whose removal leaves no
     # new terms to match has no entry (the lanes then match the whole query)
     content: Mapping[frozenset[str], ContentQuery] | None = None
+    # recall's learned reader (engine.flows.recall_adapt.QueryAdapter): the map applied
+    # to the query's vector, and the "learned" keyword lane of the user's own words
+    vector_map: Callable[[np.ndarray], np.ndarray] | None = None
+    learned: KeywordQuery | None = None
 
     def content_for(self, hits: Iterable[ChunkRow]) -> ContentQuery | None:
         """The query the lanes should match once the keyword lane found ``hits``: without
@@ -83,6 +91,24 @@ def plan_query(rt: Runtime, query: str, cfg: Config, *, filters: Filters | None 
         named=frozenset(named),
         content={key: ContentQuery(text, ca, matches[key])
                  for key, (text, ca) in content.items()})
+
+
+def adapted(plan: QueryPlan, adapter: Any) -> QueryPlan:
+    """``plan`` with recall's learned reader (``QueryAdapter``; None: as it is): its
+    vector map, and its words as a keyword lane weighted ``adapter.weight`` times the
+    keyword lane (quoted word characters only: no FTS5 syntax can get in)."""
+    if adapter is None:
+        return plan
+    words = [w for w in adapter.words if _WORD_ONLY.fullmatch(w)]
+    learned = KeywordQuery(" OR ".join(f'"{w}"' for w in words)) if words else None
+    weights = dict(plan.weights)
+    if learned is not None:
+        weights["learned"] = adapter.weight * weights.get("keyword", 1.0)
+    return dataclasses.replace(plan, vector_map=adapter.vector_map, learned=learned,
+                               weights=weights)
+
+
+_WORD_ONLY = re.compile(r"[^\W_]+")
 
 
 def analyse(query: str, named: list[str], cfg: QueryConfig

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows.lanes import LaneResult, fuse_stage, lane_stage, to_hit
-from engine.flows.plan import plan_query
+from engine.flows.plan import QueryPlan, adapted, plan_query
 from engine.flows.runtime import Runtime
 from engine.flows.session_expand import expand_sessions
 from engine.flows.stages import StageTimer
@@ -204,10 +204,12 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
 
 
 def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
-               distinct_sources: bool = False, expand_session: bool = False
+               distinct_sources: bool = False, expand_session: bool = False,
+               adapter: Callable[[QueryPlan], Any] | None = None
                ) -> tuple[LaneResult, list[Ranked], StageTimer]:
     """The stages of ``search`` up to the rank: the lanes' result (rows and lane ranks),
-    every candidate ranked best first, and the stages' timer."""
+    every candidate ranked best first, and the stages' timer. ``adapter`` (recall's
+    learned reader) says, for the planned query, what it changes (``plan.adapted``)."""
     timer = StageTimer()
     cfg = rt.cfg
     depth = max(k, cfg.search.lane_depth)
@@ -218,6 +220,8 @@ def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None 
                 cfg.rerank, window=cfg.rerank.distinct_window))
     with timer.stage("analysis"):
         plan = plan_query(rt, query, cfg, filters=filters, depth=depth)
+        if adapter is not None:
+            plan = adapted(plan, adapter(plan))
     hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
     res = fuse_stage(rt, plan, hits, timer)
     res, added = expand_sessions(rt, cfg, res, filters) if expand_session else (res, 0)

@@ -25,6 +25,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from engine.api import SearchHit
 from engine.flows.lanes import to_hit
 from engine.flows.ranking import Ranked, rank_query
+from engine.flows.recall_adapt import query_adapter
 from engine.flows.runtime import Runtime
 from engine.metrics import QUERY_MS
 from engine.recall.present import compose_turn
@@ -62,7 +63,8 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters
     """The ``k`` best hits for ``query`` (chunks or turns, ``recall.hit_unit``); for each
     hit's chunk id, the chunk ids its text draws on (best first), and for a turn hit its
     best chunk's own text."""
-    res, ranked, timer = rank_query(rt, query, k, filters=filters, expand_session=True)
+    res, ranked, timer = rank_query(rt, query, k, filters=filters, expand_session=True,
+                                    adapter=lambda plan: query_adapter(rt, plan.analysis.words))
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     hits: list[SearchHit] = []
     drawn: dict[int, tuple[int, ...]] = {}

@@ -34,6 +34,8 @@ class Runtime:
     _qcache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
     _qlock: threading.Lock = field(default_factory=threading.Lock)
     _cross: dict[str, Any] = field(default_factory=dict)
+    # recall's learned reader as loaded from the vault (engine.flows.recall_adapt)
+    adapt_cache: dict[str, Any] = field(default_factory=dict)
 
     def cross_encoder(self, path: str) -> Any:
         """The local cross-encoder reranker at ``path``, loaded once (ConfigError if absent)."""

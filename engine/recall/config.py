@@ -8,6 +8,7 @@ from pathlib import Path
 from engine.errors import ConfigError
 from engine.recall.chunks import RecallChunkConfig
 from engine.recall.privacy import PrivacyConfig
+from engine.retrieval.adapt import AdaptConfig
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,11 @@ class RecallConfig:
     # How far (in chunks, either side) a hit's turn is read to tell what came of it.
     # Hand-set: the longest turn of the benchmark sessions holds under 60 chunks.
     turn_reach: int = 60
+    # Learn the user's own words from their sessions (engine/retrieval/adapt.py): fitted
+    # in the background after a sync, kept in the vault. Dev split, `python -m
+    # bench.recall_adapt --split dev` (2026-11-28): see adapt_fit's origins.
+    adapt: bool = True
+    adapt_fit: AdaptConfig = field(default_factory=AdaptConfig)
 
     def __post_init__(self) -> None:
         for folder in self.folders:

@@ -163,10 +163,30 @@ M7_STAGES = """
         END;
 """
 
+# What recall learned from the user's sessions (engine/retrieval/adapt.py): the fitted
+# model (one row), and the query-side vectors of the texts it embedded (a request, the
+# words before a tool call), each under the chunk that quotes it, so that deleting a
+# session deletes them (cascade). Deleting any transcript source drops the model: it
+# may have learned from it (the next sync fits it again).
+M8_RECALL_ADAPT = """
+        CREATE TABLE adapt_model (
+            id INTEGER PRIMARY KEY CHECK (id = 1), fitted REAL NOT NULL, model BLOB NOT NULL
+        );
+        CREATE TABLE adapt_texts (
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+            role TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (chunk_id, role)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER adapt_sources_ad AFTER DELETE ON sources
+        WHEN old.kind = 'transcript' BEGIN
+            DELETE FROM adapt_model;
+        END;
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
-                              5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES}
+                              5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES,
+                              8: M8_RECALL_ADAPT}
 
 
 def check_version(conn: Conn) -> None:

@@ -20,7 +20,7 @@ from ipc.cli.progress import JobProgress, summary
 from ipc.errors import ServerUnavailable
 from ipc.places import place
 from ipc.protocol import MAX_BUDGET
-from ipc.status_text import histogram_line, memory_line, waiting_line
+from ipc.status_text import adapt_line, histogram_line, memory_line, waiting_line
 
 NO_WAY_TO_UNLOCK = (
     "no keychain here and no terminal to ask for a passphrase. Give one in any of these "
@@ -304,6 +304,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if status.key_method:
         print(f"{'key':>15}: {status.key_method}, "
               f"{'with' if status.recovery_key else 'NO'} recovery key")
+    if status.adapt is not None:
+        print(f"{'recall adapt':>15}: {adapt_line(status)}")
     for name, h in sorted(metrics.histograms.items()):
         print(histogram_line(name, h))
     for name in sorted(status.alerts):

@@ -131,7 +131,8 @@ def _done(snap: JobSnapshot) -> str:
 def _brief(snap: JobSnapshot) -> str:
     """What a job is doing, in a few words (for the one another waits behind)."""
     kind = {"paths": "ingest", "text": "ingest of a text", "sync": "transcript sync",
-            "vectors": "vectors left from before"}.get(snap.kind, snap.kind)
+            "vectors": "vectors left from before",
+            "adapt": "recall learning from your sessions"}.get(snap.kind, snap.kind)
     if snap.state == "queued":
         return f"{kind}, itself queued"
     return f"{kind}, {_done(snap)}"
