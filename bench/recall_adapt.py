@@ -43,6 +43,8 @@ from bench.stats import machine_state
 # name -> AdaptConfig changes (on top of the defaults); "off" is recall.adapt = false
 VARIANTS: dict[str, dict[str, Any]] = {
     "map": {"use_map": True, "use_terms": False},
+    "map t12": {"use_map": True, "use_terms": False, "texts_per_session": 12,
+                "text_tokens": 64},
     "terms": {"use_map": False, "use_terms": True},
     "map+terms": {"use_map": True, "use_terms": True},
     "map λ0.01": {"use_map": True, "use_terms": False, "identity_weight": 0.01},
@@ -50,8 +52,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "terms w0.6": {"use_map": False, "use_terms": True, "terms_weight": 0.6},
 }
 FIT_KEYS = ("temperature", "identity_weight", "learning_rate", "steps", "batch", "min_pairs",
-            "holdout", "texts_per_session", "terms_per_word", "terms_min_count",
-            "terms_min_npmi")
+            "holdout", "texts_per_session", "text_tokens", "terms_per_word",
+            "terms_min_count", "terms_min_npmi")
 
 
 def fit_timed(eng: Any, cfg: Any) -> dict[str, Any]:
@@ -124,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store-cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "ctx-bench")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap draws")
+    ap.add_argument("--latency-chunks", type=int, default=0,
+                    help="then grow the store to about this many chunks (copies of the "
+                         "sessions, new ids), let a sync fit it, and time recall off / on")
     args = ap.parse_args(argv)
     dirs = rq.corpus_dirs()
     if not dirs:
@@ -178,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             dense = dense_ranks(eng, questions, {
                 "dense, no map": (None, "query"), "dense, query map": (query_map, "query"),
                 "dense, both sides": (both_sides_map(eng, base_cfg), "both")})
+            scale = (grown(eng, questions, Path(tmp), args.latency_chunks, dirs)
+                     if args.latency_chunks else None)
     sessions = len({q["session"] for q in questions})
     print(f"\nRecall's learned reader: {args.split} split, {len(questions)} questions over "
           f"{sessions} sessions; store of {chunks} chunks (indexed in {index_s:.0f} s)")
@@ -203,7 +210,51 @@ def main(argv: list[str] | None = None) -> int:
     print("| recall | p50 / p95 |\n|---|---|")
     for name, t in lat.items():
         print(f"| {name} | {pcts(t)} |")
+    if scale is not None:
+        f = scale["fit"]
+        print(f"\nAt scale: {scale['sessions']} new sessions synced ({scale['chunks']} chunks "
+              f"in the store, sync {scale['sync_s']:.0f} s); the fit the sync queued: "
+              f"{f['pairs']} pairs from {f['sessions']} sessions, {f['texts']} texts, "
+              f"{f['seconds']:.1f} s, CPU {f['cpu_seconds']:.1f} s = "
+              f"{f['cpu_seconds'] / scale['sessions'] * 1000:.0f} s per 1,000 new sessions "
+              f"(bound 60); map used: {'yes' if f['map'] else 'no'}")
+        print(f"Recall latency at {scale['chunks']} chunks, ms (p50 / p95), "
+              f"{len(questions)} questions x 3 in turns; machine {machine_state()}")
+        print("| recall | p50 / p95 |\n|---|---|")
+        for name, t in scale["latency"].items():
+            print(f"| {name} | {pcts(t)} |")
     return 0
+
+
+def grown(eng: Any, questions: list[dict[str, Any]], tmp: Path, target: int,
+          dirs: list[Path]) -> dict[str, Any]:
+    """The store grown to about ``target`` chunks by copies of its sessions (new session
+    ids; the embedding cache serves their chunks), synced as a user's sync is (which
+    queues the fit); then recall timed with the reader off and on, in turns."""
+    from bench.recall_bench import replicate
+    from engine.flows.recall_adapt import learned
+
+    chunks = eng.rt.vault.chunk_count()
+    sessions = len(rq.session_ids(dirs))
+    made = replicate(dirs, tmp / "copies", max(0, int((target - chunks) / (chunks / sessions))))
+    t = time.perf_counter()
+    res = eng.sync([str(tmp / "copies")])
+    sync_s = time.perf_counter() - t
+    if res.adapt_job:
+        eng.wait(res.adapt_job)
+    model = learned(eng.rt)
+    eng.warm_up(background=False)
+    lat: dict[str, list[float]] = {"off": [], "on (map)": []}
+    for _ in range(3):
+        for name, recall in (("off", {"adapt": False}), ("on (map)", {"adapt": True})):
+            with rq.settings(eng, recall=recall):
+                for q in questions:
+                    eng.rt._qcache.clear()
+                    t = time.perf_counter()
+                    eng.recall(q["q"], k=10)
+                    lat[name].append((time.perf_counter() - t) * 1000)
+    return {"sessions": made, "chunks": eng.rt.vault.chunk_count(), "sync_s": sync_s,
+            "fit": dict(model.info) if model is not None else {}, "latency": lat}
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ from engine.store import adapt as rows
 
 log = logging.getLogger("ctx.recall")
 
-TEXT_TOKENS = 64  # a query-side text is cut to this many tokens before it is embedded
 EMBED_BATCH = 64  # texts embedded per model call (a safe point between calls)
 _WORD = re.compile(r"\w+")
 
@@ -122,7 +121,8 @@ def _embed_texts(rt: Runtime, texts: list[Any], job: Any, progress: Callable[[],
         job.stage, job.to_embed, job.embedded = "embed", len(todo), 0
     for i in range(0, len(todo), EMBED_BATCH):
         part = todo[i:i + EMBED_BATCH]
-        vecs = rt.embedder.encode([rt.counter.truncate(t.text, TEXT_TOKENS) for t in part])
+        cut = rt.cfg.recall.adapt_fit.text_tokens
+        vecs = rt.embedder.encode([rt.counter.truncate(t.text, cut) for t in part])
         rows.save_text_vectors(rt.vault, [(t.chunk_id, t.role, v)
                                           for t, v in zip(part, vecs, strict=True)])
         out.update({(t.chunk_id, t.role): np.asarray(v, dtype=np.float32)

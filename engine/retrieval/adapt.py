@@ -46,8 +46,10 @@ class AdaptConfig:
     # on them is not used. Hand-set.
     holdout: float = 0.1
     # Texts embedded per session for the query side (the requests, the words before a
-    # tool call): bounds the model's time per session. Hand-set (bench: CPU per 1,000).
-    texts_per_session: int = 12
+    # tool call), each cut to text_tokens: the model's time per session. Bench: 12 texts
+    # of 64 tokens took 99 s of CPU per 1,000 sessions (over the 60 s bound); 4 of 48.
+    texts_per_session: int = 4
+    text_tokens: int = 48
     # Words each query word may add to the term lane, and in all. Hand-set.
     terms_per_word: int = 2
     terms_max: int = 6
@@ -71,7 +73,8 @@ class AdaptConfig:
         if not 0.0 < self.learning_rate <= 1.0:
             raise bad("learning_rate", "must be in (0, 1]")
         for key, lo, hi in (("steps", 0, 100_000), ("batch", 2, 8192), ("min_pairs", 2, 10**7),
-                            ("texts_per_session", 1, 1000), ("terms_per_word", 0, 50),
+                            ("texts_per_session", 1, 1000), ("text_tokens", 8, 512),
+                            ("terms_per_word", 0, 50),
                             ("terms_max", 0, 100), ("terms_min_count", 1, 10**6)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
