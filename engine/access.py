@@ -51,9 +51,10 @@ def _key_method(root: Path) -> str | None:
 
 def _key_source(root: Path) -> tuple[bool, str]:
     method = _key_method(root)
-    headless = bool(os.environ.get("CTX_PASSPHRASE") or os.environ.get("CTX_KEY_FILE"))
+    from engine.crypto import keys
+
+    headless = keys.headless_key_available()
     if method is None:
-        from engine.crypto import keys
 
         return False, "new" if headless or keys.keychain_available() else "none"
     if method == "keychain":
@@ -117,10 +118,12 @@ def probe_store(data_dir: str | os.PathLike[str] | None = None, *, unlock: bool 
         except CtxError as exc:  # WrongKey, KeyUnavailable (an unreadable CTX_KEY_FILE)
             return StoreProbe(root, exists, "none", locked, exc)
     if key == "none":
+        from engine.crypto import keys
+
         problem = KeyUnavailable(
             ("this store is locked by a passphrase and neither " if exists else
              "no keychain to create a store with, and neither ") +
-            "CTX_PASSPHRASE nor CTX_KEY_FILE is set here")
+            "CTX_PASSPHRASE nor CTX_KEY_FILE is set here" + keys.key_file_note())
     elif locked:
         problem = StoreLocked(f"another ctx process has this data dir open: {root}")
     return StoreProbe(root, exists, key, locked, problem)

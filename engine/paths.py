@@ -24,6 +24,23 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
     return Path(platformdirs.user_data_dir(APP, appauthor=False)).resolve()
 
 
+def default_key_file() -> Path:
+    """Where ctx looks for a passphrase by itself when neither CTX_PASSPHRASE nor
+    CTX_KEY_FILE is set: ``keyfile`` in the user config dir (``~/.config/ctx/keyfile``
+    on Linux), the owner-only file `make run` makes on a machine without a keychain."""
+    return Path(platformdirs.user_config_dir(APP, appauthor=False)) / "keyfile"
+
+
+def init_command(root: Path) -> str:
+    """The command that makes a store at ``root``: `ctx init`, with the --data-dir it needs
+    when ``root`` is not the data dir a plain `ctx` command picks."""
+    import shlex
+
+    if Path(root).resolve() == data_dir():
+        return "ctx init"
+    return f"ctx --data-dir {shlex.quote(str(root))} init"
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) readable by the owner alone."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)

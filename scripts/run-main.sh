@@ -11,10 +11,13 @@ CTX="$VENV/bin/ctx"
 PY="$VENV/bin/python"
 
 # Headless machines have no keychain: unless a passphrase is given, keep one in an
-# owner-only key file (ctx warns that this is for headless use only).
+# owner-only key file, where every later ctx command looks for it by itself
+# (engine.paths.default_key_file: ~/.config/ctx/keyfile; ctx warns that it is for
+# headless use only).
+keyfile=""
 if [ -z "${CTX_PASSPHRASE:-}" ] && [ -z "${CTX_KEY_FILE:-}" ]; then
   if ! "$PY" -c 'import sys; from engine import keychain_available as k; sys.exit(0 if k() else 1)'; then
-    keyfile="${XDG_CONFIG_HOME:-$HOME/.config}/ctx/keyfile"
+    keyfile=$("$PY" -c 'from engine.paths import default_key_file; print(default_key_file())')
     if [ ! -f "$keyfile" ]; then
       mkdir -p "$(dirname "$keyfile")"
       (umask 077; "$PY" -c 'import secrets; print(secrets.token_urlsafe(32))' > "$keyfile")
@@ -36,6 +39,18 @@ ctx: stopped; nothing of it is left running. To go on from a terminal:
   ctx build "what did we decide?" --budget 1500
   ctx serve                       # serve sibling processes again (or: ctx app)
 EOF
+  if [ -n "$keyfile" ]; then
+    echo "ctx finds the store's key in $keyfile by itself (no keychain here): keep that file, and the recovery key, safe." >&2
+  fi
+}
+
+# A new store is made by `ctx init`, which shows its recovery key once; a store made
+# before without one is offered one.
+has_store() { "$PY" -c 'import sys; from engine import probe_store; sys.exit(0 if probe_store().exists else 1)'; }
+offer_recovery_key() {
+  if ! "$CTX" status --json | "$PY" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["status"].get("recovery_key") else 1)'; then
+    echo "ctx: this store has NO recovery key: \`ctx key recovery\` makes one (shown once; keep it off this computer)" >&2
+  fi
 }
 
 # Where a display exists, the tray app hosts the engine (and serves siblings over
@@ -63,6 +78,9 @@ fi
 
 # Headless: the server owns the store from the start, and the sample goes through it
 # (a command run before it would start a background engine that holds the store).
+if ! has_store; then
+  "$CTX" init
+fi
 "$CTX" serve &
 server=$!
 stop() { kill -TERM $server 2>/dev/null || true; }
@@ -79,6 +97,7 @@ done
 "$CTX" ingest README.md docs
 "$CTX" build "$QUERY" --budget 400
 "$CTX" status
+offer_recovery_key
 echo "ctx: serving over ZeroMQ (Ctrl-C to stop)" >&2
 status=0
 while :; do  # a trapped Ctrl-C interrupts `wait`: wait again until the server has ended

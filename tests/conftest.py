@@ -28,6 +28,8 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("CTX_EMBEDDER", "fake")
     monkeypatch.setenv("CTX__KEYS__SCRYPT_N", "1024")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    # the default key file (~/.config/ctx/keyfile) is looked for there: never the user's
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")

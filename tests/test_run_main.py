@@ -79,3 +79,46 @@ def test_make_run_headless_twice_in_a_row(tmp_path: Path) -> None:
         assert "ctx: stopped" in out and "export PATH=" in out, out
         assert _store_free(home), f"a ctx process still holds the store after run {attempt}"
     assert (home / ".config" / "ctx" / "keyfile").stat().st_mode & 0o077 == 0
+
+
+def _ctx(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A command as the README's next steps run it: the same HOME, nothing else set."""
+    return subprocess.run([str(Path(sys.prefix) / "bin" / "ctx"), *args], cwd=REPO,
+                          env=_env(home), capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def _stop_background_engine(home: Path) -> None:
+    code = ("import sys\nfrom tests.agents.engines import stop_engine\n"
+            "stop_engine(sys.argv[1])\n")
+    subprocess.run([sys.executable, "-c", code, str(home / ".local" / "share" / "ctx")],
+                   env=_env(home), cwd=REPO, timeout=60, check=True)
+
+
+def test_make_run_shows_a_recovery_key_and_its_next_steps_work(tmp_path: Path) -> None:
+    """The first run makes the store with `ctx init` (its recovery key shown once), and the
+    closing steps work in the same HOME: ctx finds the key file the script made, which the
+    script names; a wrong key file is named by the error."""
+    home = tmp_path / "home"
+    home.mkdir()
+    rc, out = _run_until_serving(home)
+    assert rc == 0, out
+    assert "Your recovery key (shown this once" in out, out
+    keyfile = home / ".config" / "ctx" / "keyfile"
+    assert f"ctx finds the store's key in {keyfile}" in out, out
+    assert "NO recovery key" not in out, out
+    try:
+        search = _ctx(home, "search", "retry policy")  # the closing steps' own command
+        assert search.returncode == 0, search.stderr
+        status = _ctx(home, "status")
+        assert status.returncode == 0 and "with recovery key" in status.stdout, status
+    finally:
+        _stop_background_engine(home)
+    good = keyfile.read_text()
+    keyfile.write_text("not the passphrase\n")
+    try:
+        wrong = _ctx(home, "--local", "status")
+        assert wrong.returncode == 4 and "wrong_key" in wrong.stderr, wrong
+        assert str(keyfile) in wrong.stderr, wrong.stderr
+    finally:
+        keyfile.write_text(good)

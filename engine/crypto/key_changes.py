@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from engine import paths as P
 from engine.crypto import recovery as R
 from engine.crypto.config import KeyConfig
 from engine.crypto.keys import (
@@ -39,7 +40,7 @@ from engine.errors import ConfigError, KeyUnavailable, StoreNotInitialized
 def _record(root: Path) -> KeyRecord:
     record = read_record(root)
     if record is None:
-        raise StoreNotInitialized(f"no store at {root}: run `ctx init`")
+        raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
     if record.pending is not None:
         raise ConfigError("a key rotation of this store was interrupted: open the store once "
                           "(any ctx command) to finish it, then try again")

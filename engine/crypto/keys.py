@@ -35,6 +35,7 @@ from typing import Any, Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from engine import paths as P
 from engine.crypto import recovery as R
 from engine.crypto.config import KeyConfig
 from engine.errors import (
@@ -44,7 +45,7 @@ from engine.errors import (
     StoreNotInitialized,
     WrongKey,
 )
-from engine.paths import keyfile_path
+from engine.paths import default_key_file, keyfile_path
 
 log = logging.getLogger("ctx.keys")
 
@@ -100,23 +101,53 @@ def _kek(passphrase: str, salt: bytes, n: int, r: int, p: int) -> bytes:
                           maxmem=256 * 1024 * 1024, dklen=32)
 
 
+def key_file() -> tuple[Path, bool] | None:
+    """The key file a passphrase is read from, and whether it was named by CTX_KEY_FILE
+    (else it is the default key file, ``paths.default_key_file()``, found there). None
+    when CTX_KEY_FILE is unset and there is no default key file."""
+    named = os.environ.get(ENV_KEY_FILE)
+    if named:
+        return Path(named), True
+    path = default_key_file()
+    return (path, False) if path.is_file() else None
+
+
+def headless_key_available() -> bool:
+    """Whether a passphrase is given without a terminal: CTX_PASSPHRASE, CTX_KEY_FILE or
+    the default key file."""
+    return bool(os.environ.get(ENV_PASSPHRASE)) or key_file() is not None
+
+
 def headless_passphrase() -> str | None:
-    """The passphrase from ``CTX_PASSPHRASE`` or an owner-only ``CTX_KEY_FILE``."""
+    """The passphrase from ``CTX_PASSPHRASE``, an owner-only ``CTX_KEY_FILE``, or else
+    the owner-only default key file (``~/.config/ctx/keyfile``) where one exists."""
     env = os.environ.get(ENV_PASSPHRASE)
     if env:
         return env
-    path = os.environ.get(ENV_KEY_FILE)
-    if not path:
+    found = key_file()
+    if found is None:
         return None
-    p = Path(path)
+    p, named = found
+    what = f"{ENV_KEY_FILE} ({p})" if named else f"the key file {p}"
     try:
         st = p.stat()
     except OSError as exc:
-        raise KeyUnavailable(f"{ENV_KEY_FILE} is not readable: {path}") from exc
+        raise KeyUnavailable(f"{what} is not readable") from exc
     if os.name == "posix" and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise KeyUnavailable(f"{ENV_KEY_FILE} must be readable by its owner alone (chmod 600)")
+        raise KeyUnavailable(f"{what} must be readable by its owner alone (chmod 600 {p})")
     log.warning("data key unlocked from a key file: for headless use only")
     return p.read_text(encoding="utf-8").strip()
+
+
+def key_file_note() -> str:
+    """What an error about the key says of the key file: the one that was used, or where
+    ctx would look for one."""
+    found = key_file()
+    if found is None:
+        return (f"; or put it in {default_key_file()} (a file readable by you alone), "
+                "where ctx looks by itself")
+    p, named = found
+    return f" (the passphrase was read from {'CTX_KEY_FILE, ' if named else 'the key file '}{p})"
 
 
 def legacy_account(root: Path) -> str:
@@ -363,7 +394,7 @@ def unlock_key(root: Path, *, passphrase: str | None = None,
     """Unwrap the data key of an existing store. Never creates or changes anything."""
     record = read_record(root)
     if record is None:
-        raise StoreNotInitialized(f"no store at {root}: run `ctx init`")
+        raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
     return unlock_wraps(record.__dict__, root, passphrase=passphrase,
                         recovery_key=recovery_key)
 
@@ -385,13 +416,16 @@ def unlock_wraps(wraps: dict[str, Any], root: Path | None, *, passphrase: str | 
         if given:
             try:
                 key = unwrap_passphrase(wraps, given)
-            except WrongKey:
+            except WrongKey as exc:
+                if passphrase is None and not os.environ.get(ENV_PASSPHRASE) \
+                        and key_file() is not None:
+                    raise WrongKey(f"{exc.message}{key_file_note()}") from None
                 if passphrase is None or not R.looks_like_recovery_key(passphrase):
                     raise
                 key = _by_recovery(wraps, passphrase)
         else:
             key = _fallback(wraps, None, "this store is locked by a passphrase: give it or "
-                                         "set CTX_PASSPHRASE")
+                                         "set CTX_PASSPHRASE or CTX_KEY_FILE" + key_file_note())
     if key_id(key) != wraps["key_id"]:
         raise WrongKey("the unlocked key does not belong to this store")
     return key

@@ -67,7 +67,7 @@ def open_key(root: Path, *, passphrase: str | None = None,
     finishing or undoing a key rotation that was cut short."""
     record = read_record(root)
     if record is None:
-        raise StoreNotInitialized(f"no store at {root}: run `ctx init`")
+        raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
     old = unlock_wraps(record.__dict__, root, passphrase=passphrase,
                        recovery_key=recovery_key)
     if record.pending is None:

@@ -86,14 +86,15 @@ def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
     if layout.foreign and not explicit_init:
         raise NotAStore(
             f"{root} is not a ctx store (it holds {len(layout.foreign)} other entries); "
-            "pick another --data-dir, or run `ctx init` to create a store there")
+            f"pick another --data-dir, or run `{P.init_command(root)}` to create a store there")
 
 
 def check_existing(layout: Layout) -> None:
     """Refuse an existing store whose parts are missing or not what they should be."""
     root = layout.root
     if not layout.exists:
-        raise StoreNotInitialized(f"no store at {root}: check the path, or run `ctx init`")
+        raise StoreNotInitialized(
+            f"no store at {root}: check the path, or run `{P.init_command(root)}`")
     if not layout.has_key:
         if layout.has_vault or layout.has_vectors:
             raise KeyRecordDamaged(
@@ -102,8 +103,9 @@ def check_existing(layout: Layout) -> None:
         if layout.foreign:
             raise NotAStore(
                 f"{root} is not a ctx store (no key.json, {len(layout.foreign)} other "
-                "entries); pick another --data-dir, or run `ctx init` to create one there")
-        raise StoreNotInitialized(f"no store at {root}: run `ctx init`")
+                f"entries); pick another --data-dir, or run `{P.init_command(root)}` to create one "
+                "there")
+        raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
     key = P.keyfile_path(root)
     if not key.is_file():
         raise KeyRecordDamaged(f"key.json in {root} is not a file; restore it from a backup")

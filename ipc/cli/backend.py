@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine import KeyUnavailable, StoreLocked
+from engine import KeyUnavailable, StoreLocked, headless_key_available
 
 if TYPE_CHECKING:  # the engine itself loads only where a command opens the store
     from engine import ContextEngine, EngineAPI
@@ -32,7 +32,7 @@ def served(engine: EngineAPI) -> bool:
 
 
 def _ask_passphrase() -> str | None:
-    if os.environ.get("CTX_PASSPHRASE") or os.environ.get("CTX_KEY_FILE"):
+    if headless_key_available():
         return None
     if sys.stdin is not None and sys.stdin.isatty():
         return getpass.getpass("ctx passphrase: ")

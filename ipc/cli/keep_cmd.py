@@ -52,7 +52,9 @@ def ask(prompt: str) -> str | None:
 
 
 def headless_key() -> bool:
-    return bool(os.environ.get("CTX_PASSPHRASE") or os.environ.get("CTX_KEY_FILE"))
+    from engine import headless_key_available
+
+    return headless_key_available()
 
 
 def add_keep_parsers(sub: Any) -> None:

@@ -127,7 +127,29 @@ def _parser() -> argparse.ArgumentParser:
     add_uninstall_parser(sub)
     add_keep_parsers(sub)
     add_key_parser(sub)
+    _globals_after_command(p)
     return p
+
+
+# The options every command shares, also accepted after the command (`ctx init --data-dir
+# DIR` as well as `ctx --data-dir DIR init`); given after it, they win.
+_GLOBAL_OPTIONS = (("--data-dir",), ("-v", "--verbose"), ("--local",))
+
+
+def _globals_after_command(parser: argparse.ArgumentParser) -> None:
+    top = {a.option_strings[0]: a for a in parser._actions if a.option_strings}
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+            for flags in _GLOBAL_OPTIONS:
+                if any(f in sub._option_string_actions for f in flags):
+                    continue  # the command's own option of that name (restore --data-dir)
+                like = top[flags[0]]
+                sub.add_argument(*flags, dest=like.dest, help=like.help,
+                                 default=argparse.SUPPRESS,
+                                 **({"action": "store_true"} if like.nargs == 0 else {}))
+            _globals_after_command(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
