@@ -25,6 +25,8 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine ipc desktop bench tests packaging scripts
+	$(VENV)/bin/mypy
+	$(VENV)/bin/python scripts/check_doc_types.py
 
 bench-store: $(STAMP)
 	$(VENV)/bin/python -m bench.store_bench

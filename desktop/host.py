@@ -305,7 +305,7 @@ class EngineHost(QObject, HostEvents):
         ``failure``, a failure emits ``failed``. Before the store is open nothing
         runs: ``failed`` (or ``failure``) says so and None is returned.
         """
-        op = name or getattr(fn, "__name__", "task")
+        op: str = name or str(getattr(fn, "__name__", "task"))
         engine = self._engine
         if engine is None or self._state not in OPEN_STATES:
             from engine import EngineClosed

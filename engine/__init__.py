@@ -21,7 +21,7 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.offline import keep_offline
 
@@ -29,7 +29,7 @@ keep_offline()  # before any library loads: no telemetry, no download (engine/of
 
 _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "BuildDone",
         "BuildItem", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
-        "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
+        "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit", "RecallResult", "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
         "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
@@ -70,6 +70,108 @@ _WHERE: dict[str, str] = {
     **{n: "engine.errors" for n in _ERRORS},
 }
 
+if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
+    # (tests/test_public_api.py: exactly __all__, each from where _WHERE loads it)
+    from engine.access import probe_store
+    from engine.api import (
+        FINAL_JOB_STATES,
+        JOB_STATES,
+        TIERS,
+        Alert,
+        AlertCleared,
+        AlertRaised,
+        AuditEntry,
+        BackupResult,
+        BuildDone,
+        BuildItem,
+        DeleteResult,
+        ErrorInfo,
+        Event,
+        ExportResult,
+        FileIssue,
+        Histogram,
+        JobChanged,
+        JobSnapshot,
+        KeyChangeResult,
+        MetricsSnapshot,
+        Payload,
+        PayloadItem,
+        RecallHit,
+        RecallResult,
+        RepairResult,
+        RestoreResult,
+        SearchHit,
+        SourceInfo,
+        SourcesChanged,
+        Status,
+        SyncResult,
+        VectorMemory,
+        Warming,
+    )
+    from engine.backup.config import BackupConfig
+    from engine.backup.schedule import backup_due, backups_to_prune
+    from engine.calls import Caller, caller
+    from engine.config import Config, load_config
+    from engine.config import check as check_config
+    from engine.config_base import from_dict as parse_config_section
+    from engine.crypto.keys import headless_passphrase, keychain_available
+    from engine.crypto.recovery import (
+        looks_like_recovery_key,
+    )
+    from engine.crypto.recovery import (
+        new_recovery_key as generate_recovery_key,
+    )
+    from engine.errors import (
+        BackupDamaged,
+        BackupMismatch,
+        ConfigError,
+        CtxError,
+        EmptyQuery,
+        EngineClosed,
+        FileRejected,
+        IngestFailed,
+        IntegrityError,
+        InternalError,
+        InvalidBudget,
+        InvalidInput,
+        InvalidItemKind,
+        KeyRecordDamaged,
+        KeyUnavailable,
+        LiveSnapshotTooLarge,
+        ModelMismatch,
+        NoSpace,
+        NotAStore,
+        NotFound,
+        NotUtf8,
+        RecoveryKeyInvalid,
+        StoreDamaged,
+        StoreExists,
+        StoreLocked,
+        StoreNotInitialized,
+        StoreTooNew,
+        VaultDamaged,
+        VaultMissing,
+        VectorsDamaged,
+        VectorStoreUnavailable,
+        WrongKey,
+        error_from_dict,
+        qualified_field,
+    )
+    from engine.facade import ContextEngine, init_store, repair_store
+    from engine.flows.backup import verify_backup as verify_backup_file
+    from engine.flows.keychange import (
+        change_passphrase,
+        renew_recovery_key,
+        rotate_key,
+        use_keychain,
+        use_passphrase,
+    )
+    from engine.flows.restore import restore_backup
+    from engine.paths import data_dir as resolve_data_dir
+    from engine.protocol import ENGINE_METHODS, EngineAPI
+    from engine.tokens import TokenCounter
+    from engine.types import LIVE_KINDS, SOURCE_KINDS, LiveItem
+
 __all__ = [
     "ENGINE_METHODS", "FINAL_JOB_STATES", "JOB_STATES", "LIVE_KINDS", "SOURCE_KINDS", "TIERS",
     "AdaptStatus", "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupConfig", "BackupDamaged",
@@ -79,7 +181,7 @@ __all__ = [
     "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput", "InvalidItemKind",
     "JobChanged", "JobSnapshot", "KeyChangeResult", "KeyRecordDamaged", "KeyUnavailable",
     "LiveItem", "LiveSnapshotTooLarge", "MetricsSnapshot", "ModelMismatch", "NoSpace", "NotAStore",
-    "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallResult", "RecoveryKeyInvalid",
+    "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallHit", "RecallResult", "RecoveryKeyInvalid",
     "RepairResult", "RestoreResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
     "StoreDamaged", "StoreExists", "StoreLocked", "StoreNotInitialized", "StoreTooNew",
     "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",

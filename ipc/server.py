@@ -86,7 +86,7 @@ class Server:
             self._router.setsockopt(zmq.IPV6, 1)
         try:
             self._router.bind(endpoint)
-            self.endpoint: str = self._router.getsockopt(zmq.LAST_ENDPOINT).decode()
+            self.endpoint: str = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
             check_loopback(self.endpoint)  # e.g. "localhost" must have resolved to loopback
             self._socket_file: tuple[str, int] | None = None
             if self.endpoint.startswith("ipc://") and os.name == "posix":
@@ -275,7 +275,7 @@ class Server:
                                            identities=identities)
         except (TypeError, ValueError):
             self._count("internal_errors")
-            err = InternalError("result could not be encoded as JSON", method=method)
+            err: CtxError = InternalError("result could not be encoded as JSON", method=method)
             _, frames = self._session.pack(method, error_body(err), parent=header["msg_id"],
                                            identities=identities)
         size = sum(len(f) for f in frames)

@@ -26,6 +26,7 @@ import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 NOTICES_FILE = "THIRD-PARTY-NOTICES.txt"
 DISTS_FILE = "bundle-dists.json"
@@ -57,6 +58,10 @@ class DistNotice:
                 "tags": self.tags, "license_files": [n for n, _ in self.files]}
 
 
+if TYPE_CHECKING:
+    from email.message import Message
+
+
 def top_level(dest: str) -> str:
     """The top-level module name of a module name or a bundle destination path."""
     first = re.split(r"[./\\]", dest.replace("\\", "/"), maxsplit=1)[0]
@@ -77,7 +82,7 @@ def distributions_for(tops: Iterable[str]) -> dict[str, md.Distribution]:
 
 
 def license_of(dist: md.Distribution) -> str:
-    meta = dist.metadata
+    meta = cast("Message", dist.metadata)  # an email Message at run time (get, get_all)
     expr = meta.get("License-Expression")
     if expr:
         return expr.strip()

@@ -19,7 +19,8 @@ def test_engine_exports() -> None:
         # results and events (engine.api)
         "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem",
         "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobSnapshot",
-        "MetricsSnapshot", "Payload", "PayloadItem", "RecallResult", "RepairResult",
+        "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit", "RecallResult",
+        "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
         "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
         # errors
@@ -67,3 +68,22 @@ def test_engine_imports_no_qt_or_zmq() -> None:
                 names = [node.module]
             for name in names:
                 assert name.split(".")[0] not in banned, f"{path}: imports {name}"
+
+
+def test_the_typed_face_lists_exactly_all() -> None:
+    """engine/__init__.py loads its names lazily (``__getattr__``); its ``if TYPE_CHECKING:``
+    block is what a type checker and an IDE see. It imports exactly ``__all__``, each from
+    where ``__getattr__`` loads it, so ``from engine import Payload`` is typed, not Any."""
+    tree = ast.parse((REPO / "engine" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    seen: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.dump(node)
+        for alias in node.names:
+            public = alias.asname or alias.name
+            assert public not in seen, f"{public} imported twice"
+            seen[public] = node.module + ("" if alias.asname is None else f":{alias.name}")
+    assert sorted(seen) == sorted(engine.__all__)
+    for public, where in seen.items():
+        assert engine._WHERE[public] == where, (public, where)

@@ -118,8 +118,8 @@ class FirstRunDialog(CheckedDialog):
         self.buttons.rejected.connect(self.reject)
 
         layout = QVBoxLayout(self)
-        for w in (intro, protect, index, self.error, self.buttons):
-            layout.addWidget(w)
+        for widget in (intro, protect, index, self.error, self.buttons):
+            layout.addWidget(widget)
         for signal in (self.passphrase.textChanged, self.confirm.textChanged,
                        self.use_keychain.toggled):
             signal.connect(self._update)

@@ -97,8 +97,8 @@ class RecoveryKeyDialog(QDialog):
         for w in (title_label, intro, self.key_label):
             layout.addWidget(w)
         layout.addLayout(row)
-        for w in (self.note, self.kept, self.buttons):
-            layout.addWidget(w)
+        for widget in (self.note, self.kept, self.buttons):
+            layout.addWidget(widget)
         width = max(640, self.key_label.sizeHint().width() + 60)
         self.setMinimumWidth(width)
         self.resize(width, layout.totalHeightForWidth(width))

@@ -87,9 +87,9 @@ class SecurityPanel(QWidget):
         box = self.schedule_box
         self.schedule, self.folder, self.keep, self.every = (box.schedule, box.folder,
                                                              box.keep, box.every)
-        for box in (keys, backups, self.schedule_box):
-            box.setMaximumWidth(860)
-            layout.addWidget(box)
+        for group in (keys, backups, self.schedule_box):
+            group.setMaximumWidth(860)
+            layout.addWidget(group)
         layout.addStretch(1)
         host.ready.connect(self.refresh)
         host.config_changed.connect(self.load_schedule)
@@ -329,9 +329,11 @@ class SecurityPanel(QWidget):
 
     def do_backup(self, path: str) -> None:
         self._begin("backup", "Backing up (progress in Ingestion)…")
-        self.host.run(lambda e: e.backup(path),
-                      lambda r: (self._said("backup", True, f"Backed up to {r.path}."),
-                                 self.refresh()),
+        def done(result: Any) -> None:
+            self._said("backup", True, f"Backed up to {result.path}.")
+            self.refresh()
+
+        self.host.run(lambda e: e.backup(path), done,
                       lambda exc: self._said("backup", False, "Not backed up: "
                                              + error_text(exc)), name="backup")
 

@@ -240,7 +240,7 @@ def cell(text: str, *, number: float | None = None, tip: str = "", data: Any = N
 
 
 class _NumberItem(QTableWidgetItem):
-    def __lt__(self, other: QTableWidgetItem) -> bool:  # type: ignore[override]
+    def __lt__(self, other: QTableWidgetItem) -> bool:
         a = self.data(Qt.ItemDataRole.UserRole + 1)
         b = other.data(Qt.ItemDataRole.UserRole + 1)
         if a is None or b is None:

@@ -11,6 +11,7 @@ and off, ``ctx uninstall-integrations`` removes it (so it sits here, below both)
 
 from __future__ import annotations
 
+import importlib
 import os
 import plistlib
 import shutil
@@ -37,7 +38,7 @@ class WinRegistry:  # pragma: no cover - Windows only
     """HKCU\\...\\Run through winreg."""
 
     def get(self, name: str) -> str | None:
-        import winreg
+        winreg: Any = importlib.import_module("winreg")  # Windows only: untyped here
 
         try:
             with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
@@ -46,13 +47,13 @@ class WinRegistry:  # pragma: no cover - Windows only
             return None
 
     def set(self, name: str, value: str) -> None:
-        import winreg
+        winreg: Any = importlib.import_module("winreg")  # Windows only: untyped here
 
         with winreg.CreateKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
             winreg.SetValueEx(key, name, 0, winreg.REG_SZ, value)
 
     def delete(self, name: str) -> None:
-        import winreg
+        winreg: Any = importlib.import_module("winreg")  # Windows only: untyped here
 
         try:
             with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0,

@@ -274,7 +274,7 @@ def _agent_entries(home: Path, roots: Sequence[str], dry: bool, say: Say) -> Non
              (ac.codex_mcp_change, (home, ["ctx"], True)))
     for make, args in steps:
         try:
-            change = make(*args)  # type: ignore[operator]
+            change = make(*args)
         except Exception as exc:  # noqa: BLE001 - an unreadable file is reported, not fatal
             say(f"could not read an agent's settings ({type(exc).__name__}: {exc})")
             continue

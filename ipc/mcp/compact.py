@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engine import RecallResult, SearchHit, SourceInfo
+from engine import RecallHit, RecallResult, SearchHit, SourceInfo
 from ipc.places import place
 
 SNIPPET_TOKENS = 160  # at most this many tokens of text per search hit
@@ -79,9 +79,10 @@ def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
     out = []
     for i, h in enumerate(hits, 1):
         meta = h.meta
-        line = getattr(h, "line", "")  # a recall hit: where it sits, then the lines that answer
-        if line:  # its excerpt as the engine sized it for the budget the recall was asked with
-            out.append(f"[{i}] [{h.kind}] {line}\n{h.excerpt}\n")  # a blank line after
+        # a recall hit: where it sits, then the lines that answer: its excerpt as the engine
+        # sized it for the budget the recall was asked with
+        if isinstance(h, RecallHit) and h.line:
+            out.append(f"[{i}] [{h.kind}] {h.line}\n{h.excerpt}\n")  # a blank line after
             continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""

@@ -188,14 +188,15 @@ def make_server(data_dir: str | None = None, *, default_budget: int = 2000) -> A
     tools = CtxTools(EngineLink(data_dir), default_budget)
     server = MCPServer("ctx", title="ctx: local context engine", instructions=INSTRUCTIONS,
                        version=version(), log_level="WARNING")
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "openWorldHint": False})
     server.add_tool(tools.build_context, name="build_context", annotations=read_only)
     server.add_tool(tools.search, name="search", annotations=read_only)
     server.add_tool(tools.recall, name="recall", annotations=read_only)
     server.add_tool(tools.sources, name="sources", annotations=read_only)
     server.add_tool(tools.ingest, name="ingest",
-                    annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False,
-                                                idempotentHint=True, openWorldHint=False))
+                    annotations=ToolAnnotations.model_validate({
+                        "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                        "openWorldHint": False}))
     for tool in server._tool_manager.list_tools():
         _refuse_unknown_arguments(tool)
     server.ctx_tools = tools  # type: ignore[attr-defined]

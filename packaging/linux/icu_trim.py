@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 # Items kept (names as icupkg lists them). Everything else is dropped.
 KEEP_ROOT_RES = frozenset({
@@ -119,7 +120,7 @@ def check(lib_dir: Path, ver: str) -> dict[str, int]:
     uc = ctypes.CDLL(str(lib_dir / f"libicuuc.so.{ver}"), mode=mode)
     i18n = ctypes.CDLL(str(lib_dir / f"libicui18n.so.{ver}"), mode=mode)
 
-    def fn(lib: ctypes.CDLL, name: str) -> ctypes._CFuncPtr:
+    def fn(lib: ctypes.CDLL, name: str) -> Any:  # a ctypes function pointer
         return getattr(lib, f"{name}_{ver}")
 
     status: dict[str, int] = {}

@@ -78,7 +78,7 @@ def test_uninstall_takes_out_what_the_bundle_set_up(bundle: Bundle) -> None:
         from ipc.remote import connect
 
         remote = wait_for(lambda: connect(bundle.data_dir, timeout=5.0), 120, "ctx serve")
-        remote.close()  # type: ignore[attr-defined]
+        remote.close()
         proc = bundle.run("uninstall-integrations", "--installed-at", str(bundle.top))
         assert proc.returncode == 0, proc.stderr
         assert server.wait(timeout=60) == 0

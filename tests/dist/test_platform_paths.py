@@ -106,7 +106,7 @@ def test_keychain_selection(monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.crypto.keys import keychain_available
 
     class Memory(KeyringBackend):
-        priority = 1  # type: ignore[assignment]
+        priority = 1
 
         def get_password(self, service: str, username: str) -> str | None:
             return None
@@ -118,7 +118,7 @@ def test_keychain_selection(monkeypatch: pytest.MonkeyPatch) -> None:
             pass
 
     class Unusable(Memory):
-        priority = 0  # type: ignore[assignment]
+        priority = 0
 
     before = keyring.get_keyring()
     try:
