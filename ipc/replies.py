@@ -1,13 +1,15 @@
-"""Error replies as they go on the wire: without caller text.
+"""Error replies as they go on the wire: to their caller, saying what is wrong.
 
-The engine's errors name ids, counts, paths and config keys; several of those
-come from the request itself (a job id asked for, an unknown config key, a
-path). Nothing the caller sent is ever repeated over the wire, so before an
-engine error leaves the server, :func:`wire_error` withholds its message and
-drops each detail that repeats any text of the request. It also gives every
-``invalid_input`` family error a ``details.field`` (the request's parameter
-path). A failure that was not a CtxError is the engine's ``internal_error``
-(2008), in a call (the server makes it) or in a job (the engine records it).
+A reply goes only to the caller whose request it answers (the ROUTER sends it back
+on that request's identity), so an engine error's message and details may name
+the caller's own input: a path it typed, a job id it asked for, an unknown config
+key. They say what ``--local`` says, in the same words. No secret travels: no wire
+method takes a passphrase or a key (they are given to the engine's own process),
+and :func:`wire_error` withholds a message or detail that would repeat one of the
+server's own secrets (its connection key). Every ``invalid_input`` family error
+gets a ``details.field`` (the request's parameter path, schema names only). A
+failure that was not a CtxError is the engine's ``internal_error`` (2008), in a
+call (the server makes it) or in a job (the engine records it).
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from engine import CtxError, InvalidInput, qualified_field
 from ipc.protocol import METHODS
 from ipc.session import dumps
 
-__all__ = ["caller_strings", "error_body", "wire_error"]
-
-_MAX_STRINGS = 200_000  # a request holds far fewer; past this, everything is withheld
+__all__ = ["error_body", "schema_path", "wire_error"]
 
 
 def error_body(error: CtxError) -> dict[str, Any]:
@@ -54,38 +54,6 @@ def _schema_constants() -> frozenset[str]:
 _CONSTANTS = _schema_constants()
 
 
-def caller_strings(params: Any) -> set[str] | None:
-    """Every non-empty string (values and keys) in a request, schema constants aside.
-
-    None when there are too many to compare (then every engine message is withheld).
-    """
-    out: set[str] = set()
-    stack: list[Any] = [params]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if item and item not in _CONSTANTS:
-                out.add(item)
-                if len(out) > _MAX_STRINGS:
-                    return None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return out
-
-
-def _repeats(text: str, strings: Iterable[str]) -> bool:
-    """Whether ``text`` contains one of ``strings`` (short ones only as a whole word)."""
-    for s in strings:
-        if len(s) > len(text) or s not in text:
-            continue
-        if len(s) >= 4 or re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text):
-            return True
-    return False
-
-
 def _flat(value: Any) -> str:
     try:
         return dumps(value).decode("utf-8", "replace") if not isinstance(value, str) else value
@@ -104,24 +72,20 @@ def schema_path(field: Any) -> bool:
     return all(part in _CONSTANTS for part in _PATH_PART.sub("", field).split("."))
 
 
-def wire_error(error: CtxError, method: str, params: Any) -> CtxError:
-    """``error`` fit for the wire: no caller text, and a field on invalid input.
+def wire_error(error: CtxError, method: str, secrets: Iterable[str] = ()) -> CtxError:
+    """``error`` fit for its caller: what is wrong, a field on invalid input, no secret.
 
-    The caller's own values (a query, a path, a job id, an unknown key) are never
-    repeated: a reply may be logged or shown where the caller's text must not go, and
-    a value the caller sent may be a secret. Schema names are not the caller's text, so
-    "the query is empty" and ``details.field`` ``search.query`` pass unchanged.
+    The message and details pass as the engine wrote them (they may name the caller's
+    own values: the reply goes only to that caller). One that contains any of
+    ``secrets`` (the server's connection key) is withheld or left out.
     """
-    strings = caller_strings(params)
+    held = [s for s in secrets if s]
     message = error.message
     details = dict(error.details)
     field = details.pop("field", None)
-    if strings is None or _repeats(message, strings):
-        message = f"{error.name}: message withheld (it would repeat text from the request)"
-    if strings is None:
-        details = {k: v for k, v in details.items() if isinstance(v, (int, float, bool))}
-    else:
-        details = {k: v for k, v in details.items() if not _repeats(_flat(v), strings)}
+    if any(s in message for s in held):
+        message = f"{error.name}: message withheld (it would repeat a secret)"
+    details = {k: v for k, v in details.items() if not any(s in _flat(v) for s in held)}
     if field is not None or isinstance(error, InvalidInput):
         field = qualified_field(field, method)
         details["field"] = field if schema_path(field) else method

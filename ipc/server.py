@@ -67,6 +67,8 @@ class Server:
                                        ("max_message_bytes", max_message_bytes)) if v is not None}
         self.config = dataclasses.replace(config or IpcConfig(), endpoint=endpoint, **overrides)
         self._engine = engine
+        raw_key = key if isinstance(key, str) else bytes(key).decode("utf-8", "replace")
+        self._secrets = (raw_key,)  # never repeated in a reply (replies.wire_error)
         self._session = Session(key.encode("utf-8") if isinstance(key, str) else key,
                                 max_message_bytes=self.config.max_message_bytes,
                                 max_clock_skew_s=self.config.max_clock_skew_s,
@@ -301,7 +303,7 @@ class Server:
             with caller("ipc", pid=msg.header["pid"], request=msg.header["msg_id"]):
                 result = self._call(spec.name, params)
         except CtxError as exc:
-            error = wire_error(exc, spec.name, params)
+            error = wire_error(exc, spec.name, self._secrets)
         except Exception as exc:  # noqa: BLE001 - a bug becomes internal_error, not silence
             self._count("internal_errors")
             log.error("engine error in %s (%s):\n%s", spec.name, type(exc).__name__,

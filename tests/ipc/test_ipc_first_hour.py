@@ -1,11 +1,10 @@
 """The wire after issue 21: errors about the caller's own input say what is wrong and
-name the field (schema names are not caller text, caller values still never come
-back), dates are checked as the doc says, IPv6 loopback serves, and a header over
+name the field (the reply goes only to its caller, so it may name the caller's own
+values, as ``--local`` does), dates are checked as the doc says, IPv6 loopback serves, and a header over
 8 KiB naming two ids gets no reply."""
 
 from __future__ import annotations
 
-import json
 import socket
 import uuid
 from collections.abc import Iterator
@@ -50,10 +49,10 @@ def _error(raw: RawPeer, method: str, params: dict[str, Any]) -> dict[str, Any]:
      "the query is empty"),
     ("search", {"query": "  ", "k": 3}, "empty_query", "search.query", "the query is empty"),
     ("recall", {}, "invalid_input", "recall.query", "give a query"),
-    ("recall", {"query": "x", "index": ["/nonexistent/secret-folder"]}, "not_found",
+    ("recall", {"query": "x", "index": ["/nonexistent/ada-folder"]}, "not_found",
      "recall.index[0]", "no such folder"),
-    ("job", {"job_id": "secret-job-4242"}, "not_found", "job.job_id", "no such job"),
-    ("delete", {"source": "/home/ada/secret-plans.md"}, "not_found", "delete.source",
+    ("job", {"job_id": "ada-job-4242"}, "not_found", "job.job_id", "no such job"),
+    ("delete", {"source": "/home/ada/ada-plans.md"}, "not_found", "delete.source",
      "no such source"),
 ])
 def test_input_errors_say_what_is_wrong_and_where(real: RawPeer, method: str,
@@ -62,7 +61,43 @@ def test_input_errors_say_what_is_wrong_and_where(real: RawPeer, method: str,
     err = _error(real, method, params)
     assert err["name"] == name and err["details"]["field"] == field
     assert words in err["message"] and "withheld" not in err["message"]
-    assert "secret" not in json.dumps(err)
+
+
+def _in_process(eng_dir: Path, call: Any) -> dict[str, Any]:
+    from engine import CtxError
+    eng = ContextEngine.open(eng_dir)
+    try:
+        call(eng)
+    except CtxError as exc:
+        return dict(exc.to_dict())
+    finally:
+        eng.close()
+    raise AssertionError("no error")
+
+
+def test_a_path_the_caller_typed_is_named_as_in_process(tmp_path: Path) -> None:
+    """``ctx backup --verify MISSING`` and ``ctx export EXISTING`` through a server say
+    what ``--local`` says (issue 32: they said "message withheld")."""
+    missing, existing = tmp_path / "MISSING.ctxb", tmp_path / "notes.md"
+    existing.write_text("mine", encoding="utf-8")
+    store = tmp_path / "store"
+    local_verify = _in_process(store, lambda e: e.verify_backup(str(missing)))
+    local_export = _in_process(store, lambda e: e.export(str(existing)))
+    eng = ContextEngine.open(store)
+    server = Server(eng, default_endpoint(eng.data_dir), KEY)
+    server.start()
+    peer = RawPeer(server.endpoint)
+    try:
+        verify = _error(peer, "verify_backup", {"path": str(missing)})
+        export = _error(peer, "export", {"path": str(existing)})
+    finally:
+        peer.close()
+        server.close(timeout=10)
+        eng.close()
+    assert verify["message"] == local_verify["message"] and str(missing) in verify["message"]
+    assert export["message"] == local_export["message"] and str(existing) in export["message"]
+    assert verify["name"] == local_verify["name"] and export["name"] == local_export["name"]
+    assert existing.read_text(encoding="utf-8") == "mine"
 
 
 @pytest.mark.parametrize(("item", "ok"), [

@@ -191,24 +191,43 @@ def test_lone_surrogates_in_params_are_not_utf8(raw: RawPeer, engine: FakeEngine
     assert engine.writes == 0
 
 
-# -- nothing the caller sent comes back ------------------------------------------------
+# -- an error says what is wrong, to its caller only ----------------------------------------
+
+
+@pytest.mark.parametrize(("method", "params", "name", "named"), [
+    ("job", {"job_id": "ada-job-id-4242"}, "not_found", "ada-job-id-4242"),
+    ("build_context", {"query": "q", "config": {"ada_section": {"x": 1}}}, "config_invalid",
+     "ada_section"),
+])
+def test_engine_errors_may_name_the_callers_own_input(raw: RawPeer, method: str,
+                                                      params: dict[str, Any], name: str,
+                                                      named: str) -> None:
+    """One rule (docs/wire.md section 6): the reply goes only to its caller and says
+    what the engine says in process, the caller's own values included."""
+    _, body = _ask(raw, _raw_frames(raw, _header(raw, method), params))
+    assert body["error"]["name"] == name
+    assert named in body["error"]["message"] and "withheld" not in body["error"]["message"]
 
 
 @pytest.mark.parametrize(("method", "params", "name"), [
-    ("job", {"job_id": "secret-job-id-4242"}, "not_found"),
-    ("delete", {"source": "/home/ada/secret-plans.md"}, "not_found"),
-    ("build_context", {"query": "q", "config": {"secret_section": {"x": 1}}}, "config_invalid"),
     ("secret_method", {}, "unknown_method"),
     ("search", {"query": "q", "secret_field": 1}, "invalid_input"),
     ("build_context", {"query": "q", "live": [{"text": "x", "secret_key": 1}]}, "invalid_input"),
 ])
-def test_error_replies_never_repeat_caller_text(raw: RawPeer, method: str,
-                                                params: dict[str, Any], name: str) -> None:
+def test_refusals_before_the_engine_count_without_naming(raw: RawPeer, method: str,
+                                                         params: dict[str, Any],
+                                                         name: str) -> None:
     header, body = _ask(raw, _raw_frames(raw, _header(raw, method), params))
     assert body["error"]["name"] == name
     assert "secret" not in json.dumps(body) and "secret" not in json.dumps(header)
     if body["error"]["code"] in range(1002, 1008):
         assert body["error"]["details"]["field"].startswith(method)
+
+
+def test_an_error_never_repeats_the_connection_key(raw: RawPeer) -> None:
+    _, body = _ask(raw, _raw_frames(raw, _header(raw, "job"), {"job_id": KEY}))
+    assert body["error"]["name"] == "not_found"
+    assert KEY not in json.dumps(body) and "withheld" in body["error"]["message"]
 
 
 def test_a_job_that_failed_on_a_bug_is_internal_error(client: Client) -> None:
