@@ -84,7 +84,7 @@ def layout_problem(root: Path) -> CtxError | None:
 
     try:
         layout = read_layout(root)
-        if layout.has_key or layout.has_vault or layout.has_vectors or root != P.data_dir():
+        if layout.has_store or root != P.data_dir():
             check_existing(layout)
         else:
             check_can_create(layout, explicit_init=False)

@@ -44,7 +44,7 @@ def prepare_root(data_dir: str | Path | None, *, create: bool, explicit_init: bo
     """
     root = P.data_dir(data_dir)
     layout = read_layout(root)
-    if layout.has_key or layout.has_vault or layout.has_vectors:
+    if layout.has_store:
         if explicit_init:
             check_can_create(layout, explicit_init=True)
         check_existing(layout)

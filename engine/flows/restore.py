@@ -57,7 +57,7 @@ from engine.errors import (
 )
 from engine.flows.backup import backup_key, decode_vectors, open_backup_file
 from engine.flows.opening import lock_store
-from engine.store.layout import read_layout
+from engine.store.layout import check_existing, read_layout
 from engine.store.snapshot import SnapshotFile
 
 log = logging.getLogger("ctx.backup")
@@ -112,6 +112,8 @@ def _check_target(root: Path, header: F.Header, replace: bool) -> bool:
     BackupMismatch when the store there is another one than the backup's."""
     layout = read_layout(root)
     has_store = layout.has_key or layout.has_vault or layout.has_vectors
+    if not has_store and layout.parts:
+        check_existing(layout)  # leftovers of a store (a WAL, vectors.snap): named, kept
     if not has_store:
         if layout.foreign:
             raise NotAStore(f"{root} is not empty and holds no ctx store: restore into an "

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from engine import paths as P
 from engine.errors import (
-    ConfigError,
     KeyRecordDamaged,
     NotAStore,
+    StoreExists,
     StoreNotInitialized,
     VaultDamaged,
     VaultMissing,
@@ -31,6 +31,12 @@ STORE_NAMES = frozenset({
     "config.toml", "key.lock", "restore.partial",  # key changes; a restore just swapped in
     "logs", "engine-start.lock", "engine-start.json",  # the background engine (ipc.cli.autostart)
 })
+# Of those, the ones only a store makes: one left means a store was here (config.toml,
+# locks, logs and connection files are made before a store or beside one).
+PART_NAMES = frozenset({
+    "key.json", "key.tmp", "vault.db", "vault.db-wal", "vault.db-shm", "vault.db-journal",
+    "vectors", "vectors.snap", "vectors.snap.tmp", "space.reserve", "restore.partial",
+})
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PAGE = 1024  # SQLCipher pages are 4096 bytes by default; any valid vault is a multiple of 1024
 
@@ -43,12 +49,17 @@ class Layout:
     has_vault: bool
     has_vectors: bool
     foreign: tuple[str, ...]  # entries a store never holds
+    parts: tuple[str, ...] = ()  # entries only a store makes (PART_NAMES and kept vectors)
+
+    @property
+    def has_store(self) -> bool:
+        """Any part of a store is here: it is opened (or refused), never made anew."""
+        return self.has_key or self.has_vault or self.has_vectors or bool(self.parts)
 
     @property
     def empty(self) -> bool:
         """No store files yet (a config.toml or a stale lock file may be there)."""
-        return self.exists and not (self.has_key or self.has_vault or self.has_vectors
-                                    or self.foreign)
+        return self.exists and not (self.has_store or self.foreign)
 
 
 def read_layout(root: Path) -> Layout:
@@ -67,7 +78,12 @@ def read_layout(root: Path) -> Layout:
         raise NotAStore(f"the data dir cannot be read: {root} ({exc.strerror})") from None
     return Layout(root, True, P.keyfile_path(root).name in names, "vault.db" in names,
                   "vectors" in names,
-                  tuple(n for n in names if not _ours(n)))
+                  tuple(n for n in names if not _ours(n)),
+                  tuple(n for n in names if _part(n)))
+
+
+def _part(name: str) -> bool:
+    return name in PART_NAMES or name.startswith(("vectors.damaged-", "vectors.old-"))
 
 
 def _ours(name: str) -> bool:
@@ -80,9 +96,11 @@ def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
     """Refuse to create a store where one (or part of one) is, or in a foreign folder
     unless the user asked for it with ``ctx init``."""
     root = layout.root
-    if layout.has_key or layout.has_vault or layout.has_vectors:
+    if layout.has_store:
         check_existing(layout)  # a damaged store says what is wrong
-        raise ConfigError(f"a store already exists in {root}: `ctx init` makes new ones only")
+        raise StoreExists(f"a store already exists in {root}: `ctx init` makes new ones "
+                          "only; use this one as it is (`ctx status`), or pick another "
+                          "--data-dir for a new one")
     if layout.foreign and not explicit_init:
         raise NotAStore(
             f"{root} is not a ctx store (it holds {len(layout.foreign)} other entries); "
@@ -100,6 +118,14 @@ def check_existing(layout: Layout) -> None:
             raise KeyRecordDamaged(
                 f"key.json is missing from {root}: the vault cannot be read without it; "
                 "restore key.json from a backup of this store")
+        if layout.parts:
+            shown = ", ".join(layout.parts[:6]) + (", ..." if len(layout.parts) > 6 else "")
+            raise VaultMissing(
+                f"key.json and vault.db are missing from {root}, which still holds parts "
+                f"of a store ({shown}); ctx makes no new store over them. Restore the "
+                "store's key.json and vault.db from a backup of the data dir, or move the "
+                "data dir away, then run `ctx restore BACKUP` or `ctx init` to put a store in "
+                "its place")
         if layout.foreign:
             raise NotAStore(
                 f"{root} is not a ctx store (no key.json, {len(layout.foreign)} other "

@@ -294,7 +294,7 @@ def test_init_creates_a_store_in_an_existing_folder_only_when_asked(tmp_path: Pa
 
 
 @pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda d, o: None, "config_invalid"),  # a sound store: init refuses to make another
+    (lambda d, o: None, "store_exists"),  # a sound store: init refuses to make another
     (_remove("vault.db"), "vault_missing"),  # a damaged one: init never writes a new key
     (_remove("key.json"), "key_record_damaged"),
 ])
