@@ -10,7 +10,14 @@
    and other processes send 200 build_context calls over ZeroMQ at once.
    Target: no stall over 50 ms.
 
-``python -m bench.gui_bench [--runs 3] [--chunks 5000] [--builds 200] [--clients 4]``.
+3. Filter: the Sources panel over a real store of ``--sources`` (2,000) small files;
+   each keystroke of a filter typed into it, timed from the key to the table
+   repainted (median, p95), against the old QTableWidget redraw (every cell set,
+   ResizeToContents) on ``--baseline-sources`` rows as the baseline in the same run.
+   Target: 100 ms at most per keystroke.
+
+``python -m bench.gui_bench [--runs 3] [--chunks 5000] [--builds 200] [--clients 4]
+[--sources 2000] [--skip-launch] [--skip-stalls] [--skip-filter]``.
 Uses the fake embedder unless ``--embedder minilm``.
 """
 
@@ -309,6 +316,97 @@ def bench_stalls(args: argparse.Namespace, work: Path, env: dict[str, str]) -> l
     return rows
 
 
+FILTER_KEYS = "styles/sty"
+
+
+def old_redraw(table: Any, rows: list[Any], words: list[str]) -> None:
+    """The Sources panel before the table model: every cell set on each keystroke."""
+    from desktop.panels.widgets import cell, fmt_int, fmt_time
+
+    shown = [s for s in rows if all(w in (s.title + s.kind + s.uri).lower() for w in words)]
+    table.setSortingEnabled(False)
+    table.setRowCount(len(shown))
+    for row, s in enumerate(shown):
+        table.setItem(row, 0, cell(s.title or s.uri, tip=s.uri, data=s.id))
+        table.setItem(row, 1, cell(s.kind))
+        table.setItem(row, 2, cell(fmt_int(s.n_chunks), number=s.n_chunks))
+        table.setItem(row, 3, cell(fmt_int(s.tokens), number=s.tokens))
+        table.setItem(row, 4, cell(fmt_time(s.ingested_at), number=s.ingested_at or 0))
+        table.setItem(row, 5, cell(s.uri, tip=s.uri))
+    table.setSortingEnabled(True)
+
+
+def bench_filter(args: argparse.Namespace, work: Path, env: dict[str, str]) -> list[list[Any]]:
+    """Keystroke-to-repaint in the Sources filter (see the module docstring)."""
+    os.environ.update(env)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    folder = work / "filter-corpus"
+    for i in range(args.sources):
+        kind = "style" if i % 2 else "lexer"  # like pygments: styles/ and lexers/
+        sub = folder / f"pkg{i % 40:02d}" / f"{kind}s"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"{kind}_{i:04d}.md").write_text(f"# Module {i}\n\nNotes on style number {i}.\n",
+                                             encoding="utf-8")
+    from desktop.host import EngineHost
+    from desktop.panels.sources import SourcesPanel
+    from desktop.panels.widgets import make_table
+    from desktop.qt import QApplication
+    from engine import init_store
+
+    qapp = QApplication.instance() or QApplication(["gui_bench"])
+    data_dir = work / "filter-data"
+    init_store(data_dir, passphrase=PASSPHRASE, use_keychain=False)
+    host = EngineHost(data_dir, serve=False)
+    host.start()
+    run_loop_until(qapp, lambda: host.engine_ready, 300)
+    t0 = time.perf_counter()
+    done: list[Any] = []
+    host.run(lambda e: e.wait(e.ingest(paths=[str(folder)])), success=done.append)
+    run_loop_until(qapp, lambda: bool(done), 1800)
+    ingest_s = time.perf_counter() - t0
+    panel = SourcesPanel(host)
+    panel.resize(1100, 600)
+    panel.show()
+    run_loop_until(qapp, lambda: panel.rows() >= args.sources, 300)
+
+    def timed(key: Any, repaint: Any) -> list[float]:
+        out = []
+        for ch in FILTER_KEYS:
+            t = time.perf_counter()
+            key(ch)
+            qapp.processEvents()
+            repaint()
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    rows = []
+    for _ in range(args.runs):
+        panel.filter.clear()
+        qapp.processEvents()
+        rows += timed(panel.filter.insert, panel.table.viewport().repaint)
+    result = [[f"table model, {panel.model.rowCount()} shown of {len(panel.sources)}",
+               len(rows), pct(rows, 50), pct(rows, 95), max(rows), 1.0]]
+    old = make_table([c for c in ("Title", "Kind", "Chunks", "Tokens", "Ingested",
+                                  "Location")], stretch=0)
+    old.resize(1100, 600)
+    old.show()
+    sample = panel.sources[:args.baseline_sources]
+    typed = [""]
+
+    def old_key(ch: str) -> None:
+        typed[0] += ch
+        old_redraw(old, sample, typed[0].lower().split())
+    base = timed(old_key, old.viewport().repaint)
+    result.append([f"old QTableWidget redraw, {len(sample)} sources", len(base),
+                   pct(base, 50), pct(base, 95), max(base), pct(base, 50) / pct(rows, 50)])
+    old.close()
+    panel.close()
+    host.shutdown(wait=True)
+    print(f"\nstore: {len(panel.sources)} sources ingested in {ingest_s:.1f} s; "
+          f"typed {FILTER_KEYS!r} x {args.runs}", flush=True)
+    return result
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--runs", type=int, default=3)
@@ -320,9 +418,12 @@ def main() -> None:
     p.add_argument("--no-window", action="store_true", help="stalls with the tray only")
     p.add_argument("--skip-launch", action="store_true")
     p.add_argument("--skip-stalls", action="store_true")
+    p.add_argument("--skip-filter", action="store_true")
+    p.add_argument("--sources", type=int, default=2000)
+    p.add_argument("--baseline-sources", type=int, default=200)
     args = p.parse_args()
     missing = [b for b in ("Xvfb", "trayer", "xwininfo") if shutil.which(b) is None]
-    if missing:
+    if missing and not (args.skip_launch and args.skip_stalls):
         sys.exit(f"gui_bench needs {', '.join(missing)} (apt: xvfb trayer x11-utils)")
     work = Path(tempfile.mkdtemp(prefix="ctx-guibench-"))
     runtime = Path(tempfile.mkdtemp(prefix="ctxgb-"))
@@ -337,6 +438,12 @@ def main() -> None:
             rows = bench_stalls(args, work, env)
             print("\nGUI event loop lateness of a 5 ms timer (ms; target: max under 50 ms)")
             print(table(["phase", "samples", "p50", "p99", "max"], rows), flush=True)
+        if not args.skip_filter:
+            rows = bench_filter(args, work, env)
+            print(f"\nSources filter: keystroke to repaint (ms; target: 100 ms at most); "
+                  f"load {os.getloadavg()[0]:.1f}")
+            print(table(["table", "keys", "median", "p95", "max", "x model"], rows),
+                  flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(runtime, ignore_errors=True)

@@ -35,7 +35,7 @@ from desktop.gc_timer import GuiGarbageCollector
 from desktop.host import EngineHost
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send, wait_until_gone
-from desktop.messages import job_title, plural
+from desktop.job_words import quit_question
 from desktop.notices import Failure
 from desktop.opening import EngineFactory
 from desktop.qt import QApplication, QFileDialog, QMessageBox, QObject, QSystemTrayIcon, QTimer
@@ -142,12 +142,7 @@ class App(QObject, AppControl, SetupFlow):
         self.host.shutdown()
 
     def _ask_quit(self, active: list[Any]) -> None:
-        done = sum(j.files_done + j.files_skipped for j in active)
-        total = sum(j.files_total for j in active)
-        what = ", ".join(job_title(j) for j in active[:2])
-        box = QMessageBox(QMessageBox.Icon.Question, "Quit ctx",
-                          f"Ingestion is still running: {what}"
-                          + (f", {done:,} of {plural(total, 'file')}." if total else "."))
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit ctx", quit_question(active))
         box.setInformativeText("Finish it in the background (ctx quits when it is done), or "
                                "stop now: what is stored stays, and the job is listed with a "
                                "Resume button when ctx starts again.")

@@ -3,7 +3,8 @@ paused, locked, starting, and the app icon.
 
 Each look differs in shape as well as colour, so that it reads in a monochrome
 tray and for colour-blind users: idle is a plain disc, ingesting a progress ring
-with the percent, attention a disc with "!", paused a disc with two bars, locked
+(its digits only at 32 px and up: at a tray's 16-24 px the arc alone says how far,
+digits there were unreadable), attention a disc with "!", paused a disc with two bars, locked
 a disc with a padlock, starting a disc with three dots.
 """
 
@@ -24,6 +25,7 @@ COLORS = {
     "starting": "#6B7280",
 }
 SIZES = (16, 22, 24, 32, 48, 64, 128)
+DIGITS_FROM = 32  # px: the ingesting ring shows its percent in digits from this size up
 
 
 def _disc(p: QPainter, size: int, color: str) -> QRectF:
@@ -72,7 +74,7 @@ def draw_state(size: int, state: str, percent: int | None = None) -> QPixmap:
         if state == "ingesting":
             m = size * 0.08
             ring = QRectF(m, m, size - 2 * m, size - 2 * m)
-            width = max(2.0, size * 0.14)
+            width = max(2.0, size * (0.14 if size >= 32 else 0.2))
             inner = ring.adjusted(width / 2, width / 2, -width / 2, -width / 2)
             p.setPen(QPen(QColor(color).lighter(170), width))
             p.setBrush(Qt.BrushStyle.NoBrush)
@@ -84,7 +86,7 @@ def draw_state(size: int, state: str, percent: int | None = None) -> QPixmap:
             p.setBrush(QColor(color))
             core = inner.adjusted(width * 0.7, width * 0.7, -width * 0.7, -width * 0.7)
             p.drawEllipse(core)
-            if size >= 22:
+            if size >= DIGITS_FROM:
                 _text(p, core, str(pct) if pct < 100 else "99", 0.55)
             return pix
         rect = _disc(p, size, color)

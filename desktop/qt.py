@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtGui, QtNetwork, QtWidgets
 from PySide6.QtCore import (
     Property,
+    QAbstractTableModel,
     QByteArray,
     QCoreApplication,
     QElapsedTimer,
@@ -17,6 +18,7 @@ from PySide6.QtCore import (
     QMimeData,
     QModelIndex,
     QObject,
+    QPersistentModelIndex,
     QPoint,
     QPointF,
     QRect,
@@ -106,7 +108,8 @@ from PySide6.QtWidgets import (
 )
 
 __all__ = [
-    "Property", "QAbstractItemView", "QAction", "QApplication", "QBrush", "QByteArray",
+    "Property", "QAbstractItemView", "QAbstractTableModel", "QAction", "QApplication", "QBrush",
+    "QByteArray",
     "QCheckBox", "QClipboard", "QCloseEvent", "QColor", "QComboBox", "QCoreApplication",
     "QDesktopServices", "QDialog", "QDialogButtonBox", "QDoubleSpinBox", "QDragEnterEvent",
     "QDropEvent", "QElapsedTimer", "QEvent", "QEventLoop", "QFileDialog", "QFont", "QFontDatabase", "QFontMetrics",
@@ -114,7 +117,7 @@ __all__ = [
     "QHeaderView", "QIcon", "QKeySequence", "QLabel", "QLineEdit", "QListWidget",
     "QListWidgetItem", "QLocalServer", "QLocalSocket", "QMainWindow", "QMenu", "QMessageBox",
     "QMimeData", "QModelIndex", "QObject", "QPainter", "QPainterPath", "QPalette", "QPen",
-    "QPixmap", "QPlainTextEdit", "QPoint", "QPointF", "QProgressBar", "QPushButton",
+    "QPersistentModelIndex", "QPixmap", "QPlainTextEdit", "QPoint", "QPointF", "QProgressBar", "QPushButton",
     "QRadioButton", "QRect",
     "QRectF", "QRunnable", "QScrollArea", "QSize", "QSizePolicy", "QSortFilterProxyModel",
     "QSpinBox", "QSplitter", "QStackedWidget", "QStandardItem", "QStandardItemModel",

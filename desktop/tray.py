@@ -4,7 +4,9 @@ actions.
 The look says what is true now, in order: locked; not set up (a first step:
 starting's dots, not red); not opened (attention); opening or loading the model;
 an engine alert that is active (attention, until the engine clears it); paused;
-ingesting (with percent); a job that failed or skipped files and has not been seen
+ingesting (the ring is the stage's share, the tooltip names the stage in the
+engine's own description, JobSnapshot.progress, as ``ctx status`` and the job card
+say it); a job that failed or skipped files and has not been seen
 yet (attention, until the window is opened); else idle. The tooltip always names
 the state and, for attention, the reason. A notice (a job's problem, an alert) is one balloon.
 
@@ -19,10 +21,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from desktop.icons import state_icon
+from desktop.job_words import leading
 from desktop.messages import ALERTS, JOB_ALERTS, job_title, plural
 from desktop.notices import Notice
 from desktop.qt import QAction, QMenu, QObject, QSystemTrayIcon, Signal
 from engine import JobSnapshot
+from ipc.status_text import progress_text
 
 BUSY_WORDS = {"starting": "opening the store", "opening": "opening the store",
               "loading": "loading the model", "stopping": "closing"}
@@ -47,14 +51,19 @@ def look_for(host_state: str, paused: bool, jobs: Iterable[JobSnapshot],
         return "attention", None, "ctx: needs attention, " + "; ".join(alerts.values())
     active = [j for j in jobs if not j.final]
     if paused:
-        waiting = f" ({plural(len(active), 'job')} waiting)" if active else ""
-        return "paused", None, f"ctx: ingestion paused{waiting}"
+        if not active:
+            return "paused", None, "ctx: ingestion paused"
+        lead = leading(active)
+        more = f" (and {plural(len(active) - 1, 'other job')})" if len(active) > 1 else ""
+        return ("paused", None,
+                f"ctx: ingestion paused; {job_title(lead)}{more}: {progress_text(lead)}")
     if active:
-        total = sum(j.files_total for j in active)
-        done = sum(j.files_done + j.files_skipped for j in active)
-        percent = min(99, int(100 * done / total)) if total else 0
-        names = ", ".join(job_title(j) for j in active[:2])
-        return "ingesting", percent, f"ctx: ingesting {names}, {percent}%"
+        lead = leading(active)
+        progress = lead.progress
+        percent = progress.percent if progress is not None and progress.percent else 0
+        more = f" (and {plural(len(active) - 1, 'other job')})" if len(active) > 1 else ""
+        return ("ingesting", percent,
+                f"ctx: {job_title(lead)}{more}: {progress_text(lead)}")
     if unseen:
         return "attention", None, "ctx: needs attention, " + "; ".join(unseen.values())
     return "idle", None, "ctx: ready"

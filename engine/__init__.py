@@ -29,9 +29,10 @@ keep_offline()  # before any library loads: no telemetry, no download (engine/of
 
 _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "BuildDone",
         "BuildItem", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
-        "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit", "RecallResult", "RepairResult",
-        "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS")
+        "JobProgress", "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit",
+        "RecallResult", "RepairResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
+        "SyncResult", "VectorMemory", "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES",
+        "TIERS")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
            "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
            "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
@@ -179,7 +180,7 @@ __all__ = [
     "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
     "ErrorInfo", "Event", "ExportResult", "FileIssue", "FileRejected", "Histogram", "IngestFailed",
     "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput", "InvalidItemKind",
-    "JobChanged", "JobSnapshot", "KeyChangeResult", "KeyRecordDamaged", "KeyUnavailable",
+    "JobChanged", "JobProgress", "JobSnapshot", "KeyChangeResult", "KeyRecordDamaged", "KeyUnavailable",
     "LiveItem", "LiveSnapshotTooLarge", "MetricsSnapshot", "ModelMismatch", "NoSpace", "NotAStore",
     "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallHit", "RecallResult", "RecoveryKeyInvalid",
     "RepairResult", "RestoreResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",

@@ -4,7 +4,56 @@ from __future__ import annotations
 
 import time
 
-from engine import Histogram, Status, VectorMemory
+from engine import Histogram, JobSnapshot, Status, VectorMemory
+
+# What a job's stage does, in words (engine.JobProgress.stage); a one-stage job ("work")
+# says its kind.
+STAGE_WORDS = {"text": "storing text", "vectors": "making vectors for search by meaning",
+               "queued": "waiting to start", "done": "done", "failed": "failed",
+               "cancelled": "cancelled"}
+KIND_WORDS = {"backup": "backing up", "verify_backup": "checking a backup",
+              "repair": "rebuilding vectors", "delete": "deleting", "sync": "syncing",
+              "vectors": "making vectors", "export": "exporting", "compact": "compacting",
+              "rotate": "changing the key"}
+
+
+def duration_text(seconds: float) -> str:
+    """"40 s", "12 min", "1.5 h"."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _amount(n: int, unit: str) -> str:
+    if unit != "bytes":
+        return f"{n:,}"
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.0f} KB"
+
+
+def progress_text(job: JobSnapshot) -> str:
+    """A job's progress as the engine describes it (``job.progress``), in one line; the
+    same words in ``ctx status``, the app's tray, its job card and its quit dialog:
+    "making vectors for search by meaning (step 2 of 2): 1,204 of 7,000 chunks (17%),
+    12 min left"."""
+    p = job.progress
+    if p.stage == "work":
+        what = KIND_WORDS.get(job.kind, job.kind.replace("_", " "))
+    else:
+        what = STAGE_WORDS.get(p.stage, p.stage)
+    if p.stage in ("queued", "done", "failed", "cancelled"):
+        return what
+    if p.steps > 1:
+        what += f" (step {p.step} of {p.steps})"
+    if p.total:
+        unit = "" if p.unit == "bytes" else " " + (p.unit if p.total != 1 else p.unit[:-1])
+        what += f": {_amount(p.done, p.unit)} of {_amount(p.total, p.unit)}{unit}"
+    if p.percent is not None:
+        what += f" ({p.percent}%)"
+    if p.seconds_left is not None:
+        what += f", {duration_text(p.seconds_left)} left"
+    return what
 
 
 def waiting_line(status: Status) -> str:

@@ -204,7 +204,7 @@ class Scene:
         app = self.app
         ingestion = panels["ingestion"]
         wait_until(app, lambda: len(ingestion.cards) >= 3, what="job cards")
-        wait_until(app, lambda: panels["sources"].table.rowCount() > 5, what="sources")
+        wait_until(app, lambda: panels["sources"].rows() > 5, what="sources")
         panels["sources"].table.selectRow(1)
         retrieved = panels["retrieved"]
         retrieved.query.setText("How are latency percentiles computed?")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from desktop.messages import job_title, plural
-from desktop.panels.widgets import fmt_bytes, fmt_duration, fmt_time, is_dark
+from desktop.panels.widgets import fmt_bytes, fmt_time, is_dark
 from desktop.qt import (
     QFrame,
     QHBoxLayout,
@@ -26,6 +26,7 @@ from desktop.qt import (
     QWidget,
 )
 from engine import FINAL_JOB_STATES, JobSnapshot
+from ipc.status_text import progress_text
 
 FINAL = FINAL_JOB_STATES
 _KIND_NAMES = {"paths": "Files", "text": "Text", "conversation": "Conversation",
@@ -34,10 +35,10 @@ RATE_AFTER_S = 2.0  # a rate measured over less than this is noise: not shown
 
 
 def progress(job: JobSnapshot) -> tuple[int, int]:
-    """(files processed, files total) of a job snapshot."""
+    """(files processed, files total) of a job snapshot (``files_done`` counts every
+    file handled: stored, unchanged or skipped)."""
     total = job.files_total
-    processed = job.files_done + job.files_skipped
-    return min(processed, total) if total else processed, total
+    return (min(job.files_done, total) if total else job.files_done), total
 
 
 def rate_and_left(job: JobSnapshot, now: float | None = None
@@ -62,17 +63,17 @@ def nothing_new(job: JobSnapshot) -> bool:
 
 
 def stage_text(job: JobSnapshot) -> str:
-    """Staged ingestion: how far the text is searchable and the vectors made ("" when the
-    engine does not report stages)."""
-    to_embed = int(getattr(job, "to_embed", 0) or 0)
-    stage = str(getattr(job, "stage", "") or "")
-    if not to_embed or (not stage and job.final):
+    """Staged ingestion: how far the text is searchable and the vectors made, in the
+    engine's description (``job.progress``, as the tray and ``ctx status`` say it); ""
+    for a job without stages."""
+    to_embed = int(job.to_embed or 0)
+    if not to_embed or (not job.stage and job.final):
         return ""
-    embedded = int(getattr(job, "embedded", 0) or 0)
-    share = min(100, int(100 * embedded / to_embed))
-    if share >= 100:
+    if job.embedded >= to_embed or (job.state == "done" and job.stage == "vectors"):
         return "Searchable by keyword and by meaning"
-    return f"Searchable by keyword now · meaning-search {share}%"
+    if job.stage != "vectors":
+        return ""
+    return "Every file stored, searchable by keyword now · " + progress_text(job)
 
 
 def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = False) -> str:
@@ -85,8 +86,9 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
                 "stored is skipped as unchanged).")
     waiting = str(getattr(job, "waiting", "") or "")
     if job.state == "queued":
-        return "Waiting for the job ahead of it" if not paused else \
-            "Waiting: ingestion is paused"
+        if paused:
+            return "Waiting: ingestion is paused"
+        return "Waiting for the job ahead of it" if waiting == "job" else "Waiting to start"
     if nothing_new(job):
         if job.kind == "sync":
             return "Nothing new to index: no transcript changed since the last sync"
@@ -112,11 +114,12 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
         return " · ".join(parts) + " · paused"
     if waiting == "model" or (model_loading and not job.bytes):
         return "Waiting for the embedding model to load (a few seconds at start)"
-    rate, left = rate_and_left(job)
-    if rate is None or not job.bytes or time.time() - (job.started or 0) < RATE_AFTER_S:
-        return " · ".join(parts) + " · reading files"
-    parts.append(f"{fmt_bytes(rate)}/s")
-    parts.append(f"{fmt_duration(left)} left" if left is not None else "estimating")
+    # the engine's description first (the stage, its count, its time left), as the
+    # tray and ``ctx status`` say it; then what only the card adds
+    rate, _ = rate_and_left(job)
+    parts[0] = progress_text(job)[:1].upper() + progress_text(job)[1:]
+    if rate is not None and job.bytes and time.time() - (job.started or 0) >= RATE_AFTER_S:
+        parts.append(f"{fmt_bytes(rate)}/s")
     return " · ".join(parts)
 
 
@@ -220,7 +223,7 @@ class JobCard(QFrame):
         self.state.setStyleSheet(f"color: {colour}; font-weight: bold;" if colour else "")
         self._draw_bar(job, paused_now)
         self.detail.setText(summary(job, paused=paused_now, model_loading=self.model_loading))
-        current = job.current
+        current = job.progress.current  # in the vector stage: the file being embedded
         if job.final:
             current = job.error.message if job.error and job.state == "failed" else ""
         shown = self.current.fontMetrics().elidedText(
@@ -241,6 +244,13 @@ class JobCard(QFrame):
         bar.show()
         if job.state == "running" and not total and not paused:
             bar.setRange(0, 0)  # busy: the file count is not known yet
+            return
+        p = job.progress
+        if job.state == "running" and p.stage == "vectors" and p.total:
+            # the stage under way, not the files (all stored): chunks with vectors
+            bar.setRange(0, p.total)
+            bar.setValue(p.done)
+            bar.setFormat(f"vectors: {p.done:,} of {plural(p.total, 'chunk')} (%p%)")
             return
         bar.setRange(0, max(1, total))
         bar.setValue(total if job.state == "done" else min(done, max(1, total)))

@@ -18,14 +18,13 @@ from typing import Any
 
 from desktop import config_io
 from desktop.panels.blocks import item_blocks
+from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import (
     Banner,
-    cell,
     error_text,
     fmt_int,
     fmt_ms,
     heading,
-    make_table,
     monospace,
     muted,
 )
@@ -34,7 +33,6 @@ from desktop.qt import (
     QGroupBox,
     QGuiApplication,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -90,6 +88,25 @@ def where_text(item: PayloadItem) -> str:
     return item.title or item.source
 
 
+def _tip(item: PayloadItem) -> str:
+    root = getattr(item, "root", None)
+    return item.source + (f"\ningested from {root}" if root else "")
+
+
+# A row is (rank, item): rank 1 is the best.
+ITEM_COLUMNS = (
+    Column("#", lambda r: str(r[0]), key=lambda r: r[0], number=True),
+    Column("Source", lambda r: where_text(r[1]), tip=lambda r: _tip(r[1])),
+    Column("Why", lambda r: why_text(r[1]), tip=lambda r: why_text(r[1])),
+    Column("Score", lambda r: f"{r[1].score:.3f}", key=lambda r: r[1].score, number=True),
+    Column("Tokens", lambda r: fmt_int(r[1].tokens), key=lambda r: r[1].tokens, number=True),
+    Column("Kind", lambda r: r[1].kind),
+    Column("Lanes", lambda r: lanes_text(r[1].lanes) or "—",
+           tip=lambda r: lanes_text(r[1].lanes) or "—"),
+    Column("Tier", lambda r: r[1].tier or "—"),
+)
+
+
 def ranked(items: tuple[PayloadItem, ...]) -> list[int]:
     """The items' indexes, best first (score, then their order in the payload)."""
     return sorted(range(len(items)), key=lambda i: (-items[i].score, i))
@@ -141,13 +158,11 @@ class RetrievedPanel(QWidget):
 
         self.banner = Banner(self)
         # Why takes the width left; Source and Lanes are capped (CAPPED).
-        self.table = make_table(COLUMNS, stretch=2)
-        for column in CAPPED:
-            self.table.horizontalHeader().setSectionResizeMode(
-                column, QHeaderView.ResizeMode.Interactive)
+        self.model = RowsModel(ITEM_COLUMNS, key=lambda r: r[0], parent=self)
+        self.table = make_view(self.model, stretch=2)
         self.table.horizontalHeader().setMinimumSectionSize(24)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.table.itemSelectionChanged.connect(self._preview)
+        self.table.selectionModel().selectionChanged.connect(self._preview)
         self.preview = QPlainTextEdit()
         self.preview.setReadOnly(True)
         self.preview.setFont(monospace())
@@ -239,7 +254,7 @@ class RetrievedPanel(QWidget):
 
     def _clear_results(self) -> None:
         self.payload, self.items, self.blocks, self.order = None, (), [], []
-        self.table.setRowCount(0)
+        self.model.set_rows([])
         self.preview.clear()
         self.payload_text.clear()
         self.tokens.setText("")
@@ -257,23 +272,8 @@ class RetrievedPanel(QWidget):
         self.blocks = item_blocks(payload.context, self.items)
         self.order = ranked(self.items)
         table = self.table
-        table.setRowCount(len(self.items))
-        for row, index in enumerate(self.order):
-            item = self.items[index]
-            root = getattr(item, "root", None)
-            tip = item.source + (f"\ningested from {root}" if root else "")
-            table.setItem(row, 0, cell(str(row + 1), number=row + 1))
-            table.setItem(row, 1, cell(where_text(item), tip=tip))
-            table.setItem(row, 2, cell(why_text(item), tip=why_text(item)))
-            table.setItem(row, 3, cell(f"{item.score:.3f}", number=item.score))
-            table.setItem(row, 4, cell(fmt_int(item.tokens), number=item.tokens))
-            table.setItem(row, 5, cell(item.kind))
-            lanes = lanes_text(item.lanes) or "—"
-            table.setItem(row, 6, cell(lanes, tip=lanes))
-            table.setItem(row, 7, cell(item.tier or "—"))
-        for column, most in CAPPED.items():
-            table.resizeColumnToContents(column)
-            table.setColumnWidth(column, min(table.columnWidth(column), most))
+        self.model.set_rows([(row + 1, self.items[i]) for row, i in enumerate(self.order)])
+        fit_columns(table, [c for c in range(len(ITEM_COLUMNS)) if c != 2], most=CAPPED)
         context = payload.context
         self.payload_text.setPlainText(context)
         total, budget = payload.total_tokens, payload.budget
@@ -289,12 +289,23 @@ class RetrievedPanel(QWidget):
             self.banner.show_message("info", "Nothing in the store matched this query.")
             self.preview.clear()
 
-    def _preview(self) -> None:
-        rows = self.table.selectionModel().selectedRows()
-        if not rows or rows[0].row() >= len(self.items):
+    def rows(self) -> int:
+        return self.model.rowCount()
+
+    def text(self, row: int, column: int) -> str:
+        """The text of a cell of the ranked table."""
+        return self.model.text(row, column)
+
+    def tip(self, row: int, column: int) -> str:
+        return str(self.model.data(self.model.index(row, column),
+                                   Qt.ItemDataRole.ToolTipRole) or "")
+
+    def _preview(self, *_: Any) -> None:
+        row = selected_row(self.table)
+        if row is None or row >= len(self.items):
             self.preview.clear()
             return
-        i = self.order[rows[0].row()]
+        i = self.order[self.model.row(row)[0] - 1]
         item = self.items[i]
         block = self.blocks[i] if i < len(self.blocks) else ""
         meta = (f"{item.kind} · {fmt_int(item.tokens)} tokens · "

@@ -1,7 +1,11 @@
 """Sources panel: every stored source with kind, chunks, tokens and when it was ingested;
 a filter box; delete (after a confirmation) and re-ingest.
 
-The list is read on a pool worker whenever the host says sources changed.
+The list is read on a pool worker whenever the host says sources changed (one read
+at a time: changes that come meanwhile make one more read after it). The table is a
+model (``desktop.panels.table_model``): a keystroke in the filter or a new list is
+one model reset, and the view draws only the rows in sight; column widths are set
+once, never re-measured per row.
 """
 
 from __future__ import annotations
@@ -9,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.panels.widgets import Banner, cell, error_text, fmt_int, fmt_time, make_table, muted
+from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
+from desktop.panels.widgets import Banner, error_text, fmt_int, fmt_time, muted
 from desktop.qt import (
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMessageBox,
@@ -23,13 +27,27 @@ from desktop.qt import (
 )
 from engine import DeleteResult, SourceInfo
 
-COLUMNS = ["Title", "Kind", "Chunks", "Tokens", "Ingested", "Location"]
 LOCATION_WIDTH = 300  # px: the Location column's start width (it can be dragged wider)
+INGESTED = 4  # the column sorted by at first (newest first)
+SOURCE_COLUMNS = (
+    Column("Title", lambda s: s.title or s.uri, tip=lambda s: s.uri),
+    Column("Kind", lambda s: s.kind),
+    Column("Chunks", lambda s: fmt_int(s.n_chunks), key=lambda s: s.n_chunks, number=True),
+    Column("Tokens", lambda s: fmt_int(s.tokens), key=lambda s: s.tokens, number=True),
+    Column("Ingested", lambda s: fmt_time(s.ingested_at), key=lambda s: s.ingested_at or 0,
+           number=True),
+    Column("Location", lambda s: s.uri, tip=lambda s: s.uri),
+)
+COLUMNS = [c.header for c in SOURCE_COLUMNS]
+
+
+def haystack(source: SourceInfo) -> str:
+    return " ".join((source.title, source.kind, source.uri, source.project or ""))
 
 
 def matches(source: SourceInfo, words: list[str]) -> bool:
     """True when every word of the filter is in the source's title, kind, uri or project."""
-    hay = " ".join((source.title, source.kind, source.uri, source.project or "")).lower()
+    hay = haystack(source).lower()
     return all(w in hay for w in words)
 
 
@@ -46,13 +64,15 @@ class SourcesPanel(QWidget):
         super().__init__(parent)
         self.host = host
         self.sources: list[SourceInfo] = []
+        self._loading = False  # a read of the list is under way
+        self._again = False  # sources changed meanwhile: read once more after it
         # ``confirm(title, text) -> bool``; a dialog by default, replaceable in tests.
         self.confirm = confirm or self._ask
         self.banner = Banner(self)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter by title, kind, path or project")
         self.filter.setClearButtonEnabled(True)
-        self.filter.textChanged.connect(self._draw)
+        self.filter.textChanged.connect(self._filtered)
         self.count = QLabel("")
         self.reingest = QPushButton("Re-ingest")
         self.reingest.setToolTip("Read the selected file again (unchanged files are skipped)")
@@ -68,15 +88,19 @@ class SourcesPanel(QWidget):
         top.addWidget(self.refresh)
         top.addWidget(self.reingest)
         top.addWidget(self.delete)
-        self.table = make_table(COLUMNS, stretch=0)
+        self.model = RowsModel(SOURCE_COLUMNS, key=lambda s: s.id, haystack=haystack,
+                               parent=self)
         # Titles get the room; a long path is cut in its middle (whole in its tooltip).
+        self.table = make_view(self.model, stretch=0,
+                               widths={len(COLUMNS) - 1: LOCATION_WIDTH})
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(len(COLUMNS) - 1, LOCATION_WIDTH)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(4, Qt.SortOrder.DescendingOrder)  # newest first
-        self.table.itemSelectionChanged.connect(self._selection)
+        self.table.sortByColumn(INGESTED, Qt.SortOrder.DescendingOrder)  # newest first
+        self._measured = False
+        self.model.modelAboutToBeReset.connect(self._remember_selection)
+        self.model.modelReset.connect(self._restore_selection)
+        self._keep: int | None = None
+        self.table.selectionModel().selectionChanged.connect(self._selection)
         self.empty = muted("No sources yet: ingest files or folders in the Ingestion panel.")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -93,58 +117,71 @@ class SourcesPanel(QWidget):
     def reload(self) -> None:
         if not getattr(self.host, "engine_ready", False):
             return
+        if self._loading:  # one read at a time; the last change gets one more
+            self._again = True
+            return
+        self._loading = True
         self.host.run(lambda engine: engine.sources(), success=self._loaded,
                       failure=self._failed)
 
     def _loaded(self, sources: list[SourceInfo]) -> None:
+        self._loading = False
         self.sources = sorted(sources, key=lambda s: s.ingested_at or 0, reverse=True)
-        self._draw()
+        self.model.set_rows(self.sources)
+        if not self._measured and self.sources:  # once: a sample of rows, never per change
+            self._measured = True
+            fit_columns(self.table, range(1, len(COLUMNS) - 1))
+        self._counted()
+        if self._again:
+            self._again = False
+            self.reload()
 
     def _failed(self, error: BaseException) -> None:
+        self._loading = False
         self.banner.show_message("error", error_text(error))
 
-    def visible(self) -> list[SourceInfo]:
-        words = self.filter.text().lower().split()
-        return [s for s in self.sources if matches(s, words)]
+    def _filtered(self, text: str) -> None:
+        self.model.set_filter(text)
+        self._counted()
 
-    def _draw(self) -> None:
-        shown = self.visible()
-        selected = self.selected()
-        table = self.table
-        table.setSortingEnabled(False)
-        table.setRowCount(len(shown))
-        for row, s in enumerate(shown):
-            uri = s.uri
-            table.setItem(row, 0, cell(s.title or uri, tip=uri, data=s.id))
-            table.setItem(row, 1, cell(s.kind))
-            table.setItem(row, 2, cell(fmt_int(s.n_chunks), number=s.n_chunks))
-            table.setItem(row, 3, cell(fmt_int(s.tokens), number=s.tokens))
-            table.setItem(row, 4, cell(fmt_time(s.ingested_at), number=s.ingested_at or 0))
-            table.setItem(row, 5, cell(uri, tip=uri))
-            if selected and s.id == selected.id:
-                table.selectRow(row)
-        table.setSortingEnabled(True)
-        total = len(self.sources)
-        self.count.setText(f"{len(shown)} of {total}" if len(shown) != total else f"{total}")
+    def _counted(self) -> None:
+        shown, total = self.model.rowCount(), len(self.sources)
+        self.count.setText(f"{shown} of {total}" if shown != total else f"{total}")
         self.empty.setVisible(total == 0)
         self._selection()
 
+    def visible(self) -> list[SourceInfo]:
+        """The sources in the table, in its order."""
+        return self.model.visible()
+
+    def rows(self) -> int:
+        return self.model.rowCount()
+
+    def text(self, row: int, column: int) -> str:
+        """The text of a cell in the table (row in view order)."""
+        return self.model.text(row, column)
+
+    def _remember_selection(self) -> None:
+        source = self.selected()
+        self._keep = source.id if source is not None else None
+
+    def _restore_selection(self) -> None:
+        if self._keep is not None:
+            self.select_id(self._keep)
+        self._keep = None
+
     def selected(self) -> SourceInfo | None:
-        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
-        if not rows:
+        row = selected_row(self.table)
+        if row is None or row >= self.model.rowCount():
             return None
-        item = self.table.item(rows[0].row(), 0)
-        sid = item.data(Qt.ItemDataRole.UserRole) if item else None
-        return next((s for s in self.sources if s.id == sid), None)
+        return self.model.row(row)  # type: ignore[no-any-return]
 
     def select_id(self, source_id: int) -> None:
-        for row in range(self.table.rowCount()):
-            item = self.table.item(row, 0)
-            if item and item.data(Qt.ItemDataRole.UserRole) == source_id:
-                self.table.selectRow(row)
-                return
+        row = self.model.view_row_of(source_id)
+        if row is not None:
+            self.table.selectRow(row)
 
-    def _selection(self) -> None:
+    def _selection(self, *_: Any) -> None:
         source = self.selected()
         self.delete.setEnabled(source is not None)
         self.reingest.setEnabled(source is not None and reingestable(source))

@@ -252,20 +252,28 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
                                        kind=kind, uri=external_id)
             job = self._jobs.submit("text", work)
         else:
-            from engine.flows.export import import_work, is_export
-
-            resolved = [str(Path(p).expanduser().resolve()) for p in paths]
-            exports = [p for p in resolved if Path(p).is_file() and is_export(p)]
-            rest = [p for p in resolved if p not in exports]
-            work = service.ingest_paths(rt, self._writer, self._alerts, rest) if rest else None
-            if exports:  # ctx jsonl exports: their sources are stored as they were
-                work = import_work(rt, self._writer, exports, then=work)
-            job = self._jobs.submit("paths", work, inputs=tuple(resolved))
-            self._interrupted.started(job.id, resolved, job.created)
+            job = self._queue_paths(paths)
         self._stage.preload()  # the model loads while the text is stored
         if wait:
             self._jobs.wait(job.id)
         return job.id
+
+    def _queue_paths(self, paths: Sequence[str], leave: Sequence[str] = ()) -> Any:
+        """Queue a "paths" job; ``leave``: files under ``paths`` not to ingest (a resumed
+        job leaves out what the user deleted since it was interrupted)."""
+        from engine.flows.export import import_work, is_export
+
+        rt = self._live()
+        resolved = [str(Path(p).expanduser().resolve()) for p in paths]
+        exports = [p for p in resolved if Path(p).is_file() and is_export(p)]
+        rest = [p for p in resolved if p not in exports]
+        work = service.ingest_paths(rt, self._writer, self._alerts, rest,
+                                    leave=frozenset(leave)) if rest else None
+        if exports:  # ctx jsonl exports: their sources are stored as they were
+            work = import_work(rt, self._writer, exports, then=work)
+        job = self._jobs.submit("paths", work, inputs=tuple(resolved))
+        self._interrupted.started(job.id, resolved, job.created)
+        return job
 
     def ingest_conversation(self, turns: Sequence[Mapping[str, Any]], *, title: str,
                             uri: str | None = None, session_time: float | None = None,
@@ -338,6 +346,8 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         what = deleting.resolve(rt.vault, source)
         if what.empty:
             raise NotFound("no such source (give a source id, uri or path)", field="source")
+        # a job interrupted earlier must not bring them back when it is resumed
+        self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
         self._wait_ok(self._jobs.submit("delete", deleting.delete_work(rt, self._writer,
                                                                         what)).id)
         rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],

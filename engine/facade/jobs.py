@@ -17,13 +17,18 @@ from engine.facade.parts import EngineParts
 _SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
                 "repair": "repair", "vectors": "ingest"}
 
+_INGEST_KINDS = ("paths", "text", "conversation", "sync", "vectors")
+
 
 class JobControl(EngineParts):
     """The job half of ``ContextEngine`` (a mixin: the engine holds the runner)."""
 
     def _job_finished(self, job: Any) -> None:
         self._interrupted.finished(job)
-        self.rt.audit.record("ingest_job", os.getpid(), [job.id],
+        # The record names the job's real kind: an ingestion ("ingest_job"), else its own
+        # ("backup_job", "verify_backup_job", "repair_job"...).
+        method = "ingest_job" if job.kind in _INGEST_KINDS else f"{job.kind}_job"
+        self.rt.audit.record(method, os.getpid(), [job.id],
                                 {"files": job.files_done, "chunks": job.chunks,
                                  "errors": len(job.errors), "skipped": len(job.skipped)})
         reason = _SOURCE_JOBS.get(job.kind)
@@ -93,7 +98,9 @@ class JobControl(EngineParts):
         listed = {s.id: s for s in self._interrupted.listed()}
         if job_id not in listed:
             raise NotFound(f"no interrupted job {job_id}")
-        new_id = self.ingest(paths=listed[job_id].inputs)
+        job = self._queue_paths(listed[job_id].inputs, self._interrupted.deleted_under(job_id))
+        self._stage.preload()
+        new_id = job.id
         self._interrupted.take(job_id)
         return new_id
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.api import JobSnapshot
@@ -37,3 +37,5 @@ class EngineParts:
         def ingest(self, *, paths: Sequence[str] = ..., text: str | None = ...,
                    title: str | None = ..., kind: str = ..., external_id: str | None = ...,
                    wait: bool = ...) -> str: ...
+        def _queue_paths(self, paths: Sequence[str], leave: Sequence[str] = ...
+                         ) -> Any: ...

@@ -46,9 +46,11 @@ def _reject(job: Job, alerts: IngestAlerts, exc: FileRejected) -> None:
         alerts.files_ok([exc.path])
 
 
-def ingest_paths(rt: Runtime, writer: Writer, alerts: IngestAlerts, paths: Sequence[str]
+def ingest_paths(rt: Runtime, writer: Writer, alerts: IngestAlerts, paths: Sequence[str],
+                 *, leave: frozenset[str] = frozenset()
                  ) -> Callable[[Job, Callable[[], None]], None]:
-    """A job body that ingests files and folders, reporting bad files and going on."""
+    """A job body that ingests files and folders, reporting bad files and going on;
+    files whose path is in ``leave`` (sources the user deleted) are left out."""
     cfg = rt.cfg.ingest
 
     given = [Path(p) for p in paths]  # the folders a file's root is taken from
@@ -59,9 +61,10 @@ def ingest_paths(rt: Runtime, writer: Writer, alerts: IngestAlerts, paths: Seque
                                ignored=job.ignored):
             if isinstance(item, FileRejected):
                 _reject(job, alerts, item)
-            else:
+            elif not leave or shown(item) not in leave:
                 files.append(item)
         job.files_total = len(files) + job.files_skipped
+        job.files_done = job.files_skipped  # those left out while walking are done with
         job.bytes_total = sum(_size(f) for f in files)
         progress()
 

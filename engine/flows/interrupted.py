@@ -41,6 +41,7 @@ class EndedJob(Protocol):
     files_unchanged: int
     chunks: int
     bytes: int
+    stage: str
 
 
 class InterruptedJobs:
@@ -75,7 +76,10 @@ class InterruptedJobs:
             if record is None:
                 self._ended.add(job.id)
                 return
-            if job.state == "cancelled" and job.id not in self._by_user:
+            # Stopped in its vector stage, every file is stored: nothing is left to read
+            # (the engine makes the vectors itself at the next open), so nothing to list.
+            left = getattr(job, "stage", "") != "vectors"
+            if job.state == "cancelled" and job.id not in self._by_user and left:
                 record.update({name: getattr(job, name) for name in _COUNTS},
                               finished=job.finished)
             else:
@@ -83,11 +87,34 @@ class InterruptedJobs:
             self._by_user.discard(job.id)
             self._save()
 
+    def deleted(self, uris: Sequence[str]) -> None:
+        """Sources the user deleted: a job listed here that covers them leaves them out
+        when it is resumed (it reads "the rest", not what the user let go of)."""
+        with self._lock:
+            changed = False
+            for job_id in self._earlier:
+                record = self._records.get(job_id)
+                if record is None:
+                    continue
+                roots = [str(p).rstrip("/") for p in record["inputs"]]
+                mine = [u for u in uris if any(u == r or u.startswith(r + "/") for r in roots)]
+                if mine:
+                    record["deleted"] = sorted({*record.get("deleted", ()), *mine})
+                    changed = True
+            if changed:
+                self._save()
+
+    def deleted_under(self, job_id: str) -> list[str]:
+        """What the user deleted of a listed job's files since it was interrupted."""
+        with self._lock:
+            record = self._records.get(job_id) or {}
+            return [str(u) for u in record.get("deleted", ())]
+
     def listed(self) -> list[JobSnapshot]:
         """The jobs earlier runs left unfinished, oldest first."""
         with self._lock:
             out = [_snapshot(job_id, self._records[job_id]) for job_id in self._earlier
-                   if job_id in self._records]
+                   if job_id in self._records and not _all_read(self._records[job_id])]
         return sorted(out, key=lambda s: s.created)
 
     def take(self, job_id: str) -> JobSnapshot | None:
@@ -122,6 +149,12 @@ def _load(vault: Vault) -> dict[str, dict[str, Any]]:
         return {}
     return {str(k): v for k, v in data.items()
             if isinstance(v, dict) and isinstance(v.get("inputs"), list)}
+
+
+def _all_read(record: dict[str, Any]) -> bool:
+    """A record of a job that had read every file (stopped while making vectors)."""
+    total = int(record.get("files_total") or 0)
+    return total > 0 and int(record.get("files_done") or 0) >= total
 
 
 def _snapshot(job_id: str, record: dict[str, Any]) -> JobSnapshot:

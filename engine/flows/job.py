@@ -40,6 +40,7 @@ class Job:
     vector_sources: list[int] = field(default_factory=list)  # sources still without vectors
     model_texts: int = 0  # texts the model embedded for this job's sources
     waiting: str = ""  # "model" while the vector stage waits for the model to load
+    stage_started: float | None = None  # when its current stage began (its rate, time left)
     ahead: str = ""  # the job submitted just before this one
     inputs: tuple[str, ...] = ()  # what a "paths" job was asked to ingest
     cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -73,7 +74,7 @@ class Job:
             ignored=dict(self.ignored),
             existing=tuple(SourceRef(i, t) for i, t in self.existing),
             waiting=waiting, behind=behind if self.state == "queued" else "",
-            inputs=self.inputs)
+            inputs=self.inputs, stage_started=self.stage_started)
 
 
 class Cancelled(Exception):

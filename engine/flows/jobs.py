@@ -293,6 +293,8 @@ class JobRunner:
         if not job.vector_sources:
             return False
         job.stage = "vectors"
+        job.stage_started = time.time()
+        job.current = ""
         self._staged.append(job)
         self._emit(job)
         if self._on_stage is not None:

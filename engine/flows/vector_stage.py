@@ -193,11 +193,16 @@ class VectorStage:
         win.vecs.update(zip(new, vecs, strict=True))
         win.done.update(new)
         fresh = set(new)
+        named: set[str] = set()  # jobs whose current file is set for this step
         for sid, rs in win.rows.items():  # each new text is the model's work for one job
             for r in rs:
                 if win.keys[r.id] in fresh:
                     fresh.discard(win.keys[r.id])
-                    win.owner[sid].model_texts += 1
+                    job = win.owner[sid]
+                    job.model_texts += 1
+                    if job.id not in named:  # what its card says it works on now
+                        named.add(job.id)
+                        job.current = r.uri
 
     def _finish(self, win: _Window) -> None:
         """Add the vectors of the window's sources that have them all, mark them

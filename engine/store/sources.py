@@ -50,6 +50,15 @@ def title_of(vault: Vault, source_id: int) -> str | None:
     return str(row[0][0]) if row else None
 
 
+def uris_of(vault: Vault, source_ids: Sequence[int]) -> list[str]:
+    """The uris of the given sources (those that exist)."""
+    out: list[str] = []
+    for sid in source_ids:
+        out += [str(r[0]) for r in vault._query("SELECT uri FROM sources WHERE id = ?",
+                                                (int(sid),))]
+    return out
+
+
 def versions(vault: Vault, uri: str) -> list[tuple[int, str]]:
     """(id, content hash) of the ready sources stored under ``uri``, newest first."""
     return [(r[0], r[1]) for r in vault._query(

@@ -20,7 +20,7 @@ from ipc.cli.progress import JobProgress, summary
 from ipc.errors import ServerUnavailable
 from ipc.places import place
 from ipc.protocol import MAX_BUDGET
-from ipc.status_text import adapt_line, histogram_line, memory_line, waiting_line
+from ipc.status_text import adapt_line, histogram_line, memory_line, progress_text, waiting_line
 
 NO_WAY_TO_UNLOCK = (
     "no keychain here and no terminal to ask for a passphrase. Give one in any of these "
@@ -284,11 +284,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         status = backend.status()
         metrics = backend.metrics()
+        jobs = [j for j in backend.jobs() if not j.final] if status.jobs_active else []
     finally:
         backend.close()
     shown = {**status.to_dict(), "served": served(backend)}
     if args.json:
-        emit_json({"status": shown, "metrics": metrics.to_dict()})
+        emit_json({"status": shown, "metrics": metrics.to_dict(),
+                   "jobs": [j.to_dict() for j in jobs]})
         return 0
     for key in ("data_dir", "sources", "chunks", "tokens", "vectors", "vector_backend", "model",
                 "store_bytes", "served"):
@@ -308,6 +310,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{'recall adapt':>15}: {adapt_line(status)}")
     for name, h in sorted(metrics.histograms.items()):
         print(histogram_line(name, h))
+    for job in sorted(jobs, key=lambda j: j.created):  # as the app's tray and card say it
+        print(f"{'job':>15}: {job.kind} {job.id}: {progress_text(job)}")
     for name in sorted(status.alerts):
         print(f"ALERT {name}")
     return 0

@@ -59,8 +59,8 @@ def test_long_locations_do_not_squeeze_titles(host: Any, qtbot: Any, tmp_path: P
     qtbot.addWidget(panel)
     panel.resize(1100, 500)
     panel.show()
-    qtbot.waitUntil(lambda: panel.table.rowCount() == 1, timeout=10000)
-    title = panel.table.item(0, 0).text()
+    qtbot.waitUntil(lambda: panel.rows() == 1, timeout=10000)
+    title = panel.text(0, 0)
     needed = panel.table.fontMetrics().horizontalAdvance(title)
     assert panel.table.columnWidth(0) >= needed  # the title is shown whole
     assert panel.table.columnWidth(5) < panel.table.fontMetrics().horizontalAdvance(

@@ -111,7 +111,7 @@ def test_the_look_follows_jobs_pause_and_clears_with_its_cause(host: Any, qtbot:
         host.pause_ingestion()
     assert tray.look == "paused" and tray.tooltip() == "ctx: ingestion paused"
     host.ingest_paths([str(bad / "note.md")])
-    qtbot.waitUntil(lambda: "job waiting" in tray.tooltip(), timeout=10000)
+    qtbot.waitUntil(lambda: "ingestion paused; note.md: " in tray.tooltip(), timeout=10000)
     with qtbot.waitSignal(host.job_progress, check_params_cb=lambda s: s.final,
                           timeout=30000):
         host.resume_ingestion()

@@ -146,3 +146,58 @@ def test_a_sync_stopped_by_quit_says_so(data_dir: Path, tmp_path: Path) -> None:
     finally:
         engine.resume_ingestion()
         engine.close()
+
+
+def test_resume_leaves_out_a_source_the_user_deleted_meanwhile(data_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """Issue 33 (7): Resume re-added a source the user had deleted after the quit."""
+    folder = _folder(tmp_path, 12)
+    engine = ContextEngine.open(data_dir)
+    reached = _stop_after(engine, 3)
+    job_id = engine.ingest(paths=[str(folder)])
+    assert reached.wait(60)
+    engine.cancel_all()
+    engine.resume_ingestion()
+    engine.wait(job_id, timeout=60)
+    engine.close()
+
+    again = ContextEngine.open(data_dir)
+    try:
+        stored = again.sources()
+        gone = stored[0]
+        again.delete(gone.id)  # the user lets this one go before resuming
+        new_id = again.resume_interrupted(job_id)
+        done = again.wait(new_id, timeout=120)
+        assert done.state == "done"
+        uris = {s.uri for s in again.sources()}
+        assert gone.uri not in uris and len(uris) == 11
+    finally:
+        again.close()
+
+
+def test_a_job_stopped_in_its_vector_stage_is_not_listed(data_dir: Path,
+                                                        tmp_path: Path) -> None:
+    """Issue 33 (7): a job stopped while only vectors were left said "Interrupted...
+    Resume reads the rest" when nothing was left to read."""
+    folder = _folder(tmp_path, 4)
+    engine = ContextEngine.open(data_dir)
+    reached = threading.Event()
+
+    def listen(event: Event) -> None:
+        if isinstance(event, JobChanged) and event.job.stage == "vectors" \
+                and not reached.is_set():
+            engine.pause_ingestion()  # hold it in its vector stage
+            reached.set()
+    engine.subscribe(listen)
+    job_id = engine.ingest(paths=[str(folder)])
+    assert reached.wait(60)
+    engine.cancel_all()
+    engine.resume_ingestion()
+    assert engine.wait(job_id, timeout=60).state == "cancelled"
+    engine.close()
+    again = ContextEngine.open(data_dir)
+    try:
+        assert again.interrupted_jobs() == []  # every file was stored: nothing to resume
+        assert len(again.sources()) == 4
+    finally:
+        again.close()

@@ -40,6 +40,8 @@ def test_titled_by_what_it_ingests(card: JobCard) -> None:
 
 def test_a_queued_job_has_no_full_bar(card: JobCard) -> None:
     assert card.state.text() == "Queued" and card.bar.isHidden()
+    assert card.detail.text() == "Waiting to start"  # no job ahead of it
+    card.update_job(dataclasses.replace(card.snapshot, waiting="job", behind="j0"))
     assert card.detail.text() == "Waiting for the job ahead of it"
 
 
@@ -102,4 +104,7 @@ def test_staged_progress_when_the_engine_reports_it(card: JobCard) -> None:
     staged = dataclasses.replace(snap(files_total=10, files_done=10, chunks=50, bytes=9000),
                                  stage="vectors", to_embed=50, embedded=20)
     card.update_job(staged)
-    assert card.detail.text() == "Searchable by keyword now · meaning-search 40%"
+    assert card.detail.text().startswith(
+        "Every file stored, searchable by keyword now · making vectors for search by "
+        "meaning (step 2 of 2): 20 of 50 chunks (40%)")
+    assert card.bar.text().startswith("vectors: 20 of 50 chunks")  # not a full file bar

@@ -67,7 +67,7 @@ def test_no_panel_calls_the_engine_on_the_gui_thread(
     for widget in (ingestion, sources, retrieved, budget, health, settings):
         qtbot.addWidget(widget)
     ingestion.accept_drop([str(docs)])
-    qtbot.waitUntil(lambda: sources.table.rowCount() == 3, timeout=60_000)
+    qtbot.waitUntil(lambda: sources.rows() == 3, timeout=60_000)
     retrieved.query.setText("inverter")
     with qtbot.waitSignal(host.build_finished, timeout=60_000):
         retrieved.go.click()
@@ -81,10 +81,10 @@ def test_no_panel_calls_the_engine_on_the_gui_thread(
     with qtbot.waitSignal(host.config_changed, timeout=30_000):
         settings.save_settings()
     (watched / "new.md").write_text("# New\n\nabout inverters\n", encoding="utf-8")
-    qtbot.waitUntil(lambda: sources.table.rowCount() == 4, timeout=60_000)
+    qtbot.waitUntil(lambda: sources.rows() == 4, timeout=60_000)
     sources.table.selectRow(0)
     sources.delete.click()
-    qtbot.waitUntil(lambda: sources.table.rowCount() == 3, timeout=30_000)
+    qtbot.waitUntil(lambda: sources.rows() == 3, timeout=30_000)
     assert violations == []
     host._engine.status()  # the check can fail: a call from the GUI thread is recorded
     assert violations == ["status"]

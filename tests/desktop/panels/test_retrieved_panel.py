@@ -38,9 +38,9 @@ def test_build_shows_ranked_items_preview_and_exact_payload(qtbot: Any, panel: A
     panel.budget.setValue(400)
     report = _build(qtbot, panel, panel_host)
     assert report.origin == "gui" and report.budget == 400
-    assert panel.table.rowCount() == len(panel.items) >= 1
-    assert panel.table.item(0, 5).text() in ("section", "code")
-    assert "#1" in panel.table.item(0, 6).text()  # lanes with their ranks
+    assert panel.rows() == len(panel.items) >= 1
+    assert panel.text(0, 5) in ("section", "code")
+    assert "#1" in panel.text(0, 6)  # lanes with their ranks
     context = panel.payload_text.toPlainText()
     total = TokenCounter.shared().count(context)
     assert total == panel.payload.total_tokens <= 400
@@ -59,16 +59,16 @@ def test_items_are_listed_best_first_with_a_word_on_why(qtbot: Any, panel: Any,
     panel.query.setText("inverter batteries key rotation")
     panel.budget.setValue(1500)
     _build(qtbot, panel, panel_host)
-    rows = panel.table.rowCount()
+    rows = panel.rows()
     assert rows >= 2
-    scores = [float(panel.table.item(r, 3).text()) for r in range(rows)]
+    scores = [float(panel.text(r, 3)) for r in range(rows)]
     assert scores == sorted(scores, reverse=True)
-    whys = [panel.table.item(r, 2).text() for r in range(rows)]
+    whys = [panel.text(r, 2) for r in range(rows)]
     assert all(w and "|" not in w and "_" not in w for w in whys)
     assert any(w.startswith("best match") for w in whys)
     panel.query.setText("lithium")
     panel.go.click()  # the previous results go at once, not left under "Building..."
-    assert panel.table.rowCount() == 0 and panel.payload_text.toPlainText() == ""
+    assert panel.rows() == 0 and panel.payload_text.toPlainText() == ""
     qtbot.waitUntil(lambda: panel.go.isEnabled(), timeout=30_000)
 
 
@@ -101,8 +101,8 @@ def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any
     assert "inverter warranty" in panel.payload_text.toPlainText()
     live_index = kinds.index("live:selection")
     live_row = panel.order.index(live_index)
-    assert panel.table.item(live_row, 7).text() == "—"
-    assert panel.table.item(live_row, 2).text() == "live context"
+    assert panel.text(live_row, 7) == "—"
+    assert panel.text(live_row, 2) == "live context"
     assert "inverter warranty" in panel.blocks[live_index]
     assert [i.kind for i in report.items] == kinds
     tiers = [i.tier for i in panel.items if i.kind == "surrogate"]
@@ -125,7 +125,7 @@ def test_empty_query_is_a_clear_message(qtbot: Any, panel: Any) -> None:
     panel.go.click()
     qtbot.waitUntil(lambda: panel.banner.kind == "error", timeout=30_000)
     assert "empty" in panel.banner.text_shown().lower()
-    assert panel.go.isEnabled() and panel.table.rowCount() == 0
+    assert panel.go.isEnabled() and panel.rows() == 0
 
 
 def _item(kind: str, title: str) -> PayloadItem:
@@ -164,9 +164,9 @@ def test_every_column_is_in_sight_without_scrolling(qtbot: Any, panel: Any,
     panel.mode.setCurrentText("dense_cached")
     _build(qtbot, panel, panel_host)
     table = panel.table
-    qtbot.waitUntil(lambda: table.rowCount() > 0, timeout=10_000)
+    qtbot.waitUntil(lambda: panel.rows() > 0, timeout=10_000)
     assert table.horizontalScrollBar().maximum() == 0
     assert all(table.columnWidth(c) <= most for c, most in CAPPED.items())
     assert table.columnWidth(2) >= 120  # Why: words, not an ellipsis
-    name = table.item(0, 1).text().split(":")[0]
-    assert name in table.item(0, 1).toolTip()  # the whole path, whatever is cut
+    name = panel.text(0, 1).split(":")[0]
+    assert name in panel.tip(0, 1)  # the whole path, whatever is cut

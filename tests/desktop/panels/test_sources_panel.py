@@ -21,29 +21,29 @@ def panel(qtbot: Any, panel_host: Any, docs: Path) -> Any:
     widget = SourcesPanel(panel_host, confirm=lambda title, text: answers.pop(0))
     widget.answers = answers
     qtbot.addWidget(widget)
-    qtbot.waitUntil(lambda: widget.table.rowCount() == 3, timeout=30_000)
+    qtbot.waitUntil(lambda: widget.rows() == 3, timeout=30_000)
     return widget
 
 
 def test_lists_every_source_with_kind_chunks_tokens(panel: Any, docs: Path) -> None:
-    rows = {panel.table.item(r, 5).text(): r for r in range(panel.table.rowCount())}
+    rows = {panel.text(r, 5): r for r in range(panel.rows())}
     assert set(rows) == {str(docs / n) for n in ("solar.md", "keys.md", "wire.py")}
     r = rows[str(docs / "wire.py")]
-    assert panel.table.item(r, 1).text() == "code"
-    assert int(panel.table.item(r, 2).text()) >= 1 and int(panel.table.item(r, 3).text()) > 0
-    assert panel.table.item(r, 4).text() != "—"
+    assert panel.text(r, 1) == "code"
+    assert int(panel.text(r, 2)) >= 1 and int(panel.text(r, 3)) > 0
+    assert panel.text(r, 4) != "—"
     assert panel.count.text() == "3"
 
 
 def test_filter_narrows_the_list(qtbot: Any, panel: Any) -> None:
     panel.filter.setText("key")
-    assert panel.table.rowCount() == 1 and panel.count.text() == "1 of 3"
+    assert panel.rows() == 1 and panel.count.text() == "1 of 3"
     panel.filter.setText("document")
-    assert panel.table.rowCount() == 2
+    assert panel.rows() == 2
     panel.filter.setText("nothing-matches-this")
-    assert panel.table.rowCount() == 0
+    assert panel.rows() == 0
     panel.filter.clear()
-    assert panel.table.rowCount() == 3
+    assert panel.rows() == 3
 
 
 def test_delete_asks_first_and_a_no_keeps_everything(qtbot: Any, panel: Any,
@@ -88,6 +88,58 @@ def test_text_sources_cannot_be_reingested(qtbot: Any, panel_host: Any) -> None:
     qtbot.waitUntil(lambda: bool(done), timeout=30_000)
     widget = SourcesPanel(panel_host)
     qtbot.addWidget(widget)
-    qtbot.waitUntil(lambda: widget.table.rowCount() == 1, timeout=30_000)
+    qtbot.waitUntil(lambda: widget.rows() == 1, timeout=30_000)
     widget.table.selectRow(0)
     assert widget.delete.isEnabled() and not widget.reingest.isEnabled()
+
+
+def many_sources(n: int) -> list[Any]:
+    """``n`` sources as ``engine.sources()`` lists them (a store of ``n`` files)."""
+    from engine import SourceInfo
+
+    kinds = ("markdown", "code", "text")
+    return [SourceInfo(id=i + 1, uri=f"/home/u/src/pkg{i % 40:02d}/styles/mod_{i:04d}.py",
+                       kind=kinds[i % 3], title=f"mod_{i:04d}.py", fmt="py",
+                       content_hash=f"{i:064x}", bytes=1000 + i, created_at=None,
+                       ingested_at=1.7e9 + i, n_chunks=1 + i % 9, tokens=100 + i,
+                       project=None) for i in range(n)]
+
+
+def test_the_gui_thread_answers_while_filtering_2000_sources(qtbot: Any,
+                                                             panel_host: Any) -> None:
+    """Keystrokes are sent from another thread, each followed by a ping the GUI thread must
+    answer: a filter that redraws every cell (as QTableWidget did: minutes per key at a
+    few hundred sources) leaves the ping unanswered. No timing is asserted: the bound
+    only stops a frozen test."""
+    import threading
+
+    from desktop.panels.sources import SourcesPanel
+
+    widget = SourcesPanel(panel_host)
+    qtbot.addWidget(widget)
+    widget.show()
+    qtbot.waitUntil(lambda: not widget._loading, timeout=30_000)  # the store's (empty) list
+    widget._loaded(many_sources(2000))
+    assert widget.rows() == 2000 and widget.count.text() == "2000"
+    widget.filter.setFocus()
+    answered: list[bool] = []
+    finished = threading.Event()
+
+    def typist() -> None:
+        for ch in "styles/mod_01":  # a key pressed on the GUI thread, then a ping after it
+            panel_host.bridge.post(lambda ch=ch: qtbot.keyClicks(widget.filter, ch))
+            ping = threading.Event()
+            panel_host.bridge.post(ping.set)
+            answered.append(ping.wait(30))
+        finished.set()
+
+    threading.Thread(target=typist, daemon=True).start()
+    qtbot.waitUntil(finished.is_set, timeout=600_000)
+    assert answered and all(answered)
+    assert widget.filter.text() == "styles/mod_01"
+    assert widget.rows() == 100 and widget.count.text() == "100 of 2000"
+    assert all("mod_01" in widget.text(r, 0) for r in range(widget.rows()))
+    widget.table.selectRow(0)
+    chosen = widget.selected()
+    widget._loaded(many_sources(2000)[1:])  # a list that changed: the selection stays
+    assert widget.selected() == chosen and widget.delete.isEnabled()
