@@ -115,7 +115,11 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.config import Config, load_config
     from engine.config import check as check_config
     from engine.config_base import from_dict as parse_config_section
-    from engine.crypto.keys import headless_passphrase, keychain_available
+    from engine.crypto.keys import (
+        headless_key_available,
+        headless_passphrase,
+        keychain_available,
+    )
     from engine.crypto.recovery import (
         looks_like_recovery_key,
     )
