@@ -25,6 +25,11 @@ from engine import (
 from ipc.watch_service import WatchReport
 
 JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last one always)
+# Jobs whose failure only a notice tells (a balloon, the tray, Health): ingestion, which
+# runs in the background, and the engine's own work (vectors, a repair it started). Any
+# other kind (a backup, a backup check, an export, a delete...) is an operation a person
+# chose, and it answers where it was started (the Security tab, the CLI): no notice.
+NOTICE_KINDS = frozenset({"paths", "text", "conversation", "sync", "vectors", "repair"})
 
 
 class HostEvents:
@@ -100,7 +105,7 @@ class HostEvents:
         for snap in pending.values():
             self._jobs[snap.id] = snap
             self.job_progress.emit(snap)
-            if snap.final and snap.id not in self._told_jobs:
+            if snap.final and snap.id not in self._told_jobs and snap.kind in NOTICE_KINDS:
                 self._told_jobs.add(snap.id)
                 notice = job_notice(snap)
                 if notice is not None:

@@ -37,6 +37,7 @@ from desktop.qt import (
     Signal,
 )
 from engine import keychain_available
+from ipc.status_text import progress_text
 
 EXPORT_WARNING = (
     "An export writes your sources as plaintext files: there they leave ctx's encryption, "
@@ -93,6 +94,7 @@ class SecurityPanel(QWidget):
         layout.addStretch(1)
         host.ready.connect(self.refresh)
         host.config_changed.connect(self.load_schedule)
+        host.job_progress.connect(self._job_moved)
         self.load_schedule()
         if getattr(host, "engine_ready", False):
             self.refresh()
@@ -159,6 +161,15 @@ class SecurityPanel(QWidget):
         self.busy = operation
         self.banner.show_message("info", text)
         self._enable()
+
+    def _job_moved(self, job: Any) -> None:
+        """A backup or a check started here moves: its progress in this tab's banner, in
+        the engine's words (the only place it is told: it is the user's own operation)."""
+        kind = {"backup": "backup", "verify": "verify_backup"}.get(self.busy)
+        if kind is None or job.kind != kind or job.final:
+            return
+        words = progress_text(job)
+        self.banner.show_message("info", words[:1].upper() + words[1:] + "…")
 
     def _said(self, operation: str, ok: bool, message: str) -> None:
         self.busy = ""
@@ -328,7 +339,7 @@ class SecurityPanel(QWidget):
             self.do_backup(folder)
 
     def do_backup(self, path: str) -> None:
-        self._begin("backup", "Backing up (progress in Ingestion)…")
+        self._begin("backup", "Backing up…")  # its progress follows here (_job_moved)
         def done(result: Any) -> None:
             self._said("backup", True, f"Backed up to {result.path}.")
             self.refresh()
