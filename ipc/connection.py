@@ -79,7 +79,10 @@ def runtime_dir() -> Path | None:
     else:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.simplefilter("ignore")
-            path = Path(platformdirs.user_runtime_dir("ctx", appauthor=False))
+            try:
+                path = Path(platformdirs.user_runtime_dir("ctx", appauthor=False))
+            except OSError:  # its last resort, $TMPDIR/runtime-UID, is another's or no folder
+                return None  # then the data dir holds the file (docs/wire.md section 1)
     return path.resolve() if _private_dir_usable(path) else None
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,16 @@ import pytest
 import ipc.errors
 from engine.api import (
     TIERS,
+    AuditEntry,
+    Histogram,
     JobSnapshot,
+    MetricsSnapshot,
     Payload,
     PayloadItem,
     RecallHit,
     RecallResult,
     SearchHit,
+    SourceInfo,
     Status,
     SyncResult,
 )
@@ -140,3 +146,119 @@ def test_status_table_is_what_a_server_sends(doc: str, client: Any) -> None:
 def test_busy_threshold_is_the_servers(doc: str) -> None:
     assert limit_rows(doc)["max_pending"] == IpcConfig().max_pending
     assert "`busy`" in doc and "`max_pending`" in doc
+
+
+# -- what issue 32 found missing: every result table, job kind, place and error ----------
+
+
+@pytest.mark.parametrize(("header", "cls"), [
+    ("| source field |", SourceInfo), ("| metrics field |", MetricsSnapshot),
+    ("| audit record field |", AuditEntry), ("| sync summary field |", SyncResult),
+])
+def test_every_result_object_has_its_table(doc: str, header: str, cls: type) -> None:
+    assert set(_table(doc, header)) == _fields(cls)
+
+
+def test_a_histogram_is_described_field_by_field(doc: str) -> None:
+    described = re.search(r"\{([a-z0-9_, ]+)\}", _table(doc, "| metrics field |")["histograms"][-1])
+    assert described is not None
+    assert {n.strip() for n in described.group(1).split(",")} == _fields(Histogram)
+
+
+def _job_kinds_made_by_the_engine() -> set[str]:
+    kinds: set[str] = set()
+    for path in (REPO / "engine").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        kinds |= set(re.findall(r"(?:\.submit|\._tracked|\.track)\(\s*\"([a-z_]+)\"", text))
+    return kinds
+
+
+def test_every_job_kind_is_documented(doc: str) -> None:
+    made = _job_kinds_made_by_the_engine()
+    assert {"paths", "text", "sync", "backup", "verify_backup"} <= made  # the scan works
+    documented = set(re.findall(r"`([a-z_]+)`", _table(doc, "| job field |")["kind"][-1]))
+    assert made <= documented, sorted(made - documented)
+
+
+def test_recall_with_nothing_asked_is_documented(doc: str, tmp_path: Path) -> None:
+    from engine import ContextEngine, InvalidInput
+
+    with ContextEngine.open(tmp_path / "store") as engine, \
+            pytest.raises(InvalidInput) as err:
+        engine.recall()
+    assert err.value.code == 1002 and err.value.details.get("field") == "recall.query"
+    methods = section(doc, "Methods")
+    assert re.search(r"A `recall`\s+call must ask for something: a `query`, `auto`, `index` "
+                     r"or\s+`sync`; with none of\s+them it is `invalid_input` \(1002\)", methods)
+
+
+def _error_rows(doc: str) -> dict[str, set[str]]:
+    """method -> error names, from the table of backup, verify_backup and export errors."""
+    out: dict[str, set[str]] = {}
+    for cells in table_rows(section(doc, "Methods"), "| method | error | when |"):
+        for method in re.findall(r"`([a-z_]+)`", cells[0]):
+            out.setdefault(method, set()).update(re.findall(r"`([a-z_]+)`", cells[1])[:1])
+    return out
+
+
+def test_backup_verify_and_export_errors_are_documented(doc: str, tmp_path: Path) -> None:
+    """The errors a real engine gives for what a caller gets wrong are in the table."""
+    from engine import ContextEngine, CtxError
+
+    rows = _error_rows(doc)
+    junk = tmp_path / "junk.ctxbackup"
+    junk.write_bytes(b"not a backup at all" * 100)
+    (tmp_path / "taken.jsonl").write_text("{}\n")
+    calls = [("backup", lambda e: e.backup(str(tmp_path / "no such folder" / "b"))),
+             ("backup", lambda e: e.backup(str(e.data_dir / "inside.ctxbackup"))),
+             ("verify_backup", lambda e: e.verify_backup(str(tmp_path / "missing"))),
+             ("verify_backup", lambda e: e.verify_backup(str(junk))),
+             ("export", lambda e: e.export(str(tmp_path / "taken.jsonl"))),
+             ("export", lambda e: e.export(str(tmp_path / "no such folder" / "x.jsonl"))),
+             ("export", lambda e: e.export(str(tmp_path / "x"), fmt="pdf"))]
+    with ContextEngine.open(tmp_path / "store") as engine:
+        for method, call in calls:
+            with pytest.raises(CtxError) as err:
+                call(engine)
+            assert err.value.name in rows.get(method, set()), (method, err.value.name)
+
+
+def test_section_1_names_every_place_a_connection_file_can_be(
+        doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without XDG_RUNTIME_DIR (su, cron) and /run/user/UID, the file is in
+    $TMPDIR/runtime-UID/ctx: the place a client written from the doc must look."""
+    from ipc.connection import connection_file_path
+
+    first = section(doc, "Finding the server")
+    for place in ("$CTX_RUNTIME_DIR", "$XDG_RUNTIME_DIR/ctx", "/run/user/<uid>/ctx",
+                  "<tmp>/runtime-<uid>/ctx", "$TMPDIR", "/tmp/runtime-<uid>/ctx",
+                  "~/Library/Caches/TemporaryItems/ctx", "%LOCALAPPDATA%\\Temp\\ctx",
+                  "the data dir itself"):
+        assert place in first, place
+    if sys.platform != "linux" or Path(f"/run/user/{os.getuid()}").is_dir():
+        return  # the fallback below is what a Linux session without /run/user/UID gets
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("CTX_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    store = tmp_path / "store"
+    assert connection_file_path(store).parent == tmp_path / f"runtime-{os.getuid()}" / "ctx"
+
+
+def test_an_unusable_temp_runtime_dir_means_the_data_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$TMPDIR/runtime-UID taken by something else (a file, another user's folder): the
+    connection file goes into the data dir, as section 1 says; before, platformdirs'
+    PermissionError stopped every ctx command with a traceback."""
+    from ipc.connection import candidate_paths, connection_file_path
+
+    if sys.platform != "linux" or Path(f"/run/user/{os.getuid()}").is_dir():
+        pytest.skip("only a Linux session without /run/user/UID uses $TMPDIR/runtime-UID")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("CTX_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    (tmp_path / f"runtime-{os.getuid()}").write_text("not a folder")
+    store = tmp_path / "store"
+    assert connection_file_path(store).parent == store.resolve()
+    assert candidate_paths(store) == [connection_file_path(store)]
