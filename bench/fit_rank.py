@@ -147,7 +147,7 @@ def dump_transcripts(cache: Path) -> dict[str, Any]:
         shutil.copytree(store, Path(tmp) / "s")
         with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
             eng.warm_up(background=False)  # the same vector index for every question
-            dumped = _dump_store(eng, questions, Filters(kinds=rq.RECALL_KINDS), expand=True)
+            dumped = _dump_store(eng, questions, Filters(kinds=("transcript",)), expand=True)
     return {"kind": "transcript", "split": f"recall questions, dev split ({len(qs)})",
             "queries": dumped, "n_relevant": [1] * len(qs),
             "groups": [q["session"] for q in qs], "session_expand": eng.rt.cfg.rerank.session_expand}

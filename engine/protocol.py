@@ -63,7 +63,8 @@ class EngineAPI(Protocol):
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
                budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False) -> RecallResult: ...
+               index: Sequence[str] = (), sync: bool = False,
+               cwd: str | None = None) -> RecallResult: ...
 
     def sync(self, paths: Sequence[str] | None = None) -> SyncResult: ...
 

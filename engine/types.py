@@ -12,7 +12,9 @@ from typing import Any
 # Source kinds: what a stored source is.
 SOURCE_KINDS = ("document", "code", "text", "conversation", "transcript")
 # Chunk kinds: what one stored chunk is. "section" is ordinary document text.
-CHUNK_KINDS = ("section", "code", "turn", "turn_pair", "thinking", "tool", "surrogate")
+# "turn_pair", "thinking", "session_code" and "tool" are coding sessions' alone.
+CHUNK_KINDS = ("section", "code", "turn", "turn_pair", "thinking", "session_code", "tool",
+               "surrogate")
 # Live item kinds, as sent by a context gatherer.
 LIVE_KINDS = ("active_file", "selection", "clipboard", "browser_tab", "terminal", "window", "other")
 

@@ -234,6 +234,7 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
         "budget": _BUDGET, "task": Field("str", nullable=True, max_len=MAX_LONG_QUERY_CHARS),
         "fmt": Field("str", min_len=1, max_len=32),
         "index": Field("list", max_len=1_000, items=_PATH), "sync": Field("bool"),
+        "cwd": Field("str", nullable=True, max_len=4096),
     }, _ANY_OBJ),
     MethodSpec("sources", {"project": _SHORT}, _OBJ_LIST),
     MethodSpec("delete", {"source": Field("str", required=True, min_len=1, max_len=4096)},

@@ -150,7 +150,8 @@ class RemoteEngine:
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
                budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False) -> RecallResult:
+               index: Sequence[str] = (), sync: bool = False,
+               cwd: str | None = None) -> RecallResult:
         """Search session memory or (``auto``) recent + related + failures.
 
         With ``index`` or ``sync`` the server first indexes transcripts, which may
@@ -158,7 +159,7 @@ class RemoteEngine:
         """
         params = _drop_none(query=query, auto=auto, project=project, branch=branch,
                             since=since, types=_list(types), k=k, budget=budget, task=task,
-                            fmt=fmt)
+                            fmt=fmt, cwd=cwd)
         if index:
             params["index"] = [os.fspath(p) for p in index]
         if sync:

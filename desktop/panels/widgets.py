@@ -27,7 +27,7 @@ from engine import ErrorInfo
 # Item kinds of a payload, in the order the budget chart stacks them, with a colour
 # each that reads on light and dark backgrounds (Okabe-Ito, colour-blind safe).
 KIND_COLOURS: dict[str, str] = {
-    "section": "#0072B2", "code": "#009E73", "turn": "#E69F00", "turn_pair": "#D55E00",
+    "section": "#0072B2", "code": "#009E73", "session_code": "#009E73", "turn": "#E69F00", "turn_pair": "#D55E00",
     "thinking": "#CC79A7", "tool": "#56B4E9", "surrogate": "#8C6BB1", "live": "#F0E442",
     "conversation": "#B07A4F", "other": "#999999",
 }

@@ -24,8 +24,12 @@ class SessionMemory(EngineParts):
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
                budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False) -> RecallResult:
+               index: Sequence[str] = (), sync: bool = False,
+               cwd: str | None = None) -> RecallResult:
         """Search memory of coding sessions, or (``auto``) recent + related + failures.
+
+        ``cwd``: the folder the recall is asked from; its project's sessions rank first
+        (``project`` names one outright).
 
         ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
         what is new in every known folder. Writes go through the single writer.
@@ -47,11 +51,13 @@ class SessionMemory(EngineParts):
             if query is None and not auto:
                 return holder[0]
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
-                            since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
+                            since=since, types=types, k=k, budget=budget, task=task, fmt=fmt,
+                            cwd=cwd)
             return dataclasses.replace(result, indexed=holder[0].indexed,
                                        synced=holder[0].synced)
         return recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
-                      since=since, types=types, k=k, budget=budget, task=task, fmt=fmt)
+                      since=since, types=types, k=k, budget=budget, task=task, fmt=fmt,
+                      cwd=cwd)
 
     @audited
     @names_fields

@@ -46,10 +46,11 @@ class RankResult:
 
 
 def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False,
-              timer: StageTimer | None = None) -> RankResult:
+              timer: StageTimer | None = None, project: str | None = None) -> RankResult:
     """Rerank the fused window of ``res`` by each hit's kind profile (``all_features``:
     every feature computed, for fitting the weights). ``timer`` gets the time spent
-    reading the window's stored vectors as ``vectors``."""
+    reading the window's stored vectors as ``vectors``. ``project``: the project a
+    recall is asked from (``rerank``)."""
     limit_blas_threads(cfg.search.blas_threads)
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
@@ -64,7 +65,8 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
               for cid, score in pool]
     early = res.prepared
     scans = early.scans if isinstance(early, PreScans) and early.cfg is cfg.rerank else None
-    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features, scans=scans)
+    ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features, scans=scans,
+                    project=project)
     tail = res.fused[len(pool):]
     if tail:
         floor = ranked[-1][1] if ranked else 0.0
@@ -205,11 +207,12 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
 
 def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
                distinct_sources: bool = False, expand_session: bool = False,
-               adapter: Callable[[QueryPlan], Any] | None = None
-               ) -> tuple[LaneResult, list[Ranked], StageTimer]:
+               adapter: Callable[[QueryPlan], Any] | None = None,
+               project: str | None = None) -> tuple[LaneResult, list[Ranked], StageTimer]:
     """The stages of ``search`` up to the rank: the lanes' result (rows and lane ranks),
     every candidate ranked best first, and the stages' timer. ``adapter`` (recall's
-    learned reader) says, for the planned query, what it changes (``plan.adapted``)."""
+    learned reader) says, for the planned query, what it changes (``plan.adapted``).
+    ``project``: the project a recall is asked from (its sessions ranked first)."""
     timer = StageTimer()
     cfg = rt.cfg
     depth = max(k, cfg.search.lane_depth)
@@ -224,12 +227,13 @@ def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None 
             plan = adapted(plan, adapter(plan))
     hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
     res = fuse_stage(rt, plan, hits, timer)
-    res, added = expand_sessions(rt, cfg, res, filters) if expand_session else (res, 0)
+    res, added = (expand_sessions(rt, cfg, res, filters, project) if expand_session
+                  else (res, 0))
     if added:  # the sessions' chunks are reranked with the window
         cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
             cfg.rerank, window=cfg.rerank.window + added))
     with timer.stage("rerank"):
-        ranked = rank_hits(rt, cfg, res, timer=timer).ranked
+        ranked = rank_hits(rt, cfg, res, timer=timer, project=project).ranked
     return res, ranked, timer
 
 

@@ -16,9 +16,12 @@ from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, 
 from engine.flows.recall_turns import recall_hits
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Writer
+from engine.recall.asked_from import project_of_folder
+from engine.recall.chunks import SESSION_CODE
 from engine.store.vault import Filters
 
 FORMATS = ("context", "markdown", "json", "claude-hook")
+TYPE_ALIASES = {"code": SESSION_CODE}  # recall's --type names users already know
 
 
 def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None,
@@ -36,11 +39,19 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
            project: str | None = None, branch: str | None = None, since: float | None = None,
            types: Sequence[str] | None = None, k: int = 10, budget: int | None = None,
            task: str | None = None, fmt: str = "context", index: Sequence[str] = (),
-           do_sync: bool = False, progress: Progress | None = None) -> RecallResult:
-    """Search transcript memory, or (``auto``) assemble recent + related + failures."""
+           do_sync: bool = False, progress: Progress | None = None,
+           cwd: str | None = None) -> RecallResult:
+    """Search transcript memory, or (``auto``) assemble recent + related + failures.
+
+    Only coding sessions are searched (documents are ``search``'s and build_context's).
+    The project asked from is ``project``, else the project of the folder ``cwd``
+    (``asked_from``): a query ranks that project's sessions first without hiding the
+    others' (``rerank`` feature ``same_project``); ``auto`` digests that project."""
     out: dict[str, Any] = {}
     kinds = check_recall(query, auto=auto, types=types, k=k, budget=budget, fmt=fmt,
                          index=index, do_sync=do_sync)
+    if project is None and cwd is not None:
+        project = project_of_folder(cwd)
     for folder in index:
         add_folder(rt, folder)
     if index:
@@ -52,8 +63,9 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
         out.update(auto_context(rt, budget=b, project=project, branch=branch,
                                 task=task or query, fmt=fmt))
     elif query is not None:
-        filters = Filters(kinds=kinds, since=since, project=project, branch=branch)
-        hits, drawn, own = recall_hits(rt, query, k, filters)  # chunks or turns
+        # the session kinds are theirs alone: no document chunk passes (issue 31)
+        filters = Filters(kinds=kinds, since=since, branch=branch)
+        hits, drawn, own = recall_hits(rt, query, k, filters, project)  # chunks or turns
         shown = tuple(presented(rt, query, hits, drawn, own, budget=budget))
         out["hits"] = shown
         if budget is not None:  # the hits fit in it: how much they take, how many did not
@@ -70,9 +82,11 @@ def check_recall(query: str | None, *, auto: bool, types: Sequence[str] | None, 
     work): each error names its parameter (``details.field``) and what is wrong with it."""
     if fmt not in FORMATS:
         raise InvalidInput(f"fmt must be one of {', '.join(FORMATS)}", field="fmt")
-    kinds = tuple(types or RECALL_KINDS)
+    # "code" names the sessions' code blocks, as it did before they had a kind of their own
+    kinds = tuple(dict.fromkeys(TYPE_ALIASES.get(t, t) for t in types or RECALL_KINDS))
     if set(kinds) - set(RECALL_KINDS):
-        raise InvalidInput(f"types must be among {', '.join(RECALL_KINDS)}", field="types")
+        raise InvalidInput(f"types must be among {', '.join(RECALL_KINDS)} (or code)",
+                           field="types")
     if budget is not None:
         check_budget(budget)
     for i, folder in enumerate(index):

@@ -19,11 +19,12 @@ from engine.flows.recall_hits import presented
 from engine.flows.runtime import Runtime
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
+from engine.recall.chunks import RECALL_CHUNK_KINDS
 from engine.retrieval.dedupe import text_similarity
 from engine.store import sessions as session_rows
 from engine.store.vault import ChunkRow, Filters
 
-RECALL_KINDS = ("turn_pair", "thinking", "code", "tool")
+RECALL_KINDS = RECALL_CHUNK_KINDS  # the chunk kinds of coding sessions, theirs alone
 RELATED_DEPTH = 30  # ranked hits read for the Related and Failures sections
 
 

@@ -58,13 +58,15 @@ def group_turns(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: int
     return list(turns.values())
 
 
-def recall_hits(rt: Runtime, query: str, k: int, filters: Filters
+def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
+                project: str | None = None
                 ) -> tuple[list[SearchHit], dict[int, tuple[int, ...]], dict[int, str]]:
     """The ``k`` best hits for ``query`` (chunks or turns, ``recall.hit_unit``); for each
     hit's chunk id, the chunk ids its text draws on (best first), and for a turn hit its
-    best chunk's own text."""
+    best chunk's own text. ``project``: the project the query is asked from."""
     res, ranked, timer = rank_query(rt, query, k, filters=filters, expand_session=True,
-                                    adapter=lambda plan: query_adapter(rt, plan.analysis.words))
+                                    adapter=lambda plan: query_adapter(rt, plan.analysis.words),
+                                    project=project)
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     hits: list[SearchHit] = []
     drawn: dict[int, tuple[int, ...]] = {}

@@ -21,10 +21,11 @@ from engine.store.vault import Filters
 TRANSCRIPT = "transcript"  # the source kind whose chunks belong to sessions
 
 
-def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters | None
-                    ) -> tuple[LaneResult, int]:
+def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters | None,
+                    project: str | None = None) -> tuple[LaneResult, int]:
     """``res`` with the chunks of its best sessions placed right after its window, and
-    how many were added (the caller widens the window by as many)."""
+    how many were added (the caller widens the window by as many). A session of
+    ``project`` (asked from) counts ``rerank.project_expand`` times its fused score."""
     n = cfg.rerank.session_expand
     if n <= 0:
         return res, 0
@@ -33,7 +34,8 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
         row = res.rows[cid]
         session = row.meta.get("session")
         if row.source_kind == TRANSCRIPT and isinstance(session, str):
-            totals[session] += score
+            same = project is not None and row.meta.get("project") == project
+            totals[session] += score * (cfg.rerank.project_expand if same else 1.0)
     best = sorted(totals, key=lambda s: -totals[s])[:n]
     if not best:
         return res, 0

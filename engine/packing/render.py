@@ -37,7 +37,7 @@ GROUP_ORDER = ("live", "memory", "conversation")
 _GROUP_TITLES = {"live": "Live context", "memory": "Memory", "conversation": "Conversation"}
 
 # Item kinds rendered as fenced code in markdown (live kinds without "live:").
-_FENCED_KINDS = frozenset({"code", "tool", "terminal", "active_file", "selection"})
+_FENCED_KINDS = frozenset({"code", "session_code", "tool", "terminal", "active_file", "selection"})
 
 _SPACE_RE = re.compile(r"[\s\x00-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]+")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

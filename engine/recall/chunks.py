@@ -33,7 +33,10 @@ from engine.recall.model import ParseResult, SessionInfo, TranscriptEvent
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft
 
-RECALL_CHUNK_KINDS = ("turn_pair", "thinking", "code", "tool")
+# A code block quoted in a session is "session_code", never a document's "code": a kind
+# filter of sessions never picks up ingested source files (issue 31).
+SESSION_CODE = "session_code"
+RECALL_CHUNK_KINDS = ("turn_pair", "thinking", SESSION_CODE, "tool")
 ACKNOWLEDGED = "acknowledged_mistake"  # chunk error_kind of a self-acknowledged mistake
 
 DEFAULT_MISTAKE_PATTERNS: tuple[str, ...] = (
@@ -218,7 +221,7 @@ class _Builder:
         pieces = split_text(self.counter, code, max(16, self.cfg.max_tokens - fixed - 2),
                             lines_only=True)[: self.cfg.max_parts]
         for part, piece in enumerate(pieces):
-            self._add("code", head + fence_open + piece + fence_close, event,
+            self._add(SESSION_CODE, head + fence_open + piece + fence_close, event,
                       self._key("code", f"{event.ref}#{index}.{part}"), failure=False,
                       error_kind=None, heading=language or "", language=language)
 

@@ -87,7 +87,11 @@ TRANSCRIPT_FITTED: dict[str, float] = {
     "failure": 1.518, "ask_failure": 0.621, "ask_command": 0.533, "ask_code": 2.98,
     "session_similarity": 7.18, "session_fused": 1.001, "session_top": 3.053,
     "turn_similarity": 3.611, "turn_keyword": 2.055, "turn_term_recall": 4.818,
-    "turn_fused": -1.109, "reply_open": 2.779, "outcome": 1.131}
+    "turn_fused": -1.109, "reply_open": 2.779, "outcome": 1.131,
+    # Issue 31, set on the dev split (recall asked from the question's project, `python
+    # -m bench.recall_quality --split dev`): same_project 0 / 2 / 5 / 10: hit@5 0.605 /
+    # 0.613 / 0.630 / 0.630, agent view 0.664 / 0.681 / 0.689 / 0.689.
+    "same_project": 5.0}
 
 
 def _scaled(weights: Mapping[str, float]) -> dict[str, float]:

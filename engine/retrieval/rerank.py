@@ -121,6 +121,10 @@ class RerankConfig:
     # 2 made recall 1.4x slower (p50 166 vs 118 ms, 5.6k chunks, load 6.5) for 1 question.
     session_expand: int = 1
     session_expand_chunks: int = 400
+    # A session of the project a recall is asked from counts this many times its fused
+    # score when the sessions to expand are chosen. 1: no preference (issue 31: not yet
+    # measured better on the dev split; see engine.retrieval.profiles same_project).
+    project_expand: float = 1.0
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
@@ -162,6 +166,8 @@ class RerankConfig:
         if not isinstance(self.context_share, int | float) or \
                 not 0.0 <= self.context_share <= 1.0:
             raise ConfigError("rerank.context_share must be in [0, 1]")
+        if not 1.0 <= self.project_expand <= 100.0:
+            raise ConfigError("rerank.project_expand must be in 1..100")
         if not 0 <= self.session_expand <= 10 or not 0 <= self.session_expand_chunks <= 5000:
             raise ConfigError("rerank.session_expand must be in 0..10 and "
                               "session_expand_chunks in 0..5000")
@@ -226,7 +232,8 @@ def scan_all(candidates: Sequence[RerankCandidate], cfg: RerankConfig) -> dict[H
 
 def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
            cfg: RerankConfig | None = None, *, all_features: bool = False,
-           scans: Mapping[Hashable, Any] | None = None) -> list[Ranked]:
+           scans: Mapping[Hashable, Any] | None = None,
+           project: str | None = None) -> list[Ranked]:
     """Rerank the top ``cfg.window`` candidates by fused score; the rest follow in order.
 
     Returns ``(id, score, features)`` best first. A window candidate's score is the
@@ -234,7 +241,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     profile weighs are computed (``all_features``: every one, for fitting). Candidates
     past the window keep their fused order with scores just below the lowest window
     score and ``{"fused": ...}`` only. Fused scores are expected non-negative and finite.
-    ``scans``: candidates already tokenized (``scan_all``), by id.
+    ``scans``: candidates already tokenized (``scan_all``), by id. ``project``: the
+    project a recall is asked from (transcript feature ``same_project``).
     """
     cfg = cfg or RerankConfig()
     order = sorted(range(len(candidates)), key=lambda i: -candidates[i].fused)
@@ -287,10 +295,12 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
                                turn=_int_or_none(c.meta.get("turn")),
                                ordinal=_int_or_none(c.meta.get("ordinal")) or 0,
                                opens=_REPLY_OPENS in "\n" + c.text,
-                               term_recall=r["term_recall"])
+                               term_recall=r["term_recall"],
+                               project=_str_or_none(c.meta.get("project")))
                   for c, r, sim in zip(head, rows, sims, strict=True)]
         for r, extra in zip(rows, transcript_features(analysis.text, window,
-                                                      cfg.transcript_cues), strict=True):
+                                                      cfg.transcript_cues, project),
+                            strict=True):
             r.update(extra)
     if "distractor" in wanted:
         named = entity_keys and any(r.get("entity", 0.0) > 0 for r in rows)
@@ -307,6 +317,10 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
 
 
 _REPLY_OPENS = "\nAssistant: "  # a transcript reply's first chunk (engine.recall.chunks)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -27,7 +27,10 @@ chunk that answers inside it. These features let the transcript profile weigh:
   chunks shares that;
 - ``reply_open``: the chunk opens a reply (its ``Assistant:`` line, not a
   continuation), where a decision or an answer is said first; ``outcome``: it is the
-  last reply of its turn in the window (what came of the turn).
+  last reply of its turn in the window (what came of the turn);
+- ``same_project``: the chunk's session is of the project the question is asked from
+  (the folder of the CLI, the hook or MCP; ``recall(cwd=)`` or ``project=``), 0 when
+  it is asked from none: that project's sessions first, the others still ranked.
 
 Pure functions of plain data, so that they are tested without a store.
 """
@@ -39,13 +42,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-KIND_FEATURES = {"turn_pair": "kind_turn", "thinking": "kind_thinking", "code": "kind_code",
-                 "tool": "kind_tool"}
+KIND_FEATURES = {"turn_pair": "kind_turn", "thinking": "kind_thinking",
+                 "session_code": "kind_code", "tool": "kind_tool"}
 TRANSCRIPT_FEATURES = ("kind_turn", "kind_thinking", "kind_code", "kind_tool", "failure",
                        "ask_failure", "ask_command", "ask_code", "session_similarity",
                        "session_fused", "similarity_rank", "keyword_rank", "session_top",
                        "turn_similarity", "turn_keyword", "turn_term_recall", "turn_fused",
-                       "reply_open", "outcome")
+                       "reply_open", "outcome", "same_project")
 SESSION_TOP = 3  # a session's standing: the mean of its best SESSION_TOP similarities
 RANK_OFFSET = 10.0  # rank features are RANK_OFFSET / (RANK_OFFSET + rank)
 
@@ -99,6 +102,7 @@ class SessionChunk:
     ordinal: int = 0  # its place in the session
     opens: bool = False  # it opens a reply ("Assistant: ...", not a continuation)
     term_recall: float = 0.0  # the rerank's query-term share of it
+    project: str | None = None  # its session's project
 
 
 def _rank_scores(values: Sequence[float | None]) -> list[float]:
@@ -142,8 +146,10 @@ def _turn_features(window: Sequence[SessionChunk], sims: Sequence[float]
 
 
 def transcript_features(query: str, window: Sequence[SessionChunk],
-                        cues: TranscriptCues) -> list[dict[str, float]]:
-    """The transcript features of each window candidate, in window order."""
+                        cues: TranscriptCues, project: str | None = None
+                        ) -> list[dict[str, float]]:
+    """The transcript features of each window candidate, in window order; ``project``:
+    the project the question is asked from (None: from none)."""
     asks = cues.asks(query)
     by_session: dict[str | None, list[int]] = defaultdict(list)
     for i, c in enumerate(window):
@@ -168,13 +174,14 @@ def transcript_features(query: str, window: Sequence[SessionChunk],
             "failure": float(c.failure),
             "ask_failure": float(asks.get("failure", False) and (c.failure or tool)),
             "ask_command": float(asks.get("command", False) and tool),
-            "ask_code": float(asks.get("code", False) and c.kind == "code"),
+            "ask_code": float(asks.get("code", False) and c.kind == "session_code"),
             "session_similarity": best_sim[c.session] if c.session is not None else 0.0,
             "session_fused": fused_of[c.session] / best_fused if c.session is not None else 0.0,
             "similarity_rank": sim_rank[i],
             "keyword_rank": kw_rank[i],
             "session_top": top_of[c.session] - best_top if c.session is not None else -1.0,
             **turn[i],
+            "same_project": float(project is not None and c.project == project),
         })
         out.append(feats)
     return out

@@ -182,11 +182,19 @@ M8_RECALL_ADAPT = """
         END;
 """
 
+# A code block quoted in a coding session had the chunk kind of a document's code
+# ("code"); it has its own now, so that no filter of session kinds passes a document
+# chunk (issue 31). Its text, vector and embedding-cache key are unchanged.
+M9_SESSION_CODE = """
+        UPDATE chunks SET kind = 'session_code' WHERE kind = 'code'
+            AND source_id IN (SELECT id FROM sources WHERE kind = 'transcript');
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
                               5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES,
-                              8: M8_RECALL_ADAPT}
+                              8: M8_RECALL_ADAPT, 9: M9_SESSION_CODE}
 
 
 def check_version(conn: Conn) -> None:

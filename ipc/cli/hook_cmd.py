@@ -176,7 +176,6 @@ def _session_context(args: argparse.Namespace, end: float, answer: _Answer
                      ) -> tuple[str, str | None]:
     from engine import probe_store
     from ipc.discovery import find_live
-    from ipc.projects import current_project
 
     event = _read_event()
     cwd = Path(str(event.get("cwd") or os.getcwd()))
@@ -198,7 +197,7 @@ def _session_context(args: argparse.Namespace, end: float, answer: _Answer
     remaining = max(0.1, end - time.monotonic() - 0.05)
     engine = RemoteEngine(info, timeout=remaining, retries=0)
     try:
-        result = engine.recall(auto=True, project=current_project(cwd), budget=args.budget,
+        result = engine.recall(auto=True, cwd=str(cwd), budget=args.budget,
                                fmt="context")
     finally:
         engine.close()

@@ -79,10 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--index", metavar="DIR", action="append", help="add a transcript folder")
     s.add_argument("--sync", action="store_true", help="ingest what is new since the last sync")
     s.add_argument("--auto", action="store_true", help="recent + related + failures")
-    s.add_argument("--project")
+    s.add_argument("--project", help="the project whose sessions rank first (default: the "
+                                     "current folder's; the others still follow)")
     s.add_argument("--branch")
     s.add_argument("--since")
-    s.add_argument("--type", help="turn_pair,thinking,code,tool")
+    s.add_argument("--type", help="turn_pair,thinking,code,tool (code: the sessions' code "
+                                  "blocks)")
     s.add_argument("-k", type=int, default=10)
     s.add_argument("--budget", type=int,
                    help="tokens: the --auto digest's budget (default: the config's "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextvars
 import dataclasses
+import os
 import sys
 import threading
 import time
@@ -15,7 +16,6 @@ from engine import EngineAPI, InvalidInput, NotFound, RecallResult
 from ipc.cli.backend import open_backend
 from ipc.cli.output import emit_json, parse_when
 from ipc.cli.progress import JobProgress
-from ipc.projects import current_project
 
 
 def _watcher(backend: EngineAPI) -> EngineAPI:
@@ -86,15 +86,15 @@ def run_recall(args: argparse.Namespace) -> int:
             folders = [str(Path(f).expanduser().resolve()) for f in args.index or ()]
             synced = index_with_progress(backend, folders, args.sync)  # as ingest resolves
         result = synced
+        here = os.getcwd()  # asked from: the engine ranks this folder's project first
         if args.auto:
-            project = args.project or current_project()
-            result = backend.recall(args.query, auto=True, project=project,
+            result = backend.recall(args.query, auto=True, project=args.project,
                                     branch=args.branch, budget=args.budget, task=args.task,
-                                    fmt=args.format)
+                                    fmt=args.format, cwd=here)
         elif args.query is not None:
             result = backend.recall(args.query, project=args.project, branch=args.branch,
                                     since=parse_when(args.since), types=types, k=args.k,
-                                    budget=args.budget)
+                                    budget=args.budget, cwd=here)
         result = dataclasses.replace(result, indexed=synced.indexed, synced=synced.synced)
     finally:
         backend.close()

@@ -98,8 +98,9 @@ class CtxTools:
                             "sessions of the project, memory related to `query`, failures "
                             "to avoid).")] = False,
             project: Annotated[str | None, Field(
-                description="Project (repository folder name); default: all projects, or the "
-                            "current folder's with auto.")] = None,
+                description="Project (repository folder name) whose sessions rank first "
+                            "(the others still follow); default: the current folder's.")
+            ] = None,
             branch: Annotated[str | None, Field(description="Git branch.")] = None,
             types: Annotated[list[Literal["turn_pair", "thinking", "code", "tool"]] | None,
                              Field(description="Kinds of session chunks to search.")] = None,
@@ -109,16 +110,17 @@ class CtxTools:
         what failed. With a query: ranked session excerpts, sized to fill `budget`. With
         auto=true: a digest for starting work. Within `budget` tokens."""
         if auto:
-            proj = project or _project_of(Path(os.getcwd()))
-            result = self._call(lambda e: e.recall(query, auto=True, project=proj,
-                                                   branch=branch, budget=budget))
+            result = self._call(lambda e: e.recall(query, auto=True, project=project,
+                                                   branch=branch, budget=budget,
+                                                   cwd=os.getcwd()))
             return result.context or "(no session memory for this project yet)"
         if not query or not query.strip():
             from mcp.server.mcpserver.exceptions import ToolError
 
             raise ToolError("invalid_input: give a query, or set auto=true")
         result = self._call(lambda e: e.recall(query, project=project, branch=branch,
-                                               types=types, k=k, budget=budget))
+                                               types=types, k=k, budget=budget,
+                                               cwd=os.getcwd()))
         return recall_text(result, budget)
 
     def sources(self, project: Annotated[str | None, Field(
@@ -166,12 +168,6 @@ class CtxTools:
         errors = len(snap.errors)
         return (f"{snap.state}: job {job_id}, {snap.files_done} files, "
                 f"{snap.chunks} chunks" + (f", {errors} skipped" if errors else ""))
-
-
-def _project_of(cwd: Path) -> str:
-    from ipc.projects import current_project
-
-    return current_project(cwd)
 
 
 def make_server(data_dir: str | None = None, *, default_budget: int = 2000) -> Any:

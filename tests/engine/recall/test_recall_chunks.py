@@ -25,7 +25,7 @@ from tests.engine.recall.recall_helpers import (
     write_lines,
 )
 
-KINDS = ("turn_pair", "thinking", "code", "tool")
+KINDS = ("turn_pair", "thinking", "session_code", "tool")
 
 # Chunks per kind (turn_pair, thinking, code, tool) and failures per error kind of
 # every shared transcript, with the default configs. Computed once with this
@@ -102,7 +102,7 @@ def test_chunk_invariants(name: str) -> None:
         assert chunk.meta["session"] == result.info.session_id
         assert chunk.meta["key"].startswith(f"{result.info.agent}:{result.info.session_id}:")
         assert isinstance(chunk.meta["failure"], bool)
-        if chunk.kind == "code":
+        if chunk.kind == "session_code":
             assert "language" in chunk.meta and "```" in chunk.text
         if chunk.kind == "tool":  # the request and the intent, then the call
             head, _, call = chunk.text.partition(f"Tool {chunk.meta['tool']}: ")
@@ -118,7 +118,7 @@ def test_chunk_texts_read_as_turns_tools_and_code() -> None:
     chunks = chunks_of(parse_claude(transcript(
         "claude/obra__episodic-memory__tiny-conversation.jsonl")))
     by_kind = {c.kind: c for c in chunks}
-    code = by_kind["code"]
+    code = by_kind["session_code"]
     assert code.meta["language"] == "markdown"
     assert code.text.startswith("Code (markdown): ")
     assert "## Taking Action" in code.text

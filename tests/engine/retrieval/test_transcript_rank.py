@@ -77,3 +77,13 @@ def test_a_turn_is_scored_as_one_unit() -> None:
     assert [r["reply_open"] for r in f] == [1.0, 0.0, 0.0, 1.0, 0.0]
     assert [r["outcome"] for r in f] == [0.0, 0.0, 1.0, 1.0, 0.0]
     assert [r["session_top"] for r in f] == pytest.approx([0.0, 0.0, 0.0, 0.0, -1.0])
+
+
+def test_same_project_marks_the_asked_projects_chunks() -> None:
+    window = [SessionChunk("turn_pair", "s1", False, 0.5, 0.7, None, project="shop"),
+              SessionChunk("tool", "s2", False, 0.5, 0.7, None, project="blog"),
+              SessionChunk("tool", None, False, 0.5, 0.7, None)]
+    asked = transcript_features("what came of it", window, TranscriptCues(), "blog")
+    assert [r["same_project"] for r in asked] == [0.0, 1.0, 0.0]
+    nowhere = transcript_features("what came of it", window, TranscriptCues())
+    assert [r["same_project"] for r in nowhere] == [0.0, 0.0, 0.0]

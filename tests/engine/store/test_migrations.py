@@ -35,3 +35,28 @@ def test_v1_store_upgrades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     again = Vault(path, KEY)  # a second open applies nothing twice
     assert len(again._query("SELECT version FROM schema_migrations")) == len(migrations.MIGRATIONS)
     again.close()
+
+
+def test_session_code_gets_its_own_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store of before issue 31 holds a session's code blocks as kind 'code', the kind
+    of a document's code: the migration gives them 'session_code' and leaves documents'."""
+    path = tmp_path / "vault.db"
+    monkeypatch.setattr(migrations, "MIGRATIONS",
+                        {n: s for n, s in migrations.MIGRATIONS.items() if n < 9})
+    old = Vault(path, KEY)
+    with old.write() as c:
+        for sid, kind in ((1, "transcript"), (2, "code")):
+            c.execute("INSERT INTO sources(id, uri, kind, title, fmt, content_hash, "
+                      "ingested_at, state) VALUES (?, ?, ?, 't', 't', 'h', 0, 'ready')",
+                      (sid, f"u{sid}", kind))
+            c.execute("INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash)"
+                      " VALUES (?, 0, 'code', 'x = 1', 3, 'h')", (sid,))
+        c.execute("INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash)"
+                  " VALUES (1, 1, 'tool', 'ls', 1, 'h')")
+    old.close()
+    monkeypatch.undo()
+
+    new = Vault(path, KEY)
+    assert new._query("SELECT source_id, ordinal, kind FROM chunks ORDER BY source_id, "
+                      "ordinal") == [(1, 0, "session_code"), (1, 1, "tool"), (2, 0, "code")]
+    new.close()
