@@ -83,6 +83,7 @@ class App(QObject, AppControl, SetupFlow):
         self.pending_ingest: list[str] = [str(Path(p).expanduser().resolve()) for p in ingest]
         self.sync_after_setup = False
         self.show_when_ready = False
+        self.welcome = ""  # the window's first banner (what a first-run restore brought)
         self.quitting = False
         self.finishing = False  # quit asked with work running: finishing it, then quitting
         self.started_at = time.monotonic()
@@ -255,6 +256,9 @@ class App(QObject, AppControl, SetupFlow):
             if self.show_when_ready or self.host.created:
                 self.show_when_ready = False
                 self.show_window()  # first run: the window, not only a tray icon
+                if self.welcome and self.window is not None:
+                    self.window.banner.show_message("ok", self.welcome)
+                    self.welcome = ""
             pending, self.pending_ingest = self.pending_ingest, []
             self.ingest(pending)
             if self.sync_after_setup:

@@ -93,6 +93,8 @@ def job_title(snap: JobSnapshot) -> str:
     """What a job ingests, in a few words: "notes", "report.pdf", "3 files", "Coding sessions"."""
     if snap.kind == "sync":
         return "Coding sessions"
+    if snap.kind == "vectors":  # the engine's own: vectors for what is stored already
+        return "Vectors for stored sources"
     if snap.kind in ("text", "conversation"):
         return "A conversation" if snap.kind == "conversation" else "A text"
     inputs = snap.inputs

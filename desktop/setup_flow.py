@@ -6,6 +6,7 @@ backup, with the recovery key shown and kept first) and unlock. A mixin of
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 from desktop.icons import app_icon
@@ -14,6 +15,14 @@ from desktop.icons import app_icon
 def say(text: str) -> None:
     """One line on stderr, as the app logs its steps (desktop.app.say)."""
     print(f"ctx-app: {text}", file=sys.stderr, flush=True)
+
+
+def restored_text(result: Any) -> str:
+    """The sentence the window opens with after a first-run restore."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.created))
+    n = int(result.sources)
+    return (f"Restored the backup of {when}: {n:,} source{'s' if n != 1 else ''}, "
+            "searchable now (see Sources).")
 
 
 class SetupFlow:
@@ -26,6 +35,7 @@ class SetupFlow:
     pending_ingest: list[str]
     sync_after_setup: bool
     show_when_ready: bool
+    welcome: str  # said in the window's banner when it opens (a restore), else ""
     quit_now: Any
 
     def _ask_setup(self) -> None:
@@ -59,10 +69,16 @@ class SetupFlow:
         self.dialog = ask_to_keep_new_key(self.data_dir,
                                           lambda key: self._recovery_kept(choice, key))
 
-    def _restore_closed(self, restored: bool) -> None:
+    def _restore_closed(self, restored: Any) -> None:
+        """The restore dialog closed: back to the choices, or (``restored``: the engine's
+        RestoreResult) the window opens once the store is, saying what came back."""
         self.dialog = None
-        if not restored and not self.quitting:
-            self._ask_setup()
+        if restored is None:
+            if not self.quitting:
+                self._ask_setup()
+            return
+        self.show_when_ready = True
+        self.welcome = restored_text(restored)
 
     def _recovery_kept(self, choice: Any, key: str | None) -> None:
         self.dialog = None

@@ -100,23 +100,23 @@ class RestoreDialog(CheckedDialog):
                              recovery_key=recovery, new_passphrase=self.new.text() or None)
 
 
-def restore_flow(host: Any, closed: Callable[[bool], None]) -> RestoreDialog:
+def restore_flow(host: Any, closed: Callable[[Any], None]) -> RestoreDialog:
     """Open the dialog; restore what it chose into ``host``'s data dir and open it.
-    ``closed(True)`` once the restore worked (the host is opening the store),
-    ``closed(False)`` when the user went back."""
+    ``closed(result)`` with the engine's RestoreResult once the restore worked (the host
+    is opening the store), ``closed(None)`` when the user went back."""
     from engine import restore_backup
 
     dialog = RestoreDialog()
 
     def chosen(result: int) -> None:
         if not result:
-            closed(False)
+            closed(None)
             return
         choice = dialog.choice()
         data_dir = host.data_dir
 
-        def done(_result: Any) -> None:
-            closed(True)
+        def done(restored: Any) -> None:
+            closed(restored)
             host.start(choice.passphrase or choice.recovery_key or choice.new_passphrase)
 
         def failed(exc: BaseException) -> None:

@@ -39,6 +39,9 @@ from desktop.qt import (
 from engine import JobSnapshot
 
 MAX_CARDS = 12
+# Jobs shown as cards: ingestion, and the engine's own vectors for what is stored (a
+# job an earlier run left without them), so the tray's job is never without its card.
+CARD_KINDS = ("paths", "text", "conversation", "sync", "vectors")
 
 
 class IngestionPanel(QWidget):
@@ -49,6 +52,9 @@ class IngestionPanel(QWidget):
         self.failures: list[dict[str, Any]] = []
         self._seen_failures: set[tuple[str, str]] = set()
         self._announced: set[str] = set()
+        self._watch_jobs: set[str] = set()  # jobs the watched folders queued
+        self._quiet: set[str] = set()  # of those, the ones that found nothing new
+        self._banner_job = ""  # the job the banner speaks of
         self.setAcceptDrops(True)
 
         self.banner = Banner(self)
@@ -118,6 +124,7 @@ class IngestionPanel(QWidget):
         layout.addWidget(split, 1)
 
         host.job_progress.connect(self.on_job)
+        host.watch_changed.connect(self._watched)
         host.ready.connect(self._on_ready)
         host.paused_changed.connect(self._set_paused)
         host.state_changed.connect(self._redraw_cards)
@@ -127,15 +134,29 @@ class IngestionPanel(QWidget):
 
     # -- host events -------------------------------------------------------------------
     def _on_ready(self) -> None:
-        self.host.run(lambda engine: (engine.jobs(), engine.interrupted_jobs()),
+        self.host.run(lambda engine: (engine.jobs(), engine.interrupted_jobs(),
+                                      engine.status().sources),
                       success=self._load_jobs, failure=self._show_failure)
 
-    def _load_jobs(self, found: tuple[list[JobSnapshot], list[JobSnapshot]]) -> None:
-        jobs, interrupted = found
+    def _load_jobs(self, found: tuple[list[JobSnapshot], list[JobSnapshot], int]) -> None:
+        jobs, interrupted, stored = found
+        if stored:  # a store with sources (restored, or from earlier runs) is not new
+            self.no_jobs.setText(f"No ingestion since ctx started; the store holds "
+                                 f"{plural(stored, 'source')} (listed in Sources). Drop "
+                                 "files or folders anywhere on this window, or use the "
+                                 "buttons above.")
         for job in interrupted:
             self.on_job(job)
         for job in sorted(jobs, key=lambda j: j.created)[-MAX_CARDS:]:
             self.on_job(job)
+
+    def _watched(self, report: Any) -> None:
+        """A watched folder queued a job: a look that finds nothing new is no card."""
+        if report.job:
+            self._watch_jobs.add(report.job)
+            card = self.cards.get(report.job)
+            if card is not None and card.snapshot.final:
+                self.on_job(card.snapshot)
 
     def _redraw_cards(self, *_: Any) -> None:
         paused = bool(getattr(self.host, "ingestion_paused", False))
@@ -145,13 +166,24 @@ class IngestionPanel(QWidget):
 
     def on_job(self, job: JobSnapshot) -> None:
         """A job snapshot from the host: redraw its card, collect its failures."""
-        if job.kind not in ("paths", "text", "conversation", "sync"):
+        if job.kind not in CARD_KINDS:
             return
         job_id = job.id
+        if job_id in self._quiet:
+            return  # a watched folder's look that found nothing new: not a card
+        if job.final and job_id in self._watch_jobs and nothing_new(job) \
+                and not job.errors and not job.skipped:
+            self._quiet.add(job_id)  # every launch re-reads the watched folders
+            self._drop_card(job_id)
+            if self._banner_job == job_id:
+                self.banner.clear_message()
+            return
         card = self.cards.get(job_id)
         paused = bool(getattr(self.host, "ingestion_paused", False))
         loading = not getattr(self.host, "model_loaded", True)
         if card is None:
+            if not job.final and self.banner.kind in ("ok", "info"):
+                self.banner.clear_message()  # it spoke of a job before this one
             card = JobCard(job, self.cancel_job, on_resume=self.resume_interrupted,
                            on_dismiss=self.dismiss_interrupted)
             card.update_job(job, paused=paused, model_loading=loading)
@@ -171,6 +203,7 @@ class IngestionPanel(QWidget):
 
     def _announce(self, job: JobSnapshot) -> None:
         """One banner when a job ends: what went in, what did not and where to look."""
+        self._banner_job = job.id
         done, total = progress(job)
         failed = len(job.errors)  # could not be read or parsed: an alarm
         skipped = max(0, job.files_skipped - failed)  # left out on purpose: a report

@@ -60,6 +60,13 @@ def test_first_run_restores_a_backup(qtbot: Any, qapp: Any, tmp_path: Path, data
     with qtbot.waitSignal(app.host.ready, timeout=60_000):
         dialog.restore_button.click()
     assert app.dialog is None
+    # Issue 33 (5): the window opens and says what came back, and Ingestion knows the
+    # store is not new
+    assert app.window is not None and app.window.isVisible()
+    said = app.window.banner.text_shown()
+    assert said.startswith("Restored the backup of ") and "3 sources" in said
+    ingestion = app.window.panels["Ingestion"]
+    qtbot.waitUntil(lambda: "3 sources" in ingestion.no_jobs.text(), timeout=30_000)
     found: list[list[str]] = []
     app.host.run(lambda e: sorted(s.uri for s in e.sources()), found.append)
     qtbot.waitUntil(lambda: bool(found), timeout=30_000)
