@@ -30,13 +30,16 @@ fi
 QUERY="How does a sibling process call build_context?"
 
 next_steps() {
+  local bin
+  bin=$(cd "$VENV/bin" && pwd)
   cat >&2 <<EOF
 
 ctx: stopped; nothing of it is left running. To go on from a terminal:
-  export PATH="$PWD/$VENV/bin:\$PATH"
-  ctx ingest ~/notes              # add your own files or folders
+  export PATH="$bin:\$PATH"
+  echo "Retries: three tries, then give up." | ctx ingest - --title "retry policy"
   ctx search "retry policy"       # ranked hits, with paths and line ranges
-  ctx build "what did we decide?" --budget 1500
+  ctx build "what did we decide about retries?" --budget 1500
+  ctx ingest ~/notes              # your own files or folders (any path)
   ctx serve                       # serve sibling processes again (or: ctx app)
 EOF
   if [ -n "$keyfile" ]; then

@@ -88,6 +88,17 @@ def _ctx(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
+def _next_steps(out: str) -> list[str]:
+    """The commands of the closing "To go on from a terminal" lines, as printed."""
+    lines = out.split("To go on from a terminal:\n", 1)[1].splitlines()
+    steps = []
+    for line in lines:
+        if not line.startswith("  "):
+            break
+        steps.append(line.strip())
+    return steps
+
+
 def _stop_background_engine(home: Path) -> None:
     code = ("import sys\nfrom tests.agents.engines import stop_engine\n"
             "stop_engine(sys.argv[1])\n")
@@ -107,9 +118,20 @@ def test_make_run_shows_a_recovery_key_and_its_next_steps_work(tmp_path: Path) -
     keyfile = home / ".config" / "ctx" / "keyfile"
     assert f"ctx finds the store's key in {keyfile}" in out, out
     assert "NO recovery key" not in out, out
+    steps = _next_steps(out)
+    assert any(s.startswith("ctx search") for s in steps), steps
+    (home / "notes").mkdir()  # the user's own folder, which a step ingests
+    (home / "notes" / "plans.md").write_text("# Plans\n\nShip the retry fix on Friday.\n")
     try:
-        search = _ctx(home, "search", "retry policy")  # the closing steps' own command
-        assert search.returncode == 0, search.stderr
+        # every step as printed, in one shell of the same HOME; `ctx serve` would not return
+        script = "set -euo pipefail\n" + "\n".join(
+            s for s in steps if not s.startswith("ctx serve"))
+        env = _env(home)
+        env["PATH"] = os.defpath  # the steps' own `export PATH=...` must find ctx
+        done = subprocess.run(["bash", "-c", script], cwd=home, env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert done.returncode == 0, (script, done.stdout, done.stderr)
+        assert "Retries: three tries" in done.stdout, done.stdout  # search and build found it
         status = _ctx(home, "status")
         assert status.returncode == 0 and "with recovery key" in status.stdout, status
     finally:
