@@ -100,6 +100,7 @@ class EngineHost(QObject, HostEvents):
         self.created = False  # this run made the store (first run)
         self.open_error: ErrorInfo | None = None  # why the store did not open (state error)
         self.watch_report = WatchReport(())
+        self.watch_jobs: set[str] = set()  # ingest jobs the watched folders queued
         self._pending_jobs: dict[str, JobSnapshot] = {}
         self._pending_lock = threading.Lock()
         self._flush_scheduled = False

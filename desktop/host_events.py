@@ -47,6 +47,7 @@ class HostEvents:
     _state: str
     _active_alerts: dict[str, Alert]
     watch_report: Any
+    watch_jobs: set[str]  # the ingest jobs the watched folders queued
     # EngineHost's signals and state setter (annotations only: nothing is shadowed)
     build_finished: Any
     sources_changed: Any
@@ -78,6 +79,8 @@ class HostEvents:
         def deliver() -> None:
             if report.job is None and not report.removed and report.error is None:
                 self.watch_report = report
+            if report.job:
+                self.watch_jobs.add(report.job)
             self.watch_changed.emit(report)
         self.bridge.post(deliver)
 

@@ -55,8 +55,8 @@ def look_for(host_state: str, paused: bool, jobs: Iterable[JobSnapshot],
             return "paused", None, "ctx: ingestion paused"
         lead = leading(active)
         more = f" (and {plural(len(active) - 1, 'other job')})" if len(active) > 1 else ""
-        return ("paused", None,
-                f"ctx: ingestion paused; {job_title(lead)}{more}: {progress_text(lead)}")
+        words = progress_text(lead, time_left=False)
+        return "paused", None, f"ctx: ingestion paused; {job_title(lead)}{more}: {words}"
     if active:
         lead = leading(active)
         progress = lead.progress

@@ -32,7 +32,7 @@ def _amount(n: int, unit: str) -> str:
     return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.0f} KB"
 
 
-def progress_text(job: JobSnapshot) -> str:
+def progress_text(job: JobSnapshot, *, time_left: bool = True) -> str:
     """A job's progress as the engine describes it (``job.progress``), in one line; the
     same words in ``ctx status``, the app's tray, its job card and its quit dialog:
     "making vectors for search by meaning (step 2 of 2): 1,204 of 7,000 chunks (17%),
@@ -51,7 +51,7 @@ def progress_text(job: JobSnapshot) -> str:
         what += f": {_amount(p.done, p.unit)} of {_amount(p.total, p.unit)}{unit}"
     if p.percent is not None:
         what += f" ({p.percent}%)"
-    if p.seconds_left is not None:
+    if p.seconds_left is not None and time_left:  # not while paused
         what += f", {duration_text(p.seconds_left)} left"
     return what
 

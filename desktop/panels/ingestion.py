@@ -171,7 +171,8 @@ class IngestionPanel(QWidget):
         job_id = job.id
         if job_id in self._quiet:
             return  # a watched folder's look that found nothing new: not a card
-        if job.final and job_id in self._watch_jobs and nothing_new(job) \
+        watched = job_id in self._watch_jobs or job_id in getattr(self.host, "watch_jobs", ())
+        if job.final and watched and nothing_new(job) \
                 and not job.errors and not job.skipped:
             self._quiet.add(job_id)  # every launch re-reads the watched folders
             self._drop_card(job_id)

@@ -73,7 +73,9 @@ def stage_text(job: JobSnapshot) -> str:
         return "Searchable by keyword and by meaning"
     if job.stage != "vectors":
         return ""
-    return "Every file stored, searchable by keyword now · " + progress_text(job)
+    paused = job.waiting == "paused"
+    return "Every file stored, searchable by keyword now · " + progress_text(
+        job, time_left=not paused)
 
 
 def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = False) -> str:
@@ -110,7 +112,9 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
         parts.append(staged)
     if job.state != "running":
         return " · ".join(parts)
-    if paused or waiting == "paused":
+    if paused or waiting == "paused":  # the stage, as the tray says it, with no time left
+        words = progress_text(job, time_left=False)
+        parts[0] = words[:1].upper() + words[1:]
         return " · ".join(parts) + " · paused"
     if waiting == "model" or (model_loading and not job.bytes):
         return "Waiting for the embedding model to load (a few seconds at start)"
