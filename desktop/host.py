@@ -110,6 +110,11 @@ class EngineHost(QObject, HostEvents):
         self._active_alerts: dict[str, Alert] = {}
         self._shutdown_thread: threading.Thread | None = None
         self._just_opened: Opened | None = None  # opened, not yet taken by the GUI
+        # The passphrase typed for the open now running, and, once it proved right but the
+        # store still did not open (a setting at fault), kept for "Try again" or a reset
+        # on the error page, so the fix does not ask for it again; forgotten once open.
+        self._typed: str | None = None
+        self._retry_secret: str | None = None
         self._flush_timer = QTimer(self)  # a child: it dies with the host, never fires after
         self._flush_timer.setSingleShot(True)
         self._flush_timer.timeout.connect(self._flush_jobs)
@@ -178,6 +183,10 @@ class EngineHost(QObject, HostEvents):
         "needs_setup", "locked" or "error"."""
         if self._state not in ("stopped", "needs_setup", "locked", "error"):
             return
+        if passphrase is None and self._state == "error":
+            passphrase = self._retry_secret
+        self._retry_secret = None
+        self._typed = passphrase
         self.open_error = None
         self._set_state("starting" if passphrase is None else "opening")
         data_dir = self._data_dir
@@ -222,6 +231,7 @@ class EngineHost(QObject, HostEvents):
             if self._state in ("stopping", "stopped"):  # quit while opening: shutdown closes it
                 return
             self._just_opened = None
+        self._typed = self._retry_secret = None
         self._engine, self._server, self._config = opened.engine, opened.server, opened.config
         self._watch, self._unsubscribe = opened.watch, opened.unsubscribe
         self.created = self.created or opened.created
@@ -245,11 +255,13 @@ class EngineHost(QObject, HostEvents):
             return
         if isinstance(exc, (KeyUnavailable, WrongKey)):
             # A locked store is a state, not a failure; only a wrong passphrase is told.
+            self._typed = None
             self._set_state("locked")
             if isinstance(exc, WrongKey):
                 self.failed.emit(Failure("open", err))
             return
         self.open_error = err
+        self._retry_secret, self._typed = self._typed, None  # it unlocked: keep for a retry
         self._set_state("error")
         self.failed.emit(Failure("open", err))
 
@@ -261,6 +273,7 @@ class EngineHost(QObject, HostEvents):
         if self._state in ("stopping", "stopped") and self._shutdown_thread is None:
             self._set_state("stopped")
             return
+        self._typed = self._retry_secret = None
         if self._shutdown_thread is None:
             self._set_state("stopping")
             unsubscribe, self._unsubscribe = self._unsubscribe, None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from desktop import config_io
-from desktop.messages import describe, error_style
+from desktop.messages import describe, error_style, setting_name
 from desktop.qt import (
     QHBoxLayout,
     QKeySequence,
@@ -32,7 +32,7 @@ TITLES = {
     "starting": "Opening the store...", "opening": "Opening the store...",
     "loading": "Loading the embedding model...", "needs_setup": "ctx is not set up yet.",
     "locked": "The store is locked.", "error": "The store could not be opened.",
-    "stopping": "Closing...", "stopped": "Stopped.",
+    "stopping": "Closing...", "stopped": "Stopped.", "ready": "Ready.",
 }
 DETAILS = {
     "starting": "Unlocking the key and opening the encrypted store.",
@@ -49,6 +49,13 @@ BUSY = ("starting", "opening", "loading", "stopping")
 # reset to the default, which rebuilds the vectors from the vault.)
 SETTING_OF_ERROR = {"model_mismatch": "embedding.model",
                     "vector_store_unavailable": "store.vector_backend"}
+
+
+def reset_text(key: str | None) -> str:
+    """The reset button's words for the setting at fault (its name, never its key)."""
+    if key == "store.vector_backend":
+        return "Use the default vector store"
+    return f"Reset \u201c{setting_name(key)}\u201d" if key else "Reset all settings"
 
 
 def setting_at_fault(error: ErrorInfo | None) -> tuple[bool, str | None]:
@@ -124,6 +131,7 @@ class StatePage(QWidget):
         col.addLayout(buttons)
         col.addLayout(self.settings_box, 6)
         col.addStretch(2)
+        self.col = col
         self.reset_key: str | None = None
         host.state_changed.connect(self.refresh)
         self.refresh()
@@ -131,7 +139,7 @@ class StatePage(QWidget):
     def refresh(self, *_: Any) -> None:
         state = self.host.state
         error = self.host.open_error if state == "error" else None
-        self.title.setText(TITLES.get(state, state))
+        self.title.setText(TITLES.get(state, ""))
         self.title.setStyleSheet(error_style(self) if state == "error" else "")
         text = describe("open", error) if error is not None else DETAILS.get(state, "")
         at_fault, key = setting_at_fault(error)
@@ -148,9 +156,9 @@ class StatePage(QWidget):
         self.reset_key = key
         self.settings_button.setVisible(at_fault)
         self.reset_button.setVisible(at_fault)
-        self.reset_button.setText(f"Reset {key}" if key else "Reset all settings")
+        self.reset_button.setText(reset_text(key))
         self.reset_button.setToolTip(
-            f"Remove {key} from config.toml (back to its default) and open again (Alt+R)"
+            f"Put \u201c{setting_name(key)}\u201d back to its default and open again (Alt+R)"
             if key else "Set config.toml aside (kept, renamed) and open again with the "
             "defaults (Alt+R)")
         self.retry_button.setVisible(state == "error")
@@ -159,6 +167,7 @@ class StatePage(QWidget):
             (self.settings_button if at_fault else self.retry_button).setFocus()
         if state != "error" and self.settings is not None:
             self.settings.hide()
+            self._make_room(False)
 
     def resizeEvent(self, event: Any) -> None:
         # A wrapped label takes the width it is given: give it a readable measure.
@@ -184,6 +193,15 @@ class StatePage(QWidget):
             self.settings_box.addWidget(self.settings)
         self.settings.load()
         self.settings.show()
+        self._make_room(True)
+
+    def _make_room(self, settings: bool) -> None:
+        """With the form shown, it takes all the height the page has (the centring
+        space above and below goes), so it opens whole, not in a strip."""
+        last = self.col.count() - 1
+        self.col.setStretch(0, 0 if settings else 1)
+        self.col.setStretch(last, 0 if settings else 2)
+        self.col.setStretch(last - 1, 1 if settings else 6)
 
     def reset_setting(self) -> None:
         """Put the setting at fault back to its default (or set the file aside), then open."""

@@ -37,6 +37,7 @@ class SetupFlow:
     show_when_ready: bool
     welcome: str  # said in the window's banner when it opens (a restore), else ""
     quit_now: Any
+    show_window: Any
 
     def _ask_setup(self) -> None:
         from desktop.dialogs.first_run import FirstRunDialog
@@ -106,6 +107,9 @@ class SetupFlow:
 
     def _unlock_done(self, result: int) -> None:
         self.dialog = None
+        if result and not self.quitting:  # the person just unlocked: show what opened
+            self.show_window()
+            return
         if not result and not self.quitting and not self.host.engine_open:
             say("unlock cancelled")
             self.quit_now()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.messages import describe, error_style
+from desktop.messages import error_style
 from desktop.notices import Failure
 from desktop.qt import (
     QDialog,
@@ -29,15 +29,22 @@ class UnlockDialog(QDialog):
         super().__init__(parent)
         self.host = host
         self.setWindowTitle("Unlock ctx")
-        intro = QLabel("This ctx store is protected by a passphrase.")
+        intro = QLabel("This ctx store is protected by a passphrase. Its recovery key opens "
+                       "it too (in any case; the letter O may be typed as 0).")
+        intro.setWordWrap(True)
         where = QLabel(str(host.data_dir))
         where.setWordWrap(True)
         where.setEnabled(False)  # drawn muted, in the palette's own colours
         self.passphrase = QLineEdit()
         self.passphrase.setEchoMode(QLineEdit.EchoMode.Password)
-        self.passphrase.setPlaceholderText("Passphrase")
+        self.passphrase.setPlaceholderText("Passphrase or recovery key")
         self.message = QLabel()
         self.message.setWordWrap(True)
+        # Its two lines are kept while it is empty: a message never moves the field.
+        policy = self.message.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.message.setSizePolicy(policy)
+        self.message.setMinimumHeight(self.message.fontMetrics().lineSpacing() * 2)
         self.message.hide()
         self.buttons = QDialogButtonBox()
         self.unlock_button = self.buttons.addButton(
@@ -76,10 +83,13 @@ class UnlockDialog(QDialog):
         if failure.operation != "open" or not self.isVisible():
             return
         self._busy(False)
-        if failure.error.name == "wrong_key":
-            self._say("Wrong passphrase. Nothing was changed: try again.", error=True)
-        else:
-            self._say(describe(failure.operation, failure.error), error=True)
+        if failure.error.name not in ("wrong_key", "recovery_key_invalid"):
+            # The passphrase was right; something else stopped the store from opening:
+            # the window's page says what and offers the way out. This dialog's part is done.
+            self.accept()
+            return
+        self._say("Wrong passphrase or recovery key. Nothing was changed: try again.",
+                  error=True)
         self.passphrase.clear()
         self.passphrase.setFocus()
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from desktop.messages import CHOICE_NAMES, describe, in_user_words
 from desktop.notices import Notice
 from desktop.panels.widgets import (
     Banner,
@@ -30,12 +31,14 @@ from desktop.panels.widgets import (
     make_table,
 )
 from desktop.qt import (
+    QAbstractItemView,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QListWidget,
+    QListWidgetItem,
     QPushButton,
     Qt,
     QTimer,
@@ -52,6 +55,10 @@ ALERT_NAMES = {"context_engine.vector_db.unavailable": "Vector store unavailable
                "context_engine.vault.damaged": "Vault damaged",
                "context_engine.vector_db.incomplete": "Vectors incomplete",
                "context_engine.vector_db.rebuilding": "Vectors being rebuilt"}
+STATE_WORDS = {"starting": "The store is opening.", "opening": "The store is opening.",
+               "loading": "The embedding model is loading.", "locked": "The store is locked.",
+               "needs_setup": "ctx is not set up yet.", "stopping": "The store is closing.",
+               "stopped": "The store is closed."}
 # Figures no event announces (requests and audit rows of other processes' searches, the
 # store's size, uptime) are read this often while the panel is shown; the rest on events.
 SLOW_REFRESH_MS = 30_000
@@ -87,7 +94,7 @@ class HealthPanel(QWidget):
         self.banner = Banner(self)
         top = QHBoxLayout()
         top.addWidget(heading("Health"))
-        top.addStretch(1)
+        top.addWidget(self.banner, 1)  # messages beside the title: no band of their own
         top.addWidget(self.updated)
         top.addWidget(self.refresh_button)
 
@@ -99,13 +106,25 @@ class HealthPanel(QWidget):
                                                   "Vector backend", "Vector store",
                                                   "Vectors in memory", "Chroma server"])
         ipc = self._group("IPC", ["Endpoint", "Requests served", "In flight", "Up for"])
-        self.latency = make_table(["Latency", "Count", "p50", "p95", "p99", "Max"], stretch=0)
+        self.latency = make_table(["Latency", "Count", "Median", "P95", "P99", "Slowest"],
+                                  stretch=0)
         self.latency.setRowCount(2)
         self.latency.setFixedHeight(self.latency.horizontalHeader().sizeHint().height()
                                     + 2 * self.latency.verticalHeader().defaultSectionSize()
                                     + 2 * self.latency.frameWidth() + 2)
+        # Alerts wrap (never a sideways scroll), take the room they need, and can be
+        # dismissed one by one: a dismissed alert comes back only when raised again.
         self.alert_list = QListWidget()
-        self.alert_list.setMaximumHeight(80)
+        self.alert_list.setWordWrap(True)
+        self.alert_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.alert_list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.alert_list.setMinimumHeight(self.alert_list.fontMetrics().lineSpacing() * 4)
+        self.alert_list.itemSelectionChanged.connect(self._alert_selected)
+        self.dismiss = QPushButton("Dismiss")
+        self.dismiss.setToolTip("Hide the selected alert; it comes back if it happens again")
+        self.dismiss.setEnabled(False)
+        self.dismiss.clicked.connect(self.dismiss_selected)
+        self._dismissed: set[tuple[str, float]] = set()  # engine alerts: (name, since)
         self.audit = make_table(["Time", "Operation", "Caller pid", "Ids", "Counts"], stretch=4)
         self.audit.setWordWrap(True)  # counts wrap onto a second line rather than being cut
         self.audit.verticalHeader().setSectionResizeMode(
@@ -117,18 +136,21 @@ class HealthPanel(QWidget):
         left.addWidget(ipc)
         left.addStretch(1)
         right = QVBoxLayout()
-        right.addWidget(heading("Alerts"))
-        right.addWidget(self.alert_list)
+        alerts_head = QHBoxLayout()
+        alerts_head.addWidget(heading("Alerts"))
+        alerts_head.addStretch(1)
+        alerts_head.addWidget(self.dismiss)
+        right.addLayout(alerts_head)
+        right.addWidget(self.alert_list, 1)
         right.addWidget(heading("Latency (engine, last 2048 calls)"))
         right.addWidget(self.latency)
         right.addWidget(heading("Audit log (ids and counts only)"))
-        right.addWidget(self.audit, 1)
+        right.addWidget(self.audit, 2)
         body = QHBoxLayout()
         body.addLayout(left, 2)
         body.addLayout(right, 3)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(self.banner)
         layout.addLayout(body, 1)
 
         self.timer = QTimer(self)
@@ -217,7 +239,7 @@ class HealthPanel(QWidget):
         f["Dimensions"].setText(fmt_int(status.dim))
         f["Model loaded"].setText(model_loaded_label(status))
         backend = status.vector_backend
-        f["Vector backend"].setText(backend)
+        f["Vector backend"].setText(CHOICE_NAMES.get(backend, backend))
         f["Vector store"].setText("available" if status.vector_store_ok
                                   else "UNAVAILABLE: searches use keywords only")
         f["Vectors in memory"].setText(memory_line(status.vectors_in_memory))
@@ -273,25 +295,57 @@ class HealthPanel(QWidget):
 
     def active_alerts(self) -> list[str]:
         """Lines for the alert list: engine alerts still active, then notices, newest first."""
-        lines: list[str] = []
+        return [line for line, _key in self._alert_lines()]
+
+    def _alert_lines(self) -> list[tuple[str, Any]]:
+        """(line, what dismisses it): engine alerts still active and not dismissed since
+        they were raised, then notices, newest first."""
+        lines: list[tuple[str, Any]] = []
         active = getattr(self.host, "active_alerts", {})
         for name, info in active.items():
-            lines.append(f"ACTIVE · {ALERT_NAMES.get(name, name)} since {fmt_time(info.since)}"
-                         + (f": {info.detail}" if info.detail else ""))
+            if (name, info.since) in self._dismissed:
+                continue
+            lines.append((f"ACTIVE · {ALERT_NAMES.get(name, 'Needs attention')} since "
+                          f"{fmt_time(info.since)}"
+                          + (f": {in_user_words(info.detail)}" if info.detail else ""),
+                          ("alert", name, info.since)))
         for when, notice in self.alerts:
-            lines.append(f"{fmt_time(when, with_date=False)} · {notice.message} "
-                         f"({notice.name})")
+            lines.append((f"{fmt_time(when, with_date=False)} · {notice.message}",
+                          ("notice", when, notice)))
         return lines
 
     def _draw_alerts(self) -> None:
         self.alert_list.clear()
-        lines = self.active_alerts()
+        lines = self._alert_lines()
         state = getattr(self.host, "state", "")
         if state and state not in ("ready",):
             error = getattr(self.host, "open_error", None) if state == "error" else None
-            lines.insert(0, f"Engine state: {state}" + (
-                f": {error.message} ({error.name})" if error is not None else ""))
-        self.alert_list.addItems(lines or ["No alerts. Everything is working."])
+            lines.insert(0, (STATE_WORDS.get(state, "The store is not open.")
+                             if error is None else describe("open", error), None))
+        if not lines:
+            lines = [("No alerts. Everything is working.", None)]
+        for text, key in lines:
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, key)
+            self.alert_list.addItem(item)
+        self._alert_selected()
+
+    def _alert_selected(self) -> None:
+        item = self.alert_list.currentItem()
+        self.dismiss.setEnabled(item is not None and item.isSelected()
+                                and item.data(Qt.ItemDataRole.UserRole) is not None)
+
+    def dismiss_selected(self) -> None:
+        """Hide the selected alert (an engine alert until it is raised again)."""
+        item = self.alert_list.currentItem()
+        key = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if key is None:
+            return
+        if key[0] == "alert":
+            self._dismissed.add((key[1], key[2]))
+        else:
+            self.alerts = [(w, n) for w, n in self.alerts if (w, n) != (key[1], key[2])]
+        self._draw_alerts()
 
 
 def counts_text(counts: Any) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.messages import job_title, plural
+from desktop.messages import error_color, job_title, plural
 from desktop.panels.jobcard import JobCard, nothing_new, progress
 from desktop.panels.watched import WatchedFolders
 from desktop.panels.widgets import (
@@ -25,6 +25,7 @@ from desktop.panels.widgets import (
     reason_text,
 )
 from desktop.qt import (
+    QColor,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -72,7 +73,7 @@ class IngestionPanel(QWidget):
         for w in (self.add_files, self.add_folder, self.pause, self.resume):
             bar.addWidget(w)
         bar.addWidget(self.paused_label)
-        bar.addStretch(1)
+        bar.addWidget(self.banner, 1)  # messages beside the buttons: no band of their own
 
         self.jobs_box = QVBoxLayout()
         self.jobs_box.setSpacing(6)
@@ -86,11 +87,14 @@ class IngestionPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(inner)
 
-        self.failure_table = make_table(["Time", "Path", "Reason"], stretch=1)
+        self.failure_table = make_table(["Time", "Path", "Outcome", "Why"], stretch=1)
+        self._failed_rows = 0  # failures are the table's first rows, skips after them
+        self.failure_count = muted("")
         self.clear_failures = QPushButton("Clear list")
         self.clear_failures.clicked.connect(self._clear_failures)
         fail_head = QHBoxLayout()
-        fail_head.addWidget(heading("Failures"))
+        fail_head.addWidget(heading("Files not stored"))
+        fail_head.addWidget(self.failure_count)
         fail_head.addStretch(1)
         fail_head.addWidget(self.clear_failures)
         fail_box = QVBoxLayout()
@@ -120,7 +124,6 @@ class IngestionPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
-        layout.addWidget(self.banner)
         layout.addWidget(split, 1)
 
         host.job_progress.connect(self.on_job)
@@ -194,8 +197,11 @@ class IngestionPanel(QWidget):
             self._trim()
         else:
             card.update_job(job, paused=paused, model_loading=loading)
-        for err in (*job.errors, *job.skipped):  # skips are listed, never alerted
-            self._add_failure(job, err.path, reason_text(err.reason))
+        for err in job.errors:  # could not be read or parsed: listed first, in red
+            self._add_failure(job, err.path, reason_text(err.reason, err.detail))
+        for err in job.skipped:  # left out on purpose: listed after, never alerted
+            self._add_failure(job, err.path, reason_text(err.reason, err.detail),
+                              failed=False)
         if job.state == "failed":
             self._add_failure(job, "", error_text(job.error))
         if job.final and not job.interrupted and job_id not in self._announced:
@@ -211,8 +217,8 @@ class IngestionPanel(QWidget):
         title = job_title(job)
         if job.state == "failed":
             self.banner.show_message("error", f"Ingesting {title} failed: "
-                                     + error_text(job.error)
-                                     + ". Nothing already stored was lost.")
+                                     + error_text(job.error, advice=False)
+                                     + " Nothing already stored was lost.")
         elif job.state == "cancelled":
             self.banner.show_message("info", f"{title}: cancelled after {done} of "
                                      f"{plural(total, 'file')}; the files finished before "
@@ -221,12 +227,13 @@ class IngestionPanel(QWidget):
             also = f", {skipped} skipped" if skipped else ""
             self.banner.show_message("error", f"{title}: {total - failed - skipped} of "
                                      f"{plural(total, 'file')} ingested, {failed} could not "
-                                     f"be read{also}. The Failures list below says why.")
+                                     f"be read{also}. The list of files not stored says why.")
         elif skipped:
             self.banner.show_message("info", f"{title}: {total - skipped} of "
                                      f"{plural(total, 'file')} ingested, {skipped} skipped "
                                      "on purpose (empty, binary, unsupported, too large or "
-                                     "data blobs); each is listed below with its reason.")
+                                     "generated data); each is listed below with its "
+                                     "reason.")
         elif nothing_new(job):
             what = "no transcript changed" if job.kind == "sync" else \
                 "every file was unchanged"
@@ -247,23 +254,44 @@ class IngestionPanel(QWidget):
             card.setParent(None)
             card.deleteLater()
 
-    def _add_failure(self, job: JobSnapshot, path: str, reason: str) -> None:
+    def _add_failure(self, job: JobSnapshot, path: str, reason: str, *,
+                     failed: bool = True) -> None:
+        """A file not stored: a failure goes on top (newest first) in the error colour,
+        above every skip; a skip (left out on purpose) after the failures."""
         key = (job.id, path or reason)
         if key in self._seen_failures:
             return
         self._seen_failures.add(key)
-        self.failures.append({"job": job.id, "path": path, "reason": reason})
+        self.failures.append({"job": job.id, "path": path, "reason": reason,
+                              "failed": failed})
         table = self.failure_table
         table.setSortingEnabled(False)
-        table.insertRow(0)
+        row = 0 if failed else self._failed_rows
+        table.insertRow(row)
         when = job.finished or job.started or job.created
-        table.setItem(0, 0, cell(fmt_time(when, with_date=False)))
-        table.setItem(0, 1, cell(path or "(whole job)", tip=path))
-        table.setItem(0, 2, cell(reason, tip=reason))
+        items = (cell(fmt_time(when, with_date=False)),
+                 cell(path or "(the whole job)", tip=path),
+                 cell("Failed" if failed else "Skipped"),
+                 cell(reason, tip=reason))
+        for col, item in enumerate(items):
+            if failed:
+                item.setForeground(QColor(error_color(table)))
+            table.setItem(row, col, item)
+        self._failed_rows += failed
+        self._count_failures()
+
+    def _count_failures(self) -> None:
+        failed = self._failed_rows
+        skipped = self.failure_table.rowCount() - failed
+        parts = ([plural(failed, "failure")] if failed else []) + (
+            [f"{skipped:,} skipped on purpose"] if skipped else [])
+        self.failure_count.setText(", ".join(parts))
 
     def _clear_failures(self) -> None:
         self.failures.clear()
         self.failure_table.setRowCount(0)
+        self._failed_rows = 0
+        self._count_failures()
 
     def _show_failure(self, error: BaseException | dict[str, Any] | str) -> None:
         self.banner.show_message("error", error_text(error))

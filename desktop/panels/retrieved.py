@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from desktop import config_io
+from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES
 from desktop.panels.blocks import item_blocks
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import (
@@ -131,8 +132,9 @@ class RetrievedPanel(QWidget):
         self.budget.setValue(config_io.DEFAULT_BUDGET)
         self.budget.setSuffix(" tokens")
         self.mode = QComboBox()
-        self.mode.addItems(MODES)
-        self.mode.setToolTip("fast: stored text; dense_cached: summaries by tier where they fit")
+        for value in MODES:  # shown by name, sent by value
+            self.mode.addItem(CHOICE_NAMES[value], value)
+        self.mode.setToolTip("Fast: the stored text; Dense: summaries by tier where they fit")
         self.go = QPushButton("Build context")
         self.go.setDefault(True)
         self.go.clicked.connect(self.build)
@@ -148,7 +150,8 @@ class RetrievedPanel(QWidget):
         self.live_box.setCheckable(True)
         self.live_box.setChecked(False)
         self.live_kind = QComboBox()
-        self.live_kind.addItems(LIVE_KINDS)
+        for value in LIVE_KINDS:
+            self.live_kind.addItem(LIVE_KIND_NAMES[value], value)
         self.live_text = QPlainTextEdit()
         self.live_text.setPlaceholderText("Text the caller sees right now (a selection, a file…)")
         self.live_text.setMaximumHeight(70)
@@ -229,19 +232,19 @@ class RetrievedPanel(QWidget):
         except CtxError:
             return  # the Settings panel shows what is wrong with config.toml
         self.budget.setValue(settings.desktop.default_budget)
-        self.mode.setCurrentText(settings.engine.packing.mode)
+        self.mode.setCurrentIndex(max(0, self.mode.findData(settings.engine.packing.mode)))
 
     # -- build ---------------------------------------------------------------------------
     def live_items(self) -> list[dict[str, Any]]:
         text = self.live_text.toPlainText()
         if not self.live_box.isChecked() or not text.strip():
             return []
-        return [{"kind": self.live_kind.currentText(), "source": "ctx window",
+        return [{"kind": str(self.live_kind.currentData()), "source": "ctx window",
                  "title": "typed in the Retrieved items panel", "text": text}]
 
     def build(self) -> None:
         query, budget, mode, live = (self.query.text(), self.budget.value(),
-                                     self.mode.currentText(), self.live_items())
+                                     str(self.mode.currentData()), self.live_items())
 
         def work(engine: Any) -> tuple[Payload, int]:
             payload = engine.build_context(query, live=live or None, budget=budget, mode=mode)

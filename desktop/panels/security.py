@@ -81,8 +81,10 @@ class SecurityPanel(QWidget):
             ("restore", "Restore from a backup…", self.ask_restore),
             ("export", "Export as plaintext…", self.ask_export))))
         layout = QVBoxLayout(self)
-        layout.addWidget(heading("Security"))
-        layout.addWidget(self.banner)
+        top = QHBoxLayout()
+        top.addWidget(heading("Security"))
+        top.addWidget(self.banner, 1)  # messages beside the title: no band of their own
+        layout.addLayout(top)
         self.schedule_box = ScheduleBox()
         self.schedule_box.save_button.clicked.connect(self.save_schedule)
         box = self.schedule_box

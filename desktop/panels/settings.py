@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from desktop import config_io
+from desktop.messages import setting_name
 from desktop.panels.settings_form import FIELDS, SettingsForm
 from desktop.panels.widgets import Banner, error_text, heading, muted
 from desktop.qt import (
@@ -91,7 +92,9 @@ class SettingsPanel(QWidget):
         self.revert.clicked.connect(self.load)
         buttons = QHBoxLayout()
         self.path_label = muted("")
+        self.unsaved = muted("")
         buttons.addWidget(self.path_label, 1)
+        buttons.addWidget(self.unsaved)
         buttons.addWidget(self.revert)
         buttons.addWidget(self.save)
         self.env_note = muted("")
@@ -99,12 +102,14 @@ class SettingsPanel(QWidget):
         inner = QWidget()
         columns = QHBoxLayout(inner)
         left, right = QVBoxLayout(), QVBoxLayout()
+        # Two columns of about the same height, so the whole form fits the window's
+        # default 1100x720 without scrolling (Start at login included).
         for name in ("Budgets", "Packing", "Vector store"):
             left.addWidget(self.form.boxes[name])
+        left.addWidget(look)
+        left.addWidget(login)
         right.addWidget(self.form.boxes["Tier policy"])
         right.addWidget(watched)
-        right.addWidget(look)
-        right.addWidget(login)
         left.addStretch(1)
         right.addStretch(1)
         columns.addLayout(left, 1)
@@ -113,12 +118,33 @@ class SettingsPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(inner)
         layout = QVBoxLayout(self)
-        layout.addWidget(heading("Settings"))
-        layout.addWidget(self.banner)
+        top = QHBoxLayout()
+        top.addWidget(heading("Settings"))
+        top.addWidget(self.banner, 1)  # messages beside the title: no band of their own
+        layout.addLayout(top)
         layout.addWidget(self.env_note)
         layout.addWidget(scroll, 1)
         layout.addLayout(buttons)
+        for editor in (*self.form.editors.values(), self.appearance):
+            for signal in ("valueChanged", "currentIndexChanged", "textChanged"):
+                if hasattr(editor, signal):
+                    getattr(editor, signal).connect(self._edited)
+                    break
+        self.start_at_login.toggled.connect(self._edited)
+        self.folders.model().rowsInserted.connect(self._edited)
+        self.folders.model().rowsRemoved.connect(self._edited)
         self.load()
+
+    def _edited(self, *_: Any) -> None:
+        """After an edit, a past "Saved." or "Nothing changed." no longer holds: it goes,
+        and the footer says what is not saved yet."""
+        if not self.loaded:
+            return
+        pending = self.changed()
+        if pending and self.banner.kind in ("ok", "info"):
+            self.banner.clear_message()
+        self.unsaved.setText(f"{len(pending)} unsaved change" + ("s" if len(pending) > 1
+                                                                 else "") if pending else "")
 
     @property
     def autostart(self) -> Any:
@@ -132,7 +158,7 @@ class SettingsPanel(QWidget):
     def load(self) -> None:
         """Show config.toml's values (defaults where it is silent)."""
         data_dir = self.host.data_dir
-        self.path_label.setText(f"Saved to {config_io.config_path(data_dir)}")
+        self.path_label.setText(f"Settings file: {config_io.config_path(data_dir)}")
         overrides = env_overrides()
         self.env_note.setText("Set in the environment, overriding config.toml for this run: "
                               + ", ".join(overrides) if overrides else "")
@@ -147,13 +173,14 @@ class SettingsPanel(QWidget):
             try:
                 raw = config_io.read_raw(data_dir)
             except CtxError:  # not even TOML: nothing to show, nothing to write over
-                self.banner.show_message("error", "config.toml cannot be used: "
-                                         + error_text(exc) + ". Fix the file by hand, or "
-                                         "reset it from the window.")
+                self.banner.show_message("error", "The settings file cannot be used: "
+                                         + error_text(exc, advice=False) + " Fix the file "
+                                         "by hand, or reset it from the window.")
                 self.save.setEnabled(False)
                 return
-            self.banner.show_message("error", "config.toml holds a value the store refuses: "
-                                     + error_text(exc) + ". Correct it here and save.")
+            self.banner.show_message("error", "The settings file holds a value the store "
+                                     "refuses: " + error_text(exc, advice=False)
+                                     + " Correct it here and save.")
             engine_cfg, desktop = Config(), config_io.DesktopSettings()
         values = self.form.values_from(engine_cfg)
         values.update(_raw_values(raw, list(values)))
@@ -174,6 +201,7 @@ class SettingsPanel(QWidget):
         self.folders.addItems([str(f) for f in folders] if isinstance(folders, (list, tuple))
                               else [])
         self.loaded = self.values()  # as the editors show them (rounding included)
+        self._edited()
 
     def values(self) -> dict[str, Any]:
         out = self.form.values()
@@ -198,8 +226,8 @@ class SettingsPanel(QWidget):
             raw = config_io.with_values(config_io.read_raw(data_dir), changes)
             config_io.write(data_dir, raw)
         except CtxError as exc:
-            self.banner.show_message("error", "Not saved: " + error_text(exc)
-                                     + ". config.toml is unchanged.")
+            self.banner.show_message("error", "Not saved: " + error_text(exc, advice=False)
+                                     + " The settings file is unchanged.")
             return False
         except OSError as exc:
             self.banner.show_message("error", f"Not saved: config.toml cannot be written "
@@ -210,16 +238,19 @@ class SettingsPanel(QWidget):
             try:
                 self.autostart.set_enabled(bool(changes["desktop.start_at_login"]))
             except Exception as exc:  # noqa: BLE001 - shown, never lost
-                notes.append("start at login could not be changed: " + error_text(exc))
+                notes.append("start at login could not be changed: "
+                             + error_text(exc, advice=False).rstrip("."))
         self.loaded = self.values()
+        self._edited()
         engine_keys = [k for k in changes if not k.startswith("desktop.")
                        and k != "ingest.watched_folders"]
-        message = "Saved."
+        message = f"Saved to {config_io.config_path(data_dir)}."
         if "ingest.watched_folders" in changes:
             message += " Watched folders follow at once."
         if engine_keys:
-            message += (" Engine settings (" + ", ".join(sorted(engine_keys)) + ") apply when "
-                        "ctx next opens the store.")
+            message += (" " + ", ".join(f"\u201c{setting_name(k)}\u201d"
+                                        for k in sorted(engine_keys))
+                        + " apply when ctx next opens the store.")
         if notes:
             self.banner.show_message("error", message + " But " + "; ".join(notes) + ".")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from desktop.messages import CHOICE_NAMES, SETTING_NAMES
 from desktop.qt import (
     QComboBox,
     QDoubleSpinBox,
@@ -23,7 +24,6 @@ from desktop.qt import (
 @dataclass(frozen=True)
 class Field:
     key: str  # dotted config key
-    label: str
     kind: str  # "int" | "float" | "choice" | "text"
     group: str
     choices: tuple[str, ...] = ()
@@ -32,37 +32,42 @@ class Field:
     step: float = 1
     tip: str = ""
 
+    @property
+    def label(self) -> str:
+        """Its name on screen, the one messages use too (desktop.messages)."""
+        return SETTING_NAMES[self.key]
+
 
 FIELDS: tuple[Field, ...] = (
-    Field("desktop.default_budget", "Budget in Retrieved items", "int", "Budgets", step=100,
+    Field("desktop.default_budget", "int", "Budgets", step=100,
           tip="The token budget the Retrieved items panel starts with"),
-    Field("recall.auto_budget", "Recall --auto budget", "int", "Budgets", step=500,
-          tip="Tokens for `ctx recall --auto` and the coding-agent hook"),
-    Field("packing.expansion_max_tokens", "Expanded top hit, max tokens", "int", "Budgets",
+    Field("recall.auto_budget", "int", "Budgets", step=500,
+          tip="Tokens for what ctx recalls by itself for a coding agent (ctx recall --auto)"),
+    Field("packing.expansion_max_tokens", "int", "Budgets",
           step=50),
-    Field("packing.max_item_tokens", "Any other item, max tokens", "int", "Budgets", step=50),
-    Field("packing.live_max_share", "Live items' share of the budget", "float", "Budgets",
+    Field("packing.max_item_tokens", "int", "Budgets", step=50),
+    Field("packing.live_max_share", "float", "Budgets",
           lo=-1, hi=2, step=0.05),
-    Field("packing.mode", "Packing mode", "choice", "Packing", ("fast", "dense_cached"),
-          tip="fast: stored text; dense_cached: summaries by tier where they fit"),
-    Field("tiers.mode", "Tier policy", "choice", "Tier policy",
+    Field("packing.mode", "choice", "Packing", ("fast", "dense_cached"),
+          tip="Fast: the stored text; Dense: summaries by tier where they fit"),
+    Field("tiers.mode", "choice", "Tier policy",
           ("disabled", "age_only", "importance")),
-    Field("tiers.recent_days", "Full text up to (days old)", "float", "Tier policy",
+    Field("tiers.recent_days", "float", "Tier policy",
           lo=-1, hi=100_000, step=1),
-    Field("tiers.old_days", "Micro summary from (days old)", "float", "Tier policy",
+    Field("tiers.old_days", "float", "Tier policy",
           lo=-1, hi=100_000, step=1),
-    Field("tiers.full", "Importance for full text", "float", "Tier policy", lo=-1, hi=10,
+    Field("tiers.full", "float", "Tier policy", lo=-1, hi=10,
           step=0.05),
-    Field("tiers.gist", "Importance for a gist", "float", "Tier policy", lo=-1, hi=10,
+    Field("tiers.gist", "float", "Tier policy", lo=-1, hi=10,
           step=0.05),
-    Field("tiers.query_boost", "Boost when the query matches", "float", "Tier policy",
+    Field("tiers.query_boost", "float", "Tier policy",
           lo=-1, hi=10, step=0.05),
-    Field("store.vector_backend", "Vector backend", "choice", "Vector store",
-          ("memory", "embedded", "http"), tip="memory (the default): vectors in memory, "
-          "sealed with your key on disk; embedded: Chroma in the data folder (rotated vectors "
-          "in the clear: see the threat model); http: a Chroma server"),
-    Field("store.chroma_url", "Chroma server URL", "text", "Vector store",
-          tip="Used when the backend is http, e.g. http://127.0.0.1:8000"),
+    Field("store.vector_backend", "choice", "Vector store",
+          ("memory", "embedded", "http"), tip="On this computer (the default): vectors in "
+          "memory, sealed with your key on disk; Chroma in the data folder: vectors kept "
+          "unencrypted (see the threat model); a Chroma server: at the URL below"),
+    Field("store.chroma_url", "text", "Vector store",
+          tip="Used with a Chroma server, e.g. http://127.0.0.1:8000"),
 )
 GROUPS = ("Budgets", "Packing", "Tier policy", "Vector store")
 
@@ -94,7 +99,8 @@ class SettingsForm:
             self.boxes[group] = box
         backend = self.editors["store.vector_backend"]
         assert isinstance(backend, QComboBox)
-        backend.currentTextChanged.connect(self._backend_changed)
+        backend.currentIndexChanged.connect(
+            lambda _i: self._backend_changed(str(backend.currentData())))
 
     @staticmethod
     def _editor(field: Field) -> QWidget:
@@ -112,7 +118,8 @@ class SettingsForm:
             return dspin
         if field.kind == "choice":
             combo = QComboBox()
-            combo.addItems(list(field.choices))
+            for value in field.choices:  # shown by name, stored by value
+                combo.addItem(CHOICE_NAMES.get(value, value), value)
             return combo
         line = QLineEdit()
         line.setMinimumWidth(280)
@@ -136,7 +143,11 @@ class SettingsForm:
             elif isinstance(editor, QDoubleSpinBox):
                 editor.setValue(float(value))
             elif isinstance(editor, QComboBox):
-                editor.setCurrentText(str(value))
+                index = editor.findData(str(value))
+                if index < 0:  # a value the config refuses: shown as it is, to correct
+                    editor.addItem(str(value), str(value))
+                    index = editor.count() - 1
+                editor.setCurrentIndex(index)
             elif isinstance(editor, QLineEdit):
                 editor.setText(str(value))
         self._backend_changed(str(values.get("store.vector_backend", "memory")))
@@ -149,7 +160,7 @@ class SettingsForm:
             elif isinstance(editor, QDoubleSpinBox):
                 out[key] = round(editor.value(), 4)
             elif isinstance(editor, QComboBox):
-                out[key] = editor.currentText()
+                out[key] = str(editor.currentData())
             elif isinstance(editor, QLineEdit):
                 out[key] = editor.text().strip()
         return out

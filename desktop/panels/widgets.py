@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from desktop.messages import REASONS, error_text  # noqa: F401 - the panels import it here
 from desktop.qt import (
     QAbstractItemView,
     QColor,
@@ -22,7 +23,6 @@ from desktop.qt import (
     QTableWidgetItem,
     QWidget,
 )
-from engine import ErrorInfo
 
 # Item kinds of a payload, in the order the budget chart stacks them, with a colour
 # each that reads on light and dark backgrounds (Okabe-Ito, colour-blind safe).
@@ -32,14 +32,6 @@ KIND_COLOURS: dict[str, str] = {
     "conversation": "#B07A4F", "other": "#999999",
 }
 
-REASONS = {
-    "unreadable": "could not be read (permissions or an I/O error)",
-    "binary": "binary content, not text",
-    "empty": "empty: no text to index",
-    "too_large": "larger than ingest.max_file_bytes",
-    "malformed": "malformed: the file could not be parsed",
-    "unsupported": "a format ctx does not read",
-}
 
 
 def kind_group(kind: str) -> str:
@@ -53,8 +45,11 @@ def kind_colour(kind: str) -> QColor:
     return QColor(KIND_COLOURS[kind_group(kind)])
 
 
-def reason_text(reason: str) -> str:
-    return REASONS.get(reason, reason or "failed")
+def reason_text(reason: str, detail: str = "") -> str:
+    """Why a file is not in the store, in words (the catalogue's, desktop.messages); a
+    detail the catalogue knows (a broken link) says it more exactly than the reason."""
+    return REASONS.get(detail) or REASONS.get(reason) or (
+        reason.replace("_", " ").capitalize() if reason else "Failed")
 
 
 def fmt_int(n: float | None) -> str:
@@ -95,22 +90,6 @@ def fmt_time(epoch: float | None, *, with_date: bool = True) -> str:
         return "—"
     fmt = "%Y-%m-%d %H:%M" if with_date else "%H:%M:%S"
     return time.strftime(fmt, time.localtime(epoch))
-
-
-def error_text(error: BaseException | ErrorInfo | dict[str, Any] | str | None) -> str:
-    """A message for a person: the error's stable name and its message."""
-    if error is None:
-        return "failed"
-    if isinstance(error, str):
-        return error
-    if isinstance(error, dict):
-        name, message = error.get("name", "error"), error.get("message", "")
-        return f"{message} ({name})" if message and message != name else str(name)
-    name = getattr(error, "name", None)
-    message = getattr(error, "message", None) or str(error)
-    if isinstance(name, str) and name != message:
-        return f"{message} ({name})"
-    return message or type(error).__name__
 
 
 def is_dark(widget: QWidget) -> bool:

@@ -182,8 +182,10 @@ class _Walk:
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)
-            except OSError:
-                yield FileRejected(shown(path), REJECT_UNREADABLE)  # broken link, vanished file
+            except OSError:  # a link whose target is gone says so; else vanished, no access
+                broken = _is_link(entry)
+                yield FileRejected(shown(path), REJECT_UNREADABLE,
+                                   detail=BROKEN_LINK if broken else "")
                 continue
             if stat.S_ISDIR(st.st_mode):
                 continue  # a symlink to a folder: never followed
@@ -236,3 +238,13 @@ def walk_paths(
             yield FileRejected(shown(path), REJECT_SPECIAL)
         elif walk.accept(path, st):
             yield path
+
+
+BROKEN_LINK = "broken_link"  # FileRejected detail: a symbolic link whose target is gone
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False

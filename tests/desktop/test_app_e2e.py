@@ -311,16 +311,16 @@ def test_a_bad_setting_cannot_lock_the_user_out(env: dict[str, str], tmp_path: P
         app = launch(data_dir, env, log, "--no-tray")
         broken = wait_status(data_dir, env, app, lambda s: s["state"] == "error")
         page = broken["window"]["page"]
-        assert broken["window"]["visible"] and "store.chroma_url" in page["detail"]
-        assert page["buttons"] == ["Settings...", "Reset store.chroma_url", "Try again",
+        assert broken["window"]["visible"] and "Chroma server URL" in page["detail"]
+        assert page["buttons"] == ["Settings...", "Reset \u201cChroma server URL\u201d", "Try again",
                                    "Quit"]
         focus(env, "ctx")  # the keyboard is on Settings...: Tab to the reset, Space
-        xdotool(env, "key", "Tab", "space")  # Reset store.chroma_url
+        xdotool(env, "key", "Tab", "space")  # Reset "Chroma server URL"
         again = wait_status(data_dir, env, app, lambda s: s["state"] == "error" and
-                            "Reset store.vector_backend" in s["window"]["page"]["buttons"])
+                            "Use the default vector store" in s["window"]["page"]["buttons"])
         assert "vector" in again["window"]["page"]["detail"].lower()  # nothing listens there
         time.sleep(0.5)
-        xdotool(env, "key", "Tab", "space")  # Reset store.vector_backend: the default
+        xdotool(env, "key", "Tab", "space")  # Use the default vector store
         wait_status(data_dir, env, app, lambda s: s["state"] == "ready")
         assert "store" not in (data_dir / "config.toml").read_text(encoding="utf-8")
         assert tell(data_dir, env, "--quit").returncode == 0

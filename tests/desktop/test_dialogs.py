@@ -73,7 +73,7 @@ def test_unlock_dialog_wrong_then_right(make_host: Any, qtbot: Any, data_dir: Pa
     dialog.passphrase.setText("wrong passphrase here")
     with qtbot.waitSignal(host.failed, timeout=30000):
         dialog.unlock_button.click()
-    assert "Wrong passphrase. Nothing was changed" in dialog.message.text()
+    assert "Wrong passphrase or recovery key. Nothing was changed" in dialog.message.text()
     assert dialog.passphrase.text() == "" and dialog.passphrase.isEnabled()
     assert {p.name: p.stat().st_mtime_ns for p in data_dir.iterdir()} == before
     assert host.state == "locked"

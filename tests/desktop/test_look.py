@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from desktop.qt import QApplication, QPalette
+from desktop.qt import QApplication, QPalette, QWidget
 
 pytestmark = pytest.mark.gui
 
@@ -44,6 +44,30 @@ def test_a_banner_never_moves_the_controls(host: Any, qtbot: Any) -> None:
     QApplication.processEvents()
     assert window.tabs.geometry() == tabs_before
     assert isinstance(window.banner, Banner) and window.banner.isVisible()
+
+
+@pytest.mark.parametrize("title", ["Ingestion", "Settings", "Security", "Health"])
+def test_no_empty_band_waits_for_a_message(host: Any, qtbot: Any, title: str) -> None:
+    """Issue 33 (14): a panel's message line sits beside its title or buttons, not in a
+    band of its own under them that stays empty until a message comes."""
+    from desktop.main_window import MainWindow
+
+    window = MainWindow(host)
+    qtbot.addWidget(window)
+    window.resize(1100, 720)
+    window.build_panels()
+    window.show()
+    panel = window.panels[title]
+    window.tabs.setCurrentWidget(panel)
+    qtbot.waitExposed(window)
+    qtbot.wait(50)
+    banner = panel.banner
+    assert banner.isHidden()
+    band = banner.geometry()
+    beside = [w for w in panel.findChildren(QWidget) if w is not banner and w.isVisible()
+              and w.parentWidget() is banner.parentWidget()
+              and w.geometry().top() < band.bottom() and w.geometry().bottom() > band.top()]
+    assert beside, "the banner's place is an empty band"
 
 
 def test_long_locations_do_not_squeeze_titles(host: Any, qtbot: Any, tmp_path: Path) -> None:

@@ -78,6 +78,6 @@ def test_ingest_goes_the_way_a_drop_does(host: Any, qtbot: Any, docs: Path) -> N
 
 def test_describe_says_what_to_do() -> None:
     text = describe("open", ErrorInfo(1011, "wrong_key", "wrong passphrase for this store"))
-    assert text.startswith("Opening the store failed: wrong passphrase")
+    assert text.startswith("Opening the store failed: the passphrase or recovery key is wrong")
     assert "Nothing was changed" in text
     assert describe("x_y", ErrorInfo(1000, "?", "boom")) == "X y failed: boom."

@@ -139,16 +139,18 @@ def test_a_bad_setting_has_a_way_out_in_the_window(make_host: Callable[..., Engi
     window.resize(1100, 600)
     assert host.open_error is not None and host.open_error.name == "config_invalid"
     assert page.detail.width() <= DETAIL_WIDTH  # a readable measure, not the window's width
-    assert "store.chroma_url" in page.detail.text()
+    assert "Chroma server URL" in page.detail.text()
+    assert "store.chroma_url" not in page.detail.text()  # a name, never a key
     assert page.settings_button.isVisibleTo(window) and page.reset_button.isVisibleTo(window)
-    assert page.reset_button.text() == "Reset store.chroma_url"
+    assert page.reset_button.text() == "Reset \u201cChroma server URL\u201d"
     assert window.banner.isHidden()  # said once, on the page
     # Settings, right there: correct the URL, save, and the store opens
     page.settings_button.click()
     settings = page.settings
     assert settings is not None and settings.isVisibleTo(window)
     assert settings.form.editors["store.chroma_url"].text() == "chroma.local:80oo"
-    settings.form.editors["store.vector_backend"].setCurrentText("memory")
+    backend = settings.form.editors["store.vector_backend"]
+    backend.setCurrentIndex(backend.findData("memory"))
     with qtbot.waitSignal(host.ready, timeout=30000):
         assert settings.save_settings()
     assert window.stack.currentWidget() is window.tabs
@@ -163,11 +165,11 @@ def test_a_bad_setting_has_a_way_out_in_the_window(make_host: Callable[..., Engi
     with qtbot.waitSignal(again.state_changed, check_params_cb=lambda s: s == "error",
                           timeout=30000):
         again.start()
-    assert window2.page.reset_button.text() == "Reset store.chroma_url"
+    assert window2.page.reset_button.text() == "Reset \u201cChroma server URL\u201d"
     with qtbot.waitSignal(again.state_changed, check_params_cb=lambda s: s == "error",
                           timeout=30000):
         window2.page.reset_button.click()  # still http without a URL: refused again
-    assert window2.page.reset_button.text() == "Reset store.vector_backend"
+    assert window2.page.reset_button.text() == "Use the default vector store"
     with qtbot.waitSignal(again.ready, timeout=30000):
         window2.page.reset_button.click()
     assert "store" not in config.read_text(encoding="utf-8")
@@ -229,3 +231,101 @@ def test_first_run_create_store_shows_the_window(qtbot: Any, qapp: Any, data_dir
         qtbot.waitUntil(lambda: app.host.state == "stopped", timeout=30000)
         if app.tray is not None:
             app.tray.hide()
+
+
+def test_unlock_says_the_recovery_key_works_and_its_field_stays_put(
+        make_host: Callable[..., EngineHost], qtbot: Any, data_dir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 (15): the dialog says the recovery key opens the store too, and the red
+    line of a wrong passphrase does not move the field or the buttons."""
+    from desktop.dialogs.unlock import UnlockDialog
+    from engine import init_store
+
+    init_store(data_dir, passphrase=TEST_PASSPHRASE, use_keychain=False)
+    monkeypatch.delenv("CTX_PASSPHRASE")
+    host = make_host(None)
+    with qtbot.waitSignal(host.state_changed, check_params_cb=lambda s: s == "locked",
+                          timeout=30000):
+        host.start()
+    dialog = UnlockDialog(host)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    words = " ".join(w.text() for w in dialog.findChildren(type(dialog.message)))
+    assert "recovery key" in words.lower()
+    assert "recovery key" in dialog.passphrase.placeholderText().lower()
+    field, button = dialog.passphrase.geometry(), dialog.unlock_button.mapTo(
+        dialog, dialog.unlock_button.rect().topLeft())
+    with qtbot.waitSignal(host.failed, timeout=30000):
+        dialog.passphrase.setText("not the passphrase")
+        dialog.try_unlock()
+    qtbot.waitUntil(lambda: dialog.message.isVisible(), timeout=5000)
+    assert dialog.passphrase.geometry() == field
+    assert dialog.unlock_button.mapTo(dialog, dialog.unlock_button.rect().topLeft()) == button
+
+
+def test_a_bad_setting_after_unlocking_is_fixed_without_the_passphrase_again(
+        make_host: Callable[..., EngineHost], qtbot: Any, data_dir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 (4): the passphrase was right but a setting stopped the store: the unlock
+    dialog closes (no stale red error) and the page's fix opens the store without
+    asking for the passphrase again."""
+    from desktop.dialogs.unlock import UnlockDialog
+    from engine import init_store
+
+    init_store(data_dir, passphrase=TEST_PASSPHRASE, use_keychain=False)
+    (data_dir / "config.toml").write_text(  # found only once the key opened the vault
+        '[store]\nvector_backend = "http"\nchroma_url = "http://127.0.0.1:9"\n',
+        encoding="utf-8")
+    monkeypatch.delenv("CTX_PASSPHRASE")
+    host = make_host(None)
+    window = MainWindow(host)
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(host.state_changed, check_params_cb=lambda s: s == "locked",
+                          timeout=30000):
+        host.start()
+    dialog = UnlockDialog(host)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    states: list[str] = []
+    host.state_changed.connect(states.append)
+    with qtbot.waitSignal(host.state_changed, check_params_cb=lambda s: s == "error",
+                          timeout=30000):
+        dialog.passphrase.setText(TEST_PASSPHRASE)
+        dialog.try_unlock()
+    assert not dialog.isVisible() and dialog.result() == 1  # its part was done
+    assert window.page.reset_button.isVisibleTo(window)
+    with qtbot.waitSignal(host.ready, timeout=30000):
+        window.page.reset_button.click()
+    assert "locked" not in states  # never asked again
+
+
+def test_the_settings_form_on_the_error_page_gets_the_room(
+        make_host: Callable[..., EngineHost], qtbot: Any, data_dir: Path) -> None:
+    """Issue 33 (4): Settings opened from the bad-setting page is not a strip: at the
+    default size it takes the page's height, the Chroma URL field whole in sight."""
+    from desktop.qt import QScrollArea
+
+    open_fake_engine(data_dir, None).close()
+    (data_dir / "config.toml").write_text(
+        '[store]\nvector_backend = "http"\nchroma_url = "http://127.0.0.1:9"\n',
+        encoding="utf-8")
+    host = make_host(None)
+    window = MainWindow(host)
+    qtbot.addWidget(window)
+    window.resize(1100, 720)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(host.state_changed, check_params_cb=lambda s: s == "error",
+                          timeout=30000):
+        host.start()
+    window.page.show_settings()
+    qtbot.wait(50)
+    settings = window.page.settings
+    assert settings.height() > 480
+    scroll = settings.findChild(QScrollArea)
+    url = settings.form.editors["store.chroma_url"]
+    top_left = url.mapTo(scroll.viewport(), url.rect().topLeft())
+    bottom_right = url.mapTo(scroll.viewport(), url.rect().bottomRight())
+    assert scroll.viewport().rect().contains(top_left)
+    assert scroll.viewport().rect().contains(bottom_right)

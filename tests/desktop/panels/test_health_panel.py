@@ -56,7 +56,7 @@ def test_shows_store_model_ipc_latency_and_audit(qtbot: Any, served_host: Any,
     f = panel.fields
     assert f["Sources"].text() == "3" and int(f["Chunks"].text()) >= 3
     assert f["Model"].text().startswith("fake") and f["Dimensions"].text() == "384"
-    assert f["Vector backend"].text() == "memory" and f["Vector store"].text() == "available"
+    assert f["Vector backend"].text() == "On this computer (default)" and f["Vector store"].text() == "available"
     assert f["Vectors in memory"].text().startswith("exact index, ")  # a small store, warm
     assert f["Size on disk"].text().endswith(("KB", "MB"))
     assert f["Endpoint"].text() == host.ipc_info and f["Endpoint"].text().startswith("ipc://")
@@ -98,8 +98,8 @@ def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.Monke
             host.start()
         qtbot.waitUntil(lambda: host.state == "error", timeout=30_000)
         lines = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
-        assert lines[0].startswith("Engine state: error: ")
-        assert lines[0].endswith("(vector_store_unavailable)")
+        assert lines[0].startswith("Opening the store failed: the vector store")
+        assert "vector_store_unavailable" not in lines[0]  # words, not the code
     finally:
         host.shutdown(wait=True)
 
@@ -158,3 +158,43 @@ def test_memory_line_names_the_prefiltered_index() -> None:
 
     assert memory_line(VectorMemory("prefilter", "ready", 99498, 99498 * 448 * 4)) == \
         "index with a prefilter, 99498 vectors, 170 MB"
+
+
+def test_alerts_wrap_grow_and_can_be_dismissed(qtbot: Any, panel_host: Any) -> None:
+    """Issue 33 (19): a long alert wraps (no sideways scroll), the box is more than three
+    lines, and an alert can be dismissed; an engine alert dismissed comes back only when
+    it is raised again."""
+    from desktop.notices import Notice
+    from desktop.panels.health import HealthPanel
+    from desktop.qt import Qt
+    from engine import Alert
+
+    panel = HealthPanel(panel_host, refresh_ms=60_000)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 720)
+    panel.show()
+    qtbot.waitExposed(panel)
+    long = "A very long alert that says a great deal about what went wrong. " * 5
+    panel.add_alert(Notice("ingest_failed", long, 1050))
+    panel_host._active_alerts["context_engine.vault.damaged"] = Alert(
+        "context_engine.vault.damaged", since=1000.0, count=1, last=1000.0)
+    panel._draw_alerts()
+    qtbot.wait(50)
+    assert panel.alert_list.wordWrap()
+    assert panel.alert_list.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+    assert panel.alert_list.height() > 3 * panel.alert_list.fontMetrics().lineSpacing() + 20
+    texts = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
+    assert texts[0].startswith("ACTIVE · Vault damaged") and long in texts[1]
+    assert not panel.dismiss.isEnabled()
+    panel.alert_list.setCurrentRow(1)
+    assert panel.dismiss.isEnabled()
+    panel.dismiss.click()
+    panel.alert_list.setCurrentRow(0)
+    panel.dismiss.click()
+    assert panel.active_alerts() == []
+    panel._draw_alerts()  # a refresh: still dismissed while it is the same alert
+    assert panel.active_alerts() == []
+    panel_host._active_alerts["context_engine.vault.damaged"] = Alert(
+        "context_engine.vault.damaged", since=2000.0, count=1, last=2000.0)  # raised again
+    panel._draw_alerts()
+    assert panel.active_alerts()[0].startswith("ACTIVE · Vault damaged")

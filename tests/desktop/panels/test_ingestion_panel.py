@@ -67,12 +67,20 @@ def test_bad_files_are_listed_with_path_and_reason(qtbot: Any, small_files: None
     # others were skipped on purpose and are said beside it
     assert panel.banner.kind == "error" and "could not be read" in panel.banner.text_shown()
     assert "skipped" in panel.banner.text_shown()
-    assert "binary" in paths[str(bad / "blob.txt")]
+    assert "Binary" in paths[str(bad / "blob.txt")]
     assert "format" in paths[str(bad / "image.png")]
-    assert "max_file_bytes" in paths[str(huge)]
-    assert "could not be read" in paths[str(bad / "dangling.md")]
+    assert "Larger than the largest file" in paths[str(huge)]  # words, not the key
+    # issue 33 (8): a dangling link is said to be one, not "permissions or a disk error"
+    assert "broken link" in paths[str(bad / "dangling.md")]
     if not root:
-        assert "could not be read" in paths[str(secret)]
+        assert "Could not be read" in paths[str(secret)]
+    # real failures first, then the skips: none below the fold under the skips
+    table = panel.failure_table
+    outcomes = [table.item(r, 2).text() for r in range(table.rowCount())]
+    failed = outcomes.count("Failed")
+    assert failed == (1 if root else 2) and outcomes[:failed] == ["Failed"] * failed
+    assert "Skipped" in outcomes[failed:] and "Failed" not in outcomes[failed:]
+    assert not any("blob" in r.lower() for r in paths.values())
     card = next(iter(panel.cards.values()))
     assert "skipped" in card.state.text()
     assert panel.failure_table.rowCount() == len(panel.failures)

@@ -91,9 +91,9 @@ def test_where_and_why_read_as_words() -> None:
 
 def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any) -> None:
     panel.query.setText("inverter")
-    panel.mode.setCurrentText("dense_cached")
+    panel.mode.setCurrentIndex(panel.mode.findData("dense_cached"))
     panel.live_box.setChecked(True)
-    panel.live_kind.setCurrentText("selection")
+    panel.live_kind.setCurrentIndex(panel.live_kind.findData("selection"))
     panel.live_text.setPlainText("selected text mentioning the inverter warranty")
     report = _build(qtbot, panel, panel_host)
     kinds = [i.kind for i in panel.items]
@@ -161,7 +161,7 @@ def test_every_column_is_in_sight_without_scrolling(qtbot: Any, panel: Any,
     panel.show()
     qtbot.waitExposed(panel)
     panel.query.setText("inverter batteries and the tide gauge sensor readings")
-    panel.mode.setCurrentText("dense_cached")
+    panel.mode.setCurrentIndex(panel.mode.findData("dense_cached"))
     _build(qtbot, panel, panel_host)
     table = panel.table
     qtbot.waitUntil(lambda: panel.rows() > 0, timeout=10_000)

@@ -45,11 +45,17 @@ def test_shows_the_typed_defaults(panel: Any) -> None:
     assert values["desktop.appearance"] == "system"
 
 
+def _choose(panel: Any, key: str, value: str) -> None:
+    """Pick a choice by the value stored (the combo shows its name)."""
+    combo = panel.form.editors[key]
+    combo.setCurrentIndex(combo.findData(value))
+
+
 def test_save_writes_only_the_changes_and_the_engine_reads_them(
         qtbot: Any, panel: Any, panel_host: Any, autostart: Any, tmp_path: Path) -> None:
-    panel.form.editors["packing.mode"].setCurrentText("dense_cached")
+    _choose(panel, "packing.mode", "dense_cached")
     panel.form.editors["tiers.recent_days"].setValue(3)
-    panel.form.editors["store.vector_backend"].setCurrentText("http")
+    _choose(panel, "store.vector_backend", "http")
     assert panel.form.editors["store.chroma_url"].isEnabled()
     panel.form.editors["store.chroma_url"].setText("http://10.0.0.5:8000")
     panel.add_folder(str(tmp_path))
@@ -86,13 +92,13 @@ def test_other_keys_in_the_file_are_kept(qtbot: Any, panel_host: Any, autostart:
 
 @pytest.mark.parametrize(("edit", "needle"), [
     (lambda p: (p.form.editors["tiers.recent_days"].setValue(40),
-                p.form.editors["tiers.old_days"].setValue(30)), "recent_days <= old_days"),
-    (lambda p: p.form.editors["packing.max_item_tokens"].setValue(0), "max_item_tokens"),
-    (lambda p: p.form.editors["packing.live_max_share"].setValue(1.5), "live_max_share"),
+                p.form.editors["tiers.old_days"].setValue(30)), "\u201cFull text up to (days old)\u201d <= \u201cMicro summary from (days old)\u201d"),
+    (lambda p: p.form.editors["packing.max_item_tokens"].setValue(0), "Any other item, max tokens"),
+    (lambda p: p.form.editors["packing.live_max_share"].setValue(1.5), "Live items' share of the budget"),
     (lambda p: p.add_folder("relative/folder"), "not an absolute path"),
-    (lambda p: (p.form.editors["store.vector_backend"].setCurrentText("http"),
+    (lambda p: (_choose(p, "store.vector_backend", "http"),
                 p.form.editors["store.chroma_url"].setText("chroma.local:80oo")),
-     "store.chroma_url"),  # issue 22 (1): refused before it is written, not at next open
+     "Chroma server URL"),  # issue 22 (1): refused before it is written, not at next open
 ])
 def test_invalid_value_shows_the_config_message_and_writes_nothing(
         panel: Any, panel_host: Any, edit: Any, needle: str) -> None:
@@ -129,7 +135,7 @@ def test_a_file_the_store_refuses_is_shown_and_can_be_corrected(
                                    'chroma_url = "chroma.local:80oo"\n', encoding="utf-8")
     widget = SettingsPanel(panel_host, autostart=autostart)
     qtbot.addWidget(widget)
-    assert widget.banner.kind == "error" and "store.chroma_url" in widget.banner.text_shown()
+    assert widget.banner.kind == "error" and "Chroma server URL" in widget.banner.text_shown()
     assert widget.save.isEnabled()
     url = widget.form.editors["store.chroma_url"]
     assert url.text() == "chroma.local:80oo"
@@ -154,3 +160,48 @@ def test_saved_watched_folder_reaches_the_ingestion_panel(
     qtbot.waitUntil(lambda: panel_host.watch_report.folders == (str(folder),),
                     timeout=30_000)
     assert ingestion.watch_list.item(0).text() == f"{folder}  —  watching"
+
+
+def test_the_footer_never_claims_a_save_and_a_past_saved_goes_on_edit(
+        qtbot: Any, panel: Any, panel_host: Any) -> None:
+    """Issue 33 (12): before any save the footer names the file without "Saved"; a bad
+    value is "Not saved" alone; after a save, a new edit takes the "Saved." away and the
+    footer counts what is not saved yet."""
+    assert "Saved" not in panel.path_label.text() and "config.toml" in panel.path_label.text()
+    panel.form.editors["packing.max_item_tokens"].setValue(0)
+    assert not panel.save_settings()
+    assert panel.banner.kind == "error" and panel.banner.text_shown().startswith("Not saved")
+    assert "Saved" not in panel.path_label.text()
+    panel.form.editors["packing.max_item_tokens"].setValue(500)
+    with qtbot.waitSignal(panel_host.config_changed, timeout=30_000):
+        assert panel.save_settings()
+    assert panel.banner.kind == "ok" and panel.banner.text_shown().startswith("Saved")
+    assert panel.unsaved.text() == ""
+    panel.form.editors["tiers.recent_days"].setValue(3)
+    assert panel.banner.isHidden() and panel.banner.kind == ""  # the "Saved." was stale
+    assert panel.unsaved.text() == "1 unsaved change"
+    panel.form.editors["tiers.recent_days"].setValue(7)  # back as saved
+    assert panel.unsaved.text() == ""
+
+
+def test_the_whole_form_fits_the_default_window(qtbot: Any, panel_host: Any,
+                                               autostart: Any) -> None:
+    """Issue 33 (14): at the window's default 1100x720, Settings needs no scrolling:
+    "Start at login" is in sight."""
+    from desktop.main_window import MainWindow
+    from desktop.qt import QScrollArea
+
+    window = MainWindow(panel_host)
+    qtbot.addWidget(window)
+    window.resize(1100, 720)
+    window.build_panels()
+    window.show()
+    settings = window.panels["Settings"]
+    window.tabs.setCurrentWidget(settings)
+    qtbot.waitExposed(window)
+    qtbot.wait(50)
+    scroll = settings.findChild(QScrollArea)
+    assert scroll.verticalScrollBar().maximum() == 0
+    box = settings.start_at_login
+    assert scroll.viewport().rect().contains(box.mapTo(scroll.viewport(),
+                                                       box.rect().bottomRight()))

@@ -132,6 +132,8 @@ def test_symlinked_folders_are_not_followed(tmp_path: Path) -> None:
     rejected = [i for i in items if isinstance(i, FileRejected)]
     assert paths == [tmp_path / "real" / "a.txt", tmp_path / "real" / "link.txt"]
     assert [r.path for r in rejected] == [str(tmp_path / "real" / "broken.txt")]
+    # a broken link is told as one (issue 33, 8): still a failure, with its own detail
+    assert rejected[0].reason == REJECT_UNREADABLE and rejected[0].detail == "broken_link"
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
