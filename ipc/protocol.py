@@ -122,7 +122,8 @@ def _obj(fields: Mapping[str, Field] | None = None, **kw: Any) -> Field:
 # tests/ipc/test_ipc_wire_limits.py checks that docs/wire.md, these and the engine agree.
 MAX_QUERY_CHARS = 4_000  # build_context, search: the query analyzer reads no more
 MAX_LONG_QUERY_CHARS = 100_000  # recall's query and task (the engine does not cap them)
-MAX_BUDGET = 200_000  # tokens; 0 is allowed (an empty context)
+MIN_BUDGET = 1  # tokens: one rule for build_context, recall and MCP
+MAX_BUDGET = 200_000
 MAX_LIVE_ITEMS = 64
 MAX_LIVE_BYTES = 2_000_000  # UTF-8 bytes of all live items' text together
 MAX_CONVERSATION_TURNS = 200
@@ -131,7 +132,7 @@ _PATH = Field("str", min_len=1, max_len=4096)
 _TIME = Field("number", nullable=True, lo=0.0, hi=1e11)
 _SHORT = Field("str", nullable=True, max_len=256)
 _K = Field("int", lo=1, hi=1000)
-_BUDGET = Field("int", lo=0, hi=MAX_BUDGET, error=InvalidBudget)
+_BUDGET = Field("int", lo=MIN_BUDGET, hi=MAX_BUDGET, error=InvalidBudget)
 _STR_LIST = Field("list", nullable=True, max_len=64, items=Field("str", min_len=1, max_len=64))
 _ANY_OBJ = _obj()
 _OBJ_LIST = Field("list", items=_ANY_OBJ)

@@ -45,8 +45,10 @@ def _drop_none(**params: Any) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def _list(value: Sequence[Any] | None) -> list[Any] | None:
-    return None if value is None else list(value)
+def _list(value: Sequence[Any] | None) -> Any:
+    """A sequence as a JSON list; anything else (an object, a string) goes as it is, so
+    that the server says what is wrong instead of a list made of its keys or letters."""
+    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 class RemoteEngine:

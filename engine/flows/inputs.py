@@ -19,7 +19,7 @@ from engine.errors import (
     LiveSnapshotTooLarge,
     NotUtf8,
 )
-from engine.packing.packer import MAX_BUDGET
+from engine.packing.packer import MAX_BUDGET, MIN_BUDGET
 from engine.retrieval.config import SearchConfig
 from engine.types import LIVE_KINDS, ConversationTurn, LiveItem
 
@@ -54,8 +54,13 @@ def check_query(query: Any, cfg: SearchConfig) -> str:
 def check_budget(budget: Any) -> int:
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise InvalidBudget("budget must be an integer", field="budget")
-    if not 0 <= budget <= MAX_BUDGET:
-        raise InvalidBudget(f"budget must be in 0..{MAX_BUDGET}", budget=budget, field="budget")
+    if budget == 0:
+        raise InvalidBudget(f"a budget of 0 tokens gives an empty context: give the most "
+                            f"tokens it may use, {MIN_BUDGET}..{MAX_BUDGET}", budget=budget,
+                            field="budget")
+    if not MIN_BUDGET <= budget <= MAX_BUDGET:
+        raise InvalidBudget(f"budget must be in {MIN_BUDGET}..{MAX_BUDGET}", budget=budget,
+                            field="budget")
     return budget
 
 
@@ -81,7 +86,9 @@ def check_live(items: Sequence[Mapping[str, Any]] | None, cfg: SearchConfig) -> 
     if items is None:
         return []
     if not isinstance(items, (list, tuple)):
-        raise InvalidInput("live must be a list of items", field="live")
+        got = "an object" if isinstance(items, Mapping) else "a single value"
+        raise InvalidInput(f"live must be a list of items (objects with kind, source, title, "
+                           f"text, captured_at), not {got}", field="live")
     if len(items) > cfg.max_live_items:
         raise LiveSnapshotTooLarge(f"live snapshot has more than {cfg.max_live_items} items",
                                    items=len(items), field="live", limit=cfg.max_live_items)

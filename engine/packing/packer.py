@@ -56,6 +56,7 @@ from engine.packing.pieces import Piece, PieceMaker
 from engine.packing.render import FORMATS, GROUP_ORDER, Renderer, format_time, get_renderer
 from engine.tokens import TokenCounter
 
+MIN_BUDGET = 1  # a call asks for at least one token (0 would be an empty context)
 MAX_BUDGET = 200_000
 MODES = ("fast", "dense_cached")
 

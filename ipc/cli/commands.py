@@ -19,7 +19,6 @@ from ipc.cli.output import emit_json, fmt_time, parse_when, table
 from ipc.cli.progress import JobProgress, summary
 from ipc.errors import ServerUnavailable
 from ipc.places import place
-from ipc.protocol import MAX_BUDGET
 from ipc.status_text import adapt_line, histogram_line, memory_line, progress_text, waiting_line
 
 NO_WAY_TO_UNLOCK = (
@@ -214,17 +213,14 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    if args.budget == 0:
-        raise InvalidInput("--budget 0 gives an empty context (0 tokens): give the most "
-                           f"tokens the context may use, 1..{MAX_BUDGET}", field="budget")
     live = None
     if args.live:
         try:
             live = json.loads(Path(args.live).read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
             raise InvalidInput("--live must name a readable JSON file") from None
-        if isinstance(live, dict):
-            live = live.get("items", [])
+        if isinstance(live, dict) and "items" in live:  # {"items": [...]}, as a gatherer writes
+            live = live["items"]  # anything else goes as it is: the engine says what is wrong
     backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
         payload = backend.build_context(args.query, live=live, budget=args.budget,

@@ -22,6 +22,7 @@ from pydantic import Field
 from engine import CtxError
 from ipc.mcp.compact import fit, hit_entries, recall_text, source_entries
 from ipc.mcp.link import EngineLink
+from ipc.protocol import MAX_BUDGET, MIN_BUDGET
 
 INSTRUCTIONS = (
     "ctx is the user's local, encrypted memory: their documents, notes and the transcripts of "
@@ -31,7 +32,8 @@ INSTRUCTIONS = (
     "token budget you pass."
 )
 
-Budget = Annotated[int, Field(ge=50, le=50_000,
+# One rule for a budget everywhere (build_context, recall, the MCP tools): docs/wire.md.
+Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET,
                               description="Most tokens (cl100k) the result may use.")]
 
 
@@ -207,6 +209,40 @@ def _refuse_unknown_arguments(tool: Any) -> None:
     model.model_config["hide_input_in_errors"] = True  # name the argument, not its value
     model.model_rebuild(force=True)
     tool.parameters["additionalProperties"] = False
+    _plain_argument_errors(tool)
+
+
+def argument_errors(exc: Any) -> str:
+    """A pydantic ValidationError as an agent reads it: each argument named with what is
+    wrong, without pydantic's title, input values or links to its website."""
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        name = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        what = ("not an argument of this tool" if err.get("type") == "extra_forbidden"
+                else str(err.get("msg", "invalid")))
+        parts.append(f"{name}: {what}")
+    return "; ".join(parts)
+
+
+def _plain_argument_errors(tool: Any) -> None:
+    """Arguments that fail the tool's schema are a tool error naming each argument (the
+    SDK's text ends with a pydantic URL and repeats its model's name)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    run = tool.run
+
+    async def checked(arguments: dict[str, Any], context: Any, convert_result: bool = False
+                      ) -> Any:
+        try:
+            return await run(arguments, context, convert_result=convert_result)
+        except ToolError as exc:
+            if type(exc) is ToolError and isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"invalid arguments for {tool.name}: "
+                                f"{argument_errors(exc.__cause__)}") from None
+            raise
+
+    object.__setattr__(tool, "run", checked)  # a pydantic model: set past its fields
 
 
 def run_mcp(args: argparse.Namespace) -> int:
@@ -214,9 +250,13 @@ def run_mcp(args: argparse.Namespace) -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)
+    import anyio
+
+    from ipc.mcp.stdio import serve_stdio
+
     server = make_server(args.data_dir, default_budget=args.budget)
     try:
-        server.run("stdio")
+        anyio.run(serve_stdio, server)
     finally:
         server.ctx_tools.link.close()
     return 0

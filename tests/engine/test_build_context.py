@@ -51,9 +51,11 @@ def test_access_stats_are_recorded(filled: ContextEngine) -> None:
     assert counts and counts >= 1
 
 
-def test_budget_zero_is_empty(filled: ContextEngine) -> None:
-    p = filled.build_context("deploy", budget=0)
-    assert (p.context, p.total_tokens, p.items) == ("", 0, ())
+def test_budget_zero_is_refused(filled: ContextEngine) -> None:
+    """One rule for build and recall alike (docs/wire.md): a budget is 1..200000."""
+    with pytest.raises(InvalidBudget) as info:
+        filled.build_context("deploy", budget=0)
+    assert "empty context" in info.value.message
 
 
 @pytest.mark.parametrize("kwargs, error", [

@@ -131,7 +131,7 @@ def test_each_limit_itself_is_served(client: Client) -> None:
           "conversation": [{"role": "user", "text": "t"}] * int(LIMITS["max_conversation_turns"])}
     payload = client.call("build_context", at)
     assert payload["budget"] == LIMITS["max_budget"]
-    assert client.call("build_context", {"query": "q", "budget": 0})["budget"] == 0
+    assert client.call("build_context", {"query": "q", "budget": 1})["budget"] == 1
     hits = client.call("search", {"query": "s" * int(LIMITS["max_query_chars"]), "k": 1})
     assert len(hits) == 1
 

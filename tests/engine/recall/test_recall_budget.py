@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.api import RecallResult
+from engine.errors import InvalidBudget
 from engine.facade import ContextEngine
 from engine.flows.recall_hits import (
     HIT_OVERHEAD,
@@ -103,7 +104,8 @@ def test_a_budget_is_filled_never_passed(synced: ContextEngine) -> None:
     assert roomy[0].excerpt == roomy[0].text  # the first hit whole (later ones less what
     # an earlier one shows)
     assert any(synced.rt.counter.count(h.excerpt) > cap for h in roomy)
-    assert synced.recall(QUERY, k=8, budget=0).hits == ()
+    with pytest.raises(InvalidBudget):  # one rule: a budget is 1..200000 (docs/wire.md)
+        synced.recall(QUERY, k=8, budget=0)
 
 
 def test_a_turn_hit_shows_its_turn_when_the_budget_allows(synced: ContextEngine) -> None:
