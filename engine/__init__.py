@@ -65,7 +65,7 @@ _WHERE: dict[str, str] = {
     "TokenCounter": "engine.tokens",
     "resolve_data_dir": "engine.paths:data_dir",
     "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
-    "headless_key_available": "engine.crypto.keys",
+    "headless_key_available": "engine.crypto.keys", "headless_key_file": "engine.crypto.keys",
     **_KEEPING,
     **{n: "engine.api" for n in _API},
     **{n: "engine.errors" for n in _ERRORS},
@@ -119,6 +119,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.config_base import from_dict as parse_config_section
     from engine.crypto.keys import (
         headless_key_available,
+        headless_key_file,
         headless_passphrase,
         keychain_available,
     )
@@ -195,7 +196,7 @@ __all__ = [
     "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "backup_due",
     "backups_to_prune",
     "caller", "change_passphrase", "check_config", "error_from_dict", "generate_recovery_key",
-    "headless_key_available", "headless_passphrase", "init_store", "keychain_available", "load_config",
+    "headless_key_available", "headless_key_file", "headless_passphrase", "init_store", "keychain_available", "load_config",
     "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
     "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",
     "use_keychain", "use_passphrase", "verify_backup_file",

@@ -34,7 +34,7 @@ def test_engine_exports() -> None:
         "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
         "LiveItem",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
-        "headless_passphrase", "headless_key_available",
+        "headless_passphrase", "headless_key_available", "headless_key_file",
         # keeping the data: backups, restore, export, recovery keys, key changes
         "BackupConfig", "BackupResult", "RestoreResult", "ExportResult", "KeyChangeResult",
         "RecoveryKeyInvalid", "BackupDamaged", "BackupMismatch", "StoreExists",

@@ -117,6 +117,7 @@ def test_make_run_shows_a_recovery_key_and_its_next_steps_work(tmp_path: Path) -
     assert "Your recovery key (shown this once" in out, out
     keyfile = home / ".config" / "ctx" / "keyfile"
     assert f"ctx finds the store's key in {keyfile}" in out, out
+    assert f"wrapped with the passphrase in {keyfile}" in out, out  # what ctx init said
     assert "NO recovery key" not in out, out
     steps = _next_steps(out)
     assert any(s.startswith("ctx search") for s in steps), steps

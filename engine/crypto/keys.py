@@ -118,6 +118,15 @@ def headless_key_available() -> bool:
     return bool(os.environ.get(ENV_PASSPHRASE)) or key_file() is not None
 
 
+def headless_key_file() -> str | None:
+    """The key file a headless passphrase is read from (CTX_KEY_FILE, else the default
+    key file where one exists); None when CTX_PASSPHRASE gives it, or nothing does."""
+    if os.environ.get(ENV_PASSPHRASE):
+        return None
+    found = key_file()
+    return str(found[0]) if found is not None else None
+
+
 def headless_passphrase() -> str | None:
     """The passphrase from ``CTX_PASSPHRASE``, an owner-only ``CTX_KEY_FILE``, or else
     the owner-only default key file (``~/.config/ctx/keyfile``) where one exists."""

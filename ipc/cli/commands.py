@@ -49,7 +49,7 @@ def _init_passphrase(args: argparse.Namespace) -> str | None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from engine import init_store
+    from engine import headless_key_file, init_store
 
     passphrase = _init_passphrase(args)
     if passphrase is not None and not passphrase:
@@ -64,6 +64,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"created store in {root}")
     if passphrase is None:
         print("its key is in this system's keychain: ctx commands unlock it by themselves")
+    elif not args.passphrase_stdin and (key_file := headless_key_file()):
+        print(f"its key is wrapped with the passphrase in {key_file}: later commands find "
+              "it there by themselves; keep that file (and the recovery key below) safe")
     else:
         print("its key is wrapped with your passphrase: later commands ask for it on a "
               "terminal; where none is (services, agents, scripts) set CTX_PASSPHRASE or "

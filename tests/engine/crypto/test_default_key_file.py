@@ -86,3 +86,13 @@ def test_ctx_key_file_wins_over_the_default(no_env_key: Path, tmp_path: Path,
     _write(named, "the named one")
     monkeypatch.setenv("CTX_KEY_FILE", str(named))
     assert keys.headless_passphrase() == "the named one"
+
+
+def test_init_says_the_key_file_it_used(no_env_key: Path, tmp_path: Path) -> None:
+    from tests.agents.engines import ctx
+
+    _write(no_env_key, "made by make run")
+    done = ctx("init", "--no-keychain", "--data-dir", str(tmp_path / "store"))
+    assert done.returncode == 0, done.stderr
+    assert f"wrapped with the passphrase in {no_env_key}" in done.stdout, done.stdout
+    assert keys.unlock_key(tmp_path / "store")  # and a later command finds it there
