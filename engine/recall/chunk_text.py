@@ -40,7 +40,7 @@ _SALIENT = ("command", "cmd", "pattern", "query", "url", "file_path", "path", "n
             "description", "subagent_type", "prompt", "todos", "plan", "explanation",
             "old_string", "new_string", "content")
 # Tool input keys that say how, not what: left out of the summary.
-_PLUMBING = frozenset({"workdir", "cwd", "timeout", "timeout_ms", "yield_time_ms",
+PLUMBING = frozenset({"workdir", "cwd", "timeout", "timeout_ms", "yield_time_ms",
                        "max_output_tokens", "run_in_background", "shell", "login", "tty"})
 
 
@@ -162,6 +162,15 @@ def clean_output(text: str) -> str:
     return text.strip()
 
 
+_GUTTER = re.compile(r"^ +(\d+)(→|\t)", re.MULTILINE)
+
+
+def compact_gutter(text: str) -> str:
+    """A file listing's line-number gutter without its padding ("   12→x" -> "12→x"):
+    a sixth fewer tokens on the file reads of the shared sessions, nothing lost."""
+    return _GUTTER.sub(r"\1\2", text)
+
+
 def tail_tokens(counter: TokenCounter, text: str, n: int) -> str:
     """The longest suffix of ``text`` of at most ``n`` tokens (never a split character)."""
     if n <= 0 or not text:
@@ -235,7 +244,7 @@ def summarize_input(raw: str | None) -> str:
         return str(data)
     order = {key: i for i, key in enumerate(_SALIENT)}
     items = sorted((kv for kv in data.items()
-                    if kv[1] not in (None, "", [], {}) and kv[0] not in _PLUMBING),
+                    if kv[1] not in (None, "", [], {}) and kv[0] not in PLUMBING),
                    key=lambda kv: order.get(kv[0], len(order)))
     parts = []
     for i, (key, value) in enumerate(items):
@@ -245,3 +254,30 @@ def summarize_input(raw: str | None) -> str:
         else:
             parts.append(f"{key}={' '.join(rendered.split())}")
     return "; ".join(parts)
+
+
+def render_input(raw: str | None) -> str:
+    """A tool call's whole input, laid out to read: ``summarize_input``'s order, but each
+    value whole and with its own lines (an Edit's old and new text, a Write's content)."""
+    if not raw or not raw.strip():
+        return ""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw.strip()
+    if not isinstance(data, dict):
+        return summarize_input(raw)
+    order = {key: i for i, key in enumerate(_SALIENT)}
+    items = sorted((kv for kv in data.items()
+                    if kv[1] not in (None, "", [], {}) and kv[0] not in PLUMBING),
+                   key=lambda kv: order.get(kv[0], len(order)))
+    parts = []
+    for i, (key, value) in enumerate(items):
+        rendered = _render_value(key, value).strip("\n")
+        if i == 0 and key in order:
+            parts.append(rendered)
+        elif "\n" in rendered:
+            parts.append(f"{key}:\n{rendered}")
+        else:
+            parts.append(f"{key}={rendered}")
+    return "\n".join(parts)

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from engine.errors import ConfigError
 from engine.recall.chunk_text import (
     clean_output,
+    compact_gutter,
     head_tail,
+    render_input,
     split_code,
     split_text,
     summarize_input,
@@ -66,6 +68,12 @@ class RecallChunkConfig:
     code_context_tokens: int = 60  # the sentence introducing a code block
     min_thinking_tokens: int = 16  # shorter reasoning (a bare heading) is skipped
     max_parts: int = 32  # a longer answer, reasoning or code block is cut after this many
+    # A tool's whole input and output are kept too, in parts of their own after the
+    # call's chunk (which shows a summary and the head and tail): an Edit's new text,
+    # a file read, a test run's log. Longer ones are cut after this many parts; 0 keeps
+    # only the call's chunk (what ctx stored before issue 31: about half the chunks on
+    # the shared sessions, python -m bench.recall_coverage).
+    max_tool_parts: int = 64
     skip_sibling_errors: bool = True
     mistake_patterns: tuple[str, ...] = DEFAULT_MISTAKE_PATTERNS  # regexes, case-insensitive
 
@@ -80,6 +88,8 @@ class RecallChunkConfig:
                     "max_parts"):
             if getattr(self, key) < 1:
                 raise bad(key, "must be at least 1")
+        if self.max_tool_parts < 0:
+            raise bad("max_tool_parts", "must not be negative")
         for key in ("question_tokens", "context_question_tokens", "code_context_tokens"):
             if getattr(self, key) > self.max_tokens // 2:
                 raise bad(key, "must be at most half of max_tokens")
@@ -120,12 +130,16 @@ def transcript_chunks(result: ParseResult, cfg: RecallChunkConfig, counter: Toke
     for event in result.events:
         if event.type == "tool_result":
             builder.tool(event)
+        elif event.type == "tool_call":
+            builder.tool_input(event)
         elif event.type == "thinking":
             builder.thinking(event)
         elif event.type == "text" and event.role == "assistant":
             builder.answer(event)
         elif event.type == "text" and event.error_kind in ("interrupted", "aborted"):
             builder.interrupted(event)
+        elif event.type == "text" and event.role == "user":
+            builder.request(event)
     return builder.chunks
 
 
@@ -169,9 +183,11 @@ class _Builder:
             heading=heading, start=event.offset, time=event.timestamp, meta=meta,
         ))
 
-    def _parts(self, first: str, later: str, body: str) -> list[str]:
+    def _parts(self, first: str, later: str, body: str, max_parts: int | None = None
+               ) -> list[str]:
         budget = self.cfg.max_tokens - max(self.counter.count(first), self.counter.count(later))
-        pieces = split_text(self.counter, body, max(16, budget - 2))[: self.cfg.max_parts]
+        pieces = split_text(self.counter, body, max(16, budget - 2))[
+            : max_parts or self.cfg.max_parts]
         return [(first if i == 0 else later) + piece for i, piece in enumerate(pieces)]
 
     # -------------------------------------------------------------- kinds
@@ -198,6 +214,42 @@ class _Builder:
         self._add("turn_pair", f"User: {question}\nAssistant: [{what}]", event,
                   self._key("turn_pair", f"{event.ref}#0"), failure=True,
                   error_kind=event.error_kind)
+
+    def request(self, event: TranscriptEvent) -> None:
+        """A request longer than every chunk of its turn quotes (``context_question_tokens``:
+        a turn with tool calls but no answer quotes no more), whole."""
+        body = event.text.strip()
+        quoted = self.cfg.context_question_tokens
+        if not body or self.counter.count(" ".join(body.split())) <= quoted:
+            return
+        texts = self._parts("User (request): ", "User (request, continued): ", body)
+        for n, text in enumerate(texts):
+            self._add("turn_pair", text, event, self._key("turn_pair", f"{event.ref}#request{n}"),
+                      failure=False, error_kind=None, part="request")
+
+    def tool_input(self, event: TranscriptEvent) -> None:
+        """A call's whole input, when its summary does not fit the call's chunk."""
+        rendered = render_input(event.tool_input)
+        if not self.cfg.max_tool_parts or self.counter.count(rendered) <= self.cfg.tool_input_tokens:
+            return
+        name = event.tool or "unknown"
+        texts = self._parts(f"Tool {name} (input): ", f"Tool {name} (input, continued): ",
+                            rendered, self.cfg.max_tool_parts)
+        for n, text in enumerate(texts):
+            self._add("tool", text, event,
+                      self._key("tool", f"{event.tool_use_id or event.ref}:input#{n}"),
+                      failure=False, error_kind=None, heading=name, tool=name, part="input")
+
+    def _tool_output(self, event: TranscriptEvent, name: str, output: str, what: str) -> None:
+        """A result's whole output, when the call's chunk shows only its head and tail."""
+        output = compact_gutter(output)
+        texts = self._parts(f"Tool {name} ({what}): ", f"Tool {name} ({what}, continued): ",
+                            output, self.cfg.max_tool_parts)
+        for n, text in enumerate(texts):
+            self._add("tool", text, event,
+                      self._key("tool", f"{event.tool_use_id or event.ref}:output#{n}"),
+                      failure=event.failure, error_kind=event.error_kind, heading=name,
+                      tool=name, exit_code=event.exit_code, part="output")
 
     def thinking(self, event: TranscriptEvent) -> None:
         body = event.text.strip()
@@ -232,10 +284,11 @@ class _Builder:
         name = event.tool or "unknown"
         summary = summarize_input(event.tool_input)
         summary = self.counter.truncate(summary, self.cfg.tool_input_tokens)
-        output = head_tail(self.counter, clean_output(event.text), self.cfg.tool_output_tokens)
+        whole = clean_output(event.text)
+        output = head_tail(self.counter, whole, self.cfg.tool_output_tokens)
         if output:
             result = f"Result{_status(event)}: {output}"
-        elif event.error_kind in ("rejected", "interrupted", "aborted"):
+        elif event.error_kind in ("rejected", "interrupted", "aborted", "no_result"):
             result = f"Result{_status(event)}"
         else:
             result = f"Result{_status(event)}: (no output)"
@@ -247,6 +300,8 @@ class _Builder:
         self._add("tool", text, event, self._key("tool", event.tool_use_id or event.ref),
                   failure=event.failure, error_kind=event.error_kind, heading=name, tool=name,
                   exit_code=event.exit_code)
+        if output != whole and self.cfg.max_tool_parts:
+            self._tool_output(event, name, whole, "output")
 
 
 def _status(event: TranscriptEvent) -> str:
@@ -259,6 +314,8 @@ def _status(event: TranscriptEvent) -> str:
         return " (interrupted)"
     if kind == "aborted":
         return " (aborted)"
+    if kind == "no_result":
+        return " (none recorded)"
     if event.exit_code is not None:
         return f" (exit {event.exit_code})"
     if kind is not None:

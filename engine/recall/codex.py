@@ -48,7 +48,7 @@ _HARNESS_FAILED = re.compile(r"^[\w ]{1,40} failed: ")
 _SEARCH_TOOLS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
 MAX_PROCS = 256
 MAX_CLOSED = 256
-MAX_OUT_CHARS = 8000
+MAX_OUT_CHARS = 32000  # a running command's output kept in state between polls
 
 
 def parse_codex(path: Path, *, start_offset: int = 0,
@@ -266,13 +266,26 @@ class _CodexParser(LineParser):
         target = self.state["stdin"].pop(call_id, None) if call_id else None
         if target is not None:
             call = pending.get(target)
-            if call is None or kind == "tool_use_error":
-                return  # the command already finished, or the poll itself was refused
+            if kind == "tool_use_error":
+                return  # the poll itself was refused
+            if call is None:  # the command's end event closed it: what this poll read
+                if text.strip():  # (the model saw it) is stored as the poll's own result;
+                    # the command's outcome is its own chunk's, not counted twice
+                    self.emit("tool", "tool_result", text, ref, offset, tool_use_id=call_id,
+                              tool="write_stdin", exit_code=exit_code)
+                return
             before = call.get("out", "")
             glue = "\n" if before and text and not before.endswith("\n") else ""
-            call["out"] = _cap_out(before + glue + text)
-            if exit_code is not None:
-                self._close(target, call["out"], exit_code, kind, ref, offset)
+            whole = before + glue + text
+            end = as_dict(call.get("end"))  # the command's end event came before this poll
+            if exit_code is None and end:
+                exit_code = end.get("code") if isinstance(end.get("code"), int) else None
+                kind = kind or ("nonzero_exit" if exit_code not in (None, 0) else None)
+                whole = whole if len(whole) >= len(end.get("text") or "") else end["text"]
+            if exit_code is not None or end:  # the last poll's output is kept whole
+                self._close(target, whole, exit_code, kind, ref, offset)
+            else:
+                call["out"] = _cap_out(whole)
             return
         call = pending.get(call_id) if call_id else None
         if call is None:
@@ -330,5 +343,10 @@ class _CodexParser(LineParser):
                     or as_str(payload.get("formatted_output"))
                     or "\n".join(filter(None, (as_str(payload.get("stdout")),
                                                as_str(payload.get("stderr"))))))
+            if call_id in self.state["stdin"].values():
+                # a poll's output is on its way: what the model saw, often longer than
+                # the end event's copy; the poll closes the call with both in hand
+                self.state["pending"][call_id]["end"] = {"code": exit_code, "text": text}
+                return
             self._close(call_id, text, exit_code,
                         "nonzero_exit" if exit_code not in (None, 0) else None, ref, offset)

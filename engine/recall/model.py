@@ -25,9 +25,11 @@ EVENT_TYPES: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", 
 # Why a tool call or a turn did not go as planned. Only the kinds in
 # REAL_FAILURE_KINDS count as failures: a user declining a tool ("rejected")
 # and a harness refusing a malformed call before running it ("tool_use_error")
-# are recorded but are not the agent's or the code's failure.
+# are recorded but are not the agent's or the code's failure; nor is a call whose result
+# the transcript never recorded ("no_result": the next request came first).
 ERROR_KINDS: tuple[str, ...] = (
     "tool_error", "nonzero_exit", "rejected", "tool_use_error", "interrupted", "aborted",
+    "no_result",
 )
 REAL_FAILURE_KINDS = frozenset({"tool_error", "nonzero_exit", "interrupted", "aborted"})
 
@@ -415,6 +417,8 @@ class LineParser:
         pending: dict[str, Any] = self.state["pending"]
         pending[call_id] = {"name": name, "input": _cap_input(tool_input or ""), "ts": self.ts,
                             "out": "", "intent": self.state.get(self._intent_key)}
+        if self.prompt_key == "side_prompt":
+            pending[call_id]["side"] = True
         while len(pending) > MAX_PENDING_TOOLS:
             pending.pop(next(iter(pending)))
 

@@ -24,9 +24,11 @@ def test_the_best_sessions_join_the_window_whole(engine: ContextEngine) -> None:
     assert 1 <= len(sessions) <= rt.cfg.rerank.session_expand
     assert all(score == 0.0 for _, score, _ in new)
     assert all(out.rows[cid].kind in ("turn_pair", "tool") for cid, _, _ in new)
-    stored = [r for r in rt.vault.session_chunks(sorted(sessions), 10_000)
+    # every chunk of them the expansion reads (rerank.session_expand_chunks) is a candidate
+    stored = [r for r in rt.vault.session_chunks(sorted(sessions),
+                                                 rt.cfg.rerank.session_expand_chunks)
               if r.kind in ("turn_pair", "tool")]
-    assert {r.id for r in stored} <= set(out.rows)  # every chunk of them is a candidate
+    assert {r.id for r in stored} <= set(out.rows)
     one = dataclasses.replace(rt.cfg, rerank=dataclasses.replace(rt.cfg.rerank,
                                                                  session_expand=1))
     fewer, n = expand_sessions(rt, one, res, filters)
