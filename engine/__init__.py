@@ -63,7 +63,7 @@ _WHERE: dict[str, str] = {
     "parse_config_section": "engine.config_base:from_dict",
     "LiveItem": "engine.types", "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
     "TokenCounter": "engine.tokens",
-    "resolve_data_dir": "engine.paths:data_dir",
+    "resolve_data_dir": "engine.paths:data_dir", "shown_path": "engine.pathnames:shown",
     "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
     "headless_key_available": "engine.crypto.keys", "headless_key_file": "engine.crypto.keys",
     **_KEEPING,
@@ -175,6 +175,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         use_passphrase,
     )
     from engine.flows.restore import restore_backup
+    from engine.pathnames import shown as shown_path
     from engine.paths import data_dir as resolve_data_dir
     from engine.protocol import ENGINE_METHODS, EngineAPI
     from engine.tokens import TokenCounter
@@ -199,7 +200,7 @@ __all__ = [
     "headless_key_available", "headless_key_file", "headless_passphrase", "init_store", "keychain_available", "load_config",
     "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
     "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",
-    "use_keychain", "use_passphrase", "verify_backup_file",
+    "shown_path", "use_keychain", "use_passphrase", "verify_backup_file",
 ]
 
 

@@ -32,6 +32,7 @@ def test_engine_exports() -> None:
         "FileRejected", "EngineClosed", "InternalError", "error_from_dict", "qualified_field",
         # config, paths, kinds, tokens, keys
         "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
+        "shown_path",
         "LiveItem",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
         "headless_passphrase", "headless_key_available", "headless_key_file",

@@ -43,7 +43,7 @@ from engine.flows import deleting, health, warming
 from engine.flows import ingest as service
 from engine.flows.audit_log import AuditLog
 from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.inputs import check_query, utf8
+from engine.flows.inputs import check_kinds, check_query, utf8
 from engine.flows.interrupted import InterruptedJobs
 from engine.flows.jobs import JobRunner
 from engine.flows.keychange import open_key
@@ -305,7 +305,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         query = check_query(query, rt.cfg.search)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise InvalidInput("k must be between 1 and 1000", field="k")
-        filters = Filters(tuple(kinds or ()), path_prefix or "", since, until)
+        filters = Filters(check_kinds(kinds), path_prefix or "", since, until)
         return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
     @audited

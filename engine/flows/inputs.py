@@ -21,7 +21,7 @@ from engine.errors import (
 )
 from engine.packing.packer import MAX_BUDGET, MIN_BUDGET
 from engine.retrieval.config import SearchConfig
-from engine.types import LIVE_KINDS, ConversationTurn, LiveItem
+from engine.types import CHUNK_KINDS, LIVE_KINDS, SOURCE_KINDS, ConversationTurn, LiveItem
 
 MAX_CONVERSATION_TURNS = 200
 
@@ -62,6 +62,20 @@ def check_budget(budget: Any) -> int:
         raise InvalidBudget(f"budget must be in {MIN_BUDGET}..{MAX_BUDGET}", budget=budget,
                             field="budget")
     return budget
+
+
+SEARCH_KINDS = tuple(dict.fromkeys(SOURCE_KINDS + CHUNK_KINDS))  # a source's or a chunk's
+
+
+def check_kinds(kinds: Sequence[str] | None) -> tuple[str, ...]:
+    """Search's kinds filter: each a source or chunk kind (an unknown one matched nothing
+    and read as "no results")."""
+    out = tuple(kinds or ())
+    for i, kind in enumerate(out):
+        if kind not in SEARCH_KINDS:
+            raise InvalidInput(f"kinds[{i}]: unknown kind {kind!r}; the kinds are "
+                               f"{', '.join(SEARCH_KINDS)}", field=f"kinds[{i}]")
+    return out
 
 
 def _when(value: Any, what: str) -> float | None:

@@ -291,7 +291,8 @@ def load_text(
         raise InvalidInput(f"unknown format {fmt!r}; expected one of {TEXT_FORMATS}")
     text = normalize_newlines(text)
     if not text.strip():
-        raise InvalidInput("text is empty")
+        raise InvalidInput("the text is empty (or only blanks): there is nothing to store",
+                           field="text")
     if fmt == "json":
         try:
             fm.check_json(text, lines=False)

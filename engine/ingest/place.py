@@ -76,7 +76,9 @@ def _relative(uri: str, root: str) -> str | None:
         return None
     if rel == os.curdir or rel.startswith(os.pardir):
         return None
-    return rel.replace("\\", "/")
+    # A Windows path in / form; a POSIX name keeps its backslashes (the \xNN escapes of a
+    # name that is not UTF-8, engine.pathnames)
+    return rel.replace("\\", "/") if flavour is ntpath else rel
 
 
 def place_of(uri: str, source_kind: str, meta: Mapping[str, Any]

@@ -188,7 +188,7 @@ def _ingest(backend: EngineAPI, args: argparse.Namespace, job_ids: list[str]) ->
             for err in s.errors:
                 print(f"  failed {err.path}: {err.reason}", file=sys.stderr)
             if s.state == "failed" and s.error is not None:
-                print(f"  job failed: {s.error.name}", file=sys.stderr)
+                print(f"  job failed [{s.error.name}]: {s.error.message}", file=sys.stderr)
     if any(s.state == "failed" for s in snaps):
         return 1
     return 3 if missing else 0
@@ -197,7 +197,8 @@ def _ingest(backend: EngineAPI, args: argparse.Namespace, job_ids: list[str]) ->
 def cmd_search(args: argparse.Namespace) -> int:
     backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
     try:
-        hits = backend.search(args.query, args.k, kinds=args.kind, path_prefix=args.path,
+        hits = backend.search(args.query, args.k, kinds=args.kind,
+                              path_prefix=path_prefix(args.path),
                               since=parse_when(args.since), until=parse_when(args.until))
     finally:
         backend.close()
@@ -262,10 +263,22 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # text:…, stdin:…, project:
 def delete_target(source: str) -> str:
     """What ``ctx delete`` asks the engine for: a relative path resolved as ``ctx ingest``
     resolves it; an id (digits), a uri (``scheme:...``) or an absolute path as given."""
+    from engine import shown_path  # a name that is not UTF-8: as the engine stored it
+
     path = Path(source).expanduser()
     if path.exists() or not (source.isdigit() or _URI.match(source) or path.is_absolute()):
-        return str(path.resolve())
-    return source
+        return shown_path(path.resolve())
+    return shown_path(source)
+
+
+def path_prefix(prefix: str | None) -> str | None:
+    """``--path`` as the engine compares it (with a source's absolute path): a relative
+    one is resolved from the current folder, as ``ctx ingest`` resolves what it stores,
+    so the ``requests/`` a hit shows matches from the folder it was ingested from."""
+    if not prefix or _URI.match(prefix):
+        return prefix
+    path = str(Path(prefix).expanduser().resolve())
+    return path + os.sep if prefix.endswith(("/", os.sep)) and path != os.sep else path
 
 
 def cmd_delete(args: argparse.Namespace) -> int:

@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("query")
     s.add_argument("-k", type=int, default=10)
     s.add_argument("--kind", action="append", help="source or chunk kind (repeatable)")
-    s.add_argument("--path", help="only sources under this path prefix")
+    s.add_argument("--path", help="only sources under this path (a relative one is from the "
+                                  "current folder, as ctx ingest takes it)")
     s.add_argument("--since")
     s.add_argument("--until")
     s.add_argument("--json", action="store_true")

@@ -154,6 +154,8 @@ def summary(snap: JobSnapshot) -> list[str]:
         reasons[key] = reasons.get(key, 0) + 1
     if reasons:
         lines.append("  skipped: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())))
+    if snap.kind == "paths" and snap.files_total == 0 and not snap.ignored and not snap.errors:
+        lines.append("  nothing to ingest: the folder is empty (no files in it or below it)")
     if snap.files_total == 0 and snap.ignored:
         by = ", ".join(f"{n} by {_IGNORED.get(k, k)}" for k, n in sorted(snap.ignored.items()))
         lines.append(f"  nothing to ingest: every entry was left out ({by}); "

@@ -4,11 +4,21 @@ says what is wrong and names what it is about, in process and through the engine
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.agents.engines import ctx, stop_engine
+from tests.agents.engines import REPO, ctx, stop_engine
+
+
+def ctx_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ctx` run from ``cwd`` (relative paths are the user's)."""
+    return subprocess.run([sys.executable, "-m", "ipc.cli.main", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=180, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
 @pytest.fixture
@@ -29,3 +39,53 @@ def test_build_live_with_an_object_names_the_field(stored: None, tmp_path: Path,
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "[invalid_input]" in done.stderr and "live" in done.stderr
     assert "list" in done.stderr
+
+
+def test_kind_unknown_is_named_with_the_kinds(stored: None) -> None:
+    done = ctx("--local", "search", "crane", "--kind", "nosuchkind")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "nosuchkind" in done.stderr and "unknown kind" in done.stderr
+    assert "document" in done.stderr and "turn_pair" in done.stderr
+    assert "no results" not in done.stdout
+
+
+def test_a_relative_path_matches_as_hits_show_it(tmp_path: Path) -> None:
+    (tmp_path / "requests").mkdir()
+    (tmp_path / "requests" / "retry.md").write_text("retry policy with backoff\n")
+    (tmp_path / "other.md").write_text("retry policy elsewhere\n")
+    assert ctx("--local", "ingest", str(tmp_path)).returncode == 0
+    shown = ctx_in(tmp_path, "--local", "search", "retry policy")
+    assert "requests/retry.md" in shown.stdout, shown.stdout
+    for prefix in ("requests/", "requests", "./requests/"):
+        done = ctx_in(tmp_path, "--local", "search", "retry policy", "--path", prefix)
+        assert done.returncode == 0, done.stderr
+        assert "requests/retry.md" in done.stdout and "other.md" not in done.stdout, prefix
+
+
+def test_an_empty_folder_says_it_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = ctx("--local", "ingest", str(tmp_path / "empty"))
+    assert done.returncode == 0, done.stderr
+    assert "the folder is empty" in done.stderr
+
+
+def test_empty_stdin_says_why_the_job_failed() -> None:
+    done = ctx("--local", "ingest", "-", stdin="")
+    assert done.returncode == 1
+    assert "job failed [invalid_input]: the text is empty" in done.stderr
+
+
+def test_a_name_that_is_not_utf8_is_shown_and_deleted_by_its_bytes(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    name = os.fsdecode(b"caf\xe9-latin1.md")
+    (folder / name).write_text("the latin crane note\n")
+    try:
+        assert ctx("ingest", str(folder)).returncode == 0
+        found = ctx("search", "latin crane")
+        assert "caf\\xe9-latin1.md" in found.stdout and "caf/xe9" not in found.stdout, found.stdout
+        gone = ctx("delete", str(folder / name))
+        assert gone.returncode == 0, gone.stderr
+        assert "deleted 1 source" in gone.stdout
+    finally:
+        stop_engine()
