@@ -106,7 +106,7 @@ def transcript_lines(path: Path) -> Said:
         for raw in fh:
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if not isinstance(obj, dict):
                 continue

@@ -165,8 +165,8 @@ def _whole_record(raw: bytes) -> bool:
         return False
     try:
         return isinstance(json.loads(raw.decode("utf-8")), dict)
-    except ValueError:  # UnicodeDecodeError is one: a cut inside a multi-byte character
-        return False
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError: a cut
+        return False  # inside a multi-byte character
 
 
 def head_hash(path: Path, end_offset: int) -> str:
@@ -272,7 +272,7 @@ def detect_agent(path: Path, max_lines: int = 50) -> AgentName | None:
             continue
         try:
             obj = load_json_line(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(obj, dict):
             continue
@@ -290,7 +290,10 @@ MAX_PROMPT_CHARS = 4000  # the pending request kept in state
 MAX_TOOL_INPUT_CHARS = 4000  # a pending tool call's input kept in state
 MAX_PENDING_TOOLS = 512
 MAX_INTENT_CHARS = 300  # the end of the assistant's words before a tool call (its intent)
-_LINE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+# A line whose shape a parser cannot use, or nested past Python's recursion limit
+# (json.loads raises RecursionError on it): skipped and counted, never a stopped sync.
+_LINE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError,
+                OverflowError)
 
 
 def _cap_input(tool_input: str) -> str:
@@ -351,18 +354,18 @@ class LineParser:
                 continue
             try:
                 obj = load_json_line(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 bad += 1
                 continue
             if not isinstance(obj, dict):
                 bad += 1
                 continue
             before = len(self.events)
-            self.ts = parse_timestamp(obj.get("timestamp"))
-            info = self.state["info"]
-            if self.ts is not None and info.get("started_at") is None:
-                info["started_at"] = self.ts
             try:
+                self.ts = parse_timestamp(obj.get("timestamp"))
+                info = self.state["info"]
+                if self.ts is not None and info.get("started_at") is None:
+                    info["started_at"] = self.ts
                 ok = self.handle_line(obj, offset)
             except _LINE_ERRORS:
                 ok = False

@@ -104,8 +104,9 @@ def run_recall(args: argparse.Namespace) -> int:
     for key in ("indexed", "synced"):
         s = getattr(result, key)
         if s is not None:
+            bad = f", {s.bad_lines} unreadable lines skipped" if s.bad_lines else ""
             print(f"{key}: {s.files} files, {s.chunks} new chunks, "
-                  f"{s.unchanged} unchanged, {len(s.errors)} errors in {s.seconds:.2f} s",
+                  f"{s.unchanged} unchanged, {len(s.errors)} errors{bad} in {s.seconds:.2f} s",
                   file=sys.stderr)
     if args.auto:
         text = result.output or result.context or ""
