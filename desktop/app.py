@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from desktop import pickers
 from desktop.appearance import Appearance
 from desktop.backup_schedule import BackupScheduler
 from desktop.config_io import desktop_settings, read_raw
@@ -39,7 +40,7 @@ from desktop.job_words import quit_question
 from desktop.notices import Failure
 from desktop.opening import EngineFactory
 from desktop.process_clock import process_started
-from desktop.qt import QApplication, QFileDialog, QMessageBox, QObject, QSystemTrayIcon, QTimer
+from desktop.qt import QApplication, QMessageBox, QObject, QSystemTrayIcon, QTimer
 from desktop.setup_flow import SetupFlow
 from desktop.startup import display_problem, prefer_utf8_locale, release_probes
 from engine import CtxError
@@ -227,11 +228,11 @@ class App(QObject, AppControl, SetupFlow):
             self.tray.acknowledge()
 
     def pick_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(None, "Ingest files")
+        paths = pickers.open_files(None, "Ingest files")
         self.ingest(paths)
 
     def pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(None, "Ingest folder")
+        folder = pickers.folder(None, "Ingest folder")
         self.ingest([folder] if folder else [])
 
     def ingest(self, paths: Sequence[str]) -> None:

@@ -77,6 +77,7 @@ class EngineHost(QObject, HostEvents):
     watch_changed = Signal(object)  # WatchReport
     config_changed = Signal()
     paused_changed = Signal(bool)
+    synced = Signal(object)  # SyncResult: a sync this window asked for
 
     def __init__(self, data_dir: str | Path, engine_factory: EngineFactory | None = None,
                  serve: bool = True, *, workers: int = 4,
@@ -360,7 +361,11 @@ class EngineHost(QObject, HostEvents):
 
     def sync_sessions(self, success: Success | None = None) -> Task | None:
         """Index what is new in the coding-agent transcript folders."""
-        return self.run(lambda e: e.sync(), success, name="sync_sessions")
+        def done(result: Any) -> None:
+            self.synced.emit(result)
+            if success is not None:
+                success(result)
+        return self.run(lambda e: e.sync(), done, name="sync_sessions")
 
     def delete_source(self, source_id: str | int, success: Success | None = None
                       ) -> Task | None:

@@ -393,6 +393,8 @@ class SyncResult(_Plain):
     embedded: int = 0
     seconds: float = 0.0
     folders: tuple[str, ...] = ()
+    # Where it looked for transcripts (the default places too, when none is there).
+    looked_in: tuple[str, ...] = ()
     # The job that fits recall's learned reader again after this sync (it runs in the
     # background: ``wait`` for it to know it is done); "" when no fit was needed.
     adapt_job: str = ""
@@ -402,6 +404,7 @@ class SyncResult(_Plain):
         d = _known(cls, data)
         d["errors"] = tuple(FileIssue.from_dict(e) for e in d.get("errors") or ())
         d["folders"] = tuple(str(f) for f in d.get("folders") or ())
+        d["looked_in"] = tuple(str(f) for f in d.get("looked_in") or ())
         return cls(**d)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop import pickers
 from desktop.dialogs.checked import CheckedDialog
 from desktop.qt import (
     QCheckBox,
     QDialogButtonBox,
-    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -151,7 +151,7 @@ class FirstRunDialog(CheckedDialog):
         return Qt.MatchFlag.MatchExactly
 
     def _add_folder(self) -> None:
-        self.add_folder(QFileDialog.getExistingDirectory(self, "Folder to index"))
+        self.add_folder(pickers.folder(self, "Folder to index"))
 
     def _remove_folder(self) -> None:
         for item in self.folders.selectedItems():

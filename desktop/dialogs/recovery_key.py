@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from desktop import pickers
 from desktop.icons import app_icon
 from desktop.panels.widgets import heading, monospace
 from desktop.qt import (
@@ -18,7 +19,6 @@ from desktop.qt import (
     QCheckBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -118,8 +118,7 @@ class RecoveryKeyDialog(QDialog):
                           "computer: kept beside the store, it protects nothing.")
 
     def _pick_file(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save the recovery key",
-                                              "ctx-recovery-key.txt")
+        path = pickers.save_file(self, "Save the recovery key", "ctx-recovery-key.txt")
         if path:
             self.save(path)
 

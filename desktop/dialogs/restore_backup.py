@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from desktop import pickers
 from desktop.dialogs.checked import CheckedDialog, password_field
 from desktop.panels.widgets import error_text
 from desktop.qt import (
     QDialogButtonBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -79,8 +79,8 @@ class RestoreDialog(CheckedDialog):
         self.setMinimumWidth(520)
 
     def _pick(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Restore from a backup", "",
-                                              "ctx backups (*.ctxbackup);;All files (*)")
+        path = pickers.open_file(self, "Restore from a backup",
+                                 "ctx backups (*.ctxbackup);;All files (*)")
         if path:
             self.path.setText(path)
 

@@ -7,6 +7,7 @@ how it went. Nothing typed here is kept after the dialog closes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from desktop.dialogs.checked import CheckedDialog, password_field
@@ -51,6 +52,10 @@ class SecretDialog(CheckedDialog):
             layout.addWidget(self.hint)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                         | QDialogButtonBox.StandardButton.Cancel)
+        # ``run(secrets, finish)``, when set, does the change while the dialog stays open:
+        # ``finish(None)`` closes it; ``finish(problem)`` shows the problem and keeps what
+        # was typed (the new passphrase twice), the current one cleared for another try.
+        self.run: Callable[[Secrets, Callable[[str | None], None]], None] | None = None
         self.buttons.accepted.connect(self._try_accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.error)
@@ -76,6 +81,37 @@ class SecretDialog(CheckedDialog):
             if self.new.text() != self.confirm.text():
                 return "The two new passphrases differ."
         return None
+
+    def _try_accept(self) -> None:
+        problem = self.validate()
+        if problem:
+            self.show_error(problem)
+            return
+        if self.run is None:
+            self.accept()
+            return
+        self._busy(True)
+        self.run(self.secrets(), self._finished)
+
+    def _busy(self, busy: bool) -> None:
+        self.buttons.setEnabled(not busy)
+        for field in (self.current, self.new, self.confirm):
+            if field is not None:
+                field.setEnabled(not busy)
+        if busy:
+            self.error.setStyleSheet("")
+            self.error.setText("Checking…")
+            self.error.show()
+
+    def _finished(self, problem: str | None) -> None:
+        self._busy(False)
+        if problem is None:
+            self.accept()
+            return
+        self.show_error(problem)
+        if self.current is not None:
+            self.current.clear()
+            self.current.setFocus()
 
     def secrets(self) -> Secrets:
         typed = self.current.text() if self.current is not None else ""

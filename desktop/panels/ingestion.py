@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from desktop import pickers
 from desktop.messages import error_color, job_title, plural
 from desktop.panels.jobcard import JobCard, nothing_new, progress
 from desktop.panels.watched import WatchedFolders
@@ -26,7 +27,6 @@ from desktop.panels.widgets import (
 )
 from desktop.qt import (
     QColor,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -127,6 +127,7 @@ class IngestionPanel(QWidget):
         layout.addWidget(split, 1)
 
         host.job_progress.connect(self.on_job)
+        host.synced.connect(self._synced)
         host.watch_changed.connect(self._watched)
         host.ready.connect(self._on_ready)
         host.paused_changed.connect(self._set_paused)
@@ -234,8 +235,12 @@ class IngestionPanel(QWidget):
                                      "on purpose (empty, binary, unsupported, too large or "
                                      "generated data); each is listed below with its "
                                      "reason.")
+        elif nothing_new(job) and job.kind == "sync" and not job.files_total:
+            # said with the places looked in when the sync's result comes (``_synced``)
+            self.banner.show_message("info", "No coding sessions were found: no Claude Code "
+                                     "or Codex transcript folder is on this computer.")
         elif nothing_new(job):
-            what = "no transcript changed" if job.kind == "sync" else \
+            what = "no transcript changed since the last sync" if job.kind == "sync" else \
                 "every file was unchanged"
             self.banner.show_message("info", f"{title}: nothing new ({what}).")
         elif job.kind in ("paths", "sync"):
@@ -243,6 +248,14 @@ class IngestionPanel(QWidget):
             extra = f" ({unchanged:,} unchanged)" if unchanged else ""
             self.banner.show_message("ok", f"{title}: {plural(total, 'file')} "
                                      f"ingested{extra}, {plural(job.chunks, 'chunk')}.")
+
+    def _synced(self, result: Any) -> None:
+        """A sync this window asked for found no transcript: say where it looked."""
+        if result.files:
+            return
+        places = ", ".join(_home_short(p) for p in result.looked_in) or "nowhere"
+        self.banner.show_message("info", "No coding sessions were found: no Claude Code or "
+                                 f"Codex transcripts in {places}.")
 
     def _trim(self) -> None:
         finished = [c for c in self.cards.values()
@@ -317,12 +330,12 @@ class IngestionPanel(QWidget):
             self.accept_drop(paths)
 
     def _pick_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, "Ingest files")
+        files = pickers.open_files(self, "Ingest files")
         if files:
             self.accept_drop(files)
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Ingest folder")
+        folder = pickers.folder(self, "Ingest folder")
         if folder:
             self.accept_drop([folder])
 
@@ -358,3 +371,9 @@ class IngestionPanel(QWidget):
     @property
     def watch_list(self) -> QListWidget:
         return self.watched.list
+
+
+def _home_short(path: str) -> str:
+    """``path`` with the home folder as ~ (shorter to read)."""
+    home = str(Path.home())
+    return "~" + path[len(home):] if path == home or path.startswith(home + "/") else path

@@ -93,7 +93,8 @@ def summary(job: JobSnapshot, *, paused: bool = False, model_loading: bool = Fal
         return "Waiting for the job ahead of it" if waiting == "job" else "Waiting to start"
     if nothing_new(job):
         if job.kind == "sync":
-            return "Nothing new to index: no transcript changed since the last sync"
+            return ("Nothing new to index: no transcript changed since the last sync"
+                    if job.files_total else "No coding sessions were found")
         return (f"Nothing new: {plural(job.files_unchanged, 'file')} unchanged"
                 if job.files_unchanged else "Nothing to index: no file was found")
     staged = stage_text(job)

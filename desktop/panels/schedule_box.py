@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 
-from desktop import config_io
+from desktop import config_io, pickers
 from desktop.panels.widgets import error_text
 from desktop.qt import (
     QCheckBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -84,6 +83,6 @@ class ScheduleBox(QGroupBox):
         return None
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Backup folder")
+        folder = pickers.folder(self, "Backup folder")
         if folder:
             self.folder.setText(folder)

@@ -22,12 +22,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from desktop import pickers
 from desktop.dialogs.restore_backup import RestoreDialog
 from desktop.dialogs.secrets import SecretDialog, Secrets
 from desktop.panels.schedule_box import ScheduleBox
 from desktop.panels.widgets import Banner, error_text, fmt_time, heading, muted
 from desktop.qt import (
-    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QMessageBox,
@@ -59,6 +59,7 @@ class SecurityPanel(QWidget):
         self.host = host
         self.status: Any = None
         self.busy = ""  # the operation running, if any
+        self.secret_dialog: Any = None  # the key-change dialog open now, if any
         self.banner = Banner(self)
         self.protection = muted("")
         self.last_backup = muted("")
@@ -179,19 +180,28 @@ class SecurityPanel(QWidget):
         self.banner.show_message("ok" if ok else "error", message)
         self.finished.emit(operation, ok, message)
 
-    def _key_change(self, operation: str, fn: Any, done: str, **kwargs: Any) -> None:
-        """Run a key.json change in the pool (the engine keeps running meanwhile)."""
+    def _key_change(self, operation: str, fn: Any, done: str, finish: Any = None,
+                    **kwargs: Any) -> None:
+        """Run a key.json change in the pool (the engine keeps running meanwhile);
+        ``finish(problem or None)`` tells the dialog that asked, which stays open on a
+        problem (a wrong current passphrase) with what was typed."""
         data_dir = self.host.data_dir
         self._begin(operation, "Changing how the data key is kept…")
 
         def ok(result: Any) -> None:
+            if finish is not None:
+                finish(None)
             self._said(operation, True, done)
             if getattr(result, "recovery_key", ""):
                 self.show_recovery_key(result.recovery_key)
             self.refresh()
-        self.host.tasks.run(lambda: fn(data_dir, **kwargs), ok,
-                            lambda exc: self._said(operation, False, error_text(exc)),
-                            name=operation)
+
+        def failed(exc: BaseException) -> None:
+            message = error_text(exc)
+            if finish is not None:
+                finish(message)
+            self._said(operation, False, message)
+        self.host.tasks.run(lambda: fn(data_dir, **kwargs), ok, failed, name=operation)
 
     def show_recovery_key(self, key: str) -> None:
         from desktop.dialogs.recovery_key import RecoveryKeyDialog
@@ -207,17 +217,26 @@ class SecurityPanel(QWidget):
                               parent=self)
         return dialog.secrets() if dialog.exec() else None
 
-    def ask_change_passphrase(self) -> None:
-        got = self._ask("Change passphrase", "Type the current passphrase (or the recovery "
-                        "key), then the new one twice.", current=True, new=True)
-        if got is not None:
-            self.do_change_passphrase(got)
+    def _ask_then(self, title: str, text: str, do: Any, *, current: bool, new: bool
+                  ) -> SecretDialog:
+        """A secrets dialog that runs ``do(secrets, finish)`` while it stays open, so a
+        wrong current passphrase is said there and nothing typed is lost."""
+        dialog = SecretDialog(title, text, current=current, new=new, parent=self)
+        dialog.run = do
+        self.secret_dialog = dialog
+        dialog.open()
+        return dialog
 
-    def do_change_passphrase(self, got: Secrets) -> None:
+    def ask_change_passphrase(self) -> None:
+        self._ask_then("Change passphrase", "Type the current passphrase (or the recovery "
+                       "key), then the new one twice.", self.do_change_passphrase,
+                       current=True, new=True)
+
+    def do_change_passphrase(self, got: Secrets, finish: Any = None) -> None:
         from engine import change_passphrase
 
         self._key_change("passphrase", change_passphrase, "The passphrase was changed.",
-                         new=got.new_passphrase, passphrase=got.passphrase,
+                         finish, new=got.new_passphrase, passphrase=got.passphrase,
                          recovery_key=got.recovery_key)
 
     def ask_use_keychain(self) -> None:
@@ -336,7 +355,7 @@ class SecurityPanel(QWidget):
 
     # -- backups and export ------------------------------------------------------------
     def ask_backup(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Back up into this folder")
+        folder = pickers.folder(self, "Back up into this folder")
         if folder:
             self.do_backup(folder)
 
@@ -351,8 +370,8 @@ class SecurityPanel(QWidget):
                                              + error_text(exc)), name="backup")
 
     def ask_verify(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Check a backup", "",
-                                              "ctx backups (*.ctxbackup);;All files (*)")
+        path = pickers.open_file(self, "Check a backup",
+                                 "ctx backups (*.ctxbackup);;All files (*)")
         if path:
             self.do_verify(path)
 
@@ -364,19 +383,29 @@ class SecurityPanel(QWidget):
                       lambda exc: self._said("verify", False, error_text(exc)),
                       name="verify_backup")
 
-    def ask_export(self) -> None:
+    def export_box(self) -> tuple[QMessageBox, Any, Any]:
+        """The export's warning: (box, its JSON lines button, its Markdown button). Enter
+        or Escape is Cancel: the text leaves the encryption only by a deliberate click."""
         box = QMessageBox(QMessageBox.Icon.Warning, "Export as plaintext", EXPORT_WARNING,
                           parent=self)
         jsonl = box.addButton("One JSON lines file…", QMessageBox.ButtonRole.AcceptRole)
         md = box.addButton("A folder of Markdown files…", QMessageBox.ButtonRole.AcceptRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        for button in (jsonl, md):
+            button.setAutoDefault(False)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+        return box, jsonl, md
+
+    def ask_export(self) -> None:
+        box, jsonl, md = self.export_box()
         box.exec()
         if box.clickedButton() is jsonl:
-            path, _ = QFileDialog.getSaveFileName(self, "Export to", "ctx-export.jsonl")
+            path = pickers.save_file(self, "Export to", "ctx-export.jsonl")
             if path:
                 self.do_export(path, "jsonl")
         elif box.clickedButton() is md:
-            path = QFileDialog.getExistingDirectory(self, "Export into this (empty) folder")
+            path = pickers.folder(self, "Export into this (empty) folder")
             if path:
                 self.do_export(path, "markdown")
 

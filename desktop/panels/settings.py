@@ -14,14 +14,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from desktop import config_io
+from desktop import config_io, pickers
 from desktop.messages import setting_name
 from desktop.panels.settings_form import FIELDS, SettingsForm
 from desktop.panels.widgets import Banner, error_text, heading, muted
 from desktop.qt import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QListWidget,
@@ -267,7 +266,7 @@ class SettingsPanel(QWidget):
             self.folders.addItem(folder)
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Watch folder")
+        folder = pickers.folder(self, "Watch folder")
         if folder:
             self.add_folder(folder)
 

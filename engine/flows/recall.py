@@ -12,7 +12,14 @@ from engine.errors import EmptyQuery, InvalidInput, NotFound
 from engine.flows.inputs import check_budget
 from engine.flows.recall_auto import RECALL_KINDS, auto_context
 from engine.flows.recall_hits import presented, shown_tokens
-from engine.flows.recall_sync import Progress, add_folder, folders, sync_files, transcript_files
+from engine.flows.recall_sync import (
+    Progress,
+    add_folder,
+    folders,
+    looked_in,
+    sync_files,
+    transcript_files,
+)
 from engine.flows.recall_turns import recall_hits
 from engine.flows.runtime import Runtime
 from engine.flows.writer import Writer
@@ -30,6 +37,7 @@ def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None,
     roots = [Path(p).expanduser().resolve() for p in paths] if paths else folders(rt)
     result = sync_files(rt, writer, transcript_files(roots), progress)
     result["folders"] = [str(r) for r in roots]
+    result["looked_in"] = [str(r) for r in roots] if paths else [str(p) for p in looked_in(rt)]
     rt.audit.record("sync", os.getpid(), [], {"files": result["files"],
                                               "chunks": result["chunks"]})
     return SyncResult.from_dict(result)

@@ -36,9 +36,20 @@ log = logging.getLogger("ctx.recall")
 FOLDERS_KEY = "recall_folders"
 
 
-def default_folders() -> list[Path]:
+def default_places() -> list[Path]:
+    """Where Claude Code and Codex keep their transcripts, whether there or not."""
     home = Path.home()
-    return [p for p in (home / ".claude" / "projects", home / ".codex" / "sessions") if p.is_dir()]
+    return [home / ".claude" / "projects", home / ".codex" / "sessions"]
+
+
+def default_folders() -> list[Path]:
+    return [p for p in default_places() if p.is_dir()]
+
+
+def looked_in(rt: Runtime) -> list[Path]:
+    """Every place a sync looks: the default ones (there or not), config, `--index` ones."""
+    out = [p.expanduser().resolve() for p in default_places()]
+    return out + [p for p in folders(rt) if p not in out]
 
 
 def folders(rt: Runtime) -> list[Path]:

@@ -179,3 +179,24 @@ def test_a_watched_folder_that_cannot_be_watched_says_why(qtbot: Any, panel: Any
     with qtbot.waitSignal(panel_host.watch_changed, timeout=30_000):
         panel_host.reload_config()
     assert panel.watch_list.item(0).text() == f"{missing}  —  not watched: does not exist"
+
+
+def test_a_sync_with_no_transcript_folders_says_where_it_looked(
+        qtbot: Any, panel: Any, panel_host: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 (17): no Claude Code or Codex folder: not "no transcript changed since the
+    last sync" (there never was one), but none found, and where ctx looked."""
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    with qtbot.waitSignal(panel_host.synced, timeout=60_000) as got:
+        panel_host.sync_sessions()
+    assert got.args[0].files == 0
+    assert str(home / ".claude" / "projects") in got.args[0].looked_in
+    text = panel.banner.text_shown()
+    assert "No coding sessions were found" in text and "since the last sync" not in text
+    assert "~/.claude/projects" in text and "~/.codex/sessions" in text
+    qtbot.waitUntil(lambda: any(c.snapshot.kind == "sync" and c.snapshot.final
+                                for c in panel.cards.values()), timeout=30_000)
+    card = next(c for c in panel.cards.values() if c.snapshot.kind == "sync")
+    assert "since the last sync" not in card.detail.text()

@@ -64,9 +64,12 @@ def test_the_model_loading_wait_is_explained(card: JobCard) -> None:
 
 
 def test_nothing_new_is_said_so(card: JobCard) -> None:
-    card.update_job(snap(kind="sync", inputs=(), state="done", finished=time.time()))
+    card.update_job(snap(kind="sync", inputs=(), state="done", files_total=2, files_done=2,
+                         files_unchanged=2, finished=time.time()))
     assert card.state.text() == "Done"
     assert card.detail.text() == "Nothing new to index: no transcript changed since the last sync"
+    card.update_job(snap(kind="sync", inputs=(), state="done", finished=time.time()))
+    assert card.detail.text() == "No coding sessions were found"  # issue 33 (17)
     assert card.bar.isHidden()
     card.update_job(snap(state="done", files_total=3, files_done=3, files_unchanged=3,
                          finished=time.time()))

@@ -75,6 +75,30 @@ def test_change_passphrase_then_only_the_new_one_opens(
         pass
 
 
+def test_a_wrong_current_passphrase_keeps_the_dialog_and_the_new_one(
+        qtbot: Any, panel: Any) -> None:
+    """Issue 33 (10): the dialog stays open with the error; the new passphrase typed
+    twice is kept, only the current one is cleared; the right one then closes it."""
+    panel.ask_change_passphrase()
+    dialog = panel.secret_dialog
+    qtbot.addWidget(dialog)
+    assert dialog.isVisible()
+    dialog.current.setText("not the passphrase")
+    dialog.new.setText(NEW_PASS)
+    dialog.confirm.setText(NEW_PASS)
+    with qtbot.waitSignal(panel.finished, timeout=60_000) as got:
+        dialog.buttons.accepted.emit()
+    assert got.args[1] is False
+    assert dialog.isVisible() and not dialog.error.isHidden()
+    assert "wrong" in dialog.error.text().lower() and "(wrong_key)" not in dialog.error.text()
+    assert dialog.new.text() == NEW_PASS and dialog.confirm.text() == NEW_PASS
+    assert dialog.current.text() == "" and dialog.buttons.isEnabled()
+    dialog.current.setText(os.environ["CTX_PASSPHRASE"])
+    with qtbot.waitSignal(panel.finished, timeout=60_000) as got:
+        dialog.buttons.accepted.emit()
+    assert got.args[1] is True and not dialog.isVisible()
+
+
 def test_new_recovery_key_is_shown_once_and_opens_the_store(
         qtbot: Any, panel: Any, panel_host: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from desktop.dialogs.secrets import Secrets
