@@ -216,13 +216,10 @@ def describe(operation: str, error: ErrorInfo) -> str:
 
 
 def error_color(widget: object) -> str:
-    """A red that reads on the widget's palette (light or dark background)."""
-    window = widget.palette().window().color()  # type: ignore[attr-defined]
-    return "#F28B82" if window.lightness() < 128 else "#B3261E"
+    """The error red that reads on the widget's palette (light or dark background)."""
+    from desktop.appearance import is_dark_palette, tone_colour
 
-
-def error_style(widget: object) -> str:
-    return f"color: {error_color(widget)}; font-weight: bold;"
+    return tone_colour("error", is_dark_palette(widget.palette()))  # type: ignore[attr-defined]
 
 
 def job_title(snap: JobSnapshot) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from desktop import config_io
-from desktop.messages import describe, error_style, setting_name
+from desktop.appearance import paint_tone
+from desktop.messages import describe, setting_name
 from desktop.qt import (
     QHBoxLayout,
     QKeySequence,
@@ -140,7 +141,7 @@ class StatePage(QWidget):
         state = self.host.state
         error = self.host.open_error if state == "error" else None
         self.title.setText(TITLES.get(state, ""))
-        self.title.setStyleSheet(error_style(self) if state == "error" else "")
+        paint_tone(self.title, "error" if state == "error" else "")
         text = describe("open", error) if error is not None else DETAILS.get(state, "")
         at_fault, key = setting_at_fault(error)
         if error is not None and error.name == "config_invalid" \

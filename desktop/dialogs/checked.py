@@ -3,7 +3,7 @@ first asks the dialog's ``validate()`` and shows its problem in place of closing
 
 from __future__ import annotations
 
-from desktop.messages import error_style
+from desktop.appearance import paint_tone
 from desktop.qt import QDialog, QLabel, QLineEdit, QWidget
 
 
@@ -29,7 +29,7 @@ class CheckedDialog(QDialog):
         return None
 
     def show_error(self, text: str) -> None:
-        self.error.setStyleSheet(error_style(self))
+        paint_tone(self.error, "error")
         self.error.setText(text)
         self.error.show()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from desktop.appearance import paint_tone
 from desktop.dialogs.checked import CheckedDialog, password_field
 from desktop.dialogs.first_run import strength
 from desktop.qt import QDialogButtonBox, QLabel, QVBoxLayout, QWidget
@@ -99,7 +100,7 @@ class SecretDialog(CheckedDialog):
             if field is not None:
                 field.setEnabled(not busy)
         if busy:
-            self.error.setStyleSheet("")
+            paint_tone(self.error, "")
             self.error.setText("Checking…")
             self.error.show()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.messages import error_style
+from desktop.appearance import paint_tone
 from desktop.notices import Failure
 from desktop.qt import (
     QDialog,
@@ -75,7 +75,7 @@ class UnlockDialog(QDialog):
         self.unlock_button.setEnabled(not busy)
 
     def _say(self, text: str, *, error: bool) -> None:
-        self.message.setStyleSheet(error_style(self) if error else "")
+        paint_tone(self.message, "error" if error else "")
         self.message.setText(text)
         self.message.show()
 

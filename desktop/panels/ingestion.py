@@ -27,6 +27,7 @@ from desktop.panels.widgets import (
 )
 from desktop.qt import (
     QColor,
+    QEvent,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -292,6 +293,17 @@ class IngestionPanel(QWidget):
             table.setItem(row, col, item)
         self._failed_rows += failed
         self._count_failures()
+
+    def changeEvent(self, event: Any) -> None:
+        """The palette switched: the failures' red follows it (as toned widgets do)."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            red = QColor(error_color(self.failure_table))
+            for row in range(self._failed_rows):
+                for col in range(self.failure_table.columnCount()):
+                    item = self.failure_table.item(row, col)
+                    if item is not None:
+                        item.setForeground(red)
 
     def _count_failures(self) -> None:
         failed = self._failed_rows

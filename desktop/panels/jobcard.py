@@ -12,8 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from desktop.appearance import TONES as APPEARANCE_TONES
+from desktop.appearance import paint_tone
 from desktop.messages import job_title, plural
-from desktop.panels.widgets import fmt_bytes, fmt_time, is_dark
+from desktop.panels.widgets import fmt_bytes, fmt_time
 from desktop.qt import (
     QFrame,
     QHBoxLayout,
@@ -151,8 +153,7 @@ def state_line(job: JobSnapshot, *, paused: bool = False) -> tuple[str, str]:
 
 
 # State colours (light palette, dark palette), dark enough / light enough to read.
-TONES = {"ok": ("#0D6B2E", "#7FD49A"), "warn": ("#8A5300", "#F2C36B"),
-         "error": ("#B3261E", "#F2B8B5"), "": ("", "")}
+TONES = {k: v for k, v in APPEARANCE_TONES.items() if k != "info"} | {"": ("", "")}
 
 
 class JobCard(QFrame):
@@ -223,9 +224,7 @@ class JobCard(QFrame):
         self.when.setText(f"{kind} · {fmt_time(job.created, with_date=job.interrupted)}")
         text, tone = state_line(job, paused=paused_now)
         self.state.setText(text)
-        light, dark = TONES[tone]
-        colour = dark if is_dark(self) else light
-        self.state.setStyleSheet(f"color: {colour}; font-weight: bold;" if colour else "")
+        paint_tone(self.state, tone)  # painted again when the palette switches
         self._draw_bar(job, paused_now)
         self.detail.setText(summary(job, paused=paused_now, model_loading=self.model_loading))
         current = job.progress.current  # in the vector stage: the file being embedded

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from desktop.appearance import BANNERS, paint_tone
 from desktop.messages import REASONS, error_text  # noqa: F401 - the panels import it here
 from desktop.qt import (
     QAbstractItemView,
@@ -102,11 +103,7 @@ def monospace() -> QFont:
     return font
 
 
-BANNER_STYLES = {  # (light background, light text, dark background, dark text)
-    "info": ("#E8F0FE", "#0B3D91", "#1E2A3D", "#C9DAF8"),
-    "ok": ("#E6F4EA", "#0D5323", "#1B3324", "#B7E1C1"),
-    "error": ("#FCE8E6", "#8A1C12", "#3D1E1C", "#F6C1BB"),
-}
+BANNER_STYLES = BANNERS  # (light background, light text, dark background, dark text)
 
 
 class Banner(QLabel):
@@ -134,12 +131,8 @@ class Banner(QLabel):
 
     def show_message(self, kind: str, text: str) -> None:
         self.kind = kind
-        bg, fg, dbg, dfg = BANNER_STYLES[kind]
-        if is_dark(self):
-            bg, fg = dbg, dfg
-        pad = "2px 8px" if self.compact else "6px 8px"
-        self.setStyleSheet(f"QLabel {{ background: {bg}; color: {fg}; padding: {pad};"
-                           f" border-radius: 4px; }}")
+        self.setProperty("ctxPadding", "2px 8px" if self.compact else "6px 8px")
+        paint_tone(self, f"banner:{kind}")  # and again when the palette switches
         self.full_text = text
         self.setToolTip(text)
         self._fit()
@@ -147,6 +140,7 @@ class Banner(QLabel):
 
     def clear_message(self) -> None:
         self.kind = ""
+        paint_tone(self, "")
         self.full_text = ""
         self.setText("")
         self.setToolTip("")
