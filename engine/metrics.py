@@ -23,6 +23,8 @@ ALERT_INGEST_FAILED = "context_engine.ingestion.failed"
 ALERT_VECTOR_REBUILD = "context_engine.vector_db.rebuilding"  # vectors rebuilt from the vault
 ALERT_VECTOR_INCOMPLETE = "context_engine.vector_db.incomplete"  # counts differ: `ctx repair`
 ALERT_VAULT_DAMAGED = "context_engine.vault.damaged"  # a page failed its check: restore
+# the writer thread ended by an error: nothing more is stored until the engine restarts
+ALERT_WRITER_FAILED = "context_engine.writer.failed"
 
 
 def percentile(values: list[float], q: float) -> float:

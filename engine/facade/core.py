@@ -20,6 +20,7 @@ from engine.api import (
     AuditEntry,
     BuildDone,
     DeleteResult,
+    ErrorInfo,
     JobChanged,
     MetricsSnapshot,
     Payload,
@@ -52,7 +53,7 @@ from engine.flows.ranking import search as run_search
 from engine.flows.runtime import Runtime
 from engine.flows.vector_stage import VectorStage
 from engine.flows.writer import Writer
-from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
+from engine.metrics import ALERT_VAULT_DAMAGED, ALERT_WRITER_FAILED, Metrics
 from engine.pathnames import shown
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
@@ -112,7 +113,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         self._alerts = IngestAlerts(self.rt.metrics)
         self._stage = VectorStage(self.rt, self._writer, self._alerts)
         self._jobs = JobRunner(on_finish=self._job_finished, stage=self._stage,
-                               on_stage=self._job_stored)
+                               on_stage=self._job_stored, on_death=self._writer_died)
         self._jobs.subscribe(lambda snap: self._events.emit(JobChanged(snap)))
         try:
             self._check_vectors(auto_repair)
@@ -170,6 +171,16 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
             # background job (kind "vectors"; its stage waits for the model to load)
             self._jobs.submit("vectors", lambda job, progress: None)
         return thread
+
+    def _writer_died(self, error: ErrorInfo) -> None:
+        """The writer thread ended by an error: every waiting job failed with it (the
+        runner did that); the engine says so until it is restarted."""
+        log.error("the writer thread ended (%s): jobs fail until the engine restarts",
+                  error.name)
+        self.rt.metrics.alert(ALERT_WRITER_FAILED, True,
+                              f"the engine's writer stopped ({error.name}): nothing more is "
+                              "stored until the engine restarts (`ctx stop`, then any "
+                              "command starts it again)")
 
     def _waiting_sources(self) -> int:
         """Sources left waiting for their vectors (a crash, a stop, a cancel), which the

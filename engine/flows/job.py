@@ -97,9 +97,14 @@ class Stage(Protocol):
         """Whether jobs of ``kind`` run in stages (keyword, then vectors)."""
         ...
 
-    def adopt(self, job: Job, others: list[Job]) -> None:
-        """``job`` enters its vector stage: give it, besides its own sources, those
-        no job in ``others`` (the other unfinished jobs) stored or waits for."""
+    def begin(self, job: Job) -> None:
+        """``job``'s body starts running (what it stores from now on is its own)."""
+        ...
+
+    def adopt(self, job: Job, others: list[Job]) -> list[int]:
+        """``job`` enters its vector stage: give it its own waiting sources (the
+        background job, kind "vectors": every one no job in ``others`` owns); returns
+        the older waiting sources nobody owns, for a background job."""
         ...
 
 

@@ -51,6 +51,8 @@ FINAL_STATES = FINAL_JOB_STATES
 # about 90 chunks at 300-token chunks (more at the default 200), enough to keep both
 # cores busy between writes.
 MAX_JOINED = 64
+# Jobs their callers run beside the writer (``track``): a dead writer does not end them.
+_BESIDE = ("backup", "verify_backup")
 
 
 class JobRunner:
@@ -59,8 +61,11 @@ class JobRunner:
 
     def __init__(self, on_finish: Callable[[Job], None] | None = None, *,
                  stage: Stage | None = None,
-                 on_stage: Callable[[Job], None] | None = None) -> None:
+                 on_stage: Callable[[Job], None] | None = None,
+                 on_death: Callable[[ErrorInfo], None] | None = None) -> None:
         self._stage = stage
+        self._on_death = on_death  # the writer thread ended by an error (see _died)
+        self._dead: ErrorInfo | None = None
         self._on_stage = on_stage  # a job's keyword stage is done: its sources are stored
         self._staged: list[Job] = []  # jobs in their vector stage, in order
         self._running: Job | None = None  # the job whose body runs now
@@ -75,7 +80,7 @@ class JobRunner:
         self._resume = threading.Event()
         self._resume.set()
         self._on_finish = on_finish
-        self._thread = threading.Thread(target=self._loop, name="ctx-writer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="ctx-writer", daemon=True)
         self._thread.start()
 
     def submit(self, kind: str, work: Work, *, inputs: tuple[str, ...] = ()) -> Job:
@@ -84,9 +89,18 @@ class JobRunner:
             job.ahead = self._last
             self._last = job.id
             self._jobs[job.id] = job
+            dead = self._dead
+        if dead is not None:  # no writer runs it: it fails at once with the writer's error
+            self._fail(job, dead)
+            return job
         self._queue.put((job, work))
         self._emit(job)
         return job
+
+    @property
+    def dead(self) -> ErrorInfo | None:
+        """Why the writer thread ended, when an error ended it (None while it runs)."""
+        return self._dead
 
     def track(self, kind: str) -> Job:
         """A job its caller runs on its own thread, beside the writer (a backup reads while
@@ -129,11 +143,16 @@ class JobRunner:
         return job.snapshot(behind, self.paused)
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
+        """The job's snapshot once it ends (or after ``timeout``). Should the writer
+        thread end with the job unfinished, the job fails with the writer's error."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             snap = self.get(job_id)
             if snap.final:
                 return snap
+            if not self._thread.is_alive() and not snap.final:
+                self._writer_gone()
+                continue
             if deadline is not None and time.monotonic() > deadline:
                 return snap
             time.sleep(0.02)
@@ -199,6 +218,49 @@ class JobRunner:
                 except Exception:  # a listener must never break ingestion
                     log.exception("job listener failed")
 
+    def _run(self) -> None:
+        """The writer thread: the loop, and should anything end it by an error, every
+        unfinished job fails with that error and the engine is told (never a hang)."""
+        try:
+            self._loop()
+        except BaseException as exc:  # reported to every waiting job
+            log.error("the writer thread failed", exc_info=exc)
+            self._died(exc)
+
+    def _died(self, exc: BaseException) -> None:
+        err = exc if isinstance(exc, CtxError) else InternalError.of(exc, "the writer thread")
+        info = ErrorInfo.of(err)
+        with self._lock:
+            self._dead = info
+        self._writer_gone()
+        if self._on_death is not None:
+            try:
+                self._on_death(info)
+            except Exception:
+                log.exception("writer death hook failed")
+
+    def _writer_gone(self) -> None:
+        """Fail every unfinished job: no writer is left to run or finish them."""
+        info = self._dead or ErrorInfo.of(InternalError(
+            "the writer thread ended", type="WriterGone"))
+        with self._lock:
+            self._dead = info
+            live = [j for j in self._jobs.values() if j.state in ("queued", "running")
+                    and j.kind not in _BESIDE]
+        self._staged.clear()
+        for job in live:
+            self._fail(job, info)
+
+    def _fail(self, job: Job, info: ErrorInfo) -> None:
+        job.state, job.error = "failed", info
+        job.finished, job.current = time.time(), ""
+        self._emit(job)
+        if self._on_finish is not None:
+            try:
+                self._on_finish(job)
+            except Exception:
+                log.exception("job finish hook failed")
+
     def _loop(self) -> None:
         while True:
             item = self._next()
@@ -217,6 +279,7 @@ class JobRunner:
                 job.state, job.started = "running", time.time()
                 job.stage = self._first_stage(job)
                 self._running = job
+            self._begin(job)
             self._emit(job)
             outcome: BaseException | None = None
             try:
@@ -278,6 +341,10 @@ class JobRunner:
             if not self._stage_step():
                 time.sleep(0.05)
 
+    def _begin(self, job: Job) -> None:
+        if self._stage is not None:
+            self._stage.begin(job)
+
     def _first_stage(self, job: Job) -> str:
         return "keyword" if self._stage is not None and self._stage.staged(job.kind) else ""
 
@@ -289,13 +356,18 @@ class JobRunner:
             with self._lock:
                 others = [j for j in self._jobs.values()
                           if j is not job and j.state in ("queued", "running")]
-            self._stage.adopt(job, others)
+            if self._stage.adopt(job, others) and not self._stopping:
+                self._background_vectors([job, *others])
         if not job.vector_sources:
             return False
         job.stage = "vectors"
         job.stage_started = time.time()
         job.current = ""
         self._staged.append(job)
+        # the shortest vector work first; the engine's own background work ("vectors",
+        # what an interrupted job or a crash left) last: a new small ingest never waits
+        # behind it (stable: among equals, the order they came in)
+        self._staged.sort(key=lambda j: (j.kind == "vectors", j.to_embed - j.embedded))
         self._emit(job)
         if self._on_stage is not None:
             try:
@@ -303,6 +375,20 @@ class JobRunner:
             except Exception:
                 log.exception("job stage hook failed")
         return True
+
+    def _background_vectors(self, others: list[Job]) -> None:
+        """Waiting sources nobody owns (an interrupted job's): a background job of kind
+        "vectors" makes their vectors, after every other job's vector work."""
+        assert self._stage is not None
+        job = Job(id=uuid.uuid4().hex[:16], kind="vectors", state="running",
+                  started=time.time(), stage="vectors")
+        self._stage.adopt(job, others)
+        if not job.vector_sources:
+            return
+        with self._lock:
+            self._jobs[job.id] = job
+        self._staged.append(job)
+        self._emit(job)
 
     def _queued_behind(self, work: Work) -> list[tuple[Job, Work]]:
         """The jobs queued right behind ``work`` that may join it (taken off the queue)."""
@@ -328,6 +414,7 @@ class JobRunner:
                     live.append((job, work))
             self._running = live[0][0] if live else None
         for job, _ in live:
+            self._begin(job)
             self._emit(job)
         if not live:
             return
@@ -346,8 +433,12 @@ class JobRunner:
     def _settle(self, job: Job, outcome: BaseException | None) -> None:
         """Record how ``job`` ended (None: done, or on to its vector stage), announce it,
         run the finish hook."""
-        if outcome is None and job.stage != "vectors" and self._enter_stage(job):
-            return
+        if outcome is None and job.stage != "vectors":
+            try:
+                if self._enter_stage(job):
+                    return
+            except Exception as exc:  # noqa: BLE001 - the vault failed: the job fails
+                outcome = exc
         if outcome is None:
             job.state = "done"
         elif isinstance(outcome, Cancelled):

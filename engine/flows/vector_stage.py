@@ -70,26 +70,43 @@ class VectorStage:
         self._counted: dict[int, tuple[str, int]] = {}
         self._window: _Window | None = None
         self._loader: threading.Thread | None = None
+        self._marks: dict[str, int] = {}  # job id -> the last source id when it began
 
     # -- ownership -------------------------------------------------------------------
     @staticmethod
     def staged(kind: str) -> bool:
         return kind in STAGED_KINDS
 
-    def adopt(self, job: Job, others: list[Job]) -> None:
-        """``job``'s vector work: every stored source waiting for vectors that no job in
-        ``others`` (the other unfinished jobs) stored or owns: its own, and any a
-        cancelled job, a failed step or a crash left."""
+    def begin(self, job: Job) -> None:
+        """``job`` starts: sources stored from now on are its own (see ``adopt``)."""
+        if job.kind in STAGED_KINDS and job.kind != "vectors":
+            self._marks[job.id] = src.last_id(self.rt.vault)
+
+    def adopt(self, job: Job, others: list[Job]) -> list[int]:
+        """``job``'s vector work: the stored sources waiting for vectors that it stored
+        (since it began) and no job in ``others`` (the other unfinished jobs) owns; for
+        the engine's background job (kind "vectors"), every waiting source no other job
+        owns. Returns the orphans: waiting sources older than ``job`` that nobody owns
+        (a cancelled job's, a failed step's, a crash's), left to a background job so
+        that a new small ingest never waits behind them."""
+        mark = self._marks.pop(job.id, None)
         if job.kind not in STAGED_KINDS:
             job.vector_sources = []
-            return
+            return []
         owned = {sid for j in others for sid in (*j.vector_sources, *j.sources)}
-        mine = [(sid, n) for sid, n in src.waiting(self.rt.vault) if sid not in owned]
+        unowned = [(sid, n) for sid, n in src.waiting(self.rt.vault) if sid not in owned]
+        if mark is None:  # the background job (or a job that never began): all of them
+            mine, orphans = unowned, []
+        else:
+            own = set(job.sources)
+            mine = [(sid, n) for sid, n in unowned if sid > mark or sid in own]
+            orphans = [sid for sid, n in unowned if not (sid > mark or sid in own)]
         job.vector_sources = [sid for sid, _ in mine]
         self._sizes.update(mine)
         job.to_embed += sum(n for _, n in mine)
         if mine:
             self.preload()
+        return orphans
 
     def preload(self) -> None:
         """Start loading a lazy model in a helper thread (once), so that it is warm by

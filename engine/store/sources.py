@@ -154,6 +154,13 @@ def waiting(vault: Vault, limit: int | None = None) -> list[tuple[int, int]]:
     return [(int(r[0]), int(r[1])) for r in rows]
 
 
+def last_id(vault: Vault) -> int:
+    """The highest source id stored so far (0 in an empty store): sources stored later
+    have higher ids."""
+    rows = vault._query("SELECT COALESCE(MAX(id), 0) FROM sources")
+    return int(rows[0][0]) if rows else 0
+
+
 def embed_rows(vault: Vault, source_ids: Sequence[int]) -> list[EmbedRow]:
     """The chunks of these sources that still wait for vectors, by source then ordinal
     (a source replaced or deleted meanwhile has none)."""

@@ -80,15 +80,46 @@ def test_cancel_in_the_vector_stage_keeps_the_source_keyword_ready(data_dir: Pat
         assert after["cache"] == before["cache"] + final.embedded  # kept for the resume
         assert [s.stage for s in eng.sources() if s.uri == str(big)] == ["keyword"]
         assert eng.search("lighthouse harbours", k=1)[0].stage == "keyword"
-        # The next ingest's vector stage finishes it, embedding only what was not cached.
+        # The next ingest is not held up by it: it has nothing of its own to embed and
+        # ends; the engine's background job (kind "vectors") finishes big.md, embedding
+        # only what was not cached.
         calls = emb.calls
         again = eng.wait(eng.ingest(paths=[str(big)]), timeout=60)
         assert again.state == "done" and again.files_unchanged == 1
-        assert again.to_embed == again.embedded == final.chunks
+        assert again.to_embed == again.embedded == 0
+        [background] = [j for j in eng.jobs() if j.kind == "vectors"]
+        background = eng.wait(background.id, timeout=60)
+        assert background.state == "done"
+        assert background.to_embed == background.embedded == final.chunks
         assert _store_state(eng)["vectors"] == before["vectors"] + final.chunks
         assert [s.stage for s in eng.sources() if s.uri == str(big)] == ["ready"]
         embedded_again = sum(emb.sizes[calls:])
         assert embedded_again == final.chunks - final.embedded
+
+
+def test_a_new_small_ingest_does_not_wait_behind_an_interrupted_vector_stage(
+        data_dir: Path, tmp_path: Path) -> None:
+    """Issue 32: a one-line ingest after an interrupted one waited at `meaning-search 0%`
+    for the interrupted job's vectors: it owned them. Now they go to a background job
+    that runs after the new job's own vector work."""
+    big = tmp_path / "big.md"
+    big.write_text(_long_text(200, "lighthouse"))
+    emb = GatedEmbedder(hold_at=2)
+    with ContextEngine.open(data_dir, embedder=emb) as eng:
+        jid = eng.ingest(paths=[str(big)])
+        assert emb.entered.wait(30)
+        eng.cancel_job(jid)
+        emb.gate.set()
+        big_job = eng.wait(jid, timeout=30)
+        assert big_job.state == "cancelled" and big_job.embedded < big_job.to_embed
+        small = eng.wait(eng.ingest(text="One line about anchors.", title="one"), 60)
+        assert small.state == "done" and small.to_embed == small.chunks == small.embedded
+        [background] = [j for j in eng.jobs() if j.kind == "vectors"]
+        background = eng.wait(background.id, timeout=60)
+        assert background.state == "done"
+        assert background.to_embed == big_job.chunks
+        assert small.finished is not None and background.finished is not None
+        assert small.finished <= background.finished  # the small one went first
 
 
 def test_cancel_between_batches_keeps_the_files_already_written(data_dir: Path,

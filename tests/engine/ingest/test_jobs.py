@@ -185,3 +185,58 @@ def test_cancel_a_finished_or_unknown_job(runner: JobRunner) -> None:
     assert runner.cancel(jid).state == "done"
     with pytest.raises(NotFound):
         runner.cancel("nope")
+
+
+class _Fatal(BaseException):
+    """Not an Exception: a job body's ``except Exception`` does not stop it (as a
+    SystemExit or a C extension's abort would not be)."""
+
+
+def test_a_writer_thread_that_dies_fails_every_waiting_job() -> None:
+    """Issue 32: when the writer thread died, ``wait()`` hung with no progress."""
+    died: list[Any] = []
+    r = JobRunner(on_death=died.append)
+    try:
+        gate = threading.Event()
+
+        def fatal(job: Job, progress) -> None:
+            gate.wait(10)
+            raise _Fatal()
+
+        first = r.submit("paths", fatal)
+        queued = r.submit("paths", _steps(1))
+        gate.set()
+        for jid in (first.id, queued.id):
+            snap = r.wait(jid, timeout=30)
+            assert snap.state == "failed" and snap.error is not None
+            assert snap.error.name == "internal_error"
+        assert len(died) == 1 and died[0].name == "internal_error"
+        later = r.wait(r.submit("text", _steps(1)).id, timeout=5)  # never a hang either
+        assert later.state == "failed" and later.error == died[0]
+    finally:
+        r.stop(timeout=1)
+
+
+def test_a_stage_that_fails_to_adopt_fails_the_job_not_the_writer() -> None:
+    class Broken:
+        def begin(self, job: Job) -> None:
+            pass
+
+        def staged(self, kind: str) -> bool:
+            return True
+
+        def adopt(self, job: Job, others: list[Job]) -> list[int]:
+            raise IngestFailed("the vault was replaced")
+
+        def step(self, jobs: list[Job]) -> bool:
+            return True
+
+    r = JobRunner(stage=Broken())
+    try:
+        first = r.wait(r.submit("paths", _steps(1)).id, timeout=10)
+        assert first.state == "failed" and first.error is not None
+        assert first.error.name == "ingest_failed"
+        assert r.wait(r.submit("paths", _steps(1)).id, timeout=10).state == "failed"
+        assert r.dead is None  # the writer still runs
+    finally:
+        r.stop(timeout=1)
