@@ -28,7 +28,7 @@ from engine.offline import keep_offline
 keep_offline()  # before any library loads: no telemetry, no download (engine/offline.py)
 
 _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "BuildDone",
-        "BuildItem", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
+        "BuildItem", "CompactResult", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobProgress", "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit",
         "RecallResult", "RepairResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
         "SyncResult", "VectorMemory", "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES",
@@ -184,8 +184,8 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
 __all__ = [
     "ENGINE_METHODS", "FINAL_JOB_STATES", "JOB_STATES", "LIVE_KINDS", "SOURCE_KINDS", "TIERS",
     "AdaptStatus", "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupConfig", "BackupDamaged",
-    "BackupMismatch", "BackupResult", "BuildDone", "BuildItem", "Caller", "Config", "ConfigError",
-    "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
+    "BackupMismatch", "BackupResult", "BuildDone", "BuildItem", "Caller", "CompactResult", "Config",
+    "ConfigError", "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
     "ErrorInfo", "Event", "ExportResult", "FileIssue", "FileRejected", "Histogram", "IngestFailed",
     "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput", "InvalidItemKind",
     "JobChanged", "JobProgress", "JobSnapshot", "KeyChangeResult", "KeyRecordDamaged", "KeyUnavailable",

@@ -116,7 +116,8 @@ class JobProgress(_Plain):
     "vectors" (the stored chunks embedded for search by meaning), "work" (a job of one
     stage: backup, verify, delete, repair...), or the final state ("done", "failed",
     "cancelled"). ``step`` of ``steps``: the stage's place (1 of 2, 2 of 2; 1 of 1).
-    ``done`` of ``total`` ``unit`` ("files", "chunks", "bytes"; total 0: not known yet)
+    ``done`` of ``total`` ``unit`` ("files", "chunks", "bytes", "sources" for a delete;
+    total 0: not known yet or not counted, as a compaction's parts)
     are the stage's own; ``percent`` is the stage's (None while its total is unknown;
     100 only when the stage is through). ``current``: what it works on now.
     ``seconds_left``: the stage's time left at its rate so far (None: not known yet).
@@ -232,7 +233,11 @@ def describe_progress(job: Any, now: float | None = None) -> JobProgress:
         done, total = int(job.embedded), int(job.to_embed)
     else:
         step, stage = 1, ("text" if staged else "work")
-        if job.files_total > 1 or not job.bytes_total:  # else bytes (one file: a backup)
+        if job.kind == "delete":  # sources removed of those it names
+            unit, done, total = "sources", int(job.files_done), int(job.files_total)
+        elif job.kind == "compact":  # parts, not counted (``current`` names the part)
+            unit, done, total = "parts", 0, 0
+        elif job.files_total > 1 or not job.bytes_total:  # else bytes (one file: a backup)
             unit, done, total = "files", int(job.files_done), int(job.files_total)
         else:
             unit, done, total = "bytes", int(job.bytes), int(job.bytes_total)
@@ -395,6 +400,8 @@ class SyncResult(_Plain):
     folders: tuple[str, ...] = ()
     # Where it looked for transcripts (the default places too, when none is there).
     looked_in: tuple[str, ...] = ()
+    # Folders in the sync list that no longer exist (skipped; ``forget_folder`` drops one).
+    missing: tuple[str, ...] = ()
     # The job that fits recall's learned reader again after this sync (it runs in the
     # background: ``wait`` for it to know it is done); "" when no fit was needed.
     adapt_job: str = ""
@@ -405,6 +412,7 @@ class SyncResult(_Plain):
         d["errors"] = tuple(FileIssue.from_dict(e) for e in d.get("errors") or ())
         d["folders"] = tuple(str(f) for f in d.get("folders") or ())
         d["looked_in"] = tuple(str(f) for f in d.get("looked_in") or ())
+        d["missing"] = tuple(str(f) for f in d.get("missing") or ())
         return cls(**d)
 
 
@@ -510,14 +518,27 @@ class SourceInfo(_Plain):
 
 @dataclass(frozen=True)
 class DeleteResult(_Plain):
-    """What a delete removed: how many sources and paths, and the source ids."""
+    """What a delete removes: how many sources and paths, the source ids, and the job
+    (kind "delete") that removes them, a step at a time."""
 
     deleted: int
     sources: tuple[int, ...] = ()
+    job: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DeleteResult:
-        return cls(int(data["deleted"]), tuple(int(s) for s in data.get("sources") or ()))
+        return cls(int(data["deleted"]), tuple(int(s) for s in data.get("sources") or ()),
+                   str(data.get("job") or ""))
+
+
+@dataclass(frozen=True)
+class CompactResult(_Plain):
+    """A compaction (kind "compact" job): the store's bytes before and after (after is
+    0 until the job ends; follow ``job``)."""
+
+    job: str
+    bytes_before: int = 0
+    bytes_after: int = 0
 
 
 @dataclass(frozen=True)

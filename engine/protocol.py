@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from engine.api import (
     AuditEntry,
     BackupResult,
+    CompactResult,
     DeleteResult,
     ExportResult,
     JobSnapshot,
@@ -70,7 +71,11 @@ class EngineAPI(Protocol):
 
     def sources(self, *, project: str | None = None) -> list[SourceInfo]: ...
 
-    def delete(self, source: str | int) -> DeleteResult: ...
+    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult: ...
+
+    def compact(self, *, wait: bool = True) -> CompactResult: ...
+
+    def forget_folder(self, folder: str) -> bool: ...
 
     def status(self) -> Status: ...
 

@@ -17,6 +17,7 @@ from typing import Any, Self
 from engine import (
     AuditEntry,
     BackupResult,
+    CompactResult,
     DeleteResult,
     ExportResult,
     JobSnapshot,
@@ -173,9 +174,35 @@ class RemoteEngine:
         return [SourceInfo.from_dict(s)
                 for s in self._call("sources", _drop_none(project=project))]
 
-    def delete(self, source: str | int) -> DeleteResult:
-        """Delete a source by id, uri or path (sent as a string; the engine reads ids back)."""
-        return DeleteResult.from_dict(self._call("delete", {"source": str(source)}))
+    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
+        """Delete a source by id, uri or path (sent as a string; the engine reads ids back).
+
+        The engine deletes in a job (kind "delete"); the call returns at once with its id
+        and, with ``wait``, this client follows the job to its end (never one long call
+        that times out while the engine goes on deleting). A failed delete raises its
+        error."""
+        result = DeleteResult.from_dict(self._call("delete", {"source": str(source),
+                                                              "wait": False}))
+        if wait and result.job:
+            snap = self.wait(result.job)
+            if snap.state == "failed" and snap.error is not None:
+                raise snap.error.to_error()
+        return result
+
+    def compact(self, *, wait: bool = True) -> CompactResult:
+        """Give space back (a job of kind "compact"); ``wait`` follows it here, by polling
+        ``job``, and fills in the sizes."""
+        result = CompactResult.from_dict(self._call("compact", {"wait": False}))
+        if not wait:
+            return result
+        snap = self.wait(result.job)
+        if snap.state == "failed" and snap.error is not None:
+            raise snap.error.to_error()
+        return CompactResult(result.job, snap.bytes_total, snap.bytes)
+
+    def forget_folder(self, folder: str) -> bool:
+        """Stop syncing a transcript folder added with ``--index``; whether it was listed."""
+        return bool(self._call("forget_folder", {"folder": str(folder)})["forgotten"])
 
     def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
         """Index what is new in the transcript folders (or ``paths``); may take minutes."""

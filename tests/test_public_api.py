@@ -18,7 +18,7 @@ def test_engine_exports() -> None:
         "probe_store", "caller", "Caller",
         # results and events (engine.api)
         "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem",
-        "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobProgress",
+        "CompactResult", "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobProgress",
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit", "RecallResult",
         "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",

@@ -26,7 +26,6 @@ from engine.api import (
     Payload,
     SearchHit,
     SourceInfo,
-    SourcesChanged,
     Status,
 )
 from engine.calls import audited, current_caller, names_fields
@@ -117,6 +116,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         self._jobs.subscribe(lambda snap: self._events.emit(JobChanged(snap)))
         try:
             self._check_vectors(auto_repair)
+            self._resume_deletes()
         except BaseException:
             self._jobs.stop()
             vectors.close()
@@ -347,10 +347,15 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
 
     @audited
     @names_fields
-    def delete(self, source: str | int) -> DeleteResult:
+    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
         """Delete sources by id, uri or path: a folder deletes every source under it, a
         transcript file every segment of it, ``project:NAME`` every source of a project.
-        Deleted means gone from every table, index and cache (``flows.deleting``)."""
+        Deleted means gone from every table, index and cache (``flows.deleting``).
+
+        A job of kind "delete" does it, a step at a time, so that reads and other calls
+        go on meanwhile; what it names is hidden from every read as soon as it starts.
+        ``wait=False`` returns at once with the job's id (``DeleteResult.job``): follow
+        it with ``job``/``wait``."""
         rt = self._live()
         if not str(source).strip().isdigit():  # a failed file the user lets go of
             self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
@@ -359,12 +364,26 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
             raise NotFound("no such source (give a source id, uri or path)", field="source")
         # a job interrupted earlier must not bring them back when it is resumed
         self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
-        self._wait_ok(self._jobs.submit("delete", deleting.delete_work(rt, self._writer,
-                                                                        what)).id)
+        job = self._jobs.submit("delete", deleting.delete_work(rt, self._writer, what))
         rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
-                           {"sources": len(what.ids), "paths": len(what.paths)})
-        self._events.emit(SourcesChanged("delete", tuple(what.ids)))
-        return DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids))
+                        {"sources": len(what.ids), "paths": len(what.paths)})
+        result = DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
+        if wait:
+            self._wait_ok(job.id)
+        return result
+
+    def _resume_deletes(self) -> None:
+        """Sources a delete was removing when the engine stopped: removed now (a job)."""
+        try:
+            left = src.being_deleted(self.rt.vault)
+        except CtxError as exc:
+            log.warning("deletes not resumed (%s)", exc.name)
+            return
+        if left and not self.rt.vault.read_only:
+            log.info("%d sources were being deleted: resuming", len(left))
+            what = deleting.Deletion(left, [], False)
+            self._jobs.submit("delete", deleting.delete_work(self.rt, self._writer, what,
+                                                             resumed=True))
 
     # -- health ------------------------------------------------------------------
     def status(self) -> Status:

@@ -15,7 +15,7 @@ from engine.facade.parts import EngineParts
 
 # Which job kinds change the stored sources, and the reason SourcesChanged gives.
 _SOURCE_JOBS = {"paths": "ingest", "text": "ingest", "conversation": "ingest", "sync": "sync",
-                "repair": "repair", "vectors": "ingest"}
+                "repair": "repair", "vectors": "ingest", "delete": "delete"}
 
 _INGEST_KINDS = ("paths", "text", "conversation", "sync", "vectors")
 
@@ -36,6 +36,8 @@ class JobControl(EngineParts):
             reason = "vectors"
         stored = job.state == "done" if reason == "repair" else (job.sources or job.chunks
                                                                  or job.to_embed)
+        if reason == "delete":  # what it hid is gone from every read, whatever its end
+            stored = bool(job.sources)
         if reason is not None and stored:
             self._events.emit(SourcesChanged(reason, tuple(job.sources)))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from engine.api import RecallResult, SyncResult
 from engine.calls import audited, names_fields
-from engine.errors import EngineClosed
+from engine.errors import EngineClosed, InvalidInput
 from engine.facade.parts import EngineParts
 
 
@@ -58,6 +58,18 @@ class SessionMemory(EngineParts):
         return recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
                       since=since, types=types, k=k, budget=budget, task=task, fmt=fmt,
                       cwd=cwd)
+
+    @names_fields
+    def forget_folder(self, folder: str) -> bool:
+        """Stop syncing a transcript folder added with ``recall(index=...)`` (one deleted
+        from disk, say); what was stored from it stays (``delete`` removes that). False
+        when it was not in the list (default folders and config.toml's are not)."""
+        from engine.flows.recall_sync import forget_folder
+
+        rt = self._live()
+        if not isinstance(folder, str) or not folder.strip():
+            raise InvalidInput("folder must be a path", field="folder")
+        return forget_folder(rt, folder.strip())
 
     @audited
     @names_fields

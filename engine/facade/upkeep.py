@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import BackupResult, ExportResult, RepairResult
+from engine.api import BackupResult, CompactResult, ExportResult, RepairResult
 from engine.calls import audited
 from engine.crypto import keys
 from engine.errors import CtxError
@@ -40,6 +40,18 @@ class Upkeep(EngineParts):
         if wait:
             self._wait_ok(job.id)
         return RepairResult.from_dict(result)
+
+    def compact(self, *, wait: bool = True) -> CompactResult:
+        """Give space back (``engine.flows.compaction``): vault.db's free pages, the
+        sealed vector snapshot, the write-ahead log; a job of kind "compact", a step at
+        a time. Without ``wait``, returns at once with the job id and the size before."""
+        from engine.flows.compaction import compact_work
+
+        job = self._jobs.submit("compact", compact_work(self._live()))
+        if not wait:
+            return CompactResult(job.id)
+        snap = self._wait_ok(job.id)
+        return CompactResult(job.id, snap.bytes_total, snap.bytes)
 
     @audited
     def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.flows.compaction import AUTO_COMPACT_CHUNKS, compact
 from engine.flows.runtime import Runtime
 from engine.flows.vector_rebuild import chunk_key
 from engine.flows.writer import Writer
@@ -56,20 +57,52 @@ def _aliases(vault: Vault, source: str | int) -> list[str]:
     return aliases.matching(vault, candidates, folder)
 
 
-def delete_work(rt: Runtime, writer: Writer, what: Deletion
-                ) -> Callable[[Any, Callable[[], None]], None]:
-    """The single writer's job that removes ``what``."""
+# Chunks removed per write transaction: each commit lets the vault's readers (status,
+# search, audit) and its other writers through. Hand-set; bench/delete_bench.py measures
+# status and search latency while a 65k-chunk folder is deleted.
+DELETE_STEP_CHUNKS = 256
+
+
+def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
+                resumed: bool = False) -> Callable[[Any, Callable[[], None]], None]:
+    """The single writer's job that removes ``what``, a step at a time.
+
+    First (short transactions) every source it names is hidden from every read:
+    ``status`` and search stop showing it at once. Then its chunks go
+    ``DELETE_STEP_CHUNKS`` at a time, each step its own transaction, and then its
+    vectors; the job's progress
+    counts sources (``files_done``/``files_total``) and chunks removed (``chunks``). A
+    delete cut short (a stop, a crash) resumes at the next open (``resumed``: the
+    sources are hidden already). A cancel stops between steps: what it hid stays hidden
+    and is removed at the next open.
+    """
     key = chunk_key(rt.embedder.name)
 
     def work(job: Any, progress: Callable[[], None]) -> None:
-        aliases.drop(rt.vault, what.paths)
-        # A path deleted whose content other paths share hands the source to them.
-        kept = aliases.keep_aliased(rt.vault, what.ids) if what.by_path else []
-        gone = [i for i in what.ids if i not in kept]
-        transcripts = src.transcript_paths(rt.vault, gone)
-        src.delete_sources(rt.vault, gone, cache_key=key)
-        src.forget_sync_text(rt.vault, transcripts, rt.hasher)
-        writer.flush_tombstones()
+        gone = list(what.ids)
+        if not resumed:
+            aliases.drop(rt.vault, what.paths)
+            # A path deleted whose content other paths share hands the source to them.
+            kept = aliases.keep_aliased(rt.vault, what.ids) if what.by_path else []
+            gone = [i for i in what.ids if i not in kept]
+            src.mark_deleting(rt.vault, gone)
+            src.forget_sync_text(rt.vault, src.transcript_paths(rt.vault, gone), rt.hasher)
+        job.sources = list(gone)
+        job.files_total = len(gone)
+        progress()
+        for sid in gone:
+            while True:
+                removed = src.delete_step(rt.vault, sid, DELETE_STEP_CHUNKS, cache_key=key)
+                job.chunks += removed
+                if not removed:
+                    break
+                progress()
+            writer.flush_tombstones()  # its vectors (reads skip them already)
+            job.files_done += 1
+            progress()
+        if job.chunks >= AUTO_COMPACT_CHUNKS:  # a large delete gives its space back
+            compact(rt, job, progress)  # (it saves the vectors and cuts the log too)
+            return
         rt.vectors.save_snapshot()  # the sealed vectors lose the deleted ones now
         rt.vault.wipe_log()  # the WAL's old page images held the deleted text
     return work

@@ -85,6 +85,7 @@ def ingest_paths(rt: Runtime, writer: Writer, alerts: IngestAlerts, paths: Seque
                     continue
                 if item is None:
                     alerts.files_ok([doc.uri])
+                    job.unchanged.extend(sid for sid, _ in src.versions(rt.vault, doc.uri)[:1])
                     job.files_unchanged += 1
                     job.files_done += 1
                     job.bytes += _size(path)
@@ -175,6 +176,7 @@ class DocumentWork:
         job.files_unchanged += 1
         job.files_done += 1
         for sid, _ in src.versions(self.rt.vault, doc.uri)[:1]:
+            job.unchanged.append(sid)
             title = src.title_of(self.rt.vault, sid)
             if title is not None:
                 job.existing.append((sid, title))

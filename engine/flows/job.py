@@ -33,6 +33,9 @@ class Job:
     ignored: dict[str, int] = field(default_factory=dict)  # entries ignore rules left out
     existing: list[tuple[int, str]] = field(default_factory=list)  # (id, title) holding it
     sources: list[int] = field(default_factory=list)
+    # sources it was given again as they are stored: their vectors, if still waiting,
+    # are its own work too (an ingest again after an interrupted one finishes them)
+    unchanged: list[int] = field(default_factory=list)
     error: ErrorInfo | None = None
     stage: str = ""  # "keyword", then "vectors" (see engine.flows.jobs)
     to_embed: int = 0  # chunks of this job's sources that need vectors

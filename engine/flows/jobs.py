@@ -24,8 +24,14 @@ then stays running in stage "vectors" while a background stage (``Stage``,
 stage runs on the same writer thread, a step of about half a second at a time,
 only while no job is queued: a folder dropped while another one's vectors are
 being made is stored for keyword search first. Cancelling a job in its vector
-stage leaves its sources keyword-searchable: the next job to reach its vector
-stage, or the next engine warm-up, makes their vectors.
+stage leaves its sources keyword-searchable; their vectors are made by a
+background job of kind "vectors" (started when the next job reaches its vector
+stage, or at the next warm-up) that runs after every other job's vector work, so a
+new small ingest never waits behind them; an ingest given those files again makes
+them as its own work. Vector work goes shortest first.
+
+Should the writer thread itself end by an error, every waiting job fails with it
+(``wait`` never hangs), later jobs fail at once, and ``on_death`` is told.
 """
 
 from __future__ import annotations

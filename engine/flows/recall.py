@@ -35,9 +35,12 @@ def sync(rt: Runtime, writer: Writer, paths: Sequence[str] | None = None,
          progress: Progress | None = None) -> SyncResult:
     """Sync ``paths`` (files or folders), or every known transcript folder."""
     roots = [Path(p).expanduser().resolve() for p in paths] if paths else folders(rt)
+    missing = [r for r in roots if not r.exists()]  # said once each, never read
+    roots = [r for r in roots if r not in missing]
     result = sync_files(rt, writer, transcript_files(roots), progress)
     result["folders"] = [str(r) for r in roots]
     result["looked_in"] = [str(r) for r in roots] if paths else [str(p) for p in looked_in(rt)]
+    result["missing"] = [str(r) for r in missing]
     rt.audit.record("sync", os.getpid(), [], {"files": result["files"],
                                               "chunks": result["chunks"]})
     return SyncResult.from_dict(result)

@@ -73,6 +73,19 @@ def add_folder(rt: Runtime, folder: str) -> Path:
     return path
 
 
+def forget_folder(rt: Runtime, folder: str) -> bool:
+    """Stop syncing a folder added with ``--index`` (it may be gone already: the path as
+    given, and as it resolves); what was stored from it stays. False when it was not in
+    the list (a default or config.toml folder is not kept there)."""
+    added = json.loads(rt.vault.get_meta(FOLDERS_KEY) or "[]")
+    names = {folder, str(Path(folder).expanduser()), str(Path(folder).expanduser().resolve())}
+    kept = [f for f in added if f not in names]
+    if len(kept) == len(added):
+        return False
+    rt.vault.set_meta(FOLDERS_KEY, json.dumps(sorted(kept)))
+    return True
+
+
 def transcript_files(roots: Sequence[Path]) -> list[Path]:
     files: list[Path] = []
     for root in roots:

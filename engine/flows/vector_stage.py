@@ -84,7 +84,7 @@ class VectorStage:
 
     def adopt(self, job: Job, others: list[Job]) -> list[int]:
         """``job``'s vector work: the stored sources waiting for vectors that it stored
-        (since it began) and no job in ``others`` (the other unfinished jobs) owns; for
+        (since it began) or was given again unchanged, and no job in ``others`` (the other unfinished jobs) owns; for
         the engine's background job (kind "vectors"), every waiting source no other job
         owns. Returns the orphans: waiting sources older than ``job`` that nobody owns
         (a cancelled job's, a failed step's, a crash's), left to a background job so
@@ -98,7 +98,7 @@ class VectorStage:
         if mark is None:  # the background job (or a job that never began): all of them
             mine, orphans = unowned, []
         else:
-            own = set(job.sources)
+            own = {*job.sources, *job.unchanged}
             mine = [(sid, n) for sid, n in unowned if sid > mark or sid in own]
             orphans = [sid for sid, n in unowned if not (sid > mark or sid in own)]
         job.vector_sources = [sid for sid, _ in mine]

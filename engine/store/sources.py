@@ -218,6 +218,54 @@ def delete_sources(vault: Vault, source_ids: Sequence[int], *,
     return len(source_ids)
 
 
+DELETING = "deleting"  # a source a delete job is removing: no read sees it any more
+
+
+def mark_deleting(vault: Vault, source_ids: Sequence[int]) -> None:
+    """Hide sources from every read at once (state "deleting", one short transaction a
+    few hundred at a time); ``delete_step`` then removes them a little at a time. A
+    delete cut short resumes at the next open."""
+    for i in range(0, len(source_ids), 500):
+        part = [(int(s),) for s in source_ids[i:i + 500]]
+        with vault.write() as c:
+            c.executemany(f"UPDATE sources SET state = '{DELETING}' WHERE id = ?", part)
+
+
+def being_deleted(vault: Vault) -> list[int]:
+    """Sources a delete job was removing when the engine stopped."""
+    return [int(r[0]) for r in vault._query(
+        f"SELECT id FROM sources WHERE state = '{DELETING}' ORDER BY id")]
+
+
+def delete_step(vault: Vault, source_id: int, limit: int, *,
+                cache_key: KeyOf | None = None) -> int:
+    """Remove up to ``limit`` chunks of a source being deleted, in one transaction (with
+    their FTS entries and the embedding-cache rows no other chunk uses); once it has
+    none left, the source itself, its vectors tombstoned (``flush_tombstones`` drops
+    them: the vector store learns which chunks were its). Returns the chunks removed
+    (0: the source is gone)."""
+    with vault.write() as c:
+        rows = c.execute(
+            "SELECT c.id, s.title, c.heading, c.kind, c.text, c.content_hash FROM chunks c "
+            "JOIN sources s ON s.id = c.source_id WHERE c.source_id = ? ORDER BY c.id "
+            "LIMIT ?", (source_id, limit)).fetchall()
+        if not rows:
+            c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)",
+                      (source_id, time.time()))
+            c.execute("DELETE FROM sources WHERE id = ?", (source_id,))
+            return 0
+        c.executemany("DELETE FROM chunks WHERE id = ?", [(r[0],) for r in rows])
+        if cache_key is not None:
+            doomed = {cache_key(r[1], r[2], r[3], r[4]): r[5] for r in rows}
+            for key, h in doomed.items():
+                kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
+                    "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
+                    "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
+                if not kept:
+                    c.execute("DELETE FROM embed_cache WHERE hash = ?", (key,))
+        return len(rows)
+
+
 def tombstones(vault: Vault) -> list[int]:
     return [r[0] for r in vault._query("SELECT source_id FROM vector_tombstones ORDER BY source_id")]
 

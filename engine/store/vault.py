@@ -203,6 +203,9 @@ class Vault:
         try:
             conn = self._conn()
             with self._write_lock:
+                # a new vault gives free pages back a step at a time (``vacuum_step``);
+                # an older one switches at its first compaction (``vacuum``)
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode=WAL")
                 migrate(conn)
@@ -330,6 +333,44 @@ class Vault:
                 time.sleep(0.02)
             log.warning("the vault's log is still being read: deleted text stays in it until "
                         "the next checkpoint")
+
+    def free_pages(self) -> tuple[int, int]:
+        """(pages in vault.db, of them free): what a compaction would give back."""
+        conn = self._conn()
+        return (int(conn.execute("PRAGMA page_count").fetchone()[0]),
+                int(conn.execute("PRAGMA freelist_count").fetchone()[0]))
+
+    def incremental(self) -> bool:
+        """Whether vault.db gives free pages back a step at a time (auto_vacuum 2)."""
+        return int(self._conn().execute("PRAGMA auto_vacuum").fetchone()[0]) == 2
+
+    def vacuum(self) -> None:
+        """Rewrite vault.db whole (encrypted with its key, as every page), leaving no
+        free page, and switch it to incremental vacuum so that later compactions go a
+        step at a time (``vacuum_step``). Other writers wait; readers go on (WAL)."""
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                conn.execute("VACUUM")
+            except sqlite.OperationalError as exc:
+                raise store_error(exc) from None
+            finally:
+                self.guard.wrote()
+            self._generation += 1
+
+    def vacuum_step(self, pages: int) -> int:
+        """Give back up to ``pages`` free pages (one short write); the free pages left."""
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+                left = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+            except sqlite.OperationalError as exc:
+                raise store_error(exc) from None
+            finally:
+                self.guard.wrote()
+            return left
 
     @property
     def generation(self) -> int:

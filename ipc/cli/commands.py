@@ -6,7 +6,6 @@ import argparse
 import getpass
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from engine import EngineAPI, InvalidInput, JobSnapshot, KeyUnavailable, NotUtf8
 from ipc.cli.backend import open_backend, served
 from ipc.cli.output import emit_json, fmt_time, parse_when, table
 from ipc.cli.progress import JobProgress, summary
+from ipc.cli.targets import path_prefix
 from ipc.errors import ServerUnavailable
 from ipc.places import place
 from ipc.status_text import adapt_line, histogram_line, memory_line, progress_text, waiting_line
@@ -257,40 +257,6 @@ def cmd_sources(args: argparse.Namespace) -> int:
     return 0
 
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # text:…, stdin:…, project:…, https://…
-
-
-def delete_target(source: str) -> str:
-    """What ``ctx delete`` asks the engine for: a relative path resolved as ``ctx ingest``
-    resolves it; an id (digits), a uri (``scheme:...``) or an absolute path as given."""
-    from engine import shown_path  # a name that is not UTF-8: as the engine stored it
-
-    path = Path(source).expanduser()
-    if path.exists() or not (source.isdigit() or _URI.match(source) or path.is_absolute()):
-        return shown_path(path.resolve())
-    return shown_path(source)
-
-
-def path_prefix(prefix: str | None) -> str | None:
-    """``--path`` as the engine compares it (with a source's absolute path): a relative
-    one is resolved from the current folder, as ``ctx ingest`` resolves what it stores,
-    so the ``requests/`` a hit shows matches from the folder it was ingested from."""
-    if not prefix or _URI.match(prefix):
-        return prefix
-    path = str(Path(prefix).expanduser().resolve())
-    return path + os.sep if prefix.endswith(("/", os.sep)) and path != os.sep else path
-
-
-def cmd_delete(args: argparse.Namespace) -> int:
-    backend = open_backend(args.data_dir, local_only=args.local)
-    try:
-        result = backend.delete(delete_target(args.source))
-    finally:
-        backend.close()
-    emit_json(result.to_dict()) if args.json else print(f"deleted {result.deleted} source(s)")
-    return 0
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     backend = open_backend(args.data_dir, local_only=args.local)
     try:
@@ -346,8 +312,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     from engine import repair_store
+    from ipc.cli.long_cmd import with_store_closed
 
-    result = repair_store(args.data_dir)
+    result = with_store_closed(args, lambda: repair_store(args.data_dir))
     if args.json:
         emit_json(result.to_dict())
     else:

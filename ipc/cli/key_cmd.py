@@ -57,6 +57,9 @@ def add_key_parser(sub: Any) -> None:
             a.add_argument("--new-passphrase-stdin", action="store_true",
                            help="read the new passphrase from standard input (after the "
                                 "recovery key, if both)")
+        if name == "rotate":
+            a.add_argument("--stop", action="store_true",
+                           help="stop the background engine first if it has the store open")
         a.add_argument("--json", action="store_true")
     s.set_defaults(handler=run_key)
 
@@ -112,7 +115,9 @@ def run_key(args: argparse.Namespace) -> int:
     elif cmd == "use-keychain":
         result = attempt(use_keychain)
     else:
-        result = attempt(rotate_key)
+        from ipc.cli.long_cmd import with_store_closed
+
+        result = with_store_closed(args, lambda: attempt(rotate_key))
     if args.json:
         out = result.to_dict()
         emit_json(out)

@@ -1,4 +1,5 @@
-"""`ctx`: ingest, search, build, recall, sources, delete, status, init, serve, app, audit, mcp, hook,
+"""`ctx`: ingest, search, build, recall, sources, delete, compact, status, stop, init, serve, app,
+audit, mcp, hook,
 uninstall-integrations, backup, restore, export, key.
 
 Exit codes: 0 ok, 2 usage, 3 not found, 4 locked or wrong key, 1 other.
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import CtxError, InvalidInput, caller
-from ipc.cli import commands
+from ipc.cli import commands, long_cmd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,7 +66,17 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("delete", help="delete a source (id, path or uri)")
     s.add_argument("source")
+    s.add_argument("--no-wait", action="store_true",
+                   help="start the delete and print its job id (`ctx status` follows it)")
     s.add_argument("--json", action="store_true")
+    s.set_defaults(handler=long_cmd.cmd_delete)
+
+    s = sub.add_parser("compact", help="give back the space deleted sources took")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(handler=long_cmd.cmd_compact)
+
+    s = sub.add_parser("stop", help="stop the background engine of this data dir")
+    s.set_defaults(handler=long_cmd.cmd_stop)
 
     s = sub.add_parser("status", help="store and engine status")
     s.add_argument("--json", action="store_true")
@@ -79,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("query", nargs="?")
     s.add_argument("--index", metavar="DIR", action="append", help="add a transcript folder")
     s.add_argument("--sync", action="store_true", help="ingest what is new since the last sync")
+    s.add_argument("--forget-folder", metavar="DIR", action="append",
+                   help="stop syncing a folder added with --index (one deleted, say)")
     s.add_argument("--auto", action="store_true", help="recent + related + failures")
     s.add_argument("--project", help="the project whose sessions rank first (default: the "
                                      "current folder's; the others still follow)")
@@ -98,6 +111,8 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("repair", help="rebuild the vectors from the vault (set aside a "
                                       "damaged vectors/); the store must not be in use")
+    s.add_argument("--stop", action="store_true",
+                   help="stop the background engine first if it has the store open")
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("app", help="start the desktop tray app, or talk to the running one")
@@ -164,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with caller("cli", pid=os.getpid()):  # what the engine audits of a store opened here
             return int(handler(args) or 0)
     except CtxError as exc:
+        if exc.name == "store_locked" and args.cmd != "serve" and "ctx stop" not in exc.message:
+            exc.message += long_cmd.holder_hint(getattr(args, "data_dir", None))
         _report(exc, getattr(args, "json", False), serve=args.cmd == "serve")
         return exc.exit_code
     except KeyboardInterrupt:

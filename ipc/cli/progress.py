@@ -19,6 +19,8 @@ from engine import JobSnapshot
 from ipc.cli.output import fmt_bytes, fmt_duration
 
 AFTER_S = 2.0  # a job shorter than this prints nothing
+# Jobs that are not ingests, and what their progress line calls them.
+LONG_OPS = {"delete": "deleting", "compact": "compacting"}
 EVERY_S = 5.0  # seconds between lines in a log
 
 
@@ -57,6 +59,8 @@ class JobProgress:
 
     def line(self, snap: JobSnapshot, now: float | None = None) -> str:
         now = time.monotonic() if now is None else now
+        if snap.kind in LONG_OPS:
+            return self._long_op(snap, now)
         what = "indexing" if snap.kind == "sync" else "ingesting"
         if snap.state == "queued":
             if snap.waiting == "paused":
@@ -87,6 +91,21 @@ class JobProgress:
         current = f"  {snap.current[-50:]}" if snap.current else ""
         head = "storing" if snap.stage == "keyword" else what
         return f"{head}: {', '.join(parts)}{current}"
+
+    def _long_op(self, snap: JobSnapshot, now: float) -> str:
+        """A delete, a compaction: sources done of all, chunks removed, time left."""
+        what = LONG_OPS[snap.kind]
+        if snap.state == "queued":
+            ahead = self.describe(snap.behind) if self.describe and snap.behind else None
+            about = f": {_brief(ahead)}" if ahead is not None else ""
+            return f"{what}: queued behind job {snap.behind[:8]}{about}"
+        if snap.final:
+            return f"{what}: {snap.state} ({long_op_done(snap)})"
+        rate = self._rate.add(now, snap.files_done)
+        tail = ""
+        if rate and snap.files_total:
+            tail = f", {fmt_duration((snap.files_total - snap.files_done) / rate)} left"
+        return f"{what}: {long_op_done(snap)}{tail}"
 
     def _vectors(self, snap: JobSnapshot, now: float) -> str:
         head = "searchable by keyword now; meaning-search"
@@ -122,6 +141,15 @@ class JobProgress:
             self.stream.flush()
 
 
+def long_op_done(snap: JobSnapshot) -> str:
+    """How far a delete or a compaction got, in words."""
+    if snap.kind == "compact":
+        return f"the {snap.current}" if snap.current else "starting"
+    tail = f", compacting the {snap.current}" if snap.current else ""
+    return (f"{snap.files_done}/{snap.files_total} sources, "
+            f"{snap.chunks:,} chunks removed{tail}")
+
+
 def _done(snap: JobSnapshot) -> str:
     if snap.stage == "vectors":
         return f"{snap.embedded}/{snap.to_embed} chunks embedded"
@@ -135,6 +163,8 @@ def _brief(snap: JobSnapshot) -> str:
             "adapt": "recall learning from your sessions"}.get(snap.kind, snap.kind)
     if snap.state == "queued":
         return f"{kind}, itself queued"
+    if snap.kind in LONG_OPS:
+        return f"{kind}, {long_op_done(snap)}"
     return f"{kind}, {_done(snap)}"
 
 

@@ -63,6 +63,25 @@ def index_with_progress(backend: EngineAPI, index: list[str], sync: bool) -> Rec
     return holder.get("result") or RecallResult()
 
 
+def _forget_folders(args: argparse.Namespace) -> int:
+    """`--forget-folder PATH`: stop syncing folders added with --index (what was stored
+    from them stays: `ctx delete PATH` removes it)."""
+    backend = open_backend(args.data_dir, local_only=args.local)
+    try:
+        forgotten = {f: backend.forget_folder(str(Path(f).expanduser().resolve()))
+                     or backend.forget_folder(f) for f in args.forget_folder}
+    finally:
+        backend.close()
+    if args.json:
+        emit_json({"forgotten": forgotten})
+    for folder, done in forgotten.items():
+        print(f"no longer synced: {folder}" if done else
+              f"not in the sync list: {folder} (folders added with --index are; the "
+              "default ones and config.toml's recall.folders are not)",
+              file=sys.stdout if done else sys.stderr)
+    return 0 if all(forgotten.values()) else 3
+
+
 def _check_args(args: argparse.Namespace) -> None:
     """A usage error for a call with nothing to do, not found for a missing --index folder
     (both before any engine starts)."""
@@ -77,6 +96,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run_recall(args: argparse.Namespace) -> int:
+    if args.forget_folder:
+        return _forget_folders(args)
     _check_args(args)
     types = [t.strip() for t in args.type.split(",") if t.strip()] if args.type else None
     backend = open_backend(args.data_dir, local_only=args.local, need_model=True)
@@ -108,6 +129,9 @@ def run_recall(args: argparse.Namespace) -> int:
             print(f"{key}: {s.files} files, {s.chunks} new chunks, "
                   f"{s.unchanged} unchanged, {len(s.errors)} errors{bad} in {s.seconds:.2f} s",
                   file=sys.stderr)
+            for folder in s.missing:
+                print(f"  transcript folder {folder} is gone: skipped; `ctx recall "
+                      f"--forget-folder {folder}` stops looking for it", file=sys.stderr)
     if args.auto:
         text = result.output or result.context or ""
         sys.stdout.write(text)

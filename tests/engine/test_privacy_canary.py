@@ -177,3 +177,55 @@ def test_a_deleted_transcripts_path_leaves_its_sync_state(tmp_path: Path, data_d
         hits = eng.search("new question about ferries", k=5)
         assert hits and all(canary not in h.text for h in hits)
         assert all(canary not in h.text for h in eng.search(canary, k=20))
+
+
+def _decrypted_pages(data_dir: Path) -> list[bytes]:
+    """Every page of vault.db decrypted with the store's key (SQLCipher 4: 4096-byte
+    pages, AES-256-CBC under the raw key, the IV in the 80 reserved bytes at each page's
+    end; page 1 starts with the 16-byte salt): the free pages as well as the used ones."""
+    import os
+
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    from engine.crypto import keys
+
+    key = keys.derive(keys.unlock_key(data_dir, passphrase=os.environ["CTX_PASSPHRASE"]),
+                      "vault")
+    data = (data_dir / "vault.db").read_bytes()
+    size, reserve = 4096, 80
+    pages = []
+    for at in range(0, len(data), size):
+        page = data[at:at + size]
+        iv = page[size - reserve:size - reserve + 16]
+        plain = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+        pages.append(plain.update(page[16 if at == 0 else 0:size - reserve]) + plain.finalize())
+    return pages
+
+
+def test_compact_leaves_nothing_of_the_deleted_text(tmp_path: Path, data_dir: Path) -> None:
+    """`compact` after a delete: vault.db shrinks and none of its pages, decrypted, holds
+    the deleted text; the WAL is empty; nothing else in the data dir holds it either."""
+    canary = "zq" + uuid.uuid4().hex[:12] + "canary"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"secret{i:02d}.md").write_text(
+            f"# Secret {i}\n\n" + f"The code word is {canary} in note {i}. " * 120)
+    (docs / "keep.md").write_text("# Keep\n\nA note about tides and harbours to keep.\n")
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(paths=[str(docs)]))
+        assert any(canary.encode() in p for p in _decrypted_pages(data_dir)) or \
+            (data_dir / "vault.db-wal").stat().st_size > 0  # it was there (or in the log)
+        for i in range(30):
+            eng.delete(str(docs / f"secret{i:02d}.md"))
+        pages_before = eng.rt.vault.free_pages()[0]
+        result = eng.compact()
+        assert result.bytes_after < result.bytes_before
+        assert eng.rt.vault.free_pages() == (eng.rt.vault.free_pages()[0], 0)
+        assert eng.rt.vault.free_pages()[0] < pages_before
+        assert [Path(s.uri).name for s in eng.sources()] == ["keep.md"]
+        assert (data_dir / "vault.db-wal").stat().st_size == 0  # cut to nothing
+    pages = _decrypted_pages(data_dir)
+    assert any(b"harbours" in p for p in pages)  # the decryption reads the kept text
+    assert not [i for i, p in enumerate(pages) if canary.encode() in p]
+    assert _grep_data_dir(data_dir, _needles(canary)) == []

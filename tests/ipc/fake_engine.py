@@ -17,6 +17,7 @@ from typing import Any
 from engine.api import (
     Alert,
     AuditEntry,
+    CompactResult,
     DeleteResult,
     Histogram,
     JobSnapshot,
@@ -141,13 +142,19 @@ class FakeEngine:
                                tokens=len(t), project=None)
                     for i, (u, t) in enumerate(sorted(self.docs.items()))]
 
-    def delete(self, source: str) -> DeleteResult:
+    def delete(self, source: str, *, wait: bool = True) -> DeleteResult:
         with self._mutex:
             if source not in self.docs:
                 raise NotFound("no such source", source=source)
             del self.docs[source]
             self.writes += 1
         return DeleteResult(1)
+
+    def compact(self, *, wait: bool = True) -> CompactResult:
+        return CompactResult("", 10, 5)
+
+    def forget_folder(self, folder: str) -> bool:
+        return folder == "known"
 
     def sync(self, paths: list[str] | None = None) -> SyncResult:
         failed = self._failed_job() if paths == ["raise:jobbug"] else None
