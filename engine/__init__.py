@@ -86,6 +86,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         BackupResult,
         BuildDone,
         BuildItem,
+        CompactResult,
         DeleteResult,
         ErrorInfo,
         Event,

@@ -113,7 +113,7 @@ def test_compact_gives_space_back(data_dir: Path, tmp_path: Path) -> None:
         assert eng.rt.vault.free_pages()[1] == 0 and eng.rt.vault.free_pages()[0] < pages
         assert eng.rt.vault.incremental()  # from now on, in steps
         assert _vault_files(data_dir) < size
-        assert os.path.getsize(data_dir / "vault.db-wal") == 0
+        assert os.path.getsize(data_dir / "vault.db-wal") < 8 * 4096  # cut (then audit rows)
         # a second store's worth, deleted and compacted again: in steps this time
         (tmp_path / "b").mkdir()
         other = _folder(tmp_path / "b", 20, "anchor")
@@ -133,5 +133,5 @@ def test_a_large_delete_compacts_by_itself(data_dir: Path, tmp_path: Path,
         done = eng.wait(eng.delete(str(folder)).job, 10)
         assert done.chunks >= 50 and done.bytes_total > done.bytes > 0
         assert eng.rt.vault.free_pages()[1] == 0
-        assert os.path.getsize(data_dir / "vault.db-wal") == 0
+        assert os.path.getsize(data_dir / "vault.db-wal") < 8 * 4096  # cut (then audit rows)
     assert compaction.AUTO_COMPACT_CHUNKS >= 1000  # the real threshold stays for big deletes

@@ -180,9 +180,10 @@ def test_a_deleted_transcripts_path_leaves_its_sync_state(tmp_path: Path, data_d
 
 
 def _decrypted_pages(data_dir: Path) -> list[bytes]:
-    """Every page of vault.db decrypted with the store's key (SQLCipher 4: 4096-byte
-    pages, AES-256-CBC under the raw key, the IV in the 80 reserved bytes at each page's
-    end; page 1 starts with the 16-byte salt): the free pages as well as the used ones."""
+    """Every page of vault.db and of its WAL's frames, decrypted with the store's key
+    (SQLCipher 4: 4096-byte pages, AES-256-CBC under the raw key, the IV in the 80
+    reserved bytes at each page's end; page 1 starts with the 16-byte salt; the WAL: a
+    32-byte header, then frames of a 24-byte header and a page): free pages too."""
     import os
 
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -191,20 +192,26 @@ def _decrypted_pages(data_dir: Path) -> list[bytes]:
 
     key = keys.derive(keys.unlock_key(data_dir, passphrase=os.environ["CTX_PASSPHRASE"]),
                       "vault")
-    data = (data_dir / "vault.db").read_bytes()
     size, reserve = 4096, 80
-    pages = []
-    for at in range(0, len(data), size):
-        page = data[at:at + size]
+
+    def decrypt(page: bytes, first: bool) -> bytes:
         iv = page[size - reserve:size - reserve + 16]
         plain = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
-        pages.append(plain.update(page[16 if at == 0 else 0:size - reserve]) + plain.finalize())
+        return plain.update(page[16 if first else 0:size - reserve]) + plain.finalize()
+
+    data = (data_dir / "vault.db").read_bytes()
+    pages = [decrypt(data[at:at + size], at == 0) for at in range(0, len(data), size)]
+    wal = data_dir / "vault.db-wal"
+    log = wal.read_bytes() if wal.exists() else b""
+    for at in range(32, len(log) - size + 1, 24 + size):
+        number = int.from_bytes(log[at:at + 4], "big")
+        pages.append(decrypt(log[at + 24:at + 24 + size], number == 1))
     return pages
 
 
 def test_compact_leaves_nothing_of_the_deleted_text(tmp_path: Path, data_dir: Path) -> None:
-    """`compact` after a delete: vault.db shrinks and none of its pages, decrypted, holds
-    the deleted text; the WAL is empty; nothing else in the data dir holds it either."""
+    """`compact` after a delete: vault.db shrinks and none of its pages or its WAL's,
+    decrypted, holds the deleted text; nothing else in the data dir holds it either."""
     canary = "zq" + uuid.uuid4().hex[:12] + "canary"
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -214,8 +221,7 @@ def test_compact_leaves_nothing_of_the_deleted_text(tmp_path: Path, data_dir: Pa
     (docs / "keep.md").write_text("# Keep\n\nA note about tides and harbours to keep.\n")
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(paths=[str(docs)]))
-        assert any(canary.encode() in p for p in _decrypted_pages(data_dir)) or \
-            (data_dir / "vault.db-wal").stat().st_size > 0  # it was there (or in the log)
+        pages_with_it = _decrypted_pages(data_dir)
         for i in range(30):
             eng.delete(str(docs / f"secret{i:02d}.md"))
         pages_before = eng.rt.vault.free_pages()[0]
@@ -224,8 +230,11 @@ def test_compact_leaves_nothing_of_the_deleted_text(tmp_path: Path, data_dir: Pa
         assert eng.rt.vault.free_pages() == (eng.rt.vault.free_pages()[0], 0)
         assert eng.rt.vault.free_pages()[0] < pages_before
         assert [Path(s.uri).name for s in eng.sources()] == ["keep.md"]
-        assert (data_dir / "vault.db-wal").stat().st_size == 0  # cut to nothing
+        # the log was cut to nothing (what it holds now was written after)
+        assert (data_dir / "vault.db-wal").stat().st_size < 8 * 4096
+        assert not [p for p in _decrypted_pages(data_dir) if canary.encode() in p]
     pages = _decrypted_pages(data_dir)
     assert any(b"harbours" in p for p in pages)  # the decryption reads the kept text
+    assert any(canary.encode() in p for p in pages_with_it)  # and read the canary before
     assert not [i for i, p in enumerate(pages) if canary.encode() in p]
     assert _grep_data_dir(data_dir, _needles(canary)) == []
