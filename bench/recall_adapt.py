@@ -47,7 +47,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
                 "text_tokens": 64},
     "terms": {"use_map": False, "use_terms": True},
     "map+terms": {"use_map": True, "use_terms": True},
-    "map λ0.01": {"use_map": True, "use_terms": False, "identity_weight": 0.01},
+    "map λ0.001": {"use_map": True, "use_terms": False, "identity_weight": 0.001},
+    "map λ0.1": {"use_map": True, "use_terms": False, "identity_weight": 0.1},
     "map λ1": {"use_map": True, "use_terms": False, "identity_weight": 1.0},
     "terms w0.6": {"use_map": False, "use_terms": True, "terms_weight": 0.6},
 }
@@ -116,7 +117,8 @@ def both_sides_map(eng: Any, cfg: Any) -> np.ndarray | None:
 
 def pcts(times: list[float]) -> str:
     s = sorted(times)
-    return f"{statistics.median(s):.0f} / {s[int(0.95 * (len(s) - 1))]:.0f}"
+    p50, p95 = statistics.median(s), s[int(0.95 * (len(s) - 1))]
+    return f"{p50:.0f} / {p95:.0f}" if p50 >= 10 else f"{p50:.3f} / {p95:.3f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,6 +255,19 @@ def grown(eng: Any, questions: list[dict[str, Any]], tmp: Path, target: int,
                     t = time.perf_counter()
                     eng.recall(q["q"], k=10)
                     lat[name].append((time.perf_counter() - t) * 1000)
+    from engine.flows.plan import plan_query
+    from engine.flows.recall_adapt import query_adapter
+
+    over = []  # what the reader adds to a query: its lookup and the map (no lane runs)
+    for q in questions * 3:
+        plan = plan_query(eng.rt, q["q"], eng.rt.cfg)
+        vec = eng.rt.embed_query(q["q"])
+        t = time.perf_counter()
+        adapter = query_adapter(eng.rt, plan.analysis.words)
+        if adapter is not None and adapter.vector_map is not None:
+            adapter.vector_map(vec)
+        over.append((time.perf_counter() - t) * 1000)
+    lat["the reader's own part (lookup + map)"] = over
     return {"sessions": made, "chunks": eng.rt.vault.chunk_count(), "sync_s": sync_s,
             "fit": dict(model.info) if model is not None else {}, "latency": lat}
 

@@ -100,11 +100,12 @@ def fit_map(q: np.ndarray, d: np.ndarray, groups: Sequence[int], cfg: AdaptConfi
     rng = np.random.default_rng(seed)
     g = np.asarray(groups)
     sessions = np.unique(g)
-    held = rng.permutation(sessions)[: round(len(sessions) * cfg.holdout)]
+    n_held = max(1, round(len(sessions) * cfg.holdout)) if cfg.holdout > 0 else 0
+    held = rng.permutation(sessions)[:n_held]
     test = np.isin(g, held)
     train = np.flatnonzero(~test)
-    if len(train) < cfg.min_pairs or cfg.steps == 0:
-        return MapFit(None, 0.0, 0.0, 0)
+    if len(train) < cfg.min_pairs or cfg.steps == 0 or (n_held and len(held) == len(sessions)):
+        return MapFit(None, 0.0, 0.0, 0)  # too little, or no session left to check it on
     dim = q.shape[1]
     w = np.eye(dim, dtype=np.float32)
     m1 = np.zeros_like(w)

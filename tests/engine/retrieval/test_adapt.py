@@ -54,6 +54,14 @@ def test_no_map_on_too_few_pairs_or_when_it_does_not_help() -> None:
     assert fitted.matrix is None or fitted.holdout_mrr_map > fitted.holdout_mrr_identity
 
 
+def test_a_fit_is_always_checked_on_a_session_it_did_not_see() -> None:
+    q, d, _ = synthetic()
+    one = AdaptConfig(**{**CFG.__dict__, "min_pairs": 10})
+    assert fit_map(q, d, [0] * len(q), one).matrix is None  # one session: nothing to hold out
+    fitted = fit_map(q, d, [i % 2 for i in range(len(q))], one)  # 2 * 0.2 rounds to 0
+    assert fitted.holdout_mrr_identity > 0
+
+
 def test_a_strong_pull_toward_identity_keeps_the_map_near_it() -> None:
     q, d, groups = synthetic()
     loose = fit_map(q, d, groups, AdaptConfig(**{**CFG.__dict__, "identity_weight": 0.0}))
