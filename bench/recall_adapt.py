@@ -85,9 +85,10 @@ def dense_ranks(eng: Any, questions: list[dict[str, Any]],
                 maps: dict[str, tuple[np.ndarray | None, str]]) -> dict[str, list[int | None]]:
     """The vector lane alone over every transcript chunk: rank of the first answer in
     the top 10, per map (None: the identity; "both": documents mapped too)."""
+    from engine.recall.chunks import RECALL_CHUNK_KINDS
     from engine.store import adapt as rows
 
-    pieces = rows.pieces(eng.rt.vault)
+    pieces = rows.pieces(eng.rt.vault, RECALL_CHUNK_KINDS)
     got = eng.rt.vectors.vectors([p.id for p in pieces])
     keep = [p for p in pieces if p.id in got]
     docs = np.stack([got[p.id] for p in keep]).astype(np.float32)

@@ -25,6 +25,7 @@ import numpy as np
 
 from engine.api import AdaptStatus
 from engine.flows.runtime import Runtime
+from engine.recall.chunks import RECALL_CHUNK_KINDS
 from engine.retrieval.adapt import Learned, map_query, translated_words
 from engine.retrieval.adapt_fit import fit_map, fit_terms
 from engine.retrieval.adapt_pairs import SessionPiece, session_pairs
@@ -102,7 +103,7 @@ def needs_fit(rt: Runtime) -> bool:
 
 def _pieces(rt: Runtime) -> list[SessionPiece]:
     out = []
-    for r in rows.pieces(rt.vault):
+    for r in rows.pieces(rt.vault, RECALL_CHUNK_KINDS):
         turn = json.loads(r.meta).get("turn")
         out.append(SessionPiece(r.id, r.session, turn if isinstance(turn, int) else None,
                                 r.kind, bool(r.failure), r.text))

@@ -15,8 +15,6 @@ import numpy as np
 
 from engine.store.vault import Vault
 
-TRANSCRIPT_KINDS = ("turn_pair", "thinking", "code", "tool")
-
 
 class PieceRow(NamedTuple):
     """A transcript chunk as the pairs read it (no source or title)."""
@@ -64,14 +62,15 @@ def session_count(vault: Vault) -> tuple[int, int]:
     return int(rows[0][0]), int(rows[0][1])
 
 
-def pieces(vault: Vault) -> list[PieceRow]:
-    """Every embedded transcript chunk of ready sources, each session's in its order."""
-    marks = ",".join("?" * len(TRANSCRIPT_KINDS))
+def pieces(vault: Vault, kinds: Sequence[str]) -> list[PieceRow]:
+    """Every embedded chunk of ``kinds`` (a session's) of ready sources, each session's
+    in its order."""
+    marks = ",".join("?" * len(kinds))
     rows = vault._query(
         "SELECT c.id, c.session, c.meta, c.kind, c.failure, c.text, c.content_hash "
         "FROM chunks c JOIN sources s ON s.id = c.source_id "
         f"WHERE c.session IS NOT NULL AND c.kind IN ({marks}) AND s.state = 'ready' "
-        "AND s.embedded = 1 ORDER BY c.session, c.source_id, c.ordinal", TRANSCRIPT_KINDS)
+        "AND s.embedded = 1 ORDER BY c.session, c.source_id, c.ordinal", tuple(kinds))
     return [PieceRow(*r) for r in rows]
 
 
