@@ -98,6 +98,31 @@ CHOICE_NAMES: dict[str, str] = {
     "memory": "On this computer (default)", "embedded": "Chroma in the data folder",
     "http": "A Chroma server",
 }
+# A payload's item kinds (colour groups, desktop.panels.widgets.KIND_COLOURS) and the
+# payload's own framing -> one name each, the same in the chart, its legend and the table.
+KIND_NAMES: dict[str, str] = {
+    "section": "Document sections", "code": "Code", "turn": "Conversation turns",
+    "turn_pair": "Question and answer", "thinking": "Reasoning", "tool": "Tool output",
+    "surrogate": "Summaries", "live": "Live context", "conversation": "Conversations",
+    "other": "Other", "framing": "Headers and separators",
+}
+
+
+def kind_name(kind: str) -> str:
+    return KIND_NAMES.get(kind) or sentence_case(kind.replace("_", " "))
+
+
+# A source's stage (engine.SOURCE_STAGES) -> its name on screen.
+STAGE_NAMES = {"keyword": "Keyword search only (vectors being made)", "ready": "Ready"}
+STAGE_SHORT = {"keyword": "Keywords only", "ready": "Ready"}
+
+
+def stage_name(stage: str, *, short: bool = True) -> str:
+    """How far a source is searchable: "Keywords only" until its vectors are in, "Ready"."""
+    names = STAGE_SHORT if short else STAGE_NAMES
+    return names.get(stage) or (sentence_case(stage) if stage else "—")
+
+
 # Live context kinds (what a caller sees now) -> their names on screen.
 LIVE_KIND_NAMES: dict[str, str] = {
     "selection": "Selection", "clipboard": "Clipboard", "active_file": "Active file",

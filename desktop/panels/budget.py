@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.panels.budget_chart import OVERHEAD, BudgetChart, segments
+from desktop.messages import kind_name
+from desktop.panels.budget_chart import OVERHEAD, BudgetChart, framing_swatch, segments
 from desktop.panels.widgets import (
     cell,
     error_text,
@@ -22,9 +23,9 @@ from desktop.panels.widgets import (
     muted,
 )
 from desktop.qt import (
-    QColor,
     QHBoxLayout,
     QLabel,
+    QPalette,
     QPushButton,
     QScrollArea,
     Qt,
@@ -116,9 +117,10 @@ class BudgetPanel(QWidget):
         total = sum(n for _, n, _ in rows) or 1
         self.kinds.setRowCount(len(rows))
         for r, (kind, n, count) in enumerate(rows):
-            name = cell("headers and separators" if kind == OVERHEAD else kind)
-            colour = QColor(128, 128, 128) if kind == OVERHEAD else kind_colour(kind)
-            name.setData(Qt.ItemDataRole.DecorationRole, colour)  # a swatch, as in the chart
+            name = cell(kind_name(kind))
+            swatch = framing_swatch(12, self.palette().color(QPalette.ColorRole.Text)) \
+                if kind == OVERHEAD else kind_colour(kind)
+            name.setData(Qt.ItemDataRole.DecorationRole, swatch)  # as in the chart
             self.kinds.setItem(r, 0, name)
             self.kinds.setItem(r, 1, cell(fmt_int(n), number=n))
             self.kinds.setItem(r, 2, cell(f"{100 * n / total:.1f}%", number=n / total))

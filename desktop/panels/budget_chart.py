@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from desktop.messages import kind_name
 from desktop.panels.widgets import KIND_COLOURS, fmt_int, fmt_ms, fmt_time, kind_group
 from desktop.qt import (
     QBrush,
@@ -18,6 +19,7 @@ from desktop.qt import (
     QPainter,
     QPalette,
     QPen,
+    QPixmap,
     QPointF,
     QRectF,
     QSize,
@@ -109,7 +111,7 @@ class BudgetChart(QWidget):
                     _framing(painter, rect, text)
                 else:
                     painter.fillRect(rect, QColor(KIND_COLOURS[kind]))
-                self._hits.append((rect, (f"{kind}: {fmt_int(tokens)} tokens "
+                self._hits.append((rect, (f"{kind_name(kind)}: {fmt_int(tokens)} tokens "
                                          f"({100 * tokens / budget:.1f}% of the budget)")))
                 x += w
             painter.setPen(QPen(text, 1))
@@ -128,13 +130,17 @@ class BudgetChart(QWidget):
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, detail)
         painter.end()
 
-    def _legend(self, painter: QPainter, text: QColor) -> None:
+    def legend(self) -> list[tuple[str, str]]:
+        """(kind, its name) in the legend's order: the names the table uses too."""
         kinds: list[str] = []
         for build in self.builds:
             for kind, _ in segments(build):
                 if kind not in kinds:
                     kinds.append(kind)
-        order = [k for k in (*KIND_COLOURS, OVERHEAD) if k in kinds]
+        return [(k, kind_name(k)) for k in (*KIND_COLOURS, OVERHEAD) if k in kinds]
+
+    def _legend(self, painter: QPainter, text: QColor) -> None:
+        order = [kind for kind, _ in self.legend()]
         fm = painter.fontMetrics()
         x = float(LEFT)
         painter.setPen(text)
@@ -147,7 +153,7 @@ class BudgetChart(QWidget):
             else:
                 painter.fillRect(swatch, QColor(KIND_COLOURS[kind]))
             painter.drawRect(swatch)
-            label = kind.replace("_", " ")
+            label = kind_name(kind)
             painter.drawText(QRectF(x + 16, 4, fm.horizontalAdvance(label) + 4, LEGEND_H - 8),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
             x += 16 + fm.horizontalAdvance(label) + 16
@@ -164,6 +170,16 @@ class BudgetChart(QWidget):
             if rect.contains(QPointF(x, y)):
                 return tip
         return None
+
+
+def framing_swatch(size: int, text: QColor) -> QPixmap:
+    """The framing's swatch as the chart draws it (grey, hatched), for the table."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    _framing(painter, QRectF(0, 0, size, size), text)
+    painter.end()
+    return pixmap
 
 
 def _framing(painter: QPainter, rect: QRectF, text: QColor) -> None:

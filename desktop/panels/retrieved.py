@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from desktop import config_io
-from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES
+from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, stage_name
 from desktop.panels.blocks import item_blocks
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import (
@@ -52,7 +52,7 @@ LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal"
 # Columns with a most width in px (Source, Lanes): longer text is elided at its end
 # and whole in its tooltip, so Why keeps room and nothing needs a horizontal scroll.
 CAPPED = {1: 190, 6: 140}
-COLUMNS = ["#", "Source", "Why", "Score", "Tokens", "Kind", "Lanes", "Tier"]
+COLUMNS = ["#", "Source", "Why", "Score", "Tokens", "Kind", "Lanes", "Tier", "Stage"]
 # The packer's and the lanes' reasons (PayloadItem.why, "|"-joined), in words.
 WHY_WORDS = {
     "top_hit_expanded": "best match, with its surroundings", "top_hit": "best match",
@@ -67,16 +67,39 @@ def lanes_text(lanes: Mapping[str, int]) -> str:
     return ", ".join(f"{name} #{rank}" for name, rank in sorted(lanes.items(), key=lambda x: x[1]))
 
 
+# The lanes that found an item, in words: what differs between two "ranked match" rows.
+LANE_WORDS = {"keyword": "its words", "vector": "its meaning", "learned": "your own words",
+              "recency": "being recent"}
+
+
+def found_by(lanes: Mapping[str, int]) -> str:
+    """"its words (2nd) and its meaning (5th)": the lanes that found it, best first."""
+    parts = [f"{LANE_WORDS.get(name, name.replace('_', ' '))} ({_ordinal(rank)})"
+             for name, rank in sorted(lanes.items(), key=lambda x: x[1])]
+    if not parts:
+        return ""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def why_text(item: PayloadItem) -> str:
-    """``item.why`` in words: "best match, with its surroundings; cut to fit"."""
+    """``item.why`` in words, with what sets this row apart: "ranked match: found by its
+    words (2nd) and its meaning (5th)"; "best match, with its surroundings; cut to fit"."""
     words: list[str] = []
     for part in item.why.split("|"):
         word = WHY_WORDS.get(part, part.replace("_", " "))
         if part == "surrogate" and item.tier:
             word = f"summary ({item.tier})"
+        if part == "snippet" and item.lanes:
+            word = f"found by {found_by(item.lanes)}"
         if word and word not in words:
             words.append(word)
-    return "; ".join(words)
+    text = "; ".join(words)
+    return text[:1].upper() + text[1:]
 
 
 def where_text(item: PayloadItem) -> str:
@@ -105,6 +128,8 @@ ITEM_COLUMNS = (
     Column("Lanes", lambda r: lanes_text(r[1].lanes) or "—",
            tip=lambda r: lanes_text(r[1].lanes) or "—"),
     Column("Tier", lambda r: r[1].tier or "—"),
+    Column("Stage", lambda r: stage_name(r[1].stage) if r[1].stage else "—",
+           tip=lambda r: stage_name(r[1].stage, short=False) if r[1].stage else ""),
 )
 
 

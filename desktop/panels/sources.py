@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from desktop.messages import stage_name
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import Banner, error_text, fmt_int, fmt_time, muted
 from desktop.qt import (
@@ -28,10 +29,12 @@ from desktop.qt import (
 from engine import DeleteResult, SourceInfo
 
 LOCATION_WIDTH = 300  # px: the Location column's start width (it can be dragged wider)
-INGESTED = 4  # the column sorted by at first (newest first)
+INGESTED = 5  # the column sorted by at first (newest first)
 SOURCE_COLUMNS = (
     Column("Title", lambda s: s.title or s.uri, tip=lambda s: s.uri),
     Column("Kind", lambda s: s.kind),
+    Column("Stage", lambda s: stage_name(s.stage),  # found by keywords only until vectors
+           tip=lambda s: stage_name(s.stage, short=False)),
     Column("Chunks", lambda s: fmt_int(s.n_chunks), key=lambda s: s.n_chunks, number=True),
     Column("Tokens", lambda s: fmt_int(s.tokens), key=lambda s: s.tokens, number=True),
     Column("Ingested", lambda s: fmt_time(s.ingested_at), key=lambda s: s.ingested_at or 0,
@@ -166,9 +169,18 @@ class SourcesPanel(QWidget):
         self._keep = source.id if source is not None else None
 
     def _restore_selection(self) -> None:
-        if self._keep is not None:
+        """The source selected before a new list stays selected; when it is gone (deleted),
+        nothing is: the selection never moves on to a row the person did not choose."""
+        if self._keep is None or self.model.view_row_of(self._keep) is None:
+            self._clear_selection()
+        else:
             self.select_id(self._keep)
         self._keep = None
+
+    def _clear_selection(self) -> None:
+        self.table.clearSelection()
+        self.table.selectionModel().clearCurrentIndex()
+        self._selection()
 
     def selected(self) -> SourceInfo | None:
         row = selected_row(self.table)
@@ -203,7 +215,7 @@ class SourcesPanel(QWidget):
                 "store? This cannot be undone; the file on disk is not touched.")
         if not self.confirm("Delete source", text):
             return
-        self.delete.setEnabled(False)
+        self._clear_selection()  # it is going: no row is chosen in its place
         sid = source.id
         self.host.run(lambda engine: engine.delete(sid),
                       success=lambda result: self._deleted(title, result),
@@ -211,6 +223,7 @@ class SourcesPanel(QWidget):
 
     def _deleted(self, title: str, result: DeleteResult) -> None:
         self.banner.show_message("ok", f"Deleted “{title}”.")
+        self._clear_selection()
         self.reload()
 
     def _reingest(self) -> None:

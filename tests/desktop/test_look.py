@@ -87,7 +87,7 @@ def test_long_locations_do_not_squeeze_titles(host: Any, qtbot: Any, tmp_path: P
     title = panel.text(0, 0)
     needed = panel.table.fontMetrics().horizontalAdvance(title)
     assert panel.table.columnWidth(0) >= needed  # the title is shown whole
-    assert panel.table.columnWidth(5) < panel.table.fontMetrics().horizontalAdvance(
+    assert panel.table.columnWidth(6) < panel.table.fontMetrics().horizontalAdvance(
         str(deep / "notes.md"))  # the path is the one that gives way (cut in the middle)
 
 

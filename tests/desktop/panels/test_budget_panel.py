@@ -87,3 +87,25 @@ def test_only_the_last_builds_are_kept(qtbot: Any, panel_host: Any) -> None:
     assert len(panel.builds) == MAX_BUILDS and panel.builds[0].time == MAX_BUILDS + 4
     panel.clear.click()
     assert panel.builds == [] and "No builds" in panel.summary.text()
+
+
+def test_one_name_for_each_kind_in_chart_and_table(qtbot: Any, panel_host: Any) -> None:
+    """Issue 33 (20): the legend said "framing" (hatched), the table "headers and
+    separators" (grey): one name, one swatch, in words."""
+    from desktop.panels.budget import BudgetPanel
+
+    panel = BudgetPanel(panel_host)
+    qtbot.addWidget(panel)
+    panel.add_build(_build(budget=500, total_tokens=130,
+                           items=[("section", 50), ("turn_pair", 40), ("code", 20)]))
+    legend = dict(panel.chart.legend())
+    table = {panel.kinds.item(r, 0).text() for r in range(panel.kinds.rowCount())}
+    assert set(legend.values()) == table
+    assert "Headers and separators" in table and "framing" not in table
+    assert not any("_" in name or name[:1].islower() for name in table)
+    framing_row = next(r for r in range(panel.kinds.rowCount())
+                       if panel.kinds.item(r, 0).text() == "Headers and separators")
+    from desktop.qt import Qt
+
+    swatch = panel.kinds.item(framing_row, 0).data(Qt.ItemDataRole.DecorationRole)
+    assert hasattr(swatch, "toImage")  # the hatched swatch of the chart, not a plain grey

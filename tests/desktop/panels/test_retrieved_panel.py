@@ -65,7 +65,7 @@ def test_items_are_listed_best_first_with_a_word_on_why(qtbot: Any, panel: Any,
     assert scores == sorted(scores, reverse=True)
     whys = [panel.text(r, 2) for r in range(rows)]
     assert all(w and "|" not in w and "_" not in w for w in whys)
-    assert any(w.startswith("best match") for w in whys)
+    assert any(w.startswith("Best match") for w in whys)
     panel.query.setText("lithium")
     panel.go.click()  # the previous results go at once, not left under "Building..."
     assert panel.rows() == 0 and panel.payload_text.toPlainText() == ""
@@ -79,8 +79,13 @@ def test_where_and_why_read_as_words() -> None:
 
     item = PayloadItem(kind="section", source="/home/me/notes/tides.md", title="Tides",
                        time=None, tokens=9, score=0.9, lanes={}, why="top_hit_expanded|cut")
-    assert why_text(item) == "best match, with its surroundings; cut to fit"
-    assert why_text(replace(item, why="surrogate", tier="gist")) == "summary (gist)"
+    assert why_text(item) == "Best match, with its surroundings; cut to fit"
+    assert why_text(replace(item, why="surrogate", tier="gist")) == "Summary (gist)"
+    # issue 33 (20): two ranked matches say what sets them apart, not the same words
+    one = replace(item, why="snippet", lanes={"keyword": 2, "vector": 5})
+    two = replace(item, why="snippet", lanes={"vector": 1})
+    assert why_text(one) == "Found by its words (2nd) and its meaning (5th)"
+    assert why_text(two) == "Found by its meaning (1st)"
     assert where_text(item) == "Tides"
     if "path" in PayloadItem.__dataclass_fields__:  # the engine gives path and lines
         located = replace(item, path="notes/tides.md", root="/home/me", lines=(12, 40))
@@ -102,7 +107,7 @@ def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any
     live_index = kinds.index("live:selection")
     live_row = panel.order.index(live_index)
     assert panel.text(live_row, 7) == "—"
-    assert panel.text(live_row, 2) == "live context"
+    assert panel.text(live_row, 2) == "Live context"
     assert "inverter warranty" in panel.blocks[live_index]
     assert [i.kind for i in report.items] == kinds
     tiers = [i.tier for i in panel.items if i.kind == "surrogate"]

@@ -26,12 +26,13 @@ def panel(qtbot: Any, panel_host: Any, docs: Path) -> Any:
 
 
 def test_lists_every_source_with_kind_chunks_tokens(panel: Any, docs: Path) -> None:
-    rows = {panel.text(r, 5): r for r in range(panel.rows())}
+    rows = {panel.text(r, 6): r for r in range(panel.rows())}
     assert set(rows) == {str(docs / n) for n in ("solar.md", "keys.md", "wire.py")}
     r = rows[str(docs / "wire.py")]
     assert panel.text(r, 1) == "code"
-    assert int(panel.text(r, 2)) >= 1 and int(panel.text(r, 3)) > 0
-    assert panel.text(r, 4) != "—"
+    assert panel.text(r, 2) in ("Keywords only", "Ready")  # issue 33 (20): its stage
+    assert int(panel.text(r, 3)) >= 1 and int(panel.text(r, 4)) > 0
+    assert panel.text(r, 5) != "—"
     assert panel.count.text() == "3"
 
 
@@ -61,6 +62,29 @@ def test_delete_asks_first_and_a_no_keeps_everything(qtbot: Any, panel: Any,
                     timeout=30_000)
     assert str(docs / "keys.md") not in [s.uri for s in panel.sources]
     assert (docs / "keys.md").exists()  # the file on disk is untouched
+    # issue 33 (13): no other row is selected in its place, and Delete... is off
+    panel.filter.setText("")
+    qtbot.wait(50)
+    assert panel.selected() is None and not panel.table.selectionModel().hasSelection()
+    assert not panel.delete.isEnabled() and not panel.reingest.isEnabled()
+
+
+def test_after_a_delete_nothing_else_is_selected(qtbot: Any, panel: Any,
+                                                 panel_host: Any) -> None:
+    """Issue 33 (13): the row after the deleted one is not selected in its place."""
+    panel.table.selectRow(0)
+    gone = panel.selected()
+    assert gone is not None
+    panel.answers.append(True)
+    with qtbot.waitSignal(panel_host.sources_changed, timeout=30_000):
+        panel.delete.click()
+    qtbot.waitUntil(lambda: len(panel.sources) == 2 and panel.banner.kind == "ok",
+                    timeout=30_000)
+    qtbot.wait(100)
+    assert gone.id not in [s.id for s in panel.sources]
+    assert panel.selected() is None and not panel.table.selectionModel().hasSelection()
+    assert not panel.table.selectionModel().currentIndex().isValid()
+    assert not panel.delete.isEnabled()
 
 
 def test_reingest_reads_the_changed_file(qtbot: Any, panel: Any, panel_host: Any,
