@@ -121,6 +121,11 @@ def set_aside(path: Path) -> Path:
     return target
 
 
+def _damaged_file(path: Path) -> bool:
+    """``path`` is there but is not a regular file (a folder, a device, a broken link)."""
+    return (path.exists() or path.is_symlink()) and not path.is_file()
+
+
 def repair_layout(data_dir: str | Path | None, *, passphrase: str | None = None,
                   check: Callable[[Path, Config, bytes], None] | None = None
                   ) -> dict[str, str]:
@@ -132,13 +137,24 @@ def repair_layout(data_dir: str | Path | None, *, passphrase: str | None = None,
         root = P.data_dir(data_dir)
     cfg = load_config(root)
     moved: dict[str, str] = {}
-    if cfg.store.vector_backend != "embedded":
+    snap = P.snapshot_path(root)
+    if cfg.store.vector_backend != "embedded" and not _damaged_file(snap):
         return moved
     try:
         lock = lock_store(root)
     except StoreLocked:
         raise StoreLocked(f"another ctx engine has {root} open: stop it (the app or "
                           "`ctx serve`) and run `ctx repair` again") from None
+    try:
+        if _damaged_file(snap):  # a folder (or other non-file) where the sealed vectors go
+            moved["vectors.snap"] = str(set_aside(snap))
+            log.warning("vectors.snap is not a file: set aside as %s", moved["vectors.snap"])
+    except BaseException:
+        lock.release()
+        raise
+    if cfg.store.vector_backend != "embedded":
+        lock.release()
+        return moved
     try:
         key = keys.unlock_key(root, passphrase=passphrase)
         vault = Vault(P.vault_path(root), keys.derive(key, "vault"),

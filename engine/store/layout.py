@@ -83,12 +83,14 @@ def read_layout(root: Path) -> Layout:
 
 
 def _part(name: str) -> bool:
-    return name in PART_NAMES or name.startswith(("vectors.damaged-", "vectors.old-"))
+    return name in PART_NAMES or name.startswith(("vectors.damaged-", "vectors.old-",
+                                                  "vectors.snap.damaged-"))
 
 
 def _ours(name: str) -> bool:
     """A name a store (or a ctx server's connection file beside it) may hold."""
-    return name in STORE_NAMES or name.startswith(("vectors.damaged-", "vectors.old-")) \
+    return name in STORE_NAMES or name.startswith(("vectors.damaged-", "vectors.old-",
+                                                   "vectors.snap.damaged-")) \
         or (name.startswith("ctx-") and name.endswith(".json"))
 
 

@@ -93,11 +93,29 @@ def _open_local_waiting(data_dir: str | None) -> EngineAPI:
             time.sleep(0.2)
 
 
+def _hint_served(exc: StoreLocked, data_dir: str | None) -> None:
+    """``--local`` on a store a running engine serves: say that the command works
+    without ``--local`` (it then asks that engine)."""
+    from ipc.discovery import find_live
+
+    try:
+        info = find_live(Path(data_dir) if data_dir else None)
+    except Exception:  # noqa: BLE001 - a hint only: the error stands without it
+        return
+    if info is not None:
+        exc.message += (f"; a ctx engine serves this store (pid {info['pid']}): drop --local "
+                        "to ask it, or stop it first to open the store in this process")
+
+
 def open_backend(data_dir: str | None, *, local_only: bool = False, need_model: bool = False
                  ) -> EngineAPI:
     """The running server for this data dir if there is one, else (see the module doc)."""
     if local_only:
-        return open_engine(data_dir)
+        try:
+            return open_engine(data_dir)
+        except StoreLocked as exc:
+            _hint_served(exc, data_dir)
+            raise
     from ipc.remote import RemoteEngine, connect
 
     remote = connect(Path(data_dir) if data_dir else None)

@@ -89,3 +89,28 @@ def test_a_name_that_is_not_utf8_is_shown_and_deleted_by_its_bytes(tmp_path: Pat
         assert "deleted 1 source" in gone.stdout
     finally:
         stop_engine()
+
+
+def test_local_on_a_served_store_says_drop_local(stored: None) -> None:
+    try:
+        assert ctx("search", "crane").returncode == 0  # starts the background engine
+        done = ctx("--local", "status")
+    finally:
+        stop_engine()
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    assert "[store_locked]" in done.stderr and "drop --local" in done.stderr
+
+
+def test_repair_sets_aside_a_snapshot_that_is_a_folder(stored: None) -> None:
+    root = Path(os.environ["CTX_HOME"])
+    (root / "vectors.snap").unlink()
+    (root / "vectors.snap").mkdir()
+    (root / "vectors.snap" / "keep.txt").write_text("kept")
+    done = ctx("--local", "repair")
+    assert done.returncode == 0, done.stderr
+    assert "set aside" in done.stdout and "internal_error" not in done.stderr
+    aside = [p for p in root.iterdir() if p.name.startswith("vectors.snap.damaged-")]
+    assert len(aside) == 1 and (aside[0] / "keep.txt").read_text() == "kept"
+    assert (root / "vectors.snap").is_file()
+    found = ctx("--local", "search", "crane")
+    assert found.returncode == 0 and "crane" in found.stdout
