@@ -107,8 +107,13 @@ def _estimate(root: Path) -> float:
 
 
 def _record_estimate(root: Path, seconds: float) -> None:
+    """Owner-only from its creation on, as every file of the data dir."""
+    path = root / _ESTIMATE_FILE
     with contextlib.suppress(OSError):
-        (root / _ESTIMATE_FILE).write_text(json.dumps({"seconds": round(seconds, 2)}))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"seconds": round(seconds, 2)}))
+        os.chmod(path, 0o600)  # one written before this rule
 
 
 def _child_error(root: Path, since: int) -> CtxError | None:

@@ -11,8 +11,9 @@ The file is written as ``NAME.partial`` beside its final name and renamed only
 once whole and on disk: a backup cut short never has the name of a whole one,
 and has no last segment, so checking it says it is truncated. The vault's copy
 waits as ``.NAME.vault.partial`` in the same folder (a SQLCipher file: no text
-in the clear); both go when the backup ends, fails or is cancelled, and a later
-backup to the same name removes any that a killed one left.
+in the clear); both go when the backup ends, fails or is cancelled, and the next
+backup of the store removes any that a killed one left, wherever it wrote them
+(``backup_partials``: recorded in the vault before they are written).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from engine.errors import (
     KeyUnavailable,
     WrongKey,
 )
+from engine.flows import backup_partials as partials
 from engine.flows.runtime import Runtime
 from engine.store.memory_vectors import MemoryVectors
 from engine.store.snapshot import Snapshot, fingerprint
@@ -168,14 +170,16 @@ def take_backup(rt: Runtime, data_key: bytes, path: str | os.PathLike[str], *,
     dest = target(path, root)
     partial = dest.with_name(dest.name + ".partial")
     vault_tmp = dest.with_name(f".{dest.name}.vault.partial")
-    try:
-        for stale in (partial, vault_tmp):
-            stale.unlink(missing_ok=True)
-        created, counts = _write(rt, data_key, record, store_id, dest, partial, vault_tmp,
-                                 progress, include_vectors)
-    finally:
-        partial.unlink(missing_ok=True)
-        vault_tmp.unlink(missing_ok=True)
+    partials.clean_stale(rt.vault)  # what a killed backup of this store left anywhere
+    with partials.writing(rt.vault, partial, vault_tmp):
+        try:
+            for stale in (partial, vault_tmp):
+                stale.unlink(missing_ok=True)
+            created, counts = _write(rt, data_key, record, store_id, dest, partial,
+                                     vault_tmp, progress, include_vectors)
+        finally:
+            partial.unlink(missing_ok=True)
+            vault_tmp.unlink(missing_ok=True)
     try:
         rt.vault.set_meta(LAST_BACKUP, repr(created))
     except CtxError as exc:  # the backup is whole: only its date is not kept

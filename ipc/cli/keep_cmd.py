@@ -116,8 +116,8 @@ class ByteProgress:
 
     def update(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if now - self._last < (0.2 if self.tty else 5.0):
-            return
+        if total <= 0 or now - self._last < (0.2 if self.tty else 5.0):
+            return  # nothing to say until the size is known (never "0 B of 0 B")
         self._last = now
         pct = 100.0 * done / total if total else 0.0
         text = f"{self.what}: {fmt_bytes(done)} of {fmt_bytes(total)} ({pct:.0f}%)"

@@ -114,3 +114,17 @@ def test_repair_sets_aside_a_snapshot_that_is_a_folder(stored: None) -> None:
     assert (root / "vectors.snap").is_file()
     found = ctx("--local", "search", "crane")
     assert found.returncode == 0 and "crane" in found.stdout
+
+
+def test_engine_start_record_is_owner_only_from_the_start(stored: None) -> None:
+    """Checked while the engine runs (its next open made the file 0600; it was 0644)."""
+    root = Path(os.environ["CTX_HOME"])
+    old = os.umask(0o022)
+    try:
+        assert ctx("search", "crane").returncode == 0  # starts the background engine
+        record = root / "engine-start.json"
+        assert record.is_file()
+        assert oct(record.stat().st_mode & 0o777) == "0o600"
+    finally:
+        os.umask(old)
+        stop_engine()
