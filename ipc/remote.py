@@ -49,7 +49,9 @@ def _drop_none(**params: Any) -> dict[str, Any]:
 def _list(value: Sequence[Any] | None) -> Any:
     """A sequence as a JSON list; anything else (an object, a string) goes as it is, so
     that the server says what is wrong instead of a list made of its keys or letters."""
-    return list(value) if isinstance(value, (list, tuple)) else value
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        return value
+    return list(value)
 
 
 class RemoteEngine:
