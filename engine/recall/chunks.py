@@ -245,10 +245,10 @@ class _Builder:
         output = compact_gutter(output)
         texts = self._parts(f"Tool {name} ({what}): ", f"Tool {name} ({what}, continued): ",
                             output, self.cfg.max_tool_parts)
-        for n, text in enumerate(texts):
+        for n, text in enumerate(texts):  # the call's own chunk counts its failure, once
             self._add("tool", text, event,
                       self._key("tool", f"{event.tool_use_id or event.ref}:output#{n}"),
-                      failure=event.failure, error_kind=event.error_kind, heading=name,
+                      failure=False, error_kind=event.error_kind, heading=name,
                       tool=name, exit_code=event.exit_code, part="output")
 
     def thinking(self, event: TranscriptEvent) -> None:

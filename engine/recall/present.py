@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from engine.tokens import TokenCounter
 
 _WORD = re.compile(r"[a-z0-9_]{3,}")
+REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)
 _REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
 
 
@@ -49,7 +50,8 @@ def _reply_of(text: str) -> str:
 def turn_outcome(chunks: Sequence[TurnChunk], limit: int = 90) -> str:
     """What came of a turn: its failures, then how its last reply begins."""
     failed = [c for c in chunks if c.failure]
-    last = next((c for c in reversed(chunks) if c.kind == "turn_pair"), None)
+    last = next((c for c in reversed(chunks) if c.kind == "turn_pair"
+                 and not c.text.startswith(REQUEST_PREFIX)), None)
     parts = []
     if failed:
         worst = failed[-1]

@@ -40,7 +40,8 @@ def recent_sessions(vault: Vault, project: str | None, branch: str | None, limit
         where.append("json_extract(c.meta, '$.branch') = ?")
         args.append(branch)
     rows = vault._query(
-        "SELECT c.session, min(c.time), max(c.time), sum(c.kind = 'turn_pair'), sum(c.failure), "
+        "SELECT c.session, min(c.time), max(c.time), "
+        "sum(c.kind = 'turn_pair' AND json_extract(c.meta, '$.part') IS NULL), sum(c.failure), "
         "max(json_extract(c.meta, '$.branch')), max(s.title), "
         "max(COALESCE(json_extract(c.meta, '$.is_subagent'), 0)) "
         f"FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {' AND '.join(where)} "
@@ -53,7 +54,7 @@ def first_request(vault: Vault, session: str) -> str | None:
     """The text of a session's first turn pair (None when it has none)."""
     first = vault._query(
         "SELECT text FROM chunks WHERE session = ? AND kind = 'turn_pair' "
-        "ORDER BY time, id LIMIT 1", (session,))
+        "AND json_extract(meta, '$.part') IS NULL ORDER BY time, id LIMIT 1", (session,))
     return first[0][0] if first else None
 
 

@@ -174,3 +174,39 @@ def test_call_whose_result_never_came_is_stored(tmp_path: Path) -> None:
     assert call.text == ("User: check the env files\nTool Bash: git ls-files | grep .env\n"
                          "Result (none recorded)")
     assert call.meta["error_kind"] == "no_result" and call.meta["failure"] is False
+
+
+def test_parts_change_nothing_the_auto_digest_counts(engine: ContextEngine,
+                                                      tmp_path: Path) -> None:
+    """A long request and a failed call's long output are stored whole, in parts; the
+    session still has one turn, one failure, and its first request reads as typed."""
+    from engine.flows.recall_auto import failure_rows, recent_sessions
+    from engine.recall.present import TurnChunk, turn_outcome
+
+    claude = ClaudeLines(cwd="/home/u/src/partsdemo")
+    request = "\n".join(f"the importer fails on row kind {i}, please look" for i in range(40))
+    log = "\n".join(f"FAIL tests/test_import.py::test_row_{i} - KeyError: 'kind{i}'"
+                    for i in range(200))
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_lines(folder / "s.jsonl", [
+        claude.user(request),
+        claude.assistant([tool_use("t1", "Bash", {"command": "pytest tests/test_import.py"})],
+                         msg_id="m1"),
+        claude.tool_result("t1", "Exit code 1\n" + log, is_error=True),
+        claude.assistant([text("The importer needs a default for unknown kinds.")],
+                         msg_id="m2"),
+    ])
+    engine.sync([str(folder)])
+    vault = engine.rt.vault
+    rows = list(vault.chunks(vault.chunk_ids()).values())
+    assert {r.meta.get("part") for r in rows} == {None, "request", "output"}
+    assert len(failure_rows(engine.rt, "partsdemo")) == 1
+    (session,) = recent_sessions(engine.rt, "partsdemo", None, 5)
+    assert session["turns"] == 1 and session["failures"] == 1
+    assert session["request"].startswith("the importer fails on row kind 0")
+    ordered = sorted(rows, key=lambda r: r.ordinal)
+    outcome = turn_outcome([TurnChunk(r.kind, bool(r.meta["failure"]), r.meta["error_kind"],
+                                      r.meta["tool"], r.text) for r in ordered])
+    assert outcome == ("1 failed (nonzero_exit, Bash); "
+                       "ended: The importer needs a default for unknown kinds.")
