@@ -23,6 +23,7 @@ from desktop.pages import StatePage
 from desktop.panels.widgets import Banner
 from desktop.qt import (
     QCloseEvent,
+    QGuiApplication,
     QLabel,
     QMainWindow,
     QStackedWidget,
@@ -110,6 +111,7 @@ class MainWindow(QMainWindow):
         self._stats_timer.timeout.connect(self._update_status)
         self._stats_timer.start()
         self._banner_alert: str | None = None
+        self._placed = False  # put in the middle of the screen when first shown
         self._state_changed(host.state)
 
     def build_panels(self) -> None:
@@ -162,6 +164,20 @@ class MainWindow(QMainWindow):
             text += f"  IPC: {stats.get('endpoint')}  requests served: " \
                     f"{stats.get('requests_served', 0)}"
         self.status_label.setText(text)
+
+    def showEvent(self, event: Any) -> None:
+        """Shown the first time: in the middle of the screen (not where a bare X server or
+        a window manager that does not place windows puts it, +0+0). Later shows keep
+        wherever the person moved it."""
+        if not self._placed:
+            self._placed = True
+            screen = self.screen() or QGuiApplication.primaryScreen()
+            if screen is not None:
+                area = screen.availableGeometry()
+                frame = self.frameGeometry()  # larger than the screen: its top left corner
+                self.move(area.x() + max(0, (area.width() - frame.width()) // 2),
+                          area.y() + max(0, (area.height() - frame.height()) // 2))
+        super().showEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.quit_on_close:

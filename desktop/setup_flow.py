@@ -93,6 +93,9 @@ class SetupFlow:
         self.show_when_ready = True  # the window the person just set up for
         self.host.create_store(choice.passphrase, use_keychain=choice.use_keychain,
                                recovery_key=key)
+        # At once, not when the store is ready seconds later: the window, its page saying
+        # the store is being made, with a busy bar.
+        self.show_window()
 
     def _ask_unlock(self) -> None:
         from desktop.dialogs.unlock import UnlockDialog

@@ -87,6 +87,7 @@ class SourcesPanel(QWidget):
         self.refresh.clicked.connect(self.reload)
         top = QHBoxLayout()
         top.addWidget(self.filter, 1)
+        top.addWidget(self.banner, 1)  # messages beside the filter: no band of their own
         top.addWidget(self.count)
         top.addWidget(self.refresh)
         top.addWidget(self.reingest)
@@ -107,7 +108,6 @@ class SourcesPanel(QWidget):
         self.empty = muted("No sources yet: ingest files or folders in the Ingestion panel.")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(self.banner)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.empty)
         self._selection()

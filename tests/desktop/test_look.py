@@ -46,7 +46,8 @@ def test_a_banner_never_moves_the_controls(host: Any, qtbot: Any) -> None:
     assert isinstance(window.banner, Banner) and window.banner.isVisible()
 
 
-@pytest.mark.parametrize("title", ["Ingestion", "Settings", "Security", "Health"])
+@pytest.mark.parametrize("title", ["Ingestion", "Sources", "Retrieved items", "Settings",
+                                   "Security", "Health"])
 def test_no_empty_band_waits_for_a_message(host: Any, qtbot: Any, title: str) -> None:
     """Issue 33 (14): a panel's message line sits beside its title or buttons, not in a
     band of its own under them that stays empty until a message comes."""
@@ -175,3 +176,23 @@ def test_a_bad_store_setting_keeps_the_chosen_look(data_dir: Path) -> None:
     assert desktop_appearance(data_dir) == "dark"
     config.write_text("[desktop\n", encoding="utf-8")
     assert desktop_appearance(data_dir) == "system"  # not TOML at all: the default
+
+
+def test_the_window_opens_in_the_middle_and_stays_where_moved(host: Any, qtbot: Any) -> None:
+    """Issue 33 (14): the window (the error page's too) was at +0+0 for the session; it
+    opens in the middle of the screen, and a later show keeps where it was moved."""
+    from desktop.main_window import MainWindow
+
+    window = MainWindow(host)
+    qtbot.addWidget(window)
+    window.resize(600, 400)  # the offscreen screen is 800x800
+    window.show()
+    qtbot.waitExposed(window)
+    area = window.screen().availableGeometry()
+    centre = window.frameGeometry().center()
+    assert abs(centre.x() - area.center().x()) <= 2 and abs(centre.y() - area.center().y()) <= 2
+    window.move(area.x() + 40, area.y() + 30)
+    window.hide()
+    window.show()
+    qtbot.waitExposed(window)
+    assert window.pos().x() == area.x() + 40 and window.pos().y() == area.y() + 30

@@ -224,6 +224,12 @@ def test_first_run_create_store_shows_the_window(qtbot: Any, qapp: Any, data_dir
         app.dialog.kept.setChecked(True)
         with qtbot.waitSignal(app.host.ready, timeout=30000):
             app.dialog.continue_button.click()
+            # issue 33 (16): something on screen at once, not 3-5 s later: the window,
+            # saying the store is being opened, with its busy bar
+            assert app.window is not None and app.window.isVisible()
+            assert app.host.state in ("opening", "loading")
+            assert app.window.stack.currentWidget() is app.window.page
+            assert app.window.page.busy.isVisible()
         assert app.window is not None and app.window.isVisible()
         assert app.window.stack.currentWidget() is app.window.tabs
     finally:
