@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.recall.model import (
+    USER_SHELL,
     LineParser,
     ParseResult,
     as_dict,
@@ -37,8 +38,14 @@ from engine.recall.model import (
 )
 
 _IDE_REQUEST = "## My request for Codex:"
+# The user's own shell command ("!cmd" in the TUI), written as a user message of its own
+# with the command and its result; stored as a call of the user's (tool USER_SHELL).
+_SHELL_FRAGMENT = re.compile(r"<user_shell_command>\s*<command>\n?(.*?)\n?</command>\s*"
+                         r"<result>\n?(.*?)\n?</result>", re.DOTALL)
+_SHELL_EXIT = re.compile(r"^Exit code:? (-?\d+)\s*$", re.MULTILINE)
+_SHELL_HEADER = re.compile(r"^(?:Exit code:? -?\d+|Duration: .*|Output:)\s*$\n?", re.MULTILINE)
 _INJECTED_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
-                      "<permissions instructions>")
+                      "<user_shell_command>", "<permissions instructions>")
 _INJECTED_KINDS = ("environment_context", "user_instructions")
 _EXITED = re.compile(r"^Process exited with code (-?\d+)\s*$", re.MULTILINE)
 _RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.MULTILINE)
@@ -209,7 +216,14 @@ class _CodexParser(LineParser):
     def _item(self, payload: dict[str, Any], offset: int) -> None:
         kind = payload.get("type")
         ref = f"@{offset}"
-        if kind == "message" and payload.get("role") == "assistant":
+        if kind == "message" and payload.get("role") == "user":
+            content = payload.get("content")
+            blocks = content if isinstance(content, list) else [{"text": content}]
+            for block in blocks:
+                said = as_str(as_dict(block).get("text")) or ""
+                for n, match in enumerate(_SHELL_FRAGMENT.finditer(said)):
+                    self._user_shell(match.group(1), match.group(2), f"{ref}:{n}", offset)
+        elif kind == "message" and payload.get("role") == "assistant":
             content = payload.get("content")
             blocks = content if isinstance(content, list) else [{"text": content}]
             text = "\n".join(as_str(as_dict(b).get("text")) or "" for b in blocks).strip()
@@ -234,6 +248,16 @@ class _CodexParser(LineParser):
             self.emit("tool", "tool_result", as_str(payload.get("status")) or "", ref, offset,
                       tool="web_search", tool_input=json.dumps(action, ensure_ascii=False),
                       tool_use_id=as_str(payload.get("id")))
+
+    def _user_shell(self, command: str, result: str, ref: str, offset: int) -> None:
+        exited = _SHELL_EXIT.search(result)
+        tool_input = json.dumps({"command": command.strip()}, ensure_ascii=False)
+        call_id = f"shell{ref}"
+        self.emit("user", "tool_call", "", ref, offset, tool=USER_SHELL, tool_input=tool_input,
+                  tool_use_id=call_id)
+        self.emit("tool", "tool_result", _SHELL_HEADER.sub("", result).strip("\n"), ref, offset,
+                  tool=USER_SHELL, tool_input=tool_input, tool_use_id=call_id,
+                  exit_code=int(exited.group(1)) if exited else None)
 
     def _call(self, payload: dict[str, Any], kind: str, ref: str, offset: int) -> None:
         call_id = as_str(payload.get("call_id")) or as_str(payload.get("id"))

@@ -7,7 +7,8 @@ a parser drops must count as lost), and lists what the session said, by kind:
 - ``reply``: the assistant's text;
 - ``tool_input``: what a tool was called with: each string value of the call's
   input (a shell command, an Edit's old and new text, a Write's content, a
-  patch), other values as JSON; the user's own ``!`` commands too;
+  patch), other values as JSON; the user's own ``!`` commands too (Claude Code's
+  ``<bash-input>``, Codex's ``<user_shell_command>``);
 - ``tool_result``: what a tool gave back (a command's output, a file read), the
   output of the user's ``!`` commands too;
 - ``thinking``: the assistant's readable reasoning (reported, not guarded).
@@ -61,6 +62,9 @@ _HARNESS_USER = ("<local-command-stdout>", "<local-command-stderr>", "<local-com
 _CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
                    "<permissions instructions>")
 _IDE_REQUEST = "## My request for Codex:"
+_CODEX_SHELL = re.compile(r"<user_shell_command>\s*<command>\n?(.*?)\n?</command>\s*"
+                          r"<result>\n?(.*?)\n?</result>", re.DOTALL)
+_CODEX_SHELL_HEADER = re.compile(r"^(?:Exit code:? -?\d+|Duration: .*|Output:)\s*$")
 _EXEC_HEADER = re.compile(r"^(?:Chunk ID: .*|Wall time: .*|Process exited with code -?\d+|"
                           r"Process running with session ID \d+|Original token count: .*|"
                           r"Output:)\s*$")
@@ -287,6 +291,13 @@ def _codex_line(obj: dict[str, Any], said: Said) -> None:
             said.exclude("prompt", message)
         else:
             said.add("prompt", message)
+    elif kind == "response_item" and ptype == "message" and payload.get("role") == "user":
+        for command, result in _CODEX_SHELL.findall(_blocks_text(payload.get("content"))):
+            said.add("tool_input", command)
+            header = [ln for ln in result.splitlines() if _CODEX_SHELL_HEADER.match(ln)]
+            said.exclude("tool_result", "\n".join(header))
+            said.add("tool_result", "\n".join(ln for ln in result.splitlines()
+                                              if not _CODEX_SHELL_HEADER.match(ln)))
     elif kind == "response_item" and ptype == "message" and payload.get("role") == "assistant":
         said.add("reply", _blocks_text(payload.get("content")))
     elif kind == "response_item" and ptype == "reasoning":

@@ -33,6 +33,7 @@ ERROR_KINDS: tuple[str, ...] = (
 )
 REAL_FAILURE_KINDS = frozenset({"tool_error", "nonzero_exit", "interrupted", "aborted"})
 
+USER_SHELL = "user shell"  # the tool of a shell command the user ran ("!cmd"), not the agent
 HEAD_BYTES = 4096  # bytes hashed to notice a rewritten file
 STATE_VERSION = 1
 

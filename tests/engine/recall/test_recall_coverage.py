@@ -17,8 +17,10 @@ from pathlib import Path
 
 from engine.facade import ContextEngine
 from engine.recall.chunks import RecallChunkConfig
-from engine.recall.claude import USER_SHELL, parse_claude
+from engine.recall.claude import parse_claude
+from engine.recall.codex import parse_codex
 from engine.recall.coverage import Coverage, Held, normalize, transcript_lines
+from engine.recall.model import USER_SHELL
 from tests.conftest import shared_data
 from tests.engine.recall.recall_helpers import (
     ClaudeLines,
@@ -210,3 +212,34 @@ def test_parts_change_nothing_the_auto_digest_counts(engine: ContextEngine,
                                       r.meta["tool"], r.text) for r in ordered])
     assert outcome == ("1 failed (nonzero_exit, Bash); "
                        "ended: The importer needs a default for unknown kinds.")
+
+
+def test_codex_users_own_shell_command_is_stored(tmp_path: Path) -> None:
+    def line(kind: str, payload: dict[str, object], second: int) -> str:
+        return json.dumps({"timestamp": f"2026-01-01T00:00:{second:02d}.000Z", "type": kind,
+                           "payload": payload})
+
+    fragment = ("<user_shell_command>\n\n<command>\ngit log --oneline -2\n</command>\n"
+                "<result>\nExit code: 0\nDuration: 0.0125 seconds\nOutput:\n"
+                "a1b2c3d Fix the importer\n9f8e7d6 Add the exporter\n</result>\n\n"
+                "</user_shell_command>")
+    path = write_lines(tmp_path / "rollout.jsonl", [
+        line("session_meta", {"id": "sess-c", "cwd": "/w/proj"}, 0),
+        line("event_msg", {"type": "user_message", "message": "what changed lately?"}, 1),
+        line("response_item", {"type": "message", "role": "user",
+                               "content": [{"type": "input_text", "text": fragment}]}, 2),
+        line("response_item", {"type": "message", "role": "assistant",
+                               "content": [{"type": "output_text",
+                                            "text": "Two commits: an importer fix, an exporter."}]},
+             3),
+    ])
+    result = parse_codex(path)
+    chunks = chunks_of(result)
+    shell = [c for c in chunks if c.meta["tool"] == USER_SHELL]
+    assert [c.text for c in shell] == [
+        ("User: what changed lately?\nTool user shell: git log --oneline -2\n"
+         "Result (exit 0): a1b2c3d Fix the importer\n9f8e7d6 Add the exporter")]
+    assert not any("user_shell_command" in c.text for c in chunks)  # never read as a request
+    cov = _coverage(path, [c.text for c in chunks])
+    assert cov.said["tool_input"] == 1 and cov.said["tool_result"] == 2
+    assert all(cov.share(k) == 1.0 for k in ("prompt", "reply", "tool_input", "tool_result"))
