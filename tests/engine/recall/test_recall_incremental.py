@@ -15,11 +15,13 @@ import pytest
 
 from engine.recall.model import HEAD_BYTES
 from engine.recall.syncplan import FileState, next_state, plan, read_head
+from tests.conftest import shared_data
 from tests.engine.recall.recall_helpers import (
     ClaudeLines,
     chunks_of,
     parse_any,
     text,
+    tool_use,
     transcript,
     whole,
     write_lines,
@@ -170,3 +172,42 @@ def test_file_state_round_trip_and_rejects_junk(tmp_path: Path) -> None:
     assert again == state
     assert FileState.from_dict({"path": "x"}) is None
     assert FileState.from_dict({**state.to_dict(), "offset": -1}) is None
+
+
+@pytest.mark.parametrize("name", [
+    "transcripts-public/claude/entireio__cli__253fd5ef-38bf-4f4a-804a-98df5088a868.jsonl",
+    ("transcripts/codex/codemie-ai__codemie-code__rollout-2026-05-11T11-26-55-"
+     "019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"),
+])
+def test_pieces_ending_mid_turn_without_newline_equal_whole(name: str, tmp_path: Path) -> None:
+    """Cut where a record ends, before its newline (the last-line rule takes it, the next
+    sync skips the newline), anywhere: inside a user's ``!`` command and its output, a
+    call and its result, a Codex command and its polls; the same events and chunks."""
+    source = shared_data(*name.split("/"))
+    data = source.read_bytes()
+    cuts = sorted({_line_cut(data, i / 16) - 1 for i in range(1, 16)})
+    events, chunks = _sync_in_pieces(source, tmp_path / source.name, cuts)
+    whole_result = parse_any(source)
+    assert tuple(events) == whole_result.events
+    assert chunks == chunks_of(whole_result)
+    assert len({c.meta["key"] for c in chunks}) == len(chunks)
+
+
+def test_shell_command_and_its_output_in_two_syncs(tmp_path: Path) -> None:
+    w = ClaudeLines()
+    source = write_lines(tmp_path / "source.jsonl", [
+        w.user("<bash-input>make test</bash-input>"),
+        w.user("<bash-stdout>3 passed</bash-stdout><bash-stderr></bash-stderr>"),
+        w.user("thanks, now the docs"),
+        w.assistant([tool_use("t1", "Read", {"file_path": "/w/README.md"})]),
+        w.user("never mind"),
+    ])
+    data = source.read_bytes()
+    cuts = [data.index(b"\n") + 1, _line_cut(data, 0.7) - 1]  # between them; mid-call
+    events, chunks = _sync_in_pieces(source, tmp_path / "work.jsonl", cuts)
+    whole_result = parse_any(source)
+    assert tuple(events) == whole_result.events
+    assert chunks == chunks_of(whole_result)
+    assert [c.text for c in chunks] == [
+        "Tool user shell: make test\nResult: 3 passed",
+        "User: thanks, now the docs\nTool Read: /w/README.md\nResult (none recorded)"]
