@@ -335,3 +335,38 @@ def test_the_settings_form_on_the_error_page_gets_the_room(
     bottom_right = url.mapTo(scroll.viewport(), url.rect().bottomRight())
     assert scroll.viewport().rect().contains(top_left)
     assert scroll.viewport().rect().contains(bottom_right)
+
+
+@pytest.mark.qt_log_ignore(TRAY_OFFSCREEN)
+def test_after_unlocking_the_window_shows(qtbot: Any, qapp: Any, data_dir: Path,
+                                          short_runtime: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 (15): with a tray, unlocking at launch ended with nothing on screen but
+    the icon; the person just typed the passphrase: the window shows."""
+    from desktop.app import App
+    from desktop.dialogs.unlock import UnlockDialog
+    from engine import init_store
+
+    init_store(data_dir, passphrase=TEST_PASSPHRASE, use_keychain=False)
+    monkeypatch.delenv("CTX_PASSPHRASE")
+    app = App(qapp, data_dir, tray=True, engine_factory=open_fake_engine)
+    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    try:
+        with qtbot.waitSignal(app.host.state_changed,
+                              check_params_cb=lambda s: s == "locked", timeout=30000):
+            app.start()
+        dialog = app.dialog
+        assert isinstance(dialog, UnlockDialog)
+        assert app.window is None or not app.window.isVisible()
+        with qtbot.waitSignal(app.host.ready, timeout=30000):
+            dialog.passphrase.setText(TEST_PASSPHRASE)
+            dialog.try_unlock()
+        qtbot.waitUntil(lambda: app.window is not None and app.window.isVisible(),
+                        timeout=5000)
+    finally:
+        app.quit_now()
+        qtbot.waitUntil(lambda: app.host.state == "stopped", timeout=30000)
+        if app.tray is not None:
+            app.tray.hide()
+        if app.window is not None:
+            app.window.close()
