@@ -223,6 +223,22 @@ OPERATIONS = {
 }
 
 
+# Audit log operations (the engine's method names) -> words.
+AUDIT_NAMES = {
+    "build_context": "Build context", "search": "Search", "ingest_job": "Ingest",
+    "backup_job": "Back up", "verify_backup_job": "Check a backup", "sync": "Sync sessions",
+    "recall": "Recall", "delete": "Delete", "export": "Export", "restore": "Restore",
+}
+
+
+def audit_name(method: str) -> str:
+    """An audit record's operation in words ("build_context" -> "Build context")."""
+    if method in AUDIT_NAMES:
+        return AUDIT_NAMES[method]
+    words = method.removesuffix("_job").replace("_", " ").strip()
+    return sentence_case(words) or "—"
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """"1 file", "2 files", "1,204 chunks": a count with its word, singular for one."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"

@@ -41,7 +41,8 @@ DETAILS = {
     "loading": "The store is open. Searches and ingestion run once the model is loaded: "
                "a few seconds, longer while the computer is busy.",
     "needs_setup": "Choose how the store is protected to begin.",
-    "locked": "Its passphrase is needed to open it; nothing is read until then.",
+    "locked": "Its passphrase (or its recovery key) is needed to open it; nothing is read "
+              "until then.",
 }
 DETAIL_WIDTH = 620  # px: about 90 characters a line, a comfortable measure
 BUSY = ("starting", "opening", "loading", "stopping")
@@ -158,6 +159,9 @@ class StatePage(QWidget):
         self.settings_button.setVisible(at_fault)
         self.reset_button.setVisible(at_fault)
         self.reset_button.setText(reset_text(key))
+        # room for the whole text (a quote mark drawn from a fallback font is wider)
+        self.reset_button.setMinimumWidth(
+            self.reset_button.fontMetrics().horizontalAdvance(reset_text(key) + "  ") + 16)
         self.reset_button.setToolTip(
             f"Put \u201c{setting_name(key)}\u201d back to its default and open again (Alt+R)"
             if key else "Set config.toml aside (kept, renamed) and open again with the "

@@ -17,6 +17,7 @@ from desktop.qt import (
     QDialogButtonBox,
     QLabel,
     QLineEdit,
+    QPalette,
     QVBoxLayout,
     QWidget,
 )
@@ -34,7 +35,7 @@ class UnlockDialog(QDialog):
         intro.setWordWrap(True)
         where = QLabel(str(host.data_dir))
         where.setWordWrap(True)
-        where.setEnabled(False)  # drawn muted, in the palette's own colours
+        where.setForegroundRole(QPalette.ColorRole.PlaceholderText)  # muted, 4.5:1 or more
         self.passphrase = QLineEdit()
         self.passphrase.setEchoMode(QLineEdit.EchoMode.Password)
         self.passphrase.setPlaceholderText("Passphrase or recovery key")

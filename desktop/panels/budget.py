@@ -28,6 +28,7 @@ from desktop.qt import (
     QPalette,
     QPushButton,
     QScrollArea,
+    QStyle,
     Qt,
     QTimer,
     QVBoxLayout,
@@ -118,8 +119,9 @@ class BudgetPanel(QWidget):
         self.kinds.setRowCount(len(rows))
         for r, (kind, n, count) in enumerate(rows):
             name = cell(kind_name(kind))
-            swatch = framing_swatch(12, self.palette().color(QPalette.ColorRole.Text)) \
-                if kind == OVERHEAD else kind_colour(kind)
+            text = self.palette().color(QPalette.ColorRole.Text)
+            side = self.kinds.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize)
+            swatch = framing_swatch(side, text) if kind == OVERHEAD else kind_colour(kind)
             name.setData(Qt.ItemDataRole.DecorationRole, swatch)  # as in the chart
             self.kinds.setItem(r, 0, name)
             self.kinds.setItem(r, 1, cell(fmt_int(n), number=n))

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from desktop.messages import CHOICE_NAMES, describe, in_user_words
+from desktop.messages import CHOICE_NAMES, audit_name, describe, in_user_words
 from desktop.notices import Notice
 from desktop.panels.widgets import (
     Banner,
@@ -280,7 +280,7 @@ class HealthPanel(QWidget):
             ids, counts = list(entry.ids), entry.counts
             table.setItem(r, 0, cell(fmt_time(entry.time, with_date=False), number=entry.time,
                                      tip=fmt_time(entry.time)))
-            table.setItem(r, 1, cell(entry.method))
+            table.setItem(r, 1, cell(audit_name(entry.method)))
             pid = entry.caller_pid
             table.setItem(r, 2, cell("—" if pid is None else str(pid), number=pid or 0))
             table.setItem(r, 3, cell(fmt_int(len(ids)), number=len(ids), tip=", ".join(ids[:20])))

@@ -91,6 +91,7 @@ class IngestionPanel(QWidget):
         self.failure_table = make_table(["Time", "Path", "Outcome", "Why"], stretch=1)
         self._failed_rows = 0  # failures are the table's first rows, skips after them
         self.failure_count = muted("")
+        self.failure_count.setWordWrap(False)  # one line beside the heading
         self.clear_failures = QPushButton("Clear list")
         self.clear_failures.clicked.connect(self._clear_failures)
         fail_head = QHBoxLayout()

@@ -67,35 +67,32 @@ def lanes_text(lanes: Mapping[str, int]) -> str:
     return ", ".join(f"{name} #{rank}" for name, rank in sorted(lanes.items(), key=lambda x: x[1]))
 
 
-# The lanes that found an item, in words: what differs between two "ranked match" rows.
-LANE_WORDS = {"keyword": "its words", "vector": "its meaning", "learned": "your own words",
-              "recency": "being recent"}
+# The lanes that found an item, in words: what differs between two "ranked match" rows
+# (their ranks are in the Lanes column).
+LANE_WORDS = {"keyword": "words", "vector": "meaning", "learned": "your own words",
+              "recency": "recency"}
+LANE_ORDER = ("keyword", "learned", "vector", "recency")
 
 
 def found_by(lanes: Mapping[str, int]) -> str:
-    """"its words (2nd) and its meaning (5th)": the lanes that found it, best first."""
-    parts = [f"{LANE_WORDS.get(name, name.replace('_', ' '))} ({_ordinal(rank)})"
-             for name, rank in sorted(lanes.items(), key=lambda x: x[1])]
+    """"words and meaning": what the query matched the item on."""
+    names = sorted(lanes, key=lambda n: LANE_ORDER.index(n) if n in LANE_ORDER else 9)
+    parts = [LANE_WORDS.get(name, name.replace("_", " ")) for name in names]
     if not parts:
         return ""
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
 def why_text(item: PayloadItem) -> str:
-    """``item.why`` in words, with what sets this row apart: "ranked match: found by its
-    words (2nd) and its meaning (5th)"; "best match, with its surroundings; cut to fit"."""
+    """``item.why`` in words, with what sets this row apart: "Matched on words and
+    meaning", "Matched on meaning"; "Best match, with its surroundings; cut to fit"."""
     words: list[str] = []
     for part in item.why.split("|"):
         word = WHY_WORDS.get(part, part.replace("_", " "))
         if part == "surrogate" and item.tier:
             word = f"summary ({item.tier})"
         if part == "snippet" and item.lanes:
-            word = f"found by {found_by(item.lanes)}"
+            word = f"matched on {found_by(item.lanes)}"
         if word and word not in words:
             words.append(word)
     text = "; ".join(words)

@@ -84,8 +84,8 @@ def test_where_and_why_read_as_words() -> None:
     # issue 33 (20): two ranked matches say what sets them apart, not the same words
     one = replace(item, why="snippet", lanes={"keyword": 2, "vector": 5})
     two = replace(item, why="snippet", lanes={"vector": 1})
-    assert why_text(one) == "Found by its words (2nd) and its meaning (5th)"
-    assert why_text(two) == "Found by its meaning (1st)"
+    assert why_text(one) == "Matched on words and meaning"
+    assert why_text(two) == "Matched on meaning"
     assert where_text(item) == "Tides"
     if "path" in PayloadItem.__dataclass_fields__:  # the engine gives path and lines
         located = replace(item, path="notes/tides.md", root="/home/me", lines=(12, 40))
