@@ -23,6 +23,7 @@ from engine.api import SearchHit
 from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
+from engine.flows import session_words
 from engine.flows.lanes import LaneResult, fuse_stage, lane_stage, to_hit
 from engine.flows.plan import QueryPlan, adapted, plan_query
 from engine.flows.runtime import Runtime
@@ -46,11 +47,13 @@ class RankResult:
 
 
 def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False,
-              timer: StageTimer | None = None, project: str | None = None) -> RankResult:
+              timer: StageTimer | None = None, project: str | None = None,
+              sessions: Mapping[str, float] | None = None) -> RankResult:
     """Rerank the fused window of ``res`` by each hit's kind profile (``all_features``:
     every feature computed, for fitting the weights). ``timer`` gets the time spent
     reading the window's stored vectors as ``vectors``. ``project``: the project a
-    recall is asked from (``rerank``)."""
+    recall is asked from, ``sessions`` each session's share of the question's rare words
+    (``rerank``)."""
     limit_blas_threads(cfg.search.blas_threads)
     rows = res.rows
     pool = [(cid, score) for cid, score, _ in res.fused[: max(cfg.rerank.window, 1)]]
@@ -66,7 +69,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     early = res.prepared
     scans = early.scans if isinstance(early, PreScans) and early.cfg is cfg.rerank else None
     ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features, scans=scans,
-                    project=project)
+                    project=project, sessions=sessions)
     tail = res.fused[len(pool):]
     if tail:
         floor = ranked[-1][1] if ranked else 0.0
@@ -227,13 +230,18 @@ def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None 
             plan = adapted(plan, adapter(plan))
     hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
     res = fuse_stage(rt, plan, hits, timer)
-    res, added = (expand_sessions(rt, cfg, res, filters, project) if expand_session
+    sessions = None
+    if expand_session and session_words.wanted(cfg):  # recall: the words only a session uses
+        with timer.stage("session_words"):
+            sessions = session_words.session_words(rt, cfg, res.analysis)
+    res, added = (expand_sessions(rt, cfg, res, filters, project, sessions) if expand_session
                   else (res, 0))
     if added:  # the sessions' chunks are reranked with the window
         cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
             cfg.rerank, window=cfg.rerank.window + added))
     with timer.stage("rerank"):
-        ranked = rank_hits(rt, cfg, res, timer=timer, project=project).ranked
+        ranked = rank_hits(rt, cfg, res, timer=timer, project=project,
+                           sessions=sessions).ranked
     return res, ranked, timer
 
 

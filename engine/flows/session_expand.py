@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Mapping
 
 from engine.config import Config
 from engine.flows.lanes import LaneResult
@@ -22,10 +23,13 @@ TRANSCRIPT = "transcript"  # the source kind whose chunks belong to sessions
 
 
 def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters | None,
-                    project: str | None = None) -> tuple[LaneResult, int]:
+                    project: str | None = None,
+                    sessions: Mapping[str, float] | None = None) -> tuple[LaneResult, int]:
     """``res`` with the chunks of its best sessions placed right after its window, and
     how many were added (the caller widens the window by as many). A session of
-    ``project`` (asked from) counts ``rerank.project_expand`` times its fused score."""
+    ``project`` (asked from) counts ``rerank.project_expand`` times its fused score, and
+    each session 1 + ``rerank.session_words_expand`` times its share of the question's
+    rare words (``sessions``, ``engine.flows.session_words``) times it."""
     n = cfg.rerank.session_expand
     if n <= 0:
         return res, 0
@@ -36,6 +40,10 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
         if row.source_kind == TRANSCRIPT and isinstance(session, str):
             same = project is not None and row.meta.get("project") == project
             totals[session] += score * (cfg.rerank.project_expand if same else 1.0)
+    if sessions:
+        lift = cfg.rerank.session_words_expand
+        totals = defaultdict(float, {s: t * (1.0 + lift * sessions.get(s, 0.0))
+                                     for s, t in totals.items()})
     best = sorted(totals, key=lambda s: -totals[s])[:n]
     if not best:
         return res, 0

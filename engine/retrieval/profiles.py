@@ -89,8 +89,10 @@ TRANSCRIPT_FITTED: dict[str, float] = {
     "turn_similarity": 3.611, "turn_keyword": 2.055, "turn_term_recall": 4.818,
     "turn_fused": -1.109, "reply_open": 2.779, "outcome": 1.131,
     # Issue 31, set on the dev split (recall asked from the question's project, `python
-    # -m bench.recall_quality --split dev`): same_project 0 / 2 / 5 / 10: hit@5 0.605 /
-    # 0.613 / 0.630 / 0.630, agent view 0.664 / 0.681 / 0.689 / 0.689.
+    # -m bench.recall_quality --split dev`, 2026-11-28, before the last-line fix and the
+    # learned reader): same_project 0 / 2 / 5 / 10: hit@5 0.605 / 0.613 / 0.630 / 0.630,
+    # agent view 0.664 / 0.681 / 0.689 / 0.689. session_words stays 0 (see
+    # rerank.session_words_expand: as a feature it lost on dev).
     "same_project": 5.0}
 
 

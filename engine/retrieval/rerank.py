@@ -122,9 +122,22 @@ class RerankConfig:
     session_expand: int = 1
     session_expand_chunks: int = 400
     # A session of the project a recall is asked from counts this many times its fused
-    # score when the sessions to expand are chosen. 1: no preference (issue 31: not yet
-    # measured better on the dev split; see engine.retrieval.profiles same_project).
+    # score when the sessions to expand are chosen. Dev split, asked from the project,
+    # same_project 5 (`python -m bench.recall_quality --split dev` settings, 2026-11-28,
+    # before the last-line fix): 1 / 3: hit@5 0.630 / 0.630, agent view 0.689 / 0.697
+    # (one question); 1 kept (no preference: the same_project feature does the work).
     project_expand: float = 1.0
+    # The words only a session uses (engine.flows.session_words): a word in more than
+    # this share of the chunks is left out (hand-set: 2% keeps each word's rows few at
+    # 50k chunks); a session counts 1 + session_words_expand times its share of the
+    # question's rare words times its fused score when the sessions to expand are
+    # chosen. Recall questions, dev split, asked from no project / from the question's
+    # project (`python -m bench.recall_quality --split dev` settings, 2026-11-28): lift
+    # 0 / 2 / 5: hit@5 0.622 / 0.639 / 0.639 and 0.647 / 0.664 / 0.664, agent view
+    # 0.672 / 0.681 / 0.681 and 0.714 / 0.723 / 0.723. As a rerank feature instead
+    # (transcript weight 3 / 8, raw): hit@5 0.613 / 0.529 from none, so weight 0.
+    session_words_max_share: float = 0.02
+    session_words_expand: float = 2.0
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
@@ -168,6 +181,10 @@ class RerankConfig:
             raise ConfigError("rerank.context_share must be in [0, 1]")
         if not 1.0 <= self.project_expand <= 100.0:
             raise ConfigError("rerank.project_expand must be in 1..100")
+        if not 0.0 < self.session_words_max_share <= 1.0 or \
+                not 0.0 <= self.session_words_expand <= 100.0:
+            raise ConfigError("rerank.session_words_max_share must be in (0, 1] and "
+                              "session_words_expand in 0..100")
         if not 0 <= self.session_expand <= 10 or not 0 <= self.session_expand_chunks <= 5000:
             raise ConfigError("rerank.session_expand must be in 0..10 and "
                               "session_expand_chunks in 0..5000")
@@ -233,7 +250,8 @@ def scan_all(candidates: Sequence[RerankCandidate], cfg: RerankConfig) -> dict[H
 def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
            cfg: RerankConfig | None = None, *, all_features: bool = False,
            scans: Mapping[Hashable, Any] | None = None,
-           project: str | None = None) -> list[Ranked]:
+           project: str | None = None,
+           sessions: Mapping[str, float] | None = None) -> list[Ranked]:
     """Rerank the top ``cfg.window`` candidates by fused score; the rest follow in order.
 
     Returns ``(id, score, features)`` best first. A window candidate's score is the
@@ -242,7 +260,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
     past the window keep their fused order with scores just below the lowest window
     score and ``{"fused": ...}`` only. Fused scores are expected non-negative and finite.
     ``scans``: candidates already tokenized (``scan_all``), by id. ``project``: the
-    project a recall is asked from (transcript feature ``same_project``).
+    project a recall is asked from (transcript feature ``same_project``); ``sessions``
+    each session's share of the question's rare words (``session_words``).
     """
     cfg = cfg or RerankConfig()
     order = sorted(range(len(candidates)), key=lambda i: -candidates[i].fused)
@@ -299,7 +318,8 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
                                project=_str_or_none(c.meta.get("project")))
                   for c, r, sim in zip(head, rows, sims, strict=True)]
         for r, extra in zip(rows, transcript_features(analysis.text, window,
-                                                      cfg.transcript_cues, project),
+                                                      cfg.transcript_cues, project,
+                                                      sessions),
                             strict=True):
             r.update(extra)
     if "distractor" in wanted:

@@ -30,7 +30,10 @@ chunk that answers inside it. These features let the transcript profile weigh:
   last reply of its turn in the window (what came of the turn);
 - ``same_project``: the chunk's session is of the project the question is asked from
   (the folder of the CLI, the hook or MCP; ``recall(cwd=)`` or ``project=``), 0 when
-  it is asked from none: that project's sessions first, the others still ranked.
+  it is asked from none: that project's sessions first, the others still ranked;
+- ``session_words``: the chunk's session's share of the question's rare words, each
+  weighed by how few sessions hold it (``engine.flows.session_words``): what tells
+  look-alike sessions of one project apart.
 
 Pure functions of plain data, so that they are tested without a store.
 """
@@ -48,7 +51,7 @@ TRANSCRIPT_FEATURES = ("kind_turn", "kind_thinking", "kind_code", "kind_tool", "
                        "ask_failure", "ask_command", "ask_code", "session_similarity",
                        "session_fused", "similarity_rank", "keyword_rank", "session_top",
                        "turn_similarity", "turn_keyword", "turn_term_recall", "turn_fused",
-                       "reply_open", "outcome", "same_project")
+                       "reply_open", "outcome", "same_project", "session_words")
 SESSION_TOP = 3  # a session's standing: the mean of its best SESSION_TOP similarities
 RANK_OFFSET = 10.0  # rank features are RANK_OFFSET / (RANK_OFFSET + rank)
 
@@ -146,10 +149,12 @@ def _turn_features(window: Sequence[SessionChunk], sims: Sequence[float]
 
 
 def transcript_features(query: str, window: Sequence[SessionChunk],
-                        cues: TranscriptCues, project: str | None = None
+                        cues: TranscriptCues, project: str | None = None,
+                        sessions: Mapping[str, float] | None = None
                         ) -> list[dict[str, float]]:
     """The transcript features of each window candidate, in window order; ``project``:
-    the project the question is asked from (None: from none)."""
+    the project the question is asked from (None: from none); ``sessions``: each
+    session's share of the question's rare words (``session_words``; None: unknown)."""
     asks = cues.asks(query)
     by_session: dict[str | None, list[int]] = defaultdict(list)
     for i, c in enumerate(window):
@@ -182,6 +187,7 @@ def transcript_features(query: str, window: Sequence[SessionChunk],
             "session_top": top_of[c.session] - best_top if c.session is not None else -1.0,
             **turn[i],
             "same_project": float(project is not None and c.project == project),
+            "session_words": (sessions or {}).get(c.session, 0.0) if c.session else 0.0,
         })
         out.append(feats)
     return out

@@ -188,6 +188,7 @@ class Vault:
         self._common: tuple[int, int, dict[str, int], int] | None = None
         self._common_lock = threading.Lock()
         self._kind_share = KindShare()  # what a kinds filter passes (keyword's plan)
+        self._sessions_n: tuple[int, int] = (-1, 0)  # (generation, sessions)
         self._tokens: dict[str, tuple[str, ...]] = {}  # word -> its FTS tokens (fts_terms)
         # (generation, highest chunk id read, chunk count then, speaker names)
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
@@ -416,6 +417,21 @@ class Vault:
             "ORDER BY c.session, c.source_id, c.ordinal LIMIT ?", (*sessions, limit),
         ).fetchall()
         return [ChunkRow.from_row(r) for r in rows]
+
+    def sessions_holding(self, words: Sequence[str], max_chunks: int
+                         ) -> tuple[dict[str, frozenset[str]], int]:
+        """For each word in 1..``max_chunks`` chunks, the sessions holding it; and how
+        many sessions the store holds (``engine.store.session_terms``; the count kept
+        until the next write)."""
+        from engine.store.session_terms import session_count, sessions_holding
+
+        wanted = [w.lower() for w in words]
+        counts = self.doc_frequency(wanted)
+        held = sessions_holding(self._conn(), wanted, counts, max_chunks)
+        gen = self._generation
+        if self._sessions_n[0] != gen:
+            self._sessions_n = (gen, session_count(self._conn()))
+        return held, self._sessions_n[1]
 
     def neighbours(self, source_id: int, lo: int, hi: int) -> list[ChunkRow]:
         rows = self._conn().execute(

@@ -91,3 +91,26 @@ def test_project_of_folder(tmp_path: Path) -> None:
     assert project_of_folder(str(tree / "api")) == "shop"
     assert project_of_folder("/nowhere/on/this/machine/spotter") == "spotter"
     assert project_of_folder("  ") is None
+
+
+def test_words_only_one_session_uses_tell_look_alikes_apart(engine: ContextEngine,
+                                                            tmp_path: Path) -> None:
+    """Two sessions of one project on the same task; the question names a word only the
+    second one uses: that session's share is the larger (``session_words``)."""
+    from engine.flows.plan import plan_query
+    from engine.flows.session_words import session_words
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for name, extra in (("first", "the retry counter"), ("second", "the jitter seed")):
+        lines = ClaudeLines(session=f"sess-{name}", cwd="/home/u/src/alpha")
+        write_lines(sessions / f"{name}.jsonl", [
+            lines.user(f"{QUESTION}? look at {extra}"),
+            lines.assistant([text(f"{ANSWER}\nAlso checked {extra}.")], msg_id=f"m_{name}")])
+    engine.recall(index=[str(sessions)])
+    rt = engine.rt
+    plan = plan_query(rt, "what did we find about the jitter seed of the reconnect loop",
+                      rt.cfg)
+    shares = session_words(rt, rt.cfg, plan.analysis)
+    assert shares["sess-second"] > shares.get("sess-first", 0.0)
+    assert shares["sess-second"] == 1.0  # it holds every word some session holds

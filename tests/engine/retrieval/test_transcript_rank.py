@@ -87,3 +87,4 @@ def test_same_project_marks_the_asked_projects_chunks() -> None:
     assert [r["same_project"] for r in asked] == [0.0, 1.0, 0.0]
     nowhere = transcript_features("what came of it", window, TranscriptCues())
     assert [r["same_project"] for r in nowhere] == [0.0, 0.0, 0.0]
+
