@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,9 +62,20 @@ def store_error(exc: BaseException) -> CtxError:
                         f"{str(exc)[:80]}): restore it from a backup of this store")
 
 
+_ABSOLUTE = re.compile(r"^(/|\\|[A-Za-z][A-Za-z0-9+.-]*:)")  # a path, a drive or a uri scheme
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 @dataclass(frozen=True)
 class Filters:
-    """Search filters: source or chunk kinds, a source uri prefix, a time range (epoch s)."""
+    """Search filters: source or chunk kinds, a source uri prefix, a time range (epoch s).
+
+    ``path_prefix`` is a prefix of a source's uri (its absolute path), or, when it is
+    relative (``requests/``), of a file's path under the folder it was ingested from,
+    as hits show it (``SearchHit.path``)."""
 
     kinds: tuple[str, ...] = ()
     path_prefix: str = ""
@@ -80,10 +92,15 @@ class Filters:
             marks = ",".join("?" * len(self.kinds))
             parts.append(f"({s}.kind IN ({marks}) OR {c}.kind IN ({marks}))")
             args += list(self.kinds) * 2
-        if self.path_prefix:
-            esc = self.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        shown = self.shown_prefix
+        if shown is not None:
+            root = f"json_extract({c}.meta, '$.root')"
+            parts.append(f"(substr({s}.uri, 1, length({root}) + 1) = {root} || '/' AND "
+                         f"substr({s}.uri, length({root}) + 2) LIKE ? ESCAPE '\\')")
+            args.append(_like(shown))
+        elif self.path_prefix:
             parts.append(f"{s}.uri LIKE ? ESCAPE '\\'")
-            args.append(esc + "%")
+            args.append(_like(self.path_prefix))
         if self.since is not None:
             parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) >= ?")
             args.append(self.since)
@@ -105,7 +122,13 @@ class Filters:
         Python, for hits found without it: the vector lane's)."""
         if self.kinds and row.kind not in self.kinds and row.source_kind not in self.kinds:
             return False
-        if self.path_prefix and not row.source.startswith(self.path_prefix):
+        shown = self.shown_prefix
+        if shown is not None:
+            root = row.meta.get("root")
+            if not (isinstance(root, str) and row.source.startswith(root + "/")
+                    and row.source[len(root) + 1:].startswith(shown)):
+                return False
+        elif self.path_prefix and not row.source.startswith(self.path_prefix):
             return False
         if self.since is not None and (row.time is None or row.time < self.since):
             return False
@@ -116,6 +139,16 @@ class Filters:
         if self.project is not None and row.project != self.project:
             return False
         return self.branch is None or row.meta.get("branch") == self.branch
+
+    @property
+    def shown_prefix(self) -> str | None:
+        """A relative ``path_prefix`` as hits show paths (``./`` dropped); None if absolute."""
+        prefix = self.path_prefix
+        if not prefix or _ABSOLUTE.match(prefix):
+            return None
+        while prefix.startswith("./"):
+            prefix = prefix[2:]
+        return prefix or None
 
     @property
     def only_kinds(self) -> bool:

@@ -24,10 +24,14 @@ def delete_target(source: str) -> str:
 
 
 def path_prefix(prefix: str | None) -> str | None:
-    """``--path`` as the engine compares it (with a source's absolute path): a relative
-    one is resolved from the current folder, as ``ctx ingest`` resolves what it stores,
-    so the ``requests/`` a hit shows matches from the folder it was ingested from."""
+    """``--path`` for the engine: a relative path that names something here is resolved
+    from the current folder, as ``ctx ingest`` resolves what it stores; another relative
+    one goes as it is, and the engine matches it with the paths hits show (under the
+    folder each file was ingested from), so ``requests/`` finds what shows as such."""
     if not prefix or _URI.match(prefix):
         return prefix
-    path = str(Path(prefix).expanduser().resolve())
+    given = Path(prefix).expanduser()
+    if not given.is_absolute() and not given.exists():
+        return prefix
+    path = str(given.resolve())
     return path + os.sep if prefix.endswith(("/", os.sep)) and path != os.sep else path

@@ -128,3 +128,23 @@ def test_engine_start_record_is_owner_only_from_the_start(stored: None) -> None:
     finally:
         os.umask(old)
         stop_engine()
+
+
+def test_a_relative_path_matches_as_shown_from_anywhere(tmp_path: Path) -> None:
+    """From a folder where ``requests/`` is not, --path requests/ still finds the hits
+    that show requests/... (the engine matches it under each file's ingest folder)."""
+    project = tmp_path / "project"
+    (project / "requests").mkdir(parents=True)
+    (project / "requests" / "retry.md").write_text("retry policy with backoff\n")
+    (project / "other.md").write_text("retry policy elsewhere\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert ctx("--local", "ingest", str(project)).returncode == 0
+    for local in (True, False):
+        try:
+            done = ctx_in(elsewhere, *(["--local"] if local else []), "search",
+                          "retry policy", "--path", "requests/")
+        finally:
+            stop_engine()
+        assert done.returncode == 0, done.stderr
+        assert "requests/retry.md" in done.stdout and "other.md" not in done.stdout, done.stdout
