@@ -55,7 +55,7 @@ _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|$)", r
 # additional context: [COMPILE ERROR] ..."): a fact about their project, kept. Every
 # other reminder is the harness's boilerplate (file-safety notes, todo nudges) and goes.
 _HOOK_NOTE = re.compile(r"^\s*([A-Za-z]+)(?::[\w.-]+)? hook additional context:\s*", re.DOTALL)
-MAX_HOOK_NOTE_CHARS = 600
+MAX_HOOK_NOTE_CHARS = 16000  # a hook's note is stored whole (in parts) up to this
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 # The user's own shell commands ("!cmd" in the prompt): the command, then its output
@@ -310,7 +310,9 @@ class _ClaudeParser(LineParser):
                 self.emit("system", "summary", text.strip(), f"{base}:0", offset, uuid=uuid)
             return True
         if isinstance(content, str):
-            if not meta:
+            if meta:
+                self._hook_notes(split_reminders(content)[1], f"{base}:0", offset, uuid)
+            else:
                 self._user_text(content, f"{base}:0", offset, uuid)
             return True
         if not isinstance(content, list):
@@ -326,9 +328,19 @@ class _ClaudeParser(LineParser):
                 first_text = i if first_text < 0 else first_text
             elif btype == "tool_result":
                 self._tool_result(block, obj.get("toolUseResult"), f"{base}:{i}", offset, uuid)
-        if texts and not meta:
+        if texts and meta:  # the harness's text; what the user's hooks said in it is kept
+            self._hook_notes(split_reminders("\n".join(texts))[1], f"{base}:{first_text}",
+                             offset, uuid)
+        elif texts:
             self._user_text("\n".join(texts), f"{base}:{first_text}", offset, uuid)
         return True
+
+    def _hook_notes(self, notes: list[tuple[str, str]], ref: str, offset: int,
+                    uuid: str | None) -> None:
+        """What the user's own hooks printed into the session, as results of a tool 'hook'."""
+        for n, (hook, said) in enumerate(notes):
+            self.emit("tool", "tool_result", said, f"{ref}:hook{n}", offset, uuid=uuid,
+                      tool="hook", tool_input=hook)
 
     def _user_text(self, text: str, ref: str, offset: int, uuid: str | None) -> None:
         stripped = text.strip()
@@ -349,9 +361,7 @@ class _ClaudeParser(LineParser):
             return
         stripped, notes = split_reminders(stripped)
         stripped = stripped.strip()
-        for n, (hook, said) in enumerate(notes):
-            self.emit("tool", "tool_result", said, f"{ref}:hook{n}", offset, uuid=uuid,
-                      tool="hook", tool_input=hook)
+        self._hook_notes(notes, ref, offset, uuid)
         if not stripped:
             return
         if self.prompt_key == "prompt":

@@ -22,7 +22,8 @@ longer than a chunk is split across chunks). Each distinct line of a session
 counts once per kind.
 
 Left out, and counted as ``excluded`` so the figures show them: lines the
-harness writes, not the user or the model (``isMeta`` lines, system reminders,
+harness writes, not the user or the model (``isMeta`` lines, system reminders
+but what the user's own hooks said in them, which counts as tool output,
 the "user doesn't want to proceed with this tool use" notice (what the user
 said after it counts), "Sibling tool call errored" (the call never ran),
 "Caveat: ..." notes, ``<local-command-stdout>`` of built-in commands such as
@@ -52,7 +53,8 @@ from engine.recall.spans import strip_private
 
 KINDS: tuple[str, ...] = ("prompt", "reply", "tool_input", "tool_result", "thinking")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|$)", re.DOTALL)
+_REMINDER = re.compile(r"<system-reminder>(.*?)(?:</system-reminder>|$)", re.DOTALL)
+_HOOK_NOTE = re.compile(r"^\s*[A-Za-z]+(?::[\w.-]+)? hook additional context:\s*")
 _TAG = re.compile(r"<(bash-input|bash-stdout|bash-stderr)>(.*?)(?:</\1>|$)", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
@@ -162,10 +164,20 @@ def _leaves(value: Any, said: Said, key: str = "") -> None:
             _leaves(v, said)
 
 
+def _reminders(text: str, kind: str, said: Said) -> str:
+    """``text`` without its system reminders; what the user's own hooks said in them
+    counts as tool output, the rest is the harness's (left out under ``kind``)."""
+    for body in _REMINDER.findall(text):
+        hook = _HOOK_NOTE.match(body)
+        if hook:
+            said.add("tool_result", body[hook.end():])
+        else:
+            said.exclude(kind, body)
+    return _REMINDER.sub("", text)
+
+
 def _claude_user_text(text: str, said: Said) -> None:
-    kept = _REMINDER.sub("", text)
-    if len(kept) != len(text):
-        said.exclude("prompt", "\n".join(_REMINDER.findall(text)))
+    kept = _reminders(text, "prompt", said)
     stripped = kept.strip()
     if not stripped:
         return
@@ -188,9 +200,7 @@ def _claude_user_text(text: str, said: Said) -> None:
 
 
 def _claude_result(result: str, said: Said) -> None:
-    kept = _REMINDER.sub("", result)
-    if len(kept) != len(result):
-        said.exclude("tool_result", "\n".join(_REMINDER.findall(result)))
+    kept = _reminders(result, "tool_result", said)
     if any(marker in kept for marker in _REJECTED):  # the harness's words, then the user's
         user = _USER_SAID.search(kept)
         said.exclude("tool_result", kept[: user.end()] if user else kept)
@@ -226,7 +236,7 @@ def _claude_line(obj: dict[str, Any], said: Said) -> None:
         return  # the harness's summary of earlier turns (stored as a summary chunk)
     if isinstance(content, str):
         if meta:
-            said.exclude("prompt", content)
+            said.exclude("prompt", _reminders(content, "prompt", said))
         else:
             _claude_user_text(content, said)
         return
@@ -242,7 +252,7 @@ def _claude_line(obj: dict[str, Any], said: Said) -> None:
             _claude_result(_blocks_text(block.get("content")), said)
     if texts:
         if meta:
-            said.exclude("prompt", "\n".join(texts))
+            said.exclude("prompt", _reminders("\n".join(texts), "prompt", said))
         else:
             _claude_user_text("\n".join(texts), said)
 
