@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
@@ -32,7 +33,11 @@ class Recording:
         return self.inner.encode(texts)
 
 
-def test_model_steps_take_the_texts_longest_first(data_dir: Path) -> None:
+def test_model_steps_take_the_texts_longest_first(data_dir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # the chunks' own vectors only: recall.adapt's fit, queued after a sync, embeds its
+    # query-side texts through the same model (tests/engine/recall/test_recall_adapt.py)
+    monkeypatch.setenv("CTX__RECALL__ADAPT", "false")
     counter = TokenCounter.shared()
     _, chunks = whole(LARGE)
     in_file_order = [counter.count(c.text) for c in chunks]
