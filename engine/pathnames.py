@@ -10,7 +10,10 @@ deleted under that name. Valid names are returned unchanged.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+_ESCAPE = re.compile(rb"\\x([89a-fA-F][0-9a-fA-F])")  # what shown() makes of a byte >= 0x80
 
 
 def shown(path: str | Path) -> str:
@@ -21,3 +24,14 @@ def shown(path: str | Path) -> str:
     except UnicodeEncodeError:
         return os.fsencode(text).decode("utf-8", "backslashreplace")
     return text
+
+
+def named(text: str) -> str:
+    """The file ``text`` names: itself when it is there, else the name ``shown()`` wrote
+    as ``text`` (escapes back to bytes) when that is there; a caller on the wire sends
+    a name that is not UTF-8 as it is shown, since JSON cannot carry its bytes."""
+    if "\\x" not in text or os.path.lexists(text):
+        return text
+    real = os.fsdecode(_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]),
+                                   text.encode("utf-8")))
+    return real if os.path.lexists(real) else text

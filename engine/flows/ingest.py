@@ -23,7 +23,7 @@ from engine.ingest.conversation import load_conversation
 from engine.ingest.loaders import load_file, load_text
 from engine.ingest.place import root_of, with_root
 from engine.ingest.walker import walk_paths
-from engine.pathnames import shown
+from engine.pathnames import named, shown
 from engine.store import sources as src
 from engine.types import LoadedDocument
 
@@ -52,7 +52,7 @@ def ingest_paths(rt: Runtime, writer: Writer, alerts: IngestAlerts, paths: Seque
     """A job body that ingests files and folders, reporting bad files and going on;
     files whose path is in ``leave`` (sources the user deleted) are left out."""
     cfg = rt.cfg.ingest
-
+    paths = [named(p) for p in paths]  # a name that is not UTF-8, sent as it is shown
     given = [Path(p) for p in paths]  # the folders a file's root is taken from
 
     def work(job: Job, progress: Callable[[], None]) -> None:

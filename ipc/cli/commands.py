@@ -172,7 +172,9 @@ def _ingest(backend: EngineAPI, args: argparse.Namespace, job_ids: list[str]) ->
         job_ids.append(backend.ingest(text=_read_stdin(), title=args.title or "stdin",
                                       kind="text"))
     if paths:
-        job_ids.append(backend.ingest(paths=[str(Path(p).resolve()) for p in paths]))
+        from engine import shown_path  # a name that is not UTF-8 travels as it is shown
+
+        job_ids.append(backend.ingest(paths=[shown_path(Path(p).resolve()) for p in paths]))
     if args.no_wait:
         emit_json({"jobs": job_ids}) if args.json else print("\n".join(job_ids))
         return 3 if missing else 0

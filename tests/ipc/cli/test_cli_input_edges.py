@@ -87,6 +87,11 @@ def test_a_name_that_is_not_utf8_is_shown_and_deleted_by_its_bytes(tmp_path: Pat
         gone = ctx("delete", str(folder / name))
         assert gone.returncode == 0, gone.stderr
         assert "deleted 1 source" in gone.stdout
+        single = tmp_path / os.fsdecode(b"na\xefve.md")  # one file given by its bytes
+        single.write_text("the naive heron note\n")
+        added = ctx("ingest", str(single))
+        assert added.returncode == 0 and "1 ingested" in added.stdout, added.stderr
+        assert "na\\xefve.md" in ctx("search", "naive heron").stdout
     finally:
         stop_engine()
 
