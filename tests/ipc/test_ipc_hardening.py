@@ -224,6 +224,16 @@ def test_refusals_before_the_engine_count_without_naming(raw: RawPeer, method: s
         assert body["error"]["details"]["field"].startswith(method)
 
 
+def test_no_method_takes_a_secret() -> None:
+    """What lets an error name the caller's own input: no parameter is a passphrase, a
+    key or a recovery key (they are given to the engine's own process)."""
+    from ipc.protocol import METHODS
+
+    names = {p for spec in METHODS.values() for p in spec.params}
+    assert not {n for n in names if any(w in n for w in ("pass", "secret", "recovery"))
+                or n == "key" or n.endswith("_key")}, names
+
+
 def test_an_error_never_repeats_the_connection_key(raw: RawPeer) -> None:
     _, body = _ask(raw, _raw_frames(raw, _header(raw, "job"), {"job_id": KEY}))
     assert body["error"]["name"] == "not_found"
