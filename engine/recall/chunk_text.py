@@ -220,6 +220,8 @@ def _render_value(key: str, value: Any) -> str:
             status = item.get("status")
             items.append(f"[{status}] {label}" if isinstance(status, str) else label)
         return "; ".join(items)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return "; ".join(value)  # search queries, paths: as written, not JSON-escaped
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)

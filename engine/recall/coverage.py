@@ -323,6 +323,8 @@ def _codex_line(obj: dict[str, Any], said: Said) -> None:
             said.add("tool_input", value)  # a patch or free text, not JSON
         else:
             _tool_input(value, said)
+    elif kind == "response_item" and ptype == "web_search_call":
+        _tool_input(payload.get("action"), said)
     elif kind == "response_item" and ptype in ("function_call_output", "custom_tool_call_output"):
         _codex_output(payload.get("output"), said)
     elif kind == "compacted" and isinstance(payload.get("message"), str):
