@@ -98,8 +98,8 @@ class SessionMemory(EngineParts):
         rt = self._live()
         if not rt.cfg.recall.adapt or rt.vault.read_only:
             return ""
-        queued = self._adapt_job
-        if queued and self._jobs.get(queued).state in ("queued", "running"):
+        if self._adapt_job and self._adapt_job in {j.id for j in self._jobs.list()
+                                                   if j.state in ("queued", "running")}:
             return ""
         if not force and not needs_fit(rt):
             return ""
