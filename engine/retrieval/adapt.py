@@ -29,14 +29,15 @@ class AdaptConfig:
     """Hyperparameters of the learned reader ([recall.adapt_fit]). Figures: ``python -m
     bench.recall_adapt --split dev --latency-chunks 50000`` (2026-11-28, 119 questions)."""
 
-    # The query map in use: dev hit@5 0.605 -> 0.647 (map only; the bench's table).
+    # The query map in use: dev hit@5 0.529 -> 0.555, hit@10 0.647 -> 0.672 (map only).
     use_map: bool = True
-    # The term lane in use: dev hit@5 0.605 -> 0.597, hit@10 0.706 -> 0.714: no gain.
+    # The term lane in use: dev hit@5 0.529 -> 0.529, hit@10 0.647 -> 0.664: no gain.
     use_terms: bool = False
     # InfoNCE temperature. Hand-set: 0.05, the usual for sentence embeddings.
     temperature: float = 0.05
-    # Weight of ||W - I||^2 (the pull toward identity). Dev, map only, hit@5 / MRR@10:
-    # off 0.605 / 0.441, 0.01 0.647 / 0.466, 0.1 0.622 / 0.453, 1 0.605 / 0.444.
+    # Weight of ||W - I||^2 (the pull toward identity). Dev, map only, hit@5 / hit@10 /
+    # MRR@10: off 0.529 / 0.647 / 0.422; 0.001 0.555 / 0.647 / 0.404; 0.01 0.555 / 0.672 /
+    # 0.425; 0.1 0.563 / 0.672 / 0.420; 1 0.538 / 0.639 / 0.421 (0.01: best MRR, held-out).
     identity_weight: float = 0.01
     # Adam step size and steps. Hand-set: the in-sample loss levels off by 150 steps.
     learning_rate: float = 0.002
@@ -49,7 +50,8 @@ class AdaptConfig:
     holdout: float = 0.1
     # Texts embedded per session for the query side (the requests, the words before a
     # tool call), each cut to text_tokens: the model's time per session. Bench: 12 texts
-    # of 64 tokens took 99 s of CPU per 1,000 sessions (over the 60 s bound); 4 of 48.
+    # of 64 tokens cost 80 s of CPU per 1,000 sessions (over the 60 s bound; dev hit@5
+    # 0.588, MRR 0.407); 4 of 48 cost 43-48 s (hit@5 0.555, MRR 0.425).
     texts_per_session: int = 4
     text_tokens: int = 48
     # Words each query word may add to the term lane, and in all. Hand-set.
@@ -59,7 +61,7 @@ class AdaptConfig:
     terms_min_count: int = 3
     terms_min_npmi: float = 0.2
     # The term lane's fusion weight, as a share of the keyword lane's. Dev: 0.3 and 0.6
-    # alike (hit@5 0.597 both), so the lower.
+    # alike (hit@5 0.529 both), so the lower.
     terms_weight: float = 0.3
     # Refit when the pairs available grew by this share since the last fit (0: at every
     # sync that added sessions). Hand-set: bounds refits to a few per doubling.
