@@ -364,7 +364,10 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
             raise NotFound("no such source (give a source id, uri or path)", field="source")
         # a job interrupted earlier must not bring them back when it is resumed
         self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
+        uris = src.uris_of(rt.vault, what.ids)
         job = self._jobs.submit("delete", deleting.delete_work(rt, self._writer, what))
+        if any(u.startswith("transcript:") for u in uris):  # recall learned from them:
+            self._refit(force=True)  # fitted again without them, after the delete
         rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
                         {"sources": len(what.ids), "paths": len(what.paths)})
         result = DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)

@@ -103,12 +103,20 @@ def test_deleting_a_session_removes_what_was_learned_from_it(
     synced(eng, files[0].parent)
     texts = adapt_rows.text_count(eng.rt.vault)
     assert texts > 0
-    eng.delete(str(files[0]))
+    fitted = eng.status().adapt.fitted
+    with eng.rt.vault.write() as c:  # a delete below the engine's own (a folder forgotten)
+        c.execute("DELETE FROM sources WHERE uri LIKE ?", (f"transcript:{files[1]}#%",))
     assert eng.status().adapt.fitted is None  # the model went with the session
     assert learned(eng.rt) is None
     assert 0 < adapt_rows.text_count(eng.rt.vault) < texts  # its texts' vectors too
-    assert synced(eng, files[0].parent)  # the next sync fits it again
-    assert eng.status().adapt.fitted is not None
+    assert synced(eng, files[0].parent)  # the next sync fits it again, without it
+    assert eng.status().adapt.sessions == 11
+    left = adapt_rows.text_count(eng.rt.vault)
+    eng.delete(str(files[0]))  # the engine's delete queues a fit without it at once
+    assert adapt_rows.text_count(eng.rt.vault) < left
+    assert eng._adapt_job and eng.wait(eng._adapt_job, timeout=60).state == "done"
+    a = eng.status().adapt
+    assert a.fitted is not None and a.fitted > fitted and a.sessions == 10
 
 
 def test_it_survives_a_reopen_encrypted(configured: Path, tmp_path: Path) -> None:
