@@ -29,13 +29,15 @@ from typing import Any
 
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import CtxError, VaultDamaged, WrongKey
+from engine.errors import StoreLocked, VaultDamaged, WrongKey
 from engine.store.migrations import check_version
 
 log = logging.getLogger("ctx.vault")
 
 # Extended result codes reduce to these primary ones (code & 0xff).
 SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB = 10, 11, 26
+SQLITE_BUSY, SQLITE_PROTOCOL = 5, 15  # a lock held or being recovered: not damage
+BUSY_TRIES = 6  # the open check tried again at 0.1, 0.2 ... 3.2 s: 6.3 s at most
 PAGE, HMAC_SIZE = 4096, 64  # SQLCipher 4's defaults: page size, HMAC-SHA512 at its end
 HMAC_SALT_MASK = 0x3A
 CHECK_BLOCK = 1 << 20  # bytes read at a time by the page check
@@ -145,7 +147,36 @@ def open_readonly(path: Path, hexkey: str, *, shm: bool = False) -> Any:
     return conn
 
 
+def is_busy(exc: BaseException) -> bool:
+    """A lock another connection holds, or WAL locks being recovered after a process was
+    killed (SQLITE_BUSY, SQLITE_PROTOCOL): the file is sound; trying again later helps."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and int(code) & 0xFF in (SQLITE_BUSY, SQLITE_PROTOCOL):
+        return True
+    text = str(exc).lower()
+    return "locking protocol" in text or "database is locked" in text
+
+
+class _Busy(Exception):
+    pass
+
+
 def probe(path: Path, hexkey: str, *, pages: bool) -> None:
+    """:func:`probe_once`, tried again while the vault is busy (a kill -9 mid-write leaves
+    WAL locks that the next opener recovers; under load that took long enough to read
+    "locking protocol", which was reported as a damaged vault). Still busy: StoreLocked."""
+    for attempt in range(BUSY_TRIES):
+        try:
+            probe_once(path, hexkey, pages=pages)
+            return
+        except _Busy:
+            if attempt == BUSY_TRIES - 1:
+                raise StoreLocked("vault.db is busy: another process holds its locks; try "
+                                  "again in a moment") from None
+            time.sleep(0.1 * 2 ** attempt)
+
+
+def probe_once(path: Path, hexkey: str, *, pages: bool) -> None:
     """Open ``path`` read-only with the key and check what an open needs, changing no
     byte on disk (an -shm or empty -wal this makes is removed again). Raises WrongKey
     (another store's vault, or page 1 damaged), StoreTooNew, or VaultDamaged (with
@@ -183,7 +214,9 @@ def probe(path: Path, hexkey: str, *, pages: bool) -> None:
                 pass
 
 
-def _open_error(exc: sqlite.DatabaseError) -> CtxError:
+def _open_error(exc: sqlite.DatabaseError) -> Exception:
+    if is_busy(exc):
+        return _Busy()
     code = damage_code(exc)
     if code is not None:
         return damaged(code, running=False)
