@@ -74,7 +74,7 @@ def test_recall_query_filters(engine: ContextEngine, transcripts: Path) -> None:
     assert tools.hits and all(h.kind == "tool" for h in tools.hits)
 
 
-@pytest.mark.parametrize("budget", [0, 40, 150, 600, 4000])
+@pytest.mark.parametrize("budget", [1, 40, 150, 600, 4000])  # 0 is invalid_budget
 def test_auto_fits_budget_without_duplicates(engine: ContextEngine, transcripts: Path,
                                              budget: int) -> None:
     engine.sync([str(transcripts)])
