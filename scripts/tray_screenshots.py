@@ -135,14 +135,16 @@ class Shots:
 
 
 def documents(work: Path) -> Path:
-    """A folder with real text (this repository's docs and code) and one file that fails."""
+    """A folder with real text (this repository's docs and code), a file skipped on purpose
+    and one that fails (the tray's attention and its balloon are for a real failure only)."""
     inbox = work / "home" / "Documents" / "project-notes"
     inbox.mkdir(parents=True)
     for path in [REPO / "README.md", REPO / "docs" / "architecture.md",
-                 *sorted((REPO / "engine").rglob("*.py"))[:160]]:
+                 *sorted((REPO / "engine").rglob("*.py"))[:40]]:
         target = inbox / path.relative_to(REPO).as_posix().replace("/", "_")
         shutil.copy(path, target)
     (inbox / "scan-export.txt").write_bytes(bytes(range(256)) * 64)  # binary, named as text
+    (inbox / "moved-away.md").symlink_to(work / "gone.md")  # a broken link: a failure
     return inbox
 
 
