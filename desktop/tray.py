@@ -38,7 +38,8 @@ def look_for(host_state: str, paused: bool, jobs: Iterable[JobSnapshot],
     """(look, percent while ingesting, tooltip) for the host's state, its jobs, the engine
     alerts active (name -> reason) and job problems not seen yet (job id -> reason)."""
     if host_state == "locked":
-        return "locked", None, "ctx: locked. Open ctx and enter the passphrase."
+        return "locked", None, ("ctx: locked. Open ctx and enter the passphrase (or the "
+                                "recovery key).")
     if host_state == "needs_setup":
         # a first step, not a failure: no red
         return "starting", None, "ctx: not set up yet. Open ctx to create the store."
