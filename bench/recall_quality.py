@@ -173,7 +173,8 @@ def today_settings(eng: Any) -> dict[str, dict[str, Any]]:
     profiles = {**eng.rt.cfg.rerank.profiles,
                 "transcript": {k: w / total for k, w in TODAY_TRANSCRIPT.items()}}
     return {"recall": {"hit_unit": "chunk", "adapt": False},
-            "rerank": {"profiles": profiles, "session_expand": 1}}
+            "rerank": {"profiles": profiles, "session_expand": 1, "project_expand": 1.0,
+                       "session_words_expand": 0.0}}
 
 
 def today_ranker(eng: Any) -> Ranker:
