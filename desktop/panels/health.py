@@ -16,7 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from desktop.messages import CHOICE_NAMES, audit_name, describe, in_user_words
+from desktop.messages import (
+    CHOICE_NAMES,
+    audit_name,
+    describe,
+    in_user_words,
+    sentence_case,
+)
 from desktop.notices import Notice
 from desktop.panels.widgets import (
     Banner,
@@ -55,6 +61,7 @@ ALERT_NAMES = {"context_engine.vector_db.unavailable": "Vector store unavailable
                "context_engine.vault.damaged": "Vault damaged",
                "context_engine.vector_db.incomplete": "Vectors incomplete",
                "context_engine.vector_db.rebuilding": "Vectors being rebuilt"}
+VERBATIM = ("Data folder", "Model", "Endpoint", "Chroma server")  # names, shown as they are
 STATE_WORDS = {"starting": "The store is opening.", "opening": "The store is opening.",
                "loading": "The embedding model is loading.", "locked": "The store is locked.",
                "needs_setup": "ctx is not set up yet.", "stopping": "The store is closing.",
@@ -272,6 +279,14 @@ class HealthPanel(QWidget):
                                      else "—")
         f["In flight"].setText(fmt_int(stats.get("in_flight", 0)) if running else "—")
         f["Up for"].setText(fmt_duration(stats.get("uptime_s")) if running else "—")
+        self._sentence_case()
+
+    def _sentence_case(self) -> None:
+        """Values in words start upper-case ("Never", "Available"); names kept as they are
+        (a folder, a model, an endpoint, a URL)."""
+        for name, label in self.fields.items():
+            if name not in VERBATIM:
+                label.setText(sentence_case(label.text()))
 
     def _draw_audit(self, rows: list[AuditEntry]) -> None:
         table = self.audit

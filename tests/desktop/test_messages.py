@@ -43,8 +43,8 @@ def problems(text: str) -> list[str]:
 
 
 def starts_lower(text: str) -> bool:
-    if text.startswith("ctx "):  # the program's name is lower-case
-        return False
+    if text.startswith("ctx ") or " " not in text.strip():  # ctx's name; a single name
+        return False  # (a model, an endpoint, a file) is not a sentence
     first = text.strip()[:1]
     return first.isalpha() and first.islower()
 
@@ -159,3 +159,30 @@ def test_the_bad_setting_page_is_in_words(make_host: Any, qtbot: Any, data_dir: 
         host.start()
     window.page.show_settings()
     _assert_in_words(window)
+
+
+def test_the_tray_and_the_health_audit_are_in_words(host: Any, qtbot: Any) -> None:
+    """The tray's menu and tooltip, and the Health panel once the audit log has rows
+    (its operations were method names: build_context, ingest_job)."""
+    from desktop.panels.health import HealthPanel
+    from desktop.tray import Tray
+    from ipc.discovery import find_live
+    from ipc.remote import RemoteEngine
+
+    tray = Tray(host)
+    for text in [a.text() for a in tray.menu.actions()]:
+        assert not problems(text) and not starts_lower(text), text
+    assert not problems(tray.tooltip())  # "ctx: ready", "ctx: locked. Open ctx and..."
+    panel = HealthPanel(host)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 720)
+    panel.show()
+    info = find_live(host.data_dir)
+    assert info is not None
+    with (qtbot.waitSignal(host.build_finished, timeout=30000),
+          RemoteEngine(info, timeout=20) as remote):  # an audited call from a process
+        remote.build_context("tides", budget=300)
+    qtbot.waitUntil(lambda: panel.audit.rowCount() >= 1, timeout=30000)
+    operations = [panel.audit.item(r, 1).text() for r in range(panel.audit.rowCount())]
+    assert "Build context" in operations
+    _assert_in_words(panel)

@@ -56,8 +56,9 @@ def test_shows_store_model_ipc_latency_and_audit(qtbot: Any, served_host: Any,
     f = panel.fields
     assert f["Sources"].text() == "3" and int(f["Chunks"].text()) >= 3
     assert f["Model"].text().startswith("fake") and f["Dimensions"].text() == "384"
-    assert f["Vector backend"].text() == "On this computer (default)" and f["Vector store"].text() == "available"
-    assert f["Vectors in memory"].text().startswith("exact index, ")  # a small store, warm
+    assert f["Vector backend"].text() == "On this computer (default)"
+    assert f["Vector store"].text() == "Available"
+    assert f["Vectors in memory"].text().startswith("Exact index, ")  # a small store, warm
     assert f["Size on disk"].text().endswith(("KB", "MB"))
     assert f["Endpoint"].text() == host.ipc_info and f["Endpoint"].text().startswith("ipc://")
     assert int(f["Requests served"].text()) >= 1

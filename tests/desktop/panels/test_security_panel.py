@@ -207,11 +207,11 @@ def test_health_shows_the_date_of_the_last_backup(qtbot: Any, panel: Any, panel_
     health = HealthPanel(panel_host)
     qtbot.addWidget(health)
     qtbot.waitUntil(lambda: health.data is not None and not health._busy, timeout=30_000)
-    assert health.fields["Last backup"].text() == "never"
+    assert health.fields["Last backup"].text() == "Never"
     ok, message = _run(qtbot, panel, lambda: panel.do_backup(str(tmp_path)))
     assert ok, message
     health.refresh()
-    qtbot.waitUntil(lambda: health.fields["Last backup"].text() != "never", timeout=30_000)
+    qtbot.waitUntil(lambda: health.fields["Last backup"].text() != "Never", timeout=30_000)
     assert health.fields["Last backup"].text()[:4].isdigit()  # a date, 2026-...
 
 
