@@ -135,9 +135,13 @@ class RerankConfig:
     # project (`python -m bench.recall_quality --split dev` settings, 2026-11-28): lift
     # 0 / 2 / 5: hit@5 0.622 / 0.639 / 0.639 and 0.647 / 0.664 / 0.664, agent view
     # 0.672 / 0.681 / 0.681 and 0.714 / 0.723 / 0.723. As a rerank feature instead
-    # (transcript weight 3 / 8, raw): hit@5 0.613 / 0.529 from none, so weight 0.
+    # (transcript weight 3 / 8, raw): hit@5 0.613 / 0.529 from none, so weight 0. On the
+    # fuller store of later that day (10,607 chunks: Edit texts, tool result heads; the
+    # learned reader on), lift 0 / 2: hit@5 0.555 / 0.546 from none, 0.563 / 0.555 from
+    # the project, agent view 0.605 / 0.605 and 0.630 / 0.630 (dev, /tmp/rr/sweep.py
+    # over bench.recall_quality.open_bench): 0 (off) kept.
     session_words_max_share: float = 0.02
-    session_words_expand: float = 2.0
+    session_words_expand: float = 0.0
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
