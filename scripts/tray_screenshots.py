@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 from tests.dist.xsession import XSession
 
 PASSPHRASE = "screenshots only, not a secret"
-# The screen's top-right corner: trayer's panel and the balloon Qt draws under it.
-CORNER = (1280 - 460, 0, 460, 170)
+# The screen's top-right corner: trayer's panel, the tooltip and the balloon under it.
+CORNER = (1280 - 800, 0, 800, 170)  # wide enough for the longest tooltip (paused, vectors)
 ICON = (1280 - 12, 12)  # the icon's centre in trayer's panel (top right, 24 px high)
 GRAB = """
 import sys
@@ -87,6 +87,20 @@ class Shots:
                 return last
             time.sleep(0.3)
         raise SystemExit(f"timed out waiting for {what}; last status: {last}")
+
+    def settle(self, still: float = 3.0, timeout: float = 120) -> None:
+        """Until the tray's tooltip has not changed for ``still`` seconds: a tooltip Qt
+        shows is not redrawn, so one shown before the last step's progress would be
+        older than the card grabbed after it."""
+        deadline, last, since = time.monotonic() + timeout, None, time.monotonic()
+        while time.monotonic() < deadline:
+            tip = self.tell("--status").get("tray", {}).get("tooltip")
+            if tip != last:
+                last, since = tip, time.monotonic()
+            elif time.monotonic() - since >= still:
+                return
+            time.sleep(0.3)
+        raise SystemExit(f"the tray's tooltip kept changing: {last}")
 
     def xdotool(self, *args: str) -> str:
         return subprocess.run(["xdotool", *args], env=self.env, check=False,
@@ -179,6 +193,7 @@ def run(shots: Shots) -> None:
     shots.unhover()
     shots.tell("--pause")
     shots.wait(lambda s: s["tray"]["look"] == "paused", "paused")
+    shots.settle()  # the step under way when Pause came ends first: the tooltip then holds
     shots.hover_icon()
     shots.grab("tray-paused", CORNER)
     shots.unhover()

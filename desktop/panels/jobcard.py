@@ -254,7 +254,7 @@ class JobCard(QFrame):
             # the stage under way, not the files (all stored): chunks with vectors
             bar.setRange(0, p.total)
             bar.setValue(p.done)
-            bar.setFormat(f"vectors: {p.done:,} of {plural(p.total, 'chunk')} (%p%)")
+            bar.setFormat(f"Vectors: {p.done:,} of {plural(p.total, 'chunk')} (%p%)")
             return
         bar.setRange(0, max(1, total))
         bar.setValue(total if job.state == "done" else min(done, max(1, total)))

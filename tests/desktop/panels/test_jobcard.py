@@ -110,4 +110,5 @@ def test_staged_progress_when_the_engine_reports_it(card: JobCard) -> None:
     assert card.detail.text().startswith(
         "Every file stored, searchable by keyword now · making vectors for search by "
         "meaning (step 2 of 2): 20 of 50 chunks (40%)")
-    assert card.bar.text().startswith("vectors: 20 of 50 chunks")  # not a full file bar
+    assert card.bar.text().startswith("Vectors: 20 of 50 chunks")  # not a full file bar
+    assert card.bar.text()[:1].isupper()  # a label starts upper-case (issue 33: 9)
