@@ -51,14 +51,16 @@ LIVE_KINDS = ("selection", "clipboard", "active_file", "browser_tab", "terminal"
               "other")
 # Columns with a most width in px (Source, Lanes): longer text is elided at its end
 # and whole in its tooltip, so Why keeps room and nothing needs a horizontal scroll.
-CAPPED = {1: 190, 6: 140}
+CAPPED = {1: 170, 6: 120}
 COLUMNS = ["#", "Source", "Why", "Score", "Tokens", "Kind", "Lanes", "Tier", "Stage"]
 # The packer's and the lanes' reasons (PayloadItem.why, "|"-joined), in words.
 WHY_WORDS = {
     "top_hit_expanded": "best match, with its surroundings", "top_hit": "best match",
     "snippet": "ranked match", "surrogate": "summary", "live": "live context",
     "conversation": "the conversation so far", "cut": "cut to fit",
-    "rerank": "ranked first by the reranker", "neighbour": "next to a match",
+    # every ranked match has passed the reranker ("rerank"): said on each row it sets
+    # none apart (issue 33: 20); its rank is in Score and Lanes
+    "rerank": "", "neighbour": "next to a match",
     "recent": "recent session", "related": "related session", "failures": "a failure",
 }
 
@@ -217,8 +219,8 @@ class RetrievedPanel(QWidget):
         rbox.addWidget(self.preview)
         upper.addWidget(left)
         upper.addWidget(right)
-        upper.setStretchFactor(0, 5)  # the ranked table's columns need the room
-        upper.setStretchFactor(1, 2)
+        upper.setStretchFactor(0, 3)  # the ranked table's columns need the room: Why whole
+        upper.setStretchFactor(1, 1)
         lower = QWidget()
         low = QVBoxLayout(lower)
         low.setContentsMargins(0, 0, 0, 0)

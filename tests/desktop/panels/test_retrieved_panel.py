@@ -86,6 +86,9 @@ def test_where_and_why_read_as_words() -> None:
     two = replace(item, why="snippet", lanes={"vector": 1})
     assert why_text(one) == "Matched on words and meaning"
     assert why_text(two) == "Matched on meaning"
+    # every ranked match passed the reranker: not said on each row ("ranked first by the
+    # reranker" was, on every row, the same words again)
+    assert why_text(replace(one, why="snippet|rerank")) == "Matched on words and meaning"
     assert where_text(item) == "Tides"
     if "path" in PayloadItem.__dataclass_fields__:  # the engine gives path and lines
         located = replace(item, path="notes/tides.md", root="/home/me", lines=(12, 40))
@@ -175,3 +178,23 @@ def test_every_column_is_in_sight_without_scrolling(qtbot: Any, panel: Any,
     assert table.columnWidth(2) >= 120  # Why: words, not an ellipsis
     name = panel.text(0, 1).split(":")[0]
     assert name in panel.tip(0, 1)  # the whole path, whatever is cut
+
+
+def test_why_is_read_whole_at_the_windows_size(qtbot: Any, panel: Any,
+                                               panel_host: Any) -> None:
+    """Issue 33 (20): Why says what sets a ranked match apart ("Matched on words and
+    meaning", "... on meaning"); cut to "Matched on words a..." at the window's size, rows
+    that differ read the same. Every row's Why fits its column."""
+    panel.resize(1100, 720)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.query.setText("inverter batteries and the tide gauge sensor readings")
+    _build(qtbot, panel, panel_host)
+    qtbot.waitUntil(lambda: panel.rows() > 0, timeout=10_000)
+    table = panel.table
+    metrics = table.fontMetrics()
+    cut = [(panel.text(r, 2), metrics.horizontalAdvance(panel.text(r, 2)), table.columnWidth(2))
+           for r in range(panel.rows())
+           if metrics.horizontalAdvance(panel.text(r, 2)) + 12 > table.columnWidth(2)]
+    assert not cut, cut
+    assert table.horizontalScrollBar().maximum() == 0
