@@ -10,6 +10,7 @@ panels' own screenshots come from scripts/screenshots.py.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -72,8 +73,11 @@ def tray_icons(out: Path, dark: bool) -> None:
     print(out / name)
 
 
-def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "docs" / "screenshots"
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default=str(REPO / "docs" / "screenshots"),
+                        help="the folder the PNGs are written to (default: %(default)s)")
+    out = Path(parser.parse_args(argv).out)  # --help answers; it is not a folder name
     out.mkdir(parents=True, exist_ok=True)
     qapp = QApplication.instance() or QApplication(["ctx"])
     QApplication.setStyle("Fusion")
