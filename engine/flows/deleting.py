@@ -61,6 +61,10 @@ def _aliases(vault: Vault, source: str | int) -> list[str]:
 # search, audit) and its other writers through. Hand-set; bench/delete_bench.py measures
 # status and search latency while a 65k-chunk folder is deleted.
 DELETE_STEP_CHUNKS = 256
+# Vectors of deleted sources are dropped from the vector index once this many chunks
+# are gone (and at the end): each drop compacts the in-memory index under its lock,
+# which searches wait for (about 0.1 s at 65k chunks). Hand-set.
+FLUSH_CHUNKS = 8192
 
 
 def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
@@ -90,14 +94,18 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
         job.sources = list(gone)
         job.files_total = len(gone)
         progress()
+        unflushed = 0
         for sid in gone:
             while True:
                 removed = src.delete_step(rt.vault, sid, DELETE_STEP_CHUNKS, cache_key=key)
                 job.chunks += removed
+                unflushed += removed
                 if not removed:
                     break
                 progress()
-            writer.flush_tombstones()  # its vectors (reads skip them already)
+            if unflushed >= FLUSH_CHUNKS or sid == gone[-1]:
+                writer.flush_tombstones()  # their vectors (reads skip them already)
+                unflushed = 0
             job.files_done += 1
             progress()
         if job.chunks >= AUTO_COMPACT_CHUNKS:  # a large delete gives its space back
