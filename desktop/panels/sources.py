@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.messages import stage_name
+from desktop.messages import plural, stage_name
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import Banner, error_text, fmt_int, fmt_time, muted
 from desktop.qt import (
@@ -149,7 +149,9 @@ class SourcesPanel(QWidget):
 
     def _counted(self) -> None:
         shown, total = self.model.rowCount(), len(self.sources)
-        self.count.setText(f"{shown} of {total}" if shown != total else f"{total}")
+        # a count says what it counts: "40 sources", "12 of 40 sources shown"
+        self.count.setText(f"{shown:,} of {plural(total, 'source')} shown" if shown != total
+                           else plural(total, "source"))
         self.empty.setVisible(total == 0)
         self._selection()
 

@@ -33,12 +33,12 @@ def test_lists_every_source_with_kind_chunks_tokens(panel: Any, docs: Path) -> N
     assert panel.text(r, 2) in ("Keywords only", "Ready")  # issue 33 (20): its stage
     assert int(panel.text(r, 3)) >= 1 and int(panel.text(r, 4)) > 0
     assert panel.text(r, 5) != "—"
-    assert panel.count.text() == "3"
+    assert panel.count.text() == "3 sources"
 
 
 def test_filter_narrows_the_list(qtbot: Any, panel: Any) -> None:
     panel.filter.setText("key")
-    assert panel.rows() == 1 and panel.count.text() == "1 of 3"
+    assert panel.rows() == 1 and panel.count.text() == "1 of 3 sources shown"
     panel.filter.setText("document")
     assert panel.rows() == 2
     panel.filter.setText("nothing-matches-this")
@@ -144,7 +144,7 @@ def test_the_gui_thread_answers_while_filtering_2000_sources(qtbot: Any,
     widget.show()
     qtbot.waitUntil(lambda: not widget._loading, timeout=30_000)  # the store's (empty) list
     widget._loaded(many_sources(2000))
-    assert widget.rows() == 2000 and widget.count.text() == "2000"
+    assert widget.rows() == 2000 and widget.count.text() == "2,000 sources"
     widget.filter.setFocus()
     answered: list[bool] = []
     finished = threading.Event()
@@ -161,7 +161,7 @@ def test_the_gui_thread_answers_while_filtering_2000_sources(qtbot: Any,
     qtbot.waitUntil(finished.is_set, timeout=600_000)
     assert answered and all(answered)
     assert widget.filter.text() == "styles/mod_01"
-    assert widget.rows() == 100 and widget.count.text() == "100 of 2000"
+    assert widget.rows() == 100 and widget.count.text() == "100 of 2,000 sources shown"
     assert all("mod_01" in widget.text(r, 0) for r in range(widget.rows()))
     widget.table.selectRow(0)
     chosen = widget.selected()
