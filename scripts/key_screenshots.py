@@ -66,19 +66,21 @@ def main(argv: list[str] | None = None) -> int:
             config_io.write(host.data_dir, {"backup": {  # shown only: no scheduler runs here
                 "schedule": True, "folder": "/home/you/Backups/ctx", "keep": 7,
                 "every_hours": 24}})
-            render(app, host, out)
+            made = next(backups.glob("*.ctxbackup"))  # the backup just made: the banner's
+            render(app, host, out, made.name)
         finally:
             host.shutdown(wait=True)
     return 0
 
 
-def render(app: Any, host: Any, out: Path) -> None:
+def render(app: Any, host: Any, out: Path, backup_name: str) -> None:
     from desktop.dialogs.recovery_key import RecoveryKeyDialog
     from desktop.dialogs.restore_backup import RestoreDialog
     from desktop.dialogs.secrets import SecretDialog
+    from desktop.messages import error_text
     from desktop.panels.security import SecurityPanel
     from desktop.qt import Qt
-    from engine import generate_recovery_key
+    from engine import ErrorInfo, generate_recovery_key
 
     key = generate_recovery_key()  # a throwaway: it opens nothing
     for tone, palette in palettes(app).items():
@@ -91,14 +93,17 @@ def render(app: Any, host: Any, out: Path) -> None:
         restore = RestoreDialog()
         restore.path.setText("/home/you/Backups/ctx/ctx-backup-20261125-093000.ctxbackup")
         restore.secret.setText("not the passphrase")
-        restore.show_error("Not restored: Wrong passphrase for this backup.")
+        # what the dialog says of a wrong passphrase (restore_backup.py), not made up here
+        restore.show_error("Not restored: " + error_text(ErrorInfo(
+            1021, "wrong_key", "the passphrase does not open this backup", {})))
         for widget in (panel, dialog, secrets, restore):
             widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         panel.resize(1100, 560)
         panel.show()
         wait_until(app, lambda p=panel: p.status is not None, what="the panel's status")
-        panel.banner.show_message("ok", "Backed up to ~/Backups/ctx-backup-20261125-0930"
-                                  ".ctxbackup.")
+        # the words the panel says after Back up now (security.py), of the backup made
+        # above: its date is the "Last backup" line's
+        panel.banner.show_message("ok", f"Backed up to ~/Backups/{backup_name}.")
         dialog.show()
         dialog.note.setText("Copied. Paste it into your password manager now; the clipboard "
                             "may be read by other programs, so copy something else after.")
