@@ -112,6 +112,15 @@ def kind_name(kind: str) -> str:
     return KIND_NAMES.get(kind) or sentence_case(kind.replace("_", " "))
 
 
+def item_kind(kind: str) -> str:
+    """One item's or source's kind in a table cell: "Code", "Section", "Live selection"
+    (the engine's "live:selection"), never its code."""
+    if kind.startswith("live:"):
+        sub = kind.split(":", 1)[1]
+        return "Live " + LIVE_KIND_NAMES.get(sub, sub.replace("_", " ")).lower()
+    return sentence_case(kind.replace("_", " "))
+
+
 # A source's stage (engine.SOURCE_STAGES) -> its name on screen.
 STAGE_NAMES = {"keyword": "Keyword search only (vectors being made)", "ready": "Ready"}
 STAGE_SHORT = {"keyword": "Keywords only", "ready": "Ready"}

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from desktop import config_io
-from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, stage_name
+from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, item_kind, stage_name
 from desktop.panels.blocks import item_blocks
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import (
@@ -123,7 +123,7 @@ ITEM_COLUMNS = (
     Column("Why", lambda r: why_text(r[1]), tip=lambda r: why_text(r[1])),
     Column("Score", lambda r: f"{r[1].score:.3f}", key=lambda r: r[1].score, number=True),
     Column("Tokens", lambda r: fmt_int(r[1].tokens), key=lambda r: r[1].tokens, number=True),
-    Column("Kind", lambda r: r[1].kind),
+    Column("Kind", lambda r: item_kind(r[1].kind)),
     Column("Lanes", lambda r: lanes_text(r[1].lanes) or "—",
            tip=lambda r: lanes_text(r[1].lanes) or "—"),
     Column("Tier", lambda r: r[1].tier or "—"),

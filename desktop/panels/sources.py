@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.messages import plural, stage_name
+from desktop.messages import item_kind, plural, stage_name
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.panels.widgets import Banner, error_text, fmt_int, fmt_time, muted
 from desktop.qt import (
@@ -32,7 +32,7 @@ LOCATION_WIDTH = 300  # px: the Location column's start width (it can be dragged
 INGESTED = 5  # the column sorted by at first (newest first)
 SOURCE_COLUMNS = (
     Column("Title", lambda s: s.title or s.uri, tip=lambda s: s.uri),
-    Column("Kind", lambda s: s.kind),
+    Column("Kind", lambda s: item_kind(s.kind)),
     Column("Stage", lambda s: stage_name(s.stage),  # found by keywords only until vectors
            tip=lambda s: stage_name(s.stage, short=False)),
     Column("Chunks", lambda s: fmt_int(s.n_chunks), key=lambda s: s.n_chunks, number=True),

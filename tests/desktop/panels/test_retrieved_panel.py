@@ -39,7 +39,7 @@ def test_build_shows_ranked_items_preview_and_exact_payload(qtbot: Any, panel: A
     report = _build(qtbot, panel, panel_host)
     assert report.origin == "gui" and report.budget == 400
     assert panel.rows() == len(panel.items) >= 1
-    assert panel.text(0, 5) in ("section", "code")
+    assert panel.text(0, 5) in ("Section", "Code")
     assert "#1" in panel.text(0, 6)  # lanes with their ranks
     context = panel.payload_text.toPlainText()
     total = TokenCounter.shared().count(context)
@@ -111,6 +111,7 @@ def test_dense_cached_mode_and_live_text(qtbot: Any, panel: Any, panel_host: Any
     live_row = panel.order.index(live_index)
     assert panel.text(live_row, 7) == "—"
     assert panel.text(live_row, 2) == "Live context"
+    assert panel.text(live_row, 5) == "Live selection"  # not "live:selection"
     assert "inverter warranty" in panel.blocks[live_index]
     assert [i.kind for i in report.items] == kinds
     tiers = [i.tier for i in panel.items if i.kind == "surrogate"]

@@ -29,7 +29,7 @@ def test_lists_every_source_with_kind_chunks_tokens(panel: Any, docs: Path) -> N
     rows = {panel.text(r, 6): r for r in range(panel.rows())}
     assert set(rows) == {str(docs / n) for n in ("solar.md", "keys.md", "wire.py")}
     r = rows[str(docs / "wire.py")]
-    assert panel.text(r, 1) == "code"
+    assert panel.text(r, 1) == "Code"  # a word, upper-case, not the engine's code
     assert panel.text(r, 2) in ("Keywords only", "Ready")  # issue 33 (20): its stage
     assert int(panel.text(r, 3)) >= 1 and int(panel.text(r, 4)) > 0
     assert panel.text(r, 5) != "—"
