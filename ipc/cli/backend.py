@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,6 +94,12 @@ def _open_local_waiting(data_dir: str | None) -> EngineAPI:
             time.sleep(0.2)
 
 
+def stop_command(data_dir: str | None) -> str:
+    """The `ctx stop` that stops the engine of ``data_dir``, as the user would type it
+    (with the --data-dir they gave: a bare `ctx stop` stops the default store's)."""
+    return f"`ctx --data-dir {shlex.quote(data_dir)} stop`" if data_dir else "`ctx stop`"
+
+
 def _hint_served(exc: StoreLocked, data_dir: str | None) -> None:
     """``--local`` on a store a running engine serves: say that the command works
     without ``--local`` (it then asks that engine)."""
@@ -104,7 +111,8 @@ def _hint_served(exc: StoreLocked, data_dir: str | None) -> None:
         return
     if info is not None:
         exc.message += (f"; a ctx engine serves this store (pid {info['pid']}): drop --local "
-                        "to ask it, or stop it first to open the store in this process")
+                        f"to ask it, or stop it ({stop_command(data_dir)}) to open the store "
+                        "in this process")
 
 
 def open_backend(data_dir: str | None, *, local_only: bool = False, need_model: bool = False

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from engine import EngineAPI, JobSnapshot, StoreLocked
-from ipc.cli.backend import open_backend, served
+from ipc.cli.backend import open_backend, served, stop_command
 from ipc.cli.output import emit_json
 from ipc.cli.progress import JobProgress
 from ipc.cli.targets import delete_target
@@ -122,9 +122,7 @@ def holder_hint(data_dir: str | None) -> str:
     if remote is not None:
         pid = remote.info["pid"]
         remote.close()
-        flag = f" --data-dir {data_dir}" if data_dir else ""
-        return (f"; the background engine (pid {pid}) has it open: `ctx{flag} stop` "
-                "stops it")
+        return f"; the background engine (pid {pid}) has it open: {stop_command(data_dir)} stops it"
     pid = lock_pid(data_dir)
     if pid is not None:
         return f"; process {pid} holds it (another ctx command, or the app)"
@@ -179,7 +177,9 @@ def stop_engine(data_dir: str | None, *, quiet: bool = False) -> int | None:
 def cmd_stop(args: argparse.Namespace) -> int:
     pid = stop_engine(args.data_dir, quiet=True)
     if pid is None:
-        print("no background engine runs for this data dir")
+        from engine import resolve_data_dir
+
+        print(f"no background engine runs for {resolve_data_dir(args.data_dir)}")
     else:
         print(f"stopped the background engine (pid {pid})")
     return 0
@@ -204,8 +204,8 @@ def with_store_closed(args: argparse.Namespace, fn: Callable[[], T]) -> T:
             "[y/N] ")
         if not agreed:
             raise StoreLocked(f"{exc.message}: the background engine (pid {pid}) has it "
-                              "open; stop it with `ctx stop` (or give --stop), then run "
-                              "this again") from None
+                              f"open; stop it with {stop_command(args.data_dir)} (or give "
+                              "--stop), then run this again") from None
         stop_engine(args.data_dir)
         return fn()
 

@@ -179,8 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with caller("cli", pid=os.getpid()):  # what the engine audits of a store opened here
             return int(handler(args) or 0)
     except CtxError as exc:
-        if exc.name == "store_locked" and args.cmd != "serve" and "ctx stop" not in exc.message:
-            exc.message += long_cmd.holder_hint(getattr(args, "data_dir", None))
+        data_dir = getattr(args, "data_dir", None)
+        if (exc.name == "store_locked" and args.cmd != "serve"
+                and long_cmd.stop_command(data_dir) not in exc.message):
+            exc.message += long_cmd.holder_hint(data_dir)
         _report(exc, getattr(args, "json", False), serve=args.cmd == "serve")
         return exc.exit_code
     except KeyboardInterrupt:

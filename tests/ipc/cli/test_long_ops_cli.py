@@ -107,6 +107,24 @@ def test_a_locked_store_names_its_holder(tmp_path: Path) -> None:
     assert f"pid {info['pid']}" in r.stderr and "ctx stop" in r.stderr, r.stderr
 
 
+def test_a_store_named_by_data_dir_is_stopped_by_a_stop_naming_it(tmp_path: Path) -> None:
+    """With --data-dir, every hint to stop the engine names that data dir: a bare
+    `ctx stop` stops the default store's engine, not this one's (review of issue 32)."""
+    home = os.environ["CTX_HOME"]
+    info = _engine_started(_folder(tmp_path, 1))
+    stop = f"`ctx --data-dir {home} stop`"
+    r = ctx("--data-dir", home, "repair")
+    assert r.returncode == 4 and f"pid {info['pid']}" in r.stderr
+    assert stop in r.stderr and "`ctx stop`" not in r.stderr, r.stderr
+    r = ctx("--data-dir", home, "--local", "status")
+    assert r.returncode == 4 and "drop --local" in r.stderr
+    assert r.stderr.count(stop) == 1 and "`ctx stop`" not in r.stderr, r.stderr
+    r = ctx("--data-dir", home, "stop")
+    assert r.returncode == 0 and not pid_alive(info["pid"]), r.stderr
+    r = ctx("--data-dir", home, "stop")
+    assert r.stdout.strip() == f"no background engine runs for {home}", r.stdout
+
+
 def test_compact_reports_the_space_given_back(tmp_path: Path) -> None:
     folder = _folder(tmp_path, 40)
     _engine_started(folder)
