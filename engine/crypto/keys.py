@@ -144,7 +144,7 @@ def headless_passphrase() -> str | None:
         raise KeyUnavailable(f"{what} is not readable") from exc
     if os.name == "posix" and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise KeyUnavailable(f"{what} must be readable by its owner alone (chmod 600 {p})")
-    log.warning("data key unlocked from a key file: for headless use only")
+    log.warning("the passphrase is read from a key file: for headless use only")
     return p.read_text(encoding="utf-8").strip()
 
 
