@@ -31,6 +31,7 @@ from engine.flows.session_expand import expand_sessions
 from engine.flows.stages import StageTimer
 from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import QUERY_MS
+from engine.retrieval.fusion import rrf
 from engine.retrieval.profiles import profile_of
 from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
 from engine.store.vault import ChunkRow, Filters
@@ -211,7 +212,9 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
 def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
                distinct_sources: bool = False, expand_session: bool = False,
                adapter: Callable[[QueryPlan], Any] | None = None,
-               project: str | None = None) -> tuple[LaneResult, list[Ranked], StageTimer]:
+               project: str | None = None,
+               vector_keeps: Callable[[ChunkRow], bool] | None = None
+               ) -> tuple[LaneResult, list[Ranked], StageTimer]:
     """The stages of ``search`` up to the rank: the lanes' result (rows and lane ranks),
     every candidate ranked best first, and the stages' timer. ``adapter`` (recall's
     learned reader) says, for the planned query, what it changes (``plan.adapted``).
@@ -230,6 +233,8 @@ def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None 
             plan = adapted(plan, adapter(plan))
     hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
     res = fuse_stage(rt, plan, hits, timer)
+    if vector_keeps is not None:  # some chunks only by their words (recall's parts)
+        res = without_vector(res, plan, vector_keeps)
     sessions = None
     if expand_session and session_words.wanted(cfg):  # recall: the words only a session uses
         with timer.stage("session_words"):
@@ -243,6 +248,16 @@ def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None 
         ranked = rank_hits(rt, cfg, res, timer=timer, project=project,
                            sessions=sessions).ranked
     return res, ranked, timer
+
+
+def without_vector(res: LaneResult, plan: QueryPlan, keeps: Callable[[ChunkRow], bool]
+                   ) -> LaneResult:
+    """``res`` fused again without the vector lane's hits that ``keeps`` refuses."""
+    lanes = dict(res.lanes)
+    lanes["vector"] = [c for c in lanes.get("vector", ()) if c in res.rows and keeps(res.rows[c])]
+    fused = [f for f in rrf(lanes, dict(plan.weights), k=plan.cfg.search.rrf_k)
+             if f[0] in res.rows]
+    return dataclasses.replace(res, lanes=lanes, fused=fused)
 
 
 def search(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,

@@ -26,6 +26,7 @@ from engine.api import SearchHit
 from engine.flows.lanes import to_hit
 from engine.flows.ranking import Ranked, rank_query
 from engine.flows.recall_adapt import query_adapter
+from engine.flows.recall_parts import demoted, is_part
 from engine.flows.runtime import Runtime
 from engine.metrics import QUERY_MS
 from engine.recall.present import compose_turn
@@ -66,11 +67,14 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
     best chunk's own text. ``project``: the project the query is asked from."""
     res, ranked, timer = rank_query(rt, query, k, filters=filters, expand_session=True,
                                     adapter=lambda plan: query_adapter(rt, plan.analysis.words),
-                                    project=project)
+                                    project=project,
+                                    vector_keeps=None if rt.cfg.recall.part_vector
+                                    else lambda row: not is_part(row))
     lanes = {cid: ranks for cid, _, ranks in res.fused}
     hits: list[SearchHit] = []
     drawn: dict[int, tuple[int, ...]] = {}
     own: dict[int, str] = {}
+    ranked = demoted(ranked, res.rows, rt.cfg.recall.part_penalty)
     if rt.cfg.recall.hit_unit == "chunk":
         for cid, score, _ in ranked[:k]:
             hits.append(to_hit(res.rows[cid], score, lanes.get(cid, {})))

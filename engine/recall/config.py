@@ -41,6 +41,19 @@ class RecallConfig:
     # bench.recall_adapt --split dev` (2026-11-28): see adapt_fit's origins.
     adapt: bool = True
     adapt_fit: AdaptConfig = field(default_factory=AdaptConfig)
+    # The parts of a call or request (chunks.py: a call's whole input and output, a long
+    # request whole; engine.flows.recall_parts). Dev split, `python -m
+    # bench.recall_quality --split dev` ranking as a scratch A/B in one run (2026-11-28,
+    # 10,613 chunks, load 2-4): penalty 0 / 0.05 / 0.1 / 0.2 with parts in the vector
+    # lane: hit@5 0.555 / 0.571 / 0.571 / 0.571, agent view 0.605 / 0.655 / 0.655 / 0.655.
+    # Subtracted from a part's rerank score: the least of the equal ones.
+    part_penalty: float = 0.05
+    # Whether parts are in the vector lane (they stay in the keyword lane). Same run:
+    # out of it, penalty 0 / 0.05: hit@5 0.571 / 0.613 (paired +0.059 [+0.01, +0.11] on
+    # 0.555), agent view 0.639 / 0.647 (+0.042 [-0.01, +0.09]); no kind lower than with
+    # both off. Merging a call and its parts into one hit gave 0.546 / 0.605 alone and
+    # nothing on top of these two (dropped).
+    part_vector: bool = False
 
     def __post_init__(self) -> None:
         for folder in self.folders:
@@ -62,5 +75,7 @@ class RecallConfig:
         if not 64 <= self.turn_hit_tokens <= 8192:
             raise ConfigError("recall.turn_hit_tokens must be in 64..8192",
                               key="recall.turn_hit_tokens")
+        if not 0 <= self.part_penalty <= 1:
+            raise ConfigError("recall.part_penalty must be in 0..1", key="recall.part_penalty")
         if not 0 <= self.turn_reach <= 1000:
             raise ConfigError("recall.turn_reach must be in 0..1000", key="recall.turn_reach")
