@@ -77,7 +77,13 @@ def _install(args: argparse.Namespace) -> int:
     verb = "would write" if args.dry_run else "wrote"
     for ch in changes:
         if not ch.changed:
-            print(f"{ch.agent}: {ch.note}: already up to date in {ch.path}")
+            if args.hook_cmd == "install":
+                print(f"{ch.agent}: {ch.note}: already up to date in {ch.path}")
+            else:  # the note says 'removed': nothing was
+                what = ch.note.removesuffix(" removed")
+                where = (f"not in {ch.path}" if ch.before is not None
+                         else f"{ch.path} does not exist")
+                print(f"{ch.agent}: {what}: nothing to remove ({where})")
             continue
         if ch.after is None:
             print(f"{ch.agent}: {ch.note}: {'would remove' if args.dry_run else 'removed'} "

@@ -174,6 +174,13 @@ def test_files_ctx_made_go_when_nothing_else_is_in_them(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "ctx made it, and nothing else is in it" in run.stdout
     assert sorted(p.name for p in home.iterdir()) == []
+    again = _ctx("hook", "uninstall", "--home", str(home), home=home)
+    assert again.returncode == 0, again.stderr
+    # nothing was there to take out: never 'removed', never 'up to date' in a file that
+    # is not there
+    assert "removed" not in again.stdout and "up to date" not in again.stdout, again.stdout
+    assert again.stdout.count("nothing to remove") == 3, again.stdout
+    assert sorted(p.name for p in home.iterdir()) == []
 
 
 def test_the_users_own_files_stay_even_when_empty(tmp_path: Path) -> None:
