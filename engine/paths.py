@@ -34,11 +34,17 @@ def default_key_file() -> Path:
 def init_command(root: Path) -> str:
     """The command that makes a store at ``root``: `ctx init`, with the --data-dir it needs
     when ``root`` is not the data dir a plain `ctx` command picks."""
+    return store_command(root, "init")
+
+
+def store_command(root: Path, rest: str) -> str:
+    """`ctx REST` acting on the store at ``root``, with the --data-dir it needs when
+    ``root`` is not the data dir a plain `ctx` command picks."""
     import shlex
 
     if Path(root).resolve() == data_dir():
-        return "ctx init"
-    return f"ctx --data-dir {shlex.quote(str(root))} init"
+        return f"ctx {rest}"
+    return f"ctx --data-dir {shlex.quote(str(root))} {rest}"
 
 
 def ensure_private_dir(path: Path) -> Path:

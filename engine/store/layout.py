@@ -94,6 +94,10 @@ def _ours(name: str) -> bool:
         or (name.startswith("ctx-") and name.endswith(".json"))
 
 
+def _entries(n: int) -> str:
+    return "1 other entry" if n == 1 else f"{n} other entries"
+
+
 def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
     """Refuse to create a store where one (or part of one) is, or in a foreign folder
     unless the user asked for it with ``ctx init``."""
@@ -105,7 +109,7 @@ def check_can_create(layout: Layout, *, explicit_init: bool) -> None:
                           "--data-dir for a new one")
     if layout.foreign and not explicit_init:
         raise NotAStore(
-            f"{root} is not a ctx store (it holds {len(layout.foreign)} other entries); "
+            f"{root} is not a ctx store (it holds {_entries(len(layout.foreign))}); "
             f"pick another --data-dir, or run `{P.init_command(root)}` to create a store there")
 
 
@@ -126,13 +130,12 @@ def check_existing(layout: Layout) -> None:
                 f"key.json and vault.db are missing from {root}, which still holds parts "
                 f"of a store ({shown}); ctx makes no new store over them. Restore the "
                 "store's key.json and vault.db from a backup of the data dir, or move the "
-                "data dir away, then run `ctx restore BACKUP` or `ctx init` to put a store in "
-                "its place")
+                f"data dir away, then run `{P.store_command(root, 'restore BACKUP')}` or "
+                f"`{P.init_command(root)}` to put a store in its place")
         if layout.foreign:
             raise NotAStore(
-                f"{root} is not a ctx store (no key.json, {len(layout.foreign)} other "
-                f"entries); pick another --data-dir, or run `{P.init_command(root)}` to create one "
-                "there")
+                f"{root} is not a ctx store (no key.json, {_entries(len(layout.foreign))}); "
+                f"pick another --data-dir, or run `{P.init_command(root)}` to create one there")
         raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
     key = P.keyfile_path(root)
     if not key.is_file():
@@ -143,7 +146,7 @@ def check_existing(layout: Layout) -> None:
             f"vault.db is missing from {root}"
             + (" (vectors/ is still there)" if layout.has_vectors else "")
             + ": restore vault.db from a backup of this store, or move the data dir "
-            "away and run `ctx init` for a new one")
+            f"away and run `{P.init_command(root)}` for a new one")
     check_vault_file(vault)
     vectors = P.vectors_path(root)
     if layout.has_vectors and not vectors.is_dir():

@@ -76,3 +76,32 @@ def test_restore_over_leftovers_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 4, done.stderr
     assert "[vault_missing]" in done.stderr
     assert _tree(root) == before
+
+
+def test_leftovers_in_a_named_data_dir_name_it_in_each_command(tmp_path: Path) -> None:
+    """With --data-dir, the commands vault_missing offers act on that data dir: a bare
+    `ctx init` or `ctx restore BACKUP` would make a store in the default one instead."""
+    root = tmp_path / "named"
+    assert ctx("--data-dir", str(root), "init").returncode == 0
+    made = ctx("--data-dir", str(root), "--local", "ingest", "-", stdin="the crane lifts")
+    assert made.returncode == 0, made.stderr
+    (root / "key.json").unlink()
+    (root / "vault.db").unlink()
+    done = ctx("--data-dir", str(root), "--local", "status")
+    assert done.returncode == 4 and "[vault_missing]" in done.stderr, done.stderr
+    assert f"`ctx --data-dir {root} restore BACKUP`" in done.stderr, done.stderr
+    assert f"`ctx --data-dir {root} init`" in done.stderr, done.stderr
+    (root / "key.json").write_text("{}")  # vault.db alone missing: the same
+    done = ctx("--data-dir", str(root), "--local", "status")
+    assert done.returncode == 4, done.stderr
+    if "[vault_missing]" in done.stderr:
+        assert f"`ctx --data-dir {root} init`" in done.stderr, done.stderr
+
+
+def test_a_folder_of_one_other_file_reads_in_the_singular(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "todo.txt").write_text("milk")
+    done = ctx("--data-dir", str(root), "--local", "status")
+    assert done.returncode == 4 and "[not_a_store]" in done.stderr, done.stderr
+    assert "1 other entry" in done.stderr and "entries" not in done.stderr, done.stderr
