@@ -231,15 +231,17 @@ class Vault:
         # Small vaults have every page checked before the open returns; bigger ones in a
         # thread (check_pages_later), so that an open stays fast.
         self.pages_checked = self.guard.small
+        new = not path.exists() or path.stat().st_size == 0
         probe(path, self._hexkey, pages=self.pages_checked)  # read-only: changes nothing
         sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
         self._made = [p for p in sidecars if not p.exists()]  # removed if the open fails
         try:
             conn = self._conn()
             with self._write_lock:
-                # a new vault gives free pages back a step at a time (``vacuum_step``);
-                # an older one switches at its first compaction (``vacuum``)
-                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                if new:  # gives free pages back a step at a time (``vacuum_step``); an
+                    # existing vault switches at its first compaction (``vacuum``), never at
+                    # an open: a refused open leaves the vault as it was found
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode=WAL")
                 migrate(conn)
