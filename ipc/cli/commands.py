@@ -330,13 +330,14 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """The headless engine (``ipc.serve.serve``: idle stop and sync on start live there)."""
-    from ipc.cli.backend import open_engine
+    from ipc.cli.backend import open_engine, stop_command
     from ipc.serve import serve
 
     def ready(info: Any) -> None:
         stop = "Ctrl-C" if os.name == "nt" else f"Ctrl-C or `kill {os.getpid()}`"
         print(f"ctx: serving {info['data_dir']} at {info['endpoint']} (pid {os.getpid()}); "
-              f"stop it with {stop}", flush=True)
+              f"stop it with {stop}, or {stop_command(args.data_dir)} from another terminal",
+              flush=True)
 
     return serve(Path(args.data_dir) if args.data_dir else None, endpoint=args.endpoint,
                  workers=args.workers, engine_factory=open_engine, ready=ready,

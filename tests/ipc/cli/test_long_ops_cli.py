@@ -125,6 +125,33 @@ def test_a_store_named_by_data_dir_is_stopped_by_a_stop_naming_it(tmp_path: Path
     assert r.stdout.strip() == f"no background engine runs for {home}", r.stdout
 
 
+def test_ctx_serve_names_the_stop_that_stops_it(tmp_path: Path) -> None:
+    """`ctx serve`'s first line names `ctx stop` (with its --data-dir), and that command
+    stops it."""
+    import subprocess
+    import sys
+
+    home = os.environ["CTX_HOME"]
+    assert ctx("--local", "ingest", "-", stdin="the crane lifts").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "ipc.cli.main", "--data-dir", home,
+                             "serve"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        stop = f"`ctx --data-dir {home} stop`"
+        assert line.startswith("ctx: serving ") and stop in line, line
+        r = ctx("--data-dir", home, "stop")
+        assert r.returncode == 0 and f"pid {proc.pid}" in r.stdout, (r.stdout, r.stderr)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 def test_compact_reports_the_space_given_back(tmp_path: Path) -> None:
     folder = _folder(tmp_path, 40)
     _engine_started(folder)
