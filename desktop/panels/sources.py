@@ -188,7 +188,7 @@ class SourcesPanel(QWidget):
         row = selected_row(self.table)
         if row is None or row >= self.model.rowCount():
             return None
-        return self.model.row(row)  # type: ignore[no-any-return]
+        return self.model.row(row)
 
     def select_id(self, source_id: int) -> None:
         row = self.model.view_row_of(source_id)

@@ -123,9 +123,9 @@ def holder_hint(data_dir: str | None) -> str:
         pid = remote.info["pid"]
         remote.close()
         return f"; the background engine (pid {pid}) has it open: {stop_command(data_dir)} stops it"
-    pid = lock_pid(data_dir)
-    if pid is not None:
-        return f"; process {pid} holds it (another ctx command, or the app)"
+    holder = lock_pid(data_dir)
+    if holder is not None:
+        return f"; process {holder} holds it (another ctx command, or the app)"
     return ""
 
 
