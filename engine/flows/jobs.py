@@ -42,6 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from engine.api import FINAL_JOB_STATES, ErrorInfo, JobSnapshot
 from engine.errors import CtxError, InternalError, NotFound
@@ -239,11 +240,7 @@ class JobRunner:
         with self._lock:
             self._dead = info
         self._writer_gone()
-        if self._on_death is not None:
-            try:
-                self._on_death(info)
-            except Exception:
-                log.exception("writer death hook failed")
+        _call_hook(self._on_death, info, "writer death")
 
     def _writer_gone(self) -> None:
         """Fail every unfinished job: no writer is left to run or finish them."""
@@ -261,11 +258,7 @@ class JobRunner:
         job.state, job.error = "failed", info
         job.finished, job.current = time.time(), ""
         self._emit(job)
-        if self._on_finish is not None:
-            try:
-                self._on_finish(job)
-            except Exception:
-                log.exception("job finish hook failed")
+        _call_hook(self._on_finish, job, "job finish")
 
     def _loop(self) -> None:
         while True:
@@ -457,11 +450,7 @@ class JobRunner:
             job.state, job.error = "failed", ErrorInfo.of(InternalError.of(outcome, "job"))
         job.finished, job.current = time.time(), ""
         self._emit(job)
-        if self._on_finish is not None:
-            try:
-                self._on_finish(job)
-            except Exception:
-                log.exception("job finish hook failed")
+        _call_hook(self._on_finish, job, "job finish")
 
     def _wait_resumed(self, job: Job) -> None:
         """Wait while ingestion is paused, unless the job is cancelled meanwhile."""
@@ -491,3 +480,13 @@ class JobRunner:
             self.cancel_all()
             self._thread.join(timeout)
         return not self._thread.is_alive()
+
+
+def _call_hook(hook: Callable[[Any], object] | None, arg: Any, what: str) -> None:
+    """Call a host's hook; its failure is logged, never the writer's."""
+    if hook is None:
+        return
+    try:
+        hook(arg)
+    except Exception:
+        log.exception("%s hook failed", what)

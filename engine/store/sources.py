@@ -209,13 +209,19 @@ def delete_sources(vault: Vault, source_ids: Sequence[int], *,
         for sid in source_ids:
             c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (sid, time.time()))
             c.execute("DELETE FROM sources WHERE id = ?", (sid,))
-        for key, h in doomed.items():
-            kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
-                "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
-                "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
-            if not kept:
-                c.execute("DELETE FROM embed_cache WHERE hash = ?", (key,))
+        _drop_unused_cache(c, doomed, cache_key)
     return len(source_ids)
+
+
+def _drop_unused_cache(c: Any, doomed: dict[str, Any], cache_key: KeyOf) -> None:
+    """Remove the embedding-cache rows of ``doomed`` (key -> content hash) that no chunk
+    left in the vault still uses (a chunk of the same hash and the same cache key)."""
+    for key, h in doomed.items():
+        kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
+            "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
+            "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
+        if not kept:
+            c.execute("DELETE FROM embed_cache WHERE hash = ?", (key,))
 
 
 DELETING = "deleting"  # a source a delete job is removing: no read sees it any more
@@ -256,13 +262,8 @@ def delete_step(vault: Vault, source_id: int, limit: int, *,
             return 0
         c.executemany("DELETE FROM chunks WHERE id = ?", [(r[0],) for r in rows])
         if cache_key is not None:
-            doomed = {cache_key(r[1], r[2], r[3], r[4]): r[5] for r in rows}
-            for key, h in doomed.items():
-                kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
-                    "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
-                    "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
-                if not kept:
-                    c.execute("DELETE FROM embed_cache WHERE hash = ?", (key,))
+            _drop_unused_cache(c, {cache_key(r[1], r[2], r[3], r[4]): r[5] for r in rows},
+                               cache_key)
         return len(rows)
 
 

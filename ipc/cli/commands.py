@@ -15,7 +15,7 @@ from typing import Any
 from engine import EngineAPI, InvalidInput, JobSnapshot, KeyUnavailable, NotUtf8
 from ipc.cli.backend import open_backend, served
 from ipc.cli.output import emit_json, fmt_time, parse_when, table
-from ipc.cli.progress import JobProgress, summary
+from ipc.cli.progress import JobProgress, job_or_none, summary
 from ipc.cli.targets import path_prefix
 from ipc.errors import ServerUnavailable
 from ipc.places import place
@@ -76,7 +76,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _wait_job(backend: EngineAPI, job_id: str) -> JobSnapshot:
-    bar = JobProgress(describe=lambda jid: _job_or_none(backend, jid))
+    bar = JobProgress(describe=lambda jid: job_or_none(backend, jid))
     seen: JobSnapshot | None = None
     try:
         while True:
@@ -97,13 +97,6 @@ def _wait_job(backend: EngineAPI, job_id: str) -> JobSnapshot:
             time.sleep(0.1)
     finally:
         bar.close()
-
-
-def _job_or_none(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
-    try:
-        return backend.job(job_id)
-    except Exception:  # noqa: BLE001 - a description only: the job may be gone
-        return None
 
 
 def _read_stdin() -> str:

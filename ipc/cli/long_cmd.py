@@ -17,7 +17,7 @@ from typing import TypeVar
 from engine import EngineAPI, JobSnapshot, StoreLocked
 from ipc.cli.backend import open_backend, served, stop_command
 from ipc.cli.output import emit_json
-from ipc.cli.progress import JobProgress
+from ipc.cli.progress import JobProgress, job_or_none
 from ipc.cli.targets import delete_target
 
 T = TypeVar("T")
@@ -28,7 +28,7 @@ STOP_WAIT_S = 120.0
 def follow(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
     """Follow a job to its end, its progress on stderr; None when the user stopped
     waiting (Ctrl-C): the job goes on."""
-    bar = JobProgress(describe=lambda jid: _job_or_none(backend, jid))
+    bar = JobProgress(describe=lambda jid: job_or_none(backend, jid))
     try:
         while True:
             snap = backend.job(job_id)
@@ -41,13 +41,6 @@ def follow(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
         return None
     finally:
         bar.close()
-
-
-def _job_or_none(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
-    try:
-        return backend.job(job_id)
-    except Exception:  # noqa: BLE001 - a description only: the job may be gone
-        return None
 
 
 def _still_running(backend: EngineAPI, job_id: str, what: str) -> int:

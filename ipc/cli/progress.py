@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from engine import JobSnapshot
+from engine import EngineAPI, JobSnapshot
 from ipc.cli.output import fmt_bytes, fmt_duration
 
 AFTER_S = 2.0  # a job shorter than this prints nothing
@@ -196,3 +196,11 @@ def summary(snap: JobSnapshot) -> list[str]:
 
 _IGNORED = {"gitignore": ".gitignore", "ctxignore": ".ctxignore",
             "excluded": "ingest.excludes"}
+
+
+def job_or_none(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
+    """A job's snapshot for a progress line's description, or None when it is gone."""
+    try:
+        return backend.job(job_id)
+    except Exception:  # noqa: BLE001 - a description only: the job may be gone
+        return None
