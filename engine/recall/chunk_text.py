@@ -244,10 +244,7 @@ def summarize_input(raw: str | None) -> str:
         return _argv(data) if all(isinstance(v, str) for v in data) else raw.strip()
     if not isinstance(data, dict):
         return str(data)
-    order = {key: i for i, key in enumerate(_SALIENT)}
-    items = sorted((kv for kv in data.items()
-                    if kv[1] not in (None, "", [], {}) and kv[0] not in PLUMBING),
-                   key=lambda kv: order.get(kv[0], len(order)))
+    order, items = _salient_items(data)
     parts = []
     for i, (key, value) in enumerate(items):
         rendered = _render_value(key, value)
@@ -257,6 +254,16 @@ def summarize_input(raw: str | None) -> str:
             parts.append(f"{key}={' '.join(rendered.split())}")
     return "; ".join(parts)
 
+
+
+def _salient_items(data: dict[str, Any]) -> tuple[dict[str, int], list[tuple[str, Any]]]:
+    """A tool input's keys in reading order (``_SALIENT`` first), empty values and plumbing
+    left out; with the order's index of each salient key."""
+    order = {key: i for i, key in enumerate(_SALIENT)}
+    items = sorted((kv for kv in data.items()
+                    if kv[1] not in (None, "", [], {}) and kv[0] not in PLUMBING),
+                   key=lambda kv: order.get(kv[0], len(order)))
+    return order, items
 
 def render_input(raw: str | None) -> str:
     """A tool call's whole input, laid out to read: ``summarize_input``'s order, but each
@@ -269,10 +276,7 @@ def render_input(raw: str | None) -> str:
         return raw.strip()
     if not isinstance(data, dict):
         return summarize_input(raw)
-    order = {key: i for i, key in enumerate(_SALIENT)}
-    items = sorted((kv for kv in data.items()
-                    if kv[1] not in (None, "", [], {}) and kv[0] not in PLUMBING),
-                   key=lambda kv: order.get(kv[0], len(order)))
+    order, items = _salient_items(data)
     parts = []
     for i, (key, value) in enumerate(items):
         rendered = _render_value(key, value).strip("\n")
