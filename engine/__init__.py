@@ -66,6 +66,7 @@ _WHERE: dict[str, str] = {
     "resolve_data_dir": "engine.paths:data_dir", "shown_path": "engine.pathnames:shown",
     "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
     "headless_key_available": "engine.crypto.keys", "headless_key_file": "engine.crypto.keys",
+    "default_key_file": "engine.paths",
     **_KEEPING,
     **{n: "engine.api" for n in _API},
     **{n: "engine.errors" for n in _ERRORS},
@@ -178,6 +179,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.flows.restore import restore_backup
     from engine.pathnames import shown as shown_path
     from engine.paths import data_dir as resolve_data_dir
+    from engine.paths import default_key_file
     from engine.protocol import ENGINE_METHODS, EngineAPI
     from engine.tokens import TokenCounter
     from engine.types import LIVE_KINDS, SOURCE_KINDS, LiveItem
@@ -197,7 +199,7 @@ __all__ = [
     "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
     "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "backup_due",
     "backups_to_prune",
-    "caller", "change_passphrase", "check_config", "error_from_dict", "generate_recovery_key",
+    "caller", "change_passphrase", "check_config", "default_key_file", "error_from_dict", "generate_recovery_key",
     "headless_key_available", "headless_key_file", "headless_passphrase", "init_store", "keychain_available", "load_config",
     "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
     "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",

@@ -23,6 +23,16 @@ FIXES = {
 }
 
 
+# The errors whose fix may be a passphrase in the default key file.
+_KEY_ERRORS = ("key_unavailable", "wrong_key")
+
+
 def fix_for(exc: CtxError) -> str:
-    """What to do about ``exc``: its hint, or where to look for errors without one."""
-    return FIXES.get(exc.name, f"{exc.name}: run `ctx status` to see why")
+    """What to do about ``exc``: its hint, or where to look for errors without one. A key
+    error's hint also names the default key file, which ctx reads by itself."""
+    fix = FIXES.get(exc.name, f"{exc.name}: run `ctx status` to see why")
+    if exc.name in _KEY_ERRORS:
+        from engine import default_key_file
+
+        fix += f" (or put the passphrase in {default_key_file()}, readable by you alone)"
+    return fix

@@ -102,10 +102,12 @@ def file_keyring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 
     from tests.keyring_file import BACKEND, ENV, FileKeyring
 
+    # the backend to restore, read before PYTHON_KEYRING_BACKEND names the stand-in: a
+    # keyring first loaded after it would make the stand-in the one "restored"
+    before = keyring.get_keyring()
     path = tmp_path / "keychain.json"
     monkeypatch.setenv(ENV, str(path))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", BACKEND)
-    before = keyring.get_keyring()
     keyring.set_keyring(FileKeyring())
     try:
         yield path

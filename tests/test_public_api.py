@@ -35,7 +35,7 @@ def test_engine_exports() -> None:
         "shown_path",
         "LiveItem",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
-        "headless_passphrase", "headless_key_available", "headless_key_file",
+        "headless_passphrase", "headless_key_available", "headless_key_file", "default_key_file",
         # keeping the data: backups, restore, export, recovery keys, key changes
         "BackupConfig", "BackupResult", "RestoreResult", "ExportResult", "KeyChangeResult",
         "RecoveryKeyInvalid", "BackupDamaged", "BackupMismatch", "StoreExists",

@@ -21,12 +21,18 @@ from ipc.errors import ServerUnavailable
 from ipc.places import place
 from ipc.status_text import adapt_line, histogram_line, memory_line, progress_text, waiting_line
 
-NO_WAY_TO_UNLOCK = (
-    "no keychain here and no terminal to ask for a passphrase. Give one in any of these "
-    "ways: `ctx init --passphrase-stdin` (the passphrase on standard input, e.g. from a "
-    "secret manager), CTX_PASSPHRASE=<passphrase>, or CTX_KEY_FILE=<a file readable by you "
-    "alone that holds it>. Later commands unlock the store the same way: set "
-    "CTX_PASSPHRASE or CTX_KEY_FILE where they run, or type the passphrase on a terminal")
+
+def no_way_to_unlock() -> str:
+    """What to do when no keychain, no terminal and no headless passphrase is here."""
+    from engine import default_key_file
+
+    return ("no keychain here and no terminal to ask for a passphrase. Give one in any of "
+            "these ways: `ctx init --passphrase-stdin` (the passphrase on standard input, "
+            "e.g. from a secret manager), CTX_PASSPHRASE=<passphrase>, CTX_KEY_FILE=<a file "
+            f"readable by you alone that holds it>, or put it in {default_key_file()} (readable "
+            "by you alone), where ctx looks by itself. Later commands unlock the store the "
+            "same way: the key file, CTX_PASSPHRASE or CTX_KEY_FILE where they run, or the "
+            "passphrase typed on a terminal")
 
 
 def _init_passphrase(args: argparse.Namespace) -> str | None:
@@ -41,7 +47,7 @@ def _init_passphrase(args: argparse.Namespace) -> str | None:
     if passphrase is not None:
         return passphrase
     if sys.stdin is None or not sys.stdin.isatty():
-        raise KeyUnavailable(NO_WAY_TO_UNLOCK)
+        raise KeyUnavailable(no_way_to_unlock())
     passphrase = getpass.getpass("new passphrase: ")
     if passphrase != getpass.getpass("again: "):
         raise InvalidInput("the passphrases differ", field="passphrase")

@@ -49,13 +49,17 @@ def test_version_is_the_bundle_launchers_answer() -> None:
 
 def test_init_without_terminal_or_keychain_names_every_way_to_unlock(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    env = {k: v for k, v in os.environ.items() if k not in ("CTX_PASSPHRASE", "CTX_KEY_FILE")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CTX_PASSPHRASE", "CTX_KEY_FILE", "XDG_CONFIG_HOME")}
+    env["HOME"] = str(tmp_path / "home")
     r = subprocess.run([sys.executable, "-m", "ipc.cli.main", "--data-dir", str(store), "init"],
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=REPO,
                        env=env, timeout=60, check=False)
     assert r.returncode == 4 and "key_unavailable" in r.stderr
     for way in ("--passphrase-stdin", "CTX_PASSPHRASE", "CTX_KEY_FILE", "Later commands"):
         assert way in r.stderr, way
+    if sys.platform.startswith("linux"):  # the default key file, where ctx looks by itself
+        assert str(tmp_path / "home" / ".config" / "ctx" / "keyfile") in r.stderr
     assert not (store / "engine.lock").exists()
 
 
