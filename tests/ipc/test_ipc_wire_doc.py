@@ -93,7 +93,7 @@ def test_the_plain_pyzmq_example_runs(doc: str, info: ConnectionInfo, tmp_path: 
     assert done.stdout.strip() == "echo:what did we decide about caching?"
 
 
-# -- result objects, as engine/api.py makes them -------------------------------------------
+# -- result objects, as engine/api/ makes them -------------------------------------------
 
 
 def _names(cell: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""docs/wire.md describes the backup and export results field by field, as engine/api.py
+"""docs/wire.md describes the backup and export results field by field, as engine/api/
 makes them, and the status fields about backups and keys."""
 
 from __future__ import annotations
