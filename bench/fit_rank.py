@@ -134,7 +134,7 @@ def dump_transcripts(cache: Path) -> dict[str, Any]:
     from bench import recall_quality as rq
     from bench import recall_scoring as rs
     from engine.facade import ContextEngine
-    from engine.store.vault import Filters
+    from engine.store.rows import Filters
 
     embedder = sd.make_embedder("minilm")
     dirs = rq.corpus_dirs()

@@ -57,7 +57,7 @@ def measure(eng: Any, drawn: list[tuple[str, int]], budgets: list[int],
             max_dfs: list[float]) -> dict[str, dict[str, float]]:
     from engine.flows.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.store.vault import Filters
+    from engine.store.rows import Filters
 
     rt = eng.rt
     configs = arms(rt.cfg, budgets, max_dfs)

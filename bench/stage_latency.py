@@ -95,7 +95,7 @@ class QueryModel:
 def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, float]]:
     from engine.flows.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.store.vault import Filters
+    from engine.store.rows import Filters
 
     rt = eng.rt
     stages: dict[str, list[float]] = {}

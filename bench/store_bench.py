@@ -88,7 +88,7 @@ def ingest(engine: Any, files: list[Path]) -> tuple[float, dict[str, Any]]:
 def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, dict[str, float]]:
     from engine.flows.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.store.vault import Filters
+    from engine.store.rows import Filters
 
     rt = engine.rt
     lanes: dict[str, list[float]] = {k: [] for k in (

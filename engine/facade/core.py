@@ -56,7 +56,8 @@ from engine.metrics import ALERT_VAULT_DAMAGED, ALERT_WRITER_FAILED, Metrics
 from engine.pathnames import shown
 from engine.store import sources as src
 from engine.store.lock import DataDirLock
-from engine.store.vault import Filters, Vault
+from engine.store.rows import Filters
+from engine.store.vault import Vault
 from engine.tokens import TokenCounter
 
 log = logging.getLogger("ctx.engine")

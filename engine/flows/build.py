@@ -31,7 +31,7 @@ from engine.metrics import BUILD_MS, TOKEN_ACCURACY
 from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.retrieval.dedupe import suppress_near_duplicates
-from engine.store.vault import ChunkRow
+from engine.store.rows import ChunkRow
 
 
 def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] | None = None,

@@ -23,8 +23,8 @@ from engine.packing.packer import PackingConfig
 from engine.packing.turns import TurnPrior
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.store.neighbours import chunks_in_spans
+from engine.store.rows import ChunkRow
 from engine.store.surrogate_rows import surrogates_of
-from engine.store.vault import ChunkRow
 
 
 def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, ranked: Sequence[Ranked],

@@ -21,7 +21,7 @@ from engine.metrics import ALERT_VECTOR_DOWN
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
-from engine.store.vault import ChunkRow, Filters
+from engine.store.rows import ChunkRow, Filters
 
 
 @dataclass(frozen=True)

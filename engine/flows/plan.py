@@ -27,7 +27,7 @@ from engine.config import Config
 from engine.flows.runtime import Runtime
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.query import QueryAnalysis, QueryConfig, analyze_query, lane_weights
-from engine.store.vault import ChunkRow, Filters
+from engine.store.rows import ChunkRow, Filters
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from engine.metrics import QUERY_MS
 from engine.retrieval.fusion import rrf
 from engine.retrieval.profiles import profile_of
 from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
-from engine.store.vault import ChunkRow, Filters
+from engine.store.rows import ChunkRow, Filters
 
 Ranked = tuple[Hashable, float, dict[str, float]]
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from engine.config import Config
 from engine.flows.lanes import LaneResult
 from engine.flows.runtime import Runtime
-from engine.store.vault import Filters
+from engine.store.rows import Filters
 
 TRANSCRIPT = "transcript"  # the source kind whose chunks belong to sessions
 

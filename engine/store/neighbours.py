@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.store.vault import CHUNK_COLUMNS, ChunkRow, Vault
+from engine.store.rows import CHUNK_COLUMNS, ChunkRow
+from engine.store.vault import Vault
 
 
 def chunks_in_spans(vault: Vault, spans: Mapping[int, Sequence[tuple[int, int]]],

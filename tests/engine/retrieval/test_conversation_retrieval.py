@@ -9,7 +9,7 @@ from engine.flows.lanes import run_lanes
 from engine.flows.plan import analyse, row_speakers, speaker_names_in
 from engine.retrieval.fts_match import fts_query
 from engine.retrieval.query import analyze_query
-from engine.store.vault import ChunkRow, Filters
+from engine.store.rows import ChunkRow, Filters
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
 

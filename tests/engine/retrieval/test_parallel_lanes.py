@@ -12,7 +12,7 @@ import pytest
 from engine.errors import CtxError
 from engine.facade import ContextEngine
 from engine.flows.lanes import run_lanes
-from engine.store.vault import Filters
+from engine.store.rows import Filters
 
 DOCS = {
     "notes/budget.md": "The packer keeps every payload within the caller's token budget.",

@@ -7,7 +7,7 @@ import dataclasses
 from engine.facade import ContextEngine
 from engine.flows.lanes import run_lanes
 from engine.flows.session_expand import expand_sessions
-from engine.store.vault import Filters
+from engine.store.rows import Filters
 from tests.conftest import shared_data
 
 

@@ -11,7 +11,7 @@ import pytest
 import engine.store.vault as vault_module
 from engine.facade import ContextEngine
 from engine.store.kind_share import KindShare, overfetch
-from engine.store.vault import Filters
+from engine.store.rows import Filters
 
 # -- overfetch, on plain rows ------------------------------------------------------------
 

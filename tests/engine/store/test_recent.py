@@ -10,7 +10,8 @@ import random
 import pytest
 
 from engine.facade import ContextEngine
-from engine.store.vault import Filters, Vault
+from engine.store.rows import Filters
+from engine.store.vault import Vault
 
 T0 = 1_700_000_000.0
 

@@ -1,0 +1,144 @@
+"""What the vault's reads take and give, as plain data: the search filters (``Filters``,
+with their SQL and their same test in Python) and a chunk read with its source
+(``ChunkRow``, read through ``CHUNK_COLUMNS``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_ABSOLUTE = re.compile(r"^(/|\\|[A-Za-z][A-Za-z0-9+.-]*:)")  # a path, a drive or a uri scheme
+
+
+def like_prefix(text: str) -> str:
+    """``text`` as a LIKE prefix pattern (with ESCAPE '\\'): its wildcards taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Search filters: source or chunk kinds, a source uri prefix, a time range (epoch s).
+
+    ``path_prefix`` is a prefix of a source's uri (its absolute path), or, when it is
+    relative (``requests/``), of a file's path under the folder it was ingested from,
+    as hits show it (``SearchHit.path``)."""
+
+    kinds: tuple[str, ...] = ()
+    path_prefix: str = ""
+    since: float | None = None
+    until: float | None = None
+    source_ids: tuple[int, ...] | None = None
+    project: str | None = None
+    branch: str | None = None
+
+    def sql(self, s: str = "s", c: str = "c") -> tuple[str, list[Any]]:
+        parts: list[str] = [f"{s}.state = 'ready'"]
+        args: list[Any] = []
+        if self.kinds:
+            marks = ",".join("?" * len(self.kinds))
+            parts.append(f"({s}.kind IN ({marks}) OR {c}.kind IN ({marks}))")
+            args += list(self.kinds) * 2
+        shown = self.shown_prefix
+        if shown is not None:
+            root = f"json_extract({c}.meta, '$.root')"
+            parts.append(f"(substr({s}.uri, 1, length({root}) + 1) = {root} || '/' AND "
+                         f"substr({s}.uri, length({root}) + 2) LIKE ? ESCAPE '\\')")
+            args.append(like_prefix(shown))
+        elif self.path_prefix:
+            parts.append(f"{s}.uri LIKE ? ESCAPE '\\'")
+            args.append(like_prefix(self.path_prefix))
+        if self.since is not None:
+            parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) <= ?")
+            args.append(self.until)
+        if self.project is not None:
+            parts.append(f"{s}.project = ?")
+            args.append(self.project)
+        if self.branch is not None:
+            parts.append(f"json_extract({c}.meta, '$.branch') = ?")
+            args.append(self.branch)
+        if self.source_ids is not None:
+            parts.append(f"{s}.id IN ({','.join(str(int(i)) for i in self.source_ids) or 'NULL'})")
+        return " AND ".join(parts), args
+
+    def matches(self, row: ChunkRow) -> bool:
+        """Whether a chunk read from the vault passes these filters (``sql``'s test, in
+        Python, for hits found without it: the vector lane's)."""
+        if self.kinds and row.kind not in self.kinds and row.source_kind not in self.kinds:
+            return False
+        shown = self.shown_prefix
+        if shown is not None:
+            root = row.meta.get("root")
+            if not (isinstance(root, str) and row.source.startswith(root + "/")
+                    and row.source[len(root) + 1:].startswith(shown)):
+                return False
+        elif self.path_prefix and not row.source.startswith(self.path_prefix):
+            return False
+        if self.since is not None and (row.time is None or row.time < self.since):
+            return False
+        if self.until is not None and (row.time is None or row.time > self.until):
+            return False
+        if self.source_ids is not None and row.source_id not in self.source_ids:
+            return False
+        if self.project is not None and row.project != self.project:
+            return False
+        return self.branch is None or row.meta.get("branch") == self.branch
+
+    @property
+    def shown_prefix(self) -> str | None:
+        """A relative ``path_prefix`` as hits show paths (``./`` dropped); None if absolute."""
+        prefix = self.path_prefix
+        if not prefix or _ABSOLUTE.match(prefix):
+            return None
+        while prefix.startswith("./"):
+            prefix = prefix[2:]
+        return prefix or None
+
+    @property
+    def only_kinds(self) -> bool:
+        """Whether the filter is of kinds and nothing else."""
+        return bool(self.kinds) and Filters(kinds=self.kinds) == self
+
+    @property
+    def empty(self) -> bool:
+        return not (self.kinds or self.path_prefix or self.since is not None
+                    or self.until is not None or self.source_ids is not None
+                    or self.project is not None or self.branch is not None)
+
+
+
+
+CHUNK_COLUMNS = (
+    "c.id, c.source_id, c.ordinal, c.kind, c.heading, c.text, c.tokens, c.start, c.time, "
+    "c.meta, s.uri, s.title, s.kind, s.created_at, s.ingested_at, s.project"
+)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    source_id: int
+    ordinal: int
+    kind: str
+    heading: str
+    text: str
+    tokens: int
+    start: int
+    time: float | None
+    meta: dict[str, Any]
+    source: str
+    title: str
+    source_kind: str
+    source_time: float | None
+    project: str | None
+
+    @classmethod
+    def from_row(cls, r: Sequence[Any]) -> ChunkRow:
+        t = r[8] if r[8] is not None else (r[13] if r[13] is not None else r[14])
+        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], t, json.loads(r[9]),
+                   r[10], r[11], r[12], r[13], r[15])
