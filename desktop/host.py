@@ -19,8 +19,8 @@ signals there (nobody polls the engine):
 - ``watch_changed(WatchReport)``: the watched folders and what they did.
 - ``config_changed()``, ``paused_changed(bool)``.
 
-The IPC server is :class:`ipc.serve.ServerHost` and the watched folders
-:class:`ipc.watch_service.WatchService`, the same code as ``ctx serve``.
+The IPC server is :class:`ipc.serve.ServerHost` and the watched folders the engine's
+own (``engine.watch()``, ``WatchChanged`` events), the same code as ``ctx serve``.
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ from engine import (
     JobSnapshot,
     KeyUnavailable,
     StoreNotInitialized,
+    WatchReport,
     WrongKey,
     caller,
 )
-from ipc.watch_service import WatchReport
 
 log = logging.getLogger("ctx.desktop.host")
 
@@ -93,7 +93,6 @@ class EngineHost(QObject, HostEvents):
         self._state = "stopped"
         self._engine: Any = None
         self._server: Any = None
-        self._watch: Any = None
         self._config: Any = None
         self._unsubscribe: Callable[[], None] | None = None
         self._paused = False
@@ -222,7 +221,7 @@ class EngineHost(QObject, HostEvents):
         """Worker: open and serve; remember the result until the GUI thread takes it."""
         opened = open_and_serve(self._factory, data_dir, passphrase, serve=self._serve,
                                 workers=self._workers, on_event=self._on_event,
-                                on_watch=self._on_watch, existed=existed)
+                                existed=existed)
         with self._pending_lock:
             self._just_opened = opened
         return opened
@@ -234,7 +233,7 @@ class EngineHost(QObject, HostEvents):
             self._just_opened = None
         self._typed = self._retry_secret = None
         self._engine, self._server, self._config = opened.engine, opened.server, opened.config
-        self._watch, self._unsubscribe = opened.watch, opened.unsubscribe
+        self._unsubscribe = opened.unsubscribe
         self.created = self.created or opened.created
         self._paused = opened.status.ingestion_paused
         self._model_loaded = self._model_loaded or opened.status.model_loaded
@@ -278,7 +277,7 @@ class EngineHost(QObject, HostEvents):
         if self._shutdown_thread is None:
             self._set_state("stopping")
             unsubscribe, self._unsubscribe = self._unsubscribe, None
-            engine, server, watch = self._engine, self._server, self._watch
+            engine, server = self._engine, self._server
             self._engine = None
             tasks = self.tasks
 
@@ -286,12 +285,12 @@ class EngineHost(QObject, HostEvents):
                 if unsubscribe is not None:
                     unsubscribe()
                 tasks.wait_for_done(int(timeout * 1000))
-                close_all(engine, server, watch, stop_jobs=stop_jobs)
+                close_all(engine, server, stop_jobs=stop_jobs)
                 with self._pending_lock:  # opened while we were stopping
                     late, self._just_opened = self._just_opened, None
                 if late is not None:
                     late.unsubscribe()
-                    close_all(late.engine, late.server, late.watch)
+                    close_all(late.engine, late.server)
                 self.bridge.post(self._finish_stopped)
             self._shutdown_thread = threading.Thread(target=work, name="ctx-shutdown",
                                                      daemon=True)
@@ -380,14 +379,11 @@ class EngineHost(QObject, HostEvents):
     def reload_config(self) -> Task | None:
         """Re-read config.toml (after Settings wrote it): the watched folders follow it at
         once; other engine settings apply at the next open. Emits ``config_changed``."""
-        watch = self._watch
-
         def load(engine: Any) -> Any:
             from engine import load_config
 
             config = load_config(engine.data_dir)
-            if watch is not None:
-                watch.update(config.ingest.watched_folders)
+            engine.watch(config.ingest.watched_folders)
             return config
 
         def loaded(config: Any) -> None:

@@ -21,8 +21,9 @@ from engine import (
     JobSnapshot,
     SourcesChanged,
     Warming,
+    WatchChanged,
+    WatchReport,
 )
-from ipc.watch_service import WatchReport
 
 JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last one always)
 # Jobs whose failure only a notice tells (a balloon, the tray, Health): ingestion, which
@@ -73,6 +74,8 @@ class HostEvents:
             self.bridge.post(lambda: self._alert_cleared(event.name))
         elif isinstance(event, Warming):
             self.bridge.post(lambda: self._warming(event))
+        elif isinstance(event, WatchChanged):
+            self._on_watch(event.report)
 
     def _on_watch(self, report: WatchReport) -> None:
         """The watched folders' report (their threads): hand it to the GUI."""

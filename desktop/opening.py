@@ -3,7 +3,7 @@
 ``open_and_serve`` opens the store, subscribes to the engine's events (before
 the warm-up, so the model's loading is heard), starts the warm-up, binds the
 in-process IPC server (the same ServerHost as ``ctx serve``) and starts the
-watched folders (the same WatchService as ``ctx serve``). ``close_all`` undoes
+watched folders (``engine.watch()``, as ``ctx serve`` does). ``close_all`` undoes
 it in the quit order: stop watching, stop the server, stop jobs at a safe point
 (unless they were let finish), close the engine. Neither touches Qt.
 """
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from engine import Event, Status, probe_store
-from ipc.watch_service import WatchReport, WatchService
 
 log = logging.getLogger("ctx.desktop.opening")
 
@@ -57,14 +56,14 @@ class Opened:
     config: Any
     status: Status
     unsubscribe: Callable[[], None]
-    watch: WatchService
     created: bool  # the store did not exist before this open
 
 
 def open_and_serve(factory: EngineFactory, data_dir: Path, passphrase: str | None, *,
                    serve: bool, workers: int, on_event: Callable[[Event], None],
-                   on_watch: Callable[[WatchReport], None], existed: bool = True) -> Opened:
-    """Worker: open the engine, hear its events, warm it up, serve IPC, watch folders."""
+                   existed: bool = True) -> Opened:
+    """Worker: open the engine, hear its events (the watched folders' too), warm it up,
+    serve IPC, watch folders."""
     engine = factory(data_dir, passphrase)
     unsubscribe: Callable[[], None] = lambda: None
     try:
@@ -81,25 +80,26 @@ def open_and_serve(factory: EngineFactory, data_dir: Path, passphrase: str | Non
                 server.start()
             except Exception as exc:  # noqa: BLE001 - the app works without IPC
                 server, server_error = None, exc
-        watch = WatchService(engine, on_report=on_watch)
-        watch.start()
+        engine.watch()  # the config's [ingest] watched_folders: WatchChanged events
         status = engine.status()  # after subscribing: no alert falls between the two
         return Opened(engine, server, server_error, engine.config, status, unsubscribe,
-                      watch, created=not existed)
+                      created=not existed)
     except BaseException:
         unsubscribe()
         engine.close()
         raise
 
 
-def close_all(engine: Any, server: Any, watch: WatchService | None, *,
-              stop_jobs: bool = True) -> None:
+def close_all(engine: Any, server: Any, *, stop_jobs: bool = True) -> None:
     """Stop watching and serving, stop jobs at a safe point, close the engine (a worker).
 
     Jobs stopped here are remembered by the engine and listed at the next open.
     """
-    if watch is not None:
-        watch.close()
+    if engine is not None:
+        try:
+            engine.watch([])  # no change is ingested while the server and the jobs stop
+        except Exception:  # closing the engine matters more
+            log.exception("stopping the watched folders failed")
     if server is not None:
         try:
             server.stop(timeout=10)

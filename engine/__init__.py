@@ -31,7 +31,8 @@ _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "B
         "BuildItem", "CompactResult", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobProgress", "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit",
         "RecallResult", "RepairResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
-        "SyncResult", "VectorMemory", "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES",
+        "SyncResult", "VectorMemory", "AdaptStatus", "Warming", "WatchChanged", "WatchReport",
+        "FINAL_JOB_STATES", "JOB_STATES",
         "TIERS")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
            "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
@@ -112,6 +113,8 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         SyncResult,
         VectorMemory,
         Warming,
+        WatchChanged,
+        WatchReport,
     )
     from engine.backup.config import BackupConfig
     from engine.backup.schedule import backup_due, backups_to_prune
@@ -197,7 +200,8 @@ __all__ = [
     "RepairResult", "RestoreResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
     "StoreDamaged", "StoreExists", "StoreLocked", "StoreNotInitialized", "StoreTooNew",
     "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
-    "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WrongKey", "backup_due",
+    "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WatchChanged", "WatchReport",
+    "WrongKey", "backup_due",
     "backups_to_prune",
     "caller", "change_passphrase", "check_config", "default_key_file", "error_from_dict", "generate_recovery_key",
     "headless_key_available", "headless_key_file", "headless_passphrase", "init_store", "keychain_available", "load_config",

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine import CtxError, EngineAPI, parse_config_section
+from engine import CtxError, EngineAPI, Event, WatchChanged, parse_config_section
 from ipc.connection import (
     ConnectionInfo,
     connection_file_path,
@@ -43,7 +43,6 @@ from ipc.connection import (
 )
 from ipc.protocol import IpcConfig
 from ipc.server import Server
-from ipc.watch_service import WatchReport, WatchService
 
 __all__ = ["ServerHost", "main", "serve"]
 
@@ -222,7 +221,8 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
         check_loopback(endpoint)  # refused before the store is opened (or created)
     engine = (engine_factory or _open_context_engine)(data_dir)
     host: ServerHost | None = None
-    watch = WatchService(engine, on_report=_log_watch)
+    subscribe = getattr(engine, "subscribe", None)
+    unsubscribe = subscribe(_log_watch) if subscribe is not None else None
     try:
         warm_up = getattr(engine, "warm_up", None)
         if warm_up is not None:
@@ -244,7 +244,9 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
                     ready(info)
                 if sync_on_start:
                     _sync_in_background(engine)
-                watch.start()  # the config's [ingest] watched_folders, if any
+                watch = getattr(engine, "watch", None)
+                if watch is not None:
+                    watch()  # the config's [ingest] watched_folders, if any
             poll = 0.2 if idle_timeout is None else min(0.2, idle_timeout / 4)
             while not host.wait(poll):
                 if idle_timeout is not None and host.idle_seconds() >= idle_timeout:
@@ -252,15 +254,21 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
                         continue
                     host.request_stop()
     finally:
-        watch.close()
+        if getattr(engine, "watch", None) is not None:
+            engine.watch([])  # no change is ingested while the server stops
+        if unsubscribe is not None:
+            unsubscribe()
         if host is not None:
             host.stop(timeout=30)
         engine.close()
     return 0
 
 
-def _log_watch(report: WatchReport) -> None:
+def _log_watch(event: Event) -> None:
     """What the watched folders did, in the log: counts and reasons, never a path."""
+    if not isinstance(event, WatchChanged):
+        return
+    report = event.report
     if report.error is not None:
         log.warning("watched folders: %s", report.error.name)
     elif report.removed:

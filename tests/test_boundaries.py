@@ -109,3 +109,17 @@ def test_the_guard_sees_an_engine_internal_a_desktop_import_and_a_cycle(tmp_path
         "ipc/a.py:2 imports engine.facade: use `from engine import ...`",
         "ipc/a.py:4 imports desktop: ipc/ sits below desktop/"]
     assert cycles(client_graph(tmp_path)) == [["ipc.a", "ipc.b"]]
+
+
+def test_watching_folders_is_the_engines_work() -> None:
+    """ipc/ is the wire and its front ends, desktop/ the app: neither follows folders on
+    disk itself (the engine does: ``ContextEngine.watch``, engine/watching/)."""
+    found = []
+    for pkg in ("ipc", "desktop"):
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                found += [f"{path.relative_to(REPO)}: {n}" for n in names
+                          if n.split(".")[0] == "watchdog"]
+    assert not found, "folder watching outside the engine:\n" + "\n".join(found)

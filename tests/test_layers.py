@@ -23,7 +23,7 @@ LAYER_OF = {
     "offline": "base", "calls": "base", "events": "base", "protocol": "base",
     "crypto": "parts", "embedding": "parts", "store": "parts", "ingest": "parts",
     "retrieval": "parts", "packing": "parts", "surrogates": "parts", "recall": "parts",
-    "access": "parts", "backup": "parts",
+    "access": "parts", "backup": "parts", "watching": "parts",
     "config": "config",
     "flows": "flows",
     "facade": "facade", "__init__": "facade",

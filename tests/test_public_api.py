@@ -22,7 +22,7 @@ def test_engine_exports() -> None:
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit", "RecallResult",
         "RepairResult",
         "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
-        "AdaptStatus", "Warming", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
+        "AdaptStatus", "Warming", "WatchChanged", "WatchReport", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
         # errors
         "CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
         "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",

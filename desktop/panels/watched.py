@@ -1,7 +1,7 @@
 """The Ingestion panel's watched-folders section: the folders the engine's config names
-(``[ingest] watched_folders``), as the host's watch service follows them.
+(``[ingest] watched_folders``), as the engine follows them.
 
-The service itself (``ipc.watch_service``, the same one ``ctx serve`` runs) ingests
+The engine itself (``ContextEngine.watch``, the same in ``ctx serve``) ingests
 changed files again and removes deleted ones; this section only shows which folders
 are watched, which cannot be and why, and tells what a change did.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from desktop.messages import describe, plural
 from desktop.panels.widgets import heading, muted
 from desktop.qt import QListWidget, QVBoxLayout, QWidget
-from ipc.watch_service import WatchReport
+from engine import WatchReport
 
 Notify = Callable[[str, str], None]  # (banner kind, text)
 

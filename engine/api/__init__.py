@@ -24,7 +24,8 @@ The map (each module imports only those above it):
 - ``status``: ``Status``, ``Alert``, ``Histogram``, ``MetricsSnapshot``, ``VectorMemory``,
   ``AdaptStatus``;
 - ``notices``: the events: ``Event``, ``JobChanged``, ``SourcesChanged``, ``BuildItem``,
-  ``BuildDone``, ``Warming``, ``AlertRaised``, ``AlertCleared``.
+  ``BuildDone``, ``Warming``, ``AlertRaised``, ``AlertCleared``, ``WatchChanged`` (with
+  ``WatchReport``).
 
 ``from engine.api import X`` reads every one of them from here.
 """
@@ -63,6 +64,8 @@ from engine.api.notices import (
     JobChanged,
     SourcesChanged,
     Warming,
+    WatchChanged,
+    WatchReport,
 )
 from engine.api.results import (
     TIERS,
@@ -90,5 +93,5 @@ __all__ = [
     "JobProgress", "JobSnapshot", "JobState", "KeyChangeResult", "MetricsSnapshot",
     "Payload", "PayloadItem", "RecallHit", "RecallResult", "RepairResult", "RestoreResult",
     "SearchHit", "SourceInfo", "SourceRef", "SourcesChanged", "Status", "SyncResult",
-    "VectorMemory", "Warming", "describe_progress",
+    "VectorMemory", "Warming", "WatchChanged", "WatchReport", "describe_progress",
 ]

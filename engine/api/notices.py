@@ -5,7 +5,7 @@ carry ids, counts and names, never the text of a source or a query."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from engine.api.base import ErrorInfo, Plain
@@ -110,3 +110,26 @@ class AlertRaised(Event):
 class AlertCleared(Event):
     kind: ClassVar[str] = "alert_cleared"
     name: str
+
+
+@dataclass(frozen=True)
+class WatchReport:
+    """What the watched folders (``[ingest] watched_folders``, ``ContextEngine.watch``)
+    are and did: the folders followed, those that cannot be (folder -> why), and, for
+    an event, the ingest job queued (with the paths it reads), the sources removed, or
+    the error of an ingest or delete."""
+
+    folders: tuple[str, ...]
+    problems: Mapping[str, str] = field(default_factory=dict)
+    job: str | None = None
+    paths: tuple[str, ...] = ()
+    removed: int = 0
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class WatchChanged(Event):
+    """The watched folders changed (followed, or one cannot be) or did something."""
+
+    kind: ClassVar[str] = "watch"
+    report: WatchReport

@@ -27,6 +27,8 @@ from engine.api import (
     SearchHit,
     SourceInfo,
     Status,
+    WatchChanged,
+    WatchReport,
 )
 from engine.calls import audited, current_caller, names_fields
 from engine.config import Config, load_config
@@ -51,6 +53,7 @@ from engine.flows.opening import lock_store, new_vault, open_vectors, prepare_ro
 from engine.flows.ranking import search as run_search
 from engine.flows.runtime import Runtime
 from engine.flows.vector_stage import VectorStage
+from engine.flows.watching import WatchService
 from engine.flows.writer import Writer
 from engine.metrics import ALERT_VAULT_DAMAGED, ALERT_WRITER_FAILED, Metrics
 from engine.pathnames import shown
@@ -123,6 +126,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
             vectors.close()
             vault.close()
             raise
+        self._watching = WatchService(self, emit=lambda r: self._events.emit(WatchChanged(r)))
 
     # -- lifecycle ---------------------------------------------------------------
     @classmethod
@@ -199,6 +203,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
     def close(self) -> None:
         if self._closed:
             return
+        self._watching.close()  # no change is queued while the jobs stop
         self._stop_tracked()
         self._closed = True
         self._jobs.stop()
@@ -222,6 +227,22 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- watched folders ----------------------------------------------------------
+    def watch(self, folders: Sequence[str] | None = None) -> WatchReport:
+        """Follow the watched folders: the config's ``[ingest] watched_folders``, or
+        exactly ``folders`` (an empty list stops watching). Each folder is ingested once
+        when it starts being followed (unchanged files are skipped; stored files gone
+        from it are deleted), then its changes are ingested and its deleted files
+        deleted, as caller "watch". Returns the folders followed and those that cannot
+        be (and why); what happens later comes as ``WatchChanged`` events."""
+        self._live()
+        return self._watching.follow(self._watching.configured() if folders is None
+                                     else folders)
+
+    def watched(self) -> WatchReport:
+        """The folders followed now and those that cannot be (see ``watch``)."""
+        return self._watching.last
 
     def _live(self) -> Runtime:
         if self._closed:

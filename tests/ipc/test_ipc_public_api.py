@@ -26,8 +26,6 @@ EXPECTED = {
     "ipc.client": ["Client"],
     "ipc.remote": ["RemoteEngine", "connect"],
     "ipc.serve": ["ServerHost", "main", "serve"],
-    "ipc.folder_watch": ["Batch", "FolderWatcher", "ignored"],
-    "ipc.watch_service": ["DELAY_S", "MAX_WAIT_S", "WatchReport", "WatchService"],
 }
 
 

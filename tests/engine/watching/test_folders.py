@@ -6,7 +6,7 @@ import queue
 import time
 from pathlib import Path
 
-from ipc.folder_watch import FolderWatcher, ignored
+from engine.watching.folders import FolderWatcher, ignored
 
 
 def _next(batches: queue.Queue[tuple[list[str], list[str]]], timeout: float = 20.0

@@ -1,48 +1,37 @@
-"""Watched folders as a service of whoever hosts the engine (the desktop app, ``ctx serve``).
+"""Watched folders as an engine service (``ContextEngine.watch``), for whoever hosts the
+engine: the desktop app and ``ctx serve`` alike.
 
 The folders are the engine's ``[ingest] watched_folders``. On start, and for a
 folder added later, each folder is ingested once (unchanged files are skipped)
 and stored files that vanished meanwhile leave the store. Then
-:class:`~ipc.folder_watch.FolderWatcher` reports debounced batches: changed
+:class:`~engine.watching.folders.FolderWatcher` reports debounced batches: changed
 files are ingested again, deleted ones are deleted from the store.
 
 Engine calls run on the watcher's own threads (never the caller's GUI thread),
-as caller "watch". What happened is told through ``on_report`` with a
-:class:`WatchReport` (on those threads: a GUI hands it to its own thread).
+as caller "watch". What happened is told through ``emit`` with a
+:class:`~engine.api.WatchReport` (on those threads), which the facade announces
+as a ``WatchChanged`` event to its subscribers.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine import CtxError, ErrorInfo, InternalError, NotFound, caller
+from engine.api import ErrorInfo, WatchReport
+from engine.calls import caller
+from engine.errors import CtxError, InternalError, NotFound
 
-__all__ = ["DELAY_S", "MAX_WAIT_S", "WatchReport", "WatchService"]
+__all__ = ["DELAY_S", "MAX_WAIT_S", "WatchService"]
 
 log = logging.getLogger("ctx.watch")
 
 # Debounce: a folder quiet this long (s) is read; one that keeps changing at most this late.
 DELAY_S = 1.5
 MAX_WAIT_S = 10.0
-
-
-@dataclass(frozen=True)
-class WatchReport:
-    """What the watched folders are and did: the folders followed, those that cannot be
-    (folder -> why), and, for an event, the ingest job queued, the sources removed, or
-    the error of an engine call."""
-
-    folders: tuple[str, ...]
-    problems: Mapping[str, str] = field(default_factory=dict)
-    job: str | None = None
-    paths: tuple[str, ...] = ()
-    removed: int = 0
-    error: ErrorInfo | None = None
 
 
 def _error(exc: BaseException) -> ErrorInfo:
@@ -58,15 +47,18 @@ def _under(path: str, folder: str) -> bool:
 class WatchService:
     """Follows the engine's watched folders (see the module docstring)."""
 
-    def __init__(self, engine: Any, *, on_report: Callable[[WatchReport], None] | None = None,
+    def __init__(self, engine: Any, *, emit: Callable[[WatchReport], None] | None = None,
                  delay: float = DELAY_S, max_wait: float = MAX_WAIT_S) -> None:
+        # ``engine``: the facade (ingest, delete, sources, config, data_dir), called as
+        # caller "watch" on the watcher's threads
         self.engine = engine
-        self._on_report = on_report
+        self._on_report = emit
         self._delay, self._max_wait = delay, max_wait
         self._watcher: Any = None
         self._problems: dict[str, str] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._started = False
         self.last = WatchReport(())
 
     @property
@@ -75,16 +67,13 @@ class WatchService:
 
     def configured(self) -> tuple[str, ...]:
         """The folders the engine's config names."""
-        ingest = getattr(getattr(self.engine, "config", None), "ingest", None)
-        return tuple(getattr(ingest, "watched_folders", ()) or ())
+        return tuple(self.engine.config.ingest.watched_folders)
 
-    def start(self, folders: Sequence[str] | None = None) -> WatchReport:
-        """Follow ``folders`` (default: the config's), catching up on each of them."""
-        return self._set(self.configured() if folders is None else folders, catch_up_all=True)
-
-    def update(self, folders: Sequence[str]) -> WatchReport:
-        """Follow exactly ``folders`` now (after a settings change); catch up on new ones."""
-        return self._set(folders, catch_up_all=False)
+    def follow(self, folders: Sequence[str]) -> WatchReport:
+        """Follow exactly ``folders`` now. The first call catches up on each of them;
+        later ones (after a settings change) on those new to the list."""
+        first, self._started = not self._started, True
+        return self._set(folders, catch_up_all=first)
 
     def close(self) -> None:
         with self._lock:
@@ -99,19 +88,21 @@ class WatchService:
             if self._closed:
                 return self.last
             before = set(self.folders)
-            if not folders and self._watcher is None:
+            if not folders:  # stop watching: no timer left to queue a change
                 self._problems = {}
+                stopped, self._watcher = self._watcher, None
+                if stopped is not None:
+                    stopped.close()
                 return self._report()
             if self._watcher is None:
                 try:
-                    from ipc.folder_watch import FolderWatcher
+                    from engine.watching.folders import FolderWatcher
                 except ImportError:
                     self._problems = {f: "watching needs the watchdog package" for f in folders}
                     return self._report()
-                exclude = [str(getattr(self.engine, "data_dir", "") or "")]
                 self._watcher = FolderWatcher(self._batch, delay=self._delay,
                                               max_wait=self._max_wait,
-                                              exclude=[e for e in exclude if e])
+                                              exclude=[str(self.engine.data_dir)])
             self._problems = self._watcher.set_folders(list(folders))
             fresh = [f for f in self._watcher.folders if catch_up_all or f not in before]
         report = self._report()
