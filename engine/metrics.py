@@ -1,4 +1,4 @@
-"""In-process metrics: duration histograms, counters, gauges and alerts.
+"""In-process metrics: duration histograms, counters and alerts.
 
 Names follow the module specification (``context_engine.*``). Values are ids,
 counts and timings only, never content. An alert that is raised or cleared is
@@ -42,7 +42,6 @@ class Metrics:
         self._lock = threading.Lock()
         self._hist: dict[str, deque[float]] = {}
         self._counters: dict[str, int] = {}
-        self._gauges: dict[str, float] = {}
         self._alerts: dict[str, dict[str, Any]] = {}
         self._window = window
 
@@ -53,10 +52,6 @@ class Metrics:
     def incr(self, name: str, by: int = 1) -> None:
         with self._lock:
             self._counters[name] = self._counters.get(name, 0) + by
-
-    def gauge(self, name: str, value: float) -> None:
-        with self._lock:
-            self._gauges[name] = float(value)
 
     def alert(self, name: str, active: bool, detail: str = "") -> None:
         """Raise (again: counted) or clear an alert; a change of state is announced."""
@@ -84,5 +79,5 @@ class Metrics:
                 for name, v in self._hist.items()
             }
             return {"histograms": hist, "counters": dict(self._counters),
-                    "gauges": dict(self._gauges),
+                    "gauges": {},  # none is kept: the field stays on the wire (docs/wire.md)
                     "alerts": {k: dict(v) for k, v in self._alerts.items()}}

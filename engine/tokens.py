@@ -117,6 +117,3 @@ class TokenCounter:
                 return cut
             n -= 1
         return ""
-
-    def truncate_batch(self, texts: Sequence[str], max_tokens: int) -> list[str]:
-        return [self.truncate(t, max_tokens) for t in texts]

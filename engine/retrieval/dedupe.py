@@ -128,8 +128,3 @@ def _jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
 def text_similarity(a: str, b: str, shingle: int = 3) -> float:
     """Jaccard overlap of word shingles of two texts, in [0, 1]."""
     return _jaccard(_shingles(a, shingle), _shingles(b, shingle))
-
-
-def near_duplicate_text(a: str, b: str, threshold: float = 0.8, shingle: int = 3) -> bool:
-    """True when two texts share at least ``threshold`` of their word shingles."""
-    return text_similarity(a, b, shingle) >= threshold

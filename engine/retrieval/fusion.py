@@ -45,19 +45,3 @@ def rrf(rankings: Mapping[str, Sequence[Hashable]], weights: Mapping[str, float]
     if limit is not None:
         ordered = ordered[: max(0, limit)]
     return [(item, scores[item], dict(sorted(ranks[item].items()))) for item in ordered]
-
-
-def rrf_batch(batch: Sequence[Mapping[str, Sequence[Hashable]]],
-              weights: Mapping[str, float] | Sequence[Mapping[str, float]],
-              k: int = 60, *, default_weight: float = 1.0,
-              limit: int | None = None) -> list[list[Fused]]:
-    """:func:`rrf` for many queries at once; ``weights`` is shared or one per query."""
-    if isinstance(weights, Mapping):
-        per_query: Sequence[Mapping[str, float]] = [weights] * len(batch)
-    else:
-        per_query = weights
-        if len(per_query) != len(batch):
-            raise InvalidInput(
-                f"rrf_batch: {len(per_query)} weight maps for {len(batch)} rankings")
-    return [rrf(r, w, k, default_weight=default_weight, limit=limit)
-            for r, w in zip(batch, per_query, strict=True)]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.errors import InvalidInput
-from engine.retrieval.fusion import rrf, rrf_batch
+from engine.retrieval.fusion import rrf
 
 LANE_NAMES = st.sampled_from(["keyword", "vector", "recency", "live"])
 IDS = st.lists(st.integers(0, 30), unique=True, max_size=15)
@@ -86,13 +86,3 @@ def test_missing_weight_uses_default_and_limit_truncates() -> None:
 def test_invalid_arguments(weights: dict, k: int) -> None:
     with pytest.raises(InvalidInput):
         rrf({"a": ["x"]}, weights, k)
-
-
-def test_batch_matches_single_calls() -> None:
-    batch = [{"a": [1, 2], "b": [2]}, {"a": [3]}]
-    shared = rrf_batch(batch, {"a": 1.0, "b": 2.0})
-    assert shared == [rrf(r, {"a": 1.0, "b": 2.0}) for r in batch]
-    per = rrf_batch(batch, [{"a": 1.0}, {"a": 0.0}])
-    assert per == [rrf(batch[0], {"a": 1.0}), []]
-    with pytest.raises(InvalidInput):
-        rrf_batch(batch, [{"a": 1.0}])
