@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 
 
-def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+def trim_span(text: str, s: int, e: int) -> tuple[int, int]:
+    """``text[s:e]`` without its leading and trailing whitespace, as (start, end)."""
     while s < e and text[s].isspace():
         s += 1
     while e > s and text[e - 1].isspace():
@@ -51,11 +52,11 @@ def text_blocks(text: str, start: int, end: int, *, lines: bool) -> list[Block]:
     out: list[Block] = []
     prev = start
     for m in _BLANK.finditer(text, start, end):
-        a, z = _trim(text, prev, m.start())
+        a, z = trim_span(text, prev, m.start())
         if a < z:
             out.append(Block(a, z, lines=lines))
         prev = m.end()
-    a, z = _trim(text, prev, end)
+    a, z = trim_span(text, prev, end)
     if a < z:
         out.append(Block(a, z, lines=lines))
     return out
@@ -73,7 +74,7 @@ def markdown_blocks(text: str) -> list[Block]:
     def close() -> None:
         nonlocal para_start
         if para_start >= 0:
-            a, z = _trim(text, para_start, para_end)
+            a, z = trim_span(text, para_start, para_end)
             if a < z:
                 out.append(Block(a, z))
             para_start = -1
@@ -84,7 +85,7 @@ def markdown_blocks(text: str) -> list[Block]:
         if fence:
             stripped = line.strip()
             if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                a, z = _trim(text, fence_start, line_end)
+                a, z = trim_span(text, fence_start, line_end)
                 out.append(Block(a, z, lines=True))
                 fence = ""
             continue
@@ -103,7 +104,7 @@ def markdown_blocks(text: str) -> list[Block]:
             m = _ATX.match(line)
             if m:
                 close()
-                a, z = _trim(text, line_start, line_end)
+                a, z = trim_span(text, line_start, line_end)
                 out.append(Block(a, z, level=len(m.group(1)),
                                  title=_clean_title(m.group(2) or "")))
                 continue
@@ -111,7 +112,7 @@ def markdown_blocks(text: str) -> list[Block]:
             m = _SETEXT.match(line)
             title = text[para_start:para_end]
             if m and not _NOT_SETEXT_TITLE.match(title):
-                a, z = _trim(text, para_start, line_end)
+                a, z = trim_span(text, para_start, line_end)
                 out.append(Block(a, z, level=1 if first == "=" else 2,
                                  title=_clean_title(title)))
                 para_start = -1
@@ -121,7 +122,7 @@ def markdown_blocks(text: str) -> list[Block]:
         para_end = line_end
         para_lines += 1
     if fence:
-        a, z = _trim(text, fence_start, len(text))
+        a, z = trim_span(text, fence_start, len(text))
         if a < z:
             out.append(Block(a, z, lines=True))
     close()
@@ -154,7 +155,7 @@ def rst_blocks(text: str) -> list[Block]:
                 if style not in styles:
                     styles.append(style)
                 first = n - 1 if over else n
-                a, z = _trim(text, starts[first], starts[n + 1] + len(under))
+                a, z = trim_span(text, starts[first], starts[n + 1] + len(under))
                 heads.append(Block(a, z, level=min(6, styles.index(style) + 1),
                                    title=_clean_title(title)))
                 n += 2

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from engine.ingest.blocks import Block, markdown_blocks, rst_blocks, text_blocks
-from engine.ingest.chunkpack import _Packer, _Piece
+from engine.ingest.chunkpack import Packer, Piece
 from engine.ingest.codesplit import find_definitions
 from engine.ingest.config import ChunkingConfig
 from engine.ingest.place import placed
@@ -34,7 +34,7 @@ class _Section:
     heading: str
     blocks: list[Block]
     has_body: bool = True
-    pieces: list[_Piece] = field(default_factory=list)
+    pieces: list[Piece] = field(default_factory=list)
 
 
 def _sections_from_blocks(blocks: list[Block]) -> list[_Section]:
@@ -113,7 +113,7 @@ def chunk_document(doc: LoadedDocument, cfg: ChunkingConfig, counter: TokenCount
         sections = _sections_from_blocks(rst_blocks(text))
     else:
         sections = [_Section("", text_blocks(text, 0, len(text), lines=doc.fmt == "json"))]
-    packer = _Packer(text, cfg, counter)
+    packer = Packer(text, cfg, counter)
     for n, sec in enumerate(sections):
         sec.pieces = packer.pieces(sec.blocks, n)
     kind = "code" if doc.fmt == "code" else "section"

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.ingest.blocks import Block, _trim, text_blocks
+from engine.ingest.blocks import Block, text_blocks, trim_span
 from engine.ingest.config import ChunkingConfig
 from engine.tokens import TokenCounter
 
@@ -28,7 +28,9 @@ _SPACE = re.compile(r"\s+")
 
 
 @dataclass(slots=True)
-class _Piece:
+class Piece:
+    """A span of a section the packer will not cut inside (a block, a sentence, words)."""
+
     start: int
     end: int
     tokens: int
@@ -52,7 +54,7 @@ def _safe_cut(text: str, q: int, floor: int) -> int:
     return q
 
 
-class _Packer:
+class Packer:
     """Cuts sections into pieces and packs pieces into chunks for one document."""
 
     def __init__(self, text: str, cfg: ChunkingConfig, counter: TokenCounter) -> None:
@@ -66,46 +68,46 @@ class _Packer:
 
     # ------------------------------------------------------------ pieces
 
-    def pieces(self, blocks: Sequence[Block], sec: int, *, whole: bool = True) -> list[_Piece]:
+    def pieces(self, blocks: Sequence[Block], sec: int, *, whole: bool = True) -> list[Piece]:
         """Pieces of one section: the whole section when it fits in one chunk (``whole``)."""
-        out: list[_Piece] = []
+        out: list[Piece] = []
         text = self.text
         if whole and len(blocks) > 1:
             start, end = blocks[0].start, blocks[-1].end
             if (end - start) < 8 * self.cfg.max_tokens:  # else surely too long: skip the count
                 tokens = self.count(text[start:end])
                 if tokens <= self.cfg.max_tokens:
-                    return [_Piece(start, end, tokens, SECTION, sec, not any(
+                    return [Piece(start, end, tokens, SECTION, sec, not any(
                         b.level == 0 for b in blocks))]
         for n, block in enumerate(blocks):
             level = SECTION if n == 0 else PARA
             tokens = self.count(text[block.start:block.end])
             if tokens <= self.cap:
-                out.append(_Piece(block.start, block.end, tokens, level, sec, block.level > 0))
+                out.append(Piece(block.start, block.end, tokens, level, sec, block.level > 0))
             else:
                 self._split(block.start, block.end, block.lines, level, sec, out)
         return out
 
     def _split(self, s: int, e: int, lines: bool, level: int, sec: int,
-               out: list[_Piece]) -> None:
+               out: list[Piece]) -> None:
         text = self.text
         splitter = _LINE if lines else _SENTENCE
         cuts = [m.end() for m in splitter.finditer(text, s, e)]
         cuts.append(e)
         prev = s
         for cut in cuts:
-            a, z = _trim(text, prev, cut)
+            a, z = trim_span(text, prev, cut)
             prev = cut
             if a >= z:
                 continue
             tokens = self.count(text[a:z])
             if tokens <= self.cap:
-                out.append(_Piece(a, z, tokens, level, sec))
+                out.append(Piece(a, z, tokens, level, sec))
             else:
                 self._split_words(a, z, level, sec, out)
             level = SENT
 
-    def _split_words(self, s: int, e: int, level: int, sec: int, out: list[_Piece]) -> None:
+    def _split_words(self, s: int, e: int, level: int, sec: int, out: list[Piece]) -> None:
         """Cut a span with no usable sentence or line break into runs of <= cap tokens."""
         text, cap = self.text, self.cap
         pos, ratio = s, 4.0
@@ -133,20 +135,20 @@ class _Packer:
                     safe = _safe_cut(text, cut, pos)
                     cut = safe if safe > pos else cut
             cut = max(cut, pos + 1)
-            a, z = _trim(text, pos, cut)
+            a, z = trim_span(text, pos, cut)
             tokens = self.count(text[a:z])
             if tokens > cap:  # re-encoding a cut can merge differently; rare
                 shorter = self.counter.truncate(text[a:z], cap)
-                z = _trim(text, a, a + len(shorter))[1] if shorter.strip() else a + 1
+                z = trim_span(text, a, a + len(shorter))[1] if shorter.strip() else a + 1
                 tokens = self.count(text[a:z])
-            out.append(_Piece(a, z, tokens, level, sec))
+            out.append(Piece(a, z, tokens, level, sec))
             level = WORD
             ratio = max(0.25, (z - a) / max(tokens, 1))
             pos = z
 
     # ------------------------------------------------------------ packing
 
-    def pack(self, pieces: list[_Piece]) -> list[tuple[int, int, int, int]]:
+    def pack(self, pieces: list[Piece]) -> list[tuple[int, int, int, int]]:
         """Chunks as (start, end, tokens, index of the first new piece)."""
         out: list[tuple[int, int, int, int]] = []
         n = len(pieces)
@@ -183,12 +185,12 @@ class _Packer:
         """Tokens the whitespace between two pieces probably adds (one space merges)."""
         return 0 if start - end == 1 and self.text[end] == " " else 1
 
-    def _count_span(self, pieces: list[_Piece], i: int, k: int, start: int) -> int:
+    def _count_span(self, pieces: list[Piece], i: int, k: int, start: int) -> int:
         if i == k and start == pieces[i].start:
             return pieces[i].tokens  # already counted on this very slice
         return self.count(self.text[start:pieces[k].end])
 
-    def _choose_end(self, pieces: list[_Piece], i: int, base: int, rest_fits: bool) -> int:
+    def _choose_end(self, pieces: list[Piece], i: int, base: int, rest_fits: bool) -> int:
         n = len(pieces)
         if rest_fits:
             return n - 1
@@ -211,7 +213,7 @@ class _Packer:
             return best
         return fallback if fallback >= 0 else i
 
-    def _overlap(self, pieces: list[_Piece], i: int, k: int, chunk_start: int,
+    def _overlap(self, pieces: list[Piece], i: int, k: int, chunk_start: int,
                  chunk_tokens: int) -> tuple[int, int] | None:
         """Where the next chunk starts inside this one, and that overlap's tokens."""
         hi = min(self.ov_hi, chunk_tokens // 2 - 2)
@@ -246,7 +248,7 @@ class _Packer:
         q, tail = self._tail_start(pieces[k], want, hi, chunk_start)  # pieces joined badly
         return (q, tail) if q > 0 else None
 
-    def _tail_start(self, pc: _Piece, need: int, hi: int, floor: int) -> tuple[int, int]:
+    def _tail_start(self, pc: Piece, need: int, hi: int, floor: int) -> tuple[int, int]:
         """A start inside ``pc`` leaving about ``need`` (at most ``hi``) tokens, and those
         tokens; (-1, 0) if there is none."""
         s, e, n = pc.start, pc.end, pc.tokens
@@ -286,6 +288,6 @@ class _Packer:
 def split_span(text: str, start: int, end: int, cfg: ChunkingConfig, counter: TokenCounter
                ) -> list[tuple[int, int, int]]:
     """Cut ``text[start:end]`` as plain text: (start, end, tokens) of exact slices."""
-    packer = _Packer(text, cfg, counter)
+    packer = Packer(text, cfg, counter)
     pieces = packer.pieces(text_blocks(text, start, end, lines=False), 0)
     return [(s, e, t) for s, e, t, _ in packer.pack(pieces)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.retrieval.config import SearchConfig
-from engine.retrieval.query import _WORD_RE, QueryAnalysis, stem
+from engine.retrieval.query import WORD_RE, QueryAnalysis, stem
 
 
 def fts_query(analysis: QueryAnalysis, *, prefix: bool = False, max_terms: int = 32) -> str:
@@ -41,7 +41,7 @@ def prefix_parts(analysis: QueryAnalysis, max_terms: int = 32) -> list[str]:
 
 def _stem_prefix(word: str) -> str | None:
     root = stem(word)
-    if len(root) >= 4 and root not in (word, word[:-1]) and _WORD_RE.fullmatch(root):
+    if len(root) >= 4 and root not in (word, word[:-1]) and WORD_RE.fullmatch(root):
         return f'"{root}"*'
     return None
 
@@ -51,11 +51,11 @@ def _parts(analysis: QueryAnalysis, max_terms: int,
     """The parts, each word's ``after_word`` part (if any) right after it."""
     parts: dict[str, None] = {}
     for entity in analysis.entities:
-        tokens = _WORD_RE.findall(entity.lower())
+        tokens = WORD_RE.findall(entity.lower())
         if len(tokens) > 1:
             parts.setdefault('"' + " ".join(tokens) + '"', None)
     for word in analysis.words or analysis.terms:
-        tokens = _WORD_RE.findall(word.lower())
+        tokens = WORD_RE.findall(word.lower())
         if not tokens:
             continue
         parts.setdefault('"' + " ".join(tokens) + '"', None)
@@ -63,7 +63,7 @@ def _parts(analysis: QueryAnalysis, max_terms: int,
         if more is not None:
             parts.setdefault(more, None)
     for entity in analysis.entities:
-        tokens = _WORD_RE.findall(entity.lower())
+        tokens = WORD_RE.findall(entity.lower())
         if len(tokens) == 1:
             parts.setdefault(f'"{tokens[0]}"', None)
     return list(parts)[:max_terms]

@@ -39,7 +39,8 @@ INTENTS = ("location", "date", "ownership", "multi_hop", "count", "reason", "pre
 QCLASSES = ("factual", "semantic", "temporal", "exploratory")
 LANES = ("keyword", "vector", "recency", "live")
 
-_WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+# A word as queries and the keyword lane read it (letters and digits, inner apostrophes).
+WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _POSSESSIVE_RE = re.compile(r"['\u2019]s$", re.IGNORECASE)
 # A word without its possessive 's ("anna's" -> "anna"; "don't" stays whole).
 _BAG_RE = re.compile(r"([^\W_]+(?:['\u2019](?!s\b)[^\W_]+)*)(?:['\u2019]s\b)?")
@@ -326,7 +327,7 @@ def _entities(text: str, cfg: QueryConfig) -> tuple[tuple[str, ...], tuple[str, 
 
     for m in _QUOTED_RE.finditer(text):
         quoted = next(g for g in m.groups() if g is not None).strip()
-        if _WORD_RE.search(quoted):
+        if WORD_RE.search(quoted):
             add(quoted, phrase=len(quoted.split()) > 1)
     code: list[re.Match[str]] = list(_URL_RE.finditer(text))
     masked = _mask(text, [m.span() for m in code])
@@ -352,7 +353,7 @@ def _capitalized_runs(text: str, cfg: QueryConfig) -> list[str]:
     runs: list[str] = []
     current: list[str] = []
     last_end = -2
-    for m in _WORD_RE.finditer(text):
+    for m in WORD_RE.finditer(text):
         token = _POSSESSIVE_RE.sub("", m.group(0))
         low = token.lower()
         i = m.start() - 1
