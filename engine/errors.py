@@ -16,7 +16,6 @@ class CtxError(Exception):
 
     code: ClassVar[int] = 1000
     name: ClassVar[str] = "ctx_error"
-    exit_code: ClassVar[int] = 1
 
     def __init__(self, message: str = "", **details: Any) -> None:
         super().__init__(message or self.name)
@@ -29,11 +28,11 @@ class CtxError(Exception):
 
 
 class ConfigError(CtxError):
-    code, name, exit_code = 1001, "config_invalid", 2
+    code, name = 1001, "config_invalid"
 
 
 class InvalidInput(CtxError):
-    code, name, exit_code = 1002, "invalid_input", 2
+    code, name = 1002, "invalid_input"
 
 
 class EmptyQuery(InvalidInput):
@@ -57,30 +56,30 @@ class NotUtf8(InvalidInput):
 
 
 class NotFound(CtxError):
-    code, name, exit_code = 1010, "not_found", 3
+    code, name = 1010, "not_found"
 
 
 class StoreLocked(CtxError):
-    code, name, exit_code = 1020, "store_locked", 4
+    code, name = 1020, "store_locked"
 
 
 class WrongKey(CtxError):
-    code, name, exit_code = 1021, "wrong_key", 4
+    code, name = 1021, "wrong_key"
 
 
 class KeyUnavailable(CtxError):
-    code, name, exit_code = 1022, "key_unavailable", 4
+    code, name = 1022, "key_unavailable"
 
 
 class StoreNotInitialized(CtxError):
-    code, name, exit_code = 1023, "store_not_initialized", 4
+    code, name = 1023, "store_not_initialized"
 
 
 class StoreDamaged(CtxError):
     """The data dir holds a store that cannot be opened as it is. The message names
     the part that is wrong and what to do; nothing on disk was changed."""
 
-    code, name, exit_code = 1024, "store_damaged", 4
+    code, name = 1024, "store_damaged"
 
 
 class NotAStore(StoreDamaged):
@@ -114,7 +113,7 @@ class VectorsDamaged(StoreDamaged):
 class NoSpace(CtxError):
     """The disk holding the data dir is full: nothing was written; reads still work."""
 
-    code, name, exit_code = 1033, "no_space", 1
+    code, name = 1033, "no_space"
 
 
 class IntegrityError(CtxError):
@@ -184,7 +183,7 @@ class BackupMismatch(StoreDamaged):
 class StoreExists(CtxError):
     """A restore would overwrite a store: it refuses unless told (``--replace``)."""
 
-    code, name, exit_code = 1073, "store_exists", 4
+    code, name = 1073, "store_exists"
 
 
 class EngineClosed(CtxError):

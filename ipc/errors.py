@@ -66,13 +66,13 @@ class UnknownMethod(ProtocolError):
 class IpcTimeout(IpcError):
     """No reply arrived within the timeout, after every retry."""
 
-    code, name, exit_code = 2006, "ipc_timeout", 5
+    code, name = 2006, "ipc_timeout"
 
 
 class ServerUnavailable(IpcError):
     """No live server for a data dir, or the server is shutting down or saturated."""
 
-    code, name, exit_code = 2007, "server_unavailable", 5
+    code, name = 2007, "server_unavailable"
 
 
 class KeyMismatch(BadSignature):
@@ -85,4 +85,4 @@ class KeyMismatch(BadSignature):
     itself before raising this.
     """
 
-    code, name, exit_code = 2009, "key_mismatch", 5
+    code, name = 2009, "key_mismatch"

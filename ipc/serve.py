@@ -41,6 +41,7 @@ from ipc.connection import (
     remove_connection_file,
     write_connection_file,
 )
+from ipc.exit_codes import exit_code
 from ipc.protocol import IpcConfig
 from ipc.server import Server
 
@@ -303,7 +304,7 @@ def main(argv: Sequence[str] | None = None, *,
                      ready=announce, engine_factory=engine_factory)
     except CtxError as exc:
         print(json.dumps({"error": exc.to_dict()}), file=sys.stderr, flush=True)
-        return exc.exit_code
+        return exit_code(exc)
 
 
 if __name__ == "__main__":

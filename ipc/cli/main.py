@@ -17,6 +17,7 @@ from typing import Any
 
 from engine import CtxError, InvalidInput, caller
 from ipc.cli import commands, long_cmd
+from ipc.exit_codes import exit_code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -184,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 and long_cmd.stop_command(data_dir) not in exc.message):
             exc.message += long_cmd.holder_hint(data_dir)
         _report(exc, getattr(args, "json", False), serve=args.cmd == "serve")
-        return exc.exit_code
+        return exit_code(exc)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -8,6 +8,7 @@ import pytest
 
 from engine.errors import StoreNotInitialized, WrongKey
 from engine.facade import ContextEngine, init_store
+from ipc.exit_codes import exit_code
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -21,7 +22,7 @@ def test_wrong_passphrase_changes_nothing(data_dir: Path) -> None:
     before = _snapshot(data_dir)
     with pytest.raises(WrongKey) as info:
         ContextEngine.open(data_dir, passphrase="not it")
-    assert info.value.exit_code == 4
+    assert exit_code(info.value) == 4
     assert _snapshot(data_dir) == before
     with ContextEngine.open(data_dir) as eng:  # and the right one still works
         assert eng.status().sources == 1

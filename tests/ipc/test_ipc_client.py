@@ -14,6 +14,7 @@ from engine.errors import InvalidInput
 from ipc.client import Client
 from ipc.connection import ConnectionInfo, default_endpoint, make_info
 from ipc.errors import BadSignature, IpcTimeout, MessageTooLarge, ProtocolError, UnknownMethod
+from ipc.exit_codes import exit_code
 from ipc.server import Server
 from ipc.session import Session
 from tests.ipc.conftest import KEY
@@ -37,7 +38,7 @@ def test_timeout_after_every_retry_names_method_and_timeout(nowhere: ConnectionI
     message = str(info.value)
     assert "status" in message and "0.2 s" in message and "3 attempts" in message
     assert info.value.details["attempts"] == 3
-    assert info.value.exit_code == 5
+    assert exit_code(info.value) == 5
 
 
 def test_writes_are_not_retried_by_default(nowhere: ConnectionInfo) -> None:

@@ -23,6 +23,7 @@ from engine.crypto import keys
 from engine.errors import CtxError
 from engine.facade import ContextEngine
 from engine.store.vault import Vault
+from ipc.exit_codes import exit_code
 
 
 @pytest.fixture(autouse=True)
@@ -245,7 +246,7 @@ def test_damaged_store_is_named_and_left_alone(case: str, mutate: Callable[[Path
         ContextEngine.open(d).close()
     err = info.value
     assert err.name == expected, f"{case}: {err.name}: {err.message}"
-    assert err.exit_code in (2, 4)
+    assert exit_code(err) in (2, 4)
     assert snapshot(d) == before, f"{case}: the failed open changed the data dir"
     assert "Traceback" not in err.message
 

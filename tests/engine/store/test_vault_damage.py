@@ -20,6 +20,7 @@ import pytest
 
 from engine.errors import CtxError, VaultDamaged, WrongKey
 from engine.facade import ContextEngine
+from ipc.exit_codes import exit_code
 from tests.agents.engines import ctx, stop_engine
 from tests.engine.store.test_damaged_stores import snapshot
 
@@ -75,7 +76,7 @@ def test_every_page_flipped_is_named_and_left_alone(good: Path, tmp_path: Path) 
         # page 1 holds the salt and the schema's root: it reads as another store's file
         expected = WrongKey if page == 1 else VaultDamaged
         assert isinstance(info.value, expected), (page, info.value.name, info.value.message)
-        assert info.value.exit_code == 4
+        assert exit_code(info.value) == 4
         assert snapshot(d) == before, f"page {page}: the failed open changed the data dir"
         shutil.rmtree(d)
 
