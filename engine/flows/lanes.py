@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from engine.flows.runtime import Runtime
 from engine.flows.stages import StageTimer
 from engine.ingest.place import place_of
 from engine.metrics import ALERT_VECTOR_DOWN
+from engine.pools import shared_pool
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
@@ -216,18 +216,10 @@ def read_ahead(rt: Runtime, ids: list[int], rows: dict[int, ChunkRow],
     return got
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
 def _lane_pool() -> ThreadPoolExecutor:
     """Threads for vector lanes, shared by every engine of the process (a few: one per
     concurrent build_context, as the IPC server's worker threads may run several)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ctx-lane")
-        return _POOL
+    return shared_pool("ctx-lane", 4)
 
 
 def to_hit(row: ChunkRow, score: float, lanes: dict[str, int], stage: str = "ready"

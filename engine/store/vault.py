@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from sqlcipher3 import dbapi2 as sqlite
 
 from engine.errors import CtxError, EngineClosed, NoSpace, VaultDamaged
+from engine.pools import shared_pool
 from engine.store.fts_terms import chunk_counts, common_counts
 from engine.store.guard import VaultGuard
 from engine.store.integrity import VaultConnection, probe, quiet
@@ -33,18 +34,10 @@ from engine.store.rows import CHUNK_COLUMNS, ChunkRow, Filters
 log = logging.getLogger("ctx.vault")
 T = TypeVar("T")
 
-_FTS_POOL: ThreadPoolExecutor | None = None
-_FTS_POOL_LOCK = threading.Lock()
-
-
 def _fts_pool() -> ThreadPoolExecutor:
     """Threads for a keyword query's second FTS5 query, shared by every vault of the
     process (each keeps its own connection per thread)."""
-    global _FTS_POOL
-    with _FTS_POOL_LOCK:
-        if _FTS_POOL is None:
-            _FTS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ctx-fts")
-        return _FTS_POOL
+    return shared_pool("ctx-fts", 2)
 
 
 def is_disk_full(exc: BaseException) -> bool:
