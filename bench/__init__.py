@@ -1,0 +1,29 @@
+"""Benchmarks and fits: each module runs as ``python -m bench.NAME`` and prints a table
+(median, p95, ratios against a baseline in the same run, the machine's load); none is a
+test, and no timing is asserted anywhere. tests/test_bench_imports.py checks that every
+module loads and that every engine name it imports (inside functions too) is where it says.
+
+The map, by what is measured:
+
+- shared helpers: ``stats`` (percentiles, tables), ``digest`` (a sha256 over every
+  payload a run makes: same digests, same payloads), ``models`` (which model, and the
+  cached store's name it decides), ``corpus`` (this machine's Python sources and docs);
+- retrieval quality and its fits (train/dev splits only): ``locomo`` (LoCoMo dev),
+  ``scifact`` and ``scifact_data`` (SciFact train), ``fit_rank``, ``rank_listwise``,
+  ``fit_window``, ``fit_context``, ``fit_pack``, ``chunk_sweep`` (fit files in
+  ``bench/data/``), ``peer_compare`` and ``peer_llamaindex`` (ctx beside LlamaIndex);
+- recall of coding sessions: ``recall_quality`` (with ``recall_scoring``),
+  ``transcripts_recall``, ``recall_coverage``, ``recall_adapt``, ``recall_bench``
+  (indexing and latency);
+- speed of the engine: ``store_bench`` (ingest, lanes), ``stage_latency`` (build_context
+  by stage), ``keyword_lane``, ``memory_index`` and ``vector_rebuild_bench`` (the vector
+  index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
+  ``blob_savings``, ``embed_bench`` and ``embed_precision`` (the model),
+  ``backup_bench``, ``delete_bench``;
+- the front ends and the wire: ``ipc_load``, ``serve_start``, ``agents_bench`` (hooks and
+  MCP), ``app_launch``, ``gui_bench``, ``dist_bench`` (the bundle against the pip install);
+- security: ``vector_attack`` (the vector rotation attack).
+
+Benchmarks read engine internals on purpose (lanes, rerank features, stores); a move
+inside engine/ updates them in the same change (the test above fails otherwise).
+"""
