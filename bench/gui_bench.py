@@ -321,7 +321,7 @@ FILTER_KEYS = "styles/sty"
 
 def old_redraw(table: Any, rows: list[Any], words: list[str]) -> None:
     """The Sources panel before the table model: every cell set on each keystroke."""
-    from desktop.panels.widgets import cell, fmt_int, fmt_time
+    from desktop.widgets import cell, fmt_int, fmt_time
 
     shown = [s for s in rows if all(w in (s.title + s.kind + s.uri).lower() for w in words)]
     table.setSortingEnabled(False)
@@ -349,8 +349,8 @@ def bench_filter(args: argparse.Namespace, work: Path, env: dict[str, str]) -> l
                                              encoding="utf-8")
     from desktop.host import EngineHost
     from desktop.panels.sources import SourcesPanel
-    from desktop.panels.widgets import make_table
     from desktop.qt import QApplication
+    from desktop.widgets import make_table
     from engine import init_store
 
     qapp = QApplication.instance() or QApplication(["gui_bench"])

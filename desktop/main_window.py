@@ -20,7 +20,6 @@ from desktop.icons import app_icon
 from desktop.messages import WHAT_TO_DO, describe
 from desktop.notices import Failure, Notice
 from desktop.pages import StatePage
-from desktop.panels.widgets import Banner
 from desktop.qt import (
     QCloseEvent,
     QGuiApplication,
@@ -32,6 +31,7 @@ from desktop.qt import (
     QWidget,
     Signal,
 )
+from desktop.widgets import Banner
 
 # (tab title, module, class): the registry of panels, in tab order.
 PANELS: list[tuple[str, str, str]] = [

@@ -98,7 +98,7 @@ CHOICE_NAMES: dict[str, str] = {
     "memory": "On this computer (default)", "embedded": "Chroma in the data folder",
     "http": "A Chroma server",
 }
-# A payload's item kinds (colour groups, desktop.panels.widgets.KIND_COLOURS) and the
+# A payload's item kinds (colour groups, desktop.widgets.KIND_COLOURS) and the
 # payload's own framing -> one name each, the same in the chart, its legend and the table.
 KIND_NAMES: dict[str, str] = {
     "section": "Document sections", "code": "Code", "turn": "Conversation turns",

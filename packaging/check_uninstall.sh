@@ -10,7 +10,7 @@
 # `ctx uninstall-integrations --installed-at INSTALLED_AT` must stop the engine, remove the
 # login item, the hooks and entries (and the agent files ctx made: nothing else is in
 # them), and leave the user's data. Needs python3 with this checkout importable (the
-# login item is made through ipc.cli.login_item, as the app's Settings makes it).
+# login item is made through ipc.login_item, as the app's Settings makes it).
 set -eu
 at=$1 ctx=$2 app=$3
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +21,7 @@ log=$(mktemp -d)
 "$ctx" init --no-keychain
 "$ctx" hook install
 PYTHONPATH="$here" python3 -c 'import sys
-from ipc.cli.login_item import Autostart
+from ipc.login_item import Autostart
 item = Autostart(command=[sys.argv[1]])
 item.enable()
 assert item.enabled(), item.path

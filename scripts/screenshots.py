@@ -188,7 +188,7 @@ class Scene:
     def panels(self) -> dict[str, Any]:
         import importlib
 
-        from ipc.cli.login_item import Autostart
+        from ipc.login_item import Autostart
 
         out: dict[str, Any] = {}
         for name, module, cls in PANELS:

@@ -1,5 +1,6 @@
 """The tree's boundaries, read with ast (nothing is imported): ipc/ and desktop/ reach the
-engine only through ``engine``'s public face, ipc/ never imports desktop/, and no two
+engine only through ``engine``'s public face, ipc/ never imports desktop/, desktop/ never
+imports the CLI's or MCP's own packages, only the window imports panels, and no two
 modules of ipc/ or desktop/ import each other (at any depth, function-level included)."""
 
 from __future__ import annotations
@@ -58,6 +59,30 @@ def boundary_errors(root: Path) -> list[str]:
     return sorted(errors)
 
 
+# Within the front ends: the app never imports the CLI's or MCP's own packages (what both use,
+# as the login item, sits in ipc/ itself), and only the window places panels: dialogs and
+# the pieces below them (desktop/widgets.py) never import one.
+FRONT_ENDS_OWN = ("ipc.cli", "ipc.mcp")
+PLACES_PANELS = ("desktop.main_window", "desktop.pages")
+
+
+def front_end_errors(root: Path) -> list[str]:
+    """desktop/ imports of ipc/cli or ipc/mcp, and imports of desktop/panels from below."""
+    errors = []
+    for module, path in _modules(root, ("desktop",)).items():
+        where = f"{path.relative_to(root)}"
+        for line, name in _imports(path, module):
+            own = next((p for p in FRONT_ENDS_OWN if name == p or name.startswith(p + ".")), None)
+            if own:
+                errors.append(f"{where}:{line} imports {own}: the CLI's and MCP's own; "
+                              "what both front ends use sits in ipc/")
+            if (name.startswith("desktop.panels.") and not module.startswith("desktop.panels")
+                    and module not in PLACES_PANELS):
+                errors.append(f"{where}:{line} imports desktop.panels: only the window "
+                              "places panels (shared pieces: desktop/widgets.py)")
+    return sorted(set(errors))  # one line per import, however many names it takes
+
+
 def _public_names(root: Path) -> set[str]:
     """What engine/__init__.py's ``__all__`` lists (read, not imported)."""
     tree = ast.parse((root / "engine" / "__init__.py").read_text(encoding="utf-8"))
@@ -85,6 +110,29 @@ def client_graph(root: Path) -> dict[str, set[str]]:
 def test_ipc_and_desktop_import_only_the_engines_public_face() -> None:
     errors = boundary_errors(REPO)
     assert not errors, "imports past the engine's public face:\n" + "\n".join(errors)
+
+
+def test_the_app_imports_no_cli_and_nothing_below_the_window_imports_a_panel() -> None:
+    errors = front_end_errors(REPO)
+    assert not errors, "imports across or up the front ends:\n" + "\n".join(errors)
+
+
+def test_the_guard_sees_a_dialog_importing_a_panel_and_the_app_importing_the_cli(
+        tmp_path: Path) -> None:
+    for pkg in ("desktop", "desktop/panels", "desktop/dialogs"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "desktop" / "main_window.py").write_text("from desktop.panels.health import P\n")
+    (tmp_path / "desktop" / "panels" / "health.py").write_text("from desktop.widgets import W\n")
+    (tmp_path / "desktop" / "dialogs" / "unlock.py").write_text(
+        "from desktop.widgets import W\ndef f():\n    from desktop.panels.widgets import W\n")
+    (tmp_path / "desktop" / "widgets.py").write_text(
+        "def f():\n    from ipc.cli.login_item import Autostart\n")
+    assert front_end_errors(tmp_path) == [
+        ("desktop/dialogs/unlock.py:3 imports desktop.panels: only the window places panels "
+        "(shared pieces: desktop/widgets.py)"),
+        ("desktop/widgets.py:2 imports ipc.cli: the CLI's and MCP's own; what both front "
+        "ends use sits in ipc/")]
 
 
 def test_no_import_cycle_in_ipc_or_desktop() -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from desktop import pickers
 from desktop.icons import app_icon
-from desktop.panels.widgets import heading, monospace
 from desktop.qt import (
     QApplication,
     QCheckBox,
@@ -27,6 +26,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from desktop.widgets import heading, monospace
 
 WHAT_IT_IS = (
     "This recovery key unlocks your ctx store by itself: if the OS keychain loses the key "

@@ -12,16 +12,6 @@ from typing import Any
 
 from desktop.messages import kind_name
 from desktop.panels.budget_chart import OVERHEAD, BudgetChart, framing_swatch, segments
-from desktop.panels.widgets import (
-    cell,
-    error_text,
-    fmt_int,
-    heading,
-    kind_colour,
-    kind_group,
-    make_table,
-    muted,
-)
 from desktop.qt import (
     QHBoxLayout,
     QLabel,
@@ -33,6 +23,16 @@ from desktop.qt import (
     QTimer,
     QVBoxLayout,
     QWidget,
+)
+from desktop.widgets import (
+    cell,
+    error_text,
+    fmt_int,
+    heading,
+    kind_colour,
+    kind_group,
+    make_table,
+    muted,
 )
 from engine import BuildDone, Histogram, MetricsSnapshot
 

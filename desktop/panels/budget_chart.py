@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from desktop.messages import kind_name
-from desktop.panels.widgets import KIND_COLOURS, fmt_int, fmt_ms, fmt_time, kind_group
 from desktop.qt import (
     QBrush,
     QColor,
@@ -26,6 +25,7 @@ from desktop.qt import (
     Qt,
     QWidget,
 )
+from desktop.widgets import KIND_COLOURS, fmt_int, fmt_ms, fmt_time, kind_group
 from engine import BuildDone
 
 ROW_H = 40

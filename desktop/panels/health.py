@@ -24,18 +24,6 @@ from desktop.messages import (
     sentence_case,
 )
 from desktop.notices import Notice
-from desktop.panels.widgets import (
-    Banner,
-    cell,
-    error_text,
-    fmt_bytes,
-    fmt_duration,
-    fmt_int,
-    fmt_ms,
-    fmt_time,
-    heading,
-    make_table,
-)
 from desktop.qt import (
     QAbstractItemView,
     QFormLayout,
@@ -50,6 +38,18 @@ from desktop.qt import (
     QTimer,
     QVBoxLayout,
     QWidget,
+)
+from desktop.widgets import (
+    Banner,
+    cell,
+    error_text,
+    fmt_bytes,
+    fmt_duration,
+    fmt_int,
+    fmt_ms,
+    fmt_time,
+    heading,
+    make_table,
 )
 from engine import AuditEntry, JobSnapshot, MetricsSnapshot, Status, Warming
 from ipc.status_text import adapt_line, memory_line, waiting_line

@@ -15,16 +15,6 @@ from desktop import pickers
 from desktop.messages import error_color, job_title, plural
 from desktop.panels.jobcard import JobCard, nothing_new, progress
 from desktop.panels.watched import WatchedFolders
-from desktop.panels.widgets import (
-    Banner,
-    cell,
-    error_text,
-    fmt_time,
-    heading,
-    make_table,
-    muted,
-    reason_text,
-)
 from desktop.qt import (
     QColor,
     QEvent,
@@ -37,6 +27,16 @@ from desktop.qt import (
     Qt,
     QVBoxLayout,
     QWidget,
+)
+from desktop.widgets import (
+    Banner,
+    cell,
+    error_text,
+    fmt_time,
+    heading,
+    make_table,
+    muted,
+    reason_text,
 )
 from engine import JobSnapshot
 

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from desktop.appearance import TONES as APPEARANCE_TONES
 from desktop.appearance import paint_tone
 from desktop.messages import job_title, plural
-from desktop.panels.widgets import fmt_bytes, fmt_time
 from desktop.qt import (
     QFrame,
     QHBoxLayout,
@@ -27,6 +26,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from desktop.widgets import fmt_bytes, fmt_time
 from engine import FINAL_JOB_STATES, JobSnapshot
 from ipc.status_text import progress_text
 

@@ -20,15 +20,6 @@ from desktop import config_io
 from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, item_kind, stage_name
 from desktop.panels.blocks import item_blocks
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
-from desktop.panels.widgets import (
-    Banner,
-    error_text,
-    fmt_int,
-    fmt_ms,
-    heading,
-    monospace,
-    muted,
-)
 from desktop.qt import (
     QComboBox,
     QGroupBox,
@@ -43,6 +34,15 @@ from desktop.qt import (
     Qt,
     QVBoxLayout,
     QWidget,
+)
+from desktop.widgets import (
+    Banner,
+    error_text,
+    fmt_int,
+    fmt_ms,
+    heading,
+    monospace,
+    muted,
 )
 from engine import CtxError, Payload, PayloadItem, TokenCounter
 

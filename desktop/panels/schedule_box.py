@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 from desktop import config_io, pickers
-from desktop.panels.widgets import error_text
 from desktop.qt import (
     QCheckBox,
     QDoubleSpinBox,
@@ -24,6 +23,7 @@ from desktop.qt import (
     QSpinBox,
     QWidget,
 )
+from desktop.widgets import error_text
 from engine import CtxError
 
 

@@ -26,7 +26,6 @@ from desktop import pickers
 from desktop.dialogs.restore_backup import RestoreDialog
 from desktop.dialogs.secrets import SecretDialog, Secrets
 from desktop.panels.schedule_box import ScheduleBox
-from desktop.panels.widgets import Banner, error_text, fmt_time, heading, muted
 from desktop.qt import (
     QGroupBox,
     QHBoxLayout,
@@ -36,6 +35,7 @@ from desktop.qt import (
     QWidget,
     Signal,
 )
+from desktop.widgets import Banner, error_text, fmt_time, heading, muted
 from engine import keychain_available
 from ipc.status_text import progress_text
 

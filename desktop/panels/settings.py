@@ -17,7 +17,6 @@ from typing import Any
 from desktop import config_io, pickers
 from desktop.messages import setting_name
 from desktop.panels.settings_form import FIELDS, SettingsForm
-from desktop.panels.widgets import Banner, error_text, heading, muted
 from desktop.qt import (
     QCheckBox,
     QComboBox,
@@ -30,6 +29,7 @@ from desktop.qt import (
     QWidget,
     Signal,
 )
+from desktop.widgets import Banner, error_text, heading, muted
 from engine import Config, CtxError
 
 
@@ -148,7 +148,7 @@ class SettingsPanel(QWidget):
     @property
     def autostart(self) -> Any:
         if self._autostart is None:
-            from ipc.cli.login_item import Autostart
+            from ipc.login_item import Autostart
 
             self._autostart = Autostart()
         return self._autostart

@@ -15,7 +15,6 @@ from typing import Any
 
 from desktop.messages import item_kind, plural, stage_name
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
-from desktop.panels.widgets import Banner, error_text, fmt_int, fmt_time, muted
 from desktop.qt import (
     QHBoxLayout,
     QLabel,
@@ -26,6 +25,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
+from desktop.widgets import Banner, error_text, fmt_int, fmt_time, muted
 from engine import DeleteResult, SourceInfo
 
 LOCATION_WIDTH = 300  # px: the Location column's start width (it can be dragged wider)

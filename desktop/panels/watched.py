@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from desktop.messages import describe, plural
-from desktop.panels.widgets import heading, muted
 from desktop.qt import QListWidget, QVBoxLayout, QWidget
+from desktop.widgets import heading, muted
 from engine import WatchReport
 
 Notify = Callable[[str, str], None]  # (banner kind, text)

@@ -249,7 +249,7 @@ def _login_command(item: Any) -> str:
 
 
 def _login_item(home: Path, roots: Sequence[str], dry: bool, say: Say) -> None:
-    from ipc.cli.login_item import RUN_KEY, RUN_VALUE, Autostart  # pure Python, no Qt
+    from ipc.login_item import RUN_KEY, RUN_VALUE, Autostart  # pure Python, no Qt
 
     item = Autostart(home=home, command=["ctx"])
     if not item.enabled():

@@ -7,7 +7,7 @@ import plistlib
 import shlex
 from pathlib import Path
 
-from ipc.cli.login_item import APP_ID, RUN_VALUE, Autostart
+from ipc.login_item import APP_ID, RUN_VALUE, Autostart
 
 CMD = ["/opt/ctx dir/bin/ctx-desktop", "--data-dir", "/home/u/my data"]
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gui
 def test_a_banner_never_moves_the_controls(host: Any, qtbot: Any) -> None:
     from desktop.main_window import MainWindow
     from desktop.panels.ingestion import IngestionPanel
-    from desktop.panels.widgets import Banner
+    from desktop.widgets import Banner
 
     panel = IngestionPanel(host)
     qtbot.addWidget(panel)
@@ -134,7 +134,7 @@ def test_appearance_is_the_apps_own_palette(qtbot: Any, qapp: Any, data_dir: Pat
     from desktop.app import App
     from desktop.appearance import resolved
     from desktop.panels.settings import SettingsPanel
-    from ipc.cli.login_item import Autostart
+    from ipc.login_item import Autostart
     from tests.desktop.conftest import open_fake_engine
 
     data_dir.mkdir(parents=True, exist_ok=True)

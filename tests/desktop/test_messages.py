@@ -83,7 +83,6 @@ def _texts(root: Any) -> Iterator[tuple[str, str]]:
     """(where, text) for everything a person can read in ``root`` and its children."""
     from PySide6.QtWidgets import QAbstractButton
 
-    from desktop.panels.widgets import Banner
     from desktop.qt import (
         QComboBox,
         QGroupBox,
@@ -93,6 +92,7 @@ def _texts(root: Any) -> Iterator[tuple[str, str]]:
         QTabWidget,
         QWidget,
     )
+    from desktop.widgets import Banner
 
     for w in [root, *root.findChildren(QWidget)]:
         name = type(w).__name__

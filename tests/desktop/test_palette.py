@@ -101,8 +101,8 @@ def appearance(qapp: Any) -> Iterator[Any]:
 def test_a_live_switch_repaints_everything_at_once(qtbot: Any, appearance: Any) -> None:
     from desktop.dialogs.checked import CheckedDialog
     from desktop.panels.jobcard import JobCard
-    from desktop.panels.widgets import Banner
     from desktop.qt import QMenu, QVBoxLayout, QWidget
+    from desktop.widgets import Banner
     from engine import JobSnapshot
 
     window = QWidget()

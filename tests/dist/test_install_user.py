@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ipc.cli import agent_config as ac
-from ipc.cli.login_item import Autostart
+from ipc.login_item import Autostart
 from ipc.cli.uninstall_cmd import desktop_exec_args as parse_exec  # what --remove reads
 from tests.dist.test_platform_paths import PACKAGING, REPO
 

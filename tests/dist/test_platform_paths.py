@@ -3,7 +3,7 @@
 Covers: the build settings of the three systems (ctx_platform), keychain backend
 selection, the runtime dir, the endpoint (tcp on Windows, ipc:// on POSIX),
 finding data files inside a bundle (sys._MEIPASS), the launcher and the
-runtime hook. Start at login is tested with ipc/cli/login_item.py.
+runtime hook. Start at login is tested with ipc/login_item.py.
 """
 
 from __future__ import annotations

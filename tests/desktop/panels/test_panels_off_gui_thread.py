@@ -54,7 +54,7 @@ def test_no_panel_calls_the_engine_on_the_gui_thread(
     from desktop.panels.retrieved import RetrievedPanel
     from desktop.panels.settings import SettingsPanel
     from desktop.panels.sources import SourcesPanel
-    from ipc.cli.login_item import Autostart
+    from ipc.login_item import Autostart
 
     host, violations = checked_host
     ingestion = IngestionPanel(host)

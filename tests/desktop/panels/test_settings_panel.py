@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gui
 
 @pytest.fixture
 def autostart(tmp_path: Path) -> Any:
-    from ipc.cli.login_item import Autostart
+    from ipc.login_item import Autostart
 
     return Autostart(system="linux", home=tmp_path / "home", env={},
                      command=["ctx-desktop"])

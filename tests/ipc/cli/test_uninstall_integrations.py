@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ipc.cli import agent_config as ac
-from ipc.cli.login_item import Autostart
 from ipc.cli.uninstall_cmd import points_at
+from ipc.login_item import Autostart
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -5,8 +5,9 @@
 - Windows: the ``ctx`` value under ``HKCU\\Software\\Microsoft\\Windows\\CurrentVersion\\Run``.
 
 The OS, home dir, environment and (on Windows) registry are injectable so that
-every path is tested on any machine. Pure Python: the app's Settings turn it on
-and off, ``ctx uninstall-integrations`` removes it (so it sits here, below both).
+every path is tested on any machine. Pure Python, no Qt: the app's Settings turn it on
+and off, ``ctx uninstall-integrations`` removes it, so it sits in ipc/ itself, below both
+front ends (desktop/ imports nothing of ipc/cli/: tests/test_boundaries.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Small pieces the panels share: formatting, a message banner, tables, kind colours.
+"""Small pieces the panels and dialogs share: formatting, a message banner, tables, kind
+colours.
 
-Nothing here talks to the engine or the host; panels compose these.
+Nothing here talks to the engine or the host; panels and dialogs compose these, and it
+imports neither (tests/test_boundaries.py).
 """
 
 from __future__ import annotations
