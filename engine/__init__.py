@@ -14,6 +14,7 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
   checks it, before it is written), ``parse_config_section``;
 - paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...;
 - keeping the data: ``restore_backup``, ``verify_backup_file``, ``rotate_key``,
+  ``prepare_rotation`` (then ``ContextEngine.rotate_key``),
   ``change_passphrase``, ``use_keychain``, ``use_passphrase``, ``renew_recovery_key``,
   ``generate_recovery_key`` (and ``ContextEngine.backup`` / ``export``), the app's
   backup schedule (``BackupConfig``, ``backup_due``, ``backups_to_prune``).
@@ -46,6 +47,7 @@ _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudg
 _KEEPING = {
     "restore_backup": "engine.flows.restore", "verify_backup_file": "engine.flows.backup:"
     "verify_backup", "rotate_key": "engine.flows.keychange",
+    "prepare_rotation": "engine.flows.keychange",
     "change_passphrase": "engine.flows.keychange", "use_keychain": "engine.flows.keychange",
     "use_passphrase": "engine.flows.keychange", "renew_recovery_key": "engine.flows.keychange",
     "generate_recovery_key": "engine.crypto.recovery:new_recovery_key",
@@ -174,6 +176,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.flows.backup import verify_backup as verify_backup_file
     from engine.flows.keychange import (
         change_passphrase,
+        prepare_rotation,
         renew_recovery_key,
         rotate_key,
         use_keychain,
@@ -205,8 +208,8 @@ __all__ = [
     "backups_to_prune",
     "caller", "change_passphrase", "check_config", "default_key_file", "error_from_dict", "generate_recovery_key",
     "headless_key_available", "headless_key_file", "headless_passphrase", "init_store", "keychain_available", "load_config",
-    "looks_like_recovery_key", "parse_config_section", "probe_store", "qualified_field",
-    "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",
+    "looks_like_recovery_key", "parse_config_section", "prepare_rotation", "probe_store",
+    "qualified_field", "renew_recovery_key", "repair_store", "resolve_data_dir", "restore_backup", "rotate_key",
     "shown_path", "use_keychain", "use_passphrase", "verify_backup_file",
 ]
 

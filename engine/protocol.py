@@ -21,6 +21,7 @@ from engine.api import (
     DeleteResult,
     ExportResult,
     JobSnapshot,
+    KeyChangeResult,
     MetricsSnapshot,
     Payload,
     RecallResult,
@@ -74,6 +75,8 @@ class EngineAPI(Protocol):
     def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult: ...
 
     def compact(self, *, wait: bool = True) -> CompactResult: ...
+
+    def rotate_key(self, *, wait: bool = True) -> KeyChangeResult: ...
 
     def forget_folder(self, folder: str) -> bool: ...
 

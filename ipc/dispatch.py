@@ -33,6 +33,7 @@ CALLS: dict[str, Call] = {
     "sources": lambda e, p: e.sources(**p),
     "delete": lambda e, p: e.delete(p["source"], wait=p.get("wait", True)),
     "compact": lambda e, p: e.compact(wait=p.get("wait", True)),
+    "rotate_key": lambda e, p: e.rotate_key(wait=p.get("wait", True)),
     "forget_folder": lambda e, p: {"forgotten": e.forget_folder(p["folder"])},
     "sync": lambda e, p: e.sync(**p),
     "backup": lambda e, p: e.backup(**p),

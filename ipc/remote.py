@@ -21,6 +21,7 @@ from engine import (
     DeleteResult,
     ExportResult,
     JobSnapshot,
+    KeyChangeResult,
     MetricsSnapshot,
     Payload,
     RecallResult,
@@ -201,6 +202,17 @@ class RemoteEngine:
         if snap.state == "failed" and snap.error is not None:
             raise snap.error.to_error()
         return CompactResult(result.job, snap.bytes_total, snap.bytes)
+
+    def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
+        """Move the store to the key ``prepare_rotation`` wrote as pending (a job of kind
+        "rotate"; no secret travels); ``wait`` follows it here, by polling ``job``."""
+        result = KeyChangeResult.from_dict(self._call("rotate_key", {"wait": False}))
+        if not wait:
+            return result
+        snap = self.wait(result.job)
+        if snap.state == "failed" and snap.error is not None:
+            raise snap.error.to_error()
+        return result
 
     def forget_folder(self, folder: str) -> bool:
         """Stop syncing a transcript folder added with ``--index``; whether it was listed."""

@@ -39,7 +39,8 @@ def test_engine_exports() -> None:
         # keeping the data: backups, restore, export, recovery keys, key changes
         "BackupConfig", "BackupResult", "RestoreResult", "ExportResult", "KeyChangeResult",
         "RecoveryKeyInvalid", "BackupDamaged", "BackupMismatch", "StoreExists",
-        "restore_backup", "verify_backup_file", "rotate_key", "change_passphrase",
+        "restore_backup", "verify_backup_file", "rotate_key", "prepare_rotation",
+        "change_passphrase",
         "use_keychain", "use_passphrase", "renew_recovery_key", "generate_recovery_key",
         "looks_like_recovery_key", "backups_to_prune", "backup_due"])
     for name in engine.__all__:

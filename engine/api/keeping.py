@@ -131,7 +131,8 @@ class ExportResult(Plain):
 class KeyChangeResult(Plain):
     """A change of how the data key is kept (``what``: passphrase, use-keychain,
     use-passphrase, recovery, rotate). ``recovery_key`` holds a new recovery key, to be
-    shown once; it is never sent over the wire (key changes run where the store is)."""
+    shown once; it is never sent over the wire (key changes run where the store is).
+    ``job``: the job (kind "rotate") of a rotation the running engine does."""
 
     what: str
     key_id: str
@@ -140,6 +141,7 @@ class KeyChangeResult(Plain):
     method: str = ""
     has_recovery: bool = False
     recovery_key: str = field(default="", repr=False)
+    job: str = ""
 
 
 @dataclass(frozen=True)

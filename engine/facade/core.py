@@ -6,14 +6,15 @@ sync in ``engine.facade.sessions``; repair, backups and export in ``engine.facad
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 from engine import paths as P
 from engine.api import (
@@ -64,9 +65,20 @@ from engine.store.vault import Vault
 from engine.tokens import TokenCounter
 
 log = logging.getLogger("ctx.engine")
+F = TypeVar("F", bound=Callable[..., Any])
 # How long close() waits for a warm-up stage in flight (reading the vector index takes
 # about 5 s at 100k chunks; a model load cannot be cut short). Hand-set.
 WARM_JOIN_S = 10.0
+
+
+def _reading(method: F) -> F:
+    """A reading call: it holds the vault's read gate while it runs, so that a key
+    rotation's file swap (engine/store/gate.py) waits for it, and it for the swap."""
+    @functools.wraps(method)
+    def call(engine: Any, *args: Any, **kwargs: Any) -> Any:
+        with engine.rt.vault.gate.shared():
+            return method(engine, *args, **kwargs)
+    return cast(F, call)
 
 
 def store_exists(root: Path) -> bool:
@@ -326,6 +338,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
     # -- reading -----------------------------------------------------------------
     @audited
     @names_fields
+    @_reading
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
                until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
@@ -343,6 +356,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
 
     @audited
     @names_fields
+    @_reading
     def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
                       conversation: Sequence[Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
@@ -364,6 +378,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
 
     @audited
     @names_fields
+    @_reading
     def sources(self, *, project: str | None = None) -> list[SourceInfo]:
         return src.list_ready(self._live().vault, project=project)
 
@@ -411,6 +426,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
                                                              resumed=True))
 
     # -- health ------------------------------------------------------------------
+    @_reading
     def status(self) -> Status:
         rt = self._live()
         rt.vault.guard.check()  # vault.db changed behind the engine: every page checked

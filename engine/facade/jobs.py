@@ -79,6 +79,10 @@ class JobControl(EngineParts):
         snap = self._jobs.cancel(job_id)
         if snap.final:  # dropped while queued: it never reaches the finish hook
             self._interrupted.finished(snap)
+            if snap.kind == "rotate":  # the key it was to rotate to is forgotten
+                from engine.flows.keychange import drop_prepared
+
+                drop_prepared(self.data_dir)
         return snap
 
     def cancel_all(self) -> list[JobSnapshot]:

@@ -3,14 +3,16 @@ taken and verified while it runs, and plaintext export."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import BackupResult, CompactResult, ExportResult, RepairResult
+from engine.api import BackupResult, CompactResult, ExportResult, KeyChangeResult, RepairResult
 from engine.calls import audited
 from engine.crypto import keys
-from engine.errors import CtxError
+from engine.errors import ConfigError, CtxError, StoreLocked
 from engine.facade.parts import EngineParts
 from engine.flows.jobs import Cancelled
 from engine.flows.vector_rebuild import check_vectors, repair_work
@@ -53,6 +55,55 @@ class Upkeep(EngineParts):
         snap = self._wait_ok(job.id)
         return CompactResult(job.id, snap.bytes_total, snap.bytes)
 
+    def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
+        """Move the store to the data key that ``prepare_rotation`` wrote to key.json as
+        pending, while the engine runs (``engine.flows.keychange.rotate_work``): a job of
+        kind "rotate" (``bytes`` of ``bytes_total`` of the vault exported, ``current``
+        the part), during which reads go on and writes wait. ``key_id`` is the new key's,
+        ``old_key_id`` the one it replaces; without ``wait``, returns at once with the
+        job's id. Refused while a backup runs (it is sealed under the key it began with),
+        and by a store whose vectors are kept in Chroma (rotate it closed instead)."""
+        from engine.crypto.keys import key_id
+        from engine.flows.keychange import pending_key_id, rotate_work
+
+        rt = self._live()
+        if not rt.vectors.rekey(self._key):  # (the same key: nothing changes) a Chroma store
+            raise ConfigError("this store keeps its vectors in Chroma, whose ids come from the "
+                              "key: stop the engine (`ctx stop`) and run `ctx key rotate "
+                              "--local`")
+        busy = [j for j in self._jobs.list() if j.kind in ("rotate", "backup", "verify_backup")
+                and not j.final]
+        if busy:
+            raise StoreLocked(f"a {busy[0].kind.replace('_', ' ')} is under way (job {busy[0].id}): "
+                       "rotate the key after it")
+        new_id = pending_key_id(self.data_dir)
+        old_id = key_id(self._key)
+        job = self._jobs.submit("rotate", rotate_work(rt, self._key, rekeyed=self._rekeyed,
+                                                      before_swap=self._warm_done))
+        result = KeyChangeResult("rotate", new_id, old_key_id=old_id, job=job.id)
+        if not wait:
+            return result
+        snap = self._wait_ok(job.id)
+        return dataclasses.replace(result, seconds=round((snap.finished or 0.0) -
+                                                         (snap.started or 0.0), 3))
+
+    def _rekeyed(self, key: bytes) -> None:
+        self._key = key  # backups are sealed under it from now on
+
+    def _warm_done(self) -> None:
+        """Wait for a warm-up in a thread (it reads the vault on connections of its own
+        thread, which a key rotation closes)."""
+        thread = getattr(self, "_warming", None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _busy_rotating(self) -> None:
+        """Refuse a backup while a key rotation runs (it would be sealed under the old
+        key and hold the vault's file while it is replaced)."""
+        for j in self._jobs.list():
+            if j.kind == "rotate" and not j.final:
+                raise StoreLocked(f"a key rotation is under way (job {j.id}): back up after it")
+
     @audited
     def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
         """Write one encrypted backup file of the store to ``path`` (a folder gets a dated
@@ -63,6 +114,7 @@ class Upkeep(EngineParts):
         from engine.flows.backup import take_backup
 
         rt = self._live()
+        self._busy_rotating()
         vectors = include_vectors if include_vectors is not None else \
             rt.cfg.store.vector_backend == "memory"
         return self._tracked("backup", lambda progress: take_backup(
@@ -75,6 +127,7 @@ class Upkeep(EngineParts):
         from engine.flows.backup import verify_backup
 
         self._live()
+        self._busy_rotating()
         record = keys.read_record(self.data_dir)
         store_id = record.store_id if record is not None else None
         return self._tracked("verify_backup", lambda progress: verify_backup(

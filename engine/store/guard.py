@@ -92,6 +92,13 @@ class VaultGuard:
         if sig is not None and (self._sig is None or sig[:2] == self._sig[:2]):
             self._sig = sig
 
+    def rekeyed(self, hexkey: str) -> None:
+        """vault.db was replaced by the engine itself (a key rotation, after ``stop``):
+        the new file, under ``hexkey``, is the one it watches from now on."""
+        self._hexkey = hexkey
+        self._sig = signature(self.path)
+        self._stop.clear()
+
     def check(self) -> None:
         """VaultDamaged when vault.db is not the file opened; every page checked again
         when it changed behind the engine's back (in a thread for a big vault)."""

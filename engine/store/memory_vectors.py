@@ -163,6 +163,14 @@ class MemoryVectors(VectorStore):
         self._dirty = False
         return True
 
+    def rekey(self, key: bytes) -> bool:
+        """The sealed file sealed again under ``key``, and later saves sealed under it."""
+        if self._snap is not None:
+            if not self._snap.rekey(key):
+                self._dirty = True  # none was left: the next save writes it
+            self._snap = SnapshotFile(self._snap.path, key)
+        return True
+
     def forget_snapshot(self) -> None:
         """Remove the sealed file now (after a delete, until it is saved again)."""
         if self._snap is not None:

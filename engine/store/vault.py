@@ -24,6 +24,7 @@ from sqlcipher3 import dbapi2 as sqlite
 from engine.errors import CtxError, EngineClosed, NoSpace, VaultDamaged
 from engine.pools import shared_pool
 from engine.store.fts_terms import chunk_counts, common_counts
+from engine.store.gate import ReadGate
 from engine.store.guard import VaultGuard
 from engine.store.integrity import VaultConnection, probe, quiet
 from engine.store.kind_share import OVERFETCH_MIN_SHARE, KindShare, overfetch
@@ -90,6 +91,10 @@ class Vault:
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
         self.reserve: Reserve | None = None  # room for clean-up on a full disk (with_room)
+        self.gate = ReadGate()  # reading calls hold it; a file swap waits for them (rekey)
+        # While a key rotation holds the writes (engine/store/rekey.py): the access counts
+        # of reads, kept here and written after it, so that no read waits for it.
+        self.held_access: list[tuple[list[int], float]] | None = None
         self.guard = VaultGuard(path, self._hexkey, self._write_lock)
         # Small vaults have every page checked before the open returns; bigger ones in a
         # thread (check_pages_later), so that an open stays fast.
@@ -650,6 +655,10 @@ class Vault:
     # --- audit and access ---------------------------------------------------
     def record_access(self, source_ids: Sequence[int], now: float) -> None:
         if not source_ids:
+            return
+        held = self.held_access
+        if held is not None:
+            held.append((list(source_ids), now))
             return
         try:
             self._record_access(source_ids, now)

@@ -96,6 +96,12 @@ class VectorStore:
         backend); False where it keeps none. Called where no write runs beside it."""
         return False
 
+    def rekey(self, key: bytes) -> bool:
+        """Seal what this index keeps on disk under ``key`` from now on (the data key was
+        rotated while it ran); False where it cannot (Chroma's ids and vector rotation
+        come from the key: it is rebuilt at the next open instead)."""
+        return False
+
     def close(self) -> None:
         """Release the index (and, for Chroma, its process-wide cached client)."""
 

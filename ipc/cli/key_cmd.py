@@ -4,7 +4,9 @@
 - ``passphrase``: a new passphrase;
 - ``use-keychain`` / ``use-passphrase``: keep the key in the OS keychain, or under a
   passphrase (``use-keychain`` with the recovery key also puts a lost keychain entry back);
-- ``rotate``: a new data key (the store must not be open: stop the app or ``ctx serve``).
+- ``rotate``: a new data key. With the background engine running, the engine does it as
+  a job (kind "rotate") that this command follows, reads going on meanwhile; with none
+  (or ``--stop``, which stops it first), here with the store closed.
 
 To unlock, each takes the current passphrase (CTX_PASSPHRASE, or a prompt), the
 keychain, or the recovery key (``--recovery-key-stdin`` or CTX_RECOVERY_KEY). A new
@@ -59,7 +61,9 @@ def add_key_parser(sub: Any) -> None:
                                 "recovery key, if both)")
         if name == "rotate":
             a.add_argument("--stop", action="store_true",
-                           help="stop the background engine first if it has the store open")
+                           help="stop the background engine first and rotate with the "
+                                "store closed (by default the running engine rotates it "
+                                "while it goes on answering reads)")
         a.add_argument("--json", action="store_true")
     s.set_defaults(handler=run_key)
 
@@ -115,9 +119,13 @@ def run_key(args: argparse.Namespace) -> int:
     elif cmd == "use-keychain":
         result = attempt(use_keychain)
     else:
-        from ipc.cli.long_cmd import with_store_closed
+        from ipc.cli.long_cmd import rotate_online, with_store_closed
 
-        result = with_store_closed(args, lambda: attempt(rotate_key))
+        result = None if args.stop or args.local else rotate_online(args, attempt)
+        if isinstance(result, int):
+            return result  # the user stopped waiting: the rotation goes on
+        if result is None:
+            result = with_store_closed(args, lambda: attempt(rotate_key))
     if args.json:
         out = result.to_dict()
         emit_json(out)

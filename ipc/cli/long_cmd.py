@@ -1,20 +1,22 @@
-"""Long operations from the terminal: `ctx delete` and `ctx compact` follow their job's
-progress; `ctx stop` stops the background engine of a data dir; commands that need the
-store closed (`ctx repair`, `ctx key rotate`) stop it first when asked (``--stop``) or
-offer to on a terminal, and a ``store_locked`` error names the process holding the store.
+"""Long operations from the terminal: `ctx delete`, `ctx compact` and `ctx key rotate`
+(when the background engine runs) follow their job's progress; `ctx stop` stops the
+background engine of a data dir; commands that need the store closed (`ctx repair`,
+`ctx key rotate --stop`) stop it first when asked (``--stop``) or offer to on a
+terminal, and a ``store_locked`` error names the process holding the store.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from engine import EngineAPI, JobSnapshot, StoreLocked
+from engine import EngineAPI, JobSnapshot, KeyChangeResult, StoreLocked
 from ipc.cli.backend import open_backend, served, stop_command
 from ipc.cli.output import emit_json
 from ipc.cli.progress import JobProgress, job_or_none
@@ -97,6 +99,39 @@ def cmd_compact(args: argparse.Namespace) -> int:
         print(f"compacted: {_mb(result.bytes_before)} before, {_mb(result.bytes_after)} "
               f"after ({_mb(result.bytes_before - result.bytes_after)} given back)")
     return 0
+
+
+def rotate_online(args: argparse.Namespace, unlocked: Callable[..., Any]
+                  ) -> KeyChangeResult | int | None:
+    """`ctx key rotate` with the background engine running: the new key is made and
+    wrapped here (``prepare_rotation``, unlocked as ``unlocked`` does: the passphrase
+    never travels), then the engine rotates to it as a job that this follows. None when
+    no engine runs (the caller rotates the closed store); 130 when the user stopped
+    waiting (the rotation goes on)."""
+    from engine import prepare_rotation
+    from ipc.remote import connect
+
+    remote = connect(Path(args.data_dir) if args.data_dir else None)
+    if remote is None:
+        return None
+    try:
+        for job in remote.jobs():
+            if job.kind == "rotate" and not job.final:
+                raise StoreLocked(f"a key rotation is under way (job {job.id}): `ctx status` "
+                                  "shows its progress")
+        unlocked(prepare_rotation)
+        started = remote.rotate_key(wait=False)
+        snap = follow(remote, started.job)
+        if snap is None:
+            return _still_running(remote, started.job, "key rotation")
+        if snap.state == "failed" and snap.error is not None:
+            raise snap.error.to_error()
+        if snap.state != "done":
+            raise StoreLocked(f"the key rotation was {snap.state}: the store keeps its key")
+    finally:
+        remote.close()
+    seconds = round((snap.finished or 0.0) - (snap.started or 0.0), 3)
+    return dataclasses.replace(started, seconds=seconds)
 
 
 def _mb(n: int) -> str:

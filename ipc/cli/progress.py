@@ -20,7 +20,7 @@ from ipc.cli.output import fmt_bytes, fmt_duration
 
 AFTER_S = 2.0  # a job shorter than this prints nothing
 # Jobs that are not ingests, and what their progress line calls them.
-LONG_OPS = {"delete": "deleting", "compact": "compacting"}
+LONG_OPS = {"delete": "deleting", "compact": "compacting", "rotate": "rotating the key"}
 EVERY_S = 5.0  # seconds between lines in a log
 
 
@@ -142,8 +142,10 @@ class JobProgress:
 
 
 def long_op_done(snap: JobSnapshot) -> str:
-    """How far a delete or a compaction got, in words."""
-    if snap.kind == "compact":
+    """How far a delete, a compaction or a key rotation got, in words."""
+    if snap.kind == "rotate" and snap.current == "vault" and snap.bytes_total:
+        return f"the vault, {fmt_bytes(snap.bytes)} of {fmt_bytes(snap.bytes_total)}"
+    if snap.kind in ("compact", "rotate"):
         return f"the {snap.current}" if snap.current else "starting"
     tail = f", compacting the {snap.current}" if snap.current else ""
     return (f"{snap.files_done}/{snap.files_total} sources, "

@@ -21,6 +21,7 @@ from engine.api import (
     DeleteResult,
     Histogram,
     JobSnapshot,
+    KeyChangeResult,
     MetricsSnapshot,
     Payload,
     PayloadItem,
@@ -152,6 +153,9 @@ class FakeEngine:
 
     def compact(self, *, wait: bool = True) -> CompactResult:
         return CompactResult("", 10, 5)
+
+    def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
+        return KeyChangeResult("rotate", "new", old_key_id="old", job="r" * 16)
 
     def forget_folder(self, folder: str) -> bool:
         return folder == "known"

@@ -42,6 +42,7 @@ GOOD = {
     "sources": {"project": "p"},
     "delete": {"source": "/tmp/a", "wait": False},
     "compact": {"wait": False},
+    "rotate_key": {"wait": False},
     "forget_folder": {"folder": "/tmp/sessions"},
     "sync": {"paths": ["/tmp/a"]},
     "backup": {"path": "/tmp/b.ctxbackup", "include_vectors": None},

@@ -1,5 +1,6 @@
-"""`ctx backup`, `ctx backup --verify`, `ctx export` and `ctx status` through a running engine
-(a real `ctx serve` process: the ipc methods), and the same with --local once it stopped."""
+"""`ctx backup`, `ctx backup --verify`, `ctx export`, `ctx status` and `ctx key rotate`
+through a running engine (a real `ctx serve` process: the ipc methods), and the same with
+--local once it stopped."""
 
 from __future__ import annotations
 
@@ -46,8 +47,14 @@ def test_backup_verify_export_through_a_running_engine(tmp_path: Path, runtime_d
         r = _ctx(runtime_dir, data_dir, "status")
         assert "served: True" in r.stdout and "last backup: 20" in r.stdout
         assert "passphrase, with recovery key" in r.stdout
-        r = _ctx(runtime_dir, data_dir, "key", "rotate")
-        assert r.returncode == 4 and "[store_locked]" in r.stderr  # it needs the store closed
+        r = _ctx(runtime_dir, data_dir, "key", "rotate", "--json")
+        assert r.returncode == 0, r.stderr  # the running engine rotates it, as a job
+        online = json.loads(r.stdout)
+        assert online["job"] and online["key_id"] != online["old_key_id"]
+        r = _ctx(runtime_dir, data_dir, "search", "ferry leaves", "--json")
+        assert r.returncode == 0 and len(json.loads(r.stdout)["hits"]) == 3, r.stderr
+        r = _ctx(runtime_dir, data_dir, "status")
+        assert "served: True" in r.stdout, r.stdout  # the same engine, under the new key
         audit = _ctx(runtime_dir, data_dir, "audit", "--json")
         methods = [a["method"] for a in json.loads(audit.stdout)["audit"]]
         assert {"backup", "verify_backup", "export"} <= set(methods)
@@ -57,8 +64,8 @@ def test_backup_verify_export_through_a_running_engine(tmp_path: Path, runtime_d
     assert r.returncode == 0 and "backup written" in r.stdout, r.stderr
     r = _ctx(runtime_dir, data_dir, "key", "rotate", "--json")
     assert r.returncode == 0, r.stderr
-    rotated = json.loads(r.stdout)
-    assert rotated["key_id"] != rotated["old_key_id"]
+    rotated = json.loads(r.stdout)  # no engine runs: here, the store closed
+    assert rotated["old_key_id"] == online["key_id"] != rotated["key_id"]
     r = _ctx(runtime_dir, data_dir, "--local", "backup", "--verify", made["path"])
     assert r.returncode == 4 and "earlier data key" in r.stderr  # taken before the rotation
     r = _ctx(runtime_dir, data_dir, "backup", "--verify", made["path"], "--recovery-key-stdin",
