@@ -32,6 +32,16 @@ class Histogram(Plain):
     max: float
 
 
+def _alerts_from(data: Mapping[str, Any] | None) -> dict[str, Alert]:
+    """Alerts off the wire: name -> the alert's other fields (the name is the key)."""
+    return {k: Alert.from_dict({"name": k, **v}) for k, v in (data or {}).items()}
+
+
+def _alerts_to(alerts: Mapping[str, Alert]) -> dict[str, Any]:
+    """Alerts as the wire carries them: name -> the alert's other fields."""
+    return {k: {f: v for f, v in a.to_dict().items() if f != "name"} for k, a in alerts.items()}
+
+
 @dataclass(frozen=True)
 class MetricsSnapshot(Plain):
     """Duration histograms by name, counters, gauges, active alerts."""
@@ -47,14 +57,12 @@ class MetricsSnapshot(Plain):
         d = known(cls, data)
         d["histograms"] = {k: Histogram.from_dict(v)
                            for k, v in (d.get("histograms") or {}).items()}
-        d["alerts"] = {k: Alert.from_dict({"name": k, **v})
-                       for k, v in (d.get("alerts") or {}).items()}
+        d["alerts"] = _alerts_from(d.get("alerts"))
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        out["alerts"] = {k: {f: v for f, v in a.to_dict().items() if f != "name"}
-                         for k, a in self.alerts.items()}
+        out["alerts"] = _alerts_to(self.alerts)
         return out
 
 
@@ -126,14 +134,12 @@ class Status(Plain):
         d["vectors_in_memory"] = VectorMemory.from_dict(d["vectors_in_memory"])
         if d.get("adapt") is not None:
             d["adapt"] = AdaptStatus.from_dict(d["adapt"])
-        d["alerts"] = {k: Alert.from_dict({"name": k, **v})
-                       for k, v in (d.get("alerts") or {}).items()}
+        d["alerts"] = _alerts_from(d.get("alerts"))
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        out["alerts"] = {k: {f: v for f, v in a.to_dict().items() if f != "name"}
-                         for k, a in self.alerts.items()}
+        out["alerts"] = _alerts_to(self.alerts)
         if self.server is None:
             del out["server"]
         if self.adapt is None:

@@ -9,18 +9,17 @@ terminal; never from an argument (it would show in the process list).
 from __future__ import annotations
 
 import argparse
-import contextvars
 import getpass
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from engine import InvalidInput, JobSnapshot
-from ipc.cli.backend import open_backend, served
+from engine import InvalidInput
+from ipc.cli.backend import open_backend
 from ipc.cli.output import emit_json, fmt_bytes, fmt_time
+from ipc.cli.progress import while_watching
 
 EXPORT_WARNING = (
     "ctx export writes your sources as PLAINTEXT to {path}: there they leave ctx's "
@@ -133,41 +132,12 @@ class ByteProgress:
 
 def _watch(backend: Any, kind: str, call: Any) -> Any:
     """Run ``call()`` on a thread while drawing the progress of its job (``kind``)."""
-    holder: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            holder["result"] = call()
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
-            holder["error"] = exc
-
-    since = time.time() - 1.0
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(work,),
-                              name=f"ctx-{kind}", daemon=True)
-    thread.start()
-    watcher = backend
-    if served(backend):
-        from ipc.remote import RemoteEngine
-
-        watcher = RemoteEngine(backend.info, timeout=5.0)
     bar = ByteProgress(kind.replace("_", " "))
     try:
-        while thread.is_alive():
-            thread.join(0.2)
-            try:
-                jobs: list[JobSnapshot] = [j for j in watcher.jobs() if j.kind == kind
-                                           and j.state == "running" and j.created >= since]
-            except Exception:  # noqa: BLE001 - progress is best effort; the result decides
-                jobs = []
-            if jobs:
-                bar.update(jobs[-1].bytes, jobs[-1].bytes_total)
+        return while_watching(backend, kind, call,
+                              lambda job: bar.update(job.bytes, job.bytes_total))
     finally:
         bar.close()
-        if watcher is not backend:
-            watcher.close()
-    if "error" in holder:
-        raise holder["error"]
-    return holder["result"]
 
 
 def _show_backup(result: Any, as_json: bool) -> None:

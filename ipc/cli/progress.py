@@ -10,10 +10,12 @@ meaning-search 40%"), which moves chunk by chunk, so a large file moves too.
 
 from __future__ import annotations
 
+import contextvars
 import sys
+import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 from engine import EngineAPI, JobSnapshot
 from ipc.cli.output import fmt_bytes, fmt_duration
@@ -22,6 +24,7 @@ AFTER_S = 2.0  # a job shorter than this prints nothing
 # Jobs that are not ingests, and what their progress line calls them.
 LONG_OPS = {"delete": "deleting", "compact": "compacting", "rotate": "rotating the key"}
 EVERY_S = 5.0  # seconds between lines in a log
+T = TypeVar("T")
 
 
 class _Rate:
@@ -206,3 +209,44 @@ def job_or_none(backend: EngineAPI, job_id: str) -> JobSnapshot | None:
         return backend.job(job_id)
     except Exception:  # noqa: BLE001 - a description only: the job may be gone
         return None
+
+
+def while_watching(backend: EngineAPI, kind: str, call: Callable[[], T],
+                   draw: Callable[[JobSnapshot], None]) -> T:
+    """Run ``call()`` on a thread while ``draw`` is given, every 0.2 s, the latest running
+    job of ``kind`` begun since (polled on a connection of its own when the engine is
+    remote: the call holds the other); what ``call`` raised is raised here."""
+    from ipc.remote import RemoteEngine
+
+    holder: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            holder["result"] = call()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            holder["error"] = exc
+
+    since = time.time() - 1.0
+    # The copied context carries the caller ("cli") to the engine call on that thread.
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                              name=f"ctx-{kind}", daemon=True)
+    thread.start()
+    watcher: EngineAPI = backend
+    if isinstance(backend, RemoteEngine):
+        watcher = RemoteEngine(backend.info, timeout=5.0)
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+            try:
+                jobs = [j for j in watcher.jobs() if j.kind == kind
+                        and j.state == "running" and j.created >= since]
+            except Exception:  # noqa: BLE001 - progress is best effort; the result decides
+                jobs = []
+            if jobs:
+                draw(jobs[-1])
+    finally:
+        if watcher is not backend:
+            watcher.close()
+    if "error" in holder:
+        raise holder["error"]
+    return holder["result"]

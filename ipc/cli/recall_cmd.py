@@ -3,64 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import contextvars
 import dataclasses
 import os
 import sys
-import threading
-import time
 from pathlib import Path
-from typing import Any
 
 from engine import EngineAPI, InvalidInput, NotFound, RecallResult
 from ipc.cli.backend import open_backend
 from ipc.cli.output import emit_json, parse_when
-from ipc.cli.progress import JobProgress
-
-
-def _watcher(backend: EngineAPI) -> EngineAPI:
-    """Something to poll ``jobs()`` on while another call indexes (its own socket if remote)."""
-    from ipc.remote import RemoteEngine
-
-    if isinstance(backend, RemoteEngine):
-        return RemoteEngine(backend.info, timeout=5.0)
-    return backend
+from ipc.cli.progress import JobProgress, while_watching
 
 
 def index_with_progress(backend: EngineAPI, index: list[str], sync: bool) -> RecallResult:
     """Run the index/sync step, drawing its job's progress on stderr until it ends."""
-    holder: dict[str, Any] = {}
-    since = time.time() - 1.0
-
-    def work() -> None:
-        try:
-            holder["result"] = backend.recall(None, index=index, sync=sync)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
-            holder["error"] = exc
-
-    # The copied context carries the caller ("cli") to the engine call on that thread.
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(work,),
-                              name="ctx-recall-index", daemon=True)
-    thread.start()
-    watcher = _watcher(backend)
     bar = JobProgress()
     try:
-        while thread.is_alive():
-            thread.join(0.2)
-            try:
-                jobs = [j for j in watcher.jobs() if j.kind == "sync"
-                        and j.state == "running" and j.created >= since]
-            except Exception:  # noqa: BLE001 - progress is best effort; the result decides
-                jobs = []
-            if jobs:
-                bar.update(jobs[-1])
+        result = while_watching(backend, "sync",
+                                lambda: backend.recall(None, index=index, sync=sync),
+                                bar.update)
     finally:
         bar.close()
-        if watcher is not backend:
-            watcher.close()
-    if "error" in holder:
-        raise holder["error"]
-    return holder.get("result") or RecallResult()
+    return result or RecallResult()
 
 
 def _forget_folders(args: argparse.Namespace) -> int:
