@@ -15,8 +15,12 @@ def embedding_config(**settings: Any) -> Any:
 
 def vectors_tag(embedder: Any) -> str:
     """The model's name, and "-int8docs" when its documents come from the int8 model
-    (``embedding.document_precision``): the two write different vectors under one name."""
+    (``embedding.document_precision``): the two write different vectors under one name.
+    "-alone" on the ONNX backend: since 2026-11-28 it runs every text alone, so stores
+    cached before hold vectors that depended on their batch (bench.embed_determinism)."""
     tag = str(embedder.name).replace("/", "_")
     if getattr(embedder, "document_precision", "float32") == "int8":
         tag += "-int8docs"
+    if getattr(embedder, "backend", "") == "onnx":
+        tag += "-alone"
     return tag

@@ -34,10 +34,12 @@ class EmbeddingConfig:
     model: str = "minilm"
     backend: Literal["auto", "torch", "onnx"] = "auto"
     onnx_dir: str = ""
-    batch_size: int = 64
+    batch_size: int = 64  # torch only: the ONNX backend runs every text alone (onnx.py)
     device: str = "auto"  # auto | cpu | cuda | mps (torch); onnx runs on the CPU
     query_cache_size: int = 1024
     threads: int = 0  # threads for batches; 0 = one per core
+    # torch only (the ONNX backend runs every text alone, so that its vector does not
+    # depend on its batch: engine/embedding/onnx.py). Measured when ONNX batched too:
     # Padded tokens (texts x longest) per model run. 256 = one chunk of 256 word pieces, or
     # several short texts. On 2 cores (onnx, two runs at once), against 512 and 1024: 1 MB
     # of prose peaks at 372 / 404 / 425 MB RSS and takes 54 / 60 / 80 s

@@ -76,8 +76,7 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder:
             from engine.embedding.onnx import OnnxEmbedder
 
             assert export is not None
-            return OnnxEmbedder.open(export, batch_size=cfg.batch_size, threads=cfg.threads,
-                                    max_batch_tokens=cfg.max_batch_tokens,
+            return OnnxEmbedder.open(export, threads=cfg.threads,
                                     document_precision=cfg.document_precision,
                                     query_precision=cfg.query_precision)
     if cfg.query_precision == "int8":

@@ -23,12 +23,24 @@ on the first text it embeds (the first document batch, or the first query with
 int8 queries; both loaded, ingesting 1 MB of prose peaks at 377 MB
 RSS, ``bench.ingest_mem``). It runs each call on one intra-op thread: a query (a few
 short texts) is fastest that way, and on a busy 2-core machine more threads
-multiply its tail latency. Larger inputs are cut into batches bounded by padded
-tokens (``batching.token_batches``) and run concurrently on ``threads`` worker
-threads, since a session serves concurrent runs and releases the GIL while it
-runs. Without onnxruntime's memory arena (it would keep the peak of the
-largest batch) and with glibc's heap kept from holding freed buffers
-(``heap.cap_heap_retention``), memory goes back after every batch.
+multiply its tail latency.
+
+Every text runs alone, unpadded: a text's vector is the same, to the bit,
+whatever texts it was embedded with (``bench.embed_determinism``). Batched, it
+was not: the int8 model quantises each MatMul's activations with one scale per
+run, taken over every text of the batch and its padding (cosine 0.99 to the
+text's vector alone), and even the float32 model's mean pooling (a ReduceSum
+over the sequence) adds in another order once a run holds more than one text
+(last bits). Batches form by timing (the writer paces its steps), so two builds
+of the same data stored different vectors and ranked a few queries differently.
+Long texts ran alone before too (batches were bounded by 256 padded word
+pieces), and a run has no padding to compute now, so chunk-sized texts embed as
+fast; short ones lose the batch's amortised overhead (the figures are in
+docs/performance.md). More than a query's few texts are spread over ``threads``
+worker threads, longest first, since a session serves concurrent runs and
+releases the GIL while it runs. Without onnxruntime's memory arena and with
+glibc's heap kept from holding freed buffers (``heap.cap_heap_retention``),
+memory goes back after every text.
 """
 
 from __future__ import annotations
@@ -43,7 +55,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.embedding.batching import token_batches
 from engine.embedding.heap import cap_heap_retention
 from engine.embedding.onnx_files import (
     INT8_FILE,
@@ -57,7 +68,7 @@ from engine.errors import ConfigError, IntegrityError
 
 _log = logging.getLogger(__name__)
 SMALL_BATCH = 4  # a query: up to this many texts of up to SMALL_TOKENS word pieces in all,
-SMALL_TOKENS = 256  # run in the caller's thread as one run; anything more is spread over workers
+SMALL_TOKENS = 256  # run one by one in the caller's thread; anything more is spread over workers
 
 
 def _session(path: Path) -> Any:
@@ -85,8 +96,7 @@ def _cores() -> int:
 class OnnxEmbedder:
     backend = "onnx"
 
-    def __init__(self, folder: Path, *, dim: int, max_seq_length: int, batch_size: int = 64,
-                 threads: int = 0, max_batch_tokens: int = 256,
+    def __init__(self, folder: Path, *, dim: int, max_seq_length: int, threads: int = 0,
                  int8_file: Path | None = None, int8_documents: bool = True,
                  int8_queries: bool = False, recheck: bool = False) -> None:
         """Load the files in ``folder`` as they are; :meth:`open` checks them first.
@@ -107,8 +117,6 @@ class OnnxEmbedder:
         self.name = MODEL_NAME
         self.dim = dim
         self.folder = folder
-        self.batch_size = batch_size
-        self.max_batch_tokens = max_batch_tokens
         self._workers = threads or _cores()
         self._tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self._tok.enable_truncation(max_length=max_seq_length)
@@ -134,8 +142,7 @@ class OnnxEmbedder:
         return "int8" if self._int8_file is not None and self._int8_queries else "float32"
 
     @classmethod
-    def open(cls, folder: Path, *, batch_size: int = 64, threads: int = 0,
-             max_batch_tokens: int = 256, document_precision: str = "int8",
+    def open(cls, folder: Path, *, threads: int = 0, document_precision: str = "int8",
              query_precision: str = "float32") -> OnnxEmbedder:
         """The export in ``folder``, once it passes :func:`verify_export` (IntegrityError).
 
@@ -149,8 +156,7 @@ class OnnxEmbedder:
                          "model, so queries are embedded in float32 (python -m "
                          "engine.embedding.onnx_export --if-missing makes a current export)")
         return cls(folder, dim=man.dim, max_seq_length=man.max_seq_length,
-                   batch_size=batch_size, threads=threads, max_batch_tokens=max_batch_tokens,
-                   int8_file=int8, int8_documents=docs, int8_queries=queries, recheck=True)
+                   threads=threads, int8_file=int8, int8_documents=docs, int8_queries=queries, recheck=True)
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -179,17 +185,13 @@ class OnnxEmbedder:
                     return self._session
             return self._int8_session
 
-    def _run(self, encs: list[Any], session: Any) -> np.ndarray:
-        """One session run over tokenised texts, padded to the longest of them."""
-        width = max(len(e.ids) for e in encs)
-        ids = np.zeros((len(encs), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, e in enumerate(encs):
-            ids[row, :len(e.ids)] = e.ids
-            mask[row, :len(e.ids)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _run(self, enc: Any, session: Any) -> np.ndarray:
+        """One session run over one tokenised text, unpadded: its vector."""
+        ids = np.asarray([enc.ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                 "token_type_ids": np.zeros_like(ids)}
         out = session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-        return np.asarray(out, dtype=np.float32)
+        return np.asarray(out[0], dtype=np.float32)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` (queries, and anything but documents to store): from the
@@ -201,29 +203,20 @@ class OnnxEmbedder:
         return self._encode(texts, self._int8() if self._int8_documents else self._session)
 
     def _encode(self, texts: Sequence[str], session: Any) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        encs = self._tok.encode_batch([str(t).strip() for t in texts])
-        lengths = [len(e.ids) for e in encs]
-        if len(encs) <= SMALL_BATCH and sum(lengths) <= SMALL_TOKENS:
-            return self._run(encs, session)
-        # Longest first, as sentence-transformers does, so that each batch pads little; and
-        # at least one batch per worker, so that a handful of long texts uses every core.
-        per_worker = -(-sum(lengths) // self._workers)
-        budget = min(self.max_batch_tokens, max(per_worker, max(lengths)))
-        groups = token_batches(lengths, max_texts=self.batch_size, max_tokens=budget)
-        if len(groups) == 1:
-            return self._run(encs, session)
-        if self._workers == 1:
-            out = np.empty((len(encs), self.dim), dtype=np.float32)
-            for idx in groups:
-                out[idx] = self._run([encs[i] for i in idx], session)
             return out
-        out = np.empty((len(encs), self.dim), dtype=np.float32)
-        runs = self._executor().map(lambda idx: self._run([encs[i] for i in idx], session),
-                                    groups)
-        for idx, vecs in zip(groups, runs, strict=True):
-            out[idx] = vecs
+        encs = self._tok.encode_batch([str(t).strip() for t in texts])
+        if self._workers == 1 or (len(encs) <= SMALL_BATCH
+                                  and sum(len(e.ids) for e in encs) <= SMALL_TOKENS):
+            for i, enc in enumerate(encs):
+                out[i] = self._run(enc, session)
+            return out
+        # Longest first, so that the workers finish together.
+        order = sorted(range(len(encs)), key=lambda i: (-len(encs[i].ids), i))
+        runs = self._executor().map(lambda i: self._run(encs[i], session), order)
+        for i, vec in zip(order, runs, strict=True):
+            out[i] = vec
         return out
 
     def close(self) -> None:

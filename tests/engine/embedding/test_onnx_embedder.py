@@ -34,7 +34,7 @@ def onnx_export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def onnx_embedder(onnx_export_dir: Path) -> Iterator[OnnxEmbedder]:
-    emb = OnnxEmbedder.open(onnx_export_dir, batch_size=8, threads=2)
+    emb = OnnxEmbedder.open(onnx_export_dir, threads=2)
     yield emb
     emb.close()
 
@@ -51,7 +51,7 @@ def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder,
                                             minilm_torch: object) -> None:
     texts = list(PROBE_TEXTS) + EXTRA
     ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
-    batch = onnx_embedder.encode(texts)  # token-bounded batches on 2 workers
+    batch = onnx_embedder.encode(texts)  # one text a run, on 2 workers
     alone = np.stack([onnx_embedder.encode([t])[0] for t in texts])
     assert batch.shape == ref.shape == (len(texts), 384) and batch.dtype == np.float32
     assert float((batch * ref).sum(1).min()) >= 0.99999
@@ -60,11 +60,11 @@ def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder,
     assert onnx_embedder.encode([]).shape == (0, 384)
 
 
-def test_token_bounded_concurrent_batches_give_the_same_vectors(onnx_export_dir: Path,
+def test_concurrent_runs_give_the_same_vectors(onnx_export_dir: Path,
                                                                 minilm_torch: object) -> None:
     texts = list(PROBE_TEXTS) + EXTRA + ["word " * 400]  # the last one is cut at 256 pieces
     ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
-    emb = OnnxEmbedder.open(onnx_export_dir, batch_size=64, threads=3, max_batch_tokens=256)
+    emb = OnnxEmbedder.open(onnx_export_dir, threads=3)
     try:
         got = emb.encode(texts)
     finally:
@@ -274,3 +274,39 @@ def test_an_int8_model_that_fails_at_load_leaves_documents_to_float32(
         assert "int8 model unavailable (IntegrityError)" in caplog.text
     finally:
         emb.close()
+
+
+@pytest.mark.parametrize("precision", ["int8", "float32"])
+def test_a_texts_vector_is_the_same_to_the_bit_in_any_batch(onnx_export_dir: Path,
+                                                           precision: str) -> None:
+    """Documents and queries: each text alone, all at once, in batches of 2, 3 and 7, in
+    reverse and shuffled order, on one worker and on three: the same bytes every time (a
+    vector must not depend on which texts were embedded beside it, nor on the thread)."""
+    import random
+
+    texts = list(PROBE_TEXTS) + EXTRA + ["word " * 400, "a b c", "short note"]
+    order = list(range(len(texts)))
+    random.Random(3).shuffle(order)
+    one = OnnxEmbedder.open(onnx_export_dir, threads=1, document_precision=precision,
+                            query_precision=precision)
+    three = OnnxEmbedder.open(onnx_export_dir, threads=3, document_precision=precision,
+                              query_precision=precision)
+    try:
+        assert one.document_precision == one.query_precision == precision
+        for encode in (one.encode_documents, one.encode, three.encode_documents):
+            alone = np.stack([encode([t])[0] for t in texts])
+            runs = {"all": encode(texts)}
+            for size in (2, 3, 7):
+                runs[f"batches of {size}"] = np.concatenate(
+                    [encode(texts[i:i + size]) for i in range(0, len(texts), size)])
+            runs["reversed"] = encode(texts[::-1])[::-1]
+            shuffled = np.empty_like(alone)
+            shuffled[order] = encode([texts[i] for i in order])
+            runs["shuffled"] = shuffled
+            for name, got in runs.items():
+                same = [i for i in range(len(texts)) if got[i].tobytes() == alone[i].tobytes()]
+                assert len(same) == len(texts), (name, np.abs(got - alone).max())
+        assert np.array_equal(three.encode_documents(texts), one.encode_documents(texts))
+    finally:
+        one.close()
+        three.close()
