@@ -18,7 +18,8 @@ The map, by what is measured:
 - speed of the engine: ``store_bench`` (ingest, lanes), ``stage_latency`` (build_context
   by stage), ``keyword_lane``, ``memory_index`` and ``vector_rebuild_bench`` (the vector
   index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
-  ``blob_savings``, ``embed_bench`` and ``embed_precision`` (the model),
+  ``blob_savings``, ``embed_bench``, ``embed_precision`` and ``embed_determinism`` (the
+  model; the last: a text's vector the same in any batch),
   ``backup_bench``, ``delete_bench``;
 - the front ends and the wire: ``ipc_load``, ``serve_start``, ``agents_bench`` (hooks and
   MCP), ``app_launch``, ``gui_bench``, ``dist_bench`` (the bundle against the pip install);
