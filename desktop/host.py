@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.bridge import GuiBridge
-from desktop.host_events import HostEvents
+from desktop.host_events import EngineEvents
 from desktop.notices import Failure, Notice, error_info
 from desktop.opening import (
     EngineFactory,
@@ -42,7 +42,7 @@ from desktop.opening import (
     open_engine,
     store_exists,
 )
-from desktop.qt import QObject, QTimer, Signal
+from desktop.qt import QObject, Signal
 from desktop.tasks import FailureCallback, Success, Task, TaskManager
 from engine import (
     Alert,
@@ -62,8 +62,9 @@ STATES = ("starting", "needs_setup", "locked", "opening", "loading", "ready", "e
 OPEN_STATES = ("loading", "ready")
 
 
-class EngineHost(QObject, HostEvents):
-    """The GUI's one owner of the engine; see the module docstring for its signals."""
+class EngineHost(QObject):
+    """The GUI's one owner of the engine; see the module docstring for its signals. What
+    it hears of the engine is its member ``events`` (:class:`EngineEvents`)."""
 
     state_changed = Signal(str)
     ready = Signal()
@@ -96,18 +97,11 @@ class EngineHost(QObject, HostEvents):
         self._config: Any = None
         self._unsubscribe: Callable[[], None] | None = None
         self._paused = False
-        self._model_loaded = False
         self.created = False  # this run made the store (first run)
         self.open_error: ErrorInfo | None = None  # why the store did not open (state error)
-        self.watch_report = WatchReport(())
-        self.watch_jobs: set[str] = set()  # ingest jobs the watched folders queued
-        self._pending_jobs: dict[str, JobSnapshot] = {}
-        self._pending_lock = threading.Lock()
-        self._flush_scheduled = False
-        self._last_flush = 0.0
-        self._jobs: dict[str, JobSnapshot] = {}
-        self._told_jobs: set[str] = set()
-        self._active_alerts: dict[str, Alert] = {}
+        self.events = EngineEvents(self, self.bridge, timer_parent=self,
+                                   on_model_loaded=self._model_loaded_now)
+        self._pending_lock = threading.Lock()  # guards _just_opened and the state at open
         self._shutdown_thread: threading.Thread | None = None
         self._just_opened: Opened | None = None  # opened, not yet taken by the GUI
         # The passphrase typed for the open now running, and, once it proved right but the
@@ -115,9 +109,6 @@ class EngineHost(QObject, HostEvents):
         # on the error page, so the fix does not ask for it again; forgotten once open.
         self._typed: str | None = None
         self._retry_secret: str | None = None
-        self._flush_timer = QTimer(self)  # a child: it dies with the host, never fires after
-        self._flush_timer.setSingleShot(True)
-        self._flush_timer.timeout.connect(self._flush_jobs)
 
     # -- properties ---------------------------------------------------------------
     @property
@@ -136,7 +127,7 @@ class EngineHost(QObject, HostEvents):
 
     @property
     def model_loaded(self) -> bool:
-        return self._model_loaded
+        return self.events.model_loaded
 
     @property
     def data_dir(self) -> Path:
@@ -160,17 +151,27 @@ class EngineHost(QObject, HostEvents):
     @property
     def jobs(self) -> dict[str, JobSnapshot]:
         """The latest snapshot of every job seen since start, by id."""
-        return dict(self._jobs)
+        return dict(self.events.jobs)
 
     @property
     def jobs_active(self) -> list[JobSnapshot]:
         """Jobs queued or running."""
-        return [j for j in self._jobs.values() if not j.final]
+        return [j for j in self.events.jobs.values() if not j.final]
 
     @property
     def active_alerts(self) -> dict[str, Alert]:
         """Engine alerts raised and not cleared, by name."""
-        return dict(self._active_alerts)
+        return dict(self.events.active_alerts)
+
+    @property
+    def watch_report(self) -> WatchReport:
+        """The watched folders followed, and those that cannot be (and why)."""
+        return self.events.watch_report
+
+    @property
+    def watch_jobs(self) -> set[str]:
+        """The ingest jobs the watched folders queued."""
+        return set(self.events.watch_jobs)
 
     def server_stats(self) -> dict[str, Any]:
         """The IPC server's counters (requests served...); {"running": False} without one."""
@@ -220,7 +221,7 @@ class EngineHost(QObject, HostEvents):
     def _open(self, data_dir: Path, passphrase: str | None, existed: bool) -> Opened:
         """Worker: open and serve; remember the result until the GUI thread takes it."""
         opened = open_and_serve(self._factory, data_dir, passphrase, serve=self._serve,
-                                workers=self._workers, on_event=self._on_event,
+                                workers=self._workers, on_event=self.events.on_event,
                                 existed=existed)
         with self._pending_lock:
             self._just_opened = opened
@@ -236,16 +237,14 @@ class EngineHost(QObject, HostEvents):
         self._unsubscribe = opened.unsubscribe
         self.created = self.created or opened.created
         self._paused = opened.status.ingestion_paused
-        self._model_loaded = self._model_loaded or opened.status.model_loaded
         if opened.server_error is not None:
             err = error_info(opened.server_error)
             self.failed.emit(Failure("serve", err))
             self.alert.emit(Notice(err.name, "The IPC server could not start: " + err.message,
                                    err.code))
-        for active in opened.status.alerts.values():  # raised before we subscribed (at open)
-            self._alert_raised(active)
-        self._set_state("ready" if self._model_loaded else "loading")
-        if self._model_loaded:
+        self.events.opened(opened.status)
+        self._set_state("ready" if self.model_loaded else "loading")
+        if self.model_loaded:
             self.ready.emit()
 
     def _open_failed(self, exc: BaseException) -> None:
@@ -303,6 +302,12 @@ class EngineHost(QObject, HostEvents):
         if self._state != "stopped":
             self._shutdown_thread = None
             self._set_state("stopped")
+
+    def _model_loaded_now(self) -> None:
+        """The model finished loading (``events``): an open store is ready now."""
+        if self._state == "loading":
+            self._set_state("ready")
+            self.ready.emit()
 
     def _set_state(self, state: str) -> None:
         if state != self._state:

@@ -1,16 +1,23 @@
-"""The host's half that hears the engine: events from the engine's threads (and the
-watched folders' reports) handed to the GUI thread through the one bridge, and the
-typed signals emitted there. A mixin of :class:`desktop.host.EngineHost`, which owns
-the signals, the bridge and the state these methods keep.
+"""What the host hears of the engine: events from the engine's threads (the watched
+folders' too) handed to the GUI thread through the one bridge, the typed signals
+emitted there, and what they leave known (the jobs seen, the alerts active, the
+watched folders, whether the model is loaded).
+
+:class:`EngineEvents` is a member of :class:`desktop.host.EngineHost`, built with the
+host's signals, its bridge and what to do once the model is loaded.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
+from desktop.bridge import GuiBridge
 from desktop.messages import JOB_ALERTS, alert_notice, job_notice
 from desktop.notices import Notice
+from desktop.qt import QObject, QTimer
 from engine import (
     Alert,
     AlertCleared,
@@ -20,6 +27,7 @@ from engine import (
     JobChanged,
     JobSnapshot,
     SourcesChanged,
+    Status,
     Warming,
     WatchChanged,
     WatchReport,
@@ -33,23 +41,9 @@ JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last o
 NOTICE_KINDS = frozenset({"paths", "text", "conversation", "sync", "vectors", "repair"})
 
 
-class HostEvents:
-    """Engine events -> GUI-thread signals (the attributes are EngineHost's)."""
+class EventSignals(Protocol):
+    """The host's signals these events are told through (Qt ``Signal`` instances)."""
 
-    bridge: Any
-    _pending_lock: Any
-    _pending_jobs: dict[str, JobSnapshot]
-    _flush_scheduled: bool
-    _flush_timer: Any
-    _last_flush: float
-    _jobs: dict[str, JobSnapshot]
-    _told_jobs: set[str]
-    _model_loaded: bool
-    _state: str
-    _active_alerts: dict[str, Alert]
-    watch_report: Any
-    watch_jobs: set[str]  # the ingest jobs the watched folders queued
-    # EngineHost's signals and state setter (annotations only: nothing is shadowed)
     build_finished: Any
     sources_changed: Any
     job_progress: Any
@@ -57,35 +51,60 @@ class HostEvents:
     warming: Any
     alert: Any
     alert_cleared: Any
-    ready: Any
-    _set_state: Any
 
-    def _on_event(self, event: Event) -> None:
+
+class EngineEvents:
+    """Engine events -> GUI-thread signals; see the module docstring."""
+
+    def __init__(self, signals: EventSignals, bridge: GuiBridge, *, timer_parent: QObject,
+                 on_model_loaded: Callable[[], None]) -> None:
+        self._signals = signals
+        self._bridge = bridge
+        self._on_model_loaded = on_model_loaded
+        self.jobs: dict[str, JobSnapshot] = {}  # the latest snapshot of every job seen
+        self.active_alerts: dict[str, Alert] = {}  # engine alerts raised, not cleared
+        self.model_loaded = False
+        self.watch_report = WatchReport(())
+        self.watch_jobs: set[str] = set()  # the ingest jobs the watched folders queued
+        self._told_jobs: set[str] = set()
+        self._pending_lock = threading.Lock()
+        self._pending_jobs: dict[str, JobSnapshot] = {}
+        self._flush_scheduled = False
+        self._last_flush = 0.0
+        self._flush_timer = QTimer(timer_parent)  # dies with the host, never fires after
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.timeout.connect(self._flush_jobs)
+
+    def opened(self, status: Status) -> None:
+        """GUI thread, the engine just opened: what its status says before any event."""
+        self.model_loaded = self.model_loaded or status.model_loaded
+        for active in status.alerts.values():  # raised before the subscription (at open)
+            self._alert_raised(active)
+
+    def on_event(self, event: Event) -> None:
         """The engine's subscription, on the thread of the change: hand it to the GUI."""
+        post = self._bridge.post
         if isinstance(event, JobChanged):
             self._on_job(event.job)
         elif isinstance(event, BuildDone):
-            self.bridge.post(lambda: self.build_finished.emit(event))
+            post(lambda: self._signals.build_finished.emit(event))
         elif isinstance(event, SourcesChanged):
-            self.bridge.post(self._sources_changed)
+            post(self._sources_changed)
         elif isinstance(event, AlertRaised):
-            self.bridge.post(lambda: self._alert_raised(event.alert))
+            post(lambda: self._alert_raised(event.alert))
         elif isinstance(event, AlertCleared):
-            self.bridge.post(lambda: self._alert_cleared(event.name))
+            post(lambda: self._alert_cleared(event.name))
         elif isinstance(event, Warming):
-            self.bridge.post(lambda: self._warming(event))
+            post(lambda: self._warming(event))
         elif isinstance(event, WatchChanged):
-            self._on_watch(event.report)
+            post(lambda: self._watched(event.report))
 
-    def _on_watch(self, report: WatchReport) -> None:
-        """The watched folders' report (their threads): hand it to the GUI."""
-        def deliver() -> None:
-            if report.job is None and not report.removed and report.error is None:
-                self.watch_report = report
-            if report.job:
-                self.watch_jobs.add(report.job)
-            self.watch_changed.emit(report)
-        self.bridge.post(deliver)
+    def _watched(self, report: WatchReport) -> None:
+        if report.job is None and not report.removed and report.error is None:
+            self.watch_report = report
+        if report.job:
+            self.watch_jobs.add(report.job)
+        self._signals.watch_changed.emit(report)
 
     def _on_job(self, snapshot: JobSnapshot) -> None:
         """Engine's writer thread: keep the latest snapshot per job, wake the GUI once."""
@@ -94,7 +113,7 @@ class HostEvents:
             if self._flush_scheduled:
                 return
             self._flush_scheduled = True
-        self.bridge.post(self._jobs_pending)
+        self._bridge.post(self._jobs_pending)
 
     def _jobs_pending(self) -> None:
         wait_ms = JOB_FLUSH_MS - (time.monotonic() - self._last_flush) * 1000
@@ -109,37 +128,36 @@ class HostEvents:
             pending, self._pending_jobs = self._pending_jobs, {}
             self._flush_scheduled = False
         for snap in pending.values():
-            self._jobs[snap.id] = snap
-            self.job_progress.emit(snap)
+            self.jobs[snap.id] = snap
+            self._signals.job_progress.emit(snap)
             if snap.final and snap.id not in self._told_jobs and snap.kind in NOTICE_KINDS:
                 self._told_jobs.add(snap.id)
                 notice = job_notice(snap)
                 if notice is not None:
-                    self.alert.emit(notice)
+                    self._signals.alert.emit(notice)
 
     def _sources_changed(self) -> None:
         self._flush_timer.stop()  # after the job snapshots the engine sent before it
         self._flush_jobs()
-        self.sources_changed.emit()
+        self._signals.sources_changed.emit()
 
     def _warming(self, event: Warming) -> None:
-        self.warming.emit(event)
-        if event.stage == "model" and event.done and not self._model_loaded:
-            self._model_loaded = True
+        self._signals.warming.emit(event)
+        if event.stage == "model" and event.done and not self.model_loaded:
+            self.model_loaded = True
             if event.error is not None:
-                self.alert.emit(Notice(event.error.name, "The embedding model could not be "
-                                       f"loaded: {event.error.message}", event.error.code))
-            if self._state == "loading":
-                self._set_state("ready")
-                self.ready.emit()
+                self._signals.alert.emit(Notice(
+                    event.error.name, "The embedding model could not be loaded: "
+                    f"{event.error.message}", event.error.code))
+            self._on_model_loaded()
 
     def _alert_raised(self, active: Alert) -> None:
         """An engine alert (vector store down...), told once while it lasts."""
-        known = active.name in self._active_alerts
-        self._active_alerts[active.name] = active
+        known = active.name in self.active_alerts
+        self.active_alerts[active.name] = active
         if not known and active.name not in JOB_ALERTS:
-            self.alert.emit(alert_notice(active))
+            self._signals.alert.emit(alert_notice(active))
 
     def _alert_cleared(self, name: str) -> None:
-        if self._active_alerts.pop(name, None) is not None:
-            self.alert_cleared.emit(name)
+        if self.active_alerts.pop(name, None) is not None:
+            self._signals.alert_cleared.emit(name)

@@ -202,9 +202,19 @@ class JobRunner:
 
     def pause(self) -> None:
         self._resume.clear()
+        self._announce_unfinished()
 
     def resume(self) -> None:
         self._resume.set()
+        self._announce_unfinished()
+
+    def _announce_unfinished(self) -> None:
+        """Every queued or running job's snapshot, now that ``waiting`` changed for it
+        (a job between steps would otherwise say "paused" only at its next step)."""
+        with self._lock:
+            unfinished = [j for j in self._jobs.values() if j.state in ("queued", "running")]
+        for job in unfinished:
+            self._emit(job)
 
     @property
     def paused(self) -> bool:

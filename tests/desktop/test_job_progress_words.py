@@ -11,12 +11,15 @@ import os
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine import JobSnapshot
+from engine.embedding.fake import FakeEmbedder
 from ipc.status_text import progress_text
 
 pytestmark = pytest.mark.gui
@@ -40,6 +43,26 @@ def folder(tmp_path: Path) -> Path:
     (root / "empty.md").write_text("", encoding="utf-8")  # skipped on purpose
     (root / "image.bin").write_bytes(bytes(range(256)) * 8)  # skipped: binary
     return root
+
+
+class _SlowEmbedder(FakeEmbedder):
+    """The fake embedder, slowed so the vector stage lasts several steps: the pause the
+    test asks for lands inside it however loaded the machine (with the fast fake the
+    stage could end before the pause reached the engine)."""
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        time.sleep(0.25)
+        return super().encode(texts)
+
+
+@pytest.fixture
+def host(make_host: Callable[..., Any], qtbot: Any) -> Any:
+    from engine import ContextEngine
+
+    h = make_host(lambda d, p: ContextEngine.open(d, passphrase=p, embedder=_SlowEmbedder()))
+    with qtbot.waitSignal(h.ready, timeout=30000):
+        h.start()
+    return h
 
 
 def test_tray_card_and_ctx_status_say_the_same_stage(qtbot: Any, host: Any, folder: Path,

@@ -177,7 +177,7 @@ def test_alerts_wrap_grow_and_can_be_dismissed(qtbot: Any, panel_host: Any) -> N
     qtbot.waitExposed(panel)
     long = "A very long alert that says a great deal about what went wrong. " * 5
     panel.add_alert(Notice("ingest_failed", long, 1050))
-    panel_host._active_alerts["context_engine.vault.damaged"] = Alert(
+    panel_host.events.active_alerts["context_engine.vault.damaged"] = Alert(
         "context_engine.vault.damaged", since=1000.0, count=1, last=1000.0)
     panel._draw_alerts()
     qtbot.wait(50)
@@ -195,7 +195,7 @@ def test_alerts_wrap_grow_and_can_be_dismissed(qtbot: Any, panel_host: Any) -> N
     assert panel.active_alerts() == []
     panel._draw_alerts()  # a refresh: still dismissed while it is the same alert
     assert panel.active_alerts() == []
-    panel_host._active_alerts["context_engine.vault.damaged"] = Alert(
+    panel_host.events.active_alerts["context_engine.vault.damaged"] = Alert(
         "context_engine.vault.damaged", since=2000.0, count=1, last=2000.0)  # raised again
     panel._draw_alerts()
     assert panel.active_alerts()[0].startswith("ACTIVE · Vault damaged")

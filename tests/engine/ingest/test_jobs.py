@@ -240,3 +240,25 @@ def test_a_stage_that_fails_to_adopt_fails_the_job_not_the_writer() -> None:
         assert r.dead is None  # the writer still runs
     finally:
         r.stop(timeout=1)
+
+
+def test_pause_and_resume_are_announced_for_a_job_between_steps(runner: JobRunner) -> None:
+    """A job busy inside a step says "paused" as soon as ingestion is paused, not at its
+    next step (the tray and the card showed it running until then)."""
+    inside, release = threading.Event(), threading.Event()
+
+    def work(job: Job, progress) -> None:
+        inside.set()
+        release.wait(10)  # one long step: no progress call while paused
+
+    seen: list[Any] = []
+    runner.subscribe(seen.append)
+    jid = runner.submit("ingest", work).id
+    assert inside.wait(10)
+    runner.pause()
+    assert any(s.id == jid and s.waiting == "paused" for s in seen)
+    seen.clear()
+    runner.resume()
+    assert any(s.id == jid and s.state == "running" and s.waiting == "" for s in seen)
+    release.set()
+    assert runner.wait(jid, timeout=10).state == "done"
