@@ -12,6 +12,8 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
 - errors: ``CtxError`` and every class under it, ``error_from_dict``;
 - config: ``Config``, ``load_config``, ``check_config`` (a table checked as store open
   checks it, before it is written), ``parse_config_section``;
+- what build_context takes beside its query: ``LiveItem``, ``ConversationTurn`` (or the
+  same fields as mappings);
 - paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...;
 - keeping the data: ``restore_backup``, ``verify_backup_file``, ``rotate_key``,
   ``prepare_rotation`` (then ``ContextEngine.rotate_key``),
@@ -31,7 +33,8 @@ keep_offline()  # before any library loads: no telemetry, no download (engine/of
 _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "BuildDone",
         "BuildItem", "CompactResult", "DeleteResult", "ExportResult", "KeyChangeResult", "RestoreResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged",
         "JobProgress", "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit",
-        "RecallResult", "RepairResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
+        "RecallResult", "RepairResult", "SearchHit", "ServerStats", "SourceInfo", "SourcesChanged",
+        "Status",
         "SyncResult", "VectorMemory", "AdaptStatus", "Warming", "WatchChanged", "WatchReport",
         "FINAL_JOB_STATES", "JOB_STATES",
         "TIERS")
@@ -64,7 +67,8 @@ _WHERE: dict[str, str] = {
     "Config": "engine.config", "load_config": "engine.config",
     "check_config": "engine.config:check",
     "parse_config_section": "engine.config_base:from_dict",
-    "LiveItem": "engine.types", "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
+    "LiveItem": "engine.types", "ConversationTurn": "engine.types",
+    "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
     "TokenCounter": "engine.tokens",
     "resolve_data_dir": "engine.paths:data_dir", "shown_path": "engine.pathnames:shown",
     "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
@@ -109,6 +113,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         RepairResult,
         RestoreResult,
         SearchHit,
+        ServerStats,
         SourceInfo,
         SourcesChanged,
         Status,
@@ -188,19 +193,19 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.paths import default_key_file
     from engine.protocol import ENGINE_METHODS, EngineAPI
     from engine.tokens import TokenCounter
-    from engine.types import LIVE_KINDS, SOURCE_KINDS, LiveItem
+    from engine.types import LIVE_KINDS, SOURCE_KINDS, ConversationTurn, LiveItem
 
 __all__ = [
     "ENGINE_METHODS", "FINAL_JOB_STATES", "JOB_STATES", "LIVE_KINDS", "SOURCE_KINDS", "TIERS",
     "AdaptStatus", "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupConfig", "BackupDamaged",
     "BackupMismatch", "BackupResult", "BuildDone", "BuildItem", "Caller", "CompactResult", "Config",
-    "ConfigError", "ContextEngine", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
+    "ConfigError", "ContextEngine", "ConversationTurn", "CtxError", "DeleteResult", "EmptyQuery", "EngineAPI", "EngineClosed",
     "ErrorInfo", "Event", "ExportResult", "FileIssue", "FileRejected", "Histogram", "IngestFailed",
     "IntegrityError", "InternalError", "InvalidBudget", "InvalidInput", "InvalidItemKind",
     "JobChanged", "JobProgress", "JobSnapshot", "KeyChangeResult", "KeyRecordDamaged", "KeyUnavailable",
     "LiveItem", "LiveSnapshotTooLarge", "MetricsSnapshot", "ModelMismatch", "NoSpace", "NotAStore",
     "NotFound", "NotUtf8", "Payload", "PayloadItem", "RecallHit", "RecallResult", "RecoveryKeyInvalid",
-    "RepairResult", "RestoreResult", "SearchHit", "SourceInfo", "SourcesChanged", "Status",
+    "RepairResult", "RestoreResult", "SearchHit", "ServerStats", "SourceInfo", "SourcesChanged", "Status",
     "StoreDamaged", "StoreExists", "StoreLocked", "StoreNotInitialized", "StoreTooNew",
     "SyncResult", "TokenCounter", "VaultDamaged", "VaultMissing", "VectorMemory",
     "VectorStoreUnavailable", "VectorsDamaged", "Warming", "WatchChanged", "WatchReport",

@@ -30,6 +30,7 @@ from engine.api import (
     Status,
     SyncResult,
 )
+from engine.types import ConversationTurn, LiveItem
 
 __all__ = ["ENGINE_METHODS", "EngineAPI"]
 
@@ -50,8 +51,9 @@ class EngineAPI(Protocol):
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot: ...
 
-    def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
-                      conversation: Sequence[Mapping[str, Any]] | None = None,
+    def build_context(self, query: str,
+                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
+                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> Payload: ...

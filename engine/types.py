@@ -60,6 +60,8 @@ class LiveItem:
 
 @dataclass(frozen=True)
 class ConversationTurn:
+    """A turn of the caller's conversation, given to build_context beside its query."""
+
     role: str  # "user" | "assistant" | a speaker name
     text: str
     time: float | None = None

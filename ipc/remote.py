@@ -8,6 +8,7 @@ its ``from_dict``. Errors arrive as the engine's own exception classes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,10 +19,12 @@ from engine import (
     AuditEntry,
     BackupResult,
     CompactResult,
+    ConversationTurn,
     DeleteResult,
     ExportResult,
     JobSnapshot,
     KeyChangeResult,
+    LiveItem,
     MetricsSnapshot,
     Payload,
     RecallResult,
@@ -48,11 +51,13 @@ def _drop_none(**params: Any) -> dict[str, Any]:
 
 
 def _list(value: Sequence[Any] | None) -> Any:
-    """A sequence as a JSON list; anything else (an object, a string) goes as it is, so
+    """A sequence as a JSON list, its typed items (``LiveItem``, ``ConversationTurn``) as
+    the objects the wire takes; anything else (an object, a string) goes as it is, so
     that the server says what is wrong instead of a list made of its keys or letters."""
     if value is None or isinstance(value, (str, bytes, Mapping)):
         return value
-    return list(value)
+    return [_drop_none(**dataclasses.asdict(v))
+            if dataclasses.is_dataclass(v) and not isinstance(v, type) else v for v in value]
 
 
 class RemoteEngine:
@@ -135,8 +140,9 @@ class RemoteEngine:
     def jobs(self) -> list[JobSnapshot]:
         return [JobSnapshot.from_dict(j) for j in self._call("jobs")]
 
-    def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
-                      conversation: Sequence[Mapping[str, Any]] | None = None,
+    def build_context(self, query: str,
+                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
+                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> Payload:

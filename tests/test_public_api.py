@@ -21,7 +21,8 @@ def test_engine_exports() -> None:
         "CompactResult", "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobProgress",
         "JobSnapshot", "MetricsSnapshot", "Payload", "PayloadItem", "RecallHit", "RecallResult",
         "RepairResult",
-        "SearchHit", "SourceInfo", "SourcesChanged", "Status", "SyncResult", "VectorMemory",
+        "SearchHit", "ServerStats", "SourceInfo", "SourcesChanged", "Status", "SyncResult",
+        "VectorMemory",
         "AdaptStatus", "Warming", "WatchChanged", "WatchReport", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
         # errors
         "CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
@@ -33,7 +34,7 @@ def test_engine_exports() -> None:
         # config, paths, kinds, tokens, keys
         "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
         "shown_path",
-        "LiveItem",
+        "LiveItem", "ConversationTurn",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter", "keychain_available",
         "headless_passphrase", "headless_key_available", "headless_key_file", "default_key_file",
         # keeping the data: backups, restore, export, recovery keys, key changes

@@ -22,7 +22,7 @@ The map (each module imports only those above it):
   ``CompactResult``, ``RepairResult``, ``BackupResult``, ``RestoreResult``,
   ``ExportResult``, ``KeyChangeResult``, ``AuditEntry``;
 - ``status``: ``Status``, ``Alert``, ``Histogram``, ``MetricsSnapshot``, ``VectorMemory``,
-  ``AdaptStatus``;
+  ``AdaptStatus``, ``ServerStats``;
 - ``notices``: the events: ``Event``, ``JobChanged``, ``SourcesChanged``, ``BuildItem``,
   ``BuildDone``, ``Warming``, ``AlertRaised``, ``AlertCleared``, ``WatchChanged`` (with
   ``WatchReport``).
@@ -81,6 +81,7 @@ from engine.api.status import (
     Alert,
     Histogram,
     MetricsSnapshot,
+    ServerStats,
     Status,
     VectorMemory,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "ErrorInfo", "Event", "ExportResult", "FileIssue", "Histogram", "JobChanged",
     "JobProgress", "JobSnapshot", "JobState", "KeyChangeResult", "MetricsSnapshot",
     "Payload", "PayloadItem", "RecallHit", "RecallResult", "RepairResult", "RestoreResult",
-    "SearchHit", "SourceInfo", "SourceRef", "SourcesChanged", "Status", "SyncResult",
+    "SearchHit", "ServerStats", "SourceInfo", "SourceRef", "SourcesChanged", "Status",
+    "SyncResult",
     "VectorMemory", "Warming", "WatchChanged", "WatchReport", "describe_progress",
 ]

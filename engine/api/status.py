@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from engine.api.base import Plain, known
 
@@ -30,6 +30,11 @@ class Histogram(Plain):
     p95: float
     p99: float
     max: float
+
+
+# The serving process's counters, on a status read over the wire: received, replied,
+# dropped, in_flight, method:<name>, rejected:<error name>... (ipc/server.py, Server.stats).
+ServerStats: TypeAlias = Mapping[str, int]
 
 
 def _alerts_from(data: Mapping[str, Any] | None) -> dict[str, Alert]:
@@ -115,7 +120,7 @@ class Status(Plain):
     store_bytes: int
     alerts: Mapping[str, Alert]
     # Over the wire only: the serving process's counters (received, replied, ...).
-    server: Mapping[str, Any] | None = None
+    server: ServerStats | None = None
     last_backup: float | None = None  # when the last backup of this store finished
     key_method: str = ""  # how the data key is kept: "keychain" or "passphrase"
     recovery_key: bool = False  # whether a recovery key can unlock the store

@@ -63,6 +63,7 @@ from engine.store.lock import DataDirLock
 from engine.store.rows import Filters
 from engine.store.vault import Vault
 from engine.tokens import TokenCounter
+from engine.types import ConversationTurn, LiveItem
 
 log = logging.getLogger("ctx.engine")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -357,8 +358,9 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
     @audited
     @names_fields
     @_reading
-    def build_context(self, query: str, live: Sequence[Mapping[str, Any]] | None = None,
-                      conversation: Sequence[Mapping[str, Any]] | None = None,
+    def build_context(self, query: str,
+                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
+                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> Payload:

@@ -32,10 +32,13 @@ from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.store.rows import ChunkRow
+from engine.types import ConversationTurn, LiveItem
 
 
-def build_context(rt: Runtime, query: str, *, live: Sequence[Mapping[str, Any]] | None = None,
-                  conversation: Sequence[Mapping[str, Any]] | None = None, budget: int = 1500,
+def build_context(rt: Runtime, query: str, *,
+                  live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
+                  conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                  budget: int = 1500,
                   overrides: Mapping[str, Any] | None = None, fmt: str | None = None,
                   mode: str | None = None, now: float | None = None) -> Payload:
     timer = StageTimer()

@@ -95,7 +95,8 @@ def _when(value: Any, what: str) -> float | None:
     raise InvalidInput(f"{what} must be epoch seconds or an ISO date", field=what)
 
 
-def check_live(items: Sequence[Mapping[str, Any]] | None, cfg: SearchConfig) -> list[LiveItem]:
+def check_live(items: Sequence[LiveItem | Mapping[str, Any]] | None, cfg: SearchConfig
+               ) -> list[LiveItem]:
     """Live items from a context gatherer, validated; errors name the item index only."""
     if items is None:
         return []
@@ -133,7 +134,8 @@ def check_live(items: Sequence[Mapping[str, Any]] | None, cfg: SearchConfig) -> 
     return out
 
 
-def check_conversation(turns: Sequence[Mapping[str, Any]] | None) -> list[ConversationTurn]:
+def check_conversation(turns: Sequence[ConversationTurn | Mapping[str, Any]] | None
+                       ) -> list[ConversationTurn]:
     if turns is None:
         return []
     if not isinstance(turns, (list, tuple)):
@@ -143,6 +145,8 @@ def check_conversation(turns: Sequence[Mapping[str, Any]] | None) -> list[Conver
                            field="conversation", limit=MAX_CONVERSATION_TURNS)
     out = []
     for i, raw in enumerate(turns):
+        if isinstance(raw, ConversationTurn):
+            raw = raw.__dict__
         if not isinstance(raw, Mapping):
             raise InvalidInput(f"conversation[{i}] must be an object",
                                field=f"conversation[{i}]")
