@@ -17,13 +17,25 @@ recall) take plain data and import nothing from here. The facade sits above.
   expand, pack;
 - ``expansion`` the memory candidates: expansion, neighbour turns, surrogates;
 - ``candidates`` the caller's live items and conversation turns as candidates;
-- ``jobs``      the background job runner;
+- ``job``       a job's record and what the runner asks of a job body; ``jobs`` the
+  background job runner (the single writer's queue); ``interrupted`` jobs an earlier run
+  left unfinished;
 - ``writer``    the single writer: chunk, summarise, embed (cached), store;
-- ``ingest``    ingest jobs for paths, text and conversations;
+- ``ingest``    ingest jobs for paths, text and conversations; ``ingest_alerts`` what
+  keeps the ingestion alert raised; ``vector_stage`` ingestion's second stage, the
+  vectors of sources already keyword-searchable;
+- ``warming``   the warm-up after open, stage by stage; ``watching`` watched folders;
 - ``recall_sync``, ``recall_auto``, ``recall``  transcript sync, auto recall, the
-  recall call; ``session_expand`` (the best session's chunks join recall's window) and
-  ``recall_hits`` (what a recall hit shows: its session line and excerpt);
+  recall call; ``recall_turns`` (chunks ranked for recall, as chunks or turns),
+  ``recall_parts`` (the parts of a call or request), ``session_words`` (the words only
+  a session uses), ``session_expand`` (the best session's chunks join recall's window),
+  ``recall_hits`` (what a recall hit shows: its session line and excerpt) and
+  ``recall_adapt`` (recall's learned reader, fitted from the store's sessions);
 - ``vector_rebuild``  rebuilding the vector store from the vault;
 - ``deleting``  what a delete names, and the job that removes it everywhere;
+  ``compaction`` giving space back;
+- ``backup`` (with ``backup_partials``), ``restore``, ``export``  keeping the data;
+  ``keychange`` key changes that touch the data;
+- ``audit_log`` the audit log's writer;
 - ``health``    the engine's status (store counts, vectors, model, jobs, alerts).
 """

@@ -4,5 +4,7 @@
 orders the items (``pieces`` builds each item's header and cut body and counts its
 cost; ``assemble`` renders the placed items into the payload), and ``render`` turns
 them into text, markdown or JSON whose token count is exact
-(``total_tokens == count(context) <= budget``).
+(``total_tokens == count(context) <= budget``). ``overlap`` sends the overlap of
+neighbouring chunks once; ``turns`` weighs who spoke a chat turn against who the
+question is about.
 """

@@ -16,7 +16,11 @@ tested without a store or a model:
               for items without vectors;
 - ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload;
 - ``fts_match`` the FTS5 MATCH expression's parts for the keyword lane;
-- ``config``  the [search] config section (lane depths, fusion, lane bounds).
+- ``config``  the [search] config section (lane depths, fusion, lane bounds);
+- ``transcript_rank`` rerank features of coding-session memory (what a chunk is, how
+              its session fares);
+- ``adapt``   what recall learned from the user's own sessions and how a query uses it,
+              fitted by ``adapt_fit`` on the pairs ``adapt_pairs`` draws from them.
 
 The lanes themselves (keyword, vector, recency, live) read the store and live in
 ``engine.flows``, which calls these functions: ``flows.lanes`` runs and fuses the
