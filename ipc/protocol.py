@@ -18,6 +18,12 @@ from engine import (
     FINAL_JOB_STATES,
     JOB_STATES,
     LIVE_KINDS,
+    MAX_BUDGET,
+    MAX_CONVERSATION_TURNS,
+    MAX_LIVE_BYTES,
+    MAX_LIVE_ITEMS,
+    MAX_QUERY_CHARS,
+    MIN_BUDGET,
     SOURCE_KINDS,
     ConfigError,
     InvalidBudget,
@@ -117,16 +123,10 @@ def _obj(fields: Mapping[str, Field] | None = None, **kw: Any) -> Field:
     return Field("object", fields=fields or {}, **kw)
 
 
-# Limits a caller can rely on. The engine enforces the same numbers (its defaults:
-# engine.retrieval.config.SearchConfig, engine.packing.packer.MAX_BUDGET, engine.flows.inputs);
-# tests/ipc/test_ipc_wire_limits.py checks that docs/wire.md, these and the engine agree.
-MAX_QUERY_CHARS = 4_000  # build_context, search: the query analyzer reads no more
+# Limits a caller can rely on: the engine's own (engine/limits.py: MIN_BUDGET, MAX_BUDGET,
+# MAX_QUERY_CHARS, MAX_LIVE_ITEMS, MAX_LIVE_BYTES, MAX_CONVERSATION_TURNS, imported above),
+# and the wire's alone; tests/ipc/test_ipc_wire_limits.py checks docs/wire.md against them.
 MAX_LONG_QUERY_CHARS = 100_000  # recall's query and task (the engine does not cap them)
-MIN_BUDGET = 1  # tokens: one rule for build_context, recall and MCP
-MAX_BUDGET = 200_000
-MAX_LIVE_ITEMS = 64
-MAX_LIVE_BYTES = 2_000_000  # UTF-8 bytes of all live items' text together
-MAX_CONVERSATION_TURNS = 200
 _TEXT_MAX = 8 * 1024 * 1024  # characters; the message size limit bites first anyway
 _PATH = Field("str", min_len=1, max_len=4096)
 _TIME = Field("number", nullable=True, lo=0.0, hi=1e11)

@@ -19,11 +19,9 @@ from engine.errors import (
     LiveSnapshotTooLarge,
     NotUtf8,
 )
-from engine.packing.packer import MAX_BUDGET, MIN_BUDGET
+from engine.limits import MAX_BUDGET, MAX_CONVERSATION_TURNS, MIN_BUDGET
 from engine.retrieval.config import SearchConfig
 from engine.types import CHUNK_KINDS, LIVE_KINDS, SOURCE_KINDS, ConversationTurn, LiveItem
-
-MAX_CONVERSATION_TURNS = 200
 
 
 def utf8(value: Any, what: str) -> str:

@@ -50,14 +50,13 @@ from dataclasses import dataclass, field
 
 from engine.api import Payload
 from engine.errors import ConfigError, InvalidBudget
+from engine.limits import MAX_BUDGET
 from engine.packing.assemble import Assembler
 from engine.packing.candidates import PackCandidate
 from engine.packing.pieces import Piece, PieceMaker
 from engine.packing.render import FORMATS, GROUP_ORDER, Renderer, format_time, get_renderer
 from engine.tokens import TokenCounter
 
-MIN_BUDGET = 1  # a call asks for at least one token (0 would be an empty context)
-MAX_BUDGET = 200_000
 MODES = ("fast", "dense_cached")
 
 _PLACED, _DUPLICATE, _NO_FIT = 0, 1, 2

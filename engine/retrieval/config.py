@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import ConfigError
+from engine.limits import MAX_LIVE_BYTES, MAX_LIVE_ITEMS, MAX_QUERY_CHARS
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,9 @@ class SearchConfig:
     # neighbouring chunks of one source is removed separately (engine.packing.overlap).
     dedupe_threshold: float = 0.9
     recency_depth: int = 30  # newest chunks in the recency lane (temporal queries only)
-    max_live_items: int = 64
-    max_live_bytes: int = 2_000_000
-    max_query_chars: int = 4000
+    max_live_items: int = MAX_LIVE_ITEMS  # engine/limits.py, the wire's limits too
+    max_live_bytes: int = MAX_LIVE_BYTES
+    max_query_chars: int = MAX_QUERY_CHARS
     cross_encoder_path: str = ""
     # Keyword lane bounds, in stores of keyword_prune_min_chunks or more (FTS5 scores every
     # row a query matches, about 1 us a row here): words in more than keyword_max_df of

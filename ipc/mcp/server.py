@@ -19,10 +19,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine import CtxError
+from engine import MAX_BUDGET, MIN_BUDGET, CtxError
 from ipc.mcp.compact import fit, hit_entries, recall_text, source_entries
 from ipc.mcp.link import EngineLink
-from ipc.protocol import MAX_BUDGET, MIN_BUDGET
 
 INSTRUCTIONS = (
     "ctx is the user's local, encrypted memory: their documents, notes and the transcripts of "

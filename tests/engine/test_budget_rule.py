@@ -11,7 +11,7 @@ import pytest
 
 from engine import InvalidBudget
 from engine.facade import ContextEngine
-from engine.packing.packer import MAX_BUDGET, MIN_BUDGET
+from engine.limits import MAX_BUDGET, MIN_BUDGET
 from ipc import protocol
 from tests.agents.engines import ctx
 

@@ -14,13 +14,12 @@ import pytest
 import ipc.errors  # noqa: F401 - registers the wire errors with all_error_classes
 from engine.errors import CtxError, all_error_classes, error_from_dict
 from engine.flows.inputs import (
-    MAX_CONVERSATION_TURNS,
     check_budget,
     check_conversation,
     check_live,
     check_query,
 )
-from engine.packing.packer import MAX_BUDGET
+from engine.limits import MAX_BUDGET, MAX_CONVERSATION_TURNS
 from engine.retrieval.config import SearchConfig
 from engine.types import LIVE_KINDS
 from ipc import protocol
@@ -154,3 +153,20 @@ def test_the_engine_refuses_exactly_past_the_same_limits() -> None:
         with pytest.raises(CtxError) as info:
             refuse()
         assert isinstance(info.value.details.get("field"), str)
+
+
+def test_the_wire_keeps_no_copy_of_the_engines_limits() -> None:
+    """ipc/protocol.py takes the engine's limits from engine/limits.py (``from engine
+    import``): it assigns none of them itself, and each is the engine's number."""
+    import ast
+
+    import engine
+    from engine import limits
+
+    names = [n for n in vars(limits) if n.isupper()]
+    tree = ast.parse((REPO / "ipc" / "protocol.py").read_text(encoding="utf-8"))
+    assigned = {t.id for node in tree.body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)}
+    assert not assigned & set(names), sorted(assigned & set(names))
+    for name in names:
+        assert getattr(protocol, name) == getattr(engine, name) == getattr(limits, name)
