@@ -11,8 +11,6 @@ setting offers, on its page, Settings and a reset of that setting.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +18,14 @@ from desktop.icons import app_icon
 from desktop.messages import WHAT_TO_DO, describe
 from desktop.notices import Failure, Notice
 from desktop.pages import StatePage
+from desktop.panels.budget import BudgetPanel
+from desktop.panels.drop import install_file_drop
+from desktop.panels.health import HealthPanel
+from desktop.panels.ingestion import IngestionPanel
+from desktop.panels.retrieved import RetrievedPanel
+from desktop.panels.security import SecurityPanel
+from desktop.panels.settings import SettingsPanel
+from desktop.panels.sources import SourcesPanel
 from desktop.qt import (
     QCloseEvent,
     QGuiApplication,
@@ -33,15 +39,15 @@ from desktop.qt import (
 )
 from desktop.widgets import Banner
 
-# (tab title, module, class): the registry of panels, in tab order.
-PANELS: list[tuple[str, str, str]] = [
-    ("Ingestion", "desktop.panels.ingestion", "IngestionPanel"),
-    ("Sources", "desktop.panels.sources", "SourcesPanel"),
-    ("Retrieved items", "desktop.panels.retrieved", "RetrievedPanel"),
-    ("Budget usage", "desktop.panels.budget", "BudgetPanel"),
-    ("Health", "desktop.panels.health", "HealthPanel"),
-    ("Settings", "desktop.panels.settings", "SettingsPanel"),
-    ("Security", "desktop.panels.security", "SecurityPanel"),
+# (tab title, panel class): the panels, in tab order.
+PANELS: list[tuple[str, type]] = [
+    ("Ingestion", IngestionPanel),
+    ("Sources", SourcesPanel),
+    ("Retrieved items", RetrievedPanel),
+    ("Budget usage", BudgetPanel),
+    ("Health", HealthPanel),
+    ("Settings", SettingsPanel),
+    ("Security", SecurityPanel),
 ]
 
 STATUS_TEXT = {
@@ -55,16 +61,6 @@ PAGE_OPERATIONS = ("open", "create_store")
 # The status line's request count: the IPC server's own counter, which no engine event
 # announces (a search from a sibling process changes it and nothing else): read this often.
 STATUS_REFRESH_MS = 5000
-
-
-def panel_classes() -> list[tuple[str, type]]:
-    """The registry's panels whose modules exist (an import error is raised, not hidden)."""
-    out = []
-    for title, module, name in PANELS:
-        if importlib.util.find_spec(module) is None:
-            continue
-        out.append((title, getattr(importlib.import_module(module), name)))
-    return out
 
 
 class MainWindow(QMainWindow):
@@ -97,10 +93,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.banner, 1)
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
-        if importlib.util.find_spec("desktop.panels.drop") is not None:
-            from desktop.panels.drop import install_file_drop
-
-            install_file_drop(self, self.ingest)
+        install_file_drop(self, self.ingest)
         host.state_changed.connect(self._state_changed)
         host.failed.connect(self.show_failure)
         host.alert.connect(self.show_alert)
@@ -118,7 +111,7 @@ class MainWindow(QMainWindow):
         """Create the panels (once): when the engine is ready, so the window shows first."""
         if self.panels:
             return
-        for title, cls in panel_classes():
+        for title, cls in PANELS:
             panel = cls(self.host)
             self.panels[title] = panel
             self.tabs.addTab(panel, title)

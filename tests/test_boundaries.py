@@ -135,6 +135,20 @@ def test_the_guard_sees_a_dialog_importing_a_panel_and_the_app_importing_the_cli
         "ends use sits in ipc/")]
 
 
+def test_the_app_loads_no_module_by_name() -> None:
+    """desktop/ imports its modules with import statements, never by a string (importlib,
+    find_spec, __import__), so the graph these tests read is the one that runs."""
+    found = []
+    for module, path in _modules(REPO, ("desktop",)).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "importlib" for n in names) or (
+                    isinstance(node, ast.Name) and node.id == "__import__"):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno} ({module})")
+    assert not found, "modules loaded by name:\n" + "\n".join(found)
+
+
 def test_no_import_cycle_in_ipc_or_desktop() -> None:
     found = cycles(client_graph(REPO))
     assert not found, "modules that import each other: " + "; ".join(
