@@ -34,11 +34,11 @@ from desktop.config_io import desktop_settings, read_raw
 from desktop.control import AppControl
 from desktop.gc_timer import GuiGarbageCollector
 from desktop.host import EngineHost
+from desktop.host_open import EngineFactory
 from desktop.icons import app_icon
 from desktop.instance import InstanceServer, send, wait_until_gone
 from desktop.job_words import quit_question
 from desktop.notices import Failure
-from desktop.opening import EngineFactory
 from desktop.process_clock import process_started
 from desktop.qt import QApplication, QMessageBox, QObject, QSystemTrayIcon, QTimer
 from desktop.setup_flow import SetupFlow

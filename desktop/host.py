@@ -33,8 +33,7 @@ from typing import Any
 
 from desktop.bridge import GuiBridge
 from desktop.host_events import EngineEvents
-from desktop.notices import Failure, Notice, error_info
-from desktop.opening import (
+from desktop.host_open import (
     EngineFactory,
     Opened,
     close_all,
@@ -42,6 +41,7 @@ from desktop.opening import (
     open_engine,
     store_exists,
 )
+from desktop.notices import Failure, Notice, error_info
 from desktop.qt import QObject, Signal
 from desktop.tasks import FailureCallback, Success, Task, TaskManager
 from engine import (

@@ -16,7 +16,7 @@ recall) take plain data and import nothing from here. The facade sits above.
 - ``build``     build_context's stage runner: plan, lanes, fuse, rank, dedupe,
   expand, pack;
 - ``expansion`` the memory candidates: expansion, neighbour turns, surrogates;
-- ``candidates`` the caller's live items and conversation turns as candidates;
+- ``live_candidates`` the caller's live items and conversation turns as candidates;
 - ``job``       a job's record and what the runner asks of a job body; ``jobs`` the
   background job runner (the single writer's queue); ``interrupted`` jobs an earlier run
   left unfinished;

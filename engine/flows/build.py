@@ -19,10 +19,10 @@ from typing import Any
 
 from engine.api import Payload
 from engine.config import Config
-from engine.flows.candidates import conversation_candidates, live_candidates
 from engine.flows.expansion import memory_candidates
 from engine.flows.inputs import check_budget, check_conversation, check_live, check_query
 from engine.flows.lanes import LaneResult, fuse_stage, lane_stage
+from engine.flows.live_candidates import conversation_candidates, live_candidates
 from engine.flows.plan import plan_query
 from engine.flows.ranking import Ranked, prescan, rank_hits, rerank_text
 from engine.flows.runtime import Runtime
