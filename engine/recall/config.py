@@ -9,6 +9,7 @@ from engine.errors import ConfigError
 from engine.recall.chunks import RecallChunkConfig
 from engine.recall.privacy import PrivacyConfig
 from engine.retrieval.adapt import AdaptConfig
+from engine.retrieval.turn_roles import TurnRoleConfig
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,16 @@ class RecallConfig:
     # both off. Merging a call and its parts into one hit gave 0.546 / 0.605 alone and
     # nothing on top of these two (dropped).
     part_vector: bool = False
+    # The chunk of the role a question asks for (engine.retrieval.turn_roles): the
+    # closing summary, a call's result, the call, a tool it names. Dev split, scratch
+    # A/B of the bonuses on one engine (bench.recall_quality's rank_all/view_all,
+    # 2026-11-28, 10,613 chunks, load 3-6): hit@5 / hit@10 / agent view, base 0.622 /
+    # 0.697 / 0.672; named 0.03 0.639 / 0.706 / 0.689, 0.05 0.639 / 0.706 / 0.697, 0.07
+    # 0.622 / 0.697 / 0.689; ending 0.05 one rank up (5 -> 3), nothing else moved; output
+    # 0.02 lost a tool_result question at 10 (0.697 -> 0.689); call 0.05 alone +2 at 5 and
+    # +1 in view, but with named 0.05 a loss at 5: so named 0.05 and ending 0.05, the
+    # others 0 (their cues kept, for a user's config).
+    turn_roles: TurnRoleConfig = field(default_factory=TurnRoleConfig)
 
     def __post_init__(self) -> None:
         for folder in self.folders:

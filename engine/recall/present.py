@@ -21,6 +21,14 @@ from datetime import UTC, datetime
 from engine.tokens import TokenCounter
 
 _WORD = re.compile(r"[a-z0-9_]{3,}")
+# The most of an excerpt's room a tool call's line may take, and the fewest tokens
+# worth showing of a line cut to fit the room left. Hand-set (a third: the words before
+# a call, the call and its result each show); checked on the dev split, `python -m
+# bench.recall_quality --split dev` (2026-11-28, two stores): agent view +1 question
+# (0.664 -> 0.672; 0.647 -> 0.655), none lost.
+CALL_SHARE = 0.34
+MIN_LINE = 12
+_CALL = re.compile(r"Tool [^:\n]{1,80}: ")  # a tool call's line (engine.recall.chunks)
 REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)
 _REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
 
@@ -80,13 +88,24 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+def _cut_line(counter: TokenCounter, line: str, tokens: int) -> str:
+    """``line`` cut to ``tokens`` tokens, an ellipsis marking the cut."""
+    if counter.count(line) <= tokens:
+        return line
+    return counter.truncate(line, max(1, tokens - 1)).rstrip() + "…"
+
+
 def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
             request_tokens: int = 24) -> str:
     """The lines of ``text`` that answer ``query`` best, within ``budget`` tokens.
 
     The request line ("User: ...") is quoted first, cut to ``request_tokens``; then
     the window of consecutive lines holding the most query words (the earliest such
-    window), grown line by line while it fits.
+    window), grown line by line, below then above, while whole lines fit; what room is
+    left then shows the start of the next line below (else above) when that is at least
+    ``MIN_LINE`` tokens. A tool call's line ("Tool Edit: ...", its input summed up)
+    takes at most ``CALL_SHARE`` of the room, so that a long input (an Edit's old and
+    new text) does not keep its result out.
     """
     if counter.count(text) <= budget:
         return text
@@ -97,10 +116,12 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
         head = head if head == lines[0] else head.rstrip() + " …"
         lines = lines[1:]
     room = budget - (counter.count(head + "\n") if head else 0)
-    asked = _words(query)
-    scores = [len(asked & _words(line)) for line in lines]
     if not lines:
         return head
+    cap = max(MIN_LINE, int(room * CALL_SHARE))
+    lines = [_cut_line(counter, ln, cap) if _CALL.match(ln) else ln for ln in lines]
+    asked = _words(query)
+    scores = [len(asked & _words(line)) for line in lines]
     best = max(range(len(lines)), key=lambda i: (scores[i], -i))
     used = counter.count(lines[best])
     if used >= room:  # one long line: its start
@@ -115,7 +136,13 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
                     used += counter.count(lines[j] + "\n")
                     lo, hi = min(lo, j), max(hi, j)
                     grown = True
-        body = "\n".join(lines[lo:hi + 1])
+        shown = lines[lo:hi + 1]
+        left = room - used - 1
+        if left >= MIN_LINE and hi + 1 < len(lines):  # the start of the next line
+            shown.append(_cut_line(counter, lines[hi + 1], left))
+        elif left >= MIN_LINE and lo > 0:
+            shown.insert(0, _cut_line(counter, lines[lo - 1], left))
+        body = "\n".join(shown)
     out = f"{head}\n{body}" if head else body
     while counter.count(out) > budget:  # joins can merge tokens: never past the budget
         out = counter.truncate(out, budget)

@@ -95,3 +95,29 @@ def test_auto_failures_follow_the_task(engine: ContextEngine) -> None:
     without = engine.recall(auto=True, project="example-project", budget=3000)
     assert fails[0] != (without.context or "").split("Failures to avoid:")[1].strip().split("\n")[0]
     assert "lefthook" in fails[0].lower() or "commit" in fails[0].lower()
+
+
+def test_a_long_call_line_does_not_keep_its_result_out_of_the_excerpt() -> None:
+    """An Edit's input summed up in one long line: the excerpt shows its start and the
+    result after it (the answer to "why was my edit refused?"), not the input alone."""
+    counter = TokenCounter.shared()
+    edit = "Tool Edit: src/config.go; old_string=" + "data, err := read(path) " * 30
+    result = ("Result (refused by the harness): Found 2 matches of the string to replace, "
+              "but replace_all is false.")
+    text = (f"User: fix the double wrapping of the settings error\nAssistant: I will fix "
+            f"the error wrapping in config.go by removing the prefix.\n{edit}\n{result}")
+    out = excerpt(text, "why was my edit of the config error wrapping refused?", counter, 150)
+    assert counter.count(out) <= 150
+    assert "Tool Edit: src/config.go" in out
+    assert "Found 2 matches" in out
+
+
+def test_room_left_shows_the_start_of_the_next_line() -> None:
+    """Whole lines first; what room is left shows the next line's start, cut."""
+    counter = TokenCounter.shared()
+    text = "\n".join(["The cache key is the file's hash and its size.",
+                      "zanzibar " * 100])
+    out = excerpt(text, "what is the cache key", counter, 60)
+    assert out.startswith("The cache key is the file's hash")
+    assert "zanzibar" in out and out.endswith("…")
+    assert counter.count(out) <= 60
