@@ -27,7 +27,8 @@ recall) take plain data and import nothing from here. The facade sits above.
 - ``warming``   the warm-up after open, stage by stage; ``watching`` watched folders;
 - ``recall_sync``, ``recall_auto``, ``recall``  transcript sync, auto recall, the
   recall call; ``recall_turns`` (chunks ranked for recall, as chunks or turns),
-  ``recall_parts`` (the parts of a call or request), ``session_words`` (the words only
+  ``recall_parts`` (the parts of a call or request), ``recall_roles`` (the chunk of
+  the role a question asks for ranked up), ``session_words`` (the words only
   a session uses), ``session_expand`` (the best session's chunks join recall's window),
   ``recall_hits`` (what a recall hit shows: its session line and excerpt) and
   ``recall_adapt`` (recall's learned reader, fitted from the store's sessions);

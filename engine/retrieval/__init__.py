@@ -19,6 +19,8 @@ tested without a store or a model:
 - ``config``  the [search] config section (lane depths, fusion, lane bounds);
 - ``transcript_rank`` rerank features of coding-session memory (what a chunk is, how
               its session fares);
+- ``turn_roles`` which role a question about a session asks for (its closing summary,
+              a call's result, the call, a tool it names) and each chunk's bonus for it;
 - ``adapt``   what recall learned from the user's own sessions and how a query uses it,
               fitted by ``adapt_fit`` on the pairs ``adapt_pairs`` draws from them.
 
