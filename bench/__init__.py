@@ -15,7 +15,8 @@ The map, by what is measured:
   ``bench/data/``), ``peer_compare`` and ``peer_llamaindex`` (ctx beside LlamaIndex);
 - recall of coding sessions: ``recall_quality`` (with ``recall_scoring``),
   ``transcripts_recall``, ``recall_coverage``, ``recall_adapt``, ``recall_bench``
-  (indexing and latency);
+  (indexing and latency), ``recall_scale`` (1,000 sessions: indexing by stage, recall
+  latency and its stages, a digest of every hit);
 - speed of the engine: ``store_bench`` (ingest, lanes), ``stage_latency`` (build_context
   by stage), ``keyword_lane``, ``memory_index`` and ``vector_rebuild_bench`` (the vector
   index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
