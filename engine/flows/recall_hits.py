@@ -13,6 +13,7 @@ quotes, the words before a tool call that the reply before it holds) is not show
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.api import RecallHit, SearchHit
 from engine.flows.runtime import Runtime
@@ -46,11 +47,14 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
     turn number: it is read as one turn too."""
     reach = rt.cfg.recall.turn_reach
     spans: dict[int, tuple[int, int]] = {}
+    turns: dict[int, list[Any]] = {}
     for h in hits:
         if h.meta.get("session") is not None:
             lo, hi = spans.get(h.source_id, (h.ordinal, h.ordinal))
             spans[h.source_id] = (min(lo, h.ordinal - reach), max(hi, h.ordinal + reach))
-    rows = {sid: rt.vault.neighbours(sid, lo, hi) for sid, (lo, hi) in spans.items()}
+            turns.setdefault(h.source_id, []).append(h.meta.get("turn"))
+    rows = {sid: rt.vault.turn_chunks(sid, lo, hi, turns[sid])
+            for sid, (lo, hi) in spans.items()}
     out = {}
     for h in hits:
         turn, session = h.meta.get("turn"), h.meta.get("session")
