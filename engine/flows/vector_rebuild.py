@@ -123,7 +123,7 @@ def fill_memory(rt: Runtime) -> str:
     assert isinstance(vectors, MemoryVectors)
     snap = vectors.read_snapshot()
     if snap is not None and snap.version == vault.chunk_version():
-        vectors.load(snap.ids, snap.vectors, unit=True)
+        vectors.load(snap.ids, snap.vectors, unit=True, prefilter=snap.prefilter)
         return "snapshot"
     if snap is not None:
         ids, hashes = vault.chunk_fingerprints()
@@ -133,11 +133,15 @@ def fill_memory(rt: Runtime) -> str:
         if len(snap) and len(want):
             same = (snap.ids[at] == want) & (snap.hashes[at] == fingerprint(hashes))
         fresh = [int(c) for c in want[~same]]
-        matrix = np.zeros((len(want), rt.embedder.dim), dtype=np.float32)
+        # the snapshot's own type (float16 for a big index): no float32 copy of them all
+        matrix = np.zeros((len(want), rt.embedder.dim), dtype=snap.vectors.dtype)
         matrix[same] = snap.vectors[at[same]]
         if fresh:
-            matrix[~same] = chunk_vectors(vault, rt.embedder, fresh)
-        vectors.load(ids, matrix)
+            new = chunk_vectors(vault, rt.embedder, fresh)
+            norms = np.linalg.norm(new, axis=1, keepdims=True)
+            matrix[~same] = new / np.where(norms == 0, 1, norms)
+        del snap
+        vectors.load(ids, matrix, unit=True)
         how = "patched"
         log.info("vector snapshot patched: %d vectors kept, %d read from the vault",
                  int(same.sum()), len(fresh))

@@ -68,14 +68,22 @@ class StoreConfig:
     # queries, 2026-11-23, load 0.7-1.0); a prototype gave the same payload for 298 of
     # 300 queries (float16 similarities move a few near-ties).
     vector_cache_mb: int = 256
-    # The memory backend above exact_search_max: the rows projected on this many top
-    # principal directions are scanned first, and this many of the best are scored
-    # exactly. Origin: at 100k vectors (22k real MiniLM vectors of SciFact, LoCoMo and
-    # Python sources, 78k drawn from their covariance) recall@50 against the full scan
-    # 0.997, p50 5.0 ms against 19.6 (load 6; 2000 candidates: 0.992; 96 dims: 0.9997,
-    # 7.6 ms) (`python -m bench.memory_index`).
+    # The memory backend above exact_search_max (its rows then kept as float16): the rows
+    # projected on prefilter_dims top principal directions are scanned first; the best
+    # max(prefilter_candidates, n * prefilter_candidates_per_million / 1M) of them are
+    # scored again on prefilter_fine_dims more directions, and the best prefilter_refine
+    # of those exactly (0: every candidate). Origin: 22k real MiniLM vectors (SciFact,
+    # LoCoMo, Python sources) grown by their covariance, 600 queries, recall@50 against
+    # a float32 full scan: at 1M, 64 dims are needed (48 dims x 16k candidates 0.984);
+    # 64 x 16k: 0.9955 all exact, 0.9931 refined on 128 dims to 1000; 64 x 32k: 0.998
+    # (/tmp prototype of bench.memory_index, 2026-11-28); these defaults: 100k 0.9965,
+    # 500k 0.9951, 1M 0.9959 (`python -m bench.memory_index --sizes --ab 100000 500000
+    # 1000000`, docs/performance.md); 2000 at 100k: 0.9903, no faster.
     prefilter_dims: int = 64
     prefilter_candidates: int = 4000
+    prefilter_candidates_per_million: int = 20_000
+    prefilter_fine_dims: int = 64
+    prefilter_refine: int = 2000
 
     def __post_init__(self) -> None:
         if self.vector_backend not in BACKENDS:
@@ -89,7 +97,11 @@ class StoreConfig:
                                    ("vector_cache_mb", self.vector_cache_mb, 0, 65536),
                                    ("prefilter_dims", self.prefilter_dims, 0, 384),
                                    ("prefilter_candidates", self.prefilter_candidates, 100,
-                                    1_000_000)):
+                                    1_000_000),
+                                   ("prefilter_candidates_per_million",
+                                    self.prefilter_candidates_per_million, 0, 1_000_000),
+                                   ("prefilter_fine_dims", self.prefilter_fine_dims, 0, 384),
+                                   ("prefilter_refine", self.prefilter_refine, 0, 1_000_000)):
             if not lo <= value <= hi:
                 raise ConfigError(f"store.{key} must be between {lo} and {hi}",
                                   key=f"store.{key}")

@@ -7,146 +7,263 @@ chunk id, so the same store and query give the same ranking in every process
 
 A big index may get a prefilter (``set_prefilter``): the rows projected on the
 top principal directions of the stored vectors (a few dozen of 384), scanned
-first; only the best ``candidates`` of that scan are scored exactly. At 100k
-rows that reads a sixth of the matrix; the hits it misses against the full scan
-are measured by ``bench.memory_index``.
+first; only the best ``candidates`` of that scan are scored exactly. The hits it
+misses against the full scan are measured by ``bench.memory_index``.
+
+Its rows may be kept as float16 (``compact``): half the memory of float32, every
+score still computed in float32 from them (a row's float16 rounding moves a cosine
+by about 1e-4 at most); a full scan then converts them a block at a time.
+
+Rows stay sorted by chunk id and are found by a binary search (no per-row Python
+object: at a million rows a dict of them would cost over 100 MB).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+SCAN_BLOCK = 16_384  # float16 rows converted at a time by a full scan (12 MB of float32)
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """A prefilter as held (and sealed): its directions and the rows on them."""
+
+    basis: np.ndarray  # float32, dim x m, orthonormal columns
+    proj: np.ndarray  # float32, n x first: the rows on the first columns (scanned)
+    fine: np.ndarray  # float32, n x (m - first): on the others (the candidates' refine)
+
 
 class ExactIndex:
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, *, compact: bool = False) -> None:
         self.dim = dim
         self._lock = threading.Lock()
-        self._mat = np.zeros((0, dim), dtype=np.float32)
+        self._dtype = np.dtype(np.float16 if compact else np.float32)
+        self._mat = np.zeros((0, dim), dtype=self._dtype)
         self._ids = np.zeros(0, dtype=np.int64)
         self._n = 0
-        self._row: dict[int, int] = {}
         self._basis: np.ndarray | None = None  # dim x m: the prefilter's directions
-        self._proj = np.zeros((0, 0), dtype=np.float32)  # rows projected on the basis
+        self._proj = np.zeros((0, 0), dtype=np.float32)  # rows on the first ``_first``
+        self._fine = np.zeros((0, 0), dtype=np.float32)  # rows on the others
+        self._first = 0
         self._candidates = 0
+        self._refine = 0  # the best of the candidates by all m directions scored exactly
 
     def __len__(self) -> int:
         return self._n
 
+    @property
+    def compact(self) -> bool:
+        return self._dtype == np.float16
+
+    def nbytes(self) -> int:
+        """Bytes of the rows held (and their projections), not counting spare room."""
+        width = self._basis.shape[1] * 4 if self._basis is not None else 0
+        return self._n * (self.dim * self._dtype.itemsize + width + 8)
+
+    # -- writes ----------------------------------------------------------------------
     def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Add or replace vectors (rows are normalised to unit length).
 
         Rows stay sorted by chunk id, so the same set of vectors always has the same
         layout and every score comes out bit for bit the same, however it was built.
         """
-        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
+        want = np.asarray([int(i) for i in ids], dtype=np.int64)
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(want), self.dim)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        vecs = vecs / np.where(norms == 0, 1, norms)
+        vecs = (vecs / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
+        if not len(want):
+            return
+        # the last of repeated ids wins, as it would one add at a time
+        uniq, last = np.unique(want[::-1], return_index=True)
+        vecs = vecs[len(want) - 1 - last]
         with self._lock:
-            fresh: dict[int, int] = {}
-            for j, cid in enumerate(ids):
-                row = self._row.get(int(cid))
-                if row is None:
-                    fresh[int(cid)] = j
-                else:
-                    self._mat[row] = vecs[j]
-                    if self._basis is not None:
-                        self._proj[row] = vecs[j] @ self._basis
-            if not fresh:
-                return
-            order = sorted(fresh)
-            need = self._n + len(order)
-            if need > len(self._mat):
-                cap = max(need, 2 * len(self._mat), 1024)
-                mat = np.zeros((cap, self.dim), dtype=np.float32)
-                mat[:self._n] = self._mat[:self._n]
-                ids_arr = np.zeros(cap, dtype=np.int64)
-                ids_arr[:self._n] = self._ids[:self._n]
-                self._mat, self._ids = mat, ids_arr
+            n = self._n
+            at = np.searchsorted(self._ids[:n], uniq)
+            held = at < n
+            held[held] = self._ids[:n][at[held]] == uniq[held]
+            if held.any():
+                rows = at[held]
+                self._mat[rows] = vecs[held]
                 if self._basis is not None:
-                    proj = np.zeros((cap, self._basis.shape[1]), dtype=np.float32)
-                    proj[:self._n] = self._proj[:self._n]
-                    self._proj = proj
-            at = self._n
-            self._mat[at:need] = vecs[[fresh[c] for c in order]]
-            self._ids[at:need] = order
+                    self._proj[rows], self._fine[rows] = self._project(vecs[held])
+            fresh, fvecs = uniq[~held], vecs[~held]
+            if not len(fresh):
+                return
+            need = n + len(fresh)
+            self._reserve(need)
+            self._mat[n:need] = fvecs
+            self._ids[n:need] = fresh
             if self._basis is not None:
-                self._proj[at:need] = self._mat[at:need] @ self._basis
+                self._proj[n:need], self._fine[n:need] = self._project(fvecs)
             self._n = need
-            if at and order[0] < self._ids[at - 1]:  # not an append: restore id order
+            if n and fresh[0] < self._ids[n - 1]:  # not an append: restore id order
                 perm = np.argsort(self._ids[:need], kind="stable")
                 self._mat[:need] = self._mat[:need][perm]
                 self._ids[:need] = self._ids[:need][perm]
                 if self._basis is not None:
                     self._proj[:need] = self._proj[:need][perm]
-                self._row = {int(c): i for i, c in enumerate(self._ids[:need])}
-            else:
-                self._row.update((c, at + i) for i, c in enumerate(order))
+                    self._fine[:need] = self._fine[:need][perm]
 
-    def load(self, ids: np.ndarray, vectors: np.ndarray, *, unit: bool = False) -> None:
+    def _reserve(self, need: int) -> None:
+        """Room for ``need`` rows: grown in place (``realloc``: a big block moves by
+        remapping its pages, not copying them), an eighth more at a time."""
+        cap = max(need, len(self._mat) + len(self._mat) // 8, 1024)
+        names = ("_mat", "_ids", "_proj", "_fine") if self._basis is not None else ("_mat", "_ids")
+        for name in names:
+            arr = getattr(self, name)
+            if len(arr) >= need:
+                continue
+            if not arr.flags.owndata or not arr.flags.c_contiguous:
+                arr = arr.copy()
+            arr.resize((cap, *arr.shape[1:]), refcheck=False)
+            setattr(self, name, arr)
+
+    def _project(self, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows on the prefilter's first directions and on the others, a block at a
+        time."""
+        assert self._basis is not None
+        out = np.empty((len(vecs), self._basis.shape[1]), dtype=np.float32)
+        for at in range(0, len(vecs), SCAN_BLOCK):
+            out[at:at + SCAN_BLOCK] = np.asarray(vecs[at:at + SCAN_BLOCK],
+                                                 dtype=np.float32) @ self._basis
+        return (np.ascontiguousarray(out[:, :self._first]),
+                np.ascontiguousarray(out[:, self._first:]))
+
+    def load(self, ids: np.ndarray, vectors: np.ndarray, *, unit: bool = False,
+             prefilter: Prefilter | None = None) -> None:
         """Replace everything with these rows at once (a snapshot read, a rebuild): a
-        whole-array path, 100k rows in well under a second. ``unit``: the rows are
-        already unit vectors (the index's own, sealed)."""
-        order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
-        ids_arr = np.ascontiguousarray(np.asarray(ids, dtype=np.int64)[order])
-        if len(ids_arr) and np.any(ids_arr[1:] == ids_arr[:-1]):
-            raise ValueError("duplicate chunk ids")
-        mat = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32)[order])
+        whole-array path. ``unit``: the rows are already unit vectors (the index's own,
+        sealed). Arrays already in id order and of the index's type are kept as they are
+        (no copy); ``prefilter``, the one sealed with them, is used as it is (else a
+        prefilter set before is computed again)."""
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        mat = np.asarray(vectors)
+        pre = prefilter if prefilter is not None and len(prefilter.proj) == len(ids_arr) \
+            else None
+        if len(ids_arr) > 1 and not bool(np.all(ids_arr[1:] > ids_arr[:-1])):
+            order = np.argsort(ids_arr, kind="stable")
+            ids_arr = ids_arr[order]
+            if np.any(ids_arr[1:] == ids_arr[:-1]):
+                raise ValueError("duplicate chunk ids")
+            mat = mat[order]
+            if pre is not None:
+                pre = Prefilter(pre.basis, pre.proj[order], pre.fine[order])
         if not unit and len(mat):
+            mat = np.asarray(mat, dtype=np.float32)
             norms = np.sqrt(np.einsum("ij,ij->i", mat, mat))[:, None]
-            mat /= np.where(norms == 0, 1, norms)
+            mat = mat / np.where(norms == 0, 1, norms)
+        mat = np.ascontiguousarray(mat.reshape(len(ids_arr), self.dim), dtype=self._dtype)
+        ids_arr = np.ascontiguousarray(ids_arr)
         with self._lock:
             self._mat, self._ids, self._n = mat, ids_arr, len(ids_arr)
-            self._row = dict(zip(ids_arr.tolist(), range(len(ids_arr)), strict=True))
-            basis, self._basis = self._basis, None
-        if basis is not None:
-            self.set_prefilter(basis, self._candidates)
+            old, self._basis = self._basis, None
+            if pre is not None:
+                self._basis = np.ascontiguousarray(pre.basis, dtype=np.float32)
+                self._proj = np.ascontiguousarray(pre.proj, dtype=np.float32)
+                self._fine = np.ascontiguousarray(pre.fine, dtype=np.float32)
+                self._first = self._proj.shape[1]
+                return
+            first = self._first
+        if old is not None:
+            self.set_prefilter(old, self._candidates, first=first, refine=self._refine)
 
     def delete(self, ids: Sequence[int]) -> None:
+        want = np.unique(np.asarray([int(c) for c in ids], dtype=np.int64))
         with self._lock:
-            rows = sorted({self._row.pop(int(c)) for c in ids if int(c) in self._row})
-            if not rows:
-                return
             n = self._n
+            at = np.searchsorted(self._ids[:n], want)
+            ok = at < n
+            ok[ok] = self._ids[:n][at[ok]] == want[ok]
+            if not ok.any():
+                return
             keep = np.ones(n, dtype=bool)
-            keep[rows] = False
+            keep[at[ok]] = False
             left = int(keep.sum())
             self._mat[:left] = self._mat[:n][keep]
             self._ids[:left] = self._ids[:n][keep]
             self._mat[left:n] = 0
             if self._basis is not None:
                 self._proj[:left] = self._proj[:n][keep]
+                self._fine[:left] = self._fine[:n][keep]
             self._n = left
-            self._row = {int(c): i for i, c in enumerate(self._ids[:left])}
+
+    # -- reads -----------------------------------------------------------------------
+    def _rows(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(ids held, their rows) of ``ids``; call under the lock."""
+        want = np.asarray([int(c) for c in ids], dtype=np.int64)
+        n = self._n
+        at = np.searchsorted(self._ids[:n], want)
+        ok = at < n
+        ok[ok] = self._ids[:n][at[ok]] == want[ok]
+        return want[ok], at[ok]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """The (unit) vectors of those of ``ids`` held here, copied."""
+        """The (unit) vectors of those of ``ids`` held here, copied (float32)."""
         with self._lock:
-            rows = {int(c): self._row[int(c)] for c in ids if int(c) in self._row}
-            return {c: self._mat[r].copy() for c, r in rows.items()}
+            found, rows = self._rows(ids)
+            block = self._mat[rows].astype(np.float32)
+        return {int(c): block[j] for j, c in enumerate(found)}
 
     def ids(self) -> list[int]:
         with self._lock:
-            return sorted(int(i) for i in self._ids[:self._n])
+            return [int(i) for i in self._ids[:self._n]]
 
     def ids_and_vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every chunk id (ascending) and its unit vector, copied (for a snapshot)."""
+        """Every chunk id (ascending) and its unit vector, copied (float32)."""
         with self._lock:
-            return self._ids[:self._n].copy(), self._mat[:self._n].copy()
+            return self._ids[:self._n].copy(), self._mat[:self._n].astype(np.float32)
 
-    def set_prefilter(self, basis: np.ndarray | None, candidates: int) -> None:
-        """Scan the rows projected on ``basis`` (dim x m, orthonormal columns) first and
-        score only the best ``candidates`` of them exactly; None: every row exactly."""
+    def held(self) -> tuple[np.ndarray, np.ndarray, Prefilter | None]:
+        """The ids, rows and prefilter as held, not copied (views): only for a caller
+        that no write runs beside (the snapshot's save)."""
         with self._lock:
-            if basis is None:
-                self._basis, self._proj, self._candidates = None, np.zeros((0, 0), np.float32), 0
+            n = self._n
+            if self._basis is None:
+                return self._ids[:n], self._mat[:n], None
+            return (self._ids[:n], self._mat[:n],
+                    Prefilter(self._basis, self._proj[:n], self._fine[:n]))
+
+    def set_prefilter(self, basis: np.ndarray | None, candidates: int, *, first: int = 0,
+                      refine: int = 0) -> None:
+        """Scan the rows projected on the first ``first`` columns of ``basis`` (dim x m,
+        orthonormal columns; 0: all of them) first; score the best ``candidates`` of them
+        on all m columns and only the best ``refine`` of those (0: every candidate)
+        exactly. None: every row exactly."""
+        if basis is None:
+            with self._lock:
+                self._basis, self._candidates = None, 0
+                self._proj = self._fine = np.zeros((0, 0), np.float32)
+            return
+        b = np.ascontiguousarray(basis, dtype=np.float32)
+        m = b.shape[1]
+        first = m if not first or first >= m else first
+        with self._lock:
+            n = self._n
+            proj = np.zeros((len(self._mat), first), dtype=np.float32)
+            fine = np.zeros((len(self._mat), m - first), dtype=np.float32)
+            for at in range(0, n, SCAN_BLOCK):
+                end = min(n, at + SCAN_BLOCK)
+                both = self._mat[at:end].astype(np.float32) @ b
+                proj[at:end], fine[at:end] = both[:, :first], both[:, first:]
+            self._basis, self._proj, self._fine, self._first = b, proj, fine, first
+            self._candidates, self._refine = int(candidates), int(refine)
+
+    def set_candidates(self, candidates: int, refine: int = 0) -> None:
+        with self._lock:
+            self._candidates, self._refine = int(candidates), int(refine)
+
+    def to_compact(self) -> None:
+        """Keep the rows as float16 from now on (half the memory)."""
+        with self._lock:
+            if self.compact:
                 return
-            b = np.ascontiguousarray(basis, dtype=np.float32)
-            proj = np.zeros((len(self._mat), b.shape[1]), dtype=np.float32)
-            proj[:self._n] = self._mat[:self._n] @ b
-            self._basis, self._proj, self._candidates = b, proj, int(candidates)
+            self._mat = self._mat[:self._n].astype(np.float16)
+            self._dtype = np.dtype(np.float16)
 
     @property
     def prefiltered(self) -> bool:
@@ -154,10 +271,20 @@ class ExactIndex:
 
     def sample(self, most: int) -> np.ndarray:
         """Up to ``most`` rows, evenly spread over the id order (the same set gives the
-        same sample), copied."""
+        same sample), copied (float32)."""
         with self._lock:
             step = max(1, self._n // max(1, most))
-            return self._mat[:self._n:step][:most].copy()
+            return self._mat[:self._n:step][:most].astype(np.float32)
+
+    def _scan(self, n: int, q: np.ndarray) -> np.ndarray:
+        """Every row's score (under the lock)."""
+        if not self.compact:
+            return self._mat[:n] @ q
+        out = np.empty(n, dtype=np.float32)
+        for at in range(0, n, SCAN_BLOCK):
+            end = min(n, at + SCAN_BLOCK)
+            out[at:end] = self._mat[at:end].astype(np.float32) @ q
+        return out
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (chunk id, cosine), best first, ties by chunk id (with a
@@ -171,14 +298,20 @@ class ExactIndex:
             if n == 0 or k <= 0:
                 return []
             if self._basis is not None and n > max(self._candidates, k):
-                coarse = self._proj[:n] @ (q @ self._basis)
-                cand = np.sort(np.argpartition(coarse, n - self._candidates)
-                               [n - self._candidates:])
-                scores = self._mat[cand] @ q
+                qb = q @ self._basis
+                first = self._first
+                coarse = self._proj[:n] @ qb[:first]
+                cand = np.argpartition(coarse, n - self._candidates)[n - self._candidates:]
+                if self._refine and first < len(qb) and self._refine < len(cand):
+                    finer = coarse[cand] + self._fine[cand] @ qb[first:]
+                    cand = cand[np.argpartition(finer, len(cand) - self._refine)
+                                [len(cand) - self._refine:]]
+                cand = np.sort(cand)
+                scores = self._mat[cand].astype(np.float32, copy=False) @ q
                 ids = self._ids[cand]
                 n = len(cand)
             else:
-                scores = self._mat[:n] @ q
+                scores = self._scan(n, q)
                 ids = self._ids[:n].copy()
         if k < n:
             # everything tied with the k-th score stays in, so the cut is order-free

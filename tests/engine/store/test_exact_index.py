@@ -37,3 +37,61 @@ def test_keyed_ids_round_trip_and_look_random() -> None:
     assert enc != sorted(enc) and len(set(enc)) == 199
     assert KeyedIds(b"j" * 32).decode(enc) == [None] * 199  # another key's ids are not ours
     assert ids.decode(["zz", "00" * 16]) == [None, None]
+
+
+def _unit(n: int, dim: int, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32) + 0.5
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_a_compact_index_keeps_half_the_bytes_and_ranks_as_the_full_scan() -> None:
+    """float16 rows: with as many candidates as rows the prefilter changes nothing, and
+    every hit's cosine is the float32 one to float16's precision."""
+    x, queries = _unit(2000, 48, 1), _unit(30, 48, 2)
+    full, small = ExactIndex(48), ExactIndex(48, compact=True)
+    for index in (full, small):
+        index.add(list(range(1, 2001)), x)
+    assert small.compact and small.nbytes() < 0.6 * full.nbytes()
+    basis = np.linalg.qr(np.random.default_rng(3).standard_normal((48, 8)))[0]
+    small.set_prefilter(basis, 2000)
+    for q in queries:
+        want = [c for c, _ in full.query(q, 20)]
+        got = small.query(q, 20)
+        assert len(set(want) & {c for c, _ in got}) >= 19  # float16 may swap a near-tie
+        for c, s in got:
+            assert abs(s - float(x[c - 1] @ q)) < 5e-4
+
+
+def test_a_compact_index_grows_in_place_and_finds_by_id() -> None:
+    x = _unit(5000, 16, 4)
+    index = ExactIndex(16, compact=True)
+    for part in np.array_split(np.arange(5000)[::-1], 9):  # out of order, in batches
+        index.add([int(i) + 1 for i in part], x[part])
+    index.add([7, 7], np.vstack([x[0], x[1]]))  # the last of repeated ids wins
+    assert len(index) == 5000 and index.ids()[:3] == [1, 2, 3]
+    got = index.vectors([7, 4999, 123_456])
+    assert set(got) == {7, 4999}
+    assert np.allclose(got[7], x[1], atol=1e-3) and np.allclose(got[4999], x[4998], atol=1e-3)
+    index.delete([7, 8, 123_456])
+    assert len(index) == 4998 and 7 not in index.vectors([7])
+    assert index.query(x[9], 1)[0][0] == 10
+
+
+def test_the_refine_stage_keeps_the_full_scans_hits() -> None:
+    """Scan 4 directions, score the candidates again on 12, keep the best for the exact
+    score: as many candidates as rows gives the full scan's hits; fewer, nearly all."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((4000, 24)) * np.linspace(3, 0.3, 24)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    queries = x[rng.choice(4000, 25, replace=False)] + 0.05
+    index = ExactIndex(24, compact=True)
+    index.add(list(range(4000)), x)
+    full = [{c for c, _ in index.query(q, 10)} for q in queries]
+    basis = np.linalg.svd(x, full_matrices=False)[2][:12].T
+    index.set_prefilter(basis, 4000, first=4, refine=4000)
+    assert [{c for c, _ in index.query(q, 10)} for q in queries] == full
+    index.set_prefilter(basis, 1500, first=4, refine=200)
+    got = [{c for c, _ in index.query(q, 10)} for q in queries]
+    assert np.mean([len(a & b) / 10 for a, b in zip(got, full, strict=True)]) > 0.95
+    index.add([9999], x[:1])  # later rows get both projections
+    assert 9999 in {c for c, _ in index.query(x[0], 2)}

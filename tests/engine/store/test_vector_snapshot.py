@@ -22,7 +22,8 @@ import pytest
 from engine.crypto import keys
 from engine.facade import ContextEngine
 from engine.flows.vector_rebuild import fill_memory
-from engine.store.snapshot import SnapshotFile
+from engine.store.exact_index import Prefilter
+from engine.store.snapshot import Snapshot, SnapshotFile
 
 TEXTS = [f"Harbour log {i}: the ferry left at dawn and the crane lifted {i} crates. " * 20
          for i in range(12)]
@@ -159,3 +160,74 @@ def test_an_older_embedded_store_is_removed_once_in_memory(data_dir: Path,
     with ContextEngine.open(data_dir) as eng:
         assert eng.search("crane lifted 5 crates", k=1)[0].title == "log 5"
     assert not (data_dir / "vectors").exists() and (data_dir / "vectors.snap").exists()
+
+
+def _format1(path: Path, key: bytes, snap: Snapshot) -> None:
+    """A snapshot as the engine wrote them before format 2 (float32 rows, no prefilter)."""
+    import struct
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from engine.crypto.keys import derive, key_id
+
+    kid = bytes.fromhex(key_id(key))[:16].ljust(16, b"\0")
+    n, dim = snap.vectors.shape
+    head = struct.pack(">8sH16sQQH", b"CTXVSNAP", 1, kid, snap.version, n, dim)
+    body = (snap.ids.astype("<i8").tobytes() + snap.hashes.astype("<u8").tobytes()
+            + snap.vectors.astype("<f4").tobytes())
+    aead, out = AESGCM(derive(key, "vector-snapshot")), [head]
+    for i, at in enumerate(range(0, len(body), 1000)):
+        nonce = os.urandom(12)
+        sealed = aead.encrypt(nonce, body[at:at + 1000], head + struct.pack(">I", i))
+        out.append(nonce + struct.pack(">I", len(sealed)) + sealed)
+    path.write_bytes(b"".join(out))
+
+
+def _big(n: int = 3000, dim: int = 32) -> Snapshot:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    basis = np.linalg.qr(rng.standard_normal((dim, 6)))[0].astype(np.float32)
+    vecs = x.astype(np.float16)
+    both = vecs.astype(np.float32) @ basis
+    return Snapshot(7, np.arange(10, 10 + n, dtype=np.int64),
+                    rng.integers(0, 2**63, n).astype(np.uint64), vecs,
+                    Prefilter(basis, both[:, :4].copy(), both[:, 4:].copy()))
+
+
+def test_a_compact_snapshot_round_trips_sealed_in_small_segments(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """float16 rows and the prefilter sealed beside them, segment by segment (small
+    segments here, so that arrays straddle them): read back equal, nothing in the clear."""
+    from engine.store import snapshot as S
+
+    monkeypatch.setattr(S, "SEGMENT", 4096)
+    snap, key = _big(), b"k" * 32
+    path = tmp_path / "vectors.snap"
+    S.SnapshotFile(path, key).save(snap)
+    raw = path.read_bytes()
+    for row in (0, 1500, 2999):
+        assert snap.prefilter is not None
+        for form in (snap.vectors[row], snap.vectors[row].astype("<f4"),
+                     snap.prefilter.proj[row], snap.prefilter.fine[row]):
+            assert form.tobytes()[:32] not in raw
+    assert _entropy(raw[64:]) > 7.9
+    back = S.SnapshotFile(path, key).load(32)
+    assert back is not None and back.version == 7 and back.vectors.dtype == np.float16
+    assert np.array_equal(back.ids, snap.ids) and np.array_equal(back.hashes, snap.hashes)
+    assert np.array_equal(back.vectors, snap.vectors)
+    assert back.prefilter is not None and snap.prefilter is not None
+    for name in ("basis", "proj", "fine"):
+        assert np.array_equal(getattr(back.prefilter, name), getattr(snap.prefilter, name))
+    assert S.SnapshotFile(path, b"j" * 32).load(32) is None  # another key's
+    path.write_bytes(raw[:-4096])  # a whole segment short
+    assert S.SnapshotFile(path, key).load(32) is None
+
+
+def test_a_format_1_snapshot_still_opens(tmp_path: Path) -> None:
+    snap, key = _big(), b"k" * 32
+    old = type(snap)(snap.version, snap.ids, snap.hashes, snap.vectors.astype(np.float32))
+    _format1(tmp_path / "vectors.snap", key, old)
+    back = SnapshotFile(tmp_path / "vectors.snap", key).load(32)
+    assert back is not None and back.prefilter is None and back.vectors.dtype == np.float32
+    assert np.array_equal(back.ids, old.ids) and np.array_equal(back.vectors, old.vectors)
