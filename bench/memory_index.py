@@ -95,6 +95,182 @@ def grown(x: np.ndarray, n: int) -> np.ndarray:
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
+def _truth(mat: np.ndarray, q: np.ndarray, k: int = 50) -> list[set[int]]:
+    """Each query's ``k`` best rows by a float32 full scan (blocks of queries)."""
+    out: list[set[int]] = []
+    n = len(mat)
+    for at in range(0, len(q), 50):
+        scores = q[at:at + 50] @ mat.T
+        out += [set(np.argpartition(s, n - k)[n - k:].tolist()) for s in scores]
+    return out
+
+
+def _measure(index: ExactIndex, q: np.ndarray, truth: list[set[int]]) -> dict[str, float]:
+    """recall@50 against ``truth`` (rows are ids here), wall p50/p95 and CPU ms per call."""
+    got, ms = [], []
+    cpu = time.process_time()
+    for v in q:
+        t = time.perf_counter()
+        hits = index.query(v, 50)
+        ms.append((time.perf_counter() - t) * 1000)
+        got.append({c for c, _ in hits})
+    cpu_ms = (time.process_time() - cpu) * 1000 / len(q)
+    s = summary(ms)
+    rec = float(np.mean([len(a & b) / 50 for a, b in zip(got, truth, strict=True)]))
+    return {"recall": rec, "p50": s["p50"], "p95": s["p95"], "cpu": cpu_ms}
+
+
+def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
+    """The index as it was (float32 rows, prefilter 64 dims x 4000 candidates: main at
+    628d375 with its default config) and as it is (``MemoryVectors`` with the store's
+    default config), in the same process: recall@50 against a float32 full scan, p50/p95,
+    CPU per call, bytes held, build and sealed-snapshot save/open times."""
+    from threadpoolctl import threadpool_limits
+
+    from engine.store.config import StoreConfig
+    from engine.store.memory_vectors import MemoryVectors
+    from engine.store.snapshot import SnapshotFile
+
+    x, q = real_vectors(real)
+    q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+    cfg = StoreConfig()
+    rows: list[list[Any]] = []
+    for n in sizes:
+        mat = grown(x, n)
+        with threadpool_limits(2):
+            truth = _truth(mat, q)
+        with threadpool_limits(1):
+            t = time.perf_counter()
+            old = ExactIndex(mat.shape[1])
+            old.load(np.arange(n), mat, unit=True)
+            old.set_prefilter(principal_basis(old.sample(BASIS_SAMPLE), 64), 4000)
+            built = time.perf_counter() - t
+            m = _measure(old, q, truth)
+            rows.append([n, "old: float32, 64 dims x 4000", f"{m['recall']:.4f}", m["p50"],
+                         m["p95"], f"{m['cpu']:.1f}", f"{old.nbytes() / 2**20:.0f}",
+                         f"{built:.1f}", "-", "-", "-", "-"])
+            del old
+            tmp = tempfile.mkdtemp(prefix="ctx-memory-index-")
+            snap = SnapshotFile(Path(tmp) / "vectors.snap", b"b" * 32)
+            ids = list(range(n))
+            hashes = ["0" * 16] * n
+            t = time.perf_counter()
+            new = MemoryVectors(mat.shape[1], lambda _sid: [], cfg, snapshot=snap,
+                                fingerprints=lambda ids=ids, hashes=hashes: (ids, hashes),
+                                version=lambda: 1)
+            new.load(np.arange(n), mat, unit=True)
+            new.warm()
+            built = time.perf_counter() - t
+            m = _measure(new._index, q, truth)
+            t = time.perf_counter()
+            new.save_snapshot()
+            saved = time.perf_counter() - t
+            del new
+            fresh = _open_in_child(Path(tmp) / "vectors.snap", q[0])
+            t = time.perf_counter()
+            again = MemoryVectors(mat.shape[1], lambda _sid: [], cfg, snapshot=snap)
+            sealed = again.read_snapshot()
+            assert sealed is not None
+            again.load(sealed.ids, sealed.vectors, unit=True, prefilter=sealed.prefilter)
+            del sealed
+            again.query(q[0], 50)
+            opened = time.perf_counter() - t
+            reopened = _measure(again._index, q[:50], truth[:50])["recall"]
+            shutil.rmtree(tmp, ignore_errors=True)
+            rows.append([n, f"new: float16, 64 dims x {again.candidates_for(n)}",
+                         f"{m['recall']:.4f}", m["p50"], m["p95"], f"{m['cpu']:.1f}",
+                         f"{again._index.nbytes() / 2**20:.0f}", f"{built:.1f}",
+                         f"{saved:.1f}", f"{opened:.2f} ({reopened:.3f})",
+                         f"{fresh['first_s']:.2f} (read {fresh['read_s']:.2f})",
+                         f"{fresh['peak_mb']:.0f} (+{fresh['peak_mb'] - fresh['base_mb']:.0f})"])
+            del again
+        if n <= chroma_max:
+            rows.append(_chroma_row(n, mat, q, truth))
+        del mat
+        print(f"  {n} done, load {machine_state()}", flush=True)
+    return rows
+
+
+def _open_in_child(path: Path, query: np.ndarray) -> dict[str, float]:
+    """A fresh process opens the sealed snapshot at ``path`` with the memory backend and
+    answers one query: seconds to that first answer, its peak RSS and its RSS before."""
+    import subprocess
+    import sys
+
+    qfile = path.with_name("query.npy")
+    np.save(qfile, query)
+    out = subprocess.run([sys.executable, "-m", "bench.memory_index", "--child-open",
+                          str(path)], capture_output=True, text=True, check=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _hwm_mb() -> float:
+    """This process's peak RSS (VmHWM: unlike ru_maxrss, not carried over an exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def child_open(path: Path) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from engine.store.config import StoreConfig
+    from engine.store.memory_vectors import MemoryVectors
+    from engine.store.snapshot import SnapshotFile
+
+    q = np.load(path.with_name("query.npy"))
+    base = _hwm_mb()
+    with threadpool_limits(1):
+        t = time.perf_counter()
+        vecs = MemoryVectors(len(q), lambda _sid: [], StoreConfig(),
+                             snapshot=SnapshotFile(path, b"b" * 32))
+        snap = vecs.read_snapshot()
+        assert snap is not None
+        read = time.perf_counter() - t
+        vecs.load(snap.ids, snap.vectors, unit=True, prefilter=snap.prefilter)
+        del snap
+        vecs.query(q, 50)
+        first = time.perf_counter() - t
+    print(json.dumps({"first_s": first, "read_s": read, "peak_mb": _hwm_mb(),
+                      "base_mb": base}))
+
+
+def _chroma_row(n: int, mat: np.ndarray, q: np.ndarray, truth: list[set[int]]
+                ) -> list[Any]:
+    """Chroma embedded (HNSW, cosine, default settings but ef_search 64 as the store's),
+    filled with the same vectors: its recall@50, p50/p95, CPU, insert time."""
+    import chromadb
+
+    from engine.offline import keep_offline
+
+    keep_offline()
+    with tempfile.TemporaryDirectory(prefix="ctx-memory-chroma-") as tmp:
+        client = chromadb.PersistentClient(path=tmp, settings=chromadb.config.Settings(
+            anonymized_telemetry=False))
+        col = client.create_collection("bench", metadata={
+            "hnsw:space": "cosine", "hnsw:search_ef": 64})
+        t = time.perf_counter()
+        step = 5000
+        for at in range(0, n, step):
+            col.add(ids=[str(i) for i in range(at, min(n, at + step))],
+                    embeddings=mat[at:at + step])
+        built = time.perf_counter() - t
+        got, ms = [], []
+        cpu = time.process_time()
+        for v in q:
+            t = time.perf_counter()
+            res = col.query(query_embeddings=[v], n_results=50, include=[])
+            ms.append((time.perf_counter() - t) * 1000)
+            got.append({int(i) for i in res["ids"][0]})
+        cpu_ms = (time.process_time() - cpu) * 1000 / len(q)
+        s = summary(ms)
+        rec = float(np.mean([len(a & b) / 50 for a, b in zip(got, truth, strict=True)]))
+    return [n, "Chroma embedded (HNSW, ef 64)", f"{rec:.4f}", s["p50"], s["p95"],
+            f"{cpu_ms:.1f}", "-", f"{built:.0f}", "-", "-", "-", "-"]
+
+
 def recall_rows(sizes: list[int], dims: list[int], cands: list[int], real: int
                 ) -> list[list[Any]]:
     from threadpoolctl import threadpool_limits
@@ -177,10 +353,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 96])
     ap.add_argument("--candidates", type=int, nargs="+", default=[2000, 4000])
     ap.add_argument("--real", type=int, default=22_000, help="real MiniLM vectors to embed")
+    ap.add_argument("--ab", type=int, nargs="*", default=[],
+                    help="sizes for the A/B of the old and the new index (part 0)")
+    ap.add_argument("--chroma-max", type=int, default=0,
+                    help="also fill Chroma embedded at A/B sizes up to this (slow to insert)")
     ap.add_argument("--store", type=Path, help="a store to time opens on (part 2)")
     ap.add_argument("--opens", type=int, default=3)
+    ap.add_argument("--child-open", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child_open:
+        child_open(args.child_open)
+        return 0
     print(machine_state())
+    if args.ab:
+        print(table(["vectors", "index", "recall@50 vs full scan", "p50 ms", "p95 ms",
+                     "CPU ms/call", "held MB", "build s", "seal s", "open s (recall)",
+                     "new process: open to first answer s", "its peak RSS MB (+ over bare)"],
+                    ab_rows(args.ab, args.real, args.chroma_max)))
+        print(machine_state())
     if args.sizes:
         print(table(["vectors", "index", "candidates", "recall@50 vs full scan", "p50 ms",
                      "p95 ms", "p50 vs full scan"],
