@@ -78,7 +78,7 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
         sims = dict(found)
         if filters.empty:
             return [cid for cid, _ in found][:depth], sims, vec
-        rows = rt.vault.chunks([cid for cid, _ in found])
+        rows = rt.vault.filter_rows([cid for cid, _ in found], meta=filters.reads_meta)
         keep = [cid for cid, _ in found if cid in rows and filters.matches(rows[cid])]
         return keep[:depth], sims, vec
 

@@ -90,6 +90,11 @@ class Filters:
         return self.branch is None or row.meta.get("branch") == self.branch
 
     @property
+    def reads_meta(self) -> bool:
+        """Whether ``matches`` reads a row's meta (a relative path prefix, a branch)."""
+        return self.shown_prefix is not None or self.branch is not None
+
+    @property
     def shown_prefix(self) -> str | None:
         """A relative ``path_prefix`` as hits show paths (``./`` dropped); None if absolute."""
         prefix = self.path_prefix
