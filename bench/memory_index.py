@@ -1,6 +1,14 @@
 """The memory backend (the default): how well its prefilter finds a full scan's hits, how
 fast it answers, and how fast a store opens with it, against the embedded Chroma store.
 
+Part 0, the A/B (``--ab 100000 500000 1000000``): the index as it was (float32 rows,
+prefilter 64 dims x 4000 candidates) and ``MemoryVectors`` with the store's default
+config, on the same vectors in one run: recall@50 against a float32 full scan,
+p50/p95 and CPU per call (one BLAS thread, as the engine runs it), bytes held, build,
+seal and open times, and a fresh process that opens the sealed snapshot and answers
+one query (its time and peak RSS); ``--chroma-max N`` adds Chroma embedded (HNSW)
+filled with the same vectors at the sizes up to N (slow to insert).
+
 Part 1, recall and latency (``--real N``): real MiniLM vectors (SciFact abstracts,
 LoCoMo turns, Python sources; cached under the temp dir), grown to each of
 ``--sizes`` with vectors drawn from their own mean and covariance; the queries are
@@ -15,7 +23,8 @@ vault and seals it; later opens read the sealed snapshot; warm-up sets up the
 prefilter), each ``--opens`` times on copies of DIR, and 50 queries of the vector
 index alone.
 
-    python -m bench.memory_index [--sizes 22000 100000] [--store DIR] [--opens 3]
+    python -m bench.memory_index [--ab 100000 1000000 [--chroma-max 100000]]
+                                 [--sizes 22000 100000] [--store DIR] [--opens 3]
 """
 
 from __future__ import annotations
@@ -177,7 +186,8 @@ def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
             opened = time.perf_counter() - t
             reopened = _measure(again._index, q[:50], truth[:50])["recall"]
             shutil.rmtree(tmp, ignore_errors=True)
-            rows.append([n, f"new: float16, 64 dims x {again.candidates_for(n)}",
+            kind = "float16" if again._index.compact else "float32"
+            rows.append([n, f"new: {kind}, 64+64 dims x {again.candidates_for(n)} > 2000",
                          f"{m['recall']:.4f}", m["p50"], m["p95"], f"{m['cpu']:.1f}",
                          f"{again._index.nbytes() / 2**20:.0f}", f"{built:.1f}",
                          f"{saved:.1f}", f"{opened:.2f} ({reopened:.3f})",

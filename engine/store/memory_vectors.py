@@ -7,11 +7,12 @@ live in memory (model space), filled at open from the encrypted snapshot
 (``snapshot.SnapshotFile``), else from the vault's embedding cache, and saved
 encrypted again at close and after a delete.
 
-Up to ``store.exact_search_max`` vectors every query scans them all (float32);
-above it the rows are kept as float16 (a million vectors of 384 dimensions: 768 MB
-instead of 1.5 GB) and a prefilter on the stored vectors' top principal directions
+Up to ``store.exact_search_max`` vectors every query scans them all; above it a
+prefilter on the stored vectors' top principal directions
 picks the candidates scored exactly (``ExactIndex.set_prefilter``), as many as
-``candidates_for`` says for the index's size. Both are set up by ``warm`` (the
+``candidates_for`` says for the index's size; above ``store.float16_above`` the rows
+are kept as float16 (a million vectors of 384 dimensions: 768 MB instead of 1.5 GB).
+Both are set up by ``warm`` (the
 engine's warm-up at open) or, failing that, in a thread at the first query of a big
 index; the sealed snapshot keeps the prefilter, so a reopened store has it at once.
 """
@@ -62,6 +63,7 @@ class MemoryVectors(VectorStore):
         self._per_million = cfg.prefilter_candidates_per_million
         self._fine_dims = cfg.prefilter_fine_dims
         self._refine = cfg.prefilter_refine
+        self._float16_above = cfg.float16_above
         self._snap = snapshot
         self._fingerprints = fingerprints
         self._version = version
@@ -94,7 +96,7 @@ class MemoryVectors(VectorStore):
         sealed them, with the prefilter sealed beside them; or read from the vault)."""
         n = len(ids)
         big = n > self._exact_max
-        index = ExactIndex(self._index.dim, compact=big or vectors.dtype == np.float16)
+        index = ExactIndex(self._index.dim, compact=n > self._float16_above)
         index.load(np.asarray(ids, dtype=np.int64), vectors, unit=unit,
                    prefilter=prefilter if big else None)
         if index.prefiltered:
@@ -143,7 +145,8 @@ class MemoryVectors(VectorStore):
         with self._lock:
             if index.prefiltered or index is not self._index:
                 return
-            index.to_compact()
+            if len(index) > self._float16_above:
+                index.to_compact()
             index.set_prefilter(principal_basis(index.sample(BASIS_SAMPLE),
                                                 min(index.dim, self._dims + self._fine_dims)),
                                 self.candidates_for(len(index)), first=self._dims,

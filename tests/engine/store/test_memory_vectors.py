@@ -20,7 +20,7 @@ def _clustered(n: int, dim: int = 64, seed: int = 3) -> np.ndarray:
 
 def _index(n: int) -> tuple[MemoryVectors, np.ndarray]:
     cfg = StoreConfig(exact_search_max=500, prefilter_dims=24, prefilter_candidates=300,
-                      prefilter_fine_dims=8, prefilter_refine=150)
+                      prefilter_fine_dims=8, prefilter_refine=150, float16_above=1000)
     vecs = MemoryVectors(64, lambda _sid: [], cfg)
     x = _clustered(n)
     vecs.add(list(range(1, n + 1)), x)
@@ -74,7 +74,8 @@ def test_a_sealed_big_index_reopens_with_its_prefilter(tmp_path) -> None:
     from engine.store.snapshot import SnapshotFile
 
     snap = SnapshotFile(tmp_path / "vectors.snap", b"k" * 32)
-    cfg = StoreConfig(exact_search_max=500, prefilter_dims=24, prefilter_candidates=300)
+    cfg = StoreConfig(exact_search_max=500, prefilter_dims=24, prefilter_candidates=300,
+                      float16_above=1000)
     x = _clustered(3000)
     ids = list(range(1, 3001))
     first = MemoryVectors(64, lambda _sid: [], cfg, snapshot=snap,
