@@ -75,7 +75,10 @@ class MemoryVectors(VectorStore):
     def add(self, ids: Sequence[int], vectors: np.ndarray,
             metas: Sequence[dict[str, Any]] | None = None) -> None:
         if len(ids):
-            self._index.add([int(i) for i in ids], np.asarray(vectors, dtype=np.float32))
+            index = self._index
+            index.add([int(i) for i in ids], np.asarray(vectors, dtype=np.float32))
+            if len(index) > self._float16_above and not index.compact:
+                index.to_compact()  # grown past the bound while open
             self._dirty = True
 
     def delete_source(self, source_id: int) -> None:

@@ -91,3 +91,14 @@ def test_a_sealed_big_index_reopens_with_its_prefilter(tmp_path) -> None:
     again.load(sealed.ids, sealed.vectors, unit=True, prefilter=sealed.prefilter)
     assert again.memory()["kind"] == "prefilter"  # at once: no warm-up needed
     assert [again.query(q, 10) for q in queries] == before
+
+
+def test_an_index_that_grows_past_the_bound_turns_float16() -> None:
+    cfg = StoreConfig(exact_search_max=500, float16_above=2000)
+    vecs = MemoryVectors(64, lambda _sid: [], cfg)
+    x = _clustered(3000)
+    vecs.add(list(range(1, 1501)), x[:1500])
+    small = vecs.memory()["bytes"]
+    vecs.add(list(range(1501, 3001)), x[1500:])
+    assert vecs.memory()["bytes"] < 2 * small * 0.6  # float16 rows: half of float32
+    assert vecs.query(x[2500], 1)[0][0] == 2501
