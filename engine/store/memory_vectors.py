@@ -154,6 +154,7 @@ class MemoryVectors(VectorStore):
                                                 min(index.dim, self._dims + self._fine_dims)),
                                 self.candidates_for(len(index)), first=self._dims,
                                 refine=self._refine)
+            self._dirty = True  # sealed with the prefilter at close: the next open has it
 
     def _prefilter_later(self) -> None:
         with self._lock:

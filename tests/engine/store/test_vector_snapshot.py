@@ -231,3 +231,26 @@ def test_a_format_1_snapshot_still_opens(tmp_path: Path) -> None:
     back = SnapshotFile(tmp_path / "vectors.snap", key).load(32)
     assert back is not None and back.prefilter is None and back.vectors.dtype == np.float32
     assert np.array_equal(back.ids, old.ids) and np.array_equal(back.vectors, old.vectors)
+
+
+def test_a_big_store_reopens_with_float16_rows_and_its_prefilter(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine end to end with the size bounds made small: the warm-up turns the rows
+    float16 and sets up the prefilter, the close seals both, the next open has them at
+    once (no warm-up) and finds the same chunks."""
+    for key, value in (("EXACT_SEARCH_MAX", "4"), ("FLOAT16_ABOVE", "4"),
+                       ("PREFILTER_DIMS", "8"), ("PREFILTER_FINE_DIMS", "8"),
+                       ("PREFILTER_CANDIDATES", "100"), ("PREFILTER_REFINE", "6")):
+        monkeypatch.setenv(f"CTX__STORE__{key}", value)
+    _store(data_dir)
+    with ContextEngine.open(data_dir) as eng:
+        eng.warm_up(background=False)
+        assert eng.rt.vectors.memory()["kind"] == "prefilter"
+        before = [h.title for h in eng.search("crane lifted 7 crates", k=3)]
+    snap = _sealed(data_dir).load(384)
+    assert snap is not None and snap.prefilter is not None
+    assert snap.vectors.dtype == np.float16
+    with ContextEngine.open(data_dir) as eng:
+        assert eng.rt.vectors.memory()["kind"] == "prefilter"  # before any warm-up
+        assert [h.title for h in eng.search("crane lifted 7 crates", k=3)] == before
+        assert before[0] == "log 7"
