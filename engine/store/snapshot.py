@@ -3,10 +3,13 @@ clear opens fast: at 100k chunks, reading one sealed file instead of rebuilding 
 index from the vault's embedding cache.
 
 ``vectors.snap``: a header in the clear (magic, format, the data key's id, the vault's
-chunk version when taken, count, dimension), then the chunk ids, a fingerprint of
-each chunk's text and its model-space vector, sealed with AES-256-GCM in segments
+chunk version when taken, count, dimension; format 2 adds the rows' width and the
+prefilter's), then the chunk ids, a fingerprint of each chunk's text, its model-space
+vector as the index holds it (float16 above ``store.float16_above``) and the index's
+prefilter (its directions and the rows on them), sealed with AES-256-GCM in segments
 under a key derived from the data key; the header is every segment's associated
-data, so no segment moves between snapshots or stores unnoticed. Without the key
+data, so no segment moves between snapshots or stores unnoticed. Saving and reading
+go a segment at a time (a million vectors: 1.3 GB sealed, never held twice). Without the key
 the file says how many vectors there are (its size) and nothing else: no vector,
 no order, no similarity between them (docs/threat-model.md).
 
