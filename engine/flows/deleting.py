@@ -9,6 +9,7 @@ alias) is dropped and hands the source to them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,14 +58,32 @@ def _aliases(vault: Vault, source: str | int) -> list[str]:
     return aliases.matching(vault, candidates, folder)
 
 
-# Chunks removed per write transaction: each commit lets the vault's readers (status,
-# search, audit) and its other writers through. Hand-set; bench/delete_bench.py measures
-# status and search latency while a 65k-chunk folder is deleted.
-DELETE_STEP_CHUNKS = 256
+# A delete step is one write transaction; between two, the vault's other writers (an
+# access count of build_context, the audit log, a job's bookkeeping) get the write lock
+# and every thread the interpreter. A step aims at STEP_S seconds: its chunk count
+# follows the time the last steps took (more on a fast idle machine, fewer under load),
+# from DELETE_STEP_CHUNKS at first, within STEP_CHUNKS_MIN..STEP_CHUNKS_MAX. Hand-set;
+# bench/delete_bench.py measures status and search latency while a 65k-chunk folder is
+# deleted (docs/performance.md).
+STEP_S = 0.05
+DELETE_STEP_CHUNKS = 128
+STEP_CHUNKS_MIN, STEP_CHUNKS_MAX = 8, 1024
+# Pause after each step: the waiting writers and readers run before the next one takes
+# the write lock again (a lock released and taken back at once by the same thread is
+# seldom won by a waiting one). Hand-set.
+YIELD_S = 0.002
 # Vectors of deleted sources are dropped from the vector index once this many chunks
 # are gone (and at the end): each drop compacts the in-memory index under its lock,
 # which searches wait for (about 0.1 s at 65k chunks). Hand-set.
 FLUSH_CHUNKS = 8192
+
+
+def next_step(limit: int, seconds: float) -> int:
+    """The chunk count of the next step, after a step of ``limit`` chunks took
+    ``seconds``: the count that would have taken ``STEP_S``, moved half way (in ratio)
+    from ``limit`` so that one slow or fast step does not swing it, within bounds."""
+    aim = limit * STEP_S / max(seconds, 1e-4)
+    return int(min(STEP_CHUNKS_MAX, max(STEP_CHUNKS_MIN, (limit * aim) ** 0.5)))
 
 
 def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
@@ -72,9 +91,9 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
     """The single writer's job that removes ``what``, a step at a time.
 
     First (short transactions) every source it names is hidden from every read:
-    ``status`` and search stop showing it at once. Then its chunks go
-    ``DELETE_STEP_CHUNKS`` at a time, each step its own transaction, and then its
-    vectors; the job's progress
+    ``status`` and search stop showing it at once. Then its chunks go a step at a
+    time (about ``STEP_S`` seconds each, see ``next_step``), each step its own
+    transaction followed by a short pause, and then its vectors; the job's progress
     counts sources (``files_done``/``files_total``) and chunks removed (``chunks``). A
     delete cut short (a stop, a crash) resumes at the next open (``resumed``: the
     sources are hidden already). A cancel stops between steps: what it hid stays hidden
@@ -95,14 +114,19 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
         job.files_total = len(gone)
         progress()
         unflushed = 0
+        limit = DELETE_STEP_CHUNKS
         for sid in gone:
             while True:
-                removed = src.delete_step(rt.vault, sid, DELETE_STEP_CHUNKS, cache_key=key)
+                began = time.perf_counter()
+                removed = src.delete_step(rt.vault, sid, limit, cache_key=key)
+                if removed == limit:  # a full step: its time says how many fit STEP_S
+                    limit = next_step(limit, time.perf_counter() - began)
                 job.chunks += removed
                 unflushed += removed
                 if not removed:
                     break
                 progress()
+                time.sleep(YIELD_S)
             if unflushed >= FLUSH_CHUNKS or sid == gone[-1]:
                 writer.flush_tombstones()  # their vectors (reads skip them already)
                 unflushed = 0

@@ -39,6 +39,7 @@ def _pause_when_deleting(eng: ContextEngine, files: int) -> None:
 def test_a_delete_is_a_job_in_steps_that_reads_pass(data_dir: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deleting, "DELETE_STEP_CHUNKS", 8)  # many steps for a small store
+    monkeypatch.setattr(deleting, "STEP_CHUNKS_MAX", 8)
     folder = _folder(tmp_path, 12)
     keep = tmp_path / "keep.md"
     keep.write_text("# Keep\n\nThe lighthouse keeper's log stays.\n")
@@ -69,10 +70,28 @@ def test_a_delete_is_a_job_in_steps_that_reads_pass(data_dir: Path, tmp_path: Pa
         assert left[0][0] == 0
 
 
+def test_delete_steps_are_sized_by_their_time() -> None:
+    """A step that took longer than STEP_S makes the next one smaller, a quick one makes
+    it bigger (half way, in ratio, to the count that fits), always within the bounds:
+    under load a step stays short, so a read or a write waits for one short step."""
+    aim, first = deleting.STEP_S, deleting.DELETE_STEP_CHUNKS
+    assert deleting.next_step(first, aim) == first
+    slower = deleting.next_step(first, 4 * aim)
+    assert slower == first // 2
+    assert deleting.next_step(first, aim / 4) == 2 * first
+    assert deleting.next_step(first, 1000 * aim) == deleting.STEP_CHUNKS_MIN
+    assert deleting.next_step(first, 0.0) == deleting.STEP_CHUNKS_MAX
+    limit = first
+    for _ in range(12):  # steps that stay slow keep shrinking it to the floor
+        limit = deleting.next_step(limit, aim * limit / 8)
+    assert limit < 16
+
+
 def test_a_delete_cut_short_is_finished_at_the_next_open(data_dir: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
     monkeypatch.setattr(deleting, "DELETE_STEP_CHUNKS", 8)
+    monkeypatch.setattr(deleting, "STEP_CHUNKS_MAX", 8)
     folder = _folder(tmp_path, 6)
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(paths=[str(folder)]), 60)
