@@ -11,8 +11,9 @@ The vault, and what its reads take and give:
   before anything is opened; ``lock`` one engine per data dir;
 - ``integrity``, ``guard``, ``gate``  damage named wherever it shows, the open file
   watched, the read gate a file swap holds alone;
-- ``reserve``     room kept to clean up after a full disk; ``rekey`` a new key for a closed
-  vault; ``vault_copy`` a consistent copy of a vault in use (backups);
+- ``reserve``     room kept to clean up after a full disk; ``rekey`` a new key for the
+  vault (closed, or exported and swapped in while it runs); ``vault_copy`` a
+  consistent copy of a vault in use (backups);
 - ``config``      the [store] section.
 
 Named reads and writes on the vault, by concern:
