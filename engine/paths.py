@@ -151,3 +151,18 @@ def disk_full(path: Path, reserve: int = 1 << 20) -> bool:
     except (OSError, AttributeError):
         return False
     return st.f_bavail * st.f_frsize < reserve
+
+
+def fsync_path(path: Path) -> None:
+    """Make ``path`` (a file, or a folder's entries) durable on disk. A folder is synced
+    on POSIX only (Windows cannot open one, and makes renames durable by itself)."""
+    if os.name != "posix":
+        if path.is_dir():
+            return
+        fd = os.open(path, os.O_RDWR)
+    else:
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -317,17 +317,7 @@ def write_record(root: Path, record: KeyRecord) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(root)
-
-
-def _fsync_dir(path: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    P.fsync_path(root)
 
 
 @contextmanager

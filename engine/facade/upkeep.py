@@ -14,6 +14,7 @@ from engine.calls import audited
 from engine.crypto import keys
 from engine.errors import ConfigError, CtxError, StoreLocked
 from engine.facade.parts import EngineParts
+from engine.flows.job import byte_progress
 from engine.flows.jobs import Cancelled
 from engine.flows.vector_rebuild import check_vectors, repair_work
 
@@ -148,16 +149,7 @@ class Upkeep(EngineParts):
         """``run(progress)`` on this thread, as a job of ``kind`` others can follow."""
         job = self._jobs.track(kind)
         job.files_total = 1
-        shown = [0.0]
-
-        def progress(done: int, total: int) -> None:
-            job.bytes, job.bytes_total = done, total
-            now = time.monotonic()
-            if now - shown[0] >= 0.1 or done >= total:
-                shown[0] = now
-                self._jobs.progress(job)
-            else:
-                job.check()
+        progress = byte_progress(job, lambda: self._jobs.progress(job))
         try:
             result = run(progress)
         except Cancelled as exc:

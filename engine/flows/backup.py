@@ -134,15 +134,6 @@ def _snapshot(copy: VaultCopy, held: tuple[np.ndarray, np.ndarray] | None) -> Sn
                                                                np.float32))
 
 
-def _fsync_dir(path: Path) -> None:
-    if os.name == "posix":
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 @dataclass
 class _Meter:
     """Bytes done of bytes in all, told to ``progress`` (and checked for a stop)."""
@@ -237,7 +228,7 @@ def _write(rt: Runtime, data_key: bytes, record: KeyRecord, store_id: str, dest:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(partial, dest)
-    _fsync_dir(dest.parent)
+    P.fsync_path(dest.parent)
     return created, counts
 
 

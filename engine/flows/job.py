@@ -86,6 +86,26 @@ class Cancelled(Exception):
 
 Work = Callable[[Job, Callable[[], None]], None]
 
+# A job counting bytes (a backup, a key rotation's export) is announced this often (s).
+BYTES_SHOWN_S = 0.1
+
+
+def byte_progress(job: Job, announce: Callable[[], None]) -> Callable[[int, int], None]:
+    """A ``(done, total)`` byte counter for ``job``: the counts are kept on it and
+    announced at most every ``BYTES_SHOWN_S`` (and at the end); in between, a cancel is
+    still heard (``job.check()``)."""
+    shown = [0.0]
+
+    def step(done: int, total: int) -> None:
+        job.bytes, job.bytes_total = done, total
+        now = time.monotonic()
+        if now - shown[0] >= BYTES_SHOWN_S or done >= total:
+            shown[0] = now
+            announce()
+        else:
+            job.check()
+    return step
+
 
 class Stage(Protocol):
     """A background stage the writer thread runs between jobs (the vector stage)."""

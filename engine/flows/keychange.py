@@ -62,6 +62,7 @@ from engine.crypto.keys import (
     write_record,
 )
 from engine.errors import ConfigError, KeyUnavailable, StoreNotInitialized, WrongKey
+from engine.flows.job import byte_progress
 from engine.flows.opening import lock_store, prepare_root
 from engine.flows.runtime import Runtime
 from engine.store.rekey import (
@@ -278,16 +279,7 @@ def rotate_work(rt: Runtime, old: bytes, *, rekeyed: Callable[[bytes], None],
         new = _unseal(old, record.pending)
         job.current = "vault"
         progress()
-        shown = [0.0]
-
-        def step(done: int, total: int) -> None:
-            job.bytes, job.bytes_total = done, total
-            now = time.monotonic()
-            if now - shown[0] >= 0.1 or done >= total:
-                shown[0] = now
-                progress()
-            else:
-                job.check()
+        step = byte_progress(job, progress)
         try:
             with writes_held(vault):
                 keep_name_key(vault, derive(old, "name-hash"))

@@ -99,14 +99,6 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _check_target(root: Path, header: F.Header, replace: bool) -> bool:
     """Whether a store is there (to replace). StoreExists without ``replace``;
     BackupMismatch when the store there is another one than the backup's."""
@@ -179,7 +171,7 @@ def restore_backup(path: str | os.PathLike[str], data_dir: str | os.PathLike[str
                 counts = _unpack(fh, header, aad, key, staging, size, progress)
                 write_record(staging, _restored_record(header, key, root, new_passphrase))
                 P.harden(staging)
-                _fsync(staging)
+                P.fsync_path(staging)
                 replaced = _swap(staging, root, had_store)
             except BaseException:
                 if (staging / MARK).exists():  # still the staging folder: never went live
@@ -242,7 +234,7 @@ def _swap(staging: Path, root: Path, had_store: bool) -> str | None:
         old = root.parent / (_staging_prefix(root) + "old-" + secrets.token_hex(4))
         os.rename(root, old)
         os.rename(staging, root)
-    _fsync(root.parent)
+    P.fsync_path(root.parent)
     (root / MARK).unlink()
     if old is None:
         return None

@@ -11,7 +11,6 @@ path, which a later sync must still skip) keep meaning the same names.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from sqlcipher3 import dbapi2 as sqlite
 
 from engine.errors import CtxError, WrongKey
+from engine.paths import fsync_path
 from engine.store.integrity import damage_code, damaged, quiet
 from engine.store.vault import Vault, store_error
 
@@ -165,7 +165,7 @@ def export_rekeyed(vault: Vault, new: bytes,
         target.unlink(missing_ok=True)
         raise
     conn.close()
-    _fsync(target)
+    fsync_path(target)
     if step is not None:
         step(total, total)
     return target
@@ -193,13 +193,7 @@ def _swap(vault: Vault, target: Path, new: bytes) -> None:
         vault.guard.stop()  # a page check in a thread reads the old file: it ends first
         with vault._all_lock:
             vault._closed = True  # a read that does not hold the gate is refused meanwhile
-            for conn in vault._all:
-                try:
-                    conn.close()
-                except sqlite.Error:
-                    pass
-            vault._all.clear()
-        vault._local = threading.local()
+            vault._close_connections()
         try:
             if wal.exists() and wal.stat().st_size > 0:  # another connection holds it
                 target.unlink(missing_ok=True)
@@ -208,7 +202,7 @@ def _swap(vault: Vault, target: Path, new: bytes) -> None:
             wal.unlink(missing_ok=True)
             shm.unlink(missing_ok=True)
             os.replace(target, vault.path)
-            _fsync(vault.path.parent)
+            fsync_path(vault.path.parent)
             vault._hexkey = new.hex()
         finally:
             vault._closed = False
@@ -217,11 +211,3 @@ def _swap(vault: Vault, target: Path, new: bytes) -> None:
         conn = vault._conn()
         conn.execute("PRAGMA journal_mode=WAL").fetchone()
         vault.guard.wrote()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

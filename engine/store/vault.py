@@ -175,18 +175,23 @@ class Vault:
         """The damage met so far (every call is refused with it), or None."""
         return self.guard.damage
 
+    def _close_connections(self) -> None:
+        """Close every thread's connection (the caller holds ``_all_lock``); a thread's
+        next call opens a new one (after a key rotation's swap) or is refused (closed)."""
+        for conn in self._all:
+            try:
+                conn.close()
+            except sqlite.Error:
+                pass
+        self._all.clear()
+        self._local = threading.local()
+
     def close(self) -> None:
         with self._all_lock:  # a thread connecting now sees it before it keeps a connection
             self._closed = True
         self.guard.stop()  # a page check in a thread ends first
         with self._all_lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite.Error:
-                    pass
-            self._all.clear()
-        self._local = threading.local()
+            self._close_connections()
         self._tokens.clear()  # the words of past queries go with the vault
         self._df_cache = (-1, {})
         self._common = None
@@ -296,31 +301,23 @@ class Vault:
 
     # --- chunks -------------------------------------------------------------
     def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
-        if not ids:
-            return {}
-        out: dict[int, ChunkRow] = {}
-        ids = list(ids)
-        for i in range(0, len(ids), 900):
-            part = ids[i:i + 900]
-            rows = self._conn().execute(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
-                f"WHERE c.id IN ({','.join('?' * len(part))}) AND s.state = 'ready'", part,
-            ).fetchall()
-            out.update({r[0]: ChunkRow.from_row(r) for r in rows})
-        return out
+        return self._chunk_rows(ids, CHUNK_COLUMNS)
 
     def filter_rows(self, ids: Sequence[int], *, meta: bool) -> dict[int, ChunkRow]:
         """``chunks`` as ``Filters.matches`` reads them: no heading or text, and the meta
         parsed only when ``meta`` (the filter tests a path root or a branch). The vector
         lane tests its 8x over-fetched hits so: 400 rows a recall, their JSON and text
         never built."""
-        if not ids:
-            return {}
-        out: dict[int, ChunkRow] = {}
-        ids = list(ids)
         cols = CHUNK_COLUMNS.replace("c.heading, c.text,", "'', '',")
         if not meta:
             cols = cols.replace("c.meta,", "'{}',")
+        return self._chunk_rows(ids, cols)
+
+    def _chunk_rows(self, ids: Sequence[int], cols: str) -> dict[int, ChunkRow]:
+        """The rows of ``ids`` among ready sources, read as ``cols`` (CHUNK_COLUMNS or
+        a cheaper stand-in of the same shape), 900 ids a statement."""
+        out: dict[int, ChunkRow] = {}
+        ids = list(ids)
         for i in range(0, len(ids), 900):
             part = ids[i:i + 900]
             rows = self._conn().execute(
