@@ -71,11 +71,13 @@ def adapt_line(status: Status) -> str:
     if not a.enabled:
         return "off (recall.adapt = false)"
     if a.fitted is None:
-        return "on, not fitted yet: the next sync fits it"
+        return "on, nothing learned yet: the next sync learns from your sessions"
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(a.fitted))
-    use = "query map in use" if a.map else "query map unused (no better than none)"
-    return (f"on: {a.pairs} pairs from {a.sessions} sessions, fitted {when} in "
-            f"{a.seconds:.1f} s; {use}; {a.terms} words translated")
+    use = ("meaning search tuned to your words" if a.map
+           else "meaning search left as is (tuning did not help on your sessions)")
+    return (f"on: learned {when} from {a.pairs} request/answer pairs in {a.sessions} "
+            f"sessions ({a.seconds:.1f} s); {use}; {a.terms} of your words linked to "
+            "related words for keyword search")
 
 
 def memory_line(mem: VectorMemory) -> str:

@@ -108,7 +108,7 @@ class HealthPanel(QWidget):
         self.fields: dict[str, QLabel] = {}
         store = self._group("Store", ["Data folder", "Size on disk", "Sources", "Chunks",
                                       "Tokens", "Vectors", "Last backup",
-                                      "Recall learned"])
+                                      "Learned from your sessions"])
         model = self._group("Model and vectors", ["Model", "Dimensions", "Model loaded",
                                                   "Vector backend", "Vector store",
                                                   "Vectors in memory", "Chroma server"])
@@ -241,7 +241,7 @@ class HealthPanel(QWidget):
         f["Vectors"].setText(vectors_label(status))
         f["Vectors"].setToolTip(waiting_line(status) if status.sources_waiting else "")
         f["Last backup"].setText(fmt_time(status.last_backup) if status.last_backup else "never")
-        f["Recall learned"].setText(adapt_line(status))
+        f["Learned from your sessions"].setText(adapt_line(status))
         f["Model"].setText(status.model)
         f["Dimensions"].setText(fmt_int(status.dim))
         f["Model loaded"].setText(model_loaded_label(status))
@@ -320,7 +320,7 @@ class HealthPanel(QWidget):
         for name, info in active.items():
             if (name, info.since) in self._dismissed:
                 continue
-            lines.append((f"ACTIVE · {ALERT_NAMES.get(name, 'Needs attention')} since "
+            lines.append((f"{ALERT_NAMES.get(name, 'Needs attention')}, ongoing since "
                           f"{fmt_time(info.since)}"
                           + (f": {in_user_words(info.detail)}" if info.detail else ""),
                           ("alert", name, info.since)))

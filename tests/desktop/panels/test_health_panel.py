@@ -83,7 +83,7 @@ def test_ingestion_failure_is_an_alert(qtbot: Any, panel_host: Any, tmp_path: Pa
     _refreshed(qtbot, panel)
     lines = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
     assert any("could not be ingested" in line for line in lines)
-    assert any(line.startswith("ACTIVE · Ingestion failed") for line in lines)
+    assert any(line.startswith("Ingestion failed, ongoing since") for line in lines)
 
 
 def test_vector_store_unavailable_is_shown(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,7 +185,7 @@ def test_alerts_wrap_grow_and_can_be_dismissed(qtbot: Any, panel_host: Any) -> N
     assert panel.alert_list.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
     assert panel.alert_list.height() > 3 * panel.alert_list.fontMetrics().lineSpacing() + 20
     texts = [panel.alert_list.item(i).text() for i in range(panel.alert_list.count())]
-    assert texts[0].startswith("ACTIVE · Vault damaged") and long in texts[1]
+    assert texts[0].startswith("Vault damaged, ongoing since") and long in texts[1]
     assert not panel.dismiss.isEnabled()
     panel.alert_list.setCurrentRow(1)
     assert panel.dismiss.isEnabled()
@@ -198,4 +198,4 @@ def test_alerts_wrap_grow_and_can_be_dismissed(qtbot: Any, panel_host: Any) -> N
     panel_host.events.active_alerts["context_engine.vault.damaged"] = Alert(
         "context_engine.vault.damaged", since=2000.0, count=1, last=2000.0)  # raised again
     panel._draw_alerts()
-    assert panel.active_alerts()[0].startswith("ACTIVE · Vault damaged")
+    assert panel.active_alerts()[0].startswith("Vault damaged, ongoing since")

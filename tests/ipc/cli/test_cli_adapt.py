@@ -16,13 +16,13 @@ def test_status_says_what_recall_learned_from(tmp_path: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "config.toml").write_text(FIT, encoding="utf-8")
     r = ctx("--local", "status")
-    assert r.returncode == 0 and "recall adapt: on, not fitted yet" in r.stdout, r.stdout
+    assert r.returncode == 0 and "recall adapt: on, nothing learned yet" in r.stdout, r.stdout
     with ContextEngine.open(data_dir) as e:
         synced(e, write_sessions(tmp_path / "t", 12)[0].parent)
         pairs = e.status().adapt.pairs
     r = ctx("--local", "status")
     assert r.returncode == 0, r.stderr
-    assert f"recall adapt: on: {pairs} pairs from 12 sessions, fitted " in r.stdout, r.stdout
+    assert f" from {pairs} request/answer pairs in 12 sessions (" in r.stdout, r.stdout
     r = ctx("--local", "status", "--json")
     adapt = json.loads(r.stdout)["status"]["adapt"]
     assert adapt["enabled"] and adapt["pairs"] == pairs and adapt["sessions"] == 12
