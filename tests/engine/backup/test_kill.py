@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.engine.backup.stores import REPO, write_docs
 
 KILLS = 20
 SEED = int(os.environ.get("CTX_KILL_SEED", "24"))
+FIRST_WITHIN = 300  # seconds: a child that takes longer to start or finish a loop is stuck
 PREAMBLE = "import sys, itertools\nfrom pathlib import Path\n"
 
 
@@ -36,15 +38,29 @@ def _child(code: str, *args: str) -> subprocess.Popen[str]:
                             env=env, cwd=REPO)
 
 
-def _kill_after_ready(proc: subprocess.Popen[str], rng: random.Random, most: float) -> int:
-    """Kill ``proc`` a random time after it says "ready"; how many loops it finished."""
+def _kill_after_ready(proc: subprocess.Popen[str], rng: random.Random, most: float, *,
+                      after_first: bool = False) -> int:
+    """Kill ``proc`` a random time after it says "ready" (with ``after_first``: after its
+    first "done", so that a loaded machine cannot make every kill fall before the first
+    loop ends); how many loops it finished. A child that never gets there is killed after
+    ``FIRST_WITHIN`` seconds, and the test fails saying so."""
     assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.strip() == "ready", f"the child did not start: {line!r}"
+    watchdog = threading.Timer(FIRST_WITHIN, proc.kill)
+    watchdog.start()
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "ready", f"the child did not start: {line!r}"
+        done = 0
+        if after_first:
+            line = proc.stdout.readline()
+            assert line.startswith("done"), f"no loop finished in {FIRST_WITHIN} s: {line!r}"
+            done = 1
+    finally:
+        watchdog.cancel()
     time.sleep(rng.uniform(0.0, most))
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
-    done = sum(1 for ln in proc.stdout if ln.startswith("done"))
+    done += sum(1 for ln in proc.stdout if ln.startswith("done"))
     proc.stdout.close()
     return done
 
@@ -84,8 +100,9 @@ def test_kill_during_backup(store: tuple[Path, list[tuple[str, str]]], tmp_path:
     dest = out / "store.ctxbackup"
     rng = random.Random(SEED)
     finished = 0
-    for _ in range(KILLS):
-        finished += _kill_after_ready(_child(BACKUP, str(root), str(dest)), rng, 0.6)
+    for i in range(KILLS):
+        finished += _kill_after_ready(_child(BACKUP, str(root), str(dest)), rng, 0.6,
+                                      after_first=i == KILLS - 1)
         for path in out.iterdir():
             if path == dest:
                 assert verify_backup_file(path, passphrase=TEST_PASSPHRASE).verified
@@ -205,8 +222,9 @@ def test_kill_during_key_rotation(store: tuple[Path, list[tuple[str, str]]]) -> 
     seen = {keys.read_record(root).key_id}  # type: ignore[union-attr]
     rng = random.Random(SEED + 3)
     finished = 0
-    for _ in range(KILLS):
-        finished += _kill_after_ready(_child(ROTATE, str(root)), rng, 1.0)
+    for i in range(KILLS):
+        finished += _kill_after_ready(_child(ROTATE, str(root)), rng, 1.0,
+                                      after_first=i == KILLS - 1)
         with ContextEngine.open(root, create=False) as eng:  # finishes or undoes it
             assert sorted((s.uri, s.content_hash) for s in eng.sources()) == sources
             assert [(h.chunk_id, h.text) for h in eng.search("lighthouse log", k=8)] == hits

@@ -183,8 +183,9 @@ def test_kill_during_an_online_rotation(store: Path) -> None:
     seen = {keys.read_record(store).key_id}  # type: ignore[union-attr]
     rng = random.Random(SEED + 5)
     finished = 0
-    for _ in range(KILLS):
-        finished += _kill_after_ready(_child(ROTATE_ONLINE, str(store)), rng, 1.5)
+    for i in range(KILLS):
+        finished += _kill_after_ready(_child(ROTATE_ONLINE, str(store)), rng, 1.5,
+                                      after_first=i == KILLS - 1)
         with ContextEngine.open(store, create=False) as eng:  # finishes or undoes it
             assert _state(eng) == before
             status = eng.status()
