@@ -30,7 +30,12 @@ def panel(qtbot: Any, panel_host: Any) -> Iterator[Any]:
     yield widget
 
 
-def _run(qtbot: Any, panel: Any, action: Any, timeout: int = 60_000) -> tuple[bool, str]:
+# How long an operation may take before the test calls it stuck: generous, because a
+# restore reopens the store and loads the model, which takes minutes on a loaded machine.
+STUCK_MS = 240_000
+
+
+def _run(qtbot: Any, panel: Any, action: Any, timeout: int = STUCK_MS) -> tuple[bool, str]:
     with qtbot.waitSignal(panel.finished, timeout=timeout) as got:
         action()
     _operation, ok, message = got.args
@@ -38,13 +43,13 @@ def _run(qtbot: Any, panel: Any, action: Any, timeout: int = 60_000) -> tuple[bo
 
 
 def _ready(qtbot: Any, host: Any) -> None:
-    qtbot.waitUntil(lambda: host.engine_ready, timeout=60_000)
+    qtbot.waitUntil(lambda: host.engine_ready, timeout=STUCK_MS)
 
 
 def _sources(host: Any, qtbot: Any) -> list[str]:
     out: list[list[str]] = []
     host.run(lambda e: sorted(s.uri for s in e.sources()), out.append)
-    qtbot.waitUntil(lambda: bool(out), timeout=30_000)
+    qtbot.waitUntil(lambda: bool(out), timeout=STUCK_MS)
     return out[0]
 
 
