@@ -28,15 +28,11 @@ from engine.config_base import from_dict, merge, to_dict
 from engine.crypto.config import KeyConfig
 from engine.embedding.config import EmbeddingConfig
 from engine.errors import ConfigError
-from engine.ingest.config import ChunkingConfig, IngestConfig
-from engine.packing.packer import PackingConfig
+from engine.ingest.config import ChunkingConfig, IngestConfig, SurrogateConfig
+from engine.packing.config import PackingConfig
 from engine.recall.config import RecallConfig
-from engine.retrieval.config import SearchConfig
-from engine.retrieval.query import QueryConfig
-from engine.retrieval.rerank import RerankConfig
-from engine.retrieval.tiers import TierPolicy
+from engine.retrieval.config import QueryConfig, RerankConfig, SearchConfig, TierPolicy
 from engine.store.config import StoreConfig
-from engine.surrogates import SurrogateConfig
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,104 @@
 """Building frozen config dataclasses from plain dicts, strictly.
 
 Unknown keys and values of the wrong type are rejected with a ConfigError that
-names the key; ranges are checked by each dataclass's ``__post_init__``.
+names the key. A number's range is declared once, on its field (``bounded``), and
+checked by ``check_bounds``, which each section's ``__post_init__`` calls first;
+what a section checks beyond that (choices, paths, one field against another) it
+writes itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from engine.errors import ConfigError
 
 T = TypeVar("T")
+_BOUNDS = "bounds"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A number's allowed range: ``lo`` and ``hi`` (None: no bound), each closed unless
+    ``lo_open`` / ``hi_open``; NaN is never inside."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        if math.isnan(value):
+            return False
+        if self.lo is not None and (value <= self.lo if self.lo_open else value < self.lo):
+            return False
+        return not (self.hi is not None and (value >= self.hi if self.hi_open
+                                             else value > self.hi))
+
+    def text(self) -> str:
+        """The range as an error message says it ("between 1 and 1000", "in (0, 1]")."""
+        lo, hi = _num(self.lo), _num(self.hi)
+        if self.lo is not None and self.hi is not None:
+            if not (self.lo_open or self.hi_open):
+                return f"between {lo} and {hi}"
+            return f"in {'(' if self.lo_open else '['}{lo}, {hi}{')' if self.hi_open else ']'}"
+        if self.lo is not None:
+            return f"{'>' if self.lo_open else '>='} {lo}"
+        if self.hi is not None:
+            return f"{'<' if self.hi_open else '<='} {hi}"
+        return "a number"
+
+
+def _num(value: float | None) -> str:
+    return str(int(value)) if value is not None and value == int(value) else str(value)
+
+
+def bounded(default: Any, lo: float | None = None, hi: float | None = None, *,
+            lo_open: bool = False, hi_open: bool = False) -> Any:
+    """A config field holding a number in a range, checked by ``check_bounds``: the one
+    place a section states a range (``lane_depth: int = bounded(50, 1, 1000)``)."""
+    return field(default=default,
+                 metadata={_BOUNDS: Bounds(lo, hi, lo_open=lo_open, hi_open=hi_open)})
+
+
+def bounds_of(cls: Any) -> dict[str, Bounds]:
+    """Each bounded field of config dataclass ``cls`` (an instance or a class) and its range."""
+    return {f.name: f.metadata[_BOUNDS] for f in dataclasses.fields(cls)
+            if _BOUNDS in f.metadata}
+
+
+def check_values(table: Any, lo: float, hi: float, key: str) -> None:
+    """Refuse a table (``name = number``) with a value outside [lo, hi] or not a number,
+    naming ``key.name`` (per-kind weights, lane weights, live priors)."""
+    limits = Bounds(lo, hi)
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{key}: expected a table of numbers", key=key)
+    for name, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not limits.holds(value):
+            raise ConfigError(f"{key}.{name} must be {limits.text()}", key=f"{key}.{name}")
+
+
+def check_bounds(obj: Any, section: str) -> None:
+    """Refuse a bounded field of ``obj`` outside its range (or not a number; an integer
+    field takes integers only), with a ConfigError naming ``section.field``."""
+    for f in dataclasses.fields(obj):
+        limits = f.metadata.get(_BOUNDS)
+        if limits is None:
+            continue
+        value = getattr(obj, f.name)
+        integer = f.type in (int, "int")
+        kinds = int if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or not limits.holds(value):
+            key = f"{section}.{f.name}"
+            what = "an integer " if integer else ""
+            raise ConfigError(f"{key} must be {what}{limits.text()}", key=key)
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from engine.errors import ConfigError
+from engine.ingest.config import SurrogateConfig
 from engine.tokens import TokenCounter
 
 TIERS = ("full", "gist", "micro")
@@ -53,26 +53,6 @@ _STOPWORDS = frozenset((
     "yourselves", "also", "get", "got", "like", "one",
 ))
 _MAX_UNIT_CHARS = 600
-
-
-@dataclass(frozen=True)
-class SurrogateConfig:
-    """Token caps of the three tiers and the redundancy threshold (Jaccard, 0..1]."""
-
-    full_tokens: int = 240
-    gist_tokens: int = 80
-    micro_tokens: int = 24
-    redundancy: float = 0.6
-
-    def __post_init__(self) -> None:
-        for name in ("full_tokens", "gist_tokens", "micro_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100_000:
-                raise ConfigError(f"surrogates.{name} must be an integer in 1..100000")
-        if not self.micro_tokens <= self.gist_tokens <= self.full_tokens:
-            raise ConfigError("surrogates tiers must satisfy micro <= gist <= full")
-        if not isinstance(self.redundancy, int | float) or not 0.0 < self.redundancy <= 1.0:
-            raise ConfigError("surrogates.redundancy must be in (0, 1]")
 
 
 @dataclass

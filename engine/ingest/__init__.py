@@ -2,7 +2,7 @@
 
 The modules here are pure functions over files and strings; none of them
 touches the store or the embedder (the writer and the ingest jobs that do are
-in ``engine.flows``). ``config`` holds the [ingest] and [chunking] sections,
+in ``engine.flows``). ``config`` holds the [ingest], [chunking] and [surrogates] sections,
 ``embedtext`` what the model reads of a chunk and its embedding-cache key.
 
 - ``walker``    the files under the paths a user gave, as git would see them;

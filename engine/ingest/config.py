@@ -1,4 +1,4 @@
-"""The ingest and chunking config sections ([ingest], [chunking])."""
+"""The ingest part's config sections ([ingest], [chunking], [surrogates])."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from engine.config_base import bounded, check_bounds
 from engine.errors import ConfigError
 
 # Files that pin dependency versions: data for a package manager, not memory.
@@ -132,3 +133,19 @@ class ChunkingConfig:
             raise ConfigError("chunking needs 0 <= overlap_tokens < target_tokens / 2")
         if not 0 <= self.min_tokens <= self.target_tokens:
             raise ConfigError("chunking needs 0 <= min_tokens <= target_tokens")
+
+
+@dataclass(frozen=True)
+class SurrogateConfig:
+    """Token caps of the three tiers and the redundancy threshold (Jaccard, 0..1]
+    ([surrogates], read by ``engine.surrogates``); hand-set seeds (docs/tuning.md)."""
+
+    full_tokens: int = bounded(240, 1, 100_000)
+    gist_tokens: int = bounded(80, 1, 100_000)
+    micro_tokens: int = bounded(24, 1, 100_000)
+    redundancy: float = bounded(0.6, 0.0, 1.0, lo_open=True)
+
+    def __post_init__(self) -> None:
+        check_bounds(self, "surrogates")
+        if not self.micro_tokens <= self.gist_tokens <= self.full_tokens:
+            raise ConfigError("surrogates tiers must satisfy micro <= gist <= full")

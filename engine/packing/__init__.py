@@ -6,5 +6,5 @@ cost; ``assemble`` renders the placed items into the payload), and ``render`` tu
 them into text, markdown or JSON whose token count is exact
 (``total_tokens == count(context) <= budget``). ``overlap`` sends the overlap of
 neighbouring chunks once; ``turns`` weighs who spoke a chat turn against who the
-question is about.
+question is about. ``config`` holds the [packing] section.
 """

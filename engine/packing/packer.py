@@ -45,127 +45,19 @@ into the payload.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from engine.api import Payload
-from engine.errors import ConfigError, InvalidBudget
+from engine.errors import InvalidBudget
 from engine.limits import MAX_BUDGET
 from engine.packing.assemble import Assembler
 from engine.packing.candidates import PackCandidate
+from engine.packing.config import PackingConfig
 from engine.packing.pieces import Piece, PieceMaker
-from engine.packing.render import FORMATS, GROUP_ORDER, Renderer, format_time, get_renderer
+from engine.packing.render import GROUP_ORDER, Renderer, format_time, get_renderer
 from engine.tokens import TokenCounter
 
-MODES = ("fast", "dense_cached")
-
 _PLACED, _DUPLICATE, _NO_FIT = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class PackingConfig:
-    """How ``pack`` spends a budget; defaults live here, the global config wires them."""
-
-    mode: str = "fast"  # "fast" | "dense_cached" (surrogates replace raw snippets)
-    expansion_max_tokens: int = 400  # cap on an expanded top hit's body
-    expand_top: int = 1  # how many top memory hits are expanded
-    min_snippet_tokens: int = 24  # an item is cut only if this much of its body fits
-    max_item_tokens: int = 600  # cap on any other item's body
-    live_max_share: float = 0.5  # share of the budget live items may take beside memory
-    # How the caller's live items and conversation turns score beside memory (whose
-    # best hit scores 1): a live item live_term_weight x the share of the query's terms
-    # it holds, plus a prior by its kind (live_priors, "other" for kinds not named); a
-    # turn turn_recency_weight x its place (1 for the last turn) plus turn_term_weight
-    # x that share. Seed values, hand-set, not fitted: no benchmark here holds live
-    # items or a caller's conversation (LoCoMo's turns are stored memory), so none
-    # could choose them; they are kept here to be set, not as measured values.
-    live_term_weight: float = 0.6
-    live_priors: Mapping[str, float] = field(default_factory=lambda: {
-        "selection": 0.35, "active_file": 0.3, "terminal": 0.2, "clipboard": 0.2,
-        "browser_tab": 0.15, "window": 0.05, "other": 0.05})
-    turn_recency_weight: float = 0.3
-    turn_term_weight: float = 0.4
-    include_time: bool = True  # dates in item headers
-    fmt: str = "text"  # "text" | "markdown" | "json"
-    # Short, self-contained chunks (chat turns) whose neighbours in their source join
-    # the candidates as items of their own: an answer often sits in the reply to the
-    # turn that matched, or just before it. A neighbour d steps after (before) a hit
-    # scores the hit's score times neighbour_after**d (neighbour_before**d), up to
-    # neighbour_span steps, for the best neighbour_hits hits. Such hits are not
-    # expanded into one block: their neighbours compete for the budget one by one.
-    neighbour_kinds: tuple[str, ...] = ("turn",)
-    neighbour_hits: int = 30
-    neighbour_span: int = 3
-    neighbour_after: float = 0.9
-    # neighbour_after/before and the three factors below: chosen on LoCoMo dev
-    # (conversations 0-4, 759 questions; test never used) by ``python -m bench.fit_pack
-    # --store-cache DIR`` (bench/data/pack_fit.json): it replays scoring and packing over
-    # each question's ranked turns and maximizes the mean evidence recall in the payload
-    # at 500/1000/2000 tokens. neighbour_before was 0.8 (seed value). Turns are weighed
-    # by who spoke them (engine.packing.turns): when the query names a speaker, a
-    # matching turn by another speaker scores speaker_other times its score, a
-    # neighbouring one speaker_other_neighbour times; a turn that asks ("?")
-    # question_turn times. `python -m bench.locomo --split dev`: ctx@500/1000/2000
-    # 0.786/0.851/0.895 -> 0.816/0.864/0.915, recall@10 unchanged (0.772). Fitted on
-    # conversations 0-2 alone, the factors moved 3-4 from 0.758/0.828/0.875 to
-    # 0.782/0.830/0.901 (replay).
-    neighbour_before: float = 0.9
-    speaker_other: float = 0.85
-    speaker_other_neighbour: float = 0.7
-    question_turn: float = 0.95
-    # Items of these chunk kinds are packed whole or not at all (a chat turn cut in
-    # the middle spends the end of the budget on half a statement; a whole later
-    # turn may still fit). LoCoMo dev, replayed as bench.fit_pack does: +0.002 at 1000
-    # tokens against cutting (one exploratory replay, not in pack_fit.json).
-    whole_kinds: tuple[str, ...] = ("turn",)
-    # Memory items of these chunk kinds are rendered under a run header without the
-    # kind label ("[2024-03-02 09:00 UTC] session 1", not "[turn · 2024-03-02 ...]"):
-    # a chat turn's "Speaker: text" line already says what it is, and a session's
-    # header is paid once per session in the payload (3 of its ~20 tokens here).
-    # LoCoMo dev (test never used), ``python -m bench.fit_context`` (last row of
-    # bench/data/context_fit.json, 2026-11-23), with rerank.context_share 0.3:
-    # ctx@500/1000/2000 0.816/0.872/0.916 -> 0.816/0.875/0.916. Not a fitted value:
-    # a saving that only frees budget.
-    unlabelled_kinds: tuple[str, ...] = ("turn",)
-
-    def __post_init__(self) -> None:
-        weights = (self.live_term_weight, self.turn_recency_weight, self.turn_term_weight,
-                   *self.live_priors.values())
-        if not all(0.0 <= w <= 10.0 for w in weights):
-            raise ConfigError("packing: live_term_weight, turn_recency_weight, "
-                              "turn_term_weight and live_priors must be in [0, 10]")
-        object.__setattr__(self, "live_priors", dict(self.live_priors))
-        if self.mode not in MODES:
-            raise ConfigError("packing.mode must be one of " + ", ".join(MODES))
-        if self.fmt not in FORMATS:
-            raise ConfigError("packing.fmt must be one of " + ", ".join(FORMATS))
-        for name in ("expansion_max_tokens", "min_snippet_tokens", "max_item_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_BUDGET:
-                raise ConfigError(f"packing.{name} must be an integer in 1..{MAX_BUDGET}")
-        if not isinstance(self.expand_top, int) or not 0 <= self.expand_top <= 100:
-            raise ConfigError("packing.expand_top must be an integer in 0..100")
-        share = self.live_max_share
-        if not isinstance(share, int | float) or not 0.0 < share <= 1.0:
-            raise ConfigError("packing.live_max_share must be in (0, 1]")
-        if not isinstance(self.include_time, bool):
-            raise ConfigError("packing.include_time must be a boolean")
-        if isinstance(self.neighbour_kinds, str):
-            raise ConfigError("packing.neighbour_kinds must be a list of chunk kinds")
-        object.__setattr__(self, "neighbour_kinds", tuple(self.neighbour_kinds))
-        if not 0 <= self.neighbour_hits <= 1000 or not 0 <= self.neighbour_span <= 50:
-            raise ConfigError("packing.neighbour_hits must be in 0..1000 and "
-                              "neighbour_span in 0..50")
-        if not (0.0 <= self.neighbour_after <= 1.0 and 0.0 <= self.neighbour_before <= 1.0):
-            raise ConfigError("packing.neighbour_after and neighbour_before must be in [0, 1]")
-        for name in ("speaker_other", "speaker_other_neighbour", "question_turn"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-                raise ConfigError(f"packing.{name} must be in [0, 1]")
-        for name in ("whole_kinds", "unlabelled_kinds"):
-            if isinstance(getattr(self, name), str):
-                raise ConfigError(f"packing.{name} must be a list of chunk kinds")
-            object.__setattr__(self, name, tuple(getattr(self, name)))
 
 
 def _rank_key(score: float) -> float:

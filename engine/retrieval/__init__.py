@@ -5,8 +5,8 @@ tested without a store or a model:
 
 - ``query``   query analysis (terms, entities, years, dates, intent, class), the
               FTS5 MATCH expression for the keyword lane, lane weights per class;
-- ``lexicon`` the English word lists, intent and class patterns, and date parsing
-              that query analysis reads;
+- ``lexicon`` the English word lists, intent, class and answer patterns, word
+              tokens, and date parsing that query analysis and the rerank read;
 - ``fusion``  weighted reciprocal rank fusion of the lanes' rankings;
 - ``rerank``  answer-focused rerank of the fused top window (rule features, and an
               optional local cross-encoder);
@@ -16,7 +16,8 @@ tested without a store or a model:
               for items without vectors;
 - ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload;
 - ``fts_match`` the FTS5 MATCH expression's parts for the keyword lane;
-- ``config``  the [search] config section (lane depths, fusion, lane bounds);
+- ``config``  the part's config sections: [search] (lane depths, fusion, lane bounds),
+              [query], [rerank] and [tiers];
 - ``transcript_rank`` rerank features of coding-session memory (what a chunk is, how
               its session fares);
 - ``turn_roles`` which role a question about a session asks for (its closing summary,

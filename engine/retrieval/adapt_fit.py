@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.retrieval.adapt import AdaptConfig
-from engine.retrieval.query import STOPWORDS, words_of
+from engine.retrieval.lexicon import STOPWORDS, words_of
 
 MAX_REQUEST_WORDS = 16  # a request's words counted for the term table
 MAX_ANSWER_WORDS = 48  # an answer's distinct words counted (first seen first)

@@ -1,116 +1,307 @@
-"""The search config section ([search]): lane depths, fusion and the lanes' bounds."""
+"""The retrieval part's config sections: [search] (lane depths, fusion, the lanes' bounds),
+[query] (query analysis), [rerank] (the answer-focused rerank) and [tiers] (which
+surrogate tier a source gets). Each constant's origin is one line; figures in
+docs/tuning.md."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
+from engine.config_base import bounded, check_bounds, check_values
 from engine.errors import ConfigError
 from engine.limits import MAX_LIVE_BYTES, MAX_LIVE_ITEMS, MAX_QUERY_CHARS
+from engine.retrieval.lexicon import (
+    CLASS_PATTERNS,
+    DEFAULT_ANSWER_CUES,
+    DEFAULT_ANSWER_PATTERNS,
+    FILE_EXTENSIONS,
+    LANE_WEIGHTS,
+    NON_ENTITIES,
+    QUERY_INTENT_PATTERNS,
+    RECENT_PATTERNS,
+    START_WORDS,
+    STOPWORDS,
+    words_of,
+)
+from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, KIND_PROFILES
+from engine.retrieval.transcript_rank import TranscriptCues
+
+INTENTS = ("location", "date", "ownership", "multi_hop", "count", "reason", "preference")
+QCLASSES = ("factual", "semantic", "temporal", "exploratory")
+LANES = ("keyword", "vector", "recency", "live")
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Lane depths and fusion for search and build_context.
+    """Lane depths and fusion for search and build_context. Each constant's origin is
+    one line here, its figures in docs/tuning.md (the rerank's per-kind weights are in
+    ``engine.retrieval.profiles``, fitted by ``bench/fit_rank.py``)."""
 
-    Ranking constants and where each value came from (the rerank's per-kind
-    weights are in ``engine.retrieval.profiles``, fitted by ``bench/fit_rank.py``):
-    """
-
-    # Reciprocal rank fusion constant: k = 60 from Cormack, Clarke and Buettcher
-    # (SIGIR 2009), the value BEIR-style hybrid baselines use; the rerank's fused
-    # feature is fitted on top of it, so it is not tuned here.
-    rrf_k: int = 60
-    # Hits per lane: the seed's value, kept after a check on LoCoMo dev (759 questions,
-    # `CTX__SEARCH__LANE_DEPTH=N python -m bench.locomo --split dev --store-cache DIR`):
-    # recall@10 / ctx@500 / ctx@1000 / ctx@2000 at 50: 0.792 / 0.812 / 0.874 / 0.919;
-    # at 35: 0.785 / 0.815 / 0.868 / 0.914; at 25: 0.779 / 0.809 / 0.869 / 0.912. A
-    # shallower lane is cheaper (35 took build_context at 100k chunks to 0.89x p50,
-    # 0.81x p95: bench.stage_latency --ab) but costs quality. The rerank window is the
-    # fused top 100, which two lanes of 50 fill.
-    lane_depth: int = 50
-    # Cosine at or above which a lower-ranked chunk is a near-duplicate of a kept one:
-    # the seed's value, kept after a check on both kinds of memory (`CTX__SEARCH__
-    # DEDUPE_THRESHOLD=T python -m bench.locomo --split dev --store-cache DIR` and
-    # `... bench.scifact --store-cache DIR`, train): relevant in payload @500/1000/2000
-    # on SciFact train 0.750/0.807/0.862 at 0.85, 0.747/0.803/0.860 at 0.9,
-    # 0.747/0.802/0.860 at 0.95; LoCoMo dev ctx@500/1000/2000 0.811/0.874/0.914 at
-    # 0.85, 0.812/0.874/0.919 at 0.9 and at 0.95 (recall@10 0.792 in all). Overlap of
-    # neighbouring chunks of one source is removed separately (engine.packing.overlap).
-    dedupe_threshold: float = 0.9
-    recency_depth: int = 30  # newest chunks in the recency lane (temporal queries only)
-    max_live_items: int = MAX_LIVE_ITEMS  # engine/limits.py, the wire's limits too
-    max_live_bytes: int = MAX_LIVE_BYTES
+    rrf_k: int = bounded(60, 1, 1000)  # Cormack et al. 2009, not tuned (docs/tuning.md)
+    # LoCoMo dev, bench.locomo with CTX__SEARCH__LANE_DEPTH (docs/tuning.md)
+    lane_depth: int = bounded(50, 1, 1000)
+    # SciFact train + LoCoMo dev, CTX__SEARCH__DEDUPE_THRESHOLD (docs/tuning.md)
+    dedupe_threshold: float = bounded(0.9, 0.5, 1.0)
+    recency_depth: int = bounded(30, 0)  # newest chunks in the recency lane (temporal queries)
+    max_live_items: int = bounded(MAX_LIVE_ITEMS, 0)  # engine/limits.py, the wire's limits too
+    max_live_bytes: int = bounded(MAX_LIVE_BYTES, 0)
     max_query_chars: int = MAX_QUERY_CHARS
     cross_encoder_path: str = ""
-    # Keyword lane bounds, in stores of keyword_prune_min_chunks or more (FTS5 scores every
-    # row a query matches, about 1 us a row here): words in more than keyword_max_df of
-    # the chunks leave the FTS query; of the rest, the rarest words find the rows while
-    # their chunk counts add up to at most keyword_row_budget, and the others only
-    # rescore the rows found (engine.retrieval.fts_match.keyword_match). Chosen by
-    # `python -m bench.keyword_lane STORE --budgets 1000,1500,2000 --max-dfs 0.1,0.15,0.2`
-    # on the 100k-chunk store of `bench.stage_latency --build 100000` (300 queries, each
-    # drawn from a chunk; quality = that chunk in the lane's top 50; 2-core VM, load
-    # 0.6-0.8): every word 0.907 at p95 122 ms; words over 5% left out (the bound before)
-    # 0.853 at 16 ms; these values 0.887 at 8.9 ms (max_df 0.15: 0.893 at 9.4 ms,
-    # 0.2: 0.897 at 10.8 ms). SciFact (11k chunks) and LoCoMo stores are smaller than
-    # 50k: there every word finds rows (leaving words over 5% out cost 0.014 nDCG@10 on
-    # SciFact, issue 12, with no latency gain).
-    keyword_max_df: float = 0.1
-    keyword_prune_min_chunks: int = 50_000
-    keyword_row_budget: int = 2000
-    # The keyword lane's two FTS5 queries (finding and rescoring) at the same time, on
-    # two connections, when the lane runs alone (no vector lane beside it: a query
-    # naming a speaker, parallel_lanes off, a direct keyword_lane call). At 100k chunks
-    # the lane alone went to 0.85x p50 and 0.84x p95, the same hits for 300 of 300
-    # queries (a /tmp A/B, each query both ways in turn, 2026-11-23, load 0.6-0.9).
-    # Beside the vector lane the second core is embedding the query: there it made
-    # build_context 1.03x p50 and 1.12x p95 slower (`python -m bench.stage_latency
-    # STORE --store-model fake --ab search.keyword_parallel=false`, when it applied to
-    # both), so there the two queries run one after the other.
+    # Keyword lane bounds in stores of keyword_prune_min_chunks or more
+    # (engine.retrieval.fts_match.keyword_match); 100k-chunk store, bench.keyword_lane
+    # (docs/tuning.md).
+    keyword_max_df: float = bounded(0.1, 0.0, 1.0, lo_open=True)
+    keyword_prune_min_chunks: int = bounded(50_000, 0)
+    keyword_row_budget: int = bounded(2000, 1)
+    # The keyword lane's two FTS5 queries at once when the lane runs alone: 100k chunks,
+    # /tmp A/B and bench.stage_latency --ab (docs/tuning.md).
     keyword_parallel: bool = True
-    # search(distinct_sources=True) reads this many times more lane hits, so that k
-    # distinct sources survive when sources have several matching chunks (SciFact:
-    # 100 chunk hits hold about 76 distinct abstracts, issue 12; 3x leaves room).
-    distinct_depth_factor: int = 3
-    # Threads numpy's BLAS may use (0: leave it alone). The ranking's matrix products are
-    # tiny (a 130 x 384 window); with 2 OpenBLAS threads on the shared 2-core machine one
-    # such product took a median 119 ms (threads spinning for a busy core) against 0.19 ms
-    # in one thread (issue 12, measured with threadpoolctl). Set once per process.
-    blas_threads: int = 1
-    # Run the vector lane (query embedding, index search) in a thread beside the keyword
-    # lane: both wait outside the GIL (onnxruntime, SQLite), so on two cores the slower
-    # of the two, not their sum, is paid (bench/stage_latency.py, issue 12).
+    # search(distinct_sources=True) reads this many times more lane hits: SciFact, issue
+    # 12 (docs/tuning.md).
+    distinct_depth_factor: int = bounded(3, 1, 20)
+    # Threads numpy's BLAS may use (0: leave it alone); set once per process: issue 12,
+    # threadpoolctl (docs/tuning.md).
+    blas_threads: int = bounded(1, 0, 256)
+    # The vector lane in a thread beside the keyword lane: bench/stage_latency.py, issue 12.
     parallel_lanes: bool = True
-    # While the vector lane still runs, read the keyword lane's hits (their stored
-    # vectors and rows) and scan them for the rerank (engine.flows.lanes.lane_stage):
-    # that work then runs beside the query embedding instead of after it. At 100k chunks,
-    # off / on: build_context p50 1.14x / p95 1.10x (`python -m bench.stage_latency
-    # /tmp/rank-cache/big100k --store-model fake --ab search.read_ahead=false`, 200
-    # queries, 2026-11-23, load 0.7-0.9); SciFact's 10k chunks: 1.16x / 1.05x.
+    # Scan the keyword lane's hits for the rerank while the vector lane runs
+    # (engine.flows.lanes.lane_stage): bench.stage_latency --ab (docs/tuning.md).
     read_ahead: bool = True
 
     def __post_init__(self) -> None:
-        for key, value, lo, hi in (("rrf_k", self.rrf_k, 1, 1000),
-                                   ("lane_depth", self.lane_depth, 1, 1000),
-                                   ("dedupe_threshold", self.dedupe_threshold, 0.5, 1.0),
-                                   ("blas_threads", self.blas_threads, 0, 256),
-                                   ("distinct_depth_factor", self.distinct_depth_factor, 1, 20)):
-            if not lo <= value <= hi:
-                raise ConfigError(f"search.{key} must be between {lo} and {hi}",
-                                  key=f"search.{key}")
-        if not 0.0 < self.keyword_max_df <= 1.0:
-            raise ConfigError("search.keyword_max_df must be in (0, 1]",
-                              key="search.keyword_max_df")
-        for key in ("keyword_prune_min_chunks", "recency_depth", "max_live_items",
-                    "max_live_bytes"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"search.{key} must be >= 0", key=f"search.{key}")
-        if self.keyword_row_budget < 1:
-            raise ConfigError("search.keyword_row_budget must be >= 1",
-                              key="search.keyword_row_budget")
+        check_bounds(self, "search")
         if self.cross_encoder_path and not Path(self.cross_encoder_path).expanduser().is_dir():
             # loaded from disk only, never by a hub name (``CrossEncoderReranker``)
             raise ConfigError("search.cross_encoder_path is not a local directory "
                               "(a cross-encoder saved to a folder)",
                               key="search.cross_encoder_path")
+
+
+TIER_MODES = ("disabled", "age_only", "importance")
+
+
+@dataclass(frozen=True)
+class TierPolicy:
+    """Which surrogate tier a source gets ([tiers]).
+
+    ``age_only``: age <= ``recent_days`` -> full, age >= ``old_days`` -> micro, else gist.
+    ``importance``: ``importance + query_boost * query_match`` >= ``full`` -> full,
+    >= ``gist`` -> gist, else micro.
+    """
+
+    # Used in packing mode dense_cached only: hand-set seeds, not measured (docs/tuning.md).
+    mode: Literal["disabled", "age_only", "importance"] = "importance"
+    recent_days: float = bounded(7.0, 0.0)
+    old_days: float = 30.0
+    full: float = 0.6
+    gist: float = bounded(0.3, 0.0)
+    query_boost: float = bounded(0.2, 0.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if self.mode not in TIER_MODES:
+            raise ConfigError(f"tiers.mode must be one of {TIER_MODES}, got {self.mode!r}",
+                              key="tiers.mode")
+        check_bounds(self, "tiers")
+        if not self.recent_days <= self.old_days:  # also refuses NaN
+            raise ConfigError("tiers: need 0 <= recent_days <= old_days", key="tiers.old_days")
+        if not self.gist <= self.full:
+            raise ConfigError("tiers: need 0 <= gist <= full", key="tiers.full")
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    """Language and policy knobs of query analysis; regexes are compiled once, here."""
+
+    stopwords: frozenset[str] = STOPWORDS
+    # Words that are never entities even when capitalized mid-sentence (dates, pronouns).
+    non_entities: frozenset[str] = NON_ENTITIES
+    # Capitalized sentence-initial words that are never entities (imperatives).
+    start_words: frozenset[str] = START_WORDS
+    file_extensions: frozenset[str] = FILE_EXTENSIONS
+    intent_patterns: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(QUERY_INTENT_PATTERNS))
+    recent_patterns: tuple[str, ...] = RECENT_PATTERNS
+    class_patterns: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(CLASS_PATTERNS))
+    semantic_intents: frozenset[str] = frozenset({"reason", "preference", "multi_hop"})
+    factual_intents: frozenset[str] = frozenset({"location", "count", "ownership"})
+    # Queries of at most this many terms, with no question form, are "exploratory".
+    short_query_terms: int = bounded(2, 0)
+    day_first: bool = False  # 03/04/2023 is 4 March when true, 3 April when false
+    max_terms: int = bounded(32, 1)
+    max_chars: int = bounded(4000, 1)  # only this much of a (pasted, huge) query is analyzed
+    lane_weights: Mapping[str, Mapping[str, float]] = field(
+        default_factory=lambda: {k: dict(v) for k, v in LANE_WEIGHTS.items()})
+    # Recency weight used instead of the class's when the query asks for recent things.
+    recent_recency_weight: float = bounded(1.0, 0.0, 10.0)  # hand-set (docs/tuning.md)
+    # Names of conversation speakers the query mentions are left out of what the lanes
+    # match (they head every turn of that speaker); the rerank still weighs them.
+    speaker_scoped: bool = True
+    _compiled: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_bounds(self, "query")
+        for name in ("stopwords", "non_entities", "start_words", "file_extensions",
+                     "semantic_intents", "factual_intents"):  # accept any iterable of words
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ConfigError(f"query.{name}: expected a list of words")
+            object.__setattr__(self, name, frozenset(w.lower() for w in value))
+        unknown = set(self.intent_patterns) - set(INTENTS)
+        if unknown:
+            raise ConfigError(f"query.intent_patterns: unknown intents {sorted(unknown)}")
+        unknown = set(self.class_patterns) - set(QCLASSES)
+        if unknown:
+            raise ConfigError(f"query.class_patterns: unknown classes {sorted(unknown)}")
+        if set(self.lane_weights) != set(QCLASSES):
+            raise ConfigError(f"query.lane_weights: needs exactly the classes {list(QCLASSES)}")
+        for qclass, weights in self.lane_weights.items():
+            if set(weights) - set(LANES):
+                raise ConfigError(f"query.lane_weights.{qclass}: lanes must be among {LANES}")
+            check_values(weights, 0.0, 10.0, f"query.lane_weights.{qclass}")
+        compiled = {
+            "intent": {k: _compile_any(v, f"query.intent_patterns.{k}")
+                       for k, v in self.intent_patterns.items()},
+            "class": {k: _compile_any(v, f"query.class_patterns.{k}")
+                      for k, v in self.class_patterns.items()},
+            "recent": _compile_any(self.recent_patterns, "query.recent_patterns"),
+        }
+        object.__setattr__(self, "_compiled", compiled)
+
+
+def _compile_any(patterns: tuple[str, ...], key: str) -> re.Pattern[str] | None:
+    """One case-insensitive alternation of ``patterns`` (None when empty)."""
+    if isinstance(patterns, str):
+        raise ConfigError(f"{key}: expected a list of regexes, not one string")
+    if not patterns:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    except re.error as exc:
+        raise ConfigError(f"{key}: invalid regex ({exc.msg})") from None
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """The rerank's window, per-kind feature weights (``profiles``) and answer patterns.
+
+    Weights come from ``engine.retrieval.profiles`` (fitted on training splits, with
+    their origin recorded there). ``kind_profiles`` maps a source kind to a profile;
+    kinds it does not name use ``default_profile``.
+    """
+
+    window: int = bounded(100, 1)
+    # The window when search returns distinct sources: SciFact train, bench.fit_window,
+    # bench/data/window_fit.json (docs/tuning.md).
+    distinct_window: int = bounded(200, 1)
+    profiles: Mapping[str, Mapping[str, float]] = field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PROFILES.items()})
+    kind_profiles: Mapping[str, str] = field(default_factory=lambda: dict(KIND_PROFILES))
+    default_profile: str = "document"
+    fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
+    # Chunks of these kinds (chat turns) are read in their context for the
+    # ``similarity`` feature: the query's cosine to the chunk plus ``context_share``
+    # times each adjacent chunk's of the same source and kind, renormalized (0: off).
+    context_kinds: tuple[str, ...] = ("turn",)
+    # LoCoMo dev, bench.fit_context, bench/data/context_fit.json (docs/tuning.md).
+    context_share: float = bounded(0.3, 0.0, 1.0)
+    date_window_days: float = bounded(3.0, 0.0)  # this many days off the asked date scores 0
+    scan_chars: int = bounded(2000, 1)  # only the first chars of a long candidate are scanned
+    entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
+    stopwords: frozenset[str] = STOPWORDS
+    transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
+    # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
+    # and at most how many chunks that adds: recall dev, bench.recall_quality
+    # (docs/tuning.md).
+    session_expand: int = bounded(1, 0, 10)
+    session_expand_chunks: int = bounded(400, 0, 5000)
+    # A session of the asking project's weight when sessions to expand are chosen: recall
+    # dev, bench.recall_quality (docs/tuning.md).
+    project_expand: float = bounded(1.0, 1.0, 100.0)
+    # The words only a session uses (engine.flows.session_words): a word in more than
+    # max_share of the chunks is left out; a session counts 1 + expand x its share of the
+    # question's rare words: recall dev, bench.recall_quality (docs/tuning.md).
+    session_words_max_share: float = bounded(0.02, 0.0, 1.0, lo_open=True)
+    session_words_expand: float = bounded(0.0, 0.0, 100.0)
+    intent_cues: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
+    intent_patterns: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_ANSWER_PATTERNS))
+    _compiled: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _cue_words: dict[str, frozenset[str]] = field(init=False, repr=False, compare=False)
+    _cue_phrases: dict[str, dict[str, tuple[str, ...]]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stopwords, str) or isinstance(self.entity_fields, str):
+            raise ConfigError("rerank.stopwords and entity_fields must be lists")
+        object.__setattr__(self, "stopwords", frozenset(w.lower() for w in self.stopwords))
+        object.__setattr__(self, "entity_fields", tuple(self.entity_fields))
+        check_bounds(self, "rerank")
+        profiles: dict[str, dict[str, float]] = {}
+        for name, weights in self.profiles.items():
+            if not isinstance(weights, Mapping):
+                raise ConfigError(f"rerank.profiles.{name}: expected feature = weight pairs")
+            unknown = set(weights) - set(FEATURES)
+            if unknown:
+                raise ConfigError(f"rerank.profiles.{name}: unknown features {sorted(unknown)}"
+                                  f"; expected among {FEATURES}")
+            check_values(weights, -10.0, 10.0, f"rerank.profiles.{name}")
+            profiles[name] = {f: float(w) for f, w in weights.items() if w}
+        object.__setattr__(self, "profiles", profiles)
+        if self.default_profile not in profiles or \
+                set(self.kind_profiles.values()) - set(profiles):
+            raise ConfigError("rerank: default_profile and kind_profiles must name profiles "
+                              f"among {sorted(profiles)}")
+        if self.fused_norm not in ("max", "minmax"):
+            raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
+        if isinstance(self.context_kinds, str):
+            raise ConfigError("rerank.context_kinds must be a list of chunk kinds")
+        object.__setattr__(self, "context_kinds", tuple(self.context_kinds))
+        if (set(self.intent_patterns) | set(self.intent_cues)) - set(INTENTS):
+            raise ConfigError(f"rerank.intent_*: intents must be among {INTENTS}")
+        words: dict[str, frozenset[str]] = {}
+        phrases: dict[str, dict[str, tuple[str, ...]]] = {}  # intent -> first word -> phrases
+        for intent, cues in self.intent_cues.items():
+            if isinstance(cues, str):
+                raise ConfigError(f"rerank.intent_cues.{intent}: expected a list of strings")
+            tokenized = [words_of(c) for c in cues]
+            words[intent] = frozenset(t[0] for t in tokenized if len(t) == 1)
+            by_first: dict[str, tuple[str, ...]] = {}
+            for t in tokenized:
+                if len(t) > 1:
+                    by_first[t[0]] = (*by_first.get(t[0], ()), " " + " ".join(t) + " ")
+            phrases[intent] = by_first
+        object.__setattr__(self, "_cue_words", words)
+        object.__setattr__(self, "_cue_phrases", phrases)
+        compiled: dict[str, re.Pattern[str]] = {}
+        for intent, patterns in self.intent_patterns.items():
+            if isinstance(patterns, str):
+                raise ConfigError(f"rerank.intent_patterns.{intent}: expected a list of regexes")
+            if patterns:
+                try:
+                    compiled[intent] = re.compile("|".join(f"(?:{p})" for p in patterns))
+                except re.error as exc:
+                    raise ConfigError(
+                        f"rerank.intent_patterns.{intent}: invalid regex ({exc.msg})") from None
+        object.__setattr__(self, "_compiled", compiled)
+
+
+@dataclass(frozen=True)
+class CrossEncoderConfig:
+    """A local cross-encoder (``search.cross_encoder_path``): ``model_path`` must be a
+    directory on disk (never a hub name)."""
+
+    model_path: str
+    weight: float = bounded(0.5, 0.0, 1.0)  # share of the cross-encoder in the blended score
+    window: int = bounded(20, 1)  # only the top this many of the rule ranking are re-scored
+    batch_size: int = bounded(32, 1)
+    max_length: int = bounded(256, 8)
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        check_bounds(self, "cross_encoder")

@@ -119,3 +119,58 @@ DATE_PATTERNS = [
     re.compile(rf"\b{_MON},?\s+{_YR}\b", re.IGNORECASE),  # month and year only
     re.compile(rf"(?<![\w-]){_YR}(?![\w-])"),  # a year alone
 ]
+
+
+# A word without its possessive 's ("anna's" -> "anna"; "don't" stays whole).
+BAG_RE = re.compile(r"([^\W_]+(?:['\u2019](?!s\b)[^\W_]+)*)(?:['\u2019]s\b)?")
+
+
+def words_of(text: str) -> list[str]:
+    """Lowercase word tokens of ``text`` with possessive 's removed.
+
+    ASCII text without apostrophes is split on every character that is not a letter or
+    digit (``str.translate`` and ``split``, in C: half the regex's time, and the same
+    tokens, since there the word pattern is ``[a-z0-9]+``); the rerank tokenizes a hundred
+    candidates per query this way.
+    """
+    low = text.lower()
+    if low.isascii() and "'" not in low:
+        return low.translate(_NON_WORD_ASCII).split()
+    return BAG_RE.findall(low)
+
+
+_NON_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
+
+
+_MONTHS = ("january february march april june july august september october november december "
+           "jan feb apr jun jul aug sep sept oct nov dec")
+_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
+_MONTH_RX = ("January|February|March|April|May|June|July|August|September|October|November|"
+             "December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday")
+
+
+def _cues(words: str, *phrases: str) -> tuple[str, ...]:
+    return (*words.split(), *phrases)
+
+
+# Words or phrases (case-insensitive) that show a candidate holds an answer of a kind.
+# Origin: closed-class English (calendar names, relative-time expressions, number
+# words, causal connectives), written from general grammar, not from any dataset.
+DEFAULT_ANSWER_CUES: dict[str, tuple[str, ...]] = {
+    "date": _cues(f"{_MONTHS} {_WEEKDAYS} weekend yesterday today tonight tomorrow ago",
+                  "last week", "last month", "last year", "next week", "next month",
+                  "next year", "this week", "this month", "this year"),
+    "count": _cues("two three four five six seven eight nine ten eleven twelve twenty thirty "
+                   "hundred thousand million once twice several dozen"),
+    "reason": _cues("because since", "so that", "due to", "in order to", "the reason",
+                    "caused by"),
+}
+# Structural answer patterns, matched case-sensitively against the original text.
+# Origin: the shapes of a place name after a locative preposition, of years and
+# numeric dates, and of digits; general English, not taken from any dataset.
+DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
+    "location": ((rf"\b(?:in|at|from|near|to)\s+(?:the\s+)?"
+                  rf"(?!(?:{_MONTH_RX})\b)[A-Z][a-z][\w'-]*"),),
+    "date": (r"\b(?:19|20)\d\d\b", r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b"),
+    "count": (r"\d",),
+}

@@ -15,35 +15,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from engine.errors import ConfigError
+from engine.retrieval.config import LANES, QCLASSES, QueryConfig
 from engine.retrieval.lexicon import (
-    CLASS_PATTERNS,
+    BAG_RE,
     DATE_PATTERNS,
-    FILE_EXTENSIONS,
-    LANE_WEIGHTS,
     MONTHS,
-    NON_ENTITIES,
-    QUERY_INTENT_PATTERNS,
-    RECENT_PATTERNS,
-    START_WORDS,
-    STOPWORDS,
     YEAR_RE,
+    words_of,
 )
-
-INTENTS = ("location", "date", "ownership", "multi_hop", "count", "reason", "preference")
-QCLASSES = ("factual", "semantic", "temporal", "exploratory")
-LANES = ("keyword", "vector", "recency", "live")
 
 # A word as queries and the keyword lane read it (letters and digits, inner apostrophes).
 WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _POSSESSIVE_RE = re.compile(r"['\u2019]s$", re.IGNORECASE)
-# A word without its possessive 's ("anna's" -> "anna"; "don't" stays whole).
-_BAG_RE = re.compile(r"([^\W_]+(?:['\u2019](?!s\b)[^\W_]+)*)(?:['\u2019]s\b)?")
 _QUOTED_RE = re.compile(r"\"([^\"]{2,120})\"|\u201c([^\u201d]{2,120})\u201d|(?<!\w)'([^']{2,120})'(?!\w)")
 _SNAKE_RE = re.compile(r"(?<![\w./\\-])[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_?(?![\w-])")
 _CAMEL_RE = re.compile(r"(?<![\w./\\-])(?:[a-z]+[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*(?![\w-])")
@@ -54,84 +41,6 @@ _SENTENCE_END = frozenset(".!?\n")
 _URL_RE = re.compile(r"\b[a-z][a-z0-9+-]{0,15}://[^\s\"'<>()]+", re.IGNORECASE)
 _FILE_RE = re.compile(r"(?<![\w./\\-])[\w.-]+\.([A-Za-z0-9]{1,6})(?![\w/\\])")
 _CODE_ENTITY_RE = re.compile(r"[_./\\]|[a-z][A-Z]")
-
-
-@dataclass(frozen=True)
-class QueryConfig:
-    """Language and policy knobs of query analysis; regexes are compiled once, here."""
-
-    stopwords: frozenset[str] = STOPWORDS
-    # Words that are never entities even when capitalized mid-sentence (dates, pronouns).
-    non_entities: frozenset[str] = NON_ENTITIES
-    # Capitalized sentence-initial words that are never entities (imperatives).
-    start_words: frozenset[str] = START_WORDS
-    file_extensions: frozenset[str] = FILE_EXTENSIONS
-    intent_patterns: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(QUERY_INTENT_PATTERNS))
-    recent_patterns: tuple[str, ...] = RECENT_PATTERNS
-    class_patterns: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(CLASS_PATTERNS))
-    semantic_intents: frozenset[str] = frozenset({"reason", "preference", "multi_hop"})
-    factual_intents: frozenset[str] = frozenset({"location", "count", "ownership"})
-    # Queries of at most this many terms, with no question form, are "exploratory".
-    short_query_terms: int = 2
-    day_first: bool = False  # 03/04/2023 is 4 March when true, 3 April when false
-    max_terms: int = 32
-    max_chars: int = 4000  # only this much of a (pasted, huge) query is analyzed
-    lane_weights: Mapping[str, Mapping[str, float]] = field(
-        default_factory=lambda: {k: dict(v) for k, v in LANE_WEIGHTS.items()})
-    # Recency weight used instead of the class's when the query asks for recent things.
-    recent_recency_weight: float = 1.0
-    # Names of conversation speakers the query mentions are left out of what the lanes
-    # match (they head every turn of that speaker); the rerank still weighs them.
-    speaker_scoped: bool = True
-    _compiled: dict[str, Any] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for name in ("stopwords", "non_entities", "start_words", "file_extensions",
-                     "semantic_intents", "factual_intents"):  # accept any iterable of words
-            value = getattr(self, name)
-            if isinstance(value, str):
-                raise ConfigError(f"query.{name}: expected a list of words")
-            object.__setattr__(self, name, frozenset(w.lower() for w in value))
-        unknown = set(self.intent_patterns) - set(INTENTS)
-        if unknown:
-            raise ConfigError(f"query.intent_patterns: unknown intents {sorted(unknown)}")
-        unknown = set(self.class_patterns) - set(QCLASSES)
-        if unknown:
-            raise ConfigError(f"query.class_patterns: unknown classes {sorted(unknown)}")
-        if set(self.lane_weights) != set(QCLASSES):
-            raise ConfigError(f"query.lane_weights: needs exactly the classes {list(QCLASSES)}")
-        for qclass, weights in self.lane_weights.items():
-            if set(weights) - set(LANES):
-                raise ConfigError(f"query.lane_weights.{qclass}: lanes must be among {LANES}")
-            if any(not 0.0 <= float(w) <= 10.0 for w in weights.values()):
-                raise ConfigError(f"query.lane_weights.{qclass}: weights must be in [0, 10]")
-        if not 0.0 <= self.recent_recency_weight <= 10.0:
-            raise ConfigError("query.recent_recency_weight must be in [0, 10]")
-        if self.max_terms < 1 or self.short_query_terms < 0 or self.max_chars < 1:
-            raise ConfigError("query.max_terms and max_chars must be >= 1, "
-                              "short_query_terms >= 0")
-        compiled = {
-            "intent": {k: _compile_any(v, f"query.intent_patterns.{k}")
-                       for k, v in self.intent_patterns.items()},
-            "class": {k: _compile_any(v, f"query.class_patterns.{k}")
-                      for k, v in self.class_patterns.items()},
-            "recent": _compile_any(self.recent_patterns, "query.recent_patterns"),
-        }
-        object.__setattr__(self, "_compiled", compiled)
-
-
-def _compile_any(patterns: tuple[str, ...], key: str) -> re.Pattern[str] | None:
-    """One case-insensitive alternation of ``patterns`` (None when empty)."""
-    if isinstance(patterns, str):
-        raise ConfigError(f"{key}: expected a list of regexes, not one string")
-    if not patterns:
-        return None
-    try:
-        return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
-    except re.error as exc:
-        raise ConfigError(f"{key}: invalid regex ({exc.msg})") from None
 
 
 @dataclass(frozen=True)
@@ -180,26 +89,9 @@ def stem(word: str) -> str:
     return w
 
 
-def words_of(text: str) -> list[str]:
-    """Lowercase word tokens of ``text`` with possessive 's removed.
-
-    ASCII text without apostrophes is split on every character that is not a letter or
-    digit (``str.translate`` and ``split``, in C: half the regex's time, and the same
-    tokens, since there the word pattern is ``[a-z0-9]+``); the rerank tokenizes a hundred
-    candidates per query this way.
-    """
-    low = text.lower()
-    if low.isascii() and "'" not in low:
-        return low.translate(_NON_WORD_ASCII).split()
-    return _BAG_RE.findall(low)
-
-
-_NON_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
-
-
 def content_terms(text: str, stopwords: frozenset[str]) -> set[str]:
     """The set of stemmed content terms of ``text`` (for candidate-side matching)."""
-    return terms_of_words(set(_BAG_RE.findall(text.lower())), stopwords)
+    return terms_of_words(set(BAG_RE.findall(text.lower())), stopwords)
 
 
 def terms_of_words(words: set[str], stopwords: frozenset[str]) -> set[str]:

@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, KIND_PROFILES
+from engine.retrieval.config import CrossEncoderConfig, RerankConfig
+from engine.retrieval.profiles import FEATURES
 from engine.retrieval.query import (
-    INTENTS,
-    STOPWORDS,
     QueryAnalysis,
     stem,
     terms_of_words,
@@ -38,191 +37,8 @@ from engine.retrieval.query import (
 from engine.retrieval.transcript_rank import (
     TRANSCRIPT_FEATURES,
     SessionChunk,
-    TranscriptCues,
     transcript_features,
 )
-
-_MONTHS = ("january february march april june july august september october november december "
-           "jan feb apr jun jul aug sep sept oct nov dec")
-_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
-_MONTH_RX = ("January|February|March|April|May|June|July|August|September|October|November|"
-             "December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday")
-
-
-def _cues(words: str, *phrases: str) -> tuple[str, ...]:
-    return (*words.split(), *phrases)
-
-
-# Words or phrases (case-insensitive) that show a candidate holds an answer of a kind.
-# Origin: closed-class English (calendar names, relative-time expressions, number
-# words, causal connectives), written from general grammar, not from any dataset.
-DEFAULT_ANSWER_CUES: dict[str, tuple[str, ...]] = {
-    "date": _cues(f"{_MONTHS} {_WEEKDAYS} weekend yesterday today tonight tomorrow ago",
-                  "last week", "last month", "last year", "next week", "next month",
-                  "next year", "this week", "this month", "this year"),
-    "count": _cues("two three four five six seven eight nine ten eleven twelve twenty thirty "
-                   "hundred thousand million once twice several dozen"),
-    "reason": _cues("because since", "so that", "due to", "in order to", "the reason",
-                    "caused by"),
-}
-# Structural answer patterns, matched case-sensitively against the original text.
-# Origin: the shapes of a place name after a locative preposition, of years and
-# numeric dates, and of digits; general English, not taken from any dataset.
-DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
-    "location": ((rf"\b(?:in|at|from|near|to)\s+(?:the\s+)?"
-                  rf"(?!(?:{_MONTH_RX})\b)[A-Z][a-z][\w'-]*"),),
-    "date": (r"\b(?:19|20)\d\d\b", r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b"),
-    "count": (r"\d",),
-}
-
-
-@dataclass(frozen=True)
-class RerankConfig:
-    """The rerank's window, per-kind feature weights (``profiles``) and answer patterns.
-
-    Weights come from ``engine.retrieval.profiles`` (fitted on training splits, with
-    their origin recorded there). ``kind_profiles`` maps a source kind to a profile;
-    kinds it does not name use ``default_profile``.
-    """
-
-    window: int = 100
-    # The window when search returns distinct sources (k sources need more chunks than
-    # k chunks). SciFact train, 809 claims, search(k=100, distinct_sources=True),
-    # ``python -m bench.fit_window --store DIR`` (bench/data/window_fit.json): windows
-    # 100/150/200/300 gave nDCG@10 0.749/0.750/0.752/0.752 and Recall@100
-    # 0.952/0.954/0.962/0.961 (RRF k=60 of the same lanes: 0.716 / 0.961).
-    distinct_window: int = 200
-    profiles: Mapping[str, Mapping[str, float]] = field(
-        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PROFILES.items()})
-    kind_profiles: Mapping[str, str] = field(default_factory=lambda: dict(KIND_PROFILES))
-    default_profile: str = "document"
-    fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
-    # Chunks of these kinds (chat turns) are read in their context for the
-    # ``similarity`` feature: the query's cosine to the chunk's vector plus
-    # ``context_share`` times each adjacent chunk's of the same source and kind (the
-    # turns just before and after it), renormalized. A short reply ("Since last
-    # spring!") says what it is about only with the turn it answers. LoCoMo dev
-    # (conversations 0-4, 759 questions; test never used), ``python -m
-    # bench.fit_context --store-cache DIR`` (bench/data/context_fit.json), 2026-11-23,
-    # recall@10 / ctx@500/1000/2000 for shares 0, 0.2, 0.3, 0.5, 1: 0.771 / 0.815/
-    # 0.864/0.915, 0.788 / 0.818/0.866/0.915, 0.790 / 0.816/0.872/0.916, 0.789 /
-    # 0.801/0.870/0.915, 0.779 / 0.791/0.856/0.912; 0.3 chosen (ctx@1000 up in 4 of
-    # the 5 conversations). The conversation profile's weights were not refitted for
-    # it. 0 turns it off.
-    context_kinds: tuple[str, ...] = ("turn",)
-    context_share: float = 0.3
-    date_window_days: float = 3.0  # a candidate this many days off the asked date scores 0
-    scan_chars: int = 2000  # only the first chars of a long candidate are scanned
-    entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
-    stopwords: frozenset[str] = STOPWORDS
-    transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
-    # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
-    # and at most how many chunks that adds. Recall questions, dev split, `python -m
-    # bench.recall_quality --split dev` with CTX__RERANK__SESSION_EXPAND=1 / 2: hit@5
-    # turns 0.689 / 0.697, chunks 0.597 / 0.622 (fitted weights of 2026-11-25); 1 kept:
-    # 2 made recall 1.4x slower (p50 166 vs 118 ms, 5.6k chunks, load 6.5) for 1 question.
-    session_expand: int = 1
-    session_expand_chunks: int = 400
-    # A session of the project a recall is asked from counts this many times its fused
-    # score when the sessions to expand are chosen. Dev split, asked from the project,
-    # same_project 5 (`python -m bench.recall_quality --split dev` settings, 2026-11-28,
-    # before the last-line fix): 1 / 3: hit@5 0.630 / 0.630, agent view 0.689 / 0.697
-    # (one question); 1 kept (no preference: the same_project feature does the work).
-    project_expand: float = 1.0
-    # The words only a session uses (engine.flows.session_words): a word in more than
-    # this share of the chunks is left out (hand-set: 2% keeps each word's rows few at
-    # 50k chunks); a session counts 1 + session_words_expand times its share of the
-    # question's rare words times its fused score when the sessions to expand are
-    # chosen. Recall questions, dev split, asked from no project / from the question's
-    # project (`python -m bench.recall_quality --split dev` settings, 2026-11-28): lift
-    # 0 / 2 / 5: hit@5 0.622 / 0.639 / 0.639 and 0.647 / 0.664 / 0.664, agent view
-    # 0.672 / 0.681 / 0.681 and 0.714 / 0.723 / 0.723. As a rerank feature instead
-    # (transcript weight 3 / 8, raw): hit@5 0.613 / 0.529 from none, so weight 0. On the
-    # fuller store of later that day (10,607 chunks: Edit texts, tool result heads; the
-    # learned reader on), lift 0 / 2: hit@5 0.555 / 0.546 from none, 0.563 / 0.555 from
-    # the project, agent view 0.605 / 0.605 and 0.630 / 0.630 (dev, /tmp/rr/sweep.py
-    # over bench.recall_quality.open_bench): 0 (off) kept.
-    session_words_max_share: float = 0.02
-    session_words_expand: float = 0.0
-    intent_cues: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
-    intent_patterns: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(DEFAULT_ANSWER_PATTERNS))
-    _compiled: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
-    _cue_words: dict[str, frozenset[str]] = field(init=False, repr=False, compare=False)
-    _cue_phrases: dict[str, dict[str, tuple[str, ...]]] = field(
-        init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.stopwords, str) or isinstance(self.entity_fields, str):
-            raise ConfigError("rerank.stopwords and entity_fields must be lists")
-        object.__setattr__(self, "stopwords", frozenset(w.lower() for w in self.stopwords))
-        object.__setattr__(self, "entity_fields", tuple(self.entity_fields))
-        if self.window < 1 or self.distinct_window < 1:
-            raise ConfigError("rerank.window and rerank.distinct_window must be >= 1")
-        profiles: dict[str, dict[str, float]] = {}
-        for name, weights in self.profiles.items():
-            if not isinstance(weights, Mapping):
-                raise ConfigError(f"rerank.profiles.{name}: expected feature = weight pairs")
-            unknown = set(weights) - set(FEATURES)
-            if unknown:
-                raise ConfigError(f"rerank.profiles.{name}: unknown features {sorted(unknown)}"
-                                  f"; expected among {FEATURES}")
-            for feature, value in weights.items():
-                if not isinstance(value, int | float) or not -10.0 <= value <= 10.0:
-                    raise ConfigError(f"rerank.profiles.{name}.{feature} must be in [-10, 10]")
-            profiles[name] = {f: float(w) for f, w in weights.items() if w}
-        object.__setattr__(self, "profiles", profiles)
-        if self.default_profile not in profiles or \
-                set(self.kind_profiles.values()) - set(profiles):
-            raise ConfigError("rerank: default_profile and kind_profiles must name profiles "
-                              f"among {sorted(profiles)}")
-        if self.fused_norm not in ("max", "minmax"):
-            raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
-        if isinstance(self.context_kinds, str):
-            raise ConfigError("rerank.context_kinds must be a list of chunk kinds")
-        object.__setattr__(self, "context_kinds", tuple(self.context_kinds))
-        if not isinstance(self.context_share, int | float) or \
-                not 0.0 <= self.context_share <= 1.0:
-            raise ConfigError("rerank.context_share must be in [0, 1]")
-        if not 1.0 <= self.project_expand <= 100.0:
-            raise ConfigError("rerank.project_expand must be in 1..100")
-        if not 0.0 < self.session_words_max_share <= 1.0 or \
-                not 0.0 <= self.session_words_expand <= 100.0:
-            raise ConfigError("rerank.session_words_max_share must be in (0, 1] and "
-                              "session_words_expand in 0..100")
-        if not 0 <= self.session_expand <= 10 or not 0 <= self.session_expand_chunks <= 5000:
-            raise ConfigError("rerank.session_expand must be in 0..10 and "
-                              "session_expand_chunks in 0..5000")
-        if self.date_window_days < 0 or self.scan_chars < 1:
-            raise ConfigError("rerank.date_window_days must be >= 0 and scan_chars >= 1")
-        if (set(self.intent_patterns) | set(self.intent_cues)) - set(INTENTS):
-            raise ConfigError(f"rerank.intent_*: intents must be among {INTENTS}")
-        words: dict[str, frozenset[str]] = {}
-        phrases: dict[str, dict[str, tuple[str, ...]]] = {}  # intent -> first word -> phrases
-        for intent, cues in self.intent_cues.items():
-            if isinstance(cues, str):
-                raise ConfigError(f"rerank.intent_cues.{intent}: expected a list of strings")
-            tokenized = [words_of(c) for c in cues]
-            words[intent] = frozenset(t[0] for t in tokenized if len(t) == 1)
-            by_first: dict[str, tuple[str, ...]] = {}
-            for t in tokenized:
-                if len(t) > 1:
-                    by_first[t[0]] = (*by_first.get(t[0], ()), " " + " ".join(t) + " ")
-            phrases[intent] = by_first
-        object.__setattr__(self, "_cue_words", words)
-        object.__setattr__(self, "_cue_phrases", phrases)
-        compiled: dict[str, re.Pattern[str]] = {}
-        for intent, patterns in self.intent_patterns.items():
-            if isinstance(patterns, str):
-                raise ConfigError(f"rerank.intent_patterns.{intent}: expected a list of regexes")
-            if patterns:
-                try:
-                    compiled[intent] = re.compile("|".join(f"(?:{p})" for p in patterns))
-                except re.error as exc:
-                    raise ConfigError(
-                        f"rerank.intent_patterns.{intent}: invalid regex ({exc.msg})") from None
-        object.__setattr__(self, "_compiled", compiled)
 
 
 @dataclass(frozen=True)
@@ -505,24 +321,6 @@ def _date_match(qdates: list[int], day: dt.date | None, window_days: float) -> f
     if gap == 0:
         return 1.0
     return max(0.0, 1.0 - gap / (window_days + 1.0))
-
-
-@dataclass(frozen=True)
-class CrossEncoderConfig:
-    """A local cross-encoder: ``model_path`` must be a directory on disk (never a hub name)."""
-
-    model_path: str
-    weight: float = 0.5  # share of the cross-encoder in the blended score
-    window: int = 20  # only the top this many of the rule ranking are re-scored
-    batch_size: int = 32
-    max_length: int = 256
-    device: str | None = None
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.weight <= 1.0:
-            raise ConfigError("cross_encoder.weight must be in [0, 1]")
-        if self.window < 1 or self.batch_size < 1 or self.max_length < 8:
-            raise ConfigError("cross_encoder: window, batch_size >= 1 and max_length >= 8")
 
 
 class CrossEncoderReranker:

@@ -11,46 +11,12 @@ deterministic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
 
 from engine.errors import ConfigError
+from engine.retrieval.config import TierPolicy
 
 Tier = Literal["full", "gist", "micro"]
-TIER_MODES = ("disabled", "age_only", "importance")
-
-
-@dataclass(frozen=True)
-class TierPolicy:
-    """Which surrogate tier a source gets.
-
-    ``age_only``: age <= ``recent_days`` -> full, age >= ``old_days`` -> micro, else gist.
-    ``importance``: ``importance + query_boost * query_match`` >= ``full`` -> full,
-    >= ``gist`` -> gist, else micro.
-    """
-
-    # Used in packing mode dense_cached only (the default mode is fast): seed values,
-    # hand-set, not measured by any benchmark here.
-    mode: Literal["disabled", "age_only", "importance"] = "importance"
-    recent_days: float = 7.0
-    old_days: float = 30.0
-    full: float = 0.6
-    gist: float = 0.3
-    query_boost: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.mode not in TIER_MODES:
-            raise ConfigError(f"tiers.mode must be one of {TIER_MODES}, got {self.mode!r}",
-                              key="tiers.mode")
-        if not 0.0 <= self.recent_days <= self.old_days:  # also refuses NaN
-            raise ConfigError("tiers: need 0 <= recent_days <= old_days",
-                              key="tiers.recent_days" if not 0.0 <= self.recent_days
-                              else "tiers.old_days")
-        if not 0.0 <= self.gist <= self.full:
-            raise ConfigError("tiers: need 0 <= gist <= full",
-                              key="tiers.gist" if not 0.0 <= self.gist else "tiers.full")
-        if not 0.0 <= self.query_boost <= 1.0:
-            raise ConfigError("tiers.query_boost must be in [0, 1]", key="tiers.query_boost")
 
 
 def choose_tier(policy: TierPolicy, *, age_days: float, importance: float,

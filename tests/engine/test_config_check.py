@@ -83,7 +83,10 @@ def test_a_store_with_a_bad_url_in_its_file_is_refused_at_open_and_left_as_it_wa
     ({"store": {"vault_cache_mb": 0}}, "store.vault_cache_mb"),
     ({"search": {"lane_depth": 0}}, "search.lane_depth"),
     ({"keys": {"scrypt_n": 1000}}, "keys.scrypt_n"),
-    ({"rerank": {"window": 0}}, "rerank"),  # a part without keys of its own: its section
+    ({"rerank": {"window": 0}}, "rerank.window"),
+    ({"packing": {"live_max_share": 0.0}}, "packing.live_max_share"),
+    ({"surrogates": {"redundancy": 2.0}}, "surrogates.redundancy"),
+    ({"rerank": {"profiles": {"document": {"fused": 11.0}}}}, "rerank.profiles.document.fused"),
 ])
 def test_each_refused_value_names_its_key(data: dict[str, Any], key: str) -> None:
     err = _refused(data)

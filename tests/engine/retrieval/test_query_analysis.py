@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from engine.errors import ConfigError
 from engine.retrieval.fts_match import fts_query
+from engine.retrieval.lexicon import BAG_RE
 from engine.retrieval.query import (
-    _BAG_RE,
     LANES,
     QCLASSES,
     QueryConfig,
@@ -217,7 +217,7 @@ def test_only_max_chars_are_analyzed() -> None:
                max_size=80))
 def test_words_of_splits_plain_ascii_as_the_word_pattern_does(text: str) -> None:
     # The ASCII fast path must give exactly the tokens of the general pattern.
-    assert words_of(text) == _BAG_RE.findall(text.lower())
+    assert words_of(text) == BAG_RE.findall(text.lower())
 
 
 def test_words_of_keeps_contractions_and_drops_possessives() -> None:

@@ -194,7 +194,7 @@ def test_profile_weights_decide_and_unknown_kinds_fall_back() -> None:
 
 def test_default_answer_cues_hold_no_topic_words() -> None:
     """Cues are closed-class words (calendar, numbers, connectives), not chat topics."""
-    from engine.retrieval.rerank import DEFAULT_ANSWER_CUES
+    from engine.retrieval.lexicon import DEFAULT_ANSWER_CUES
     words = {w for cues in DEFAULT_ANSWER_CUES.values() for c in cues for w in c.split()}
     assert not words & {"adopted", "passion", "bought", "beach", "museum", "hobby", "love"}
     assert set(DEFAULT_ANSWER_CUES) <= {"date", "count", "reason", "location"}
