@@ -105,6 +105,8 @@ def ingest(embedder: Any, workdir: Path, limit: int | None = None) -> float:
                 print(f"  queued {i} docs, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         if last:
             eng.wait(last)
+        for job in eng.jobs():  # the vector stages may still run after the last ingest
+            eng.wait(job.id)
         states = {j.state for j in eng.jobs()}
         assert states <= {"done"}, states
     return time.perf_counter() - t0
