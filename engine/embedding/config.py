@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from engine.config_base import bounded, check_bounds
 from engine.errors import ConfigError
 
 MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -34,49 +35,21 @@ class EmbeddingConfig:
     model: str = "minilm"
     backend: Literal["auto", "torch", "onnx"] = "auto"
     onnx_dir: str = ""
-    batch_size: int = 64  # torch only: the ONNX backend runs every text alone (onnx.py)
+    batch_size: int = bounded(64, 1, 4096)  # torch only: the ONNX backend runs every text alone (onnx.py)
     device: str = "auto"  # auto | cpu | cuda | mps (torch); onnx runs on the CPU
-    query_cache_size: int = 1024
-    threads: int = 0  # threads for batches; 0 = one per core
-    # torch only (the ONNX backend runs every text alone, so that its vector does not
-    # depend on its batch: engine/embedding/onnx.py). Measured when ONNX batched too:
-    # Padded tokens (texts x longest) per model run. 256 = one chunk of 256 word pieces, or
-    # several short texts. On 2 cores (onnx, two runs at once), against 512 and 1024: 1 MB
-    # of prose peaks at 372 / 404 / 425 MB RSS and takes 54 / 60 / 80 s
-    # (python -m bench.ingest_mem --cases prose_1mb --backends onnx, with
-    # CTX__EMBEDDING__MAX_BATCH_TOKENS set); long texts embed at 26 / 24 / 21 per second
-    # (2026-11-22, load 1.5).
-    max_batch_tokens: int = 256
-    # int8 documents: 1.49x (a second run, 07:51: 1.39x) the float32 speed on SciFact chunk texts, vectors at
-    # cosine 0.994 of the float32 ones on average (0.989 at worst), and SciFact train
-    # quality (1,500 abstracts, every 2nd claim, 200/240/0 chunks, queries on float32)
-    # float32 vs int8 documents: nDCG@10 0.852 vs 0.849, Recall@100 0.993 vs 0.993, in
-    # payload @500/1000/2000 0.859/0.891/0.926 vs 0.864/0.891/0.926 (``python -m
-    # bench.embed_precision --quality``, 2026-11-23, 2-core AVX2 machine, load 0.6-1.8).
-    # Full corpus with int8 documents, all 809 claims (``python -m bench.scifact``,
-    # 2026-11-23): nDCG@10 0.752 vs RRF 0.716 in the same run (float32 documents, the
-    # day before: 0.751 vs 0.713). LoCoMo test (``python -m bench.locomo --split test``)
-    # recall@10 / ctx@1000 / ctx@2000: 0.732 / 0.845 / 0.895 with int8 documents, 0.727 /
-    # 0.844 / 0.894 with float32 (same code otherwise); transcripts hit@5 (``python -m
-    # bench.transcripts_recall``, 28 questions): 0.821 vs 0.857 (one question, ranked
-    # 6-10 instead of <= 5).
+    query_cache_size: int = bounded(1024, 0)
+    threads: int = bounded(0, 0)  # threads for batches; 0 = one per core
+    # Padded tokens (texts x longest) per model run, torch only (the ONNX backend runs
+    # every text alone): bench.ingest_mem with CTX__EMBEDDING__MAX_BATCH_TOKENS (docs/tuning.md).
+    max_batch_tokens: int = bounded(256, 256, 1_000_000)
+    # int8 documents: bench.embed_precision --quality, bench.scifact, bench.locomo
+    # (docs/tuning.md).
     document_precision: Literal["int8", "float32"] = "int8"
-    # Queries on the int8 model too (ONNX only; torch always embeds float32): a query
-    # embeds in about half the time (SciFact claims, one at a time: p50 6.8 vs 12.5 ms,
-    # p95 10.8 vs 18.5; cosine 0.992 to the float32 vector), but ranks a little worse on
-    # every benchmark, so float32 stays the default. float32 vs int8 queries, same code
-    # and stores, 2026-11-23: LoCoMo dev recall@10 0.792 vs 0.787, ctx@1000 0.874 vs
-    # 0.873 (``python -m bench.locomo --split dev``); SciFact train nDCG@10 0.750 vs
-    # 0.748, RRF margin +0.033 vs +0.030 (``python -m bench.scifact``); transcripts hit@5
-    # 0.821 vs 0.786, one question (``python -m bench.transcripts_recall``); LoCoMo test,
-    # checked after: recall@10 0.764 vs 0.759, ctx@1000 0.858 vs 0.861, ctx@2000 0.904
-    # both. Set CTX__EMBEDDING__QUERY_PRECISION for the benches.
+    # float32 queries: int8 ranks a little worse on every benchmark (docs/tuning.md).
     query_precision: Literal["int8", "float32"] = "float32"
 
     def __post_init__(self) -> None:
-        if not 1 <= self.batch_size <= 4096:
-            raise ConfigError("embedding.batch_size must be between 1 and 4096",
-                              key="embedding.batch_size")
+        check_bounds(self, "embedding")
         if self.device not in ("auto", "cpu", "cuda", "mps"):
             raise ConfigError("embedding.device must be auto, cpu, cuda or mps",
                               key="embedding.device")
@@ -87,12 +60,6 @@ class EmbeddingConfig:
             if getattr(self, key) not in ("int8", "float32"):
                 raise ConfigError(f"embedding.{key} must be int8 or float32",
                                   key=f"embedding.{key}")
-        if not 256 <= self.max_batch_tokens <= 1_000_000:
-            raise ConfigError("embedding.max_batch_tokens must be between 256 and 1000000",
-                              key="embedding.max_batch_tokens")
-        for key in ("query_cache_size", "threads"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"embedding.{key} must be >= 0", key=f"embedding.{key}")
         self._check_model()
         if self.onnx_dir and not Path(self.onnx_dir).expanduser().is_dir():
             raise ConfigError("embedding.onnx_dir is not a folder (one that holds an ONNX "

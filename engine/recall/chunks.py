@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 
-from engine.errors import ConfigError
 from engine.recall.chunk_text import (
     clean_output,
     compact_gutter,
@@ -31,6 +29,7 @@ from engine.recall.chunk_text import (
     split_text,
     summarize_input,
 )
+from engine.recall.config import RecallChunkConfig
 from engine.recall.model import ParseResult, SessionInfo, TranscriptEvent
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft
@@ -40,70 +39,6 @@ from engine.types import ChunkDraft
 SESSION_CODE = "session_code"
 RECALL_CHUNK_KINDS = ("turn_pair", "thinking", SESSION_CODE, "tool")
 ACKNOWLEDGED = "acknowledged_mistake"  # chunk error_kind of a self-acknowledged mistake
-
-DEFAULT_MISTAKE_PATTERNS: tuple[str, ...] = (
-    r"\bI made (?:a|an|the) (?:mistake|error)\b",
-    r"\bmy (?:mistake|bad)\b",
-    r"\bthat (?:was|is) (?:wrong|incorrect|my (?:mistake|error|fault))\b",
-    r"\bI was wrong\b",
-    r"\bI apologi[sz]e\b",
-    r"\bsorry (?:about|for) (?:that|the confusion|the mistake)\b",
-    r"\byou'?re (?:absolutely |completely |totally )?right[,.!]?\s+(?:I\b|I'|my\b)",
-    r"\bI (?:incorrectly|mistakenly|wrongly)\b",
-    r"\bI introduced (?:a|an|the|this) (?:bug|regression|error)\b",
-    r"\bwait,? that'?s (?:wrong|not right)\b",
-)
-
-
-@dataclass(frozen=True)
-class RecallChunkConfig:
-    """Sizes and rules of transcript chunks (tokens are cl100k tokens)."""
-
-    max_tokens: int = 400  # hard limit of every chunk
-    question_tokens: int = 100  # the user request quoted in a turn pair
-    context_question_tokens: int = 40  # the request quoted above a thinking chunk
-    tool_input_tokens: int = 120  # tool input summary
-    tool_output_tokens: int = 120  # tool output: its head and, mostly, its tail
-    tool_intent_tokens: int = 60  # the assistant's words before a tool call (why it ran)
-    code_context_tokens: int = 60  # the sentence introducing a code block
-    min_thinking_tokens: int = 16  # shorter reasoning (a bare heading) is skipped
-    max_parts: int = 32  # a longer answer, reasoning or code block is cut after this many
-    # A tool's whole input and output are kept too, in parts of their own after the
-    # call's chunk (which shows a summary and the head and tail): an Edit's new text,
-    # a file read, a test run's log. Longer ones are cut after this many parts; 0 keeps
-    # only the call's chunk (what ctx stored before issue 31: about half the chunks on
-    # the shared sessions, python -m bench.recall_coverage).
-    max_tool_parts: int = 64
-    skip_sibling_errors: bool = True
-    mistake_patterns: tuple[str, ...] = DEFAULT_MISTAKE_PATTERNS  # regexes, case-insensitive
-
-    def __post_init__(self) -> None:
-        def bad(key: str, why: str) -> ConfigError:
-            return ConfigError(f"recall.chunks.{key}: {why}", key=key)
-
-        if not 64 <= self.max_tokens <= 8192:
-            raise bad("max_tokens", "must be between 64 and 8192")
-        for key in ("question_tokens", "context_question_tokens", "tool_input_tokens",
-                    "tool_output_tokens", "tool_intent_tokens", "code_context_tokens",
-                    "max_parts"):
-            if getattr(self, key) < 1:
-                raise bad(key, "must be at least 1")
-        if self.max_tool_parts < 0:
-            raise bad("max_tool_parts", "must not be negative")
-        for key in ("question_tokens", "context_question_tokens", "code_context_tokens"):
-            if getattr(self, key) > self.max_tokens // 2:
-                raise bad(key, "must be at most half of max_tokens")
-        if (self.tool_input_tokens + self.tool_output_tokens + self.tool_intent_tokens
-                + self.context_question_tokens + 32 > self.max_tokens):
-            raise bad("tool_output_tokens",
-                      "a tool call's request, intent, input and output must fit in max_tokens")
-        if self.min_thinking_tokens < 0:
-            raise bad("min_thinking_tokens", "must not be negative")
-        try:
-            _mistake_regex(tuple(self.mistake_patterns))
-        except re.error as exc:
-            raise bad("mistake_patterns", "a pattern is not a valid regular expression") from exc
-
 
 @functools.lru_cache(maxsize=8)
 def _mistake_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:

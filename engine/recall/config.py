@@ -1,15 +1,98 @@
-"""The recall config section ([recall]): transcript chunks, privacy, folders, auto recall."""
+"""The recall config section ([recall]) and its tables: transcript chunks ([recall.chunks]),
+privacy ([recall.privacy]), folders, auto recall. Each constant's origin is one line;
+figures in docs/tuning.md."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.config_base import bounded, check_bounds
 from engine.errors import ConfigError
-from engine.recall.chunks import RecallChunkConfig
-from engine.recall.privacy import PrivacyConfig
-from engine.retrieval.adapt import AdaptConfig
+from engine.retrieval.config import AdaptConfig
 from engine.retrieval.turn_roles import TurnRoleConfig
+
+DEFAULT_MISTAKE_PATTERNS: tuple[str, ...] = (
+    r"\bI made (?:a|an|the) (?:mistake|error)\b",
+    r"\bmy (?:mistake|bad)\b",
+    r"\bthat (?:was|is) (?:wrong|incorrect|my (?:mistake|error|fault))\b",
+    r"\bI was wrong\b",
+    r"\bI apologi[sz]e\b",
+    r"\bsorry (?:about|for) (?:that|the confusion|the mistake)\b",
+    r"\byou'?re (?:absolutely |completely |totally )?right[,.!]?\s+(?:I\b|I'|my\b)",
+    r"\bI (?:incorrectly|mistakenly|wrongly)\b",
+    r"\bI introduced (?:a|an|the|this) (?:bug|regression|error)\b",
+    r"\bwait,? that'?s (?:wrong|not right)\b",
+)
+
+
+@dataclass(frozen=True)
+class RecallChunkConfig:
+    """Sizes and rules of transcript chunks ([recall.chunks], read by
+    ``engine.recall.chunks``; tokens are cl100k tokens). Hand-set (docs/tuning.md)."""
+
+    max_tokens: int = bounded(400, 64, 8192)  # hard limit of every chunk
+    question_tokens: int = bounded(100, 1)  # the user request quoted in a turn pair
+    context_question_tokens: int = bounded(40, 1)  # the request above a thinking chunk
+    tool_input_tokens: int = bounded(120, 1)  # tool input summary
+    tool_output_tokens: int = bounded(120, 1)  # tool output: its head and, mostly, its tail
+    tool_intent_tokens: int = bounded(60, 1)  # the words before a tool call (why it ran)
+    code_context_tokens: int = bounded(60, 1)  # the sentence introducing a code block
+    min_thinking_tokens: int = bounded(16, 0)  # shorter reasoning (a bare heading) is skipped
+    max_parts: int = bounded(32, 1)  # a longer answer, reasoning or code block is cut here
+    # A tool's whole input and output, in parts after the call's chunk, cut after this
+    # many parts; 0 keeps only the call's chunk (bench.recall_coverage; docs/tuning.md).
+    max_tool_parts: int = bounded(64, 0)
+    skip_sibling_errors: bool = True
+    mistake_patterns: tuple[str, ...] = DEFAULT_MISTAKE_PATTERNS  # regexes, case-insensitive
+
+    def __post_init__(self) -> None:
+        def bad(key: str, why: str) -> ConfigError:
+            return ConfigError(f"recall.chunks.{key}: {why}", key=f"recall.chunks.{key}")
+
+        check_bounds(self, "recall.chunks")
+        for key in ("question_tokens", "context_question_tokens", "code_context_tokens"):
+            if getattr(self, key) > self.max_tokens // 2:
+                raise bad(key, "must be at most half of max_tokens")
+        if (self.tool_input_tokens + self.tool_output_tokens + self.tool_intent_tokens
+                + self.context_question_tokens + 32 > self.max_tokens):
+            raise bad("tool_output_tokens",
+                      "a tool call's request, intent, input and output must fit in max_tokens")
+        try:
+            if self.mistake_patterns:  # compiled as engine.recall.chunks compiles them
+                re.compile("|".join(f"(?:{p})" for p in self.mistake_patterns), re.IGNORECASE)
+        except re.error as exc:
+            raise bad("mistake_patterns", "a pattern is not a valid regular expression") from exc
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """What to keep out of recall.
+
+    ``exclude_projects``: project names (or cwd paths, when a pattern has a
+    "/") as shell-style patterns, case-insensitive. ``exclude_tools``: tool
+    names as patterns (e.g. ``"mcp__private-journal__*"``). ``mask_secrets``:
+    replace things that look like credentials with "[REDACTED]".
+    """
+
+    exclude_projects: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
+    mask_secrets: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("exclude_projects", "exclude_tools"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, (tuple, list)):
+                raise ConfigError(f"recall.privacy.{name}: expected a list of patterns",
+                                  key=f"recall.privacy.{name}")
+            if any(not isinstance(p, str) or not p.strip() for p in value):
+                raise ConfigError(f"recall.privacy.{name}: patterns must be non-empty strings",
+                                  key=f"recall.privacy.{name}")
+            object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.mask_secrets, bool):
+            raise ConfigError("recall.privacy.mask_secrets: expected true or false",
+                              key="recall.privacy.mask_secrets")
 
 
 @dataclass(frozen=True)
@@ -17,76 +100,38 @@ class RecallConfig:
     chunks: RecallChunkConfig = field(default_factory=RecallChunkConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     folders: tuple[str, ...] = ()  # extra transcript folders; defaults are added when present
-    auto_budget: int = 4000
-    recent_sessions: int = 5
-    # Tokens of a recall hit's excerpt (the lines that answer). Hand-set: ten hits of
-    # 120 stay near the 2,000 tokens an agent's tool result can take without crowding.
-    hit_excerpt_tokens: int = 120
-    # What a recall hit is: "turn" (a turn's best chunks in one text; see
-    # engine.flows.recall_turns) or "chunk". Recall questions, dev split, `python -m
-    # bench.recall_quality --split dev` (2026-11-25): hit@5 / tokens of the top 5 /
-    # hit@5 of the excerpts: turn 0.689 / 1658 / 0.395, chunk 0.605 / 827 / 0.504
-    # (chunk hit@10, about the tokens of 5 turns: 0.697). "chunk" by default: the CLI,
-    # MCP and hook show a hit's excerpt, and chunk excerpts answer more often (dev 0.504
-    # vs 0.395) at half the tokens.
+    auto_budget: int = bounded(4000, 0, 200_000)  # recall --auto's own bound on a budget
+    recent_sessions: int = bounded(5, 0, 1000)
+    # Tokens of a recall hit's excerpt: hand-set, ten hits stay near 2,000 tokens.
+    hit_excerpt_tokens: int = bounded(120, 16, 4000)
+    # What a recall hit is: "turn" (engine.flows.recall_turns) or "chunk": recall dev,
+    # bench.recall_quality (docs/tuning.md).
     hit_unit: str = "chunk"
-    # Tokens of a turn hit's text. Hand-set to the largest chunk (chunks.max_tokens'
-    # default): a turn hit costs no more than one chunk hit can (dev: 240 gave hit@5
-    # 0.605 at 1067 tokens, 160 gave 0.487).
-    turn_hit_tokens: int = 400
+    # Tokens of a turn hit's text: hand-set to chunks.max_tokens' default (docs/tuning.md).
+    turn_hit_tokens: int = bounded(400, 64, 8192)
     # How far (in chunks, either side) a hit's turn is read to tell what came of it.
     # Hand-set: the longest turn of the benchmark sessions holds under 60 chunks.
-    turn_reach: int = 60
-    # Learn the user's own words from their sessions (engine/retrieval/adapt.py): fitted
-    # in the background after a sync, kept in the vault. Dev split, `python -m
-    # bench.recall_adapt --split dev` (2026-11-28): see adapt_fit's origins.
+    turn_reach: int = bounded(60, 0, 1000)
+    # Learn the user's own words from their sessions (engine/retrieval/adapt.py), fitted
+    # after a sync, kept in the vault: recall dev, bench.recall_adapt (docs/tuning.md).
     adapt: bool = True
     adapt_fit: AdaptConfig = field(default_factory=AdaptConfig)
-    # The parts of a call or request (chunks.py: a call's whole input and output, a long
-    # request whole; engine.flows.recall_parts). Dev split, `python -m
-    # bench.recall_quality --split dev` ranking as a scratch A/B in one run (2026-11-28,
-    # 10,613 chunks, load 2-4): penalty 0 / 0.05 / 0.1 / 0.2 with parts in the vector
-    # lane: hit@5 0.555 / 0.571 / 0.571 / 0.571, agent view 0.605 / 0.655 / 0.655 / 0.655.
-    # Subtracted from a part's rerank score: the least of the equal ones.
-    part_penalty: float = 0.05
-    # Whether parts are in the vector lane (they stay in the keyword lane). Same run:
-    # out of it, penalty 0 / 0.05: hit@5 0.571 / 0.613 (paired +0.059 [+0.01, +0.11] on
-    # 0.555), agent view 0.639 / 0.647 (+0.042 [-0.01, +0.09]); no kind lower than with
-    # both off. Merging a call and its parts into one hit gave 0.546 / 0.605 alone and
-    # nothing on top of these two (dropped).
+    # Subtracted from the rerank score of a call's or request's part
+    # (engine.flows.recall_parts): recall dev, bench.recall_quality (docs/tuning.md).
+    part_penalty: float = bounded(0.05, 0.0, 1.0)
+    # Whether parts are in the vector lane (they stay in the keyword lane): recall dev,
+    # bench.recall_quality (docs/tuning.md).
     part_vector: bool = False
-    # The chunk of the role a question asks for (engine.retrieval.turn_roles): the
-    # closing summary, a call's result, the call, a tool it names. Dev split, scratch
-    # A/B of the bonuses on one engine (bench.recall_quality's rank_all/view_all,
-    # 2026-11-28, 10,613 chunks, load 3-6): hit@5 / hit@10 / agent view, base 0.622 /
-    # 0.697 / 0.672; named 0.03 0.639 / 0.706 / 0.689, 0.05 0.639 / 0.706 / 0.697, 0.07
-    # 0.622 / 0.697 / 0.689; ending 0.05 one rank up (5 -> 3), nothing else moved; output
-    # 0.02 lost a tool_result question at 10 (0.697 -> 0.689); call 0.05 alone +2 at 5 and
-    # +1 in view, but with named 0.05 a loss at 5: so named 0.05 and ending 0.05, the
-    # others 0 (their cues kept, for a user's config).
+    # The chunk of the role a question asks for (engine.retrieval.turn_roles): bonuses
+    # from recall dev, bench.recall_quality (docs/tuning.md).
     turn_roles: TurnRoleConfig = field(default_factory=TurnRoleConfig)
 
     def __post_init__(self) -> None:
+        check_bounds(self, "recall")
         for folder in self.folders:
             # read by the engine that runs, wherever it was started: never relative
             if not folder.strip() or not Path(folder).expanduser().is_absolute():
                 raise ConfigError(f"recall.folders: {folder!r} is not an absolute path",
                                   key="recall.folders")
-        if not 0 <= self.auto_budget <= 200_000:  # recall --auto's own bound on a budget
-            raise ConfigError("recall.auto_budget must be between 0 and 200000",
-                              key="recall.auto_budget")
-        if not 0 <= self.recent_sessions <= 1000:
-            raise ConfigError("recall.recent_sessions must be between 0 and 1000",
-                              key="recall.recent_sessions")
-        if not 16 <= self.hit_excerpt_tokens <= 4000:
-            raise ConfigError("recall.hit_excerpt_tokens must be in 16..4000",
-                              key="recall.hit_excerpt_tokens")
         if self.hit_unit not in ("turn", "chunk"):
             raise ConfigError("recall.hit_unit must be 'turn' or 'chunk'", key="recall.hit_unit")
-        if not 64 <= self.turn_hit_tokens <= 8192:
-            raise ConfigError("recall.turn_hit_tokens must be in 64..8192",
-                              key="recall.turn_hit_tokens")
-        if not 0 <= self.part_penalty <= 1:
-            raise ConfigError("recall.part_penalty must be in 0..1", key="recall.part_penalty")
-        if not 0 <= self.turn_reach <= 1000:
-            raise ConfigError("recall.turn_reach must be in 0..1000", key="recall.turn_reach")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import fnmatch
 import re
 import string
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from engine.errors import ConfigError
+from engine.recall.config import PrivacyConfig
 from engine.recall.model import ParseResult, SessionInfo, TranscriptEvent
 from engine.recall.spans import strip_private
 
@@ -56,34 +56,6 @@ _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _SEP_VALUE = re.compile(r"""(["']?[ \t]*[:=][ \t]*)(["']?)([^\s"'`,;:(){}\[\]<>]{8,})""")
 _DOTTED_NAME = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$")
-
-
-@dataclass(frozen=True)
-class PrivacyConfig:
-    """What to keep out of recall.
-
-    ``exclude_projects``: project names (or cwd paths, when a pattern has a
-    "/") as shell-style patterns, case-insensitive. ``exclude_tools``: tool
-    names as patterns (e.g. ``"mcp__private-journal__*"``). ``mask_secrets``:
-    replace things that look like credentials with "[REDACTED]".
-    """
-
-    exclude_projects: tuple[str, ...] = ()
-    exclude_tools: tuple[str, ...] = ()
-    mask_secrets: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("exclude_projects", "exclude_tools"):
-            value = getattr(self, name)
-            if isinstance(value, str) or not isinstance(value, (tuple, list)):
-                raise ConfigError(f"recall.privacy.{name}: expected a list of patterns", key=name)
-            if any(not isinstance(p, str) or not p.strip() for p in value):
-                raise ConfigError(f"recall.privacy.{name}: patterns must be non-empty strings",
-                                  key=name)
-            object.__setattr__(self, name, tuple(value))
-        if not isinstance(self.mask_secrets, bool):
-            raise ConfigError("recall.privacy.mask_secrets: expected true or false",
-                              key="mask_secrets")
 
 
 def _secret_value(value: str) -> bool:

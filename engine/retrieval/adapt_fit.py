@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.retrieval.adapt import AdaptConfig
+from engine.retrieval.config import AdaptConfig
 from engine.retrieval.lexicon import STOPWORDS, words_of
 
 MAX_REQUEST_WORDS = 16  # a request's words counted for the term table

@@ -305,3 +305,44 @@ class CrossEncoderConfig:
 
     def __post_init__(self) -> None:
         check_bounds(self, "cross_encoder")
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """Hyperparameters of the learned reader ([recall.adapt_fit], read by
+    ``engine.retrieval.adapt_fit``). Figures: recall dev, ``python -m bench.recall_adapt
+    --split dev --latency-chunks 50000`` (2026-11-28, 119 questions; docs/tuning.md)."""
+
+    use_map: bool = True  # the query map: dev hit@5 0.529 -> 0.555 (docs/tuning.md)
+    use_terms: bool = False  # the term lane: no gain on dev (docs/tuning.md)
+    temperature: float = bounded(0.05, 0.001, 1.0)  # InfoNCE; hand-set, the usual value
+    # Weight of ||W - I||^2 (the pull toward identity): best MRR on dev (docs/tuning.md).
+    identity_weight: float = bounded(0.01, 0.0, 100.0)
+    # Adam step size and steps. Hand-set: the in-sample loss levels off by 150 steps.
+    learning_rate: float = bounded(0.002, 0.0, 1.0, lo_open=True)
+    steps: int = bounded(200, 0, 100_000)
+    batch: int = bounded(256, 2, 8192)  # pairs per step (in-batch negatives: 255 each)
+    # Fewer pairs than this: nothing is fitted (too little to learn from). Hand-set.
+    min_pairs: int = bounded(200, 2, 10**7)
+    # Share of sessions held out to check the fit: a map that does not beat the identity
+    # on them is not used. Hand-set.
+    holdout: float = bounded(0.1, 0.0, 0.9, hi_open=True)
+    # Texts embedded per session for the query side, each cut to text_tokens: the model's
+    # time per session (dev, bench.recall_adapt; docs/tuning.md).
+    texts_per_session: int = bounded(4, 1, 1000)
+    text_tokens: int = bounded(48, 8, 512)
+    # Words each query word may add to the term lane, and in all. Hand-set.
+    terms_per_word: int = bounded(2, 0, 50)
+    terms_max: int = bounded(6, 0, 100)
+    # A translation needs this many co-occurrences and this normalized PMI. Hand-set.
+    terms_min_count: int = bounded(3, 1, 10**6)
+    terms_min_npmi: float = bounded(0.2, -1.0, 1.0)
+    # The term lane's fusion weight, a share of the keyword lane's: dev 0.3 = 0.6, so the
+    # lower (docs/tuning.md).
+    terms_weight: float = bounded(0.3, 0.0, 10.0)
+    # Refit when the pairs available grew by this share since the last fit (0: at every
+    # sync that added sessions). Hand-set: bounds refits to a few per doubling.
+    refit_growth: float = bounded(0.25, 0.0, 100.0)
+
+    def __post_init__(self) -> None:
+        check_bounds(self, "recall.adapt_fit")

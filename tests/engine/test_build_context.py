@@ -161,7 +161,7 @@ def test_live_and_turn_weights_come_from_config(filled: ContextEngine) -> None:
 
 def test_live_weights_are_validated() -> None:
     from engine.errors import ConfigError
-    from engine.packing.packer import PackingConfig
+    from engine.packing.config import PackingConfig
 
     with pytest.raises(ConfigError):
         PackingConfig(live_priors={"selection": -1.0})

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import ConfigError
-from engine.surrogates import TIERS, SurrogateConfig, make_surrogates, split_units
+from engine.ingest.config import SurrogateConfig
+from engine.surrogates import TIERS, make_surrogates, split_units
 from engine.tokens import TokenCounter
 
 COUNTER = TokenCounter.shared()

@@ -11,7 +11,8 @@ import pytest
 
 from engine.errors import ConfigError, InvalidBudget
 from engine.packing.candidates import PackCandidate
-from engine.packing.packer import MAX_BUDGET, PackingConfig, pack
+from engine.packing.config import PackingConfig
+from engine.packing.packer import MAX_BUDGET, pack
 from engine.packing.render import get_renderer, normalize_body
 from engine.tokens import TokenCounter
 

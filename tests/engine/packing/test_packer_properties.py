@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from engine.api import Payload, PayloadItem
 from engine.packing.candidates import PackCandidate
-from engine.packing.packer import PackingConfig, pack
+from engine.packing.config import PackingConfig
+from engine.packing.packer import pack
 from engine.packing.render import clean_line, format_time, get_renderer, short_source
 from engine.tokens import TokenCounter
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ConfigError
-from engine.packing.packer import PackingConfig
+from engine.packing.config import PackingConfig
 from engine.packing.turns import TurnPrior
 
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from engine.recall.chunks import RecallChunkConfig, transcript_chunks
+from engine.recall.chunks import transcript_chunks
 from engine.recall.claude import parse_claude
 from engine.recall.codex import parse_codex
+from engine.recall.config import PrivacyConfig, RecallChunkConfig
 from engine.recall.model import ParseResult, detect_agent
-from engine.recall.privacy import PrivacyConfig, apply_privacy
+from engine.recall.privacy import apply_privacy
 from engine.tokens import TokenCounter
 from engine.types import ChunkDraft
 

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from engine.errors import ConfigError
 from engine.recall.chunk_text import head_tail, split_code, split_text, summarize_input
-from engine.recall.chunks import RecallChunkConfig, acknowledges_mistake
+from engine.recall.chunks import acknowledges_mistake
 from engine.recall.claude import parse_claude
+from engine.recall.config import RecallChunkConfig
 from engine.tokens import TokenCounter
 from tests.engine.recall.recall_helpers import (
     ClaudeLines,

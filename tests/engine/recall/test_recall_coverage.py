@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 
 from engine.facade import ContextEngine
-from engine.recall.chunks import RecallChunkConfig
 from engine.recall.claude import parse_claude
 from engine.recall.codex import parse_codex
+from engine.recall.config import RecallChunkConfig
 from engine.recall.coverage import Coverage, Held, normalize, transcript_lines
 from engine.recall.model import USER_SHELL
 from tests.conftest import shared_data

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError
-from engine.retrieval.adapt import AdaptConfig, Learned, map_query, translated_words
+from engine.retrieval.adapt import Learned, map_query, translated_words
 from engine.retrieval.adapt_fit import fit_map, fit_terms, pair_mrr
 from engine.retrieval.adapt_pairs import SessionPiece, session_pairs
+from engine.retrieval.config import AdaptConfig
 
 CFG = AdaptConfig(min_pairs=50, steps=150, batch=64, holdout=0.2)
 

@@ -13,7 +13,7 @@ from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.lanes import run_lanes
 from engine.flows.ranking import context_cosines, rank_hits, stored_vectors
-from engine.retrieval.rerank import RerankConfig
+from engine.retrieval.config import RerankConfig
 
 T0 = 1_700_000_000.0
 

@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigError
+from engine.retrieval.config import CrossEncoderConfig, RerankConfig
 from engine.retrieval.profiles import DEFAULT_PROFILES, PROFILES
 from engine.retrieval.query import analyze_query
 from engine.retrieval.rerank import (
     FEATURES,
-    CrossEncoderConfig,
     CrossEncoderReranker,
     RerankCandidate,
-    RerankConfig,
     rerank,
 )
 
@@ -293,8 +292,9 @@ def test_terms_of_words_is_the_plain_definition() -> None:
 
 
 def test_scans_made_ahead_rank_as_scans_made_in_the_rerank() -> None:
+    from engine.retrieval.config import RerankConfig
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
+    from engine.retrieval.rerank import RerankCandidate, rerank, scan_all
 
     cfg = RerankConfig()
     texts = ["Anna adopted a dog in Paris in May 2022.", "The dog's name is Rex.",

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.errors import ConfigError
-from engine.retrieval.tiers import TierPolicy, choose_tier, importance_score
+from engine.retrieval.config import TierPolicy
+from engine.retrieval.tiers import choose_tier, importance_score
 
 
 def test_disabled_means_raw_chunks() -> None:

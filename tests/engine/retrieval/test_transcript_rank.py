@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.retrieval.config import RerankConfig
 from engine.retrieval.query import analyze_query
-from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank
+from engine.retrieval.rerank import RerankCandidate, rerank
 from engine.retrieval.transcript_rank import (
     SessionChunk,
     TranscriptCues,
