@@ -19,29 +19,13 @@ same one.
 
 from __future__ import annotations
 
-# Origin: bench/transcripts_recall.py (28 questions on the shared transcripts, real
-# MiniLM), 2026-11-23, issue 11: whole tool chunks embedded: hit@5 0.821, hit@10 0.893,
-# MRR 0.578; this view (120): 0.857, 0.893, 0.586; 60 characters: 0.821, 0.929, 0.561;
-# the input's first 40 characters above the result's first 120: 0.821, 0.893, 0.606
-# (tool word pieces 45.6k). Views with more of the input (the chunk's first 200
-# characters, head and tail, its first 96 or 128 word pieces) lost one or two
-# questions at hit@5. Tool chunks' word pieces fell from 118.7k to 31.3k (all chunks:
-# 232k -> 145k). The questions ask about what was said, not about tool output: the
-# keyword lane finds that. Tool chunks with the same result start share a vector
-# (1018 -> 818 distinct on the shared transcripts: "(no output)", todo updates).
-# None embeds the whole chunk.
+# Characters of a tool result embedded (None: the whole chunk): 28 transcript questions,
+# bench/transcripts_recall.py, 2026-11-23 (docs/tuning.md).
 TOOL_EMBED_CHARS: int | None = 120
 RESULT = "\nResult"  # engine.recall.chunks writes "…Tool <name>: <input>\nResult…"
-# Issue 26: a tool call is found by why it ran. Its view leads with the assistant's words
-# before the call (the chunk's "Assistant:" line), then the call's start and the result's
-# start (TOOL_EMBED_CHARS), each cut to its share of characters; the request ("User:")
-# is left to the session (the keyword lane still reads it). A reply or reasoning is
-# embedded without the request quoted above it, so that the replies of one turn differ.
-# Origin: recall questions, dev split, `python -m bench.recall_quality --split dev`
-# (fused order): result start only 0.403 hit@5 / 0.521 hit@10; with the request and the
-# intent 0.412 / 0.571; without the request in every view 0.437 / 0.571 (answers of the
-# right session in fusion's top 5, given the session: 0.563 -> 0.639). 240 result
-# characters instead of 120: session-grouped CV hit@5 0.597 -> 0.538.
+# A tool call's view: the assistant's words before it, then the call's and the result's
+# starts, each cut to its share; the request ("User:") is left out (the keyword lane reads
+# it). Recall dev, bench.recall_quality (docs/tuning.md).
 TOOL_VIEW_CHARS: dict[str, int] = {"Assistant: ": 240, "Tool ": 100}
 
 

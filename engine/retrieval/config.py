@@ -28,7 +28,6 @@ from engine.retrieval.lexicon import (
     words_of,
 )
 from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, KIND_PROFILES
-from engine.retrieval.transcript_rank import TranscriptCues
 
 INTENTS = ("location", "date", "ownership", "multi_hop", "count", "reason", "preference")
 QCLASSES = ("factual", "semantic", "temporal", "exploratory")
@@ -183,6 +182,41 @@ def _compile_any(patterns: tuple[str, ...], key: str) -> re.Pattern[str] | None:
         return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
     except re.error as exc:
         raise ConfigError(f"{key}: invalid regex ({exc.msg})") from None
+
+
+def _words(*items: str) -> tuple[str, ...]:
+    return tuple(w for item in items for w in item.split())
+
+
+@dataclass(frozen=True)
+class TranscriptCues:
+    """Words (regex fragments, matched as whole words, case-insensitive) showing what a
+    question about a coding session asks for. Origin: how English asks about a failure,
+    about an action and about code (closed-class verbs and nouns of a developer's
+    vocabulary), written from general usage, not taken from the benchmark's questions."""
+
+    failure: tuple[str, ...] = _words(
+        r"fail\w* broke\w* break\w* error\w* wrong crash\w* refus\w* reject\w* complain\w*",
+        r"couldn'?t didn'?t wasn'?t won'?t can'?t blow\w* stuck hang\w* bug\w* missing",
+        r"panic\w* flaky red")
+    command: tuple[str, ...] = _words(
+        r"command\w* run ran invocation invok\w* call\w* search\w* list\w* fetch\w*",
+        r"launch\w* start\w* grep\w* read pull\w* execut\w* tool\w*")
+    code: tuple[str, ...] = (*_words(
+        r"snippet\w* code show struct\w* constant\w* pattern\w* regex\w* literal\w*",
+        r"signature\w*"), r"look\w*\s+like")
+    _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
+                                                     repr=False)
+
+    def __post_init__(self) -> None:
+        compiled = {name: re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
+                    for name, words in (("failure", self.failure), ("command", self.command),
+                                        ("code", self.code)) if words}
+        object.__setattr__(self, "_compiled", compiled)
+
+    def asks(self, query: str) -> dict[str, bool]:
+        """Which of failure / command / code the question asks about."""
+        return {name: rx.search(query) is not None for name, rx in self._compiled.items()}
 
 
 @dataclass(frozen=True)

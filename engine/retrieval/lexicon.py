@@ -82,16 +82,8 @@ CLASS_PATTERNS: dict[str, tuple[str, ...]] = {
                  r"\bdescribe\b", r"\bfe(?:el|lt|els|eling)\b", r"\bthink\b", r"\bopinion\b",
                  r"\bmeaning\b", r"\bsimilar\b", r"\babout\b"),
 }
-# Each lane's weight in the fusion, per query class (``query.lane_weights`` in config):
-# seed values, hand-set, kept after a check against keyword = vector = 1.0 for every
-# class (`CTX__QUERY__LANE_WEIGHTS='{factual = {keyword = 1.0, vector = 1.0, ...}, ...}'`
-# with `python -m bench.locomo --split dev --store-cache DIR` and `python -m
-# bench.scifact --store-cache DIR`, train; 2026-11-23): LoCoMo dev recall@10 / ctx@500 /
-# 1000 / 2000 0.792 / 0.812 / 0.874 / 0.919 with these, 0.792 / 0.812 / 0.876 / 0.918
-# uniform; SciFact train nDCG@10 0.750 / 0.749, Recall@100 0.966 / 0.963, in payload
-# @500 / 1000 / 2000 0.747 / 0.803 / 0.860 against 0.748 / 0.805 / 0.860. They decide
-# mostly which hits reach the rerank's window of 100; the fitted rerank profiles
-# (engine.retrieval.profiles) then weigh the fused score lightly.
+# Each lane's weight in the fusion, per query class (``query.lane_weights``): hand-set
+# seeds, kept after a check on LoCoMo dev and SciFact train (docs/tuning.md).
 LANE_WEIGHTS: dict[str, dict[str, float]] = {
     "factual": {"keyword": 1.0, "vector": 0.6, "recency": 0.0, "live": 0.5},
     "semantic": {"keyword": 0.8, "vector": 1.0, "recency": 0.0, "live": 0.5},

@@ -40,10 +40,10 @@ Pure functions of plain data, so that they are tested without a store.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 
 KIND_FEATURES = {"turn_pair": "kind_turn", "thinking": "kind_thinking",
                  "session_code": "kind_code", "tool": "kind_tool"}
@@ -56,39 +56,11 @@ SESSION_TOP = 3  # a session's standing: the mean of its best SESSION_TOP simila
 RANK_OFFSET = 10.0  # rank features are RANK_OFFSET / (RANK_OFFSET + rank)
 
 
-def _words(*items: str) -> tuple[str, ...]:
-    return tuple(w for item in items for w in item.split())
+class Cues(Protocol):
+    """What the features read of the cues (``TranscriptCues``, [rerank.transcript_cues]
+    in engine.retrieval.config): which of failure / command / code a question asks."""
 
-
-@dataclass(frozen=True)
-class TranscriptCues:
-    """Words (regex fragments, matched as whole words, case-insensitive) showing what a
-    question about a coding session asks for. Origin: how English asks about a failure,
-    about an action and about code (closed-class verbs and nouns of a developer's
-    vocabulary), written from general usage, not taken from the benchmark's questions."""
-
-    failure: tuple[str, ...] = _words(
-        r"fail\w* broke\w* break\w* error\w* wrong crash\w* refus\w* reject\w* complain\w*",
-        r"couldn'?t didn'?t wasn'?t won'?t can'?t blow\w* stuck hang\w* bug\w* missing",
-        r"panic\w* flaky red")
-    command: tuple[str, ...] = _words(
-        r"command\w* run ran invocation invok\w* call\w* search\w* list\w* fetch\w*",
-        r"launch\w* start\w* grep\w* read pull\w* execut\w* tool\w*")
-    code: tuple[str, ...] = (*_words(
-        r"snippet\w* code show struct\w* constant\w* pattern\w* regex\w* literal\w*",
-        r"signature\w*"), r"look\w*\s+like")
-    _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
-                                                     repr=False)
-
-    def __post_init__(self) -> None:
-        compiled = {name: re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
-                    for name, words in (("failure", self.failure), ("command", self.command),
-                                        ("code", self.code)) if words}
-        object.__setattr__(self, "_compiled", compiled)
-
-    def asks(self, query: str) -> dict[str, bool]:
-        """Which of failure / command / code the question asks about."""
-        return {name: rx.search(query) is not None for name, rx in self._compiled.items()}
+    def asks(self, query: str) -> dict[str, bool]: ...
 
 
 @dataclass(frozen=True)
@@ -149,7 +121,7 @@ def _turn_features(window: Sequence[SessionChunk], sims: Sequence[float]
 
 
 def transcript_features(query: str, window: Sequence[SessionChunk],
-                        cues: TranscriptCues, project: str | None = None,
+                        cues: Cues, project: str | None = None,
                         sessions: Mapping[str, float] | None = None
                         ) -> list[dict[str, float]]:
     """The transcript features of each window candidate, in window order; ``project``:

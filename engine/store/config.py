@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 from urllib.parse import urlsplit
 
+from engine.config_base import bounded, check_bounds
 from engine.errors import ConfigError
 
 BACKENDS = ("embedded", "http", "memory")
@@ -54,41 +55,27 @@ class StoreConfig:
 
     vector_backend: Literal["embedded", "http", "memory"] = "memory"
     chroma_url: str = "http://127.0.0.1:8000"
-    hnsw_ef_search: int = 64
-    vault_cache_mb: int = 64
-    # Up to this many vectors, Chroma queries are answered by an exact search in memory
-    # (deterministic across processes, chroma-core/chroma#2675). Origin: brute force over
-    # 20k x 384 float32 is under a millisecond here, below HNSW's cost at that size.
-    exact_search_max: int = 20_000
-    # Above exact_search_max, every vector is held in memory as float16 (model space) for
-    # the rerank, up to this many MB (0: never; a bigger store reads them from Chroma):
-    # 77 MB at 100k chunks, enough for about 350k. Origin: at 100k chunks, with it /
-    # without it, build_context p50 31.8 / 38.9 ms, p95 43.2 / 50.5 ms (`python -m
-    # bench.stage_latency STORE --store-model fake --ab store.vector_cache_mb=0`, 300
-    # queries, 2026-11-23, load 0.7-1.0); a prototype gave the same payload for 298 of
-    # 300 queries (float16 similarities move a few near-ties).
-    vector_cache_mb: int = 256
-    # The memory backend above exact_search_max (its rows then kept as float16): the rows
-    # projected on prefilter_dims top principal directions are scanned first; the best
-    # max(prefilter_candidates, n * prefilter_candidates_per_million / 1M) of them are
-    # scored again on prefilter_fine_dims more directions, and the best prefilter_refine
-    # of those exactly (0: every candidate). Origin: 22k real MiniLM vectors (SciFact,
-    # LoCoMo, Python sources) grown by their covariance, 600 queries, recall@50 against
-    # a float32 full scan: at 1M, 64 dims are needed (48 dims x 16k candidates 0.984);
-    # 64 x 16k: 0.9955 all exact, 0.9931 refined on 128 dims to 1000; 64 x 32k: 0.998
-    # (/tmp prototype of bench.memory_index, 2026-11-28); these defaults: 100k 0.9965,
-    # 500k 0.9951, 1M 0.9959 (`python -m bench.memory_index --sizes --ab 100000 500000
-    # 1000000`, docs/performance.md); 2000 at 100k: 0.9903, no faster.
-    prefilter_dims: int = 64
-    prefilter_candidates: int = 4000
-    prefilter_candidates_per_million: int = 20_000
-    prefilter_fine_dims: int = 64
-    prefilter_refine: int = 2000
-    # Above this many vectors the memory backend keeps its rows as float16 (half the
-    # memory; a row's float16 rounding moves a cosine by about 1e-4). Origin: at 100k,
-    # float16 rows cost 10% more CPU per query (4.6 vs 4.2 ms) for 49 MB saved; at 500k
-    # they save 244 MB (`python -m bench.memory_index --sizes --ab 100000 500000`).
-    float16_above: int = 200_000
+    hnsw_ef_search: int = bounded(64, 8, 2048)
+    vault_cache_mb: int = bounded(64, 1, 16384)
+    # Up to this many vectors, queries are answered by an exact search in memory
+    # (deterministic across processes, chroma-core/chroma#2675): hand-set (docs/tuning.md).
+    exact_search_max: int = bounded(20_000, 0, 1_000_000)
+    # Above exact_search_max, every vector held as float16 for the rerank, up to this many
+    # MB (0: never): bench.stage_latency --ab (docs/tuning.md).
+    vector_cache_mb: int = bounded(256, 0, 65536)
+    # The memory backend above exact_search_max: rows projected on prefilter_dims top
+    # principal directions are scanned first; the best max(prefilter_candidates, n x
+    # prefilter_candidates_per_million / 1M) are scored again on prefilter_fine_dims more
+    # directions, the best prefilter_refine of those exactly (0: every candidate).
+    # Chosen by bench.memory_index (docs/tuning.md, docs/performance.md).
+    prefilter_dims: int = bounded(64, 0, 384)
+    prefilter_candidates: int = bounded(4000, 100, 1_000_000)
+    prefilter_candidates_per_million: int = bounded(20_000, 0, 1_000_000)
+    prefilter_fine_dims: int = bounded(64, 0, 384)
+    prefilter_refine: int = bounded(2000, 0, 1_000_000)
+    # Above this many vectors the memory backend keeps its rows as float16:
+    # bench.memory_index --sizes --ab (docs/tuning.md).
+    float16_above: int = bounded(200_000, 0, 10**9)
 
     def __post_init__(self) -> None:
         if self.vector_backend not in BACKENDS:
@@ -96,18 +83,4 @@ class StoreConfig:
                               key="store.vector_backend")
         if self.vector_backend == "http":  # the only backend that reads it
             chroma_endpoint(self.chroma_url)
-        for key, value, lo, hi in (("exact_search_max", self.exact_search_max, 0, 1_000_000),
-                                   ("hnsw_ef_search", self.hnsw_ef_search, 8, 2048),
-                                   ("vault_cache_mb", self.vault_cache_mb, 1, 16384),
-                                   ("vector_cache_mb", self.vector_cache_mb, 0, 65536),
-                                   ("prefilter_dims", self.prefilter_dims, 0, 384),
-                                   ("prefilter_candidates", self.prefilter_candidates, 100,
-                                    1_000_000),
-                                   ("prefilter_candidates_per_million",
-                                    self.prefilter_candidates_per_million, 0, 1_000_000),
-                                   ("prefilter_fine_dims", self.prefilter_fine_dims, 0, 384),
-                                   ("prefilter_refine", self.prefilter_refine, 0, 1_000_000),
-                                   ("float16_above", self.float16_above, 0, 10**9)):
-            if not lo <= value <= hi:
-                raise ConfigError(f"store.{key} must be between {lo} and {hi}",
-                                  key=f"store.{key}")
+        check_bounds(self, "store")

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.retrieval.config import RerankConfig
+from engine.retrieval.config import RerankConfig, TranscriptCues
 from engine.retrieval.query import analyze_query
 from engine.retrieval.rerank import RerankCandidate, rerank
 from engine.retrieval.transcript_rank import (
     SessionChunk,
-    TranscriptCues,
     transcript_features,
 )
 
