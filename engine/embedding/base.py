@@ -12,7 +12,9 @@ class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of ``dim`` dimensions."""
 
     name: str  # recorded in the store; a store refuses vectors from another model
-    dim: int
+
+    @property
+    def dim(self) -> int: ...
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch: an array of shape (len(texts), dim)."""

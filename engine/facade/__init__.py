@@ -10,13 +10,24 @@ Every result is one of engine.api's typed classes. The engine announces its
 own changes through ``subscribe`` (jobs, sources, builds, alerts), and audits
 the calls that a caller process makes (``engine.calls.caller``) once, here.
 
-By concern: ``core`` (opening and closing, ingestion, reading, health), ``jobs``
-(following and steering jobs), ``sessions`` (recall and sync of coding sessions),
-``upkeep`` (repair, backups, export), ``admin`` (making or repairing a store before an
-engine opens it) and ``parts`` (what the mixins use of the engine).
+``ContextEngine`` is composed, not mixed in: ``core`` is the table of contents (each
+public method a delegation to the member that owns it); each member is a plain class
+built there with explicit arguments (the runtime handles, the job runner, callbacks):
+
+- ``core``: ``ContextEngine``, the engine API's table of contents.
+- ``lifecycle``: opening (``open_with``, ``open_handles``) and ``Lifecycle`` (open or
+  closed, warm-up, close).
+- ``ingestion``: ``Ingestion`` (ingest, ingest_conversation, delete).
+- ``reading``: ``Reading`` (search, build_context, sources, status, metrics, audit).
+- ``jobs``: ``JobControl`` (following and steering jobs) and ``JobReports`` (what a
+  job's end tells).
+- ``sessions``: ``SessionMemory`` (recall and sync of coding sessions).
+- ``upkeep``: ``Upkeep`` (repair, compaction, key rotation, backups, export).
+- ``admin``: making or repairing a store before an engine opens it.
 """
 
 from engine.facade.admin import init_store, repair_store
-from engine.facade.core import ContextEngine, store_exists
+from engine.facade.core import ContextEngine
+from engine.facade.lifecycle import store_exists
 
 __all__ = ["ContextEngine", "init_store", "repair_store", "store_exists"]

@@ -10,7 +10,8 @@ from engine.api import RepairResult
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.embedding.base import Embedder
-from engine.facade.core import ContextEngine, store_exists
+from engine.facade.core import ContextEngine
+from engine.facade.lifecycle import store_exists
 from engine.flows.opening import new_vault, prepare_root, repair_layout
 from engine.store.lock import DataDirLock
 

@@ -1,147 +1,97 @@
-"""ContextEngine's core: opening and closing a store, ingestion, reading, health.
+"""ContextEngine: the table of contents of the engine API.
 
-What callers follow and steer of the jobs is in ``engine.facade.jobs``; recall and
-sync in ``engine.facade.sessions``; repair, backups and export in ``engine.facade.upkeep``.
+Each public method is a short delegation to the member that owns its concern, each
+member a plain class built in ``__init__`` with the handles and callbacks it needs:
+``Lifecycle`` (``lifecycle``: open or closed, warm-up, close), ``Ingestion``
+(``ingestion``: ingest, delete), ``Reading`` (``reading``: search, build_context, status,
+audit), ``JobControl`` (``jobs``), ``SessionMemory`` (``sessions``: recall, sync) and
+``Upkeep`` (``upkeep``: repair, backups, key rotation, export). What a caller process's
+call leaves in the audit log (``audited``) and how input errors name their field
+(``names_fields``) is said here, on the face, once.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import logging
-import os
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self
 
-from engine import paths as P
 from engine.api import (
     AuditEntry,
-    BuildDone,
+    BackupResult,
+    CompactResult,
     DeleteResult,
-    ErrorInfo,
+    Event,
+    ExportResult,
     JobChanged,
+    JobSnapshot,
+    KeyChangeResult,
     MetricsSnapshot,
     Payload,
+    RecallResult,
+    RepairResult,
     SearchHit,
     SourceInfo,
     Status,
+    SyncResult,
     WatchChanged,
     WatchReport,
 )
-from engine.calls import audited, current_caller, names_fields
-from engine.config import Config, load_config
-from engine.crypto import keys
-from engine.crypto.rotation import NameHasher
+from engine.calls import audited, names_fields
+from engine.config import Config
 from engine.embedding.base import Embedder
-from engine.embedding.lazy import LazyEmbedder
-from engine.errors import CtxError, EngineClosed, InvalidInput, ModelMismatch, NoSpace, NotFound
-from engine.events import Announcer
-from engine.facade.jobs import JobControl
+from engine.facade.ingestion import Ingestion
+from engine.facade.jobs import JobControl, JobReports
+from engine.facade.lifecycle import Lifecycle, open_handles, open_with
+from engine.facade.reading import Reading
 from engine.facade.sessions import SessionMemory
 from engine.facade.upkeep import Upkeep
-from engine.flows import deleting, health, warming
-from engine.flows import ingest as service
-from engine.flows.audit_log import AuditLog
-from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.inputs import check_kinds, check_query, utf8
-from engine.flows.interrupted import InterruptedJobs
 from engine.flows.jobs import JobRunner
-from engine.flows.keychange import open_key
-from engine.flows.opening import lock_store, new_vault, open_vectors, prepare_root
-from engine.flows.ranking import search as run_search
-from engine.flows.runtime import Runtime
-from engine.flows.vector_stage import VectorStage
 from engine.flows.watching import WatchService
-from engine.flows.writer import Writer
-from engine.metrics import ALERT_VAULT_DAMAGED, ALERT_WRITER_FAILED, Metrics
-from engine.pathnames import shown
-from engine.store import sources as src
 from engine.store.lock import DataDirLock
-from engine.store.rows import Filters
-from engine.store.vault import Vault
-from engine.tokens import TokenCounter
 from engine.types import ConversationTurn, LiveItem
 
-log = logging.getLogger("ctx.engine")
-F = TypeVar("F", bound=Callable[..., Any])
-# How long close() waits for a warm-up stage in flight (reading the vector index takes
-# about 5 s at 100k chunks; a model load cannot be cut short). Hand-set.
-WARM_JOIN_S = 10.0
 
-
-def _reading(method: F) -> F:
-    """A reading call: it holds the vault's read gate while it runs, so that a key
-    rotation's file swap (engine/store/gate.py) waits for it, and it for the swap."""
-    @functools.wraps(method)
-    def call(engine: Any, *args: Any, **kwargs: Any) -> Any:
-        with engine.rt.vault.gate.shared():
-            return method(engine, *args, **kwargs)
-    return cast(F, call)
-
-
-def store_exists(root: Path) -> bool:
-    return keys.read_record(root) is not None
-
-
-class ContextEngine(JobControl, SessionMemory, Upkeep):
-    """The engine: see the package's docstring. Job control, coding-session memory
-    (recall, sync) and upkeep (repair, backups, export) come from the mixins."""
+class ContextEngine:
+    """The engine: see the package's docstring. Its members own the work; each method
+    here names the member that does it."""
 
     def __init__(self, root: Path, cfg: Config, key: bytes, lock: DataDirLock,
                  embedder: Embedder | None, auto_repair: bool = True) -> None:
         self.data_dir = root
         self.config = cfg
-        self._lock = lock
-        self._closed = False
-        self._warming: threading.Thread | None = None
-        self._key = key  # seals backups; the vault, vectors and names use keys derived from it
-        vault = new_vault(root, key, cfg)
+        h = open_handles(root, cfg, key, embedder)
+        # the runtime handles every member shares: the open stores, the single writer
+        # and its job runner, the one subscription
+        self.rt, self._writer, self._events = h.rt, h.writer, h.events
+        reports = JobReports(h.interrupted, h.rt.audit, h.rt.metrics, h.events.emit)
+        self._jobs = JobRunner(on_finish=reports.finished, stage=h.stage,
+                               on_stage=reports.stored, on_death=reports.writer_died)
+        self._jobs.subscribe(lambda snap: h.events.emit(JobChanged(snap)))
+        self._life = Lifecycle(h.rt, lock, self._jobs, h.events.emit,
+                               own_embedder=h.own_embedder)
+        live = self._life.live
+        self._sessions = SessionMemory(live, h.writer, self._jobs, h.stage)
+        self._ingestion = Ingestion(live, h.writer, self._jobs, h.stage, h.alerts,
+                                    h.interrupted, refit=self._sessions.refit)
+        self._job_control = JobControl(live, self._jobs, h.interrupted, h.stage, root,
+                                       queue_paths=self._ingestion.queue_paths)
+        self._reading = Reading(live, h.rt.vault.gate, self._jobs, h.alerts, h.events)
+        self._upkeep = Upkeep(live, root, key, self._jobs, h.writer,
+                              refit=self._sessions.refit, warm_done=self._life.warm_done)
         try:
-            emb = embedder if embedder is not None else LazyEmbedder(cfg.embedding)
-            self._own_embedder = embedder is None  # closed with the engine
-            self._check_model(vault, emb)
-            vectors = open_vectors(root, cfg, key, emb.dim, vault)
-        except BaseException:
-            vault.close()
-            raise
-        self._events = Announcer()
-        self.rt = Runtime(cfg, root, vault, vectors, emb, TokenCounter.shared(),
-                          NameHasher(key, _kept_name_key(vault)),
-                          Metrics(on_change=self._events.emit),
-                          AuditLog(vault))
-        vault.guard.on_damage = lambda exc: self.rt.metrics.alert(
-            ALERT_VAULT_DAMAGED, True, exc.message)
-        if not vault.pages_checked:  # a big vault's pages are checked in a thread
-            vault.guard.check_pages_later()
-        self._writer = Writer(cfg, vault, vectors, emb, self.rt.hasher, self.rt.counter)
-        try:  # on a full disk too: the reserved space is given back for it
-            recovered = vault.with_room(lambda: src.recover(vault))
-        except NoSpace:
-            recovered = []
-            log.warning("disk full: sources left pending by a crash are removed at the next "
-                        "open with room")
-        if recovered:
-            log.warning("recovered %d sources left incomplete by a crash", len(recovered))
-        self._interrupted = InterruptedJobs(vault)
-        self._alerts = IngestAlerts(self.rt.metrics)
-        self._stage = VectorStage(self.rt, self._writer, self._alerts)
-        self._jobs = JobRunner(on_finish=self._job_finished, stage=self._stage,
-                               on_stage=self._job_stored, on_death=self._writer_died)
-        self._jobs.subscribe(lambda snap: self._events.emit(JobChanged(snap)))
-        try:
-            self._check_vectors(auto_repair)
-            self._resume_deletes()
+            self._upkeep.check_vectors(auto_repair)
+            self._ingestion.resume_deletes()
         except BaseException:
             self._jobs.stop()
-            vectors.close()
-            vault.close()
+            h.rt.vectors.close()
+            h.rt.vault.close()
             raise
-        self._watching = WatchService(self, emit=lambda r: self._events.emit(WatchChanged(r)))
+        # the watched folders call this face (as caller "watch"), like any client
+        self._watching = WatchService(self, emit=lambda r: h.events.emit(WatchChanged(r)))
 
-    # -- lifecycle ---------------------------------------------------------------
+    # -- opening and closing (Lifecycle) -----------------------------------------
     @classmethod
     def open(cls, data_dir: str | Path | None = None, *, config: Config | None = None,
              passphrase: str | None = None, embedder: Embedder | None = None,
@@ -159,20 +109,10 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         ``recovery_key`` unlocks the store instead of its keychain entry or passphrase
         (a recovery key typed as the passphrase, or in CTX_RECOVERY_KEY, does too).
         """
-        root, fresh = prepare_root(data_dir, create=create)
-        cfg = config or load_config(root)
-        lock = lock_store(root)
-        try:
-            if fresh and not store_exists(root):
-                key = keys.create_key(root, cfg.keys, passphrase=passphrase)
-            else:
-                key = open_key(root, passphrase=passphrase, recovery_key=recovery_key)
-            return cls(root, cfg, key, lock, embedder, auto_repair)
-        except BaseException:
-            if fresh and not store_exists(root):  # a store not made leaves no lock file
-                lock.discard()
-            lock.release()
-            raise
+        return open_with(lambda root, cfg, key, lock: cls(root, cfg, key, lock, embedder,
+                                                          auto_repair),
+                         data_dir, config=config, passphrase=passphrase, create=create,
+                         recovery_key=recovery_key)
 
     def warm_up(self, *, background: bool = True) -> threading.Thread | None:
         """Load the embedding model now (in a thread by default), not on the first query;
@@ -181,59 +121,10 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         store big enough for the keyword lane's bounds, count its common terms too
         (0.3 s at 100k chunks). Each stage is announced (``Warming``) as it starts and
         ends, so a host can say "loading the model" and then "ready"."""
-        waiting = self._waiting_sources()
-        thread = warming.warm_up(self.rt, self._events.emit, lambda: self._closed,
-                                 background=background)
-        self._warming = thread  # close() waits for it
-        if waiting:  # sources a crash or a stop left waiting get their vectors in a
-            # background job (kind "vectors"; its stage waits for the model to load)
-            self._jobs.submit("vectors", lambda job, progress: None)
-        return thread
-
-    def _writer_died(self, error: ErrorInfo) -> None:
-        """The writer thread ended by an error: every waiting job failed with it (the
-        runner did that); the engine says so until it is restarted."""
-        log.error("the writer thread ended (%s): jobs fail until the engine restarts",
-                  error.name)
-        self.rt.metrics.alert(ALERT_WRITER_FAILED, True,
-                              f"the engine's writer stopped ({error.name}): nothing more is "
-                              "stored until the engine restarts (`ctx stop`, then any "
-                              "command starts it again)")
-
-    def _waiting_sources(self) -> int:
-        """Sources left waiting for their vectors (a crash, a stop, a cancel), which the
-        warm-up's background job ("vectors") resumes; 0 on a read-only store."""
-        try:
-            waiting = int(src.counts(self.rt.vault)["sources_waiting"])
-        except CtxError as exc:  # the next ingest adopts them instead
-            log.warning("vectors not resumed (%s)", exc.name)
-            return 0
-        if waiting and not self.rt.vault.read_only:
-            log.info("%d sources wait for their vectors: resuming", waiting)
-            return waiting
-        return 0
+        return self._life.warm_up(background=background)
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._watching.close()  # no change is queued while the jobs stop
-        self._stop_tracked()
-        self._closed = True
-        self._jobs.stop()
-        warm = self._warming
-        if warm is not None and warm is not threading.current_thread():
-            warm.join(WARM_JOIN_S)  # a stage in flight ends before the stores close
-        self.rt.audit.close()  # what calls and jobs queued is written before the vault closes
-        try:
-            self.rt.vectors.close()
-        finally:
-            self.rt.vault.close()
-            P.harden(self.data_dir)
-            self._lock.release()
-            if self._own_embedder:
-                close = getattr(self.rt.embedder, "close", None)
-                if close is not None:
-                    close()
+        self._life.close(first=(self._watching.close, self._upkeep.stop_tracked))
 
     def __enter__(self) -> Self:
         return self
@@ -241,7 +132,16 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- watched folders ----------------------------------------------------------
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Hear the engine's own changes, whoever caused them: JobChanged (every job
+        snapshot change), SourcesChanged, BuildDone, AlertRaised and AlertCleared.
+
+        ``listener`` runs on the thread where the change happened and must return
+        quickly; its exceptions are logged, never raised. Returns an unsubscribe.
+        """
+        return self._events.subscribe(listener)
+
+    # -- watched folders (flows.watching.WatchService) ---------------------------
     def watch(self, folders: Sequence[str] | None = None) -> WatchReport:
         """Follow the watched folders: the config's ``[ingest] watched_folders``, or
         exactly ``folders`` (an empty list stops watching). Each folder is ingested once
@@ -249,7 +149,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         from it are deleted), then its changes are ingested and its deleted files
         deleted, as caller "watch". Returns the folders followed and those that cannot
         be (and why); what happens later comes as ``WatchChanged`` events."""
-        self._live()
+        self._life.live()
         return self._watching.follow(self._watching.configured() if folders is None
                                      else folders)
 
@@ -257,23 +157,7 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         """The folders followed now and those that cannot be (see ``watch``)."""
         return self._watching.last
 
-    def _live(self) -> Runtime:
-        if self._closed:
-            raise EngineClosed("the engine is closed")
-        return self.rt
-
-    @staticmethod
-    def _check_model(vault: Vault, emb: Embedder) -> None:
-        name, dim = vault.get_meta("embedding_model"), vault.get_meta("embedding_dim")
-        if name is None:
-            vault.set_meta("embedding_model", emb.name)
-            vault.set_meta("embedding_dim", str(emb.dim))
-        elif name != emb.name or int(dim or 0) != emb.dim:
-            raise ModelMismatch(
-                f"this store's vectors were made by {name} ({dim} dims); the configured model "
-                f"is {emb.name} ({emb.dim} dims). Use the same model or a new data dir.")
-
-    # -- ingestion ---------------------------------------------------------------
+    # -- ingestion (Ingestion) ---------------------------------------------------
     @audited
     @names_fields
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
@@ -285,104 +169,15 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         source's uri, so ingesting again under it replaces the earlier version and
         ``delete(external_id)`` removes it, as ``ingest_conversation``'s ``uri`` does.
         """
-        rt = self._live()
-        if bool(paths) == (text is not None):
-            raise InvalidInput("ingest takes either paths or text, not both or neither",
-                               field="paths" if paths else "text")
-        if external_id is not None and (text is None or not str(external_id).strip()):
-            raise InvalidInput("external_id needs a text and must not be blank",
-                               field="external_id")
-        if text is not None:
-            text = utf8(text, "text")
-            work = service.ingest_text(rt, self._writer, self._alerts, text, title=title,
-                                       kind=kind, uri=external_id)
-            job = self._jobs.submit("text", work)
-        else:
-            job = self._queue_paths(paths)
-        self._stage.preload()  # the model loads while the text is stored
-        if wait:
-            self._jobs.wait(job.id)
-        return job.id
-
-    def _queue_paths(self, paths: Sequence[str], leave: Sequence[str] = ()) -> Any:
-        """Queue a "paths" job; ``leave``: files under ``paths`` not to ingest (a resumed
-        job leaves out what the user deleted since it was interrupted)."""
-        from engine.flows.export import import_work, is_export
-
-        rt = self._live()
-        resolved = [str(Path(p).expanduser().resolve()) for p in paths]
-        exports = [p for p in resolved if Path(p).is_file() and is_export(p)]
-        rest = [p for p in resolved if p not in exports]
-        work = service.ingest_paths(rt, self._writer, self._alerts, rest,
-                                    leave=frozenset(leave)) if rest else None
-        if exports:  # ctx jsonl exports: their sources are stored as they were
-            work = import_work(rt, self._writer, exports, then=work)
-        job = self._jobs.submit("paths", work, inputs=tuple(resolved))
-        self._interrupted.started(job.id, resolved, job.created)
-        return job
+        return self._ingestion.ingest(paths=paths, text=text, title=title, kind=kind,
+                                      external_id=external_id, wait=wait)
 
     def ingest_conversation(self, turns: Sequence[Mapping[str, Any]], *, title: str,
                             uri: str | None = None, session_time: float | None = None,
                             wait: bool = False) -> str:
         """Queue a conversation (turns with speaker and text) as one source; returns a job id."""
-        rt = self._live()
-        uri = uri or "conversation:" + hashlib.sha256(
-            repr([(t.get("speaker"), t.get("text")) for t in turns]).encode()).hexdigest()[:16]
-        work = service.ingest_conversation(rt, self._writer, self._alerts, turns, title=title,
-                                           uri=uri, session_time=session_time)
-        job = self._jobs.submit("conversation", work)
-        self._stage.preload()
-        if wait:
-            self._jobs.wait(job.id)
-        return job.id
-
-    # -- reading -----------------------------------------------------------------
-    @audited
-    @names_fields
-    @_reading
-    def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
-               path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
-        """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
-
-        ``distinct_sources``: at most one chunk (the best) per source, so ``k`` hits
-        name up to ``k`` different sources.
-        """
-        rt = self._live()
-        query = check_query(query, rt.cfg.search)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidInput("k must be between 1 and 1000", field="k")
-        filters = Filters(check_kinds(kinds), path_prefix or "", since, until)
-        return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
-
-    @audited
-    @names_fields
-    @_reading
-    def build_context(self, query: str,
-                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
-                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
-                      budget: int = 1500, config: Mapping[str, Any] | None = None,
-                      fmt: str | None = None, mode: str | None = None,
-                      now: float | None = None) -> Payload:
-        """The best context for ``query`` with the caller's live items, within ``budget``.
-
-        Announces BuildDone (sizes and timings, never the query or the text).
-        """
-        from engine.flows.build import build_context
-
-        started, t0 = time.time(), time.perf_counter()
-        payload = build_context(self._live(), query, live=live, conversation=conversation,
-                                budget=budget, overrides=config, fmt=fmt, mode=mode, now=now)
-        if self._events.listened:
-            self._events.emit(BuildDone.of(payload, current_caller().origin, started,
-                                           (time.perf_counter() - t0) * 1000))
-        return payload
-
-    @audited
-    @names_fields
-    @_reading
-    def sources(self, *, project: str | None = None) -> list[SourceInfo]:
-        return src.list_ready(self._live().vault, project=project)
+        return self._ingestion.ingest_conversation(turns, title=title, uri=uri,
+                                                   session_time=session_time, wait=wait)
 
     @audited
     @names_fields
@@ -395,64 +190,180 @@ class ContextEngine(JobControl, SessionMemory, Upkeep):
         go on meanwhile; what it names is hidden from every read as soon as it starts.
         ``wait=False`` returns at once with the job's id (``DeleteResult.job``): follow
         it with ``job``/``wait``."""
-        rt = self._live()
-        if not str(source).strip().isdigit():  # a failed file the user lets go of
-            self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
-        what = deleting.resolve(rt.vault, source)
-        if what.empty:
-            raise NotFound("no such source (give a source id, uri or path)", field="source")
-        # a job interrupted earlier must not bring them back when it is resumed
-        self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
-        uris = src.uris_of(rt.vault, what.ids)
-        job = self._jobs.submit("delete", deleting.delete_work(rt, self._writer, what))
-        if any(u.startswith("transcript:") for u in uris):  # recall learned from them:
-            self._refit(force=True)  # fitted again without them, after the delete
-        rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
-                        {"sources": len(what.ids), "paths": len(what.paths)})
-        result = DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
-        if wait:
-            self._wait_ok(job.id)
-        return result
+        return self._ingestion.delete(source, wait=wait)
 
-    def _resume_deletes(self) -> None:
-        """Sources a delete was removing when the engine stopped: removed now (a job)."""
-        try:
-            left = src.being_deleted(self.rt.vault)
-        except CtxError as exc:
-            log.warning("deletes not resumed (%s)", exc.name)
-            return
-        if left and not self.rt.vault.read_only:
-            log.info("%d sources were being deleted: resuming", len(left))
-            what = deleting.Deletion(left, [], False)
-            self._jobs.submit("delete", deleting.delete_work(self.rt, self._writer, what,
-                                                             resumed=True))
+    # -- reading (Reading) -------------------------------------------------------
+    @audited
+    @names_fields
+    def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
+               path_prefix: str | None = None, since: float | None = None,
+               until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
+        """The top ``k`` chunks for ``query``, ranked as build_context ranks them.
 
-    # -- health ------------------------------------------------------------------
-    @_reading
+        ``distinct_sources``: at most one chunk (the best) per source, so ``k`` hits
+        name up to ``k`` different sources.
+        """
+        return self._reading.search(query, k, kinds=kinds, path_prefix=path_prefix,
+                                    since=since, until=until,
+                                    distinct_sources=distinct_sources)
+
+    @audited
+    @names_fields
+    def build_context(self, query: str,
+                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
+                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                      budget: int = 1500, config: Mapping[str, Any] | None = None,
+                      fmt: str | None = None, mode: str | None = None,
+                      now: float | None = None) -> Payload:
+        """The best context for ``query`` with the caller's live items, within ``budget``.
+
+        Announces BuildDone (sizes and timings, never the query or the text).
+        """
+        return self._reading.build_context(query, live=live, conversation=conversation,
+                                           budget=budget, config=config, fmt=fmt, mode=mode,
+                                           now=now)
+
+    @audited
+    @names_fields
+    def sources(self, *, project: str | None = None) -> list[SourceInfo]:
+        return self._reading.sources(project=project)
+
     def status(self) -> Status:
-        rt = self._live()
-        rt.vault.guard.check()  # vault.db changed behind the engine: every page checked
-        self._alerts.prune()  # a failed file deleted from disk is no longer a failure
-        return health.status(rt, jobs_active=self._jobs.busy(), paused=self._jobs.paused,
-                             alerts=dict(self.metrics().alerts))
+        return self._reading.status()
 
     def metrics(self) -> MetricsSnapshot:
-        snap = self._live().metrics.snapshot()
-        return MetricsSnapshot.from_dict({**snap, "time": time.time()})
+        return self._reading.metrics()
 
     def audit_event(self, method: str, *, caller_pid: int | None, ids: Sequence[str],
                     counts: Mapping[str, int]) -> None:
         """Record a call in the audit log (ids and counts only, never content)."""
-        self._live().audit.record(method, caller_pid, ids, counts)
+        self._reading.audit_event(method, caller_pid=caller_pid, ids=ids, counts=counts)
 
     @names_fields
     def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
-        rt = self._live()
-        rt.audit.flush()  # what calls queued so far is read back
-        return [AuditEntry.from_dict(r) for r in rt.vault.audit(since, limit)]
+        return self._reading.audit(since, limit)
 
+    # -- jobs (JobControl) -------------------------------------------------------
+    @names_fields
+    def job(self, job_id: str) -> JobSnapshot:
+        return self._job_control.job(job_id)
 
-def _kept_name_key(vault: Vault) -> bytes | None:
-    """The names' hash key a key rotation kept in the vault (engine/store/rekey.py)."""
-    value = vault.get_meta("name_key")
-    return bytes.fromhex(value) if value else None
+    def jobs(self) -> list[JobSnapshot]:
+        return self._job_control.jobs()
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
+        """The job's snapshot once it ends, or as it stands after ``timeout`` seconds."""
+        return self._job_control.wait(job_id, timeout)
+
+    @names_fields
+    def cancel_job(self, job_id: str) -> JobSnapshot:
+        """Cancel a job: a queued one is dropped, a running one stops at its next safe
+        point (between files, between embedding steps). Sources it fully stored stay;
+        the one it was writing is not stored. Returns the job's snapshot (a running
+        job still shows "running" until it stops: follow it with ``wait``)."""
+        return self._job_control.cancel_job(job_id)
+
+    def cancel_all(self) -> list[JobSnapshot]:
+        """Cancel every queued and running job (for an app that quits); their snapshots."""
+        return self._job_control.cancel_all()
+
+    def interrupted_jobs(self) -> list[JobSnapshot]:
+        """"paths" jobs an earlier run left unfinished (a quit that stopped them, a
+        crash), oldest first: state "cancelled", ``interrupted`` True, their ``inputs``
+        and last known counts. Each stays listed until resumed or dismissed."""
+        return self._job_control.interrupted_jobs()
+
+    def resume_interrupted(self, job_id: str) -> str:
+        """Ingest an interrupted job's inputs again (what it stored before is skipped as
+        unchanged); the new job's id. NotFound when no such job is listed."""
+        return self._job_control.resume_interrupted(job_id)
+
+    def dismiss_interrupted(self, job_id: str) -> None:
+        """Stop listing an interrupted job (NotFound when it is not listed)."""
+        self._job_control.dismiss_interrupted(job_id)
+
+    def pause_ingestion(self) -> None:
+        self._job_control.pause_ingestion()
+
+    def resume_ingestion(self) -> None:
+        self._job_control.resume_ingestion()
+
+    # -- coding sessions (SessionMemory) -----------------------------------------
+    @audited
+    @names_fields
+    def recall(self, query: str | None = None, *, auto: bool = False,
+               project: str | None = None, branch: str | None = None,
+               since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
+               budget: int | None = None, task: str | None = None, fmt: str = "context",
+               index: Sequence[str] = (), sync: bool = False,
+               cwd: str | None = None) -> RecallResult:
+        """Search memory of coding sessions, or (``auto``) recent + related + failures.
+
+        ``cwd``: the folder the recall is asked from; its project's sessions rank first
+        (``project`` names one outright).
+
+        ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
+        what is new in every known folder. Writes go through the single writer.
+        """
+        return self._sessions.recall(query, auto=auto, project=project, branch=branch,
+                                     since=since, types=types, k=k, budget=budget, task=task,
+                                     fmt=fmt, index=index, sync=sync, cwd=cwd)
+
+    @audited
+    @names_fields
+    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
+        """Index what is new in the transcript folders (or ``paths``) since the last sync."""
+        return self._sessions.sync(paths)
+
+    @names_fields
+    def forget_folder(self, folder: str) -> bool:
+        """Stop syncing a transcript folder added with ``recall(index=...)`` (one deleted
+        from disk, say); what was stored from it stays (``delete`` removes that). False
+        when it was not in the list (default folders and config.toml's are not)."""
+        return self._sessions.forget_folder(folder)
+
+    # -- upkeep (Upkeep) ---------------------------------------------------------
+    def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
+        """Rebuild every vector from the vault (the single writer runs it, alerting
+        while it does); a full repair also drops embedding-cache rows no chunk uses and
+        rebuilds the keyword index. Without ``wait``, only the reason and job id."""
+        return self._upkeep.repair(wait=wait, reason=reason)
+
+    def compact(self, *, wait: bool = True) -> CompactResult:
+        """Give space back (``engine.flows.compaction``): vault.db's free pages, the
+        sealed vector snapshot, the write-ahead log; a job of kind "compact", a step at
+        a time. Without ``wait``, returns at once with the job id and the size before."""
+        return self._upkeep.compact(wait=wait)
+
+    def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
+        """Move the store to the data key that ``prepare_rotation`` wrote to key.json as
+        pending, while the engine runs (``engine.flows.keychange.rotate_work``): a job of
+        kind "rotate" (``bytes`` of ``bytes_total`` of the vault exported, ``current``
+        the part), during which reads go on and writes wait. ``key_id`` is the new key's,
+        ``old_key_id`` the one it replaces; without ``wait``, returns at once with the
+        job's id. Refused while a backup runs (it is sealed under the key it began with),
+        and by a store whose vectors are kept in Chroma (rotate it closed instead)."""
+        return self._upkeep.rotate_key(wait=wait)
+
+    @audited
+    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
+        """Write one encrypted backup file of the store to ``path`` (a folder gets a dated
+        name in it), taken consistently while the engine keeps running; followed as a
+        job of kind "backup" (bytes done of bytes in all). ``include_vectors`` (default:
+        yes, for the memory backend) puts the vector index in it, so that a restore
+        loads it instead of rebuilding it from the vault."""
+        return self._upkeep.backup(path, include_vectors=include_vectors)
+
+    @audited
+    def verify_backup(self, path: str) -> BackupResult:
+        """Read a backup of this store whole and check every part of it, restoring nothing
+        (BackupDamaged names what is wrong; BackupMismatch: another store's)."""
+        return self._upkeep.verify_backup(path)
+
+    @audited
+    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
+               project: str | None = None) -> ExportResult:
+        """Write the sources (of ``kind`` and ``project``) to ``path`` as plaintext: one
+        jsonl file (``ctx ingest`` of it stores them again) or a folder of markdown files.
+        The text leaves the store's encryption: callers warn the user first."""
+        return self._upkeep.export(path, fmt=fmt, kind=kind, project=project)

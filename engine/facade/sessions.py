@@ -10,30 +10,33 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.api import RecallResult, SyncResult
-from engine.calls import audited, names_fields
 from engine.errors import EngineClosed, InvalidInput
-from engine.facade.parts import EngineParts
+from engine.facade.jobs import wait_ok
+from engine.flows.job import Job
+from engine.flows.jobs import JobRunner
+from engine.flows.runtime import Runtime
+from engine.flows.vector_stage import VectorStage
+from engine.flows.writer import Writer
 
 
-class SessionMemory(EngineParts):
-    """The coding-session half of ``ContextEngine`` (a mixin)."""
+class SessionMemory:
+    """Recall and sync (``ContextEngine.recall``, ``sync``, ``forget_folder``), and the
+    fits of recall's learned reader they and other jobs queue (``refit``)."""
 
-    @audited
-    @names_fields
+    def __init__(self, live: Callable[[], Runtime], writer: Writer, runner: JobRunner,
+                 stage: VectorStage) -> None:
+        self._live = live
+        self._writer = writer
+        self._runner = runner
+        self._stage = stage
+        self.adapt_job = ""  # the learned reader's last fit job
+
     def recall(self, query: str | None = None, *, auto: bool = False,
                project: str | None = None, branch: str | None = None,
                since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
                budget: int | None = None, task: str | None = None, fmt: str = "context",
                index: Sequence[str] = (), sync: bool = False,
                cwd: str | None = None) -> RecallResult:
-        """Search memory of coding sessions, or (``auto``) recent + related + failures.
-
-        ``cwd``: the folder the recall is asked from; its project's sessions rank first
-        (``project`` names one outright).
-
-        ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
-        what is new in every known folder. Writes go through the single writer.
-        """
         from engine.flows.recall import check_recall, recall
 
         rt = self._live()
@@ -42,12 +45,12 @@ class SessionMemory(EngineParts):
         if index or sync:
             holder: list[RecallResult] = []
 
-            def work(job: Any, progress: Callable[[], None]) -> None:
+            def work(job: Job, progress: Callable[[], None]) -> None:
                 holder.append(recall(rt, self._writer, None, index=index, do_sync=sync,
                                      progress=_job_progress(job, progress)))
-            job = self._jobs.submit("sync", work)
-            self._wait_ok(job.id)
-            holder[0] = _with_vectors(holder[0], job, self._refit())
+            job = self._runner.submit("sync", work)
+            wait_ok(self._runner, job.id)
+            holder[0] = _with_vectors(holder[0], job, self.refit())
             if query is None and not auto:
                 return holder[0]
             result = recall(rt, self._writer, query, auto=auto, project=project, branch=branch,
@@ -59,11 +62,7 @@ class SessionMemory(EngineParts):
                       since=since, types=types, k=k, budget=budget, task=task, fmt=fmt,
                       cwd=cwd)
 
-    @names_fields
     def forget_folder(self, folder: str) -> bool:
-        """Stop syncing a transcript folder added with ``recall(index=...)`` (one deleted
-        from disk, say); what was stored from it stays (``delete`` removes that). False
-        when it was not in the list (default folders and config.toml's are not)."""
         from engine.flows.recall_sync import forget_folder
 
         rt = self._live()
@@ -71,24 +70,21 @@ class SessionMemory(EngineParts):
             raise InvalidInput("folder must be a path", field="folder")
         return forget_folder(rt, folder.strip())
 
-    @audited
-    @names_fields
     def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
-        """Index what is new in the transcript folders (or ``paths``) since the last sync."""
         from engine.flows.recall import sync
 
         rt = self._live()
         holder: list[SyncResult] = []
-        job = self._jobs.submit("sync", lambda job, progress: holder.append(
+        job = self._runner.submit("sync", lambda job, progress: holder.append(
             sync(rt, self._writer, paths, _job_progress(job, progress))))
         self._stage.preload()
-        self._wait_ok(job.id)
+        wait_ok(self._runner, job.id)
         if not holder:  # cancelled (a quit stops jobs) before it read anything
             raise EngineClosed("the sync was stopped before it finished: the engine is "
                                "closing or the job was cancelled; sync again")
-        return _sync_with_vectors(holder[0], job, self._refit())
+        return _sync_with_vectors(holder[0], job, self.refit())
 
-    def _refit(self, *, force: bool = False) -> str:
+    def refit(self, *, force: bool = False) -> str:
         """Queue a fit of recall's learned reader (``engine.flows.recall_adapt``) when
         ``recall.adapt`` is on and the store grew enough since the last one (``force``:
         whenever it is on; a repair); its job id, or "" (none needed, or one queued
@@ -98,17 +94,19 @@ class SessionMemory(EngineParts):
         rt = self._live()
         if not rt.cfg.recall.adapt or rt.vault.read_only:
             return ""
-        if self._adapt_job and self._adapt_job in {j.id for j in self._jobs.list()
-                                                   if j.state in ("queued", "running")}:
+        if self.adapt_job and self.adapt_job in {j.id for j in self._runner.list()
+                                                 if j.state in ("queued", "running")}:
             return ""
         if not force and not needs_fit(rt):
             return ""
-        job = self._jobs.submit("adapt", lambda job, progress: fit(rt, job, progress))
-        self._adapt_job = job.id
+        def work(job: Job, progress: Callable[[], None]) -> None:
+            fit(rt, job, progress)
+        job = self._runner.submit("adapt", work)
+        self.adapt_job = job.id
         return job.id
 
 
-def _sync_with_vectors(result: SyncResult, job: Any, adapt_job: str = "") -> SyncResult:
+def _sync_with_vectors(result: SyncResult, job: Job, adapt_job: str = "") -> SyncResult:
     """A sync's result once its vector stage ended: the texts the model embedded for it,
     the time of both stages, and the learned reader's fit it queued."""
     seconds = (job.finished or time.time()) - (job.started or job.created)
@@ -116,14 +114,16 @@ def _sync_with_vectors(result: SyncResult, job: Any, adapt_job: str = "") -> Syn
                                adapt_job=adapt_job)
 
 
-def _with_vectors(result: RecallResult, job: Any, adapt_job: str = "") -> RecallResult:
+def _with_vectors(result: RecallResult, job: Job, adapt_job: str = "") -> RecallResult:
     """``_sync_with_vectors`` for the parts of a recall result that a sync made."""
-    return dataclasses.replace(result, **{
-        name: _sync_with_vectors(getattr(result, name), job, adapt_job)
-        for name in ("indexed", "synced") if getattr(result, name) is not None})
+    indexed, synced = result.indexed, result.synced
+    return dataclasses.replace(
+        result,
+        indexed=None if indexed is None else _sync_with_vectors(indexed, job, adapt_job),
+        synced=None if synced is None else _sync_with_vectors(synced, job, adapt_job))
 
 
-def _job_progress(job: Any, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
+def _job_progress(job: Job, progress: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
     """A transcript sync's counts, copied onto its job (what `ctx recall --sync` shows)."""
     def update(counts: dict[str, Any]) -> None:
         for name in ("files_total", "files_done", "bytes_total", "bytes", "chunks", "current"):

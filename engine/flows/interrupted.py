@@ -32,16 +32,28 @@ _COUNTS = ("files_total", "files_done", "files_skipped", "files_unchanged", "chu
 
 
 class EndedJob(Protocol):
-    id: str
-    state: str
-    finished: float | None
-    files_total: int
-    files_done: int
-    files_skipped: int
-    files_unchanged: int
-    chunks: int
-    bytes: int
-    stage: str
+    """A job as it ended: a running ``Job`` or a ``JobSnapshot`` (read only)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def finished(self) -> float | None: ...
+    @property
+    def files_total(self) -> int: ...
+    @property
+    def files_done(self) -> int: ...
+    @property
+    def files_skipped(self) -> int: ...
+    @property
+    def files_unchanged(self) -> int: ...
+    @property
+    def chunks(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def stage(self) -> str: ...
 
 
 class InterruptedJobs:

@@ -54,7 +54,7 @@ def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: object,
     import logging
     import threading
 
-    from engine.facade import core as facade
+    from engine.facade import lifecycle as facade
 
     monkeypatch.setattr(facade, "WARM_JOIN_S", wait_s)
     engine = ContextEngine.open(data_dir)

@@ -78,7 +78,7 @@ def test_a_killed_engine_leaves_a_snapshot_that_is_patched(data_dir: Path) -> No
                         title="late"))
     eng._jobs.stop()  # killed: no close, so no new snapshot
     eng.rt.vault.close()
-    eng._lock.release()
+    eng._life.lock.release()
     with ContextEngine.open(data_dir) as again:
         assert again.rt.vectors.count() == again.status().chunks
         hits = again.search("lighthouses and their keepers", k=1)
@@ -141,7 +141,7 @@ def test_a_reused_chunk_id_is_read_again(data_dir: Path) -> None:
     _sealed(data_dir).save(sealed)  # an older snapshot, with the old vector at that id
     eng._jobs.stop()
     eng.rt.vault.close()
-    eng._lock.release()
+    eng._life.lock.release()
     with ContextEngine.open(data_dir) as again:
         hit = again.search("violins and cellos tuned", k=1)[0]
         assert hit.title == "music" and "vector" in hit.lanes
