@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.bridge import GuiBridge
-from desktop.host_events import EngineEvents
+from desktop.host_events import EngineEvents, EventSignals
 from desktop.host_open import (
     EngineFactory,
     Opened,
@@ -99,7 +99,11 @@ class EngineHost(QObject):
         self._paused = False
         self.created = False  # this run made the store (first run)
         self.open_error: ErrorInfo | None = None  # why the store did not open (state error)
-        self.events = EngineEvents(self, self.bridge, timer_parent=self,
+        signals = EventSignals(
+            build_finished=self.build_finished, sources_changed=self.sources_changed,
+            job_progress=self.job_progress, watch_changed=self.watch_changed,
+            warming=self.warming, alert=self.alert, alert_cleared=self.alert_cleared)
+        self.events = EngineEvents(signals, self.bridge, timer_parent=self,
                                    on_model_loaded=self._model_loaded_now)
         self._pending_lock = threading.Lock()  # guards _just_opened and the state at open
         self._shutdown_thread: threading.Thread | None = None

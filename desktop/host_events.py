@@ -4,7 +4,8 @@ emitted there, and what they leave known (the jobs seen, the alerts active, the
 watched folders, whether the model is loaded).
 
 :class:`EngineEvents` is a member of :class:`desktop.host.EngineHost`, built with the
-host's signals, its bridge and what to do once the model is loaded.
+host's signals (:class:`EventSignals`), its bridge and what to do once the model is
+loaded; it never holds the host itself.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from desktop.bridge import GuiBridge
 from desktop.messages import JOB_ALERTS, alert_notice, job_notice
@@ -41,8 +43,10 @@ JOB_FLUSH_MS = 100  # job snapshots reach the GUI at most this often (the last o
 NOTICE_KINDS = frozenset({"paths", "text", "conversation", "sync", "vectors", "repair"})
 
 
-class EventSignals(Protocol):
-    """The host's signals these events are told through (Qt ``Signal`` instances)."""
+@dataclass(frozen=True)
+class EventSignals:
+    """The host's signals these events are told through (bound Qt signals: the member
+    is given them, not the host)."""
 
     build_finished: Any
     sources_changed: Any
