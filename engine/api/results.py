@@ -147,6 +147,15 @@ class SyncResult(Plain):
         return cls(**d)
 
 
+# Tokens ``RecallHit.entry`` adds to a hit besides its line and excerpt (its number, kind
+# and line breaks: "[10] [turn_pair] " and three newlines are 9 cl100k tokens, and a join
+# can take one more); a budgeted recall counts them for each hit. Hand-set.
+HIT_OVERHEAD = 10
+# Tokens kept for ``RecallResult.omitted_note`` ("[6 more hits did not fit in 2000 tokens:
+# ask with a larger budget or a smaller k]" is 23; longer numbers take more). Hand-set.
+OMITTED_NOTE = 28
+
+
 @dataclass(frozen=True)
 class RecallHit(SearchHit):
     """A recall hit: a turn of a coding session, named by its best chunk (id, kind,
@@ -163,6 +172,12 @@ class RecallHit(SearchHit):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", tuple(self.chunks))  # a list off the wire
+
+    def entry(self, number: int) -> str:
+        """The hit as an agent reads it, ``number``-th of its result: ``[number] [kind]``
+        and its line, then its excerpt and a blank line (what a budgeted recall sized:
+        the line, the excerpt and ``HIT_OVERHEAD``)."""
+        return f"[{number}] [{self.kind}] {self.line}\n{self.excerpt}\n"
 
 
 @dataclass(frozen=True)
@@ -196,6 +211,14 @@ class RecallResult(Plain):
     _DIGEST: ClassVar[tuple[str, ...]] = ("context", "total_tokens", "budget", "project",
                                           "branch", "sessions", "failures", "related",
                                           "format")
+
+    def omitted_note(self) -> str:
+        """What an agent is told of the hits a budgeted query left out ("" when none was;
+        the budget kept ``OMITTED_NOTE`` tokens for it)."""
+        if not self.omitted:
+            return ""
+        return (f"[{self.omitted} more hits did not fit in {self.budget} tokens: "
+                "ask with a larger budget or a smaller k]")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

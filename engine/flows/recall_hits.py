@@ -2,7 +2,8 @@
 branch, what came of its turn) and the excerpt that answers (``engine.recall.present``).
 
 With a token budget (an agent's tool result), the engine sizes the excerpts so that the
-hits together stay within it (``excerpt_shares``): every hit gets an equal share, a hit
+hits together, as an agent reads them (``RecallHit.entry``, ``RecallResult.omitted_note``),
+stay within it (``excerpt_shares``): every hit gets an equal share, a hit
 whose whole text is shorter gives the rest of its share to the others, and hits that
 would get less than ``MIN_EXCERPT`` tokens are left out (room is kept for saying so).
 Without one, each excerpt is ``recall.hit_excerpt_tokens`` long. Either way a line whose
@@ -16,19 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.api import RecallHit, SearchHit
+from engine.api.results import HIT_OVERHEAD, OMITTED_NOTE
 from engine.flows.runtime import Runtime
 from engine.recall.present import TurnChunk, excerpt, hit_line, own_lines, turn_outcome
 from engine.tokens import TokenCounter
 
-# Tokens a front end spends on a hit besides its line and excerpt (its number, kind and
-# line breaks: "[10] [turn_pair] " and three newlines are 9 cl100k tokens, and a join
-# can take one more). Hand-set; tests/agents/test_mcp_recall_budget.py checks MCP's
-# entries fit.
-HIT_OVERHEAD = 10
-# Tokens kept for saying that hits were left out ("[6 more hits did not fit in 2000
-# tokens: ask with a larger budget or a smaller k]" is 23; longer numbers take more).
-# Hand-set.
-OMITTED_NOTE = 28
 # A line of at least this many characters that an earlier hit shows is not shown again
 # (shorter ones, "Result: ok" or a brace, may repeat). Hand-set.
 REPEAT_CHARS = 24

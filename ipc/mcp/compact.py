@@ -82,7 +82,7 @@ def hit_entries(hits: Sequence[SearchHit]) -> list[str]:
         # a recall hit: where it sits, then the lines that answer: its excerpt as the engine
         # sized it for the budget the recall was asked with
         if isinstance(h, RecallHit) and h.line:
-            out.append(f"[{i}] [{h.kind}] {h.line}\n{h.excerpt}\n")  # a blank line after
+            out.append(h.entry(i))
             continue
         where = " · ".join(x for x in (meta.get("project"), meta.get("branch")) if x)
         flag = " FAILED" if meta.get("failure") else ""
@@ -102,8 +102,7 @@ def recall_entries(result: RecallResult) -> list[str]:
     hits it left out (the engine kept room for it)."""
     out = hit_entries(result.hits or ())
     if result.omitted and out:
-        out.append(f"[{result.omitted} more hits did not fit in {result.budget} tokens: "
-                   "ask with a larger budget or a smaller k]")
+        out.append(result.omitted_note())
     return out
 
 
