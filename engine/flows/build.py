@@ -12,7 +12,6 @@ access, total), and the build's metrics are fed from it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,10 +20,9 @@ from engine.api import Payload
 from engine.config import Config
 from engine.flows.expansion import memory_candidates
 from engine.flows.inputs import check_budget, check_conversation, check_live, check_query
-from engine.flows.lanes import LaneResult, fuse_stage, lane_stage
+from engine.flows.lanes import LaneResult
 from engine.flows.live_candidates import conversation_candidates, live_candidates
-from engine.flows.plan import plan_query
-from engine.flows.ranking import Ranked, prescan, rank_hits, rerank_text
+from engine.flows.ranking import Ranked, rank_stages, rerank_text
 from engine.flows.runtime import Runtime
 from engine.flows.stages import StageTimer
 from engine.metrics import BUILD_MS, TOKEN_ACCURACY
@@ -54,13 +52,9 @@ def build_context(rt: Runtime, query: str, *,
     candidates: list[PackCandidate] = []
     known: Mapping[int, ChunkRow] = {}
     if budget > 0:
-        with timer.stage("analysis"):
-            plan = plan_query(rt, query, cfg)
-        hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
-        res = fuse_stage(rt, plan, hits, timer)
+        ranking = rank_stages(rt, query, cfg, timer)
+        plan, res, ranked = ranking.plan, ranking.res, ranking.ranked
         known = res.rows
-        with timer.stage("rerank"):
-            ranked = rank_hits(rt, cfg, res, timer=timer)
         order = ranked.ranked
         if cfg.search.cross_encoder_path:
             with timer.stage("cross_encoder"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +21,21 @@ from engine.pools import shared_pool
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
+from engine.retrieval.rerank import RerankConfig
 from engine.store.rows import ChunkRow, Filters
+
+
+@dataclass(frozen=True)
+class PreScans:
+    """The rerank's scans of some rows, made ahead under ``cfg`` while the vector lane
+    runs (``engine.flows.ranking.prescan``, ``lane_stage``'s ``while_waiting``)."""
+
+    cfg: RerankConfig
+    scans: dict[Hashable, Any]
+
+
+# What ``lane_stage`` asks for the keyword hits' rows while the vector lane runs.
+Prescan = Callable[[list[ChunkRow]], PreScans]
 
 
 @dataclass(frozen=True)
@@ -40,7 +54,7 @@ class LaneResult:
     vectors: dict[int, np.ndarray] = field(default_factory=dict)
     # what ``lane_stage``'s ``while_waiting`` made of the keyword hits' rows (None when it
     # did not run): the rerank's scans of them, ``engine.flows.ranking.prescan``
-    prepared: Any = None
+    prepared: PreScans | None = None
 
 
 SIM_DIGITS = 6  # the vector lane keeps its hits' cosines to this many digits
@@ -110,12 +124,12 @@ class LaneHits:
     keyword_scores: dict[int, float]  # BM25, higher better
     query_vector: np.ndarray | None
     vectors: dict[int, np.ndarray]
-    prepared: Any
+    prepared: PreScans | None
     analysis: QueryAnalysis  # the analysis the keyword lane matched
 
 
 def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
-               while_waiting: Callable[[list[ChunkRow]], Any] | None = None) -> LaneHits:
+               while_waiting: Prescan | None = None) -> LaneHits:
     """Run every lane the plan calls for (timed as ``keyword``, ``vector`` with its
     ``embed``, ``read_ahead``, ``prepare``, ``recency``).
 
@@ -148,7 +162,7 @@ def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
                 lanes["learned"] = [cid for cid, _ in keyword_hits(
                     rt, plan.learned, depth, filters, cfg, alone=early is None)]
         prefetched: dict[int, np.ndarray] = {}
-        prepared: Any = None
+        prepared: PreScans | None = None
         if (early is not None and while_waiting is not None
                 and cfg.search.read_ahead and not early.done()):
             # the keyword lane's first half-window of hits: at the default depth (50 a
@@ -189,7 +203,7 @@ def fuse_stage(rt: Runtime, plan: QueryPlan, hits: LaneHits, timer: StageTimer
 
 def run_lanes(rt: Runtime, query: str, *, filters: Filters | None = None,
               depth: int | None = None, cfg: Config | None = None,
-              while_waiting: Callable[[list[ChunkRow]], Any] | None = None,
+              while_waiting: Prescan | None = None,
               timer: StageTimer | None = None) -> LaneResult:
     """Plan ``query``, run its lanes and fuse them: the fused hits before any rerank
     (recall's related memory; benches that fit the rerank)."""

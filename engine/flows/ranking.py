@@ -24,7 +24,7 @@ from engine.blas import limit_blas_threads
 from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows import session_words
-from engine.flows.lanes import LaneResult, fuse_stage, lane_stage, to_hit
+from engine.flows.lanes import LaneResult, PreScans, fuse_stage, lane_stage, to_hit
 from engine.flows.plan import QueryPlan, adapted, plan_query
 from engine.flows.runtime import Runtime
 from engine.flows.session_expand import expand_sessions
@@ -68,7 +68,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
                               profile=profile_of(rows[cid].source_kind, cfg.rerank))
               for cid, score in pool]
     early = res.prepared
-    scans = early.scans if isinstance(early, PreScans) and early.cfg is cfg.rerank else None
+    scans = early.scans if early is not None and early.cfg is cfg.rerank else None
     ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features, scans=scans,
                     project=project, sessions=sessions)
     tail = res.fused[len(pool):]
@@ -77,14 +77,6 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
         ranked.extend((cid, floor - 1e-6 * (j + 1), {"fused": score})
                       for j, (cid, score, _) in enumerate(tail))
     return RankResult(ranked, vectors)
-
-
-@dataclass(frozen=True)
-class PreScans:
-    """The rerank's scans of some rows, made ahead under ``cfg`` (``prescan``)."""
-
-    cfg: RerankConfig
-    scans: dict[Hashable, Any]
 
 
 def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> PreScans:
@@ -209,24 +201,26 @@ def distinct_sources_of(ranked: Sequence[tuple[int, float, Any]], rows: Mapping[
     return out
 
 
-def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
-               distinct_sources: bool = False, expand_session: bool = False,
-               adapter: Callable[[QueryPlan], Any] | None = None,
-               project: str | None = None,
-               vector_keeps: Callable[[ChunkRow], bool] | None = None
-               ) -> tuple[LaneResult, list[Ranked], StageTimer]:
-    """The stages of ``search`` up to the rank: the lanes' result (rows and lane ranks),
-    every candidate ranked best first, and the stages' timer. ``adapter`` (recall's
-    learned reader) says, for the planned query, what it changes (``plan.adapted``).
-    ``project``: the project a recall is asked from (its sessions ranked first)."""
-    timer = StageTimer()
-    cfg = rt.cfg
-    depth = max(k, cfg.search.lane_depth)
-    if distinct_sources:
-        depth = min(1000, depth * cfg.search.distinct_depth_factor)
-        if cfg.rerank.distinct_window > cfg.rerank.window:
-            cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
-                cfg.rerank, window=cfg.rerank.distinct_window))
+@dataclass(frozen=True)
+class Ranking:
+    """A query through its plan, lanes, fuse and rank stages (``rank_stages``)."""
+
+    plan: QueryPlan
+    res: LaneResult  # the lanes' result: rows, lane ranks, the fused list
+    ranked: RankResult  # every candidate best first, and the window's stored vectors
+
+
+def rank_stages(rt: Runtime, query: str, cfg: Config, timer: StageTimer, *,
+                filters: Filters | None = None, depth: int | None = None,
+                adapter: Callable[[QueryPlan], Any] | None = None,
+                expand_session: bool = False, project: str | None = None,
+                vector_keeps: Callable[[ChunkRow], bool] | None = None) -> Ranking:
+    """The one path of search, recall and build_context up to the rank: ``query``
+    (checked) planned once under ``cfg`` (``filters``, lane ``depth``; ``adapter``:
+    recall's learned reader says what it changes, ``plan.adapted``), its lanes, fused,
+    reranked; each stage timed in ``timer``. ``expand_session`` (recall): the best
+    coding sessions' chunks join the window, those of ``project`` first;
+    ``vector_keeps``: some chunks are found only by their words (recall's parts)."""
     with timer.stage("analysis"):
         plan = plan_query(rt, query, cfg, filters=filters, depth=depth)
         if adapter is not None:
@@ -245,9 +239,33 @@ def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None 
         cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
             cfg.rerank, window=cfg.rerank.window + added))
     with timer.stage("rerank"):
-        ranked = rank_hits(rt, cfg, res, timer=timer, project=project,
-                           sessions=sessions).ranked
-    return res, ranked, timer
+        ranked = rank_hits(rt, cfg, res, timer=timer, project=project, sessions=sessions)
+    return Ranking(plan, res, ranked)
+
+
+def rank_query(rt: Runtime, query: str, k: int = 10, *, filters: Filters | None = None,
+               distinct_sources: bool = False, expand_session: bool = False,
+               adapter: Callable[[QueryPlan], Any] | None = None,
+               project: str | None = None,
+               vector_keeps: Callable[[ChunkRow], bool] | None = None
+               ) -> tuple[LaneResult, list[Ranked], StageTimer]:
+    """The stages of ``search`` up to the rank (``rank_stages``) for its top ``k``: the
+    lanes' result (rows and lane ranks), every candidate ranked best first, and the
+    stages' timer. ``adapter`` (recall's learned reader) says, for the planned query,
+    what it changes (``plan.adapted``). ``project``: the project a recall is asked from
+    (its sessions ranked first)."""
+    timer = StageTimer()
+    cfg = rt.cfg
+    depth = max(k, cfg.search.lane_depth)
+    if distinct_sources:
+        depth = min(1000, depth * cfg.search.distinct_depth_factor)
+        if cfg.rerank.distinct_window > cfg.rerank.window:
+            cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
+                cfg.rerank, window=cfg.rerank.distinct_window))
+    ranking = rank_stages(rt, query, cfg, timer, filters=filters, depth=depth, adapter=adapter,
+                          expand_session=expand_session, project=project,
+                          vector_keeps=vector_keeps)
+    return ranking.res, ranking.ranked.ranked, timer
 
 
 def without_vector(res: LaneResult, plan: QueryPlan, keeps: Callable[[ChunkRow], bool]

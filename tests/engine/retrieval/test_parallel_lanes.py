@@ -88,13 +88,14 @@ class _SlowQueries:
 
 def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
     """run_lanes with the query embedding held until ``while_waiting`` has run."""
+    from engine.flows.lanes import PreScans
     from engine.flows.ranking import prescan
 
     slow = _SlowQueries(engine.rt.embedder)
     plain, engine.rt.embedder = engine.rt.embedder, slow  # type: ignore[assignment]
     seen: list[list[int]] = []
 
-    def prepare(rows: list) -> object:
+    def prepare(rows: list) -> PreScans:
         seen.append([r.id for r in rows])
         slow.go.set()  # the vector lane may run now
         return prescan(rows, engine.rt.cfg.rerank)
