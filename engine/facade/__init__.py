@@ -17,12 +17,12 @@ built there with explicit arguments (the runtime handles, the job runner, callba
 - ``core``: ``ContextEngine``, the engine API's table of contents.
 - ``lifecycle``: opening (``open_with``, ``open_handles``) and ``Lifecycle`` (open or
   closed, warm-up, close).
-- ``ingestion``: ``Ingestion`` (ingest, ingest_conversation, delete).
+- ``ingest``: ``Ingest`` (ingest, ingest_conversation).
 - ``reading``: ``Reading`` (search, build_context, sources, status, metrics, audit).
 - ``jobs``: ``JobControl`` (following and steering jobs) and ``JobReports`` (what a
   job's end tells).
-- ``sessions``: ``SessionMemory`` (recall and sync of coding sessions).
-- ``upkeep``: ``Upkeep`` (repair, compaction, key rotation, backups, export).
+- ``recall``: ``Recall`` (recall and sync of coding sessions).
+- ``keeping``: ``Keeping`` (delete, repair, compaction, key rotation, backups, export).
 - ``admin``: making or repairing a store before an engine opens it.
 """
 

@@ -2,12 +2,12 @@
 
 Each public method is a short delegation to the member that owns its concern, each
 member a plain class built in ``__init__`` with the handles and callbacks it needs:
-``Lifecycle`` (``lifecycle``: open or closed, warm-up, close), ``Ingestion``
-(``ingestion``: ingest, delete), ``Reading`` (``reading``: search, build_context, status,
-audit), ``JobControl`` (``jobs``), ``SessionMemory`` (``sessions``: recall, sync) and
-``Upkeep`` (``upkeep``: repair, backups, key rotation, export). What a caller process's
-call leaves in the audit log (``audited``) and how input errors name their field
-(``names_fields``) is said here, on the face, once.
+``Lifecycle`` (``lifecycle``: open or closed, warm-up, close), ``Ingest`` (``ingest``),
+``Reading`` (``reading``: search, build_context, sources, status, audit), ``JobControl``
+(``jobs``), ``Recall`` (``recall``: recall and sync of coding sessions) and ``Keeping``
+(``keeping``: delete, repair, compaction, key rotation, backups, export). What a caller
+process's call leaves in the audit log (``audited``) and how input errors name their
+field (``names_fields``) is said here, on the face, once.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ from engine.api import (
 from engine.calls import audited, names_fields
 from engine.config import Config
 from engine.embedding.base import Embedder
-from engine.facade.ingestion import Ingestion
+from engine.facade.ingest import Ingest
 from engine.facade.jobs import JobControl, JobReports
+from engine.facade.keeping import Keeping
 from engine.facade.lifecycle import Lifecycle, open_handles, open_with
 from engine.facade.reading import Reading
-from engine.facade.sessions import SessionMemory
-from engine.facade.upkeep import Upkeep
+from engine.facade.recall import Recall
 from engine.flows.jobs import JobRunner
 from engine.flows.watching import WatchService
 from engine.store.lock import DataDirLock
@@ -72,17 +72,16 @@ class ContextEngine:
         self._life = Lifecycle(h.rt, lock, self._jobs, h.events.emit,
                                own_embedder=h.own_embedder)
         live = self._life.live
-        self._sessions = SessionMemory(live, h.writer, self._jobs, h.stage)
-        self._ingestion = Ingestion(live, h.writer, self._jobs, h.stage, h.alerts,
-                                    h.interrupted, refit=self._sessions.refit)
+        self._recall = Recall(live, h.writer, self._jobs, h.stage)
+        self._ingest = Ingest(live, h.writer, self._jobs, h.stage, h.alerts, h.interrupted)
         self._job_control = JobControl(live, self._jobs, h.interrupted, h.stage, root,
-                                       queue_paths=self._ingestion.queue_paths)
+                                       queue_paths=self._ingest.queue_paths)
         self._reading = Reading(live, h.rt.vault.gate, self._jobs, h.alerts, h.events)
-        self._upkeep = Upkeep(live, root, key, self._jobs, h.writer,
-                              refit=self._sessions.refit, warm_done=self._life.warm_done)
+        self._keeping = Keeping(live, root, key, self._jobs, h.writer, h.alerts, h.interrupted,
+                                refit=self._recall.refit, warm_done=self._life.warm_done)
         try:
-            self._upkeep.check_vectors(auto_repair)
-            self._ingestion.resume_deletes()
+            self._keeping.check_vectors(auto_repair)
+            self._keeping.resume_deletes()
         except BaseException:
             self._jobs.stop()
             h.rt.vectors.close()
@@ -124,7 +123,7 @@ class ContextEngine:
         return self._life.warm_up(background=background)
 
     def close(self) -> None:
-        self._life.close(first=(self._watching.close, self._upkeep.stop_tracked))
+        self._life.close(first=(self._watching.close, self._keeping.stop_tracked))
 
     def __enter__(self) -> Self:
         return self
@@ -157,7 +156,7 @@ class ContextEngine:
         """The folders followed now and those that cannot be (see ``watch``)."""
         return self._watching.last
 
-    # -- ingestion (Ingestion) ---------------------------------------------------
+    # -- ingest (Ingest) ---------------------------------------------------------
     @audited
     @names_fields
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
@@ -169,28 +168,15 @@ class ContextEngine:
         source's uri, so ingesting again under it replaces the earlier version and
         ``delete(external_id)`` removes it, as ``ingest_conversation``'s ``uri`` does.
         """
-        return self._ingestion.ingest(paths=paths, text=text, title=title, kind=kind,
+        return self._ingest.ingest(paths=paths, text=text, title=title, kind=kind,
                                       external_id=external_id, wait=wait)
 
     def ingest_conversation(self, turns: Sequence[Mapping[str, Any]], *, title: str,
                             uri: str | None = None, session_time: float | None = None,
                             wait: bool = False) -> str:
         """Queue a conversation (turns with speaker and text) as one source; returns a job id."""
-        return self._ingestion.ingest_conversation(turns, title=title, uri=uri,
+        return self._ingest.ingest_conversation(turns, title=title, uri=uri,
                                                    session_time=session_time, wait=wait)
-
-    @audited
-    @names_fields
-    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
-        """Delete sources by id, uri or path: a folder deletes every source under it, a
-        transcript file every segment of it, ``project:NAME`` every source of a project.
-        Deleted means gone from every table, index and cache (``flows.deleting``).
-
-        A job of kind "delete" does it, a step at a time, so that reads and other calls
-        go on meanwhile; what it names is hidden from every read as soon as it starts.
-        ``wait=False`` returns at once with the job's id (``DeleteResult.job``): follow
-        it with ``job``/``wait``."""
-        return self._ingestion.delete(source, wait=wait)
 
     # -- reading (Reading) -------------------------------------------------------
     @audited
@@ -288,7 +274,7 @@ class ContextEngine:
     def resume_ingestion(self) -> None:
         self._job_control.resume_ingestion()
 
-    # -- coding sessions (SessionMemory) -----------------------------------------
+    # -- recall of coding sessions (Recall) --------------------------------------
     @audited
     @names_fields
     def recall(self, query: str | None = None, *, auto: bool = False,
@@ -305,7 +291,7 @@ class ContextEngine:
         ``index`` adds transcript folders (and syncs them); ``sync`` first ingests
         what is new in every known folder. Writes go through the single writer.
         """
-        return self._sessions.recall(query, auto=auto, project=project, branch=branch,
+        return self._recall.recall(query, auto=auto, project=project, branch=branch,
                                      since=since, types=types, k=k, budget=budget, task=task,
                                      fmt=fmt, index=index, sync=sync, cwd=cwd)
 
@@ -313,27 +299,40 @@ class ContextEngine:
     @names_fields
     def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
         """Index what is new in the transcript folders (or ``paths``) since the last sync."""
-        return self._sessions.sync(paths)
+        return self._recall.sync(paths)
 
     @names_fields
     def forget_folder(self, folder: str) -> bool:
         """Stop syncing a transcript folder added with ``recall(index=...)`` (one deleted
         from disk, say); what was stored from it stays (``delete`` removes that). False
         when it was not in the list (default folders and config.toml's are not)."""
-        return self._sessions.forget_folder(folder)
+        return self._recall.forget_folder(folder)
 
-    # -- upkeep (Upkeep) ---------------------------------------------------------
+    # -- keeping the data (Keeping) ----------------------------------------------
+    @audited
+    @names_fields
+    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
+        """Delete sources by id, uri or path: a folder deletes every source under it, a
+        transcript file every segment of it, ``project:NAME`` every source of a project.
+        Deleted means gone from every table, index and cache (``flows.deleting``).
+
+        A job of kind "delete" does it, a step at a time, so that reads and other calls
+        go on meanwhile; what it names is hidden from every read as soon as it starts.
+        ``wait=False`` returns at once with the job's id (``DeleteResult.job``): follow
+        it with ``job``/``wait``."""
+        return self._keeping.delete(source, wait=wait)
+
     def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
         """Rebuild every vector from the vault (the single writer runs it, alerting
         while it does); a full repair also drops embedding-cache rows no chunk uses and
         rebuilds the keyword index. Without ``wait``, only the reason and job id."""
-        return self._upkeep.repair(wait=wait, reason=reason)
+        return self._keeping.repair(wait=wait, reason=reason)
 
     def compact(self, *, wait: bool = True) -> CompactResult:
         """Give space back (``engine.flows.compaction``): vault.db's free pages, the
         sealed vector snapshot, the write-ahead log; a job of kind "compact", a step at
         a time. Without ``wait``, returns at once with the job id and the size before."""
-        return self._upkeep.compact(wait=wait)
+        return self._keeping.compact(wait=wait)
 
     def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
         """Move the store to the data key that ``prepare_rotation`` wrote to key.json as
@@ -343,7 +342,7 @@ class ContextEngine:
         ``old_key_id`` the one it replaces; without ``wait``, returns at once with the
         job's id. Refused while a backup runs (it is sealed under the key it began with),
         and by a store whose vectors are kept in Chroma (rotate it closed instead)."""
-        return self._upkeep.rotate_key(wait=wait)
+        return self._keeping.rotate_key(wait=wait)
 
     @audited
     def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
@@ -352,13 +351,13 @@ class ContextEngine:
         job of kind "backup" (bytes done of bytes in all). ``include_vectors`` (default:
         yes, for the memory backend) puts the vector index in it, so that a restore
         loads it instead of rebuilding it from the vault."""
-        return self._upkeep.backup(path, include_vectors=include_vectors)
+        return self._keeping.backup(path, include_vectors=include_vectors)
 
     @audited
     def verify_backup(self, path: str) -> BackupResult:
         """Read a backup of this store whole and check every part of it, restoring nothing
         (BackupDamaged names what is wrong; BackupMismatch: another store's)."""
-        return self._upkeep.verify_backup(path)
+        return self._keeping.verify_backup(path)
 
     @audited
     def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
@@ -366,4 +365,4 @@ class ContextEngine:
         """Write the sources (of ``kind`` and ``project``) to ``path`` as plaintext: one
         jsonl file (``ctx ingest`` of it stores them again) or a folder of markdown files.
         The text leaves the store's encryption: callers warn the user first."""
-        return self._upkeep.export(path, fmt=fmt, kind=kind, project=project)
+        return self._keeping.export(path, fmt=fmt, kind=kind, project=project)

@@ -96,7 +96,7 @@ class JobControl:
         self._interrupted = interrupted
         self._stage = stage
         self._data_dir = data_dir
-        self._queue_paths = queue_paths  # a "paths" job queued (``Ingestion.queue_paths``)
+        self._queue_paths = queue_paths  # a "paths" job queued (``Ingest.queue_paths``)
 
     def job(self, job_id: str) -> JobSnapshot:
         return self._runner.get(job_id)

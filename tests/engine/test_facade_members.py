@@ -108,7 +108,7 @@ def test_members_get_their_parts_not_the_engine(engine: ContextEngine, tmp_path:
                                                 ) -> None:
     members = _members(engine)
     assert {type(m).__name__ for m in members.values()} >= {
-        "Lifecycle", "Ingestion", "Reading", "JobControl", "SessionMemory", "Upkeep"}
+        "Lifecycle", "Ingest", "Reading", "JobControl", "Recall", "Keeping"}
     before = {name: set(vars(m)) for name, m in members.items()}
     (tmp_path / "note.md").write_text("# Otters\n\nOtters hold hands while they sleep.\n")
     engine.wait(engine.ingest(paths=[str(tmp_path / "note.md")]), timeout=60)

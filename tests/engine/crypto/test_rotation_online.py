@@ -55,7 +55,7 @@ def test_reads_go_on_while_the_running_engine_rotates_its_key(
 
     with ContextEngine.open(store, create=False) as eng:
         before = _state(eng)
-        old = eng._upkeep.key
+        old = eng._keeping.key
         new_id = prepare_rotation(store)
         started = eng.rotate_key(wait=False)
         assert started.job and started.key_id == new_id != started.old_key_id
@@ -102,7 +102,7 @@ def test_reads_go_on_while_the_running_engine_rotates_its_key(
         assert not failures, failures[:3]
         assert answers and all(a == before for a in answers)
         # the engine goes on with the new key: reads, and the ingest written after
-        assert eng._upkeep.key != old and keys.key_id(eng._upkeep.key) == new_id
+        assert eng._keeping.key != old and keys.key_id(eng._keeping.key) == new_id
         after = _state(eng)
         assert after[1] == before[1]
         assert len(after[0]) == len(before[0]) + 2
@@ -113,7 +113,7 @@ def test_reads_go_on_while_the_running_engine_rotates_its_key(
     assert record is not None and record.pending is None and record.key_id == new_id
     assert not (store / "vault.db.rotating").exists()
     with ContextEngine.open(store, create=False) as eng:  # the passphrase opens the new key
-        assert keys.key_id(eng._upkeep.key) == new_id
+        assert keys.key_id(eng._keeping.key) == new_id
         assert _state(eng) == after
         status = eng.status()
         assert status.vectors == status.chunks
@@ -134,7 +134,7 @@ def test_a_rotation_not_prepared_or_cancelled_leaves_the_key(
         return real_export(*args, **kwargs)
     monkeypatch.setattr(keychange, "export_rekeyed", held_export)
     with ContextEngine.open(store, create=False) as eng:
-        before, old = _state(eng), keys.key_id(eng._upkeep.key)
+        before, old = _state(eng), keys.key_id(eng._keeping.key)
         with pytest.raises(ConfigError):
             eng.rotate_key()
         eng.pause_ingestion()  # holds the writer's queue: the rotation stays queued
@@ -153,12 +153,12 @@ def test_a_rotation_not_prepared_or_cancelled_leaves_the_key(
         eng.cancel_job(running.job)
         go.set()
         assert eng.wait(running.job, timeout=120).state == "cancelled"
-        assert keys.key_id(eng._upkeep.key) == old
+        assert keys.key_id(eng._keeping.key) == old
         assert keys.read_record(store).pending is None  # type: ignore[union-attr]
         assert not (store / "vault.db.rotating").exists()
         assert _state(eng) == before
     with ContextEngine.open(store, create=False) as eng:
-        assert keys.key_id(eng._upkeep.key) == old
+        assert keys.key_id(eng._keeping.key) == old
         assert _state(eng) == before
 
 

@@ -114,7 +114,7 @@ def test_deleting_a_session_removes_what_was_learned_from_it(
     left = adapt_rows.text_count(eng.rt.vault)
     eng.delete(str(files[0]))  # the engine's delete queues a fit without it at once
     assert adapt_rows.text_count(eng.rt.vault) < left
-    assert eng._sessions.adapt_job and eng.wait(eng._sessions.adapt_job, timeout=60).state == "done"
+    assert eng._recall.adapt_job and eng.wait(eng._recall.adapt_job, timeout=60).state == "done"
     a = eng.status().adapt
     assert a.fitted is not None and a.fitted > fitted and a.sessions == 10
 
@@ -140,7 +140,7 @@ def test_repair_fits_it_again(eng: ContextEngine, tmp_path: Path) -> None:
     synced(eng, write_sessions(tmp_path / "t", 12)[0].parent)
     fitted = eng.status().adapt.fitted
     eng.repair()
-    job = eng._sessions.adapt_job
+    job = eng._recall.adapt_job
     assert job and eng.wait(job, timeout=60).state == "done"
     assert eng.status().adapt.fitted > fitted
 

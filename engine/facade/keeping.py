@@ -1,40 +1,61 @@
-"""The engine's upkeep: vectors rebuilt from the vault (repair), encrypted backups
-taken and verified while it runs, and plaintext export."""
+"""Keeping the data: sources deleted (and deletes an earlier run left unfinished,
+resumed at open), vectors rebuilt from the vault (repair), space given back (compact),
+the data key rotated, encrypted backups taken and verified while the engine runs, and
+plaintext export."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from engine.api import BackupResult, CompactResult, ExportResult, KeyChangeResult, RepairResult
+from engine.api import (
+    BackupResult,
+    CompactResult,
+    DeleteResult,
+    ExportResult,
+    KeyChangeResult,
+    RepairResult,
+)
 from engine.crypto import keys
-from engine.errors import ConfigError, CtxError, StoreLocked
+from engine.errors import ConfigError, CtxError, NotFound, StoreLocked
 from engine.facade.jobs import wait_ok
+from engine.flows import deleting
+from engine.flows.ingest_alerts import IngestAlerts
+from engine.flows.interrupted import InterruptedJobs
 from engine.flows.job import byte_progress
 from engine.flows.jobs import Cancelled, JobRunner
 from engine.flows.runtime import Runtime
 from engine.flows.vector_rebuild import check_vectors, repair_work
 from engine.flows.writer import Writer
+from engine.pathnames import shown
+from engine.store import sources as src
 
+log = logging.getLogger("ctx.engine")
 R = TypeVar("R")
 
 
-class Upkeep:
-    """Repair, compaction, key rotation, backups and export (``ContextEngine``'s upkeep
-    methods); it holds the data key, which seals backups and which a rotation replaces."""
+class Keeping:
+    """Delete, repair, compaction, key rotation, backups and export (``ContextEngine``'s
+    keeping methods); it holds the data key, which seals backups and which a rotation
+    replaces."""
 
     def __init__(self, live: Callable[[], Runtime], data_dir: Path, key: bytes,
-                 runner: JobRunner, writer: Writer, *, refit: Callable[..., str],
+                 runner: JobRunner, writer: Writer, alerts: IngestAlerts,
+                 interrupted: InterruptedJobs, *, refit: Callable[..., str],
                  warm_done: Callable[[], None]) -> None:
         self._live = live
         self._data_dir = data_dir
         self.key = key  # seals backups; the vault, vectors and names use keys derived from it
         self._runner = runner
         self._writer = writer
-        self._refit = refit  # recall's learned reader fitted again (``SessionMemory.refit``)
+        self._alerts = alerts  # a failed file the user deletes is no longer told
+        self._interrupted = interrupted  # a resumed job must not bring deleted files back
+        self._refit = refit  # recall's learned reader fitted again (``Recall.refit``)
         self._warm_done = warm_done  # a warm-up in a thread has ended (``Lifecycle``)
 
     def check_vectors(self, auto_repair: bool) -> None:
@@ -46,6 +67,40 @@ class Upkeep:
         reason = check_vectors(rt, auto_repair)
         if reason:
             self.repair(wait=False, reason=reason)
+
+    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
+        rt = self._live()
+        if not str(source).strip().isdigit():  # a failed file the user lets go of
+            self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
+        what = deleting.resolve(rt.vault, source)
+        if what.empty:
+            raise NotFound("no such source (give a source id, uri or path)", field="source")
+        # a job interrupted earlier must not bring them back when it is resumed
+        self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
+        uris = src.uris_of(rt.vault, what.ids)
+        job = self._runner.submit("delete", deleting.delete_work(rt, self._writer, what))
+        if any(u.startswith("transcript:") for u in uris):  # recall learned from them:
+            self._refit(force=True)  # fitted again without them, after the delete
+        rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
+                        {"sources": len(what.ids), "paths": len(what.paths)})
+        result = DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
+        if wait:
+            wait_ok(self._runner, job.id)
+        return result
+
+    def resume_deletes(self) -> None:
+        """Sources a delete was removing when the engine stopped: removed now (a job)."""
+        rt = self._live()
+        try:
+            left = src.being_deleted(rt.vault)
+        except CtxError as exc:
+            log.warning("deletes not resumed (%s)", exc.name)
+            return
+        if left and not rt.vault.read_only:
+            log.info("%d sources were being deleted: resuming", len(left))
+            what = deleting.Deletion(left, [], False)
+            self._runner.submit("delete", deleting.delete_work(rt, self._writer, what,
+                                                               resumed=True))
 
     def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
         result: dict[str, Any] = {"reason": reason}

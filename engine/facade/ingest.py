@@ -1,20 +1,15 @@
-"""What goes into the store and out of it: files, folders, texts and conversations queued
-as jobs of the single writer (``Ingestion.ingest``, ``ingest_conversation``), and sources
-deleted (``delete``; deletes an earlier run left unfinished resume at open)."""
+"""What goes into the store: files, folders, texts and conversations queued as jobs of the
+single writer (``Ingest.ingest``, ``ingest_conversation``; ``queue_paths`` for a job an
+earlier run left unfinished too)."""
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.api import DeleteResult
-from engine.errors import CtxError, InvalidInput, NotFound
-from engine.facade.jobs import wait_ok
-from engine.flows import deleting
+from engine.errors import InvalidInput
 from engine.flows import ingest as service
 from engine.flows.ingest_alerts import IngestAlerts
 from engine.flows.inputs import utf8
@@ -24,25 +19,20 @@ from engine.flows.jobs import JobRunner
 from engine.flows.runtime import Runtime
 from engine.flows.vector_stage import VectorStage
 from engine.flows.writer import Writer
-from engine.pathnames import shown
-from engine.store import sources as src
-
-log = logging.getLogger("ctx.engine")
 
 
-class Ingestion:
-    """``ContextEngine``'s ingest, ingest_conversation and delete."""
+class Ingest:
+    """``ContextEngine``'s ingest and ingest_conversation."""
 
     def __init__(self, live: Callable[[], Runtime], writer: Writer, runner: JobRunner,
-                 stage: VectorStage, alerts: IngestAlerts, interrupted: InterruptedJobs, *,
-                 refit: Callable[..., str]) -> None:
+                 stage: VectorStage, alerts: IngestAlerts,
+                 interrupted: InterruptedJobs) -> None:
         self._live = live
         self._writer = writer
         self._runner = runner
         self._stage = stage
         self._alerts = alerts
         self._interrupted = interrupted
-        self._refit = refit  # recall's learned reader fitted again (``SessionMemory.refit``)
 
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
                title: str | None = None, kind: str = "text", external_id: str | None = None,
@@ -97,37 +87,3 @@ class Ingestion:
         if wait:
             self._runner.wait(job.id)
         return job.id
-
-    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
-        rt = self._live()
-        if not str(source).strip().isdigit():  # a failed file the user lets go of
-            self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
-        what = deleting.resolve(rt.vault, source)
-        if what.empty:
-            raise NotFound("no such source (give a source id, uri or path)", field="source")
-        # a job interrupted earlier must not bring them back when it is resumed
-        self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
-        uris = src.uris_of(rt.vault, what.ids)
-        job = self._runner.submit("delete", deleting.delete_work(rt, self._writer, what))
-        if any(u.startswith("transcript:") for u in uris):  # recall learned from them:
-            self._refit(force=True)  # fitted again without them, after the delete
-        rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
-                        {"sources": len(what.ids), "paths": len(what.paths)})
-        result = DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
-        if wait:
-            wait_ok(self._runner, job.id)
-        return result
-
-    def resume_deletes(self) -> None:
-        """Sources a delete was removing when the engine stopped: removed now (a job)."""
-        rt = self._live()
-        try:
-            left = src.being_deleted(rt.vault)
-        except CtxError as exc:
-            log.warning("deletes not resumed (%s)", exc.name)
-            return
-        if left and not rt.vault.read_only:
-            log.info("%d sources were being deleted: resuming", len(left))
-            what = deleting.Deletion(left, [], False)
-            self._runner.submit("delete", deleting.delete_work(rt, self._writer, what,
-                                                               resumed=True))

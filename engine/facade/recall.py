@@ -19,7 +19,7 @@ from engine.flows.vector_stage import VectorStage
 from engine.flows.writer import Writer
 
 
-class SessionMemory:
+class Recall:
     """Recall and sync (``ContextEngine.recall``, ``sync``, ``forget_folder``), and the
     fits of recall's learned reader they and other jobs queue (``refit``)."""
 
