@@ -27,7 +27,7 @@ from engine.flows.lanes import to_hit
 from engine.flows.ranking import Ranked, rank_query
 from engine.flows.recall_adapt import query_adapter
 from engine.flows.recall_parts import demoted, is_part
-from engine.flows.recall_roles import preferred
+from engine.flows.recall_roles import apart, preferred
 from engine.flows.runtime import Runtime
 from engine.metrics import QUERY_MS
 from engine.recall.present import compose_turn
@@ -77,6 +77,7 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
     own: dict[int, str] = {}
     ranked = demoted(ranked, res.rows, rt.cfg.recall.part_penalty)
     ranked = preferred(query, ranked, res.rows, rt.cfg.recall.turn_roles)
+    ranked = apart(ranked, res.rows, rt.cfg.recall.turn_roles)
     if rt.cfg.recall.hit_unit == "chunk":
         for cid, score, _ in ranked[:k]:
             hits.append(to_hit(res.rows[cid], score, lanes.get(cid, {})))

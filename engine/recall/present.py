@@ -28,6 +28,14 @@ _WORD = re.compile(r"[a-z0-9_]{3,}")
 # (0.664 -> 0.672; 0.647 -> 0.655), none lost.
 CALL_SHARE = 0.34
 MIN_LINE = 12
+# The most of an excerpt's budget the request it quotes may take when the request holds
+# more of the question's words than any line below it (the question asks what was asked
+# for: "how did I want the tests to check"); else the request is quoted in
+# ``request_tokens``. Hand-set (half: the answer's start still shows); checked on the
+# dev split, the agent view of `python -m bench.recall_quality --split dev` as a scratch
+# A/B on one engine (2026-11-28, 10,613 chunks, with turn_roles.repeat_penalty): 0.706 ->
+# 0.714 (0.731 -> 0.739 asked from the project), one decision question back in view, none lost.
+REQUEST_SHARE = 0.5
 _CALL = re.compile(r"Tool [^:\n]{1,80}: ")  # a tool call's line (engine.recall.chunks)
 REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)
 _REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
@@ -99,7 +107,8 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
             request_tokens: int = 24) -> str:
     """The lines of ``text`` that answer ``query`` best, within ``budget`` tokens.
 
-    The request line ("User: ...") is quoted first, cut to ``request_tokens``; then
+    The request line ("User: ...") is quoted first, cut to ``request_tokens`` (to
+    ``REQUEST_SHARE`` of the budget when it holds more query words than any other line); then
     the window of consecutive lines holding the most query words (the earliest such
     window), grown line by line, below then above, while whole lines fit; what room is
     left then shows the start of the next line below (else above) when that is at least
@@ -110,17 +119,20 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
     if counter.count(text) <= budget:
         return text
     lines = text.split("\n")
+    asked = _words(query)
     head = ""
     if lines and lines[0].startswith("User: "):
-        head = counter.truncate(lines[0], request_tokens)
-        head = head if head == lines[0] else head.rstrip() + " …"
-        lines = lines[1:]
+        request, lines = lines[0], lines[1:]
+        said = max((len(asked & _words(line)) for line in lines), default=0)
+        if len(asked & _words(request)) > said:  # the request is what answers
+            request_tokens = max(request_tokens, int(budget * REQUEST_SHARE))
+        head = counter.truncate(request, request_tokens)
+        head = head if head == request else head.rstrip() + " …"
     room = budget - (counter.count(head + "\n") if head else 0)
     if not lines:
         return head
     cap = max(MIN_LINE, int(room * CALL_SHARE))
     lines = [_cut_line(counter, ln, cap) if _CALL.match(ln) else ln for ln in lines]
-    asked = _words(query)
     scores = [len(asked & _words(line)) for line in lines]
     best = max(range(len(lines)), key=lambda i: (scores[i], -i))
     used = counter.count(lines[best])

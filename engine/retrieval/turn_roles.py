@@ -17,7 +17,15 @@ chunk, and every chunk of a turn quotes its request. So each question is read fo
   calls of that tool (its name's words, or the words ``TOOL_WORDS`` gives it).
 
 Each chunk of such a role gets ``TurnRoleConfig``'s bonus for it added to its rerank
-score (never more than one bonus per kind of role). Pure functions of plain data.
+score (never more than one bonus per kind of role).
+
+And each of a session's words is read once: a reply and every tool call made after it
+quote the same assistant words (a call's chunk leads with them as why it ran), so they
+share those words' match to the question and come up together, one slot each, above
+the rest of the session. ``repeat_penalties`` lowers each chunk after the first that
+leads with the same words (``said``) by ``TurnRoleConfig.repeat_penalty`` for every
+one above it: the next best different chunk (another call's result, another turn) is
+read before the second copy. Pure functions of plain data.
 """
 
 from __future__ import annotations
@@ -81,11 +89,20 @@ being at most 1): their origin is at ``RecallConfig.turn_roles``."""
     output_bonus: float = 0.0
     call_bonus: float = 0.0
     named_bonus: float = 0.05
+    # Subtracted from a chunk's score for each better chunk of its session that leads
+    # with the same assistant words (``repeat_penalties``). Dev split, `python -m
+    # bench.recall_quality --split dev` ranks as a scratch A/B on one engine (2026-11-28,
+    # 10,613 chunks, load 3-5): 0 / 0.01 / 0.02 / 0.05 / 0.1 / 1: hit@5 0.647 / 0.647 /
+    # 0.655 / 0.655 / 0.655 / 0.655, hit@8 (the agent's k) 0.697 / 0.714 / 0.714 / 0.714 /
+    # 0.714 / 0.714, hit@10 0.714 / 0.714 / 0.714 / 0.714 / 0.723 / 0.723; at 0.1 23
+    # questions' answers moved up and none down (0.1 and 1 order the same).
+    repeat_penalty: float = 0.1
     _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
                                                      repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("ending_bonus", "output_bonus", "call_bonus", "named_bonus"):
+        for name in ("ending_bonus", "output_bonus", "call_bonus", "named_bonus",
+                     "repeat_penalty"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"recall.turn_roles.{name} must be in 0..1",
                                   key=f"recall.turn_roles.{name}")
@@ -169,4 +186,40 @@ def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> li
         if tool and c.tool in named and c.part in (None, "input"):
             bonus += cfg.named_bonus
         out.append(bonus)
+    return out
+
+
+REPLY = "Assistant: "  # a reply's, or a call's reason's, line (engine.recall.chunks)
+SAID_CHARS = 60  # the words compared: a call quotes its reason cut to 60 tokens (chunks)
+
+
+def said(kind: str, text: str) -> str | None:
+    """The assistant words ``text`` leads with, flattened and cut to ``SAID_CHARS``: of a
+    reply ("User: ...\nAssistant: <reply>") its start, of a tool call ("...Assistant:
+    <why>\nTool Bash: ...") the words before the call; None for a chunk that quotes no
+    reply (a part, a continuation, reasoning, code)."""
+    if text.startswith("User: "):  # the request it quotes, one line
+        text = text.partition("\n")[2]
+    if not text.startswith(REPLY):
+        return None
+    body = text[len(REPLY):]
+    if kind == "tool":
+        body = body.split("\nTool ", 1)[0]
+    words = " ".join(body.split()).rstrip("…").rstrip()
+    return words[:SAID_CHARS] or None
+
+
+def repeat_penalties(chunks: list[tuple[str | None, str | None]], penalty: float
+                     ) -> list[float]:
+    """For ``chunks`` (each its session and ``said`` words, best first): ``penalty`` times
+    the number of chunks above it of the same session that lead with the same words."""
+    seen: dict[tuple[str | None, str], int] = {}
+    out = []
+    for session, words in chunks:
+        if words is None or not penalty:
+            out.append(0.0)
+            continue
+        n = seen.get((session, words), 0)
+        seen[(session, words)] = n + 1
+        out.append(penalty * n)
     return out

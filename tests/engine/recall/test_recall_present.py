@@ -121,3 +121,25 @@ def test_room_left_shows_the_start_of_the_next_line() -> None:
     assert out.startswith("The cache key is the file's hash")
     assert "zanzibar" in out and out.endswith("…")
     assert counter.count(out) <= 60
+
+
+def test_a_request_that_answers_is_quoted_at_length() -> None:
+    """When the request holds more of the question's words than any line below it (the
+    question asks what was asked for), the excerpt quotes it past ``request_tokens``."""
+    counter = TokenCounter.shared()
+    request = ("User: Alright, now that the redaction of secrets in transcripts works and "
+               "its package is reviewed, for every test in it I would like to see "
+               "literal expectations, either byte slices or strings, instead of "
+               "strings.Contains checks, so the tests are easier to understand.")
+    reply = "\n".join(f"Assistant: step {i} of the edit went through without trouble."
+                      if i != 17 else "Assistant: then the helper was renamed to wantBytes."
+                      for i in range(30))
+    text = f"{request}\n{reply}"
+    asked = "how did I want the tests to check: byte slices or strings instead of Contains?"
+    out = excerpt(text, asked, counter, 120)
+    assert "instead of strings.Contains checks" in out
+    assert counter.count(out) <= 120
+    # a question the reply answers keeps the request short
+    out = excerpt(text, "what was the test helper renamed to?", counter, 120)
+    assert "literal expectations" not in out
+    assert "renamed to wantBytes" in out

@@ -11,13 +11,15 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.flows.recall_roles import preferred
+from engine.flows.recall_roles import apart, preferred
 from engine.recall.config import RecallConfig
 from engine.retrieval.turn_roles import (
     RoleChunk,
     TurnRoleConfig,
     named_tools,
+    repeat_penalties,
     role_bonuses,
+    said,
     tool_words,
 )
 from engine.store.vault import ChunkRow
@@ -27,9 +29,9 @@ ON = TurnRoleConfig(ending_bonus=0.1, output_bonus=0.1, call_bonus=0.1, named_bo
 
 
 def _row(cid: int, kind: str, ordinal: int, tool: str | None = None,
-         part: str | None = None, session: str = "s") -> ChunkRow:
+         part: str | None = None, session: str = "s", body: str = "x") -> ChunkRow:
     meta = {"session": session, "turn": 0, "tool": tool, **({"part": part} if part else {})}
-    return ChunkRow(cid, 1, ordinal, kind, "", "x", 1, 0, None, meta, "s.jsonl", "s",
+    return ChunkRow(cid, 1, ordinal, kind, "", body, 1, 0, None, meta, "s.jsonl", "s",
                     "transcript", None, None)
 
 
@@ -131,3 +133,86 @@ def test_recall_adds_the_named_tools_bonus_to_its_calls(engine: ContextEngine,
     skill = dict(off)["Skill"]
     assert dict(hits(TurnRoleConfig()))["Skill"] == pytest.approx(skill + 0.05)  # default
     assert hits(TurnRoleConfig(named_bonus=0.2))[0] == ("Skill", pytest.approx(skill + 0.2))
+
+
+REPLY = "User: where does the tap live?\nAssistant: Let me read the tap's formula files."
+
+
+def _call(n: int) -> str:
+    return (f"User: where does the tap live?\nAssistant: Let me read the tap's formula "
+            f"files.\nTool Bash: cat Formula/f{n}.rb\nResult (exit 0): class F{n}")
+
+
+def test_a_reply_and_the_calls_after_it_lead_with_the_same_words() -> None:
+    words = said("turn_pair", REPLY)
+    assert words == "Let me read the tap's formula files."
+    assert said("tool", _call(1)) == said("tool", _call(2)) == words
+    assert said("turn_pair", "Assistant: Let me read the tap's  formula\nfiles.") == words
+    long = "User: q\nAssistant: " + "word " * 40
+    assert said("turn_pair", long) == ("word " * 40)[:60]  # its start only
+    for quotes_no_reply in ("Tool Bash (output): Assistant: not a reply",
+                            "User: q\nAssistant (continued): the rest",
+                            "User: q\nAssistant (thinking): hmm",
+                            "User (request): Assistant: pasted", "Code: x"):
+        assert said("tool", quotes_no_reply) is None, quotes_no_reply
+
+
+def test_each_repeat_of_a_sessions_words_costs_the_penalty_once_more() -> None:
+    keys = [("a", "w"), ("a", "w"), ("b", "w"), ("a", "w"), ("a", None), ("a", None)]
+    assert repeat_penalties(keys, 0.1) == pytest.approx([0, 0.1, 0, 0.2, 0, 0])
+    assert repeat_penalties(keys, 0.0) == [0.0] * 6
+
+
+def test_apart_reads_the_next_different_chunk_before_a_second_copy() -> None:
+    rows = {1: _row(1, "turn_pair", 1, body=REPLY), 2: _row(2, "tool", 2, "Bash", body=_call(1)),
+            3: _row(3, "tool", 3, "Bash", body=_call(2)),
+            4: _row(4, "tool", 4, "Bash", body=_call(3).replace("Let me", "Now let me")),
+            5: _row(5, "tool", 5, "Bash", body=_call(4), session="other")}
+    ranked = [(2, 0.50, {}), (3, 0.49, {}), (1, 0.48, {}), (5, 0.47, {}), (4, 0.40, {})]
+    assert [c for c, _, _ in apart(ranked, rows, TurnRoleConfig())] == [2, 5, 4, 3, 1]
+    off = TurnRoleConfig(repeat_penalty=0.0)
+    assert apart(ranked, rows, off) == ranked
+    with pytest.raises(ConfigError) as err:
+        TurnRoleConfig(repeat_penalty=-0.1)
+    assert "recall.turn_roles.repeat_penalty" in str(err.value)
+
+
+def _tap_session(engine: ContextEngine, tmp_path: Path) -> None:
+    """A request answered by one reply and five calls made after it (each quoting the
+    reply's words), then a call of its own and a short closing reply."""
+    claude = ClaudeLines()
+    lines = [claude.user("where does the homebrew tap formula live?"),
+             claude.assistant([text("Let me read the homebrew tap formula files.")],
+                              msg_id="m0")]
+    for i in range(5):
+        lines += [claude.assistant([tool_use(f"b{i}", "Read",
+                                             {"file_path": f"/src/tap/Formula/tool_{i}.rb"})],
+                                   msg_id=f"m{i + 1}"),
+                  claude.tool_result(f"b{i}", f"class Tool{i} < Formula\n  url 'x{i}'\nend")]
+    lines += [claude.assistant([text("And the remote of the tap repository:"),
+                                tool_use("g1", "Bash", {"command": "git remote -v"})],
+                               msg_id="mg"),
+              claude.tool_result("g1", "origin git@github.com:acme/homebrew-tap.git (fetch)"),
+              claude.assistant([text("It lives in acme/homebrew-tap.")], msg_id="mz")]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_lines(folder / "s.jsonl", lines)
+    engine.sync([str(folder)])
+
+
+def test_recall_shows_a_different_chunk_before_a_second_copy_of_a_reply(
+        engine: ContextEngine, tmp_path: Path) -> None:
+    _tap_session(engine, tmp_path)
+    query = "where does the homebrew tap formula live?"
+
+    def hits(roles: TurnRoleConfig) -> list[str | None]:
+        engine.rt.cfg = dataclasses.replace(
+            engine.rt.cfg, recall=dataclasses.replace(engine.rt.cfg.recall, turn_roles=roles))
+        return [said(h.kind, h.text) for h in engine.recall(query, k=4).hits]
+
+    words = "Let me read the homebrew tap formula files."
+    off = hits(TurnRoleConfig(repeat_penalty=0.0))
+    assert off.count(words) >= 3, f"the check can fail: copies fill the top 4 without it {off}"
+    on = hits(TurnRoleConfig())
+    assert on.count(words) < off.count(words)
+    assert len(set(on)) > len(set(off))
