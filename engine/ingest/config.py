@@ -24,11 +24,8 @@ GENERATED_MARKERS: tuple[str, ...] = (r"@generated\b", r"\bDO NOT EDIT\b(?! THIS
 @dataclass(frozen=True)
 class IngestConfig:
     """How files are read. The ``blob_*`` thresholds decide which text files hold data
-    rather than words (``engine.ingest.blobs``); origin of each: measured on every text
-    file of this project's virtualenv site-packages (31,428 files, 2026-11-25,
-    ``python -m bench.blob_scan``): the values below skip PEM bundles, minified
-    scripts, vocabularies and tables of random tokens, and no prose or hand-written
-    code of a 300-file sample read by eye (figures in the bench's output)."""
+    rather than words (``engine.ingest.blobs``); measured on 31,428 site-packages files,
+    ``python -m bench.blob_scan`` (docs/tuning.md)."""
 
     max_file_bytes: int = bounded(20_000_000, 1, 2_000_000_000)
     excludes: tuple[str, ...] = ()
