@@ -35,6 +35,9 @@ from engine.types import ConversationTurn, LiveItem
 
 P = ParamSpec("P")
 R = TypeVar("R")
+# build_context's inputs as the face takes them (typed items or their mappings)
+Live = Sequence[LiveItem | Mapping[str, Any]] | None
+Conversation = Sequence[ConversationTurn | Mapping[str, Any]] | None
 
 
 def _gated(method: Callable[Concatenate[Reading, P], R]) -> Callable[Concatenate[Reading, P], R]:
@@ -69,12 +72,9 @@ class Reading:
         return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
     @_gated
-    def build_context(self, query: str,
-                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
-                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
-                      budget: int = 1500, config: Mapping[str, Any] | None = None,
-                      fmt: str | None = None, mode: str | None = None,
-                      now: float | None = None) -> Payload:
+    def build_context(self, query: str, *, live: Live, conversation: Conversation,
+                      budget: int, config: Mapping[str, Any] | None, fmt: str | None,
+                      mode: str | None, now: float | None) -> Payload:
         from engine.flows.build import build_context
 
         started, t0 = time.time(), time.perf_counter()

@@ -31,12 +31,10 @@ class Recall:
         self._stage = stage
         self.adapt_job = ""  # the learned reader's last fit job
 
-    def recall(self, query: str | None = None, *, auto: bool = False,
-               project: str | None = None, branch: str | None = None,
-               since: float | None = None, types: Sequence[str] | None = None, k: int = 10,
-               budget: int | None = None, task: str | None = None, fmt: str = "context",
-               index: Sequence[str] = (), sync: bool = False,
-               cwd: str | None = None) -> RecallResult:
+    def recall(self, query: str | None, *, auto: bool, project: str | None,
+               branch: str | None, since: float | None, types: Sequence[str] | None, k: int,
+               budget: int | None, task: str | None, fmt: str, index: Sequence[str],
+               sync: bool, cwd: str | None) -> RecallResult:
         from engine.flows.recall import check_recall, recall
 
         rt = self._live()
