@@ -10,8 +10,7 @@ from pathlib import Path
 
 from engine.config_base import bounded, check_bounds
 from engine.errors import ConfigError
-from engine.retrieval.config import AdaptConfig
-from engine.retrieval.turn_roles import TurnRoleConfig
+from engine.retrieval.config import AdaptConfig, TurnRoleConfig
 
 DEFAULT_MISTAKE_PATTERNS: tuple[str, ...] = (
     r"\bI made (?:a|an|the) (?:mistake|error)\b",

@@ -17,7 +17,8 @@ tested without a store or a model:
 - ``tiers``   which surrogate tier (full, gist, micro) a source gets in the payload;
 - ``fts_match`` the FTS5 MATCH expression's parts for the keyword lane;
 - ``config``  the part's config sections: [search] (lane depths, fusion, lane bounds),
-              [query], [rerank] and [tiers];
+              [query], [rerank], [tiers], and recall's [recall.adapt_fit] and
+              [recall.turn_roles] tables;
 - ``transcript_rank`` rerank features of coding-session memory (what a chunk is, how
               its session fares);
 - ``turn_roles`` which role a question about a session asks for (its closing summary,

@@ -25,6 +25,7 @@ from engine.retrieval.lexicon import (
     RECENT_PATTERNS,
     START_WORDS,
     STOPWORDS,
+    named_tools,
     words_of,
 )
 from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, KIND_PROFILES
@@ -217,6 +218,63 @@ class TranscriptCues:
     def asks(self, query: str) -> dict[str, bool]:
         """Which of failure / command / code the question asks about."""
         return {name: rx.search(query) is not None for name, rx in self._compiled.items()}
+
+
+@dataclass(frozen=True)
+class TurnRoleConfig:
+    """The question shapes (regex fragments matched as whole words, case-insensitive)
+    and the bonus each role's chunks get. Cues: written from how English asks about an
+    outcome, about what a tool printed and about a command (general usage, not taken
+    from the benchmark's questions). Bonuses are added to a rerank score (a transcript
+    chunk's being at most 1). Read by ``engine.retrieval.turn_roles``."""
+
+    ending: tuple[str, ...] = (*_words(
+        r"outcome\w* ended eventually finally final conclu\w* verdict"), r"came\s+of",
+        r"come\s+of", r"in\s+the\s+end", r"end\s+up", r"ended\s+up", r"at\s+the\s+end",
+        r"how\s+did\s+(?:it|that|this|the\s+\w+)\s+(?:end|go|turn\s+out)",
+        r"turn(?:ed)?\s+out", r"where\s+did\s+(?:we|i|it)\s+(?:land|leave)")
+    output: tuple[str, ...] = (*_words(
+        r"output\w* print\w* printed returned return\w* stdout stderr log\w* say said",
+        r"says showed shown report\w* listed exist\w* existed"),
+        r"what\s+did\s+\w+\s+show", r"error\s+message\w*")
+    call: tuple[str, ...] = _words(
+        r"command\w* invocation invok\w* ran run flag\w* argument\w* options? search\w*",
+        r"query queried grep\w* edit\w* launch\w*")
+    # Bonuses: recall dev, bench.recall_quality (docs/tuning.md).
+    ending_bonus: float = bounded(0.05, 0.0, 1.0)
+    output_bonus: float = bounded(0.0, 0.0, 1.0)
+    call_bonus: float = bounded(0.0, 0.0, 1.0)
+    named_bonus: float = bounded(0.05, 0.0, 1.0)
+    # Subtracted from a chunk's score for each better chunk of its session that leads
+    # with the same assistant words (``turn_roles.repeat_penalties``): recall dev,
+    # bench.recall_quality (docs/tuning.md).
+    repeat_penalty: float = bounded(0.1, 0.0, 1.0)
+    _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
+                                                     repr=False)
+
+    def __post_init__(self) -> None:
+        check_bounds(self, "recall.turn_roles")
+        compiled = {name: re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
+                    for name, words in (("ending", self.ending), ("output", self.output),
+                                        ("call", self.call)) if words}
+        object.__setattr__(self, "_compiled", compiled)
+
+    def asks(self, query: str) -> dict[str, bool]:
+        """Which of ending / output / call the question asks about."""
+        return {name: rx.search(query) is not None for name, rx in self._compiled.items()}
+
+    def wanted(self, query: str, tools: set[str]) -> bool:
+        """Whether the question asks for a role that has a bonus (``tools``: the tools
+        of the chunks ranked); when not, no chunk's score changes."""
+        asks = self.asks(query)
+        return bool((asks.get("ending") and self.ending_bonus)
+                    or (asks.get("output") and self.output_bonus)
+                    or (asks.get("call") and self.call_bonus)
+                    or (self.named_bonus and named_tools(query, tools)))
+
+    @property
+    def on(self) -> bool:
+        return any((self.ending_bonus, self.output_bonus, self.call_bonus, self.named_bonus))
 
 
 @dataclass(frozen=True)

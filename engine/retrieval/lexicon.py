@@ -4,13 +4,16 @@ The defaults of :class:`~engine.retrieval.query.QueryConfig` live here: stopword
 words that are never entities, imperative sentence starts, file extensions, the
 cue patterns of each intent, of "recent" and of each query class, and the lane
 weights per class. So do the calendar words and date formats that
-``query.find_dates`` reads. Analysis itself (dates, terms, entities, intent,
-class) stays in ``query``.
+``query.find_dates`` reads, the rerank's answer cues, the word tokens both read
+(``words_of``) and the words that name a coding agent's tools (``named_tools``, for
+``turn_roles``). Analysis itself (dates, terms, entities, intent, class) stays in
+``query``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # ---- defaults (general English; override through QueryConfig) ------------------------
 
@@ -166,3 +169,46 @@ DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
     "date": (r"\b(?:19|20)\d\d\b", r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b"),
     "count": (r"\d",),
 }
+
+
+# Words a user says for the tools of Claude Code and Codex besides their names' own
+# words (their documentation's verbs for what each tool does). Hand-written.
+TOOL_WORDS: Mapping[str, tuple[str, ...]] = {
+    "Bash": ("command", "shell", "terminal", "ran", "run"),
+    "shell": ("command", "terminal", "ran", "run"),
+    "exec_command": ("shell", "terminal", "ran", "run"),
+    "user shell": ("command", "terminal", "ran", "run"),
+    "Grep": ("search", "searched", "grep", "grepped", "looked"),
+    "Glob": ("search", "searched", "find", "found", "files"),
+    "Read": ("read", "opened", "looked"),
+    "Edit": ("edit", "edited", "changed", "change", "modified", "replaced"),
+    "MultiEdit": ("edit", "edited", "changed", "modified"),
+    "Write": ("wrote", "write", "created", "file"),
+    "apply_patch": ("edit", "edited", "changed", "patch", "patched", "created"),
+    "WebSearch": ("online", "web", "searched", "googled", "internet"),
+    "web_search": ("online", "web", "searched", "googled", "internet"),
+    "WebFetch": ("fetched", "downloaded", "page", "url"),
+    "Task": ("agent", "agents", "subagent", "delegated"),
+    "Skill": ("skill", "launched", "slash"),
+    "TodoWrite": ("todo", "todos", "plan"),
+    "update_plan": ("plan", "todo"),
+}
+
+
+_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_QWORD = re.compile(r"[a-z]+")
+
+
+def tool_words(tool: str) -> frozenset[str]:
+    """The words that name ``tool``: its name's own ("WebSearch": web, search;
+    "exec_command": exec, command) and ``TOOL_WORDS``'s. An MCP tool
+    (``mcp__server__name``) is named by its last part's words."""
+    name = tool.rsplit("__", 1)[-1]
+    own = {w.lower() for w in _SPLIT.findall(name) if len(w) >= 3}
+    return frozenset(own | set(TOOL_WORDS.get(tool, ())))
+
+
+def named_tools(query: str, tools: set[str]) -> set[str]:
+    """The ``tools`` whose words the question uses."""
+    asked = set(_QWORD.findall(query.lower()))
+    return {t for t in tools if tool_words(t) & asked}

@@ -13,14 +13,13 @@ from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.recall_roles import apart, preferred
 from engine.recall.config import RecallConfig
+from engine.retrieval.config import TurnRoleConfig
+from engine.retrieval.lexicon import named_tools, tool_words
 from engine.retrieval.turn_roles import (
     RoleChunk,
-    TurnRoleConfig,
-    named_tools,
     repeat_penalties,
     role_bonuses,
     said,
-    tool_words,
 )
 from engine.store.vault import ChunkRow
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
