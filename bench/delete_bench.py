@@ -6,7 +6,7 @@
 Issue 32: `ctx delete` of a folder of 116 sources (64,835 chunks) timed out after
 10 s while the engine went on deleting for about 5 minutes in one write
 transaction, and `ctx status` / `ctx audit` timed out meanwhile. The delete is now a
-job done in steps (engine.flows.deleting); the claim is that status and search
+job done in steps (engine.flows.keeping.deleting); the claim is that status and search
 answer within 1 s throughout.
 
 A store of about ``--chunks`` chunks in one folder of ``--files`` generated markdown

@@ -207,7 +207,7 @@ def speed(all_ways: dict[tuple[str, str], Encode], sets: dict[str, list[str]],
 def store_vectors(folder: Path, embedder: Any) -> dict[bytes, bytes]:
     """Every chunk's vector bytes (model space), keyed by a hash of its embedding input."""
     from engine.facade import ContextEngine
-    from engine.store.rebuild import embed_inputs
+    from engine.store.vault.rebuild import embed_inputs
 
     out: dict[bytes, bytes] = {}
     with ContextEngine.open(folder, embedder=embedder) as eng:

@@ -1,7 +1,7 @@
 """Choose the share of adjacent turns in a chat turn's similarity on LoCoMo dev.
 
 ``RerankConfig.context_share`` mixes a turn's vector with its session neighbours'
-before the query's cosine is taken (``engine.flows.ranking.context_similarities``);
+before the query's cosine is taken (``engine.flows.search.ranking.context_similarities``);
 ``PackingConfig.unlabelled_kinds`` leaves the kind label out of a chat session's
 header. This script runs ``bench.locomo`` on the dev split (conversations 0-4; test
 is never read) once per setting, through the product's own config overrides

@@ -53,8 +53,8 @@ GRID = {"neighbour_after": (0.8, 0.85, 0.9, 0.95), "neighbour_before": (0.7, 0.8
 
 def dump(cache: Path) -> list[dict[str, Any]]:
     from engine.facade import ContextEngine
-    from engine.flows.lanes import run_lanes
-    from engine.flows.ranking import rank_hits
+    from engine.flows.search.lanes import run_lanes
+    from engine.flows.search.ranking import rank_hits
     from engine.packing.render import format_time
     from engine.retrieval.dedupe import suppress_near_duplicates
 

@@ -53,9 +53,9 @@ def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[s
                 filters: Any = None, expand: bool = False) -> list[Query]:
     import dataclasses
 
-    from engine.flows.lanes import run_lanes
-    from engine.flows.ranking import rank_hits
-    from engine.flows.session_expand import expand_sessions
+    from engine.flows.search.lanes import run_lanes
+    from engine.flows.search.ranking import rank_hits
+    from engine.flows.search.session_expand import expand_sessions
 
     rt = eng.rt
     out = []
@@ -134,7 +134,7 @@ def dump_transcripts(cache: Path) -> dict[str, Any]:
     from bench import recall_quality as rq
     from bench import recall_scoring as rs
     from engine.facade import ContextEngine
-    from engine.store.rows import Filters
+    from engine.store.vault.rows import Filters
 
     embedder = sd.make_embedder("minilm")
     dirs = rq.corpus_dirs()

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sd.bench_env()
     from engine.facade import ContextEngine
-    from engine.flows.lanes import run_lanes
-    from engine.flows.ranking import distinct_sources_of, rank_hits
+    from engine.flows.search.lanes import run_lanes
+    from engine.flows.search.ranking import distinct_sources_of, rank_hits
 
     embedder = sd.make_embedder("minilm")
     store = args.store or sd.prepare_store(embedder, args.store_cache, None)[0]

@@ -55,9 +55,9 @@ def arms(cfg: Any, budgets: list[int], max_dfs: list[float]) -> dict[str, Any]:
 
 def measure(eng: Any, drawn: list[tuple[str, int]], budgets: list[int],
             max_dfs: list[float]) -> dict[str, dict[str, float]]:
-    from engine.flows.lanes import keyword_lane
+    from engine.flows.search.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.store.rows import Filters
+    from engine.store.vault.rows import Filters
 
     rt = eng.rt
     configs = arms(rt.cfg, budgets, max_dfs)

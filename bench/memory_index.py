@@ -45,8 +45,8 @@ os.environ.setdefault("CTX_PASSPHRASE", "bench")
 os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
 
 from bench.stats import machine_state, summary, table
-from engine.store.exact_index import ExactIndex
-from engine.store.memory_vectors import BASIS_SAMPLE, principal_basis
+from engine.store.vectors.exact_index import ExactIndex
+from engine.store.vectors.memory import BASIS_SAMPLE, principal_basis
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -137,8 +137,8 @@ def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
     from threadpoolctl import threadpool_limits
 
     from engine.store.config import StoreConfig
-    from engine.store.memory_vectors import MemoryVectors
-    from engine.store.snapshot import SnapshotFile
+    from engine.store.vectors.memory import MemoryVectors
+    from engine.store.vectors.snapshot import SnapshotFile
 
     x, q = real_vectors(real)
     q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
@@ -227,8 +227,8 @@ def child_open(path: Path) -> None:
     from threadpoolctl import threadpool_limits
 
     from engine.store.config import StoreConfig
-    from engine.store.memory_vectors import MemoryVectors
-    from engine.store.snapshot import SnapshotFile
+    from engine.store.vectors.memory import MemoryVectors
+    from engine.store.vectors.snapshot import SnapshotFile
 
     q = np.load(path.with_name("query.npy"))
     base = _hwm_mb()

@@ -21,7 +21,7 @@
    per session, and so the model's share of the cold pass.
 3. A sync over the unchanged folders (no embedding) and recall query latency, beside,
    in turns in the same run: recall with the keyword lane joining every matched row to
-   test the kinds (before ``engine.store.kind_share``), round 1's ranking, recall
+   test the kinds (before ``engine.store.vault.kind_share``), round 1's ranking, recall
    --auto and the fused lanes alone; each with its ratio to recall's.
 
 The machine's load average is printed with every pass: compare figures of one
@@ -109,7 +109,7 @@ def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
 def before_issue_11() -> Iterator[None]:
     """Indexing as it was before issue 11: the model's steps take the texts in file
     order (each step padded to its longest text), and tool chunks are embedded whole."""
-    from engine.flows.writer import Writer
+    from engine.flows.ingest.writer import Writer
     from engine.recall import embedview
 
     by_length, chars = Writer._by_length, embedview.TOOL_EMBED_CHARS
@@ -271,9 +271,9 @@ def main(argv: list[str] | None = None) -> int:
                                    "fused lanes only (recall before issue 26)": []}
     import dataclasses
 
-    import engine.store.vault as vault_module
-    from engine.flows.lanes import run_lanes
-    from engine.store.vault import Filters
+    import engine.store.vault.core as vault_module
+    from engine.flows.search.lanes import run_lanes
+    from engine.store.vault.core import Filters
 
     cfg = eng.rt.cfg
     round1 = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit="chunk"),

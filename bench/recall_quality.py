@@ -190,8 +190,8 @@ def transcript_rows(eng: Any) -> list[tuple[int, str, str | None]]:
 
 def fused_ranker(eng: Any) -> Ranker:
     """RRF of the keyword and vector lanes over transcript chunks (recall before issue 26)."""
-    from engine.flows.lanes import run_lanes
-    from engine.store.vault import Filters
+    from engine.flows.search.lanes import run_lanes
+    from engine.store.vault.core import Filters
 
     def run(q: dict[str, Any]) -> list[Hit]:
         res = run_lanes(eng.rt, q["q"], filters=Filters(kinds=("transcript",)),

@@ -156,13 +156,13 @@ class Stages:
 
 @contextmanager
 def instrumented() -> Iterator[Stages]:
-    import engine.flows.recall_adapt as ra
-    import engine.flows.recall_sync as rsync
-    import engine.flows.vector_stage as vs
-    import engine.store.embed_cache as ec
-    import engine.store.sources as src
-    from engine.flows.writer import Writer
-    from engine.store.memory_vectors import MemoryVectors
+    import engine.flows.ingest.vector_stage as vs
+    import engine.flows.recall.adapt as ra
+    import engine.flows.recall.sync as rsync
+    import engine.store.vault.embed_cache as ec
+    import engine.store.vault.sources as src
+    from engine.flows.ingest.writer import Writer
+    from engine.store.vectors.memory import MemoryVectors
 
     st = Stages()
     for owner, attr, name in [
@@ -238,7 +238,7 @@ def index(folder: Path, store: Path, embedder: Any, limit_chunks: int | None
         sync_s, sync_cpu = time.perf_counter() - t, time.process_time() - c
         if res is not None and res.adapt_job:
             eng.wait(res.adapt_job)
-        from engine.flows.recall_adapt import learned
+        from engine.flows.recall.adapt import learned
 
         model = learned(eng.rt)
         fit = dict(model.info) if model is not None else {}
@@ -291,11 +291,11 @@ def print_index(r: dict[str, Any]) -> None:
 def recall_instrumented() -> Iterator[Stages]:
     """recall's stages, each thread's own CPU (the vector lane runs in a thread of its
     own, beside the keyword lane)."""
-    import engine.flows.recall_hits as hits
-    import engine.flows.recall_turns as turns
-    import engine.flows.session_words as sw
-    from engine.flows import lanes, ranking, recall
-    from engine.store import vault
+    import engine.flows.search.session_words as sw
+    from engine.flows.recall import entry as recall
+    from engine.flows.recall import hits, turns
+    from engine.flows.search import lanes, ranking
+    from engine.store.vault import core as vault
 
     st = Stages(time.thread_time)
     for owner, attr, name in [

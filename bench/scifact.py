@@ -89,7 +89,7 @@ class Baselines:
         from engine.retrieval.fts_match import fts_query
         from engine.retrieval.fusion import rrf
         from engine.retrieval.query import analyze_query
-        from engine.store.rows import Filters
+        from engine.store.vault.rows import Filters
 
         rt = self.rt
         a = analyze_query(query, rt.cfg.query)

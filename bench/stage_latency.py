@@ -93,9 +93,9 @@ class QueryModel:
 
 
 def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, float]]:
-    from engine.flows.lanes import keyword_lane
+    from engine.flows.search.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.store.rows import Filters
+    from engine.store.vault.rows import Filters
 
     rt = eng.rt
     stages: dict[str, list[float]] = {}

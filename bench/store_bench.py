@@ -86,9 +86,9 @@ def ingest(engine: Any, files: list[Path]) -> tuple[float, dict[str, Any]]:
 
 
 def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, dict[str, float]]:
-    from engine.flows.lanes import keyword_lane
+    from engine.flows.search.lanes import keyword_lane
     from engine.retrieval.query import analyze_query
-    from engine.store.rows import Filters
+    from engine.store.vault.rows import Filters
 
     rt = engine.rt
     lanes: dict[str, list[float]] = {k: [] for k in (

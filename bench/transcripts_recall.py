@@ -72,9 +72,9 @@ def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
 
 
 def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    from engine.flows.lanes import run_lanes
+    from engine.flows.search.lanes import run_lanes
     from engine.recall.chunks import RECALL_CHUNK_KINDS
-    from engine.store.vault import Filters
+    from engine.store.vault.core import Filters
 
     ranks: dict[str, list[int | None]] = {"recall": [], "ctx search": [], "RRF": []}
     for q in questions:

@@ -115,7 +115,7 @@ def stored_vectors(root: Path) -> tuple[np.ndarray, list[str]] | None:
 def truth(root: Path, backend: str, model: Any, ids: list[str]) -> list[tuple[str, int] | None]:
     """(file name, ordinal) of each stored id, from the victim's key (scoring only)."""
     from engine.crypto import keys
-    from engine.store.vector_ids import KeyedIds
+    from engine.store.vectors.ids import KeyedIds
 
     key = keys.unlock_key(root, passphrase=os.environ["CTX_PASSPHRASE"])
     cids = KeyedIds(key).decode(ids)

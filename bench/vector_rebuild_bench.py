@@ -31,7 +31,7 @@ from bench.stats import summary, table
 from engine.config import Config
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
-from engine.flows.vector_rebuild import chunk_key, rebuild
+from engine.flows.keeping.vector_rebuild import chunk_key, rebuild
 
 WORDS = ["tide", "harbour", "ferry", "ledger", "invoice", "budget", "garden", "tomato",
          "compiler", "kernel", "thread", "socket", "packet", "river", "mountain", "violin",

@@ -50,11 +50,11 @@ _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudg
            "StoreExists", "error_from_dict", "qualified_field")
 # Keeping the data: backups, restore, and how the data key is kept.
 _KEEPING = {
-    "restore_backup": "engine.flows.restore", "verify_backup_file": "engine.flows.backup:"
-    "verify_backup", "rotate_key": "engine.flows.keychange",
-    "prepare_rotation": "engine.flows.keychange",
-    "change_passphrase": "engine.flows.keychange", "use_keychain": "engine.flows.keychange",
-    "use_passphrase": "engine.flows.keychange", "renew_recovery_key": "engine.flows.keychange",
+    "restore_backup": "engine.flows.keeping.restore", "verify_backup_file": "engine.flows.keeping.backup:"
+    "verify_backup", "rotate_key": "engine.flows.keeping.keys",
+    "prepare_rotation": "engine.flows.keeping.keys",
+    "change_passphrase": "engine.flows.keeping.keys", "use_keychain": "engine.flows.keeping.keys",
+    "use_passphrase": "engine.flows.keeping.keys", "renew_recovery_key": "engine.flows.keeping.keys",
     "generate_recovery_key": "engine.crypto.recovery:new_recovery_key",
     "looks_like_recovery_key": "engine.crypto.recovery", "BackupConfig": "engine.backup.config",
     "backups_to_prune": "engine.backup.schedule", "backup_due": "engine.backup.schedule",
@@ -183,8 +183,8 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         qualified_field,
     )
     from engine.facade import ContextEngine, init_store, repair_store
-    from engine.flows.backup import verify_backup as verify_backup_file
-    from engine.flows.keychange import (
+    from engine.flows.keeping.backup import verify_backup as verify_backup_file
+    from engine.flows.keeping.keys import (
         change_passphrase,
         prepare_rotation,
         renew_recovery_key,
@@ -192,7 +192,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         use_keychain,
         use_passphrase,
     )
-    from engine.flows.restore import restore_backup
+    from engine.flows.keeping.restore import restore_backup
     from engine.limits import (
         MAX_BUDGET,
         MAX_CONVERSATION_TURNS,

@@ -63,7 +63,7 @@ def _key_source(root: Path) -> tuple[bool, str]:
 
 
 def _locked(root: Path) -> bool:
-    from engine.store.lock import DataDirLock
+    from engine.store.vault.lock import DataDirLock
 
     if not root.is_dir():
         return False
@@ -80,7 +80,7 @@ def layout_problem(root: Path) -> CtxError | None:
     """Why no engine may open (or make) a store at ``root`` as it is, read without
     changing anything: a damaged or foreign folder, or an explicit data dir (not the
     default, which is made on first use) that holds no store yet."""
-    from engine.store.layout import check_can_create, check_existing, read_layout
+    from engine.store.vault.layout import check_can_create, check_existing, read_layout
 
     try:
         layout = read_layout(root)

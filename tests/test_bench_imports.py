@@ -72,10 +72,10 @@ def test_every_name_bench_imports_is_there() -> None:
 def test_the_guard_sees_a_moved_name_inside_a_function(tmp_path: Path) -> None:
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "b.py").write_text(
-        "from engine.store.rows import Filters\n\n\ndef run():\n"
-        "    from engine.store.vault import Vault, NoSuchThing\n"
+        "from engine.store.vault.rows import Filters\n\n\ndef run():\n"
+        "    from engine.store.vault.core import Vault, NoSuchThing\n"
         "    import engine.no_such_module\n")
     assert missing_names(tmp_path) == [
-        "bench/b.py:5: engine.store.vault has no NoSuchThing",
+        "bench/b.py:5: engine.store.vault.core has no NoSuchThing",
         "bench/b.py:6: engine.no_such_module: No module named 'engine.no_such_module'"]
 

@@ -56,7 +56,7 @@ def _run_until_serving(home: Path, timeout: float = 240.0) -> tuple[int, str]:
 
 def _store_free(home: Path) -> bool:
     from engine.paths import lock_path
-    from engine.store.lock import DataDirLock
+    from engine.store.vault.lock import DataDirLock
 
     lock = DataDirLock(lock_path(home / ".local" / "share" / "ctx"))
     try:

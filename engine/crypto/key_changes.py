@@ -6,7 +6,7 @@ rename: killed at any moment, the store opens with the old way or the new one.
 A keychain entry is written before the record that names it, and one no longer
 named is deleted after (or, if that is cut short, at the next change: the
 record lists it under ``retired``). An engine may run meanwhile: it holds the
-key itself. ``engine.flows.keychange`` finishes an interrupted key rotation
+key itself. ``engine.flows.keeping.keys`` finishes an interrupted key rotation
 before any of these runs.
 """
 

@@ -34,7 +34,7 @@ class Rotation:
 
 class NameHasher:
     """Keyed hashes of project and source names, for filter metadata outside the vault.
-    ``kept``: the hash key a key rotation kept in the vault (engine/store/rekey.py), so
+    ``kept``: the hash key a key rotation kept in the vault (engine/store/vault/rekey.py), so
     that names hash as they did under the store's first data key."""
 
     def __init__(self, key: bytes, kept: bytes | None = None) -> None:

@@ -47,9 +47,9 @@ from engine.facade.keeping import Keeping
 from engine.facade.lifecycle import Lifecycle, open_handles, open_with
 from engine.facade.reading import Reading
 from engine.facade.recall import Recall
+from engine.flows.ingest.watching import WatchService
 from engine.flows.jobs import JobRunner
-from engine.flows.watching import WatchService
-from engine.store.lock import DataDirLock
+from engine.store.vault.lock import DataDirLock
 from engine.types import ConversationTurn, LiveItem
 
 
@@ -140,7 +140,7 @@ class ContextEngine:
         """
         return self._events.subscribe(listener)
 
-    # -- watched folders (flows.watching.WatchService) ---------------------------
+    # -- watched folders (flows.ingest.watching.WatchService) ---------------------------
     def watch(self, folders: Sequence[str] | None = None) -> WatchReport:
         """Follow the watched folders: the config's ``[ingest] watched_folders``, or
         exactly ``folders`` (an empty list stops watching). Each folder is ingested once
@@ -314,7 +314,7 @@ class ContextEngine:
     def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
         """Delete sources by id, uri or path: a folder deletes every source under it, a
         transcript file every segment of it, ``project:NAME`` every source of a project.
-        Deleted means gone from every table, index and cache (``flows.deleting``).
+        Deleted means gone from every table, index and cache (``flows.keeping.deleting``).
 
         A job of kind "delete" does it, a step at a time, so that reads and other calls
         go on meanwhile; what it names is hidden from every read as soon as it starts.
@@ -329,14 +329,14 @@ class ContextEngine:
         return self._keeping.repair(wait=wait, reason=reason)
 
     def compact(self, *, wait: bool = True) -> CompactResult:
-        """Give space back (``engine.flows.compaction``): vault.db's free pages, the
+        """Give space back (``engine.flows.keeping.compaction``): vault.db's free pages, the
         sealed vector snapshot, the write-ahead log; a job of kind "compact", a step at
         a time. Without ``wait``, returns at once with the job id and the size before."""
         return self._keeping.compact(wait=wait)
 
     def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
         """Move the store to the data key that ``prepare_rotation`` wrote to key.json as
-        pending, while the engine runs (``engine.flows.keychange.rotate_work``): a job of
+        pending, while the engine runs (``engine.flows.keeping.keys.rotate_work``): a job of
         kind "rotate" (``bytes`` of ``bytes_total`` of the vault exported, ``current``
         the part), during which reads go on and writes wait. ``key_id`` is the new key's,
         ``old_key_id`` the one it replaces; without ``wait``, returns at once with the

@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidInput
-from engine.flows import ingest as service
-from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.inputs import utf8
-from engine.flows.interrupted import InterruptedJobs
+from engine.flows.ingest import keyword_stage as service
+from engine.flows.ingest.alerts import IngestAlerts
+from engine.flows.ingest.interrupted import InterruptedJobs
+from engine.flows.ingest.vector_stage import VectorStage
+from engine.flows.ingest.writer import Writer
 from engine.flows.job import Job
 from engine.flows.jobs import JobRunner
 from engine.flows.runtime import Runtime
-from engine.flows.vector_stage import VectorStage
-from engine.flows.writer import Writer
+from engine.flows.search.inputs import utf8
 
 
 class Ingest:
@@ -59,7 +59,7 @@ class Ingest:
     def queue_paths(self, paths: Sequence[str], leave: Sequence[str] = ()) -> Job:
         """Queue a "paths" job; ``leave``: files under ``paths`` not to ingest (a resumed
         job leaves out what the user deleted since it was interrupted)."""
-        from engine.flows.export import import_work, is_export
+        from engine.flows.keeping.export import import_work, is_export
 
         rt = self._live()
         resolved = [str(Path(p).expanduser().resolve()) for p in paths]

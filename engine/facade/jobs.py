@@ -14,11 +14,11 @@ from pathlib import Path
 from engine.api import ErrorInfo, Event, JobSnapshot, SourcesChanged
 from engine.errors import NotFound
 from engine.flows.audit_log import AuditLog
-from engine.flows.interrupted import InterruptedJobs
+from engine.flows.ingest.interrupted import InterruptedJobs
+from engine.flows.ingest.vector_stage import VectorStage
 from engine.flows.job import Job
 from engine.flows.jobs import JobRunner
 from engine.flows.runtime import Runtime
-from engine.flows.vector_stage import VectorStage
 from engine.metrics import ALERT_WRITER_FAILED, Metrics
 
 log = logging.getLogger("ctx.engine")
@@ -114,7 +114,7 @@ class JobControl:
         if snap.final:  # dropped while queued: it never reaches the finish hook
             self._interrupted.finished(snap)
             if snap.kind == "rotate":  # the key it was to rotate to is forgotten
-                from engine.flows.keychange import drop_prepared
+                from engine.flows.keeping.keys import drop_prepared
 
                 drop_prepared(self._data_dir)
         return snap

@@ -24,16 +24,16 @@ from engine.api import (
 from engine.crypto import keys
 from engine.errors import ConfigError, CtxError, NotFound, StoreLocked
 from engine.facade.jobs import wait_ok
-from engine.flows import deleting
-from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.interrupted import InterruptedJobs
+from engine.flows.ingest.alerts import IngestAlerts
+from engine.flows.ingest.interrupted import InterruptedJobs
+from engine.flows.ingest.writer import Writer
 from engine.flows.job import byte_progress
 from engine.flows.jobs import Cancelled, JobRunner
+from engine.flows.keeping import deleting
+from engine.flows.keeping.vector_rebuild import check_vectors, repair_work
 from engine.flows.runtime import Runtime
-from engine.flows.vector_rebuild import check_vectors, repair_work
-from engine.flows.writer import Writer
 from engine.pathnames import shown
-from engine.store import sources as src
+from engine.store.vault import sources as src
 
 log = logging.getLogger("ctx.engine")
 R = TypeVar("R")
@@ -113,7 +113,7 @@ class Keeping:
         return RepairResult.from_dict(result)
 
     def compact(self, *, wait: bool = True) -> CompactResult:
-        from engine.flows.compaction import compact_work
+        from engine.flows.keeping.compaction import compact_work
 
         job = self._runner.submit("compact", compact_work(self._live()))
         if not wait:
@@ -123,7 +123,7 @@ class Keeping:
 
     def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
         from engine.crypto.keys import key_id
-        from engine.flows.keychange import pending_key_id, rotate_work
+        from engine.flows.keeping.keys import pending_key_id, rotate_work
 
         rt = self._live()
         if not rt.vectors.rekey(self.key):  # (the same key: nothing changes) a Chroma store
@@ -157,7 +157,7 @@ class Keeping:
                 raise StoreLocked(f"a key rotation is under way (job {j.id}): back up after it")
 
     def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
-        from engine.flows.backup import take_backup
+        from engine.flows.keeping.backup import take_backup
 
         rt = self._live()
         self._busy_rotating()
@@ -167,7 +167,7 @@ class Keeping:
             rt, self.key, path, progress=progress, include_vectors=vectors))
 
     def verify_backup(self, path: str) -> BackupResult:
-        from engine.flows.backup import verify_backup
+        from engine.flows.keeping.backup import verify_backup
 
         self._live()
         self._busy_rotating()
@@ -178,7 +178,7 @@ class Keeping:
 
     def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
                project: str | None = None) -> ExportResult:
-        from engine.flows.export import export_sources
+        from engine.flows.keeping.export import export_sources
 
         rt = self._live()
         return export_sources(rt, path, fmt, kind=kind, project=project)

@@ -22,18 +22,18 @@ from engine.errors import CtxError, EngineClosed, ModelMismatch, NoSpace
 from engine.events import Announcer
 from engine.flows import warming
 from engine.flows.audit_log import AuditLog
-from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.interrupted import InterruptedJobs
+from engine.flows.ingest.alerts import IngestAlerts
+from engine.flows.ingest.interrupted import InterruptedJobs
+from engine.flows.ingest.vector_stage import VectorStage
+from engine.flows.ingest.writer import Writer
 from engine.flows.jobs import JobRunner
-from engine.flows.keychange import open_key
+from engine.flows.keeping.keys import open_key
 from engine.flows.opening import lock_store, new_vault, open_vectors, prepare_root
 from engine.flows.runtime import Runtime
-from engine.flows.vector_stage import VectorStage
-from engine.flows.writer import Writer
 from engine.metrics import ALERT_VAULT_DAMAGED, Metrics
-from engine.store import sources as src
-from engine.store.lock import DataDirLock
-from engine.store.vault import Vault
+from engine.store.vault import sources as src
+from engine.store.vault.core import Vault
+from engine.store.vault.lock import DataDirLock
 from engine.tokens import TokenCounter
 
 log = logging.getLogger("ctx.engine")
@@ -208,6 +208,6 @@ def _recover(vault: Vault) -> None:
 
 
 def _kept_name_key(vault: Vault) -> bytes | None:
-    """The names' hash key a key rotation kept in the vault (engine/store/rekey.py)."""
+    """The names' hash key a key rotation kept in the vault (engine/store/vault/rekey.py)."""
     value = vault.get_meta("name_key")
     return bytes.fromhex(value) if value else None

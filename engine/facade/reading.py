@@ -1,6 +1,6 @@
 """Reading the store: search, build_context, the sources, the engine's health (status,
 metrics) and the audit log. Each reading call holds the vault's read gate while it runs,
-so that a key rotation's file swap (engine/store/gate.py) waits for it, and it for the
+so that a key rotation's file swap (engine/store/vault/gate.py) waits for it, and it for the
 swap."""
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from engine.api import (
 from engine.calls import current_caller
 from engine.errors import InvalidInput
 from engine.events import Announcer
-from engine.flows import health
-from engine.flows.ingest_alerts import IngestAlerts
-from engine.flows.inputs import check_kinds, check_query
+from engine.flows.ingest.alerts import IngestAlerts
 from engine.flows.jobs import JobRunner
-from engine.flows.ranking import search as run_search
+from engine.flows.keeping import health
 from engine.flows.runtime import Runtime
-from engine.store import sources as src
-from engine.store.gate import ReadGate
-from engine.store.rows import Filters
+from engine.flows.search.inputs import check_kinds, check_query
+from engine.flows.search.ranking import search as run_search
+from engine.store.vault import sources as src
+from engine.store.vault.gate import ReadGate
+from engine.store.vault.rows import Filters
 from engine.types import ConversationTurn, LiveItem
 
 P = ParamSpec("P")
@@ -75,7 +75,7 @@ class Reading:
     def build_context(self, query: str, *, live: Live, conversation: Conversation,
                       budget: int, config: Mapping[str, Any] | None, fmt: str | None,
                       mode: str | None, now: float | None) -> Payload:
-        from engine.flows.build import build_context
+        from engine.flows.search.build import build_context
 
         started, t0 = time.time(), time.perf_counter()
         payload = build_context(self._live(), query, live=live, conversation=conversation,

@@ -12,11 +12,11 @@ from typing import Any
 from engine.api import RecallResult, SyncResult
 from engine.errors import EngineClosed, InvalidInput
 from engine.facade.jobs import wait_ok
+from engine.flows.ingest.vector_stage import VectorStage
+from engine.flows.ingest.writer import Writer
 from engine.flows.job import Job
 from engine.flows.jobs import JobRunner
 from engine.flows.runtime import Runtime
-from engine.flows.vector_stage import VectorStage
-from engine.flows.writer import Writer
 
 
 class Recall:
@@ -35,7 +35,7 @@ class Recall:
                branch: str | None, since: float | None, types: Sequence[str] | None, k: int,
                budget: int | None, task: str | None, fmt: str, index: Sequence[str],
                sync: bool, cwd: str | None) -> RecallResult:
-        from engine.flows.recall import check_recall, recall
+        from engine.flows.recall.entry import check_recall, recall
 
         rt = self._live()
         check_recall(query, auto=auto, types=types, k=k, budget=budget, fmt=fmt, index=index,
@@ -61,7 +61,7 @@ class Recall:
                       cwd=cwd)
 
     def forget_folder(self, folder: str) -> bool:
-        from engine.flows.recall_sync import forget_folder
+        from engine.flows.recall.sync import forget_folder
 
         rt = self._live()
         if not isinstance(folder, str) or not folder.strip():
@@ -69,7 +69,7 @@ class Recall:
         return forget_folder(rt, folder.strip())
 
     def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
-        from engine.flows.recall import sync
+        from engine.flows.recall.entry import sync
 
         rt = self._live()
         holder: list[SyncResult] = []
@@ -83,11 +83,11 @@ class Recall:
         return _sync_with_vectors(holder[0], job, self.refit())
 
     def refit(self, *, force: bool = False) -> str:
-        """Queue a fit of recall's learned reader (``engine.flows.recall_adapt``) when
+        """Queue a fit of recall's learned reader (``engine.flows.recall.adapt``) when
         ``recall.adapt`` is on and the store grew enough since the last one (``force``:
         whenever it is on; a repair); its job id, or "" (none needed, or one queued
         already). It runs on the writer thread in the background: reads go on."""
-        from engine.flows.recall_adapt import fit, needs_fit
+        from engine.flows.recall.adapt import fit, needs_fit
 
         rt = self._live()
         if not rt.cfg.recall.adapt or rt.vault.read_only:

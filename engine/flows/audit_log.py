@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from engine.store.vault import Vault
+from engine.store.vault.core import Vault
 
 log = logging.getLogger("ctx.engine")
 

@@ -20,7 +20,7 @@ upsert). Each keeps its own id, state, progress and error.
 Ingestion runs in two stages per job. The job body stores text for the keyword
 lanes (stage "keyword") and lists what it stored in ``vector_sources``; the job
 then stays running in stage "vectors" while a background stage (``Stage``,
-``engine.flows.vector_stage``) makes those sources' vectors. The background
+``engine.flows.ingest.vector_stage``) makes those sources' vectors. The background
 stage runs on the same writer thread, a step of about half a second at a time,
 only while no job is queued: a folder dropped while another one's vectors are
 being made is stored for keyword search first. Cancelling a job in its vector

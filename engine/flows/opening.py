@@ -21,15 +21,15 @@ from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import Rotation
 from engine.errors import NoSpace, StoreLocked, VectorsDamaged
-from engine.store import sources as src
-from engine.store.layout import check_can_create, check_existing, read_layout
-from engine.store.lock import DataDirLock
-from engine.store.memory_vectors import MemoryVectors
-from engine.store.reserve import Reserve
-from engine.store.snapshot import SnapshotFile
-from engine.store.vault import Vault
-from engine.store.vector_ids import KeyedIds
-from engine.store.vectors import ChromaVectors, OfflineVectors, VectorStore
+from engine.store.vault import sources as src
+from engine.store.vault.core import Vault
+from engine.store.vault.layout import check_can_create, check_existing, read_layout
+from engine.store.vault.lock import DataDirLock
+from engine.store.vault.reserve import Reserve
+from engine.store.vectors.ids import KeyedIds
+from engine.store.vectors.index import ChromaVectors, OfflineVectors, VectorStore
+from engine.store.vectors.memory import MemoryVectors
+from engine.store.vectors.snapshot import SnapshotFile
 
 log = logging.getLogger("ctx.engine")
 
@@ -40,7 +40,7 @@ def prepare_root(data_dir: str | Path | None, *, create: bool, explicit_init: bo
 
     Raises (changing nothing) StoreNotInitialized for a missing store without
     ``create``, NotAStore for a folder that is not a store, and the damaged-store
-    errors of ``engine.store.layout``.
+    errors of ``engine.store.vault.layout``.
     """
     root = P.data_dir(data_dir)
     layout = read_layout(root)

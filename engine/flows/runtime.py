@@ -15,8 +15,8 @@ from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
 from engine.flows.audit_log import AuditLog
 from engine.metrics import Metrics
-from engine.store.vault import Vault
-from engine.store.vectors import VectorStore
+from engine.store.vault.core import Vault
+from engine.store.vectors.index import VectorStore
 from engine.tokens import TokenCounter
 
 
@@ -34,7 +34,7 @@ class Runtime:
     _qcache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
     _qlock: threading.Lock = field(default_factory=threading.Lock)
     _cross: dict[str, Any] = field(default_factory=dict)
-    # recall's learned reader as loaded from the vault (engine.flows.recall_adapt)
+    # recall's learned reader as loaded from the vault (engine.flows.recall.adapt)
     adapt_cache: dict[str, Any] = field(default_factory=dict)
 
     def cross_encoder(self, path: str) -> Any:

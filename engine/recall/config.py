@@ -103,7 +103,7 @@ class RecallConfig:
     recent_sessions: int = bounded(5, 0, 1000)
     # Tokens of a recall hit's excerpt: hand-set, ten hits stay near 2,000 tokens.
     hit_excerpt_tokens: int = bounded(120, 16, 4000)
-    # What a recall hit is: "turn" (engine.flows.recall_turns) or "chunk": recall dev,
+    # What a recall hit is: "turn" (engine.flows.recall.turns) or "chunk": recall dev,
     # bench.recall_quality (docs/tuning.md).
     hit_unit: str = "chunk"
     # Tokens of a turn hit's text: hand-set to chunks.max_tokens' default (docs/tuning.md).
@@ -116,7 +116,7 @@ class RecallConfig:
     adapt: bool = True
     adapt_fit: AdaptConfig = field(default_factory=AdaptConfig)
     # Subtracted from the rerank score of a call's or request's part
-    # (engine.flows.recall_parts): recall dev, bench.recall_quality (docs/tuning.md).
+    # (engine.flows.recall.parts): recall dev, bench.recall_quality (docs/tuning.md).
     part_penalty: float = bounded(0.05, 0.0, 1.0)
     # Whether parts are in the vector lane (they stay in the keyword lane): recall dev,
     # bench.recall_quality (docs/tuning.md).

@@ -27,7 +27,7 @@ tested without a store or a model:
               fitted by ``adapt_fit`` on the pairs ``adapt_pairs`` draws from them.
 
 The lanes themselves (keyword, vector, recency, live) read the store and live in
-``engine.flows``, which calls these functions: ``flows.lanes`` runs and fuses the
-lanes, ``flows.ranking`` reranks the fused window by kind (shared by search and
+``engine.flows``, which calls these functions: ``flows.search.lanes`` runs and fuses the
+lanes, ``flows.search.ranking`` reranks the fused window by kind (shared by search and
 build_context).
 """

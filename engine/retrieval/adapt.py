@@ -6,7 +6,7 @@ vector is mapped, then searched as before) and a term translation table (``terms
 a word of the user's requests -> the words of what answered them), whose words for a
 query make a keyword lane of their own, weighted below the query's own words.
 
-The model is user data: it is stored in the encrypted vault (``engine/store/adapt.py``)
+The model is user data: it is stored in the encrypted vault (``engine/store/vault/adapt.py``)
 and goes with the sessions it came from. Its wire form (``to_bytes``) is a JSON header
 and raw float32 bytes: no pickle.
 """

@@ -69,7 +69,7 @@ class SearchConfig:
     # The vector lane in a thread beside the keyword lane: bench/stage_latency.py, issue 12.
     parallel_lanes: bool = True
     # Scan the keyword lane's hits for the rerank while the vector lane runs
-    # (engine.flows.lanes.lane_stage): bench.stage_latency --ab (docs/tuning.md).
+    # (engine.flows.search.lanes.lane_stage): bench.stage_latency --ab (docs/tuning.md).
     read_ahead: bool = True
 
     def __post_init__(self) -> None:
@@ -306,7 +306,7 @@ class RerankConfig:
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
     stopwords: frozenset[str] = STOPWORDS
     transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
-    # Coding sessions whose every chunk joins the window (engine.flows.session_expand),
+    # Coding sessions whose every chunk joins the window (engine.flows.search.session_expand),
     # and at most how many chunks that adds: recall dev, bench.recall_quality
     # (docs/tuning.md).
     session_expand: int = bounded(1, 0, 10)
@@ -314,7 +314,7 @@ class RerankConfig:
     # A session of the asking project's weight when sessions to expand are chosen: recall
     # dev, bench.recall_quality (docs/tuning.md).
     project_expand: float = bounded(1.0, 1.0, 100.0)
-    # The words only a session uses (engine.flows.session_words): a word in more than
+    # The words only a session uses (engine.flows.search.session_words): a word in more than
     # max_share of the chunks is left out; a session counts 1 + expand x its share of the
     # question's rare words: recall dev, bench.recall_quality (docs/tuning.md).
     session_words_max_share: float = bounded(0.02, 0.0, 1.0, lo_open=True)

@@ -32,7 +32,7 @@ chunk that answers inside it. These features let the transcript profile weigh:
   (the folder of the CLI, the hook or MCP; ``recall(cwd=)`` or ``project=``), 0 when
   it is asked from none: that project's sessions first, the others still ranked;
 - ``session_words``: the chunk's session's share of the question's rare words, each
-  weighed by how few sessions hold it (``engine.flows.session_words``): what tells
+  weighed by how few sessions hold it (``engine.flows.search.session_words``): what tells
   look-alike sessions of one project apart.
 
 Pure functions of plain data, so that they are tested without a store.

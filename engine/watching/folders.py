@@ -8,7 +8,7 @@ by what is on disk at that moment: present -> changed, absent -> deleted. An
 editor's save-by-rename or a burst of writes is therefore one re-ingest.
 
 It knows nothing of the engine: ``on_batch(changed, deleted)`` is called on the
-watcher's timer thread; :mod:`engine.flows.watching` turns batches into ingests and
+watcher's timer thread; :mod:`engine.flows.ingest.watching` turns batches into ingests and
 deletes (``ContextEngine.watch``), for the desktop app and ``ctx serve`` alike.
 """
 

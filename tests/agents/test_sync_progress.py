@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api import Event, JobChanged, JobSnapshot
-from engine.flows import recall_sync
+from engine.flows.recall import sync as recall_sync
 from ipc.cli.progress import JobProgress
 from tests.conftest import shared_data
 
@@ -28,7 +28,7 @@ def test_sync_reports_progress_and_counts(engine: Any, tmp_path: Path,
     monkeypatch.setattr(recall_sync, "BATCH_CHUNKS", 40)  # several flushes across files
     folder = _sessions(tmp_path)
     seen: list[dict[str, Any]] = []
-    from engine.flows.recall import sync
+    from engine.flows.recall.entry import sync
 
     result = sync(engine.rt, engine._writer, [str(folder)], seen.append)
     assert seen[0]["files_done"] == 0 and seen[0]["bytes"] == 0

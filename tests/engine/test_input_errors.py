@@ -12,7 +12,7 @@ import pytest
 
 from engine.errors import CtxError, EmptyQuery, InvalidInput, KeyUnavailable, NotFound
 from engine.facade import ContextEngine, init_store
-from engine.store.lock import DataDirLock
+from engine.store.vault.lock import DataDirLock
 
 
 def _error(call: object) -> CtxError:

@@ -12,7 +12,7 @@ import pytest
 from engine.api import Event, JobChanged
 from engine.errors import NotFound
 from engine.facade import ContextEngine
-from engine.flows.interrupted import META_KEY
+from engine.flows.ingest.interrupted import META_KEY
 
 
 def _folder(tmp_path: Path, n: int) -> Path:

@@ -11,7 +11,7 @@ import pytest
 
 from engine.api import Event, JobChanged
 from engine.facade import ContextEngine
-from engine.flows import compaction, deleting
+from engine.flows.keeping import compaction, deleting
 
 
 def _folder(tmp_path: Path, n: int, word: str = "harbour") -> Path:

@@ -62,7 +62,7 @@ def _decrypted_rows(data_dir: Path) -> dict[str, list[bytes]]:
     import os
 
     from engine.crypto import keys
-    from engine.store.vault import Vault
+    from engine.store.vault.core import Vault
 
     key = keys.unlock_key(data_dir, passphrase=os.environ["CTX_PASSPHRASE"])
     vault = Vault(data_dir / "vault.db", keys.derive(key, "vault"))
@@ -106,7 +106,7 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
                                                         how: str) -> None:
     """After delete no table of the decrypted vault holds the canary: not the chunks,
     not the FTS index segments, not the embedding cache, not a transcript's sync state."""
-    from engine.flows.vector_rebuild import chunk_key
+    from engine.flows.keeping.vector_rebuild import chunk_key
 
     canary = "zq" + uuid.uuid4().hex[:12] + "canary"
     needles = [canary.encode(), canary[2:-1].encode()]  # FTS keeps porter stems, prefix-shared

@@ -1,6 +1,6 @@
 """A small in-memory engine with ContextEngine's public API, for wire tests.
 
-It takes the real data dir lock (engine.store.lock), so "one server per data
+It takes the real data dir lock (engine.store.vault.lock), so "one server per data
 dir" behaves as with the real engine, and it has hooks to make calls slow or
 fail, which the real engine cannot be asked to do on purpose.
 """
@@ -37,7 +37,7 @@ from engine.errors import ConfigError, EmptyQuery, NotFound
 from engine.flows.jobs import JobRunner
 from engine.paths import data_dir as resolve_data_dir
 from engine.paths import ensure_private_dir, lock_path
-from engine.store.lock import DataDirLock
+from engine.store.vault.lock import DataDirLock
 
 
 class FakeEngine:

@@ -13,7 +13,7 @@ import pytest
 
 import ipc.errors  # noqa: F401 - registers the wire errors with all_error_classes
 from engine.errors import CtxError, all_error_classes, error_from_dict
-from engine.flows.inputs import (
+from engine.flows.search.inputs import (
     check_budget,
     check_conversation,
     check_live,

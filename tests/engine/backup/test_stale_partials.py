@@ -20,7 +20,7 @@ from tests.agents.engines import REPO, ctx
 KILLED_BACKUP = """
     import os, signal, sys
     from engine import ContextEngine
-    from engine.store.vault_copy import VaultCopy
+    from engine.store.vault.copy import VaultCopy
 
     copy_to = VaultCopy.copy_to
 

@@ -16,8 +16,8 @@ import pytest
 from engine import ContextEngine, StoreLocked, init_store, prepare_rotation
 from engine import paths as P
 from engine.crypto import keys
-from engine.flows import keychange
-from engine.store.rekey import opens_with
+from engine.flows.keeping import keys as keychange
+from engine.store.vault.rekey import opens_with
 from tests.conftest import TEST_PASSPHRASE
 from tests.engine.backup.stores import write_docs
 from tests.engine.backup.test_kill import KILLS, SEED, _child, _kill_after_ready

@@ -17,8 +17,8 @@ import numpy as np
 from engine.api import Event, JobChanged, JobSnapshot
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
-from engine.flows.ingest import BATCH_CHUNKS
-from engine.flows.vector_stage import STEP_TEXTS
+from engine.flows.ingest.keyword_stage import BATCH_CHUNKS
+from engine.flows.ingest.vector_stage import STEP_TEXTS
 
 
 class GatedEmbedder(FakeEmbedder):

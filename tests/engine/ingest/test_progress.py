@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine.api import Event, JobChanged, JobSnapshot, SourceRef
 from engine.facade import ContextEngine
-from engine.flows.vector_stage import STEP_TEXTS
+from engine.flows.ingest.vector_stage import STEP_TEXTS
 
 
 def _big(path: Path, paragraphs: int) -> Path:

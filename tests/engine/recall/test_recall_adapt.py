@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
-from engine.flows.plan import adapted, plan_query
-from engine.flows.recall_adapt import QueryAdapter, learned, query_adapter
-from engine.store import adapt as adapt_rows
+from engine.flows.recall.adapt import QueryAdapter, learned, query_adapter
+from engine.flows.search.plan import adapted, plan_query
+from engine.store.vault import adapt as adapt_rows
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
 
 CANARY = "zqxjcanaryword"  # a word of the user's requests: the term table learns it

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine.api import RecallResult
 from engine.errors import InvalidBudget
 from engine.facade import ContextEngine
-from engine.flows.recall_hits import (
+from engine.flows.recall.hits import (
     HIT_OVERHEAD,
     MIN_EXCERPT,
     OMITTED_NOTE,
@@ -153,7 +153,7 @@ def test_a_line_one_hit_shows_is_not_shown_again(synced: ContextEngine) -> None:
 
 
 def test_a_line_is_not_taken_for_a_part_of_a_longer_one() -> None:
-    from engine.flows.recall_hits import _unshown
+    from engine.flows.recall.hits import _unshown
 
     shown = "Result: File created successfully at: /repo/src/app.tsx\nAssistant: done"
     line = "Result: File created successfully at: /repo/src/app.ts"
@@ -169,11 +169,11 @@ def test_a_line_is_not_taken_for_a_part_of_a_longer_one() -> None:
 def test_the_digest_gets_every_hit_whole_for_its_packer(synced: ContextEngine) -> None:
     """recall --auto's packer picks among the hits afterwards: it gets each hit's own
     lines (once=False), since the hit that showed a line first may not be packed."""
-    from engine.flows.ranking import search
-    from engine.flows.recall_auto import RECALL_KINDS
-    from engine.flows.recall_hits import presented
+    from engine.flows.recall.auto import RECALL_KINDS
+    from engine.flows.recall.hits import presented
+    from engine.flows.search.ranking import search
     from engine.recall.present import excerpt
-    from engine.store.vault import Filters
+    from engine.store.vault.core import Filters
 
     found = search(synced.rt, QUERY, 30, expand_session=True,
                    filters=Filters(kinds=RECALL_KINDS))

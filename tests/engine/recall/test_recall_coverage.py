@@ -182,7 +182,7 @@ def test_parts_change_nothing_the_auto_digest_counts(engine: ContextEngine,
                                                       tmp_path: Path) -> None:
     """A long request and a failed call's long output are stored whole, in parts; the
     session still has one turn, one failure, and its first request reads as typed."""
-    from engine.flows.recall_auto import failure_rows, recent_sessions
+    from engine.flows.recall.auto import failure_rows, recent_sessions
     from engine.recall.present import TurnChunk, turn_outcome
 
     claude = ClaudeLines(cwd="/home/u/src/partsdemo")

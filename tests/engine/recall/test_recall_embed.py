@@ -11,7 +11,7 @@ import pytest
 
 from engine.embedding.fake import FakeEmbedder
 from engine.facade import ContextEngine
-from engine.flows.vector_rebuild import vault_vectors
+from engine.flows.keeping.vector_rebuild import vault_vectors
 from engine.ingest.embedtext import embed_text
 from engine.recall import embedview
 from engine.tokens import TokenCounter

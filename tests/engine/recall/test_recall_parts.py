@@ -11,10 +11,10 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.flows.ranking import rank_query
-from engine.flows.recall_parts import demoted, is_part
+from engine.flows.recall.parts import demoted, is_part
+from engine.flows.search.ranking import rank_query
 from engine.recall.config import RecallConfig
-from engine.store.vault import ChunkRow
+from engine.store.vault.core import ChunkRow
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
 
 RARE = "zephyrquartz"  # a word only the middle of the long output holds

@@ -1,6 +1,6 @@
 """Recall's preference for the chunk of the role a question asks for (issue 31.5):
 the session's closing summary, a call's result, the call, a tool the question names
-(``engine.retrieval.turn_roles``, ``engine.flows.recall_roles``)."""
+(``engine.retrieval.turn_roles``, ``engine.flows.recall.roles``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.flows.recall_roles import apart, preferred
+from engine.flows.recall.roles import apart, preferred
 from engine.recall.config import RecallConfig
 from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.lexicon import named_tools, tool_words
@@ -21,7 +21,7 @@ from engine.retrieval.turn_roles import (
     role_bonuses,
     said,
 )
-from engine.store.vault import ChunkRow
+from engine.store.vault.core import ChunkRow
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
 
 ON = TurnRoleConfig(ending_bonus=0.1, output_bonus=0.1, call_bonus=0.1, named_bonus=0.1)

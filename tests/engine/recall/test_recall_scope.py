@@ -97,8 +97,8 @@ def test_words_only_one_session_uses_tell_look_alikes_apart(engine: ContextEngin
                                                             tmp_path: Path) -> None:
     """Two sessions of one project on the same task; the question names a word only the
     second one uses: that session's share is the larger (``session_words``)."""
-    from engine.flows.plan import plan_query
-    from engine.flows.session_words import session_words
+    from engine.flows.search.plan import plan_query
+    from engine.flows.search.session_words import session_words
 
     sessions = tmp_path / "sessions"
     sessions.mkdir()

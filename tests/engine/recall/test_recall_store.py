@@ -87,7 +87,7 @@ def test_auto_fits_budget_without_duplicates(engine: ContextEngine, transcripts:
 
 
 def test_auto_failures_are_from_this_project(engine: ContextEngine, transcripts: Path) -> None:
-    from engine.flows.recall_auto import failure_rows
+    from engine.flows.recall.auto import failure_rows
 
     engine.sync([str(transcripts)])
     rows = failure_rows(engine.rt, "spotter")
@@ -96,7 +96,7 @@ def test_auto_failures_are_from_this_project(engine: ContextEngine, transcripts:
     fail_part = out.context.split("Failures to avoid:")[1]
     other = failure_rows(engine.rt, "codemie-code")
     assert other
-    from engine.flows.recall_auto import failure_line
+    from engine.flows.recall.auto import failure_line
 
     assert not any(failure_line(r) in fail_part for r in other)
     assert any(failure_line(r) in fail_part for r in rows)

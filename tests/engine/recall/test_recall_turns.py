@@ -9,10 +9,10 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.flows.recall_turns import group_turns
+from engine.flows.recall.turns import group_turns
 from engine.recall.config import RecallConfig
 from engine.recall.present import compose_turn
-from engine.store.vault import ChunkRow
+from engine.store.vault.core import ChunkRow
 from engine.tokens import TokenCounter
 from tests.conftest import shared_data
 

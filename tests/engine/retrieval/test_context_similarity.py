@@ -11,8 +11,8 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.flows.lanes import run_lanes
-from engine.flows.ranking import context_cosines, rank_hits, stored_vectors
+from engine.flows.search.lanes import run_lanes
+from engine.flows.search.ranking import context_cosines, rank_hits, stored_vectors
 from engine.retrieval.config import RerankConfig
 
 T0 = 1_700_000_000.0

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from engine.config import Config
 from engine.facade import ContextEngine
-from engine.flows.lanes import run_lanes
-from engine.flows.plan import analyse, row_speakers, speaker_names_in
+from engine.flows.search.lanes import run_lanes
+from engine.flows.search.plan import analyse, row_speakers, speaker_names_in
 from engine.retrieval.fts_match import fts_query
 from engine.retrieval.query import analyze_query
-from engine.store.rows import ChunkRow, Filters
+from engine.store.vault.rows import ChunkRow, Filters
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13 UTC
 

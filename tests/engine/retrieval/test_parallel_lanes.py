@@ -11,8 +11,8 @@ import pytest
 
 from engine.errors import CtxError
 from engine.facade import ContextEngine
-from engine.flows.lanes import run_lanes
-from engine.store.rows import Filters
+from engine.flows.search.lanes import run_lanes
+from engine.store.vault.rows import Filters
 
 DOCS = {
     "notes/budget.md": "The packer keeps every payload within the caller's token budget.",
@@ -88,8 +88,8 @@ class _SlowQueries:
 
 def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
     """run_lanes with the query embedding held until ``while_waiting`` has run."""
-    from engine.flows.lanes import PreScans
-    from engine.flows.ranking import prescan
+    from engine.flows.search.lanes import PreScans
+    from engine.flows.search.ranking import prescan
 
     slow = _SlowQueries(engine.rt.embedder)
     plain, engine.rt.embedder = engine.rt.embedder, slow  # type: ignore[assignment]
@@ -109,7 +109,7 @@ def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
 
 def test_while_the_vector_lane_waits_the_keyword_hits_are_read_and_prepared(
         engine: ContextEngine) -> None:
-    from engine.flows.ranking import PreScans, rank_hits
+    from engine.flows.search.ranking import PreScans, rank_hits
 
     _ingest(engine)
     query = "keychain passphrase tray engine budget"

@@ -59,7 +59,7 @@ def _gaps(hits: list[Any]) -> list[float]:
 def test_distinct_search_reranks_a_wider_window(engine: Any) -> None:
     import dataclasses
 
-    from engine.flows.ranking import search
+    from engine.flows.search.ranking import search
 
     for i in range(12):
         engine.ingest(text=f"Kiln log {i}: {PARAGRAPH} Shelf {i} ran {i * 7} degrees hot.",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from engine.facade import ContextEngine
-from engine.flows.lanes import run_lanes
-from engine.flows.session_expand import expand_sessions
-from engine.store.rows import Filters
+from engine.flows.search.lanes import run_lanes
+from engine.flows.search.session_expand import expand_sessions
+from engine.store.vault.rows import Filters
 from tests.conftest import shared_data
 
 

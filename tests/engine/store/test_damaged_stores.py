@@ -22,7 +22,7 @@ import pytest
 from engine.crypto import keys
 from engine.errors import CtxError
 from engine.facade import ContextEngine
-from engine.store.vault import Vault
+from engine.store.vault.core import Vault
 from ipc.exit_codes import exit_code
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.store.exact_index import ExactIndex
-from engine.store.vector_ids import KeyedIds
+from engine.store.vectors.exact_index import ExactIndex
+from engine.store.vectors.ids import KeyedIds
 
 
 def test_order_of_adds_and_deletes_does_not_change_results() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.facade import ContextEngine
-from engine.store.vault import Filters
+from engine.store.vault.core import Filters
 from tests.engine.recall.recall_helpers import ClaudeLines, text, write_lines
 
 

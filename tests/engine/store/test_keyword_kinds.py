@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import engine.store.vault as vault_module
+import engine.store.vault.core as vault_module
 from engine.facade import ContextEngine
-from engine.store.kind_share import KindShare, overfetch
-from engine.store.rows import Filters
+from engine.store.vault.kind_share import KindShare, overfetch
+from engine.store.vault.rows import Filters
 
 # -- overfetch, on plain rows ------------------------------------------------------------
 

@@ -7,11 +7,11 @@ import pytest
 
 from engine.config import Config
 from engine.facade import ContextEngine
-from engine.flows.lanes import keyword_lane
+from engine.flows.search.lanes import keyword_lane
 from engine.retrieval.fts_match import keyword_match
 from engine.retrieval.query import analyze_query
-from engine.store.fts_terms import TOKENIZE, index_tokens
-from engine.store.rows import Filters
+from engine.store.vault.fts_terms import TOKENIZE, index_tokens
+from engine.store.vault.rows import Filters
 
 
 def _log(engine: ContextEngine, lines: list[str], uri: str = "t:log") -> None:
@@ -108,7 +108,7 @@ def test_rescoring_words_keep_to_the_filters(engine: ContextEngine) -> None:
 
 def test_common_words_are_counted_in_one_pass_and_again_after_the_store_moves(
         engine: ContextEngine) -> None:
-    from engine.store import vault as vault_mod
+    from engine.store.vault import core as vault_mod
 
     _log(engine, [f"Entry {i}: the parser reads." for i in range(60)])
     vault = engine.rt.vault
@@ -213,7 +213,7 @@ def test_warm_up_counts_the_common_terms_of_a_big_store(engine: ContextEngine) -
 def test_the_keyword_lane_leaves_out_sources_not_ready(engine: ContextEngine) -> None:
     """While every source is ready the lane asks no more of the vault; once one is not
     (an ingest or a delete in progress), its chunks are left out again."""
-    from engine.store.rows import Filters
+    from engine.store.vault.rows import Filters
 
     eng = engine
     eng.wait(eng.ingest(text="The lighthouse keeper logs every storm.", title="one"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.store.config import StoreConfig
-from engine.store.memory_vectors import MemoryVectors
+from engine.store.vectors.memory import MemoryVectors
 
 
 def _clustered(n: int, dim: int = 64, seed: int = 3) -> np.ndarray:
@@ -71,7 +71,7 @@ def test_a_big_index_keeps_float16_rows_and_more_candidates_as_it_grows() -> Non
 
 
 def test_a_sealed_big_index_reopens_with_its_prefilter(tmp_path) -> None:
-    from engine.store.snapshot import SnapshotFile
+    from engine.store.vectors.snapshot import SnapshotFile
 
     snap = SnapshotFile(tmp_path / "vectors.snap", b"k" * 32)
     cfg = StoreConfig(exact_search_max=500, prefilter_dims=24, prefilter_candidates=300,

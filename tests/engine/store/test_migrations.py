@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import migrations
-from engine.store.vault import Vault
+from engine.store.vault import migrations
+from engine.store.vault.core import Vault
 
 KEY = b"\x05" * 32
 

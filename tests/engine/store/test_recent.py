@@ -10,8 +10,8 @@ import random
 import pytest
 
 from engine.facade import ContextEngine
-from engine.store.rows import Filters
-from engine.store.vault import Vault
+from engine.store.vault.core import Vault
+from engine.store.vault.rows import Filters
 
 T0 = 1_700_000_000.0
 

@@ -16,7 +16,7 @@ import pytest
 from sqlcipher3 import dbapi2 as sqlite
 
 from engine.errors import StoreLocked
-from engine.store import integrity
+from engine.store.vault import integrity
 
 KEY = "11" * 32
 

@@ -180,7 +180,7 @@ def test_a_page_format_the_check_does_not_know_raises_no_false_alarm(
     damaged; a real damage is still found with the right layout."""
     from sqlcipher3 import dbapi2 as sqlite
 
-    from engine.store import integrity
+    from engine.store.vault import integrity
 
     hexkey = "11" * 32
     path = tmp_path / "vault.db"

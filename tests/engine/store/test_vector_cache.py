@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
-from engine.flows.ranking import stored_vectors
-from engine.store.vector_cache import VectorCache
+from engine.flows.search.ranking import stored_vectors
+from engine.store.vectors.cache import VectorCache
 
 
 @pytest.fixture(autouse=True)

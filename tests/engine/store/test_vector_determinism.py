@@ -29,8 +29,8 @@ WORDS = ["harbour", "tide", "ferry", "rope", "sail", "anchor", "gull", "storm", 
 CHILD = textwrap.dedent("""
     import json, sys
     from engine.facade import ContextEngine
-    from engine.flows.lanes import vector_lane
-    from engine.store.vault import Filters
+    from engine.flows.search.lanes import vector_lane
+    from engine.store.vault.core import Filters
     eng = ContextEngine.open(sys.argv[1], create=False)
     out = []
     for q in json.loads(sys.argv[2]):

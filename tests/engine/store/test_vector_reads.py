@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
-from engine.flows.ranking import stored_vectors
+from engine.flows.search.ranking import stored_vectors
 
 
 @pytest.fixture(autouse=True)

@@ -21,9 +21,9 @@ import pytest
 
 from engine.crypto import keys
 from engine.facade import ContextEngine
-from engine.flows.vector_rebuild import fill_memory
-from engine.store.exact_index import Prefilter
-from engine.store.snapshot import Snapshot, SnapshotFile
+from engine.flows.keeping.vector_rebuild import fill_memory
+from engine.store.vectors.exact_index import Prefilter
+from engine.store.vectors.snapshot import Snapshot, SnapshotFile
 
 TEXTS = [f"Harbour log {i}: the ferry left at dawn and the crane lifted {i} crates. " * 20
          for i in range(12)]
@@ -199,7 +199,7 @@ def test_a_compact_snapshot_round_trips_sealed_in_small_segments(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """float16 rows and the prefilter sealed beside them, segment by segment (small
     segments here, so that arrays straddle them): read back equal, nothing in the clear."""
-    from engine.store import snapshot as S
+    from engine.store.vectors import snapshot as S
 
     monkeypatch.setattr(S, "SEGMENT", 4096)
     snap, key = _big(), b"k" * 32

@@ -16,7 +16,7 @@ import pytest
 from engine.config import Config
 from engine.crypto import keys
 from engine.facade import ContextEngine
-from engine.store.vector_ids import KeyedIds
+from engine.store.vectors.ids import KeyedIds
 
 
 @pytest.fixture(autouse=True)
@@ -108,8 +108,8 @@ def test_nothing_in_the_data_dir_is_group_or_world_readable_under_umask_0(
 def test_hnsw_path_rescores_exactly(tmp_path: Path, data_dir: Path) -> None:
     """Above ``store.exact_search_max`` Chroma's HNSW candidates are re-scored exactly:
     the same ranking as the exact index, scores as cosines, ties broken by chunk id."""
-    from engine.flows.lanes import vector_lane
-    from engine.store.vault import Filters
+    from engine.flows.search.lanes import vector_lane
+    from engine.store.vault.core import Filters
 
     docs = _docs(tmp_path, 10)
     hnsw = Config().with_overrides({"store": {"exact_search_max": 0,

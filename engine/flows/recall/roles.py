@@ -1,0 +1,66 @@
+"""Recall's preference for the chunk of the role a question asks for (the closing
+summary, a call's result, the call, a tool it names: ``engine.retrieval.turn_roles``),
+applied to the ranked chunks after the rerank (``recall.turn_roles``), and each of a
+session's words read once (``apart``: the copies of a reply's words that its calls quote
+come after the next different chunk)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from engine.flows.search.ranking import Ranked
+from engine.retrieval.turn_roles import (
+    RoleChunk,
+    TurnRoleConfig,
+    repeat_penalties,
+    role_bonuses,
+    said,
+)
+from engine.store.vault.core import ChunkRow
+
+
+def _role_chunk(row: ChunkRow) -> RoleChunk:
+    session, tool, part = row.meta.get("session"), row.meta.get("tool"), row.meta.get("part")
+    return RoleChunk(kind=row.kind, session=session if isinstance(session, str) else None,
+                     ordinal=row.ordinal, tool=tool if isinstance(tool, str) else None,
+                     part=part if isinstance(part, str) else None)
+
+
+def preferred(query: str, ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow],
+              cfg: TurnRoleConfig) -> list[Ranked]:
+    """``ranked`` with each chunk's role bonus added to its score, sorted again (stable);
+    unchanged when the question asks for no role."""
+    if not cfg.on:
+        return list(ranked)
+    known = [(cid, score, feats) for cid, score, feats in ranked if cid in rows]
+    tools = {t for cid, _, _ in known
+             if isinstance(t := rows[cid].meta.get("tool"), str)}  # type: ignore[index]
+    if not cfg.wanted(query, tools):
+        return list(ranked)
+    bonus = role_bonuses(query, [_role_chunk(rows[cid]) for cid, _, _ in known],  # type: ignore[index]
+                         cfg)
+    if not any(bonus):
+        return list(ranked)
+    out = [(cid, score + b, feats) for (cid, score, feats), b in zip(known, bonus, strict=True)]
+    out += [r for r in ranked if r[0] not in rows]
+    return sorted(out, key=lambda r: -r[1])
+
+
+def apart(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], cfg: TurnRoleConfig
+          ) -> list[Ranked]:
+    """``ranked`` with each chunk lowered by ``cfg.repeat_penalty`` for every better chunk
+    of its session that leads with the same assistant words (``turn_roles.said``), sorted
+    again (stable); unchanged when the penalty is 0."""
+    if not cfg.repeat_penalty:
+        return list(ranked)
+    keys = []
+    for cid, _, _ in ranked:
+        row = rows.get(cid)  # type: ignore[call-overload]
+        session = row.meta.get("session") if row is not None else None
+        keys.append((session if isinstance(session, str) else None,
+                     said(row.kind, row.text) if row is not None else None))
+    less = repeat_penalties(keys, cfg.repeat_penalty)
+    if not any(less):
+        return list(ranked)
+    out = [(cid, score - d, feats) for (cid, score, feats), d in zip(ranked, less, strict=True)]
+    return sorted(out, key=lambda r: -r[1])

@@ -1,0 +1,742 @@
+"""The encrypted vault: SQLCipher 4 holding sources, chunks, FTS5, surrogates and logs.
+
+One connection per thread (WAL lets readers run beside the writer); writes go
+through ``write()``, which serialises them with a lock so that the engine has a
+single writer at a time. The database key is a raw 256-bit key derived from the
+data key, so opening costs no PBKDF. What its reads take and give (``Filters``,
+``ChunkRow``) is in ``rows.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlcipher3 import dbapi2 as sqlite
+
+from engine.errors import CtxError, EngineClosed, NoSpace, VaultDamaged
+from engine.pools import shared_pool
+from engine.store.vault.fts_terms import chunk_counts, common_counts
+from engine.store.vault.gate import ReadGate
+from engine.store.vault.guard import VaultGuard
+from engine.store.vault.integrity import VaultConnection, probe, quiet
+from engine.store.vault.kind_share import OVERFETCH_MIN_SHARE, KindShare, overfetch
+from engine.store.vault.migrations import migrate
+from engine.store.vault.reserve import Reserve
+from engine.store.vault.rows import CHUNK_COLUMNS, ChunkRow, Filters
+
+log = logging.getLogger("ctx.vault")
+T = TypeVar("T")
+
+def _fts_pool() -> ThreadPoolExecutor:
+    """Threads for a keyword query's second FTS5 query, shared by every vault of the
+    process (each keeps its own connection per thread)."""
+    return shared_pool("ctx-fts", 2)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "disk is full" in text or "no space" in text or \
+        getattr(exc, "sqlite_errorcode", None) == 13  # SQLITE_FULL
+
+
+def store_error(exc: BaseException) -> CtxError:
+    """The error to raise for a SQLite failure on an opened vault."""
+    if is_disk_full(exc):
+        return NoSpace("the disk holding the data dir is full: nothing was written; free "
+                       "some space and retry (the store can still be read)")
+    return VaultDamaged(f"vault.db is damaged ({type(exc).__name__}: "
+                        f"{str(exc)[:80]}): restore it from a backup of this store")
+
+
+DF_CACHE_MAX = 100_000  # words whose chunk counts a vault keeps (doc_frequency)
+COMMON_TERMS_MIN = 50  # a term counts as common from this many chunks (and 1 in 1000)
+COMMON_TERMS_DRIFT = 0.1  # common terms are counted again when the store moved this much
+
+
+class Vault:
+    def __init__(self, path: Path, db_key: bytes, *, cache_mb: int = 64) -> None:
+        self.path = path
+        self._hexkey = db_key.hex()
+        self._cache_kib = cache_mb * 1024
+        self._local = threading.local()
+        self._closed = False  # close() ends every connection; none is opened after
+        self._write_lock = threading.RLock()
+        self._all: list[Any] = []
+        self._all_lock = threading.Lock()
+        self._generation = 0
+        self._count_cache: tuple[int, int] | None = None
+        self._all_ready: tuple[int, bool] = (-1, False)  # (generation, every source ready)
+        self._untimed: tuple[int, bool] = (-1, True)  # (generation, a chunk has no time)
+        self._waiting: tuple[int, frozenset[int]] | None = None  # (generation, source ids)
+        # (generation, word -> chunks holding it): a vocabulary lookup reads the word's
+        # whole posting list (several ms for common words at 100k chunks), so counts are
+        # kept until the next write that may change chunks
+        self._df_cache: tuple[int, dict[str, int]] = (-1, {})
+        # (chunk count and highest chunk id when read, the counts of the store's common
+        # terms, the write generation last checked): see _common_terms
+        self._common: tuple[int, int, dict[str, int], int] | None = None
+        self._common_lock = threading.Lock()
+        self._kind_share = KindShare()  # what a kinds filter passes (keyword's plan)
+        self._sessions_n: tuple[int, int] = (-1, 0)  # (generation, sessions)
+        self._tokens: dict[str, tuple[str, ...]] = {}  # word -> its FTS tokens (fts_terms)
+        # (generation, highest chunk id read, chunk count then, speaker names)
+        self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
+        self.read_only = False
+        self.reserve: Reserve | None = None  # room for clean-up on a full disk (with_room)
+        self.gate = ReadGate()  # reading calls hold it; a file swap waits for them (rekey)
+        # While a key rotation holds the writes (engine/store/vault/rekey.py): the access counts
+        # of reads, kept here and written after it, so that no read waits for it.
+        self.held_access: list[tuple[list[int], float]] | None = None
+        self.guard = VaultGuard(path, self._hexkey, self._write_lock)
+        # Small vaults have every page checked before the open returns; bigger ones in a
+        # thread (check_pages_later), so that an open stays fast.
+        self.pages_checked = self.guard.small
+        new = not path.exists() or path.stat().st_size == 0
+        probe(path, self._hexkey, pages=self.pages_checked)  # read-only: changes nothing
+        sidecars = [path.with_name(path.name + s) for s in ("-wal", "-shm")]
+        self._made = [p for p in sidecars if not p.exists()]  # removed if the open fails
+        try:
+            conn = self._conn()
+            with self._write_lock:
+                if new:  # gives free pages back a step at a time (``vacuum_step``); an
+                    # existing vault switches at its first compaction (``vacuum``), never at
+                    # an open: a refused open leaves the vault as it was found
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
+                migrate(conn)
+                self.guard.wrote()
+        except CtxError:
+            self._close_failed()
+            raise
+        except sqlite.DatabaseError as exc:
+            self._close_failed()
+            raise store_error(exc) from None
+
+    def _close_failed(self) -> None:
+        """Close after a failed open and remove the WAL files that open made (an empty
+        log and its index), so that a refused vault is left as it was found."""
+        self.close()
+        for p in self._made:
+            try:
+                if p.name.endswith("-shm") or p.stat().st_size == 0:
+                    p.unlink()
+            except OSError:
+                pass
+
+    def _conn(self) -> Any:
+        """This thread's connection (opened on first use). Private to engine/store/: SQL
+        runs only behind the store's named functions. A damaged vault refuses every call;
+        a replaced one is named (``guard``)."""
+        if self._closed:  # a thread still reading after close(): no new connection, and
+            raise EngineClosed("the store is closed")  # no damage check of a file let go
+        self.guard.tick()
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self.guard.check()
+            conn = sqlite.connect(str(self.path), isolation_level=None, check_same_thread=False,
+                                  timeout=30.0, factory=VaultConnection)
+            conn.translate = self.guard.translate  # damage met in a query: VaultDamaged
+            quiet(conn)  # a refused key is reported by ctx, not by SQLCipher's log on stderr
+            conn.execute(f"PRAGMA key = \"x'{self._hexkey}'\"")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute(f"PRAGMA cache_size = -{self._cache_kib}")
+            with self._all_lock:
+                if self._closed:  # close() ran while this one connected: it is not kept
+                    conn.close()
+                    raise EngineClosed("the store is closed")
+                self._all.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def with_room(self, fn: Callable[[], T]) -> T:
+        """``fn()`` (a clean-up write); on a full disk, once more after giving the data
+        dir's reserved space back (``reserve``)."""
+        try:
+            return fn()
+        except NoSpace:
+            if self.reserve is None or not self.reserve.release():
+                raise
+            return fn()
+
+    @property
+    def damage(self) -> VaultDamaged | None:
+        """The damage met so far (every call is refused with it), or None."""
+        return self.guard.damage
+
+    def _close_connections(self) -> None:
+        """Close every thread's connection (the caller holds ``_all_lock``); a thread's
+        next call opens a new one (after a key rotation's swap) or is refused (closed)."""
+        for conn in self._all:
+            try:
+                conn.close()
+            except sqlite.Error:
+                pass
+        self._all.clear()
+        self._local = threading.local()
+
+    def close(self) -> None:
+        with self._all_lock:  # a thread connecting now sees it before it keeps a connection
+            self._closed = True
+        self.guard.stop()  # a page check in a thread ends first
+        with self._all_lock:
+            self._close_connections()
+        self._tokens.clear()  # the words of past queries go with the vault
+        self._df_cache = (-1, {})
+        self._common = None
+
+    @contextmanager
+    def write(self, *, chunks: bool = True) -> Iterator[Any]:
+        """One write transaction, serialised with every other writer of this engine.
+        ``chunks=False`` promises it changes no chunk, so the caches of chunk counts
+        and speakers stay valid (access stats, audit rows, meta)."""
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite.OperationalError as exc:
+                if is_disk_full(exc):
+                    raise store_error(exc) from None
+                raise
+            try:
+                yield conn
+                conn.execute("COMMIT")
+                self.guard.wrote()  # a checkpoint may have changed vault.db: ours
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite.Error) and is_disk_full(exc):
+                    raise store_error(exc) from None
+                raise
+            if chunks:
+                self._generation += 1
+
+    def wipe_log(self, tries: int = 150) -> None:
+        """Copy the WAL into vault.db and cut it to nothing (``wal_checkpoint(TRUNCATE)``),
+        so that deleted text leaves it: the log keeps every page image written since the
+        last checkpoint, the deleted text among them, while vault.db's own pages are
+        zeroed as they are freed (``secure_delete``). Writers wait; readers of the log
+        are waited for (a query takes milliseconds), ``tries`` times 20 ms at most,
+        then the log is left to the next checkpoint, with a warning."""
+        with self._write_lock:
+            conn = self._conn()
+            for _ in range(tries):
+                try:
+                    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite.OperationalError as exc:
+                    raise store_error(exc) from None
+                self.guard.wrote()
+                if not busy:
+                    return
+                time.sleep(0.02)
+            log.warning("the vault's log is still being read: deleted text stays in it until "
+                        "the next checkpoint")
+
+    def free_pages(self) -> tuple[int, int]:
+        """(pages in vault.db, of them free): what a compaction would give back."""
+        conn = self._conn()
+        return (int(conn.execute("PRAGMA page_count").fetchone()[0]),
+                int(conn.execute("PRAGMA freelist_count").fetchone()[0]))
+
+    def incremental(self) -> bool:
+        """Whether vault.db gives free pages back a step at a time (auto_vacuum 2)."""
+        return int(self._conn().execute("PRAGMA auto_vacuum").fetchone()[0]) == 2
+
+    def vacuum(self) -> None:
+        """Rewrite vault.db whole (encrypted with its key, as every page), leaving no
+        free page, and switch it to incremental vacuum so that later compactions go a
+        step at a time (``vacuum_step``). Other writers wait; readers go on (WAL)."""
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                conn.execute("VACUUM")
+            except sqlite.OperationalError as exc:
+                raise store_error(exc) from None
+            finally:
+                self.guard.wrote()
+            self._generation += 1
+
+    def vacuum_step(self, pages: int) -> int:
+        """Give back up to ``pages`` free pages (one short write); the free pages left."""
+        with self._write_lock:
+            conn = self._conn()
+            try:
+                conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+                left = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+            except sqlite.OperationalError as exc:
+                raise store_error(exc) from None
+            finally:
+                self.guard.wrote()
+            return left
+
+    @property
+    def generation(self) -> int:
+        """Goes up with every write that may change chunks (caches key on it)."""
+        return self._generation
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """``sql``'s rows, read on this thread's connection. Private to engine/store/."""
+        return self._conn().execute(sql, tuple(args)).fetchall()
+
+    # --- meta ---------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.write(chunks=False) as c:
+            c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # --- chunks -------------------------------------------------------------
+    def chunks(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        return self._chunk_rows(ids, CHUNK_COLUMNS)
+
+    def filter_rows(self, ids: Sequence[int], *, meta: bool) -> dict[int, ChunkRow]:
+        """``chunks`` as ``Filters.matches`` reads them: no heading or text, and the meta
+        parsed only when ``meta`` (the filter tests a path root or a branch). The vector
+        lane tests its 8x over-fetched hits so: 400 rows a recall, their JSON and text
+        never built."""
+        cols = CHUNK_COLUMNS.replace("c.heading, c.text,", "'', '',")
+        if not meta:
+            cols = cols.replace("c.meta,", "'{}',")
+        return self._chunk_rows(ids, cols)
+
+    def _chunk_rows(self, ids: Sequence[int], cols: str) -> dict[int, ChunkRow]:
+        """The rows of ``ids`` among ready sources, read as ``cols`` (CHUNK_COLUMNS or
+        a cheaper stand-in of the same shape), 900 ids a statement."""
+        out: dict[int, ChunkRow] = {}
+        ids = list(ids)
+        for i in range(0, len(ids), 900):
+            part = ids[i:i + 900]
+            rows = self._conn().execute(
+                f"SELECT {cols} FROM chunks c JOIN sources s ON s.id = c.source_id "
+                f"WHERE c.id IN ({','.join('?' * len(part))}) AND s.state = 'ready'", part,
+            ).fetchall()
+            out.update({r[0]: ChunkRow.from_row(r) for r in rows})
+        return out
+
+    def session_chunks(self, sessions: Sequence[str], limit: int) -> list[ChunkRow]:
+        """The chunks of ready sources of the given transcript sessions (session order,
+        then ordinal), at most ``limit`` (by the session index)."""
+        if not sessions or limit <= 0:
+            return []
+        rows = self._conn().execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.session IN ({','.join('?' * len(sessions))}) AND s.state = 'ready' "
+            "ORDER BY c.session, c.source_id, c.ordinal LIMIT ?", (*sessions, limit),
+        ).fetchall()
+        return [ChunkRow.from_row(r) for r in rows]
+
+    def sessions_holding(self, words: Sequence[str], max_chunks: int
+                         ) -> tuple[dict[str, frozenset[str]], int]:
+        """For each word in 1..``max_chunks`` chunks, the sessions holding it; and how
+        many sessions the store holds (``engine.store.vault.session_terms``; the count kept
+        until the next write)."""
+        from engine.store.vault.session_terms import session_count, sessions_holding
+
+        wanted = [w.lower() for w in words]
+        counts = self.doc_frequency(wanted)
+        held = sessions_holding(self._conn(), wanted, counts, max_chunks)
+        gen = self._generation
+        if self._sessions_n[0] != gen:
+            self._sessions_n = (gen, session_count(self._conn()))
+        return held, self._sessions_n[1]
+
+    def neighbours(self, source_id: int, lo: int, hi: int) -> list[ChunkRow]:
+        rows = self._conn().execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            "WHERE c.source_id = ? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
+            (source_id, lo, hi),
+        ).fetchall()
+        return [ChunkRow.from_row(r) for r in rows]
+
+    def turn_chunks(self, source_id: int, lo: int, hi: int, turns: Sequence[Any]
+                    ) -> list[ChunkRow]:
+        """``neighbours`` of the chunks whose ``meta["turn"]`` is one of ``turns`` (None:
+        no turn), told apart in SQL: the rows of other turns are never built (a recall
+        reads 121 rows around each hit for the few of its turn)."""
+        want = list(dict.fromkeys(turns))
+        if not want:
+            return []
+        rows = self._conn().execute(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            "WHERE c.source_id = ? AND c.ordinal BETWEEN ? AND ? AND ("
+            + " OR ".join(["json_extract(c.meta, '$.turn') IS ?"] * len(want))
+            + ") ORDER BY c.ordinal", (source_id, lo, hi, *want),
+        ).fetchall()
+        return [ChunkRow.from_row(r) for r in rows]
+
+    def chunks_at(self, positions: Sequence[tuple[int, int]]
+                  ) -> dict[tuple[int, int], tuple[int, str, str]]:
+        """What lies at the given (source id, ordinal) places of ready sources: place ->
+        (chunk id, kind, heading); places with no chunk are left out. One indexed
+        lookup per place, no text read."""
+        wanted = sorted(set(positions))
+        out: dict[tuple[int, int], tuple[int, str, str]] = {}
+        for i in range(0, len(wanted), 400):
+            part = wanted[i:i + 400]
+            rows = self._conn().execute(
+                f"WITH want(sid, ord) AS (VALUES {','.join(['(?, ?)'] * len(part))}) "
+                "SELECT c.source_id, c.ordinal, c.id, c.kind, c.heading FROM want "
+                "JOIN chunks c ON c.source_id = want.sid AND c.ordinal = want.ord "
+                "JOIN sources s ON s.id = c.source_id WHERE s.state = 'ready'",
+                [v for p in part for v in p],
+            ).fetchall()
+            out.update({(r[0], r[1]): (r[2], r[3], r[4]) for r in rows})
+        return out
+
+    def keyword(self, match: str, limit: int, filters: Filters,
+                rescore: str = "", *, parallel: bool = True) -> list[tuple[int, float]]:
+        """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` (and ``rescore``) must
+        be safe expressions (``engine.retrieval.query.fts_query``).
+
+        ``rescore`` holds words that find no rows of their own: the rows ``match`` finds
+        that also hold one of them are scored again over both (``match AND rescore``),
+        which is their BM25 for the whole query, since a word's BM25 weight depends only
+        on the word and the row. FTS5 scores every row a query matches (about 1 us a row
+        here), so common words kept out of ``match`` bound the rows scored (FTS5 still
+        reads each rescoring word's rows once, to count them for its weight). With
+        ``parallel``, the two queries run at the same time (``_bm25_rows``).
+        """
+        if not match:
+            return []
+        plain = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
+                 "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?")
+        if filters.empty:
+            rows = self._bm25_rows(plain, match, rescore, [], limit * 2, parallel)
+            ready = self._ready_chunks([r[0] for r in rows])
+            return [(r[0], -r[1]) for r in rows if r[0] in ready][:limit]
+        if filters.only_kinds:  # most chunks may pass: test the best rows only (kind_share)
+            share = self._kind_share.share(self._conn(), self.chunk_count(), filters.kinds)
+            if share >= OVERFETCH_MIN_SHARE:
+                got = overfetch(
+                    lambda n: self._bm25_rows(plain, match, rescore, [], n, parallel),
+                    lambda ids: self._passing(ids, filters), limit, share)
+                if got is not None:
+                    return [(rid, -r) for rid, r in got]
+        where, args = filters.sql()
+        sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
+               "JOIN chunks c ON c.id = f.rowid JOIN sources s ON s.id = c.source_id "
+               f"WHERE chunks_fts MATCH ? AND {where} ORDER BY r LIMIT ?")
+        return [(r[0], -r[1])
+                for r in self._bm25_rows(sql, match, rescore, args, limit, parallel)]
+
+    def _bm25_rows(self, sql: str, match: str, rescore: str, args: list[Any],
+                   limit: int, parallel: bool = True) -> list[tuple[int, float]]:
+        """``sql``'s (rowid, bm25) rows for ``match``, with ``rescore``'s words added to
+        the scores of the rows that hold them (see ``keyword``); lowest bm25 first. When
+        ``match`` finds no row, ``rescore``'s words find them instead."""
+        conn = self._conn()
+        # The rescoring query does not depend on the finding one's rows: it runs at the
+        # same time, on another connection in a pool thread (SQLite releases the GIL
+        # while it runs; at 100k chunks each takes 1-6 ms, mostly FTS5's scoring).
+        second = (sql, (f"({match}) AND ({rescore})", *args, limit))
+        both = _fts_pool().submit(self._query, *second) if rescore and parallel else None
+        try:
+            rows = conn.execute(sql, (match, *args, limit)).fetchall()
+        finally:
+            rescored = both.result() if both is not None else None  # never left running
+        if rescore and not rows:
+            # ``match`` holds no row here (its words are rare in the store, not in these
+            # filters, or counted before they were deleted): the other words find the
+            # rows, scored exactly, since the words of ``match`` hold none of them.
+            match, rescore = rescore, ""
+            rows = conn.execute(sql, (match, *args, limit)).fetchall()
+        if not rescore:
+            return [(r[0], r[1]) for r in rows]
+        best = {r[0]: r[1] for r in rows}
+        for rid, r in (rescored if rescored is not None else self._query(*second)):
+            best[rid] = min(r, best.get(rid, 0.0))
+        return sorted(best.items(), key=lambda x: (x[1], x[0]))[:limit]
+
+    def _passing(self, ids: Sequence[int], filters: Filters) -> set[int]:
+        """Those of ``ids`` that pass ``filters`` (their sources ready)."""
+        if not ids:
+            return set()
+        where, args = filters.sql()
+        rows = self._conn().execute(
+            "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *args],
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def doc_frequency(self, words: Sequence[str]) -> dict[str, int]:
+        """How many chunks hold each word, looked up in the FTS vocabulary under the
+        tokens FTS5 makes of the word (``engine.store.vault.fts_terms``)."""
+        gen = self._generation
+        if self._df_cache[0] != gen or len(self._df_cache[1]) > DF_CACHE_MAX:
+            self._df_cache = (gen, {})
+        known = self._df_cache[1]
+        wanted = [w.lower() for w in words]
+        missing = [w for w in dict.fromkeys(wanted) if w not in known]
+        if missing:
+            known.update(self._vocab_counts(missing))
+        return {w: known[w] for w in wanted}
+
+    def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
+        """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
+        return chunk_counts(self._conn(), words, self._common_terms(), self._tokens)
+
+    def warm_keyword_counts(self) -> None:
+        """Count the store's common terms (``_common_terms``) and its chunks by kind
+        (``kind_share``) now, not in the first keyword query; ``ContextEngine.warm_up``
+        runs it in a thread at open."""
+        try:
+            self._common_terms()
+            self._kind_share.counts(self._conn(), self.chunk_count())
+        except sqlite.Error as exc:
+            raise store_error(exc) from None
+
+    def _common_terms(self) -> dict[str, int]:
+        """The counts of the terms in at least 1 in 1000 chunks (``common_counts``), read
+        again once a tenth of the store has changed since (chunks added or deleted, from
+        the highest chunk id and the count): between, a common term's count may be off
+        by up to that many chunks, which only shifts which words the keyword lane lets
+        find rows (``engine.retrieval.fts_match.keyword_match``). One pass costs 0.3 s at
+        100k chunks and runs in the first keyword query of a store that needs it."""
+        held = self._common
+        if held is not None and held[3] == self._generation:  # no write since: as read
+            return held[2]
+        with self._common_lock:
+            n = self.chunk_count()
+            top = int(self._conn().execute("SELECT coalesce(max(id), 0) FROM chunks"
+                                          ).fetchone()[0])
+            held = self._common
+            if held is not None:
+                added = max(0, top - held[1])
+                deleted = max(0, held[0] + added - n)
+                if added + deleted <= COMMON_TERMS_DRIFT * held[0]:
+                    self._common = (held[0], held[1], held[2], self._generation)
+                    return held[2]
+            counts = common_counts(self._conn(), max(COMMON_TERMS_MIN, n // 1000))
+            self._common = (n, top, counts, self._generation)
+            return counts
+
+    def chunk_version(self) -> int:
+        """Goes up with every chunk stored or deleted and every source made ready or
+        pending, and persists (migration 6): what a vector snapshot was taken at."""
+        return int(self.get_meta("chunk_version") or 0)
+
+    def chunk_fingerprints(self) -> tuple[list[int], list[str]]:
+        """Every chunk of a ready source that has its vectors (not one waiting for the
+        vector stage): ids ascending and their content hashes, read from the
+        content-hash index alone (no text page is read)."""
+        rows = self._conn().execute(
+            "SELECT id, content_hash FROM chunks INDEXED BY chunks_hash").fetchall()
+        busy = {r[0] for r in self._conn().execute(
+            "SELECT c.id FROM sources s JOIN chunks c ON c.source_id = s.id "
+            "WHERE s.state != 'ready' OR s.embedded = 0")}
+        rows = sorted(r for r in rows if r[0] not in busy)
+        return [r[0] for r in rows], [r[1] or "" for r in rows]
+
+    def chunk_ids(self) -> list[int]:
+        """Every stored chunk's id, ascending (0.6 s at 100k chunks)."""
+        return [r[0] for r in self._conn().execute("SELECT id FROM chunks ORDER BY id")]
+
+    def chunk_count(self) -> int:
+        """Stored chunks (cached until the next write)."""
+        gen = self._generation
+        if self._count_cache is None or self._count_cache[0] != gen:
+            n = int(self._conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
+            self._count_cache = (gen, n)
+        return self._count_cache[1]
+
+    def speakers(self) -> frozenset[str]:
+        """Names of the conversation speakers in the store. Cached until the next write;
+        after one only new chunks are read, unless chunks were also deleted."""
+        gen, cache = self._generation, self._speaker_cache
+        if cache is not None and cache[0] == gen:
+            return cache[3]
+        conn = self._conn()
+        count = self.chunk_count()
+        if cache is not None:
+            added, top = conn.execute("SELECT count(*), max(id) FROM chunks WHERE id > ?",
+                                      (cache[1],)).fetchone()
+            if cache[2] + int(added) == count:
+                names = cache[3] | self._speakers_after(conn, cache[1])
+                self._speaker_cache = (gen, int(top or cache[1]), count, names)
+                return names
+        top = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+        names = self._speakers_after(conn, -1)
+        self._speaker_cache = (gen, int(top or 0), count, names)
+        return names
+
+    @staticmethod
+    def _speakers_after(conn: Any, after_id: int) -> frozenset[str]:
+        rows = conn.execute(
+            "SELECT DISTINCT json_extract(meta, '$.speaker') FROM chunks "
+            "WHERE id > ? AND meta LIKE '%\"speaker\"%'", (after_id,)).fetchall()
+        return frozenset(r[0].strip() for r in rows if isinstance(r[0], str) and r[0].strip())
+
+    def waiting_sources(self) -> frozenset[int]:
+        """Ids of the stored sources whose vectors are not made yet (staged ingestion:
+        the keyword lanes find them, the vector lane not yet); cached per write
+        generation (one read of a partial index, empty most of the time)."""
+        gen, held = self._generation, self._waiting
+        if held is not None and held[0] == gen:
+            return held[1]
+        ids = frozenset(r[0] for r in self._conn().execute(
+            "SELECT id FROM sources INDEXED BY sources_waiting WHERE embedded = 0"))
+        self._waiting = (gen, ids)
+        return ids
+
+    def _ready_chunks(self, ids: Sequence[int]) -> set[int]:
+        """Those of ``ids`` whose source is ready (an ingest or delete in progress leaves
+        its chunks out). While every source is ready (known per write generation, with
+        no chunk read), that is all of them: 0.7 ms of a 4 ms keyword lane at 100k."""
+        if not ids:
+            return set()
+        gen = self._generation
+        if self._all_ready[0] != gen:
+            busy = self._conn().execute(
+                "SELECT 1 FROM sources WHERE state != 'ready' LIMIT 1").fetchone()
+            self._all_ready = (gen, busy is None)
+        if self._all_ready[1]:
+            return set(ids)
+        rows = self._conn().execute(
+            "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND s.state = 'ready'", list(ids),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def recent(self, limit: int, filters: Filters) -> list[int]:
+        """Recency lane: chunk ids, newest first (a chunk's time, else its source's).
+
+        Read in two index-friendly parts and merged, instead of one sort over every
+        chunk (230 ms at 100k chunks; issue 12): chunks with a time through the
+        ``chunks_time`` index, and chunks without one source by source, newest source
+        first, until ``limit`` of them are in (sources of equal time together).
+        """
+        if limit <= 0:
+            return []
+        where, args = filters.sql()
+        conn = self._conn()
+        found: list[tuple[float, int]] = [
+            (t, cid) for cid, t in conn.execute(
+                f"SELECT c.id, c.time FROM chunks c JOIN sources s ON s.id = c.source_id "
+                f"WHERE c.time IS NOT NULL AND {where} ORDER BY c.time DESC, c.id DESC LIMIT ?",
+                (*args, limit))]
+        if not self._has_untimed():  # every chunk has its time (a store of sessions)
+            return [cid for _, cid in found[:limit]]
+        untimed = 0
+        block: list[int] = []
+        block_time: float | None = None
+        size = 1  # sources per query: doubling, so a filter that skips most stays cheap
+
+        def take(ids: list[int]) -> int:
+            marks = ",".join("?" * len(ids))
+            rows = conn.execute(
+                f"SELECT c.id, COALESCE(s.created_at, s.ingested_at, 0) AS t FROM chunks c "
+                f"JOIN sources s ON s.id = c.source_id "
+                # (+c.time: look chunks up by source; the time index would scan them all)
+                f"WHERE +c.time IS NULL AND c.source_id IN ({marks}) AND {where} "
+                "ORDER BY t DESC, c.id DESC LIMIT ?", (*ids, *args, limit)).fetchall()
+            found.extend((t, cid) for cid, t in rows)
+            return len(rows)
+
+        for sid, t in conn.execute("SELECT id, COALESCE(created_at, ingested_at, 0) AS t "
+                                   "FROM sources ORDER BY t DESC, id DESC"):
+            # a block ends only where the time changes, so that each block's own newest
+            # ``limit`` are exact and blocks come newest first
+            if len(block) >= size and t != block_time:
+                untimed += take(block)
+                block, size = [], min(size * 2, 256)
+                if untimed >= limit:
+                    break
+            block.append(sid)
+            block_time = t
+        else:
+            if block:
+                take(block)
+        found.sort(reverse=True)
+        return [cid for _, cid in found[:limit]]
+
+    def _has_untimed(self) -> bool:
+        """Whether any chunk lacks a time (cached until the next write): a seek in the
+        ``chunks_time`` index. Without one, the recency lane skips its source-by-source
+        part, which read every chunk of a store of sessions to find none (21 ms at
+        48,893 chunks)."""
+        gen = self._generation
+        if self._untimed[0] != gen:
+            row = self._conn().execute("SELECT 1 FROM chunks WHERE time IS NULL LIMIT 1"
+                                       ).fetchone()
+            self._untimed = (gen, row is not None)
+        return self._untimed[1]
+
+    # --- embeddings cache ---------------------------------------------------
+    def cached_vectors(self, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        hashes = list(hashes)
+        for i in range(0, len(hashes), 900):
+            part = hashes[i:i + 900]
+            out.update(self._conn().execute(
+                f"SELECT hash, vec FROM embed_cache WHERE hash IN ({','.join('?' * len(part))})",
+                part).fetchall())
+        return out
+
+    # --- audit and access ---------------------------------------------------
+    def record_access(self, source_ids: Sequence[int], now: float) -> None:
+        if not source_ids:
+            return
+        held = self.held_access
+        if held is not None:
+            held.append((list(source_ids), now))
+            return
+        try:
+            self._record_access(source_ids, now)
+        except NoSpace:  # statistics are best effort: a full disk must not fail a read
+            log.warning("disk full: access statistics not recorded")
+
+    def _record_access(self, source_ids: Sequence[int], now: float) -> None:
+        with self.write(chunks=False) as c:
+            c.executemany(
+                "INSERT INTO access_stats(source_id, count, last_access) VALUES (?, 1, ?) "
+                "ON CONFLICT(source_id) DO UPDATE SET count = count + 1, last_access = ?",
+                [(sid, now, now) for sid in sorted(set(source_ids))],
+            )
+
+    def access(self, source_ids: Sequence[int]) -> dict[int, tuple[int, float | None]]:
+        if not source_ids:
+            return {}
+        ids = sorted(set(source_ids))
+        rows = self._conn().execute(
+            "SELECT source_id, count, last_access FROM access_stats "
+            f"WHERE source_id IN ({','.join('?' * len(ids))})", ids).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def add_audit(self, method: str, caller_pid: int | None, ids: Sequence[str],
+                  counts: dict[str, int], *, at: float | None = None) -> None:
+        """One audit record (``at``: when the call made it; now by default)."""
+        self.add_audits([(time.time() if at is None else at, method, caller_pid, list(ids),
+                          dict(counts))])
+
+    def add_audits(self, records: Sequence[tuple[float, str, int | None, Sequence[str],
+                                                 Mapping[str, int]]]) -> None:
+        """Audit records (time, method, caller pid, ids, counts) in one transaction."""
+        rows = [(at, method, pid, json.dumps(list(ids)), json.dumps(dict(counts), sort_keys=True))
+                for at, method, pid, ids, counts in records]
+        try:
+            with self.write(chunks=False) as c:
+                c.executemany("INSERT INTO audit(time, method, caller_pid, ids, counts) "
+                              "VALUES (?,?,?,?,?)", rows)
+        except NoSpace:  # a read on a full disk still answers; the rows are lost, logged
+            log.warning("disk full: %d audit rows not written", len(rows))
+
+    def audit(self, since: float | None, limit: int) -> list[dict[str, Any]]:
+        rows = self._conn().execute(
+            "SELECT time, method, caller_pid, ids, counts FROM audit WHERE time >= ? "
+            "ORDER BY id DESC LIMIT ?", (since or 0.0, limit)).fetchall()
+        return [{"time": r[0], "method": r[1], "caller_pid": r[2], "ids": json.loads(r[3]),
+                 "counts": json.loads(r[4])} for r in rows]

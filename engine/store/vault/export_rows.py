@@ -1,0 +1,74 @@
+"""What an export reads from the vault: each ready source with its chunks and surrogates.
+
+Sources come in id order, filtered by kind and project; a source's chunks come in
+ordinal order with everything a later import needs to store them as they were.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from engine.store.vault.core import Vault
+
+
+class ExportSource(NamedTuple):
+    id: int
+    uri: str
+    kind: str
+    title: str
+    fmt: str
+    content_hash: str
+    bytes: int
+    created_at: float | None
+    ingested_at: float
+    project: str | None
+    meta: dict[str, Any]
+
+
+class ExportChunk(NamedTuple):
+    ordinal: int
+    kind: str
+    heading: str
+    text: str
+    tokens: int
+    start: int
+    time: float | None
+    meta: dict[str, Any]
+
+
+def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
+            ) -> Iterator[ExportSource]:
+    """The ready sources to export, in id order (read a page at a time)."""
+    where, args = ["state = 'ready'"], []
+    if kind is not None:
+        where.append("kind = ?")
+        args.append(kind)
+    if project is not None:
+        where.append("project = ?")
+        args.append(project)
+    last = 0
+    while True:
+        rows = vault._query(
+            "SELECT id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, "
+            f"project, meta FROM sources WHERE {' AND '.join(where)} AND id > ? "
+            "ORDER BY id LIMIT 200", [*args, last])
+        if not rows:
+            return
+        for r in rows:
+            yield ExportSource(*r[:10], json.loads(r[10] or "{}"))
+        last = rows[-1][0]
+
+
+def chunks(vault: Vault, source_id: int) -> list[ExportChunk]:
+    rows = vault._query(
+        "SELECT ordinal, kind, heading, text, tokens, start, time, meta FROM chunks "
+        "WHERE source_id = ? ORDER BY ordinal", (source_id,))
+    return [ExportChunk(*r[:7], json.loads(r[7] or "{}")) for r in rows]
+
+
+def surrogates(vault: Vault, source_id: int) -> dict[str, str] | None:
+    rows = vault._query("SELECT full, gist, micro FROM surrogates WHERE source_id = ?",
+                        (source_id,))
+    return {"full": rows[0][0], "gist": rows[0][1], "micro": rows[0][2]} if rows else None

@@ -1,0 +1,8 @@
+"""The vector index: in memory with a sealed snapshot by default, or Chroma.
+
+- ``index``       what the engine needs from a vector index, and the Chroma one;
+- ``memory``      the default, in memory only, with ``exact_index`` (the exact search)
+  and ``snapshot`` (saved sealed, so a store opens fast);
+- ``cache``       a big store's vectors in memory;
+- ``ids``         keyed ids, unlinkable to ingest order.
+"""
