@@ -4,6 +4,8 @@ and each package's docstring maps every module in it (the end of this file).
 The imports are read with ast (module-level and function-level, TYPE_CHECKING
 blocks included); nothing is imported. Layers, lowest first: base, parts,
 config (only gathers the parts' sections), flows (orchestration), facade.
+Inside flows, the rooms (one sub-package per part orchestrated) import each other only
+down a declared order (``ROOMS``, below the maps).
 """
 
 from __future__ import annotations
@@ -210,3 +212,110 @@ def test_the_map_guard_sees_a_module_left_off(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("")
     (tmp_path / "b.py").write_text("")
     assert unmapped(tmp_path) == ["b"]
+
+
+# The rooms of engine/flows/: part X is pure (engine/X), flows/X orchestrates it, the facade
+# exposes it. Each sub-package of flows/ is a room named after the part it orchestrates, or
+# listed here with the parts it orchestrates. Rooms import each other only down this order
+# (a room may import the rooms listed before it), and the modules at the top of flows/ (what
+# every room shares: runtime, opening, job, jobs, warming, audit_log) import no room.
+ROOMS = {
+    "ingest": ("ingest", "watching"),
+    "search": ("retrieval", "packing"),
+    "recall": ("recall",),
+    "keeping": ("backup", "crypto"),
+}
+
+
+def room_of(module: str, rooms: set[str]) -> str | None:
+    """The room of flows/ that ``module`` belongs to; None for the top of flows/."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in rooms else None
+
+
+def room_errors(root: Path) -> list[str]:
+    flows = root / "engine" / "flows"
+    rooms = {p.parent.name for p in flows.glob("*/__init__.py")}
+    errors = [f"engine/flows/{r}/ is a room named after no part and not listed in ROOMS"
+              for r in sorted(rooms - set(ROOMS))]
+    order = list(ROOMS)
+    for module, edges in import_graph(root).items():
+        if unit_of(module) != "flows":
+            continue
+        here = room_of(module, rooms)
+        for target, line in edges.items():
+            there = room_of(target, rooms) if unit_of(target) == "flows" else None
+            if there is None or there == here:
+                continue
+            where = f"{module.replace('.', '/')}.py:{line} imports {target}"
+            if here is None:
+                errors.append(f"{where}: the top of flows/ may not import a room")
+            elif there not in order or here not in order or order.index(there) > order.index(here):
+                errors.append(f"{where}: room {here!r} may import only rooms before it "
+                              f"({' -> '.join(order)})")
+    return errors
+
+
+def test_every_room_orchestrates_parts() -> None:
+    """A room names the parts it orchestrates, and each is a part of engine/."""
+    for room, parts in ROOMS.items():
+        assert parts, room
+        for part in parts:
+            assert LAYER_OF.get(part) == "parts", f"ROOMS[{room!r}] names {part!r}, not a part"
+
+
+# The facade's member that exposes each room (engine/facade/<member>.py).
+FACADE_OF = {"ingest": "ingest", "search": "reading", "recall": "recall", "keeping": "keeping"}
+
+
+def unexposed(root: Path) -> list[str]:
+    """Rooms whose facade member is missing or imports nothing from the room."""
+    graph = import_graph(root)
+    out = []
+    for room, member in FACADE_OF.items():
+        edges = graph.get(f"engine.facade.{member}", {})
+        if not any(t == f"engine.flows.{room}" or t.startswith(f"engine.flows.{room}.")
+                   for t in edges):
+            out.append(f"flows/{room}/ has no facade member engine/facade/{member}.py using it")
+    return out
+
+
+def test_the_facade_exposes_every_room() -> None:
+    assert set(FACADE_OF) == set(ROOMS)
+    missing = unexposed(REPO)
+    assert not missing, "\n".join(missing)
+
+
+def test_rooms_import_only_down_their_order() -> None:
+    errors = room_errors(REPO)
+    assert not errors, "rooms of engine/flows/ out of their order:\n" + "\n".join(errors)
+
+
+def test_the_room_guard_sees_a_wrong_import(tmp_path: Path) -> None:
+    """A room importing a later room, the top of flows/ importing a room, and a room that
+    is in no list are all caught."""
+    flows = tmp_path / "engine" / "flows"
+    for room in ("search", "recall", "misc"):
+        (flows / room).mkdir(parents=True)
+        (flows / room / "__init__.py").write_text("")
+    (tmp_path / "engine" / "__init__.py").write_text("")
+    (flows / "__init__.py").write_text("")
+    (flows / "runtime.py").write_text("def f():\n    from engine.flows.search import a\n")
+    (flows / "search" / "a.py").write_text("from engine.flows.recall.b import B\n")
+    (flows / "recall" / "b.py").write_text("from engine.flows.search import a\nB = 1\n")
+    assert room_errors(tmp_path) == [
+        "engine/flows/misc/ is a room named after no part and not listed in ROOMS",
+        ("engine/flows/runtime.py:2 imports engine.flows.search.a: the top of flows/ may "
+         "not import a room"),
+        ("engine/flows/search/a.py:1 imports engine.flows.recall.b: room 'search' may import "
+         "only rooms before it (ingest -> search -> recall -> keeping)")]
+    assert len(unexposed(tmp_path)) == len(FACADE_OF)  # no facade member uses a room
+
+
+def test_engine_tests_mirror_the_packages() -> None:
+    """Each folder of tests/engine/ holding tests is named after a package of engine/."""
+    tests = REPO / "tests" / "engine"
+    stray = sorted(str(d.relative_to(tests)) for d in tests.rglob("*")
+                   if d.is_dir() and any(d.glob("test_*.py"))
+                   and not (ENGINE / d.relative_to(tests) / "__init__.py").exists())
+    assert not stray, f"tests/engine/ folders named after no engine/ package: {stray}"
