@@ -41,7 +41,8 @@ class Runtime:
         """The local cross-encoder reranker at ``path``, loaded once (ConfigError if absent)."""
         with self._qlock:
             if path not in self._cross:
-                from engine.retrieval.rerank import CrossEncoderConfig, CrossEncoderReranker
+                from engine.retrieval.config import CrossEncoderConfig
+                from engine.retrieval.rerank import CrossEncoderReranker
 
                 self._cross[path] = CrossEncoderReranker(CrossEncoderConfig(model_path=path))
             return self._cross[path]

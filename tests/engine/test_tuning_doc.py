@@ -228,11 +228,12 @@ def test_bounded_refuses_out_of_range_values_naming_the_field() -> None:
 
 def config_modules() -> list[Path]:
     """The config modules, and the modules whose constants told long origin stories
-    (issue 34): the rerank, the packer, the recall embedding view, the lexicon."""
+    (issue 34): the rerank, the packer, the recall embedding view, the lexicon, the
+    ingest writer."""
     return sorted([*REPO.glob("engine/*/config.py"), REPO / "engine" / "config.py",
                    REPO / "engine" / "config_base.py", REPO / "engine/retrieval/rerank.py",
                    *REPO.glob("engine/packing/*.py"), REPO / "engine/recall/embedview.py",
-                   REPO / "engine/retrieval/lexicon.py"])
+                   REPO / "engine/retrieval/lexicon.py", REPO / "engine/flows/ingest/writer.py"])
 
 
 def test_config_modules_hold_no_comment_block_of_six_lines() -> None:

@@ -33,12 +33,8 @@ from engine.types import ChunkDraft, LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
 
-# Texts per call to the model, and so the distance between two cancellation points:
-# each step is sized from the pace of the last one to take about STEP_SECONDS, within
-# [EMBED_STEP_MIN, EMBED_STEP]. The model's working memory no longer grows with the
-# step: the embedders cut each call into batches bounded by padded tokens
-# (engine/embedding/batching.py). 32 lets short texts (transcript tool views) fill
-# both cores: 174 vs 93 texts/s at 8 on 2 cores (2026-11-22, onnx, bench.recall_bench).
+# Texts per call to the model (the distance between two cancellation points), a step
+# sized to take about STEP_SECONDS: bench.recall_bench, 2026-11-22 (docs/tuning.md).
 EMBED_STEP = 32
 EMBED_STEP_MIN = 4
 STEP_SECONDS = 0.5

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from engine.flows.search.ranking import Ranked
+from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.turn_roles import (
     RoleChunk,
-    TurnRoleConfig,
     repeat_penalties,
     role_bonuses,
     said,

@@ -18,8 +18,8 @@ from engine.flows.search.lanes import LaneResult
 from engine.flows.search.ranking import Ranked
 from engine.ingest.place import merged_lines, place_of
 from engine.packing.candidates import PackCandidate
+from engine.packing.config import PackingConfig
 from engine.packing.overlap import Span, trim_overlaps
-from engine.packing.packer import PackingConfig
 from engine.packing.turns import TurnPrior
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.store.vault.neighbours import chunks_in_spans

@@ -18,10 +18,10 @@ from engine.flows.search.stages import StageTimer
 from engine.ingest.place import place_of
 from engine.metrics import ALERT_VECTOR_DOWN
 from engine.pools import shared_pool
+from engine.retrieval.config import RerankConfig
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
-from engine.retrieval.rerank import RerankConfig
 from engine.store.vault.rows import ChunkRow, Filters
 
 

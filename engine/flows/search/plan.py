@@ -25,8 +25,9 @@ import numpy as np
 
 from engine.config import Config
 from engine.flows.runtime import Runtime
+from engine.retrieval.config import QueryConfig
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
-from engine.retrieval.query import QueryAnalysis, QueryConfig, analyze_query, lane_weights
+from engine.retrieval.query import QueryAnalysis, analyze_query, lane_weights
 from engine.store.vault.rows import ChunkRow, Filters
 
 

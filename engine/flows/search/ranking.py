@@ -31,9 +31,10 @@ from engine.flows.search.session_expand import expand_sessions
 from engine.flows.search.stages import StageTimer
 from engine.ingest.embedtext import cache_key, embed_text
 from engine.metrics import QUERY_MS
+from engine.retrieval.config import RerankConfig
 from engine.retrieval.fusion import rrf
 from engine.retrieval.profiles import profile_of
-from engine.retrieval.rerank import RerankCandidate, RerankConfig, rerank, scan_all
+from engine.retrieval.rerank import RerankCandidate, rerank, scan_all
 from engine.store.vault.rows import ChunkRow, Filters
 
 Ranked = tuple[Hashable, float, dict[str, float]]
