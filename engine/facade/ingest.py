@@ -34,9 +34,8 @@ class Ingest:
         self._alerts = alerts
         self._interrupted = interrupted
 
-    def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
-               title: str | None = None, kind: str = "text", external_id: str | None = None,
-               wait: bool = False) -> str:
+    def ingest(self, *, paths: Sequence[str], text: str | None, title: str | None, kind: str,
+               external_id: str | None, wait: bool) -> str:
         rt = self._live()
         if bool(paths) == (text is not None):
             raise InvalidInput("ingest takes either paths or text, not both or neither",
@@ -75,8 +74,7 @@ class Ingest:
         return job
 
     def ingest_conversation(self, turns: Sequence[Mapping[str, Any]], *, title: str,
-                            uri: str | None = None, session_time: float | None = None,
-                            wait: bool = False) -> str:
+                            uri: str | None, session_time: float | None, wait: bool) -> str:
         rt = self._live()
         uri = uri or "conversation:" + hashlib.sha256(
             repr([(t.get("speaker"), t.get("text")) for t in turns]).encode()).hexdigest()[:16]

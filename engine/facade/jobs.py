@@ -104,7 +104,7 @@ class JobControl:
     def jobs(self) -> list[JobSnapshot]:
         return self._runner.list()
 
-    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
+    def wait(self, job_id: str, timeout: float | None) -> JobSnapshot:
         return self._runner.wait(job_id, timeout)
 
     def cancel_job(self, job_id: str) -> JobSnapshot:

@@ -68,7 +68,7 @@ class Keeping:
         if reason:
             self.repair(wait=False, reason=reason)
 
-    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
+    def delete(self, source: str | int, *, wait: bool) -> DeleteResult:
         rt = self._live()
         if not str(source).strip().isdigit():  # a failed file the user lets go of
             self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
@@ -102,7 +102,7 @@ class Keeping:
             self._runner.submit("delete", deleting.delete_work(rt, self._writer, what,
                                                                resumed=True))
 
-    def repair(self, *, wait: bool = True, reason: str = "repair") -> RepairResult:
+    def repair(self, *, wait: bool, reason: str) -> RepairResult:
         result: dict[str, Any] = {"reason": reason}
         job = self._runner.submit("repair", repair_work(self._live(), reason, result))
         result["job"] = job.id
@@ -112,7 +112,7 @@ class Keeping:
             wait_ok(self._runner, job.id)
         return RepairResult.from_dict(result)
 
-    def compact(self, *, wait: bool = True) -> CompactResult:
+    def compact(self, *, wait: bool) -> CompactResult:
         from engine.flows.keeping.compaction import compact_work
 
         job = self._runner.submit("compact", compact_work(self._live()))
@@ -121,7 +121,7 @@ class Keeping:
         snap = wait_ok(self._runner, job.id)
         return CompactResult(job.id, snap.bytes_total, snap.bytes)
 
-    def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
+    def rotate_key(self, *, wait: bool) -> KeyChangeResult:
         from engine.crypto.keys import key_id
         from engine.flows.keeping.keys import pending_key_id, rotate_work
 
@@ -156,7 +156,7 @@ class Keeping:
             if j.kind == "rotate" and not j.final:
                 raise StoreLocked(f"a key rotation is under way (job {j.id}): back up after it")
 
-    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
+    def backup(self, path: str, *, include_vectors: bool | None) -> BackupResult:
         from engine.flows.keeping.backup import take_backup
 
         rt = self._live()
@@ -176,8 +176,8 @@ class Keeping:
         return self._tracked("verify_backup", lambda progress: verify_backup(
             path, data_key=self.key, store_id=store_id, progress=progress))
 
-    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
-               project: str | None = None) -> ExportResult:
+    def export(self, path: str, *, fmt: str, kind: str | None, project: str | None
+               ) -> ExportResult:
         from engine.flows.keeping.export import export_sources
 
         rt = self._live()

@@ -61,9 +61,9 @@ class Reading:
         self._events = events  # announces BuildDone
 
     @_gated
-    def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
-               path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
+    def search(self, query: str, k: int, *, kinds: Sequence[str] | None, path_prefix: str | None,
+               since: float | None, until: float | None, distinct_sources: bool
+               ) -> list[SearchHit]:
         rt = self._live()
         query = check_query(query, rt.cfg.search)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
@@ -86,7 +86,7 @@ class Reading:
         return payload
 
     @_gated
-    def sources(self, *, project: str | None = None) -> list[SourceInfo]:
+    def sources(self, *, project: str | None) -> list[SourceInfo]:
         return src.list_ready(self._live().vault, project=project)
 
     @_gated
@@ -105,7 +105,7 @@ class Reading:
                     counts: Mapping[str, int]) -> None:
         self._live().audit.record(method, caller_pid, ids, counts)
 
-    def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
+    def audit(self, since: float | None, limit: int) -> list[AuditEntry]:
         rt = self._live()
         rt.audit.flush()  # what calls queued so far is read back
         return [AuditEntry.from_dict(r) for r in rt.vault.audit(since, limit)]

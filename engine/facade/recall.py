@@ -68,7 +68,7 @@ class Recall:
             raise InvalidInput("folder must be a path", field="folder")
         return forget_folder(rt, folder.strip())
 
-    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
+    def sync(self, paths: Sequence[str] | None) -> SyncResult:
         from engine.flows.recall.entry import sync
 
         rt = self._live()

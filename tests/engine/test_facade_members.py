@@ -134,3 +134,18 @@ def test_the_member_guard_sees_the_engine_handed_over(engine: ContextEngine) -> 
         del member.__dict__["_engine"]
     assert _refers_to(engine.close, engine)
     assert _refers_to(lambda: engine.status(), engine)
+
+
+def test_defaults_live_on_the_face(engine: ContextEngine) -> None:
+    """A member's method that a public method delegates to takes every argument from the
+    face: the defaults are said once, where callers read them."""
+    with_defaults = sorted(
+        f"{type(member).__name__}.{name}({p.name})"
+        for member in _members(engine).values()
+        for name in vars(type(member)) if not name.startswith("_") and name in ENGINE_METHODS
+        for p in inspect.signature(getattr(member, name)).parameters.values()
+        if p.default is not inspect.Parameter.empty)
+    assert not with_defaults
+    delegated = {name for member in _members(engine).values() for name in vars(type(member))
+                 if name in ENGINE_METHODS}
+    assert {"search", "build_context", "recall", "backup", "wait"} <= delegated
