@@ -37,7 +37,8 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
     """Chunk id -> what came of its turn (``present.turn_outcome``), read from the chunks
     around it of the same session and turn: one indexed read per source. The work a
     session file holds before its first request (a file that starts mid-task) has no
-    turn number: it is read as one turn too."""
+    turn number: it is read as one turn too. Only what the outcome reads is read
+    (``Vault.turn_outcome_rows``: the meta's fields in SQL, a reply's text)."""
     reach = rt.cfg.recall.turn_reach
     spans: dict[int, tuple[int, int]] = {}
     turns: dict[int, list[Any]] = {}
@@ -46,15 +47,15 @@ def turn_outcomes(rt: Runtime, hits: Sequence[SearchHit]) -> dict[int, str]:
             lo, hi = spans.get(h.source_id, (h.ordinal, h.ordinal))
             spans[h.source_id] = (min(lo, h.ordinal - reach), max(hi, h.ordinal + reach))
             turns.setdefault(h.source_id, []).append(h.meta.get("turn"))
-    rows = {sid: rt.vault.turn_chunks(sid, lo, hi, turns[sid])
+    rows = {sid: rt.vault.turn_outcome_rows(sid, lo, hi, turns[sid])
             for sid, (lo, hi) in spans.items()}
     out = {}
     for h in hits:
         turn, session = h.meta.get("turn"), h.meta.get("session")
-        same = [TurnChunk(r.kind, bool(r.meta.get("failure")), r.meta.get("error_kind"),
-                          r.meta.get("tool"), r.text)
-                for r in rows.get(h.source_id, []) if session is not None
-                and r.meta.get("turn") == turn and r.meta.get("session") == session]
+        same = [TurnChunk(kind, failure, error_kind, tool, text)
+                for r_session, r_turn, kind, failure, error_kind, tool, text
+                in rows.get(h.source_id, []) if session is not None
+                and r_turn == turn and r_session == session]
         out[h.chunk_id] = turn_outcome(same) if same else "outcome unknown"
     return out
 

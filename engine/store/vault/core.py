@@ -362,21 +362,26 @@ class Vault:
         ).fetchall()
         return [ChunkRow.from_row(r) for r in rows]
 
-    def turn_chunks(self, source_id: int, lo: int, hi: int, turns: Sequence[Any]
-                    ) -> list[ChunkRow]:
-        """``neighbours`` of the chunks whose ``meta["turn"]`` is one of ``turns`` (None:
-        no turn), told apart in SQL: the rows of other turns are never built (a recall
-        reads 121 rows around each hit for the few of its turn)."""
+    def turn_outcome_rows(self, source_id: int, lo: int, hi: int, turns: Sequence[Any]
+                          ) -> list[tuple[Any, Any, str, bool, str | None, str | None, str]]:
+        """What a turn's outcome reads of the ``neighbours`` whose ``meta["turn"]`` is one of
+        ``turns`` (None: no turn), in their order, told apart in SQL and never built as rows
+        (a recall reads 121 rows around each hit for the few of its turn): (session, turn,
+        kind, failure, error_kind, tool, text), the text a reply's only ("" for other
+        kinds: the outcome quotes the last reply)."""
         want = list(dict.fromkeys(turns))
         if not want:
             return []
         rows = self._conn().execute(
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            "SELECT json_extract(c.meta, '$.session'), json_extract(c.meta, '$.turn'), "
+            "c.kind, json_extract(c.meta, '$.failure'), json_extract(c.meta, '$.error_kind'), "
+            "json_extract(c.meta, '$.tool'), CASE WHEN c.kind = 'turn_pair' THEN c.text "
+            "ELSE '' END FROM chunks c JOIN sources s ON s.id = c.source_id "
             "WHERE c.source_id = ? AND c.ordinal BETWEEN ? AND ? AND ("
             + " OR ".join(["json_extract(c.meta, '$.turn') IS ?"] * len(want))
             + ") ORDER BY c.ordinal", (source_id, lo, hi, *want),
         ).fetchall()
-        return [ChunkRow.from_row(r) for r in rows]
+        return [(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6]) for r in rows]
 
     def chunks_at(self, positions: Sequence[tuple[int, int]]
                   ) -> dict[tuple[int, int], tuple[int, str, str]]:
