@@ -50,7 +50,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     keys: KeyConfig = field(default_factory=KeyConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
-    # The [ipc] table is validated by the ipc package (ipc.protocol.IpcConfig); the
+    # The [ipc] table is validated by the ipc package (ipc.wire.IpcConfig); the
     # engine only carries it, so that one config.toml holds every setting.
     ipc: dict[str, Any] = field(default_factory=dict)
     # The [desktop] table (watched folders, start at login...) is validated by the

@@ -1,4 +1,4 @@
-"""The limits of what a caller may ask, one home for the engine and the wire: ipc/protocol.py
+"""The limits of what a caller may ask, one home for the engine and the wire: ipc/wire.py
 reads them from here (through ``from engine import``) rather than keeping copies.
 
 The live and query limits are the [search] section's defaults (a store's config may raise

@@ -28,8 +28,8 @@ from ipc.errors import (
     ProtocolError,
     ServerUnavailable,
 )
-from ipc.protocol import IpcConfig, method_spec, validate_params, version_compatible
 from ipc.session import Message, Rejected, Session
+from ipc.wire import IpcConfig, method_spec, validate_params, version_compatible
 
 __all__ = ["Client"]
 

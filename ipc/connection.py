@@ -25,7 +25,7 @@ import platformdirs
 
 from engine import resolve_data_dir
 from ipc.errors import ProtocolError
-from ipc.protocol import PROTOCOL_VERSION
+from ipc.wire import PROTOCOL_VERSION
 
 __all__ = [
     "ConnectionInfo", "candidate_paths", "connection_file_path", "default_endpoint",

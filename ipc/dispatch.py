@@ -4,7 +4,7 @@
 a function of (engine, validated params) that returns the engine's typed
 result (``engine.api``); :func:`encode` turns that result into its wire JSON
 (``to_dict``). ``ping`` and ``shutdown`` are the server's own and are not here.
-The params have passed the method's schema (ipc.protocol), so their names are
+The params have passed the method's schema (ipc.wire), so their names are
 the engine's parameter names.
 """
 

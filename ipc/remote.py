@@ -36,7 +36,7 @@ from engine import (
 from ipc.client import Client
 from ipc.connection import ConnectionInfo
 from ipc.discovery import find_live
-from ipc.protocol import IpcConfig
+from ipc.wire import IpcConfig
 
 __all__ = ["RemoteEngine", "connect"]
 

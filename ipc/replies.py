@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine import CtxError, InvalidInput, qualified_field
-from ipc.protocol import METHODS
 from ipc.session import dumps
+from ipc.wire import METHODS
 
 __all__ = ["error_body", "schema_path", "wire_error"]
 

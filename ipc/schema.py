@@ -1,4 +1,4 @@
-"""The tiny schema validator behind ipc.protocol's method tables.
+"""The tiny schema validator behind ipc.wire's method tables.
 
 A :class:`Field` describes one value; :func:`check` raises the field's error
 class naming where the value sits (``details.field``, always a path made of

@@ -42,8 +42,8 @@ from ipc.connection import (
     write_connection_file,
 )
 from ipc.exit_codes import exit_code
-from ipc.protocol import IpcConfig
 from ipc.server import Server
+from ipc.wire import IpcConfig
 
 __all__ = ["ServerHost", "main", "serve"]
 

@@ -32,7 +32,9 @@ from engine import CtxError, EngineAPI, InternalError, caller
 from ipc.dispatch import CALLS, encode
 from ipc.endpoints import check_loopback, needs_ipv6
 from ipc.errors import MessageTooLarge, ServerUnavailable
-from ipc.protocol import (
+from ipc.replies import error_body, wire_error
+from ipc.session import Message, Rejected, Session
+from ipc.wire import (
     METHODS,
     PROTOCOL_VERSION,
     IpcConfig,
@@ -40,8 +42,6 @@ from ipc.protocol import (
     method_spec,
     validate_params,
 )
-from ipc.replies import error_body, wire_error
-from ipc.session import Message, Rejected, Session
 
 __all__ = ["Server"]
 

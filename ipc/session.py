@@ -24,7 +24,7 @@ from typing import Any
 
 from engine import CtxError
 from ipc.errors import BadSignature, MessageTooLarge, ProtocolError, Replayed
-from ipc.protocol import (
+from ipc.wire import (
     DELIMITER,
     MAX_HEADER_BYTES,
     MSG_ID_RE,

@@ -8,8 +8,8 @@ import typing
 import pytest
 
 from engine import ENGINE_METHODS, ContextEngine, EngineAPI
-from ipc.protocol import METHODS
 from ipc.remote import RemoteEngine
+from ipc.wire import METHODS
 
 
 def _shape(fn: object) -> tuple[list[tuple[str, object, object]], object]:

@@ -12,7 +12,7 @@ import pytest
 from engine import InvalidBudget
 from engine.facade import ContextEngine
 from engine.limits import MAX_BUDGET, MIN_BUDGET
-from ipc import protocol
+from ipc import wire
 from tests.agents.engines import ctx
 
 
@@ -35,10 +35,10 @@ def test_a_budget_of_one_is_served(engine: ContextEngine) -> None:
 def test_the_wire_and_mcp_take_the_same_bounds() -> None:
     from ipc.mcp import server
 
-    assert (protocol.MIN_BUDGET, protocol.MAX_BUDGET) == (MIN_BUDGET, MAX_BUDGET)
-    budget = protocol.METHODS["recall"].params["budget"]
+    assert (wire.MIN_BUDGET, wire.MAX_BUDGET) == (MIN_BUDGET, MAX_BUDGET)
+    budget = wire.METHODS["recall"].params["budget"]
     assert (budget.lo, budget.hi) == (MIN_BUDGET, MAX_BUDGET)
-    assert protocol.METHODS["build_context"].params["budget"] == budget
+    assert wire.METHODS["build_context"].params["budget"] == budget
     meta = typing.get_args(server.Budget)[1]
     bounds = {type(m).__name__: m for m in meta.metadata}
     assert (bounds["Ge"].ge, bounds["Le"].le) == (MIN_BUDGET, MAX_BUDGET)

@@ -26,7 +26,7 @@ from ipc.connection import (
 )
 from ipc.discovery import find_live
 from ipc.errors import ProtocolError
-from ipc.protocol import PROTOCOL_VERSION
+from ipc.wire import PROTOCOL_VERSION
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and sockets")
 

@@ -8,7 +8,7 @@ import re
 from engine.api import DeleteResult, JobSnapshot
 from engine.calls import AUDITED
 from ipc.dispatch import CALLS, encode
-from ipc.protocol import METHODS
+from ipc.wire import METHODS
 from tests.ipc.processes import REPO
 
 SERVER_OWN = {"ping", "shutdown"}  # answered by the server, not the engine

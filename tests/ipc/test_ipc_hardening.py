@@ -15,8 +15,8 @@ from ipc.client import Client
 from ipc.connection import make_info, write_connection_file
 from ipc.discovery import find_live
 from ipc.errors import BadSignature, InternalError, KeyMismatch
-from ipc.protocol import DELIMITER, IpcConfig
 from ipc.server import Server
+from ipc.wire import DELIMITER, IpcConfig
 from tests.ipc.conftest import KEY, RawPeer
 from tests.ipc.fake_engine import FakeEngine
 
@@ -227,7 +227,7 @@ def test_refusals_before_the_engine_count_without_naming(raw: RawPeer, method: s
 def test_no_method_takes_a_secret() -> None:
     """What lets an error name the caller's own input: no parameter is a passphrase, a
     key or a recovery key (they are given to the engine's own process)."""
-    from ipc.protocol import METHODS
+    from ipc.wire import METHODS
 
     names = {p for spec in METHODS.values() for p in spec.params}
     assert not {n for n in names if any(w in n for w in ("pass", "secret", "recovery"))

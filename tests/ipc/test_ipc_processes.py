@@ -17,8 +17,8 @@ import pytest
 
 from ipc.connection import ENV_RUNTIME_DIR, connection_file_path
 from ipc.discovery import find_live
-from ipc.protocol import validate_result
 from ipc.remote import RemoteEngine, connect
+from ipc.wire import validate_result
 from tests.ipc.conftest import RawPeer
 from tests.ipc.processes import REAL_ENGINE, REPO, ServeProcess, server_env
 

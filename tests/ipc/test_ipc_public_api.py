@@ -12,7 +12,7 @@ EXPECTED = {
     "ipc.errors": ["BadSignature", "InternalError", "IpcError", "IpcTimeout", "KeyMismatch",
                    "MessageTooLarge", "ProtocolError", "Replayed", "ServerUnavailable",
                    "UnknownMethod"],
-    "ipc.protocol": ["DEFAULT_MAX_MESSAGE_BYTES", "DELIMITER", "FINAL_JOB_STATES", "Field",
+    "ipc.wire": ["DEFAULT_MAX_MESSAGE_BYTES", "DELIMITER", "FINAL_JOB_STATES", "Field",
                      "IpcConfig", "JOB_STATES", "METHODS", "MethodSpec", "PROTOCOL_VERSION",
                      "check", "check_header", "method_spec", "validate_params",
                      "validate_result", "version_compatible"],

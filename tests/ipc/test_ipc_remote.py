@@ -12,9 +12,9 @@ import pytest
 
 from engine.errors import NotFound
 from ipc.connection import ConnectionInfo, write_connection_file
-from ipc.protocol import validate_result
 from ipc.remote import RemoteEngine, connect
 from ipc.server import Server
+from ipc.wire import validate_result
 from tests.ipc.fake_engine import FakeEngine
 
 

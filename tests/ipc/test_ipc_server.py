@@ -15,8 +15,8 @@ from engine.errors import EmptyQuery, NotFound
 from ipc.client import Client
 from ipc.connection import ConnectionInfo, default_endpoint, make_info
 from ipc.errors import InternalError, IpcTimeout, MessageTooLarge, ServerUnavailable
-from ipc.protocol import IpcConfig, validate_result
 from ipc.server import Server
+from ipc.wire import IpcConfig, validate_result
 from tests.ipc.conftest import KEY, wait_for
 from tests.ipc.fake_engine import FakeEngine
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ipc.protocol import DELIMITER
 from ipc.server import Server
 from ipc.session import Session, dumps
+from ipc.wire import DELIMITER
 from tests.ipc.conftest import RawPeer
 from tests.ipc.fake_engine import FakeEngine
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipc import session as session_mod
-from ipc.protocol import DELIMITER
 from ipc.session import Rejected, Session, dumps
+from ipc.wire import DELIMITER
 
 KEY = b"k" * 64
 

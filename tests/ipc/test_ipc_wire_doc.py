@@ -31,8 +31,8 @@ from engine.api import (
 )
 from engine.types import CHUNK_KINDS, LIVE_KINDS
 from ipc.connection import ConnectionInfo, write_connection_file
-from ipc.protocol import DELIMITER, METHODS, IpcConfig
 from ipc.session import Session
+from ipc.wire import DELIMITER, METHODS, IpcConfig
 from tests.ipc.processes import REPO
 from tests.ipc.wire_doc_tables import limit_rows, section, table_rows
 

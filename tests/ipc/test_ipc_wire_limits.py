@@ -1,7 +1,7 @@
 """docs/wire.md, the server and the engine are one truth about limits and error codes.
 
 The doc's parameter tables, limits table and error table are read and compared
-with ipc.protocol's schemas and constants and with the engine's own defaults;
+with ipc.wire's schemas and constants and with the engine's own defaults;
 then a real server (real sockets) is asked at each limit and one past it.
 """
 
@@ -22,9 +22,9 @@ from engine.flows.search.inputs import (
 from engine.limits import MAX_BUDGET, MAX_CONVERSATION_TURNS
 from engine.retrieval.config import SearchConfig
 from engine.types import LIVE_KINDS
-from ipc import protocol
+from ipc import wire
 from ipc.client import Client
-from ipc.protocol import METHODS, IpcConfig
+from ipc.wire import METHODS, IpcConfig
 from tests.ipc.conftest import RawPeer
 from tests.ipc.processes import REPO
 from tests.ipc.wire_doc_tables import (
@@ -61,16 +61,16 @@ def test_limits_table_is_the_servers_and_the_engines() -> None:
     cfg, search = IpcConfig(), SearchConfig()
     assert LIMITS == {
         "max_message_bytes": cfg.max_message_bytes,
-        "max_header_bytes": protocol.MAX_HEADER_BYTES,
+        "max_header_bytes": wire.MAX_HEADER_BYTES,
         "max_clock_skew_s": cfg.max_clock_skew_s,
         "max_future_skew_s": cfg.max_future_skew_s,
         "replay_history": cfg.replay_history,
-        "max_query_chars": protocol.MAX_QUERY_CHARS,
-        "max_long_query_chars": protocol.MAX_LONG_QUERY_CHARS,
-        "max_budget": protocol.MAX_BUDGET,
-        "max_live_items": protocol.MAX_LIVE_ITEMS,
-        "max_live_bytes": protocol.MAX_LIVE_BYTES,
-        "max_conversation_turns": protocol.MAX_CONVERSATION_TURNS,
+        "max_query_chars": wire.MAX_QUERY_CHARS,
+        "max_long_query_chars": wire.MAX_LONG_QUERY_CHARS,
+        "max_budget": wire.MAX_BUDGET,
+        "max_live_items": wire.MAX_LIVE_ITEMS,
+        "max_live_bytes": wire.MAX_LIVE_BYTES,
+        "max_conversation_turns": wire.MAX_CONVERSATION_TURNS,
         "max_pending": cfg.max_pending,
     }
     # the engine's defaults are the same numbers
@@ -156,7 +156,7 @@ def test_the_engine_refuses_exactly_past_the_same_limits() -> None:
 
 
 def test_the_wire_keeps_no_copy_of_the_engines_limits() -> None:
-    """ipc/protocol.py takes the engine's limits from engine/limits.py (``from engine
+    """ipc/wire.py takes the engine's limits from engine/limits.py (``from engine
     import``): it assigns none of them itself, and each is the engine's number."""
     import ast
 
@@ -164,9 +164,9 @@ def test_the_wire_keeps_no_copy_of_the_engines_limits() -> None:
     from engine import limits
 
     names = [n for n in vars(limits) if n.isupper()]
-    tree = ast.parse((REPO / "ipc" / "protocol.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "ipc" / "wire.py").read_text(encoding="utf-8"))
     assigned = {t.id for node in tree.body if isinstance(node, ast.Assign)
                 for t in node.targets if isinstance(t, ast.Name)}
     assert not assigned & set(names), sorted(assigned & set(names))
     for name in names:
-        assert getattr(protocol, name) == getattr(engine, name) == getattr(limits, name)
+        assert getattr(wire, name) == getattr(engine, name) == getattr(limits, name)

@@ -1,4 +1,4 @@
-"""Read docs/wire.md's tables and render ipc.protocol's schemas in the doc's words.
+"""Read docs/wire.md's tables and render ipc.wire's schemas in the doc's words.
 
 Shared by the wire doc tests: the doc is the contract, so each parameter row,
 limit and error code in it is compared with what the server enforces.

@@ -2,7 +2,7 @@
 
 Every error names the input it is about in ``details.field`` (``query``,
 ``live[3].kind``...) and never repeats the caller's text or unknown names.
-The defaults of these limits are also the wire's (ipc.protocol, docs/wire.md).
+The defaults of these limits are also the wire's (ipc.wire, docs/wire.md).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engine.errors import ConfigError, CtxError, InvalidBudget, InvalidInput
 from ipc.errors import ProtocolError, UnknownMethod
-from ipc.protocol import (
+from ipc.wire import (
     METHODS,
     PROTOCOL_VERSION,
     Field,
