@@ -87,8 +87,11 @@ class ContextEngine:
             h.rt.vectors.close()
             h.rt.vault.close()
             raise
-        # the watched folders call this face (as caller "watch"), like any client
-        self._watching = WatchService(self, emit=lambda r: h.events.emit(WatchChanged(r)))
+        # the watched folders call this face's methods (as caller "watch"), like any client
+        self._watching = WatchService(
+            root, cfg.ingest.watched_folders, ingest=lambda paths: self.ingest(paths=paths),
+            delete=self.delete, sources=self.sources,
+            emit=lambda r: h.events.emit(WatchChanged(r)))
 
     # -- opening and closing (Lifecycle) -----------------------------------------
     @classmethod

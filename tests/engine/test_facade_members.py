@@ -149,3 +149,12 @@ def test_defaults_live_on_the_face(engine: ContextEngine) -> None:
     delegated = {name for member in _members(engine).values() for name in vars(type(member))
                  if name in ENGINE_METHODS}
     assert {"search", "build_context", "recall", "backup", "wait"} <= delegated
+
+
+def test_the_watched_folders_get_the_engines_calls_not_the_engine(engine: ContextEngine
+                                                                 ) -> None:
+    """The watch service (flows) is handed the public calls it makes, not the engine to
+    read attributes of."""
+    watching = engine._watching
+    assert not any(value is engine for value in vars(watching).values())
+    assert watching.configured() == tuple(engine.config.ingest.watched_folders)

@@ -7,8 +7,10 @@ and stored files that vanished meanwhile leave the store. Then
 :class:`~engine.watching.folders.FolderWatcher` reports debounced batches: changed
 files are ingested again, deleted ones are deleted from the store.
 
-Engine calls run on the watcher's own threads (never the caller's GUI thread),
-as caller "watch". What happened is told through ``emit`` with a
+The service is given the engine's calls it makes (``ingest``, ``delete``, ``sources``:
+the facade's public methods, so that they are audited and announced as any caller's);
+they run on the watcher's own threads (never the caller's GUI thread), as caller
+"watch". What happened is told through ``emit`` with a
 :class:`~engine.api.WatchReport` (on those threads), which the facade announces
 as a ``WatchChanged`` event to its subscribers.
 """
@@ -21,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.api import ErrorInfo, WatchReport
+from engine.api import DeleteResult, ErrorInfo, SourceInfo, WatchReport
 from engine.calls import caller
 from engine.errors import CtxError, InternalError, NotFound
 
@@ -47,11 +49,16 @@ def _under(path: str, folder: str) -> bool:
 class WatchService:
     """Follows the engine's watched folders (see the module docstring)."""
 
-    def __init__(self, engine: Any, *, emit: Callable[[WatchReport], None] | None = None,
+    def __init__(self, data_dir: Path, configured: Sequence[str], *,
+                 ingest: Callable[[list[str]], str],
+                 delete: Callable[[str | int], DeleteResult],
+                 sources: Callable[[], list[SourceInfo]],
+                 emit: Callable[[WatchReport], None] | None = None,
                  delay: float = DELAY_S, max_wait: float = MAX_WAIT_S) -> None:
-        # ``engine``: the facade (ingest, delete, sources, config, data_dir), called as
-        # caller "watch" on the watcher's threads
-        self.engine = engine
+        self._data_dir = data_dir  # never watched: the store's own files
+        self._configured = tuple(configured)  # the config's ``[ingest] watched_folders``
+        # the engine's calls (its public methods), made as caller "watch"
+        self._ingest_paths, self._delete, self._sources = ingest, delete, sources
         self._on_report = emit
         self._delay, self._max_wait = delay, max_wait
         self._watcher: Any = None
@@ -67,7 +74,7 @@ class WatchService:
 
     def configured(self) -> tuple[str, ...]:
         """The folders the engine's config names."""
-        return tuple(self.engine.config.ingest.watched_folders)
+        return self._configured
 
     def follow(self, folders: Sequence[str]) -> WatchReport:
         """Follow exactly ``folders`` now. The first call catches up on each of them;
@@ -102,7 +109,7 @@ class WatchService:
                     return self._report()
                 self._watcher = FolderWatcher(self._batch, delay=self._delay,
                                               max_wait=self._max_wait,
-                                              exclude=[str(self.engine.data_dir)])
+                                              exclude=[str(self._data_dir)])
             self._problems = self._watcher.set_folders(list(folders))
             fresh = [f for f in self._watcher.folders if catch_up_all or f not in before]
         report = self._report()
@@ -129,10 +136,10 @@ class WatchService:
         self._ingest(folders)
         try:
             with caller("watch"):
-                gone = [s.id for s in self.engine.sources()
+                gone = [s.id for s in self._sources()
                         if any(_under(s.uri, f) for f in folders) and not Path(s.uri).exists()]
                 for source_id in gone:
-                    self.engine.delete(source_id)
+                    self._delete(source_id)
         except Exception as exc:  # noqa: BLE001 - told, never lost
             self._report(error=_error(exc))
             return
@@ -151,7 +158,7 @@ class WatchService:
                 with caller("watch"):
                     for path in deleted:
                         try:
-                            removed += self.engine.delete(path).deleted
+                            removed += self._delete(path).deleted
                         except NotFound:
                             pass  # never stored (skipped, or not a file ctx reads)
             except Exception as exc:  # noqa: BLE001 - told, never lost
@@ -162,7 +169,7 @@ class WatchService:
     def _ingest(self, paths: list[str]) -> None:
         try:
             with caller("watch"):
-                job = self.engine.ingest(paths=list(paths))
+                job = self._ingest_paths(list(paths))
         except Exception as exc:  # noqa: BLE001 - told, never lost
             self._report(error=_error(exc))
             return
