@@ -51,10 +51,10 @@ _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudg
 # Keeping the data: backups, restore, and how the data key is kept.
 _KEEPING = {
     "restore_backup": "engine.flows.keeping.restore", "verify_backup_file": "engine.flows.keeping.backup:"
-    "verify_backup", "rotate_key": "engine.flows.keeping.keys",
-    "prepare_rotation": "engine.flows.keeping.keys",
-    "change_passphrase": "engine.flows.keeping.keys", "use_keychain": "engine.flows.keeping.keys",
-    "use_passphrase": "engine.flows.keeping.keys", "renew_recovery_key": "engine.flows.keeping.keys",
+    "verify_backup", "rotate_key": "engine.flows.keeping.key_changes",
+    "prepare_rotation": "engine.flows.keeping.key_changes",
+    "change_passphrase": "engine.flows.keeping.key_changes", "use_keychain": "engine.flows.keeping.key_changes",
+    "use_passphrase": "engine.flows.keeping.key_changes", "renew_recovery_key": "engine.flows.keeping.key_changes",
     "generate_recovery_key": "engine.crypto.recovery:new_recovery_key",
     "looks_like_recovery_key": "engine.crypto.recovery", "BackupConfig": "engine.backup.config",
     "backups_to_prune": "engine.backup.schedule", "backup_due": "engine.backup.schedule",
@@ -184,7 +184,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     )
     from engine.facade import ContextEngine, init_store, repair_store
     from engine.flows.keeping.backup import verify_backup as verify_backup_file
-    from engine.flows.keeping.keys import (
+    from engine.flows.keeping.key_changes import (
         change_passphrase,
         prepare_rotation,
         renew_recovery_key,

@@ -6,7 +6,7 @@ rename: killed at any moment, the store opens with the old way or the new one.
 A keychain entry is written before the record that names it, and one no longer
 named is deleted after (or, if that is cut short, at the next change: the
 record lists it under ``retired``). An engine may run meanwhile: it holds the
-key itself. ``engine.flows.keeping.keys`` finishes an interrupted key rotation
+key itself. ``engine.flows.keeping.key_changes`` finishes an interrupted key rotation
 before any of these runs.
 """
 
@@ -123,8 +123,8 @@ def use_keychain(root: Path, *, passphrase: str | None = None,
                                          **NO_PASSPHRASE))
 
 
-def new_recovery_key(root: Path, *, passphrase: str | None = None,
-                     recovery_key: str | None = None) -> str:
+def renew_recovery_key(root: Path, *, passphrase: str | None = None,
+                       recovery_key: str | None = None) -> str:
     """Make a new recovery key for the store and return it (shown once: no copy is kept).
     The previous one stops opening the store (backups taken before keep theirs)."""
     with key_lock(root):

@@ -11,7 +11,7 @@ Wrapping, in order of preference:
 
 ``key.json`` in the data dir records the method, the wrapped key (never the key
 in clear), the store's lasting id and, while a key rotation is under way, the
-next key's wrappings (``pending``: ``engine.flows.keeping.keys`` settles it). A
+next key's wrappings (``pending``: ``engine.flows.keeping.key_changes`` settles it). A
 wrong passphrase fails the GCM tag check: a clear ``WrongKey`` error, and
 nothing on disk changes. Writes are atomic (a temporary file, then a rename).
 """

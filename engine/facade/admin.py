@@ -43,7 +43,7 @@ def repair_store(data_dir: str | Path | None = None, *, passphrase: str | None =
                  embedder: Embedder | None = None) -> RepairResult:
     """`ctx repair`: set aside a vectors/ that cannot be opened, then rebuild every
     vector from the vault and drop embedding-cache rows no chunk uses."""
-    from engine.flows.keeping.keys import settle_closed
+    from engine.flows.keeping.key_changes import settle_closed
 
     settle_closed(data_dir)  # a key rotation cut short is finished (or undone) first
     moved = repair_layout(data_dir, passphrase=passphrase)

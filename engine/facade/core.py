@@ -339,7 +339,7 @@ class ContextEngine:
 
     def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
         """Move the store to the data key that ``prepare_rotation`` wrote to key.json as
-        pending, while the engine runs (``engine.flows.keeping.keys.rotate_work``): a job of
+        pending, while the engine runs (``engine.flows.keeping.key_changes.rotate_work``): a job of
         kind "rotate" (``bytes`` of ``bytes_total`` of the vault exported, ``current``
         the part), during which reads go on and writes wait. ``key_id`` is the new key's,
         ``old_key_id`` the one it replaces; without ``wait``, returns at once with the

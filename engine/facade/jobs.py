@@ -114,7 +114,7 @@ class JobControl:
         if snap.final:  # dropped while queued: it never reaches the finish hook
             self._interrupted.finished(snap)
             if snap.kind == "rotate":  # the key it was to rotate to is forgotten
-                from engine.flows.keeping.keys import drop_prepared
+                from engine.flows.keeping.key_changes import drop_prepared
 
                 drop_prepared(self._data_dir)
         return snap

@@ -123,7 +123,7 @@ class Keeping:
 
     def rotate_key(self, *, wait: bool) -> KeyChangeResult:
         from engine.crypto.keys import key_id
-        from engine.flows.keeping.keys import pending_key_id, rotate_work
+        from engine.flows.keeping.key_changes import pending_key_id, rotate_work
 
         rt = self._live()
         if not rt.vectors.rekey(self.key):  # (the same key: nothing changes) a Chroma store

@@ -27,7 +27,7 @@ from engine.flows.ingest.interrupted import InterruptedJobs
 from engine.flows.ingest.vector_stage import VectorStage
 from engine.flows.ingest.writer import Writer
 from engine.flows.jobs import JobRunner
-from engine.flows.keeping.keys import open_key
+from engine.flows.keeping.key_changes import open_key
 from engine.flows.opening import lock_store, new_vault, open_vectors, prepare_root
 from engine.flows.runtime import Runtime
 from engine.metrics import ALERT_VAULT_DAMAGED, Metrics

@@ -21,7 +21,7 @@ from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.recall.chunks import RECALL_CHUNK_KINDS
 from engine.retrieval.dedupe import text_similarity
-from engine.store.vault import sessions as session_rows
+from engine.store.vault import recall_sessions as session_rows
 from engine.store.vault.core import ChunkRow, Filters
 
 RECALL_KINDS = RECALL_CHUNK_KINDS  # the chunk kinds of coding sessions, theirs alone

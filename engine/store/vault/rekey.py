@@ -86,7 +86,7 @@ def checkpoint(path: Path, key: bytes) -> None:
         conn.close()
 
 
-# --- a rotation while the engine runs (engine/flows/keeping/keys.py: rotate_work) -----------
+# --- a rotation while the engine runs (engine/flows/keeping/key_changes.py: rotate_work) -----------
 
 ROTATING = ".rotating"  # vault.db under the new key, being written beside it
 # SQLite VM steps between two looks at the export's progress (a look is a stat of the

@@ -16,7 +16,7 @@ import pytest
 from engine import ContextEngine, StoreLocked, init_store, prepare_rotation
 from engine import paths as P
 from engine.crypto import keys
-from engine.flows.keeping import keys as keychange
+from engine.flows.keeping import key_changes as keychange
 from engine.store.vault.rekey import opens_with
 from tests.conftest import TEST_PASSPHRASE
 from tests.engine.backup.stores import write_docs

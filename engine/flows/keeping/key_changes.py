@@ -373,7 +373,7 @@ def renew_recovery_key(data_dir: str | Path | None, *, passphrase: str | None = 
     """A new recovery key (in the result's ``recovery_key``, shown once; the old one
     stops opening the store)."""
     root = settle_closed(data_dir)
-    text = key_changes.new_recovery_key(root, passphrase=passphrase, recovery_key=recovery_key)
+    text = key_changes.renew_recovery_key(root, passphrase=passphrase, recovery_key=recovery_key)
     return dataclasses.replace(_result("recovery", root), recovery_key=text)
 
 
