@@ -16,7 +16,7 @@ from engine.flows.search.ranking import stored_vectors
 @pytest.fixture(autouse=True)
 def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about the embedded Chroma store (the default keeps vectors in
-    memory, tests/engine/store/test_vector_snapshot.py)."""
+    memory, tests/engine/store/vectors/test_vector_snapshot.py)."""
     monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
 
 TEXT = "\n\n".join(

@@ -21,7 +21,7 @@ import pytest
 
 from engine.facade import ContextEngine
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 WORDS = ["harbour", "tide", "ferry", "rope", "sail", "anchor", "gull", "storm", "pier", "lantern",
          "keel", "mast", "chart", "compass", "fog", "reef", "buoy", "dock", "crane", "cargo",
          "tariff", "invoice", "ledger", "audit", "budget"]

@@ -21,10 +21,10 @@ from engine.metrics import ALERT_VECTOR_REBUILD
 @pytest.fixture(autouse=True)
 def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about the embedded Chroma store (the default keeps vectors in
-    memory, tests/engine/store/test_vector_snapshot.py)."""
+    memory, tests/engine/store/vectors/test_vector_snapshot.py)."""
     monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def _fill(eng: ContextEngine, n: int = 20) -> None:

@@ -22,7 +22,7 @@ from engine.errors import CtxError, VaultDamaged, WrongKey
 from engine.facade import ContextEngine
 from ipc.exit_codes import exit_code
 from tests.agents.engines import ctx, stop_engine
-from tests.engine.store.test_damaged_stores import snapshot
+from tests.engine.store.vault.test_damaged_stores import snapshot
 
 PAGE = 4096
 

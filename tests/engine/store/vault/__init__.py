@@ -1,0 +1,1 @@
+"""Tests of engine/store/vault/ (the SQLCipher vault and its SQL)."""
