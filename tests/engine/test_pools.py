@@ -31,8 +31,8 @@ def test_the_lanes_and_the_vaults_pools_are_shut_down_at_exit() -> None:
 import atexit
 pools = []
 atexit.register(lambda: print([p._shutdown for p in pools]))
-from engine.flows import lanes
-from engine.store import vault
+from engine.flows.search import lanes
+from engine.store.vault import core as vault
 pools += [lanes._lane_pool(), vault._fts_pool()]
 for p in pools:
     p.submit(int).result()
