@@ -309,8 +309,14 @@ class RerankConfig:
     # Coding sessions whose every chunk joins the window (engine.flows.search.session_expand),
     # and at most how many chunks that adds: recall dev, bench.recall_quality
     # (docs/tuning.md).
-    session_expand: int = bounded(1, 0, 10)
-    session_expand_chunks: int = bounded(400, 0, 5000)
+    session_expand: int = bounded(3, 0, 10)
+    session_expand_chunks: int = bounded(400, 0, 5000)  # the first session's, at most
+    # How the sessions to expand are chosen ("rerank": those of the best chunks once the
+    # window is reranked; "fused": the highest fused sum), and how many chunks closest to
+    # the query each one after the first adds: recall dev, /tmp/rr2/sweep.py over
+    # bench.recall_quality, 2026-11-28 (docs/tuning.md).
+    session_expand_by: str = "rerank"
+    session_expand_others: int = bounded(20, 0, 5000)
     # A session of the asking project's weight when sessions to expand are chosen: recall
     # dev, bench.recall_quality (docs/tuning.md).
     project_expand: float = bounded(1.0, 1.0, 100.0)
@@ -349,6 +355,9 @@ class RerankConfig:
                 set(self.kind_profiles.values()) - set(profiles):
             raise ConfigError("rerank: default_profile and kind_profiles must name profiles "
                               f"among {sorted(profiles)}")
+        if self.session_expand_by not in ("fused", "rerank"):
+            raise ConfigError("rerank.session_expand_by must be 'fused' or 'rerank'",
+                              key="rerank.session_expand_by")
         if self.fused_norm not in ("max", "minmax"):
             raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
         if isinstance(self.context_kinds, str):

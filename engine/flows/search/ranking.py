@@ -234,8 +234,14 @@ def rank_stages(rt: Runtime, query: str, cfg: Config, timer: StageTimer, *,
     if expand_session and session_words.wanted(cfg):  # recall: the words only a session uses
         with timer.stage("session_words"):
             sessions = session_words.session_words(rt, cfg, res.analysis)
-    res, added = (expand_sessions(rt, cfg, res, filters, project, sessions) if expand_session
-                  else (res, 0))
+    first = None
+    if expand_session and cfg.rerank.session_expand_by == "rerank":
+        with timer.stage("rerank_first"):  # the sessions to expand: those ranked best
+            pass1 = rank_hits(rt, cfg, res, timer=timer, project=project, sessions=sessions)
+        first = pass1.ranked
+        res = dataclasses.replace(res, vectors={**pass1.vectors, **res.vectors})
+    res, added = (expand_sessions(rt, cfg, res, filters, project, sessions, first)
+                  if expand_session else (res, 0))
     if added:  # the sessions' chunks are reranked with the window
         cfg = dataclasses.replace(cfg, rerank=dataclasses.replace(
             cfg.rerank, window=cfg.rerank.window + added))

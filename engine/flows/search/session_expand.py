@@ -1,38 +1,112 @@
-"""Session expansion: every chunk of the best-fused coding sessions joins the window.
+"""Session expansion: the chunks of the best coding sessions join the window.
 
-A question about a past session names the session well (fusion's first transcript
+A question about a past session names the session well (the window's first transcript
 chunk is the right session's in most questions) but not the chunk that answers,
 which the lanes may not have reached at their depth. So the chunks of the
-``rerank.session_expand`` sessions with the highest fused score in the window
-(sum over their chunks) are added to it, with a fused score of 0, and the
-transcript profile ranks them (their similarity comes from their stored vectors).
+``rerank.session_expand`` best sessions are added to it, with a fused score of 0, and
+the transcript profile ranks them (their similarity comes from their stored vectors).
+The best sessions are those of the best chunks once the window is reranked
+(``rerank.session_expand_by = "rerank"``: recall reranks twice) or those of the highest
+fused score in the window (sum over their chunks, ``"fused"``). The first session adds
+up to ``rerank.session_expand_chunks`` chunks; each later one (a look-alike session of
+the same work, often) only its ``rerank.session_expand_others`` chunks closest to the
+query, so that the rerank's cost stays near one session's and the first session's
+chunks are not crowded out.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
+
+import numpy as np
 
 from engine.config import Config
+from engine.errors import VectorStoreUnavailable
 from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import LaneResult
-from engine.store.vault.rows import Filters
+from engine.store.vault.rows import ChunkRow, Filters
 
 TRANSCRIPT = "transcript"  # the source kind whose chunks belong to sessions
+Ranked = tuple[Hashable, float, dict[str, float]]  # as engine.flows.search.ranking ranks
 
 
 def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters | None,
                     project: str | None = None,
-                    sessions: Mapping[str, float] | None = None) -> tuple[LaneResult, int]:
+                    sessions: Mapping[str, float] | None = None,
+                    ranked: Sequence[Ranked] | None = None) -> tuple[LaneResult, int]:
     """``res`` with the chunks of its best sessions placed right after its window, and
-    how many were added (the caller widens the window by as many). A session of
-    ``project`` (asked from) counts ``rerank.project_expand`` times its fused score, and
+    how many were added (the caller widens the window by as many). The best sessions
+    are those of ``ranked`` (the window reranked once) when it is given; else a session
+    of ``project`` (asked from) counts ``rerank.project_expand`` times its fused score, and
     each session 1 + ``rerank.session_words_expand`` times its share of the question's
     rare words (``sessions``, ``engine.flows.search.session_words``) times it."""
     n = cfg.rerank.session_expand
     if n <= 0:
         return res, 0
+    best = (ranked_sessions(ranked, res.rows, n) if ranked is not None
+            else fused_sessions(cfg, res, project, sessions, n))
+    if not best:
+        return res, 0
+    f = filters or Filters()
+    limit = cfg.rerank.session_expand_chunks  # each session's own
+    added: list[ChunkRow] = []
+    vectors: dict[int, np.ndarray] = {}
+    for place, session in enumerate(best):
+        got = [r for r in rt.vault.session_chunks([session], limit)
+               if r.id not in res.rows and f.matches(r)]
+        keep = cfg.rerank.session_expand_others
+        if place and len(got) > keep:  # a session after the first: its closest chunks
+            got, near = closest(rt, res, got, keep)
+            vectors.update(near)
+        added.extend(got)
+    if not added:
+        return res, 0
+    rows = {**res.rows, **{r.id: r for r in added}}
+    cut = cfg.rerank.window
+    fused = [*res.fused[:cut], *((r.id, 0.0, {}) for r in added), *res.fused[cut:]]
+    return dataclasses.replace(res, rows=rows, fused=fused,
+                               vectors={**vectors, **res.vectors}), len(added)
+
+
+def closest(rt: Runtime, res: LaneResult, rows: Sequence[ChunkRow], keep: int
+            ) -> tuple[list[ChunkRow], dict[int, np.ndarray]]:
+    """The ``keep`` of ``rows`` whose stored vectors are closest to the query's (in their
+    order), and those vectors (the rerank reuses them); the first ``keep`` rows when the
+    query or the vectors are not there."""
+    q = res.query_vector
+    try:
+        found = rt.vectors.vectors([r.id for r in rows]) if q is not None else {}
+    except VectorStoreUnavailable:
+        found = {}
+    have = [r for r in rows if r.id in found]
+    if not have or q is None:
+        return list(rows[:keep]), {}
+    sims = np.stack([found[r.id] for r in have]) @ np.asarray(q, dtype=np.float32)
+    chosen = {have[i].id for i in np.argsort(-sims, kind="stable")[:keep]}
+    kept = [r for r in rows if r.id in chosen]
+    return kept, {r.id: found[r.id] for r in kept}
+
+
+def ranked_sessions(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], n: int
+                    ) -> list[str]:
+    """The first ``n`` sessions of ``ranked``'s transcript chunks, in their order."""
+    out: list[str] = []
+    for cid, _, _ in ranked:
+        row = rows.get(cid)  # type: ignore[call-overload]
+        session = row.meta.get("session") if row is not None else None
+        if row is not None and row.source_kind == TRANSCRIPT and isinstance(session, str) \
+                and session not in out:
+            out.append(session)
+            if len(out) >= n:
+                break
+    return out
+
+
+def fused_sessions(cfg: Config, res: LaneResult, project: str | None,
+                   sessions: Mapping[str, float] | None, n: int) -> list[str]:
+    """The ``n`` sessions of the highest fused score in the window (sum over chunks)."""
     totals: dict[str, float] = defaultdict(float)
     for cid, score, _ in res.fused[: cfg.rerank.window]:
         row = res.rows[cid]
@@ -44,15 +118,4 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
         lift = cfg.rerank.session_words_expand
         totals = defaultdict(float, {s: t * (1.0 + lift * sessions.get(s, 0.0))
                                      for s, t in totals.items()})
-    best = sorted(totals, key=lambda s: -totals[s])[:n]
-    if not best:
-        return res, 0
-    f = filters or Filters()
-    added = [r for r in rt.vault.session_chunks(best, cfg.rerank.session_expand_chunks)
-             if r.id not in res.rows and f.matches(r)]
-    if not added:
-        return res, 0
-    rows = {**res.rows, **{r.id: r for r in added}}
-    cut = cfg.rerank.window
-    fused = [*res.fused[:cut], *((r.id, 0.0, {}) for r in added), *res.fused[cut:]]
-    return dataclasses.replace(res, rows=rows, fused=fused), len(added)
+    return sorted(totals, key=lambda s: -totals[s])[:n]
