@@ -317,8 +317,9 @@ class RerankConfig:
     # bench.recall_quality, 2026-11-28 (docs/tuning.md).
     session_expand_by: str = "rerank"
     session_expand_others: int = bounded(20, 0, 5000)
-    # A session of the asking project's weight when sessions to expand are chosen: recall
-    # dev, bench.recall_quality (docs/tuning.md).
+    # A session of the asking project's weight when sessions to expand are chosen by their
+    # fused sum (session_expand_by "fused"; so is session_words_expand): recall dev,
+    # bench.recall_quality (docs/tuning.md).
     project_expand: float = bounded(1.0, 1.0, 100.0)
     # The words only a session uses (engine.flows.search.session_words): a word in more than
     # max_share of the chunks is left out; a session counts 1 + expand x its share of the
