@@ -109,7 +109,7 @@ def probe_store(data_dir: str | os.PathLike[str] | None = None, *, unlock: bool 
     except CtxError as exc:
         return StoreProbe(root, True, "none", False, exc)
     locked = _locked(root)
-    problem: CtxError | None = None
+    problem = None
     if unlock and exists and key == "passphrase-env":
         from engine.crypto import keys
 

@@ -83,7 +83,7 @@ def moved_keys(data: Mapping[str, Any]) -> dict[str, Any]:
     is refused, naming the fix.
     """
     if not isinstance(data, Mapping):
-        return data  # type: ignore[return-value]  # from_dict refuses it, naming why
+        return data  # from_dict refuses it, naming why
     desktop = data.get("desktop")
     if not isinstance(desktop, Mapping) or "watched_folders" not in desktop:
         return dict(data)

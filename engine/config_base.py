@@ -139,7 +139,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         args = typing.get_args(hint)
         inner = args[1] if len(args) == 2 else Any
         return {k: _coerce(v, inner, f"{where}.{k}") for k, v in value.items()}
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if isinstance(value, hint):
             return value
         return from_dict(hint, value, where)

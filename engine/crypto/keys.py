@@ -300,7 +300,8 @@ def _check_wraps(r: dict[str, Any], bad: Any) -> None:
         if raw is None or len(raw) != size:
             raise bad(f"{name} is not valid base64 of {size} bytes")
     n, rr, p = r.get("scrypt_n"), r.get("scrypt_r"), r.get("scrypt_p")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, rr, p)) \
+    if not (isinstance(n, int) and isinstance(rr, int) and isinstance(p, int)) \
+            or any(isinstance(v, bool) for v in (n, rr, p)) \
             or not (1024 <= n <= 2 ** 24 and n & (n - 1) == 0) or not 1 <= rr <= 64 \
             or not 1 <= p <= 16 or 128 * n * rr > 256 * 1024 * 1024:
         raise bad("scrypt parameters out of range")
@@ -345,7 +346,7 @@ def passphrase_wrap(key: bytes, passphrase: str, cfg: KeyConfig) -> dict[str, An
             "scrypt_n": cfg.scrypt_n, "scrypt_r": cfg.scrypt_r, "scrypt_p": cfg.scrypt_p}
 
 
-NO_PASSPHRASE = {"salt": "", "nonce": "", "wrapped": "", "scrypt_n": 0, "scrypt_r": 0,
+NO_PASSPHRASE: dict[str, Any] = {"salt": "", "nonce": "", "wrapped": "", "scrypt_n": 0, "scrypt_r": 0,
                  "scrypt_p": 0}
 
 
@@ -407,9 +408,9 @@ def unlock_wraps(wraps: dict[str, Any], root: Path | None, *, passphrase: str | 
         key = _by_recovery(wraps, recovery_key)
     elif wraps["method"] == "keychain":
         account = wraps.get("keychain_account") or (legacy_account(root) if root else "")
-        key = keychain_get(account) if account else None
-        if key is None:
-            key = _fallback(wraps, passphrase, "the data key is missing from the OS keychain")
+        found = keychain_get(account) if account else None
+        key = found if found is not None else _fallback(
+            wraps, passphrase, "the data key is missing from the OS keychain")
     else:
         given = passphrase if passphrase is not None else headless_passphrase()
         if given:

@@ -96,9 +96,12 @@ class SentenceTransformerEmbedder:
         self.device = _device(device)
         self._model = SentenceTransformer(str(model_dir), device=self.device,
                                           local_files_only=True)
-        self.dim = int(self._model.get_embedding_dimension()
-                       if hasattr(self._model, "get_embedding_dimension")
-                       else self._model.get_sentence_embedding_dimension())
+        dim = (self._model.get_embedding_dimension()
+               if hasattr(self._model, "get_embedding_dimension")
+               else self._model.get_sentence_embedding_dimension())
+        if dim is None:
+            raise ValueError(f"the model in {model_dir} does not say its embedding dimension")
+        self.dim = int(dim)
         self._max_len = int(getattr(self._model, "max_seq_length", 256) or 256)
         self.name = name
         self.batch_size = batch_size

@@ -52,7 +52,7 @@ def trim_overlaps(cands: Sequence[PackCandidate], spans: Mapping[str, Span]
         taken.append(span)
         out[i] = c if text == c.text else dataclasses.replace(
             c, text=text, text_tokens=None, lines=_lines_left(c, text))
-    return [c for i in range(len(cands)) if (c := out[i]) is not None]
+    return [kept for i in range(len(cands)) if (kept := out[i]) is not None]
 
 
 def _word_start(text: str, pos: int) -> int:

@@ -9,6 +9,7 @@ reading at a glance.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 import json
 import re
 import shlex
@@ -63,7 +64,7 @@ def _language(info: str, context: str) -> str | None:
     return None
 
 
-def _context_line(lines: list[str]) -> str:
+def _context_line(lines: Iterable[str]) -> str:
     for line in lines:
         text = line.replace("**", "").replace("__", "").strip().strip("*_#>-").strip()
         if text and not text.startswith("[code"):

@@ -312,7 +312,7 @@ class _CodexParser(LineParser):
                 call["out"] = _cap_out(whole)
             return
         call = pending.get(call_id) if call_id else None
-        if call is None:
+        if call is None or not call_id:  # no call without an id
             if call_id in self.state["closed"]:
                 return
             self.emit("tool", "tool_result", text, ref, offset, tool_use_id=call_id,

@@ -119,16 +119,16 @@ def _one_session(chunks: list[SessionPiece], sidx: int, budget: int, out: Pairs)
         first, request, docs = asked[i]
         out.texts.append(QueryText(first.id, "request", request))
         out.text_pairs.extend(((first.id, "request"), d, sidx, "request") for d in docs)
-    replies = [c for c in chunks if c.kind == "turn_pair"]
-    if asked and replies and asked[0][0].turn != replies[-1].turn:
+    pair_chunks = [c for c in chunks if c.kind == "turn_pair"]
+    if asked and pair_chunks and asked[0][0].turn != pair_chunks[-1].turn:
         first = asked[0][0]
         if 0 not in chosen:
             out.texts.append(QueryText(first.id, "request", asked[0][1]))
-        out.text_pairs.append(((first.id, "request"), replies[-1].id, sidx, "summary"))
+        out.text_pairs.append(((first.id, "request"), pair_chunks[-1].id, sidx, "summary"))
     left = budget - len(chosen)
-    tools = [c for c in chunks if c.kind == "tool" and intent_of(c.text)]
-    for i in _spread(len(tools), max(0, left)) if left > 0 else []:
-        t = tools[i]
+    tool_chunks = [c for c in chunks if c.kind == "tool" and intent_of(c.text)]
+    for i in _spread(len(tool_chunks), max(0, left)) if left > 0 else []:
+        t = tool_chunks[i]
         out.texts.append(QueryText(t.id, "intent", intent_of(t.text)))
         out.text_pairs.append(((t.id, "intent"), t.id, sidx, "intent"))
     for i, c in enumerate(chunks):

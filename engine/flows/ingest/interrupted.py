@@ -170,7 +170,7 @@ def _all_read(record: dict[str, Any]) -> bool:
 
 
 def _snapshot(job_id: str, record: dict[str, Any]) -> JobSnapshot:
-    counts = {name: int(record.get(name) or 0) for name in _COUNTS}
+    counts: dict[str, Any] = {name: int(record.get(name) or 0) for name in _COUNTS}
     return JobSnapshot(id=job_id, kind="paths", state="cancelled",
                        created=float(record.get("created") or 0.0),
                        finished=record.get("finished"),

@@ -187,8 +187,8 @@ class Writer:
                 p.surrogates, p.project, p.replaces, p.unalias) for p in own])
         finally:  # versions replaced: their vectors go now (or at the next open)
             self._flush_quietly()
-        for p, sid in zip(own, ids, strict=True):
-            p.source_id = sid
+        for p, new_id in zip(own, ids, strict=True):
+            p.source_id = new_id
         first: BaseException | None = None
         for p in kept:
             try:

@@ -184,7 +184,8 @@ def rebuild(vault: Vault, vectors: VectorStore, embedder: Embedder, *, reset: bo
     ids, matrix, embedded = vault_vectors(vault, embedder)
     order = np.arange(len(ids))
     if vectors.backend != "memory":  # one pass in a random order: the store's row order
-        secrets.SystemRandom().shuffle(order)  # says nothing of ingestion
+        order = np.asarray(secrets.SystemRandom().sample(range(len(ids)), len(ids)),
+                           dtype=order.dtype)  # says nothing of ingestion
     added = 0
     for i in range(0, len(order), BATCH):
         part = order[i:i + BATCH]

@@ -212,7 +212,7 @@ def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
                              "chunks": 0, "bad_lines": 0, "errors": []}
     embedded_before = writer.embedded_texts
     todo, to_read, stats["unchanged"] = _plan_all(states, files, lambda p: _prev(rt, states, p))
-    done = {"files_total": len(todo), "files_done": 0, "bytes_total": to_read, "bytes": 0,
+    done: dict[str, Any] = {"files_total": len(todo), "files_done": 0, "bytes_total": to_read, "bytes": 0,
             "chunks": 0, "current": ""}
     if progress is not None:
         progress(dict(done))

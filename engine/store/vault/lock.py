@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import IO, Self
 
@@ -26,7 +27,7 @@ class DataDirLock:
                 f"the lock file {self.path.name} cannot be opened ({exc.strerror}): if it is "
                 "not a plain file, remove it and retry") from None
         try:
-            if os.name == "nt":
+            if sys.platform == "win32":
                 import msvcrt
 
                 msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
@@ -54,7 +55,7 @@ class DataDirLock:
         if self._fh is None:
             return
         try:
-            if os.name == "nt":
+            if sys.platform == "win32":
                 import msvcrt
 
                 self._fh.seek(0)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from engine.api import SourceInfo
 from engine.pathnames import shown
@@ -209,7 +209,8 @@ def delete_sources(vault: Vault, source_ids: Sequence[int], *,
         for sid in source_ids:
             c.execute("INSERT OR IGNORE INTO vector_tombstones VALUES (?, ?)", (sid, time.time()))
             c.execute("DELETE FROM sources WHERE id = ?", (sid,))
-        _drop_unused_cache(c, doomed, cache_key)
+        if cache_key is not None:
+            _drop_unused_cache(c, doomed, cache_key)
     return len(source_ids)
 
 
@@ -217,7 +218,7 @@ def _drop_unused_cache(c: Any, doomed: dict[str, Any], cache_key: KeyOf) -> None
     """Remove the embedding-cache rows of ``doomed`` (key -> content hash) that no chunk
     left in the vault still uses (a chunk of the same hash and the same cache key)."""
     for key, h in doomed.items():
-        kept = any(cache_key(*row) == key for row in c.execute(  # type: ignore[misc]
+        kept = any(cache_key(*row) == key for row in c.execute(
             "SELECT s.title, c.heading, c.kind, c.text FROM chunks c "
             "JOIN sources s ON s.id = c.source_id WHERE c.content_hash = ?", (h,)))
         if not kept:
@@ -294,7 +295,17 @@ def recover(vault: Vault) -> list[int]:
     return pending
 
 
-def counts(vault: Vault) -> dict[str, int]:
+class SourceCounts(TypedDict):
+    """``counts``: the vault's share of ``Status`` (its field names)."""
+    sources: int
+    chunks: int
+    tokens: int
+    bytes: int
+    sources_waiting: int
+    chunks_waiting: int
+
+
+def counts(vault: Vault) -> SourceCounts:
     """Stored sources, chunks, tokens and bytes; and of them, the sources (and chunks)
     still waiting for their vectors."""
     row = vault._conn().execute(
