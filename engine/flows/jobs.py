@@ -36,6 +36,8 @@ Should the writer thread itself end by an error, every waiting job fails with it
 
 from __future__ import annotations
 
+import builtins
+import functools
 import logging
 import queue
 import threading
@@ -194,7 +196,7 @@ class JobRunner:
             self._emit(job)
         return job.snapshot()
 
-    def cancel_all(self) -> list[JobSnapshot]:
+    def cancel_all(self) -> builtins.list[JobSnapshot]:
         """Cancel every queued and running job (an app that quits); returns their snapshots."""
         with self._lock:
             live = [j.id for j in self._jobs.values() if j.state in ("queued", "running")]
@@ -293,7 +295,7 @@ class JobRunner:
             outcome: BaseException | None = None
             try:
                 job.check()
-                work(job, lambda j=job: self._progress(j))
+                work(job, functools.partial(self._progress, job))
             except Exception as exc:  # noqa: BLE001 - _settle records and reports it
                 outcome = exc
             with self._lock:
@@ -385,7 +387,7 @@ class JobRunner:
                 log.exception("job stage hook failed")
         return True
 
-    def _background_vectors(self, others: list[Job]) -> None:
+    def _background_vectors(self, others: builtins.list[Job]) -> None:
         """Waiting sources nobody owns (an interrupted job's): a background job of kind
         "vectors" makes their vectors, after every other job's vector work."""
         assert self._stage is not None
@@ -399,7 +401,7 @@ class JobRunner:
         self._staged.append(job)
         self._emit(job)
 
-    def _queued_behind(self, work: Work) -> list[tuple[Job, Work]]:
+    def _queued_behind(self, work: Work) -> builtins.list[tuple[Job, Work]]:
         """The jobs queued right behind ``work`` that may join it (taken off the queue)."""
         if not isinstance(work, JoinableWork):
             return []
@@ -413,7 +415,7 @@ class JobRunner:
                 out.append(waiting.popleft())
         return out
 
-    def _run_joined(self, group: list[tuple[Job, Work]]) -> None:
+    def _run_joined(self, group: builtins.list[tuple[Job, Work]]) -> None:
         live: list[tuple[Job, Work]] = []
         with self._lock:
             for job, work in group:

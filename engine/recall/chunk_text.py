@@ -9,10 +9,10 @@ reading at a glance.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import json
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 

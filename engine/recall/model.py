@@ -58,7 +58,8 @@ class SessionInfo:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionInfo:
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
 
 
 @dataclass(frozen=True)

@@ -107,9 +107,9 @@ def fit_map(q: np.ndarray, d: np.ndarray, groups: Sequence[int], cfg: AdaptConfi
     if len(train) < cfg.min_pairs or cfg.steps == 0 or (n_held and len(held) == len(sessions)):
         return MapFit(None, 0.0, 0.0, 0)  # too little, or no session left to check it on
     dim = q.shape[1]
-    w = np.eye(dim, dtype=np.float32)
-    m1 = np.zeros_like(w)
-    m2 = np.zeros_like(w)
+    w: np.ndarray = np.eye(dim, dtype=np.float32)
+    m1: np.ndarray = np.zeros_like(w)
+    m2: np.ndarray = np.zeros_like(w)
     b1, b2, eps = 0.9, 0.999, 1e-8
     batch = min(cfg.batch, len(train))
     for t in range(1, cfg.steps + 1):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -18,17 +18,18 @@ from engine.errors import InvalidInput
 
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
-VectorLookup = Mapping[Hashable, Any] | Callable[[Hashable], Any] | np.ndarray
+K = TypeVar("K", bound=Hashable)  # what is deduplicated: chunk ids, turn keys
+VectorLookup = Mapping[K, Any] | Callable[[K], Any] | np.ndarray
 
 
 def suppress_near_duplicates(
-    ids_in_rank_order: Sequence[Hashable],
-    vectors: VectorLookup,
+    ids_in_rank_order: Sequence[K],
+    vectors: VectorLookup[K],
     threshold: float = 0.9,
     *,
-    texts: Mapping[Hashable, str] | None = None,
+    texts: Mapping[K, str] | None = None,
     text_threshold: float = 0.8,
-) -> tuple[list[Hashable], dict[Hashable, Hashable]]:
+) -> tuple[list[K], dict[K, K]]:
     """Drop every item too similar to a higher-ranked kept one.
 
     ``vectors`` is a mapping id -> vector, a callable id -> vector (or None), or a 2-D
@@ -45,13 +46,13 @@ def suppress_near_duplicates(
     sims = unit @ unit.T if len(ids) else np.zeros((0, 0), dtype=np.float32)
     # whether any higher-ranked item, kept or not, is that close: most are not, and
     # those need no look at the kept ones (a hundred lookups a build_context)
-    close_above = np.tril(sims >= threshold - 1e-6, -1).any(axis=1).tolist() \
-        if len(ids) else []
+    close_above: list[bool] = cast(list[bool], np.tril(
+        sims >= threshold - 1e-6, -1).any(axis=1).tolist()) if len(ids) else []
     kept: list[int] = []
     kept_vec: list[int] = []
-    dropped: dict[Hashable, Hashable] = {}
+    dropped: dict[K, K] = {}
     shingles: dict[int, frozenset[Any]] = {}
-    seen: set[Hashable] = set()
+    seen: set[K] = set()
     for i, item in enumerate(ids):
         if item in seen:  # the same id twice: the later one is a duplicate of itself
             continue
@@ -84,7 +85,7 @@ def suppress_near_duplicates(
     return [ids[i] for i in kept], dropped
 
 
-def _unit_vectors(ids: list[Hashable], vectors: VectorLookup) -> tuple[np.ndarray, list[bool]]:
+def _unit_vectors(ids: list[K], vectors: VectorLookup[K]) -> tuple[np.ndarray, list[bool]]:
     """Row-normalized float32 matrix aligned with ``ids`` (zero rows where no vector)."""
     if isinstance(vectors, np.ndarray):
         if vectors.ndim != 2 or vectors.shape[0] != len(ids):

@@ -10,14 +10,16 @@ by best rank, then by ``repr(id)``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 from engine.errors import InvalidInput
 
-Fused = tuple[Hashable, float, dict[str, int]]
+K = TypeVar("K", bound=Hashable)  # what is ranked: chunk ids, turn keys
 
 
-def rrf(rankings: Mapping[str, Sequence[Hashable]], weights: Mapping[str, float],
-        k: int = 60, *, default_weight: float = 1.0, limit: int | None = None) -> list[Fused]:
+def rrf(rankings: Mapping[str, Sequence[K]], weights: Mapping[str, float],
+        k: int = 60, *, default_weight: float = 1.0,
+        limit: int | None = None) -> list[tuple[K, float, dict[str, int]]]:
     """Fuse ``rankings`` (lane -> ids, best first) into ``(id, score, {lane: rank})``.
 
     Ranks are 1-based; an id listed twice by one lane keeps its best rank there. A
@@ -27,8 +29,8 @@ def rrf(rankings: Mapping[str, Sequence[Hashable]], weights: Mapping[str, float]
     """
     if k < 1:
         raise InvalidInput(f"rrf: k must be >= 1, got {k}")
-    scores: dict[Hashable, float] = {}
-    ranks: dict[Hashable, dict[str, int]] = {}
+    scores: dict[K, float] = {}
+    ranks: dict[K, dict[str, int]] = {}
     for lane in sorted(rankings):
         weight = float(weights.get(lane, default_weight))
         if not weight >= 0.0:  # negative or NaN

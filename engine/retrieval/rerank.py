@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from engine.errors import ConfigError
 from engine.retrieval.config import CrossEncoderConfig, RerankConfig
@@ -40,16 +40,18 @@ from engine.retrieval.transcript_rank import (
     transcript_features,
 )
 
+K = TypeVar("K", bound=Hashable)  # a candidate's id: a chunk id, a turn key
+
 
 @dataclass(frozen=True)
-class RerankCandidate:
+class RerankCandidate(Generic[K]):
     """One fused candidate: its text, fused score and optional time (epoch s) and meta.
 
     ``similarity`` is the query's cosine similarity to it (None when unknown) and
     ``keyword`` its keyword-lane score, higher better (None when that lane missed it).
     """
 
-    id: Hashable
+    id: K
     text: str
     fused: float
     time: float | None = None
@@ -59,21 +61,21 @@ class RerankCandidate:
     profile: str | None = None  # its kind's feature weights; None: the default profile
 
 
-Ranked = tuple[Hashable, float, dict[str, float]]
+Ranked = tuple[K, float, dict[str, float]]  # (id, score, features)
 
 
-def scan_all(candidates: Sequence[RerankCandidate], cfg: RerankConfig) -> dict[Hashable, Any]:
+def scan_all(candidates: Sequence[RerankCandidate[K]], cfg: RerankConfig) -> dict[K, Any]:
     """Each candidate tokenized as ``rerank`` would (id -> its scan), ahead of the call:
     pass them as ``rerank(..., scans=)``. A scan depends on the candidate's text, time
     and meta and on ``cfg``; give ``rerank`` scans of the same candidates and config."""
     return {c.id: _Scan(c, cfg) for c in candidates}
 
 
-def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
+def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],
            cfg: RerankConfig | None = None, *, all_features: bool = False,
-           scans: Mapping[Hashable, Any] | None = None,
+           scans: Mapping[K, Any] | None = None,
            project: str | None = None,
-           sessions: Mapping[str, float] | None = None) -> list[Ranked]:
+           sessions: Mapping[str, float] | None = None) -> list[Ranked[K]]:
     """Rerank the top ``cfg.window`` candidates by fused score; the rest follow in order.
 
     Returns ``(id, score, features)`` best first. A window candidate's score is the
@@ -151,7 +153,7 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate],
 
     scored = [(_score(r, w), i) for i, (r, w) in enumerate(zip(rows, weights, strict=True))]
     scored.sort(key=lambda s: (-s[0], s[1]))
-    out: list[Ranked] = [(head[i].id, score, rows[i]) for score, i in scored]
+    out: list[Ranked[K]] = [(head[i].id, score, rows[i]) for score, i in scored]
     floor = scored[-1][0]
     out.extend((c.id, floor - 1e-6 * (j + 1), {"fused": norm(c.fused)})
                for j, c in enumerate(tail))
@@ -357,8 +359,8 @@ class CrossEncoderReranker:
                                   show_progress_bar=False)
         return [float(x) for x in raw]
 
-    def rerank(self, query: str, ranked: Sequence[Ranked],
-               texts: Mapping[Hashable, str]) -> list[Ranked]:
+    def rerank(self, query: str, ranked: Sequence[Ranked[K]],
+               texts: Mapping[K, str]) -> list[Ranked[K]]:
         """Re-score the top ``cfg.window`` of ``ranked`` (rule output); the rest follow."""
         head = list(ranked[: self.cfg.window])
         if not head:
@@ -369,7 +371,7 @@ class CrossEncoderReranker:
         blended = [((1 - w) * r + w * c, n) for n, (r, c) in enumerate(zip(rule, ce,
                                                                            strict=True))]
         blended.sort(key=lambda b: (-b[0], b[1]))
-        out: list[Ranked] = [(head[n][0], s, {**head[n][2], "cross_encoder": ce[n]})
+        out: list[Ranked[K]] = [(head[n][0], s, {**head[n][2], "cross_encoder": ce[n]})
                              for s, n in blended]
         floor = blended[-1][0]
         out.extend((i, floor - 1e-6 * (j + 1), feats)

@@ -33,6 +33,6 @@ def demoted(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], penalty: flo
         return list(ranked)
     out = []
     for cid, score, feats in ranked:
-        row = rows.get(cid)  # type: ignore[call-overload]
+        row = rows.get(cid)
         out.append((cid, score - penalty if row is not None and is_part(row) else score, feats))
     return sorted(out, key=lambda r: -r[1])

@@ -34,10 +34,10 @@ def preferred(query: str, ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow]
         return list(ranked)
     known = [(cid, score, feats) for cid, score, feats in ranked if cid in rows]
     tools = {t for cid, _, _ in known
-             if isinstance(t := rows[cid].meta.get("tool"), str)}  # type: ignore[index]
+             if isinstance(t := rows[cid].meta.get("tool"), str)}
     if not cfg.wanted(query, tools):
         return list(ranked)
-    bonus = role_bonuses(query, [_role_chunk(rows[cid]) for cid, _, _ in known],  # type: ignore[index]
+    bonus = role_bonuses(query, [_role_chunk(rows[cid]) for cid, _, _ in known],
                          cfg)
     if not any(bonus):
         return list(ranked)
@@ -55,7 +55,7 @@ def apart(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], cfg: TurnRoleC
         return list(ranked)
     keys = []
     for cid, _, _ in ranked:
-        row = rows.get(cid)  # type: ignore[call-overload]
+        row = rows.get(cid)
         session = row.meta.get("session") if row is not None else None
         keys.append((session if isinstance(session, str) else None,
                      said(row.kind, row.text) if row is not None else None))

@@ -48,7 +48,7 @@ def group_turns(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: int
     chunks' (id, score), best first."""
     turns: dict[Hashable, list[tuple[int, float]]] = {}
     for cid, score, _ in ranked:
-        row = rows.get(cid)  # type: ignore[call-overload]
+        row = rows.get(cid)
         if row is None:
             continue
         key = turn_key(row)

@@ -10,7 +10,7 @@ chooses (``dense_cached``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from engine.config import Config
 from engine.flows.runtime import Runtime
@@ -28,7 +28,7 @@ from engine.store.vault.surrogate_rows import surrogates_of
 
 
 def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, ranked: Sequence[Ranked],
-                      kept: Sequence[int], dropped: Sequence[int], mode: str, now: float
+                      kept: Sequence[int], dropped: Collection[int], mode: str, now: float
                       ) -> list[PackCandidate]:
     """The ``kept`` hits (ranked, near-duplicates ``dropped``) as candidates: the top
     ones expanded, neighbours of short chunks added, surrogates chosen (``mode``)."""
@@ -49,7 +49,9 @@ def memory_candidates(rt: Runtime, cfg: Config, res: LaneResult, ranked: Sequenc
     for rank, cid in enumerate(kept):
         row = rows[cid]
         path, root, lines = place_of(row.source, row.source_kind, row.meta)
-        expanded, covered, span = None, (cid,), _span(row)
+        covered: tuple[int, ...] = (cid,)
+        span: Span | None = _span(row)
+        expanded = None
         if rank < pcfg.expand_top and row.kind not in pcfg.neighbour_kinds:
             expanded, covered, span, lines = expand(rt, row, pcfg.expansion_max_tokens)
         if span is not None and row.kind not in pcfg.neighbour_kinds:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +31,7 @@ class PreScans:
     runs (``engine.flows.search.ranking.prescan``, ``lane_stage``'s ``while_waiting``)."""
 
     cfg: RerankConfig
-    scans: dict[Hashable, Any]
+    scans: dict[int, Any]  # chunk id -> its rerank scan
 
 
 # What ``lane_stage`` asks for the keyword hits' rows while the vector lane runs.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,7 @@ from engine.retrieval.profiles import profile_of
 from engine.retrieval.rerank import RerankCandidate, rerank, scan_all
 from engine.store.vault.rows import ChunkRow, Filters
 
-Ranked = tuple[Hashable, float, dict[str, float]]
+Ranked = tuple[int, float, dict[str, float]]  # (chunk id, score, features)
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,9 @@ def context_similarities(rt: Runtime, res: LaneResult, window: Sequence[ChunkRow
     near = rt.vault.chunks_at([(r.source_id, r.ordinal + d) for r in turns for d in (-1, 1)])
     around: dict[int, list[int]] = {}
     for r in turns:
-        around[r.id] = [n[0] for d in (-1, 1)
-                        if (n := near.get((r.source_id, r.ordinal + d))) is not None
-                        and n[1] == r.kind and n[2] == r.heading]
+        around[r.id] = [nb[0] for d in (-1, 1)
+                        if (nb := near.get((r.source_id, r.ordinal + d))) is not None
+                        and nb[1] == r.kind and nb[2] == r.heading]
     need = sorted({n for ns in around.values() for n in ns if n not in vectors})
     found = window_vectors(rt, res, need) if need else {}
     own = np.stack([vectors[r.id] for r in turns]).astype(np.float32)

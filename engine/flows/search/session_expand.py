@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from engine.flows.search.lanes import LaneResult
 from engine.store.vault.rows import ChunkRow, Filters
 
 TRANSCRIPT = "transcript"  # the source kind whose chunks belong to sessions
-Ranked = tuple[Hashable, float, dict[str, float]]  # as engine.flows.search.ranking ranks
+Ranked = tuple[int, float, dict[str, float]]  # as engine.flows.search.ranking ranks
 
 
 def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters | None,
@@ -94,7 +94,7 @@ def ranked_sessions(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], n: i
     """The first ``n`` sessions of ``ranked``'s transcript chunks, in their order."""
     out: list[str] = []
     for cid, _, _ in ranked:
-        row = rows.get(cid)  # type: ignore[call-overload]
+        row = rows.get(cid)
         session = row.meta.get("session") if row is not None else None
         if row is not None and row.source_kind == TRANSCRIPT and isinstance(session, str) \
                 and session not in out:

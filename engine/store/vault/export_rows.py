@@ -57,7 +57,7 @@ def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
         if not rows:
             return
         for r in rows:
-            yield ExportSource(*r[:10], json.loads(r[10] or "{}"))
+            yield ExportSource._make([*r[:10], json.loads(r[10] or "{}")])
         last = rows[-1][0]
 
 
@@ -65,7 +65,7 @@ def chunks(vault: Vault, source_id: int) -> list[ExportChunk]:
     rows = vault._query(
         "SELECT ordinal, kind, heading, text, tokens, start, time, meta FROM chunks "
         "WHERE source_id = ? ORDER BY ordinal", (source_id,))
-    return [ExportChunk(*r[:7], json.loads(r[7] or "{}")) for r in rows]
+    return [ExportChunk._make([*r[:7], json.loads(r[7] or "{}")]) for r in rows]
 
 
 def surrogates(vault: Vault, source_id: int) -> dict[str, str] | None:

@@ -36,7 +36,7 @@ class VectorCache:
         self._state = "empty"  # empty | loading | ready | off
         self._generation = 0  # bumped by reset: a load begun before it is dropped
         self._pending: list[tuple[str, list[int], np.ndarray | None]] = []
-        self._mat = np.zeros((0, dim), dtype=_DTYPE)
+        self._mat: np.ndarray = np.zeros((0, dim), dtype=_DTYPE)
         self._row: dict[int, int] = {}
         self._free: list[int] = []
 
@@ -63,7 +63,7 @@ class VectorCache:
                 return False
             self._state, generation = "loading", self._generation
         # room for the writes of the next while (an eighth more), never past the bound
-        mat = np.zeros((self._capacity(size), self.dim), dtype=_DTYPE)
+        mat: np.ndarray = np.zeros((self._capacity(size), self.dim), dtype=_DTYPE)
         row: dict[int, int] = {}
         try:
             for ids, vectors in pages:
@@ -91,10 +91,10 @@ class VectorCache:
                 if len(row) < len(mat) else []
             pending, self._pending = self._pending, []
             self._state = "ready"
-            for op, ids, vecs in pending:
+            for op, ids, queued in pending:
                 if op == "add":
-                    assert vecs is not None
-                    self._add(ids, vecs)
+                    assert queued is not None
+                    self._add(ids, queued)
                 else:
                     self._delete(ids)
             return self._state == "ready"
