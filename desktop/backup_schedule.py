@@ -27,7 +27,7 @@ def backup_and_prune(engine: Any, folder: Path, keep: int) -> BackupResult:
     """Worker: back up into ``folder`` (made owner-only if absent), then delete the app's
     backups there beyond the newest ``keep`` and stale unfinished ones."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    result = engine.backup(str(folder))
+    result: BackupResult = engine.backup(str(folder))
     now = time.time()
     with os.scandir(folder) as entries:
         files = [(e.name, e.stat().st_mtime) for e in entries if e.is_file()]

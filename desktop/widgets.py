@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from desktop.appearance import BANNERS, paint_tone
-from desktop.messages import REASONS, error_text  # noqa: F401 - the panels import it here
+from desktop.messages import REASONS
 from desktop.qt import (
     QAbstractItemView,
     QColor,

@@ -69,7 +69,7 @@ class Client:
                  retries: int = _DEFAULTS.retries,
                  max_message_bytes: int = _DEFAULTS.max_message_bytes,
                  rediscover: Callable[[], ConnectionInfo | None] | None = None,
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
         IpcConfig(timeout_s=timeout, retries=retries, max_message_bytes=max_message_bytes)
         self.timeout = timeout
         self.retries = retries
@@ -77,7 +77,7 @@ class Client:
         self.resets = 0  # REQ sockets thrown away after a timeout or a bad reply
         self._rediscover_fn = rediscover or (lambda: None)
         self._ctx = context or zmq.Context.instance()
-        self._sock: zmq.Socket | None = None
+        self._sock: zmq.Socket[bytes] | None = None
         self._lock = threading.Lock()
         self._closed = False
         self._adopt(info)
@@ -158,7 +158,7 @@ class Client:
             f"({retries + 1} attempt{'s' if retries else ''})",
             method=method, timeout_s=timeout, attempts=retries + 1, endpoint=self.endpoint)
 
-    def _socket(self) -> zmq.Socket:
+    def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
             sock = self._ctx.socket(zmq.REQ)
             sock.setsockopt(zmq.LINGER, 0)

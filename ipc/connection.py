@@ -178,7 +178,7 @@ def read_connection_file(path: Path) -> ConnectionInfo:
             raise ProtocolError(f"connection file field {name} missing or wrong: {path}")
     if data["transport"] not in ("ipc", "tcp"):
         raise ProtocolError(f"connection file transport unknown: {path}")
-    info = ConnectionInfo(**{k: data[k] for k in types})  # type: ignore[typeddict-item]
+    info: ConnectionInfo = ConnectionInfo(**{k: data[k] for k in types})  # type: ignore[typeddict-item]
     started = data.get("started")
     if started is not None:
         if not isinstance(started, str) or not 0 < len(started) <= 256:
@@ -229,7 +229,7 @@ def _pid_alive_windows(pid: int) -> bool:  # pragma: no cover - Windows only
     kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
     handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
     if not handle:
-        return kernel32.GetLastError() == 5  # ERROR_ACCESS_DENIED: exists, not ours
+        return bool(kernel32.GetLastError() == 5)  # ERROR_ACCESS_DENIED: exists, not ours
     try:
         code = ctypes.c_ulong()
         if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):

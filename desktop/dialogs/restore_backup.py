@@ -19,6 +19,7 @@ from typing import Any
 
 from desktop import pickers
 from desktop.dialogs.checked import CheckedDialog, password_field
+from desktop.messages import error_text
 from desktop.qt import (
     QDialogButtonBox,
     QHBoxLayout,
@@ -28,7 +29,6 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
-from desktop.widgets import error_text
 from engine import looks_like_recovery_key
 
 RESTORE = 2  # FirstRunDialog's result when the user chose to restore a backup

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop.messages import kind_name
+from desktop.messages import error_text, kind_name
 from desktop.panels.budget_chart import OVERHEAD, BudgetChart, framing_swatch, segments
 from desktop.qt import (
     QHBoxLayout,
@@ -26,7 +26,6 @@ from desktop.qt import (
 )
 from desktop.widgets import (
     cell,
-    error_text,
     fmt_int,
     heading,
     kind_colour,

@@ -20,6 +20,7 @@ from desktop.messages import (
     CHOICE_NAMES,
     audit_name,
     describe,
+    error_text,
     in_user_words,
     sentence_case,
 )
@@ -42,7 +43,6 @@ from desktop.qt import (
 from desktop.widgets import (
     Banner,
     cell,
-    error_text,
     fmt_bytes,
     fmt_duration,
     fmt_int,

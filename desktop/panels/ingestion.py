@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop import pickers
-from desktop.messages import error_color, job_title, plural
+from desktop.messages import error_color, error_text, job_title, plural
 from desktop.panels.jobcard import JobCard, nothing_new, progress
 from desktop.panels.watched import WatchedFolders
 from desktop.qt import (
@@ -31,7 +31,6 @@ from desktop.qt import (
 from desktop.widgets import (
     Banner,
     cell,
-    error_text,
     fmt_time,
     heading,
     make_table,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from desktop import config_io
-from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, item_kind, stage_name
+from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, error_text, item_kind, stage_name
 from desktop.panels.blocks import item_blocks
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.qt import (
@@ -37,7 +37,6 @@ from desktop.qt import (
 )
 from desktop.widgets import (
     Banner,
-    error_text,
     fmt_int,
     fmt_ms,
     heading,

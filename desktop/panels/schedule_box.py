@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from desktop import config_io, pickers
+from desktop.messages import error_text
 from desktop.qt import (
     QCheckBox,
     QDoubleSpinBox,
@@ -23,7 +24,6 @@ from desktop.qt import (
     QSpinBox,
     QWidget,
 )
-from desktop.widgets import error_text
 from engine import CtxError
 
 

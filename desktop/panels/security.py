@@ -25,6 +25,7 @@ from typing import Any
 from desktop import pickers
 from desktop.dialogs.restore_backup import RestoreDialog
 from desktop.dialogs.secrets import SecretDialog, Secrets
+from desktop.messages import error_text
 from desktop.panels.schedule_box import ScheduleBox
 from desktop.qt import (
     QGroupBox,
@@ -35,7 +36,7 @@ from desktop.qt import (
     QWidget,
     Signal,
 )
-from desktop.widgets import Banner, error_text, fmt_time, heading, muted
+from desktop.widgets import Banner, fmt_time, heading, muted
 from engine import keychain_available
 from ipc.status_text import progress_text
 

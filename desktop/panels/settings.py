@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from desktop import config_io, pickers
-from desktop.messages import setting_name
+from desktop.messages import error_text, setting_name
 from desktop.panels.settings_form import FIELDS, SettingsForm
 from desktop.qt import (
     QCheckBox,
@@ -29,7 +29,7 @@ from desktop.qt import (
     QWidget,
     Signal,
 )
-from desktop.widgets import Banner, error_text, heading, muted
+from desktop.widgets import Banner, heading, muted
 from engine import Config, CtxError
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from desktop.messages import item_kind, plural, stage_name
+from desktop.messages import error_text, item_kind, plural, stage_name
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.qt import (
     QHBoxLayout,
@@ -25,7 +25,7 @@ from desktop.qt import (
     QVBoxLayout,
     QWidget,
 )
-from desktop.widgets import Banner, error_text, fmt_int, fmt_time, muted
+from desktop.widgets import Banner, fmt_int, fmt_time, muted
 from engine import DeleteResult, SourceInfo
 
 LOCATION_WIDTH = 300  # px: the Location column's start width (it can be dragged wider)
@@ -188,7 +188,8 @@ class SourcesPanel(QWidget):
         row = selected_row(self.table)
         if row is None or row >= self.model.rowCount():
             return None
-        return self.model.row(row)
+        info: SourceInfo = self.model.row(row)
+        return info
 
     def select_id(self, source_id: int) -> None:
         row = self.model.view_row_of(source_id)

@@ -176,7 +176,7 @@ def describe_progress(job: Any, now: float | None = None) -> JobProgress:
 
 def _left(job: Any, moved: int, remaining: int, now: float | None) -> float | None:
     """Seconds left at the stage's rate so far (None until the rate means something)."""
-    began = getattr(job, "stage_started", None) or job.started
+    began: float | None = getattr(job, "stage_started", None) or job.started
     if not began or remaining <= 0 or moved < RATE_AFTER_UNITS:
         return None
     elapsed = (now or time.time()) - began

@@ -17,6 +17,7 @@ from typing import Any
 
 from engine import CtxError, InvalidInput, caller
 from ipc.cli import commands, long_cmd
+from ipc.cli.backend import stop_command
 from ipc.exit_codes import exit_code
 
 
@@ -182,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CtxError as exc:
         data_dir = getattr(args, "data_dir", None)
         if (exc.name == "store_locked" and args.cmd != "serve"
-                and long_cmd.stop_command(data_dir) not in exc.message):
+                and stop_command(data_dir) not in exc.message):
             exc.message += long_cmd.holder_hint(data_dir)
         _report(exc, getattr(args, "json", False), serve=args.cmd == "serve")
         return exit_code(exc)

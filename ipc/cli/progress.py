@@ -249,4 +249,5 @@ def while_watching(backend: EngineAPI, kind: str, call: Callable[[], T],
             watcher.close()
     if "error" in holder:
         raise holder["error"]
-    return holder["result"]
+    result: T = holder["result"]
+    return result

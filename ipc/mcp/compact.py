@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from engine import RecallHit, RecallResult, SearchHit, SourceInfo
 from ipc.places import place
 
+if TYPE_CHECKING:
+    from engine import TokenCounter
+
 SNIPPET_TOKENS = 160  # at most this many tokens of text per search hit
 
 
-def counter() -> Any:
+def counter() -> TokenCounter:
     from engine import TokenCounter
 
     return TokenCounter.shared()

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from ipc.cli import agent_config as ac
-from ipc.login_item import Autostart
 from ipc.cli.uninstall_cmd import desktop_exec_args as parse_exec  # what --remove reads
+from ipc.login_item import Autostart
 from tests.dist.test_platform_paths import PACKAGING, REPO
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="a POSIX shell script")

@@ -149,11 +149,13 @@ def test_runtime_dir_follows_the_platform_and_is_private(tmp_path: Path,
 
 def test_endpoint_is_tcp_on_windows_and_ipc_on_posix(data_dir: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
     from ipc import connection
 
     posix = connection.default_endpoint(data_dir)
     assert posix.startswith("ipc://") and posix.endswith(".sock")
-    monkeypatch.setattr(connection.os, "name", "nt")  # only default_endpoint runs meanwhile
+    monkeypatch.setattr(os, "name", "nt")  # only default_endpoint runs meanwhile
     try:
         windows = connection.default_endpoint(data_dir)
     finally:
