@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             for variant, command in variants.items():
                 with XSession() as session:
                     env = env_for(work, session.display, embedder)
-                    runs = []
+                    runs: list[dict[str, float]] = []
                     for _ in range(args.launches):
                         marks, app = launch_once(command, data_dir, env, session)
                         if store == "small" and args.drop_files and runs and \

@@ -60,13 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     from engine.embedding.factory import make_embedder
     from engine.facade import ContextEngine
+    from engine.store.vectors.index import ChromaVectors
 
     before = machine_state()
     embedder = make_embedder(embedding_config(model=args.store_model))
     with ContextEngine.open(Path(args.store), embedder=embedder) as eng:
-        col = eng.rt.vectors._col  # the raw Chroma collection: only Chroma is measured
+        store = eng.rt.vectors
+        assert isinstance(store, ChromaVectors), "only a Chroma store is measured"
+        col = store._col  # the raw Chroma collection
         rng = np.random.default_rng(1)
-        qs = [rng.standard_normal((1, eng.rt.vectors.rotation.dim)).astype(np.float32)
+        qs = [rng.standard_normal((1, store.rotation.dim)).astype(np.float32)
               for _ in range(args.queries)]
 
         def queries() -> None:

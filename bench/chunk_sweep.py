@@ -144,7 +144,7 @@ def work(settings: list[dict[str, int]], emb: Any, every: int, rounds: int
         tok.enable_truncation(max_length=256)
     corpus = list(sd.corpus())
     sample = corpus[::every]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cfg in settings:
         texts = embed_texts(cfg, corpus)
         stexts = embed_texts(cfg, sample)

@@ -327,8 +327,12 @@ def main(argv: list[str] | None = None) -> int:
         prep = Prepared(dump)
         start = {"fused": 1.0} if args.from_fused else DEFAULT_PROFILES[kind]
         before = objective(prep, start)
-        fitter = (lambda p: listwise(p, args.l2)) if args.method == "listwise" else (
-            lambda p, start=start: fit(p, start, args.drop_below))
+
+        def fitter(p: Prepared, start: dict[str, float] = start
+                   ) -> tuple[dict[str, float], list[str]]:
+            return (listwise(p, args.l2) if args.method == "listwise"
+                    else fit(p, start, args.drop_below))
+
         weights, dropped = fitter(prep)
         after = objective(prep, weights)
         cv = cross_validate(prep, dump, fitter, args.cv) if args.cv else None

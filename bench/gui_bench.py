@@ -266,7 +266,8 @@ def bench_stalls(args: argparse.Namespace, work: Path, env: dict[str, str]) -> l
         from desktop.app import App
         from desktop.qt import QApplication
 
-        qapp = QApplication.instance() or QApplication(["gui_bench"])
+        found = QApplication.instance()
+        qapp = found if isinstance(found, QApplication) else QApplication(["gui_bench"])
         app = App(qapp, work / "stall-data")
         app.start()
         run_loop_until(qapp, lambda: app.host.engine_ready, 300)

@@ -58,7 +58,7 @@ def client_main(index: int, calls: int, data_dir: str, start: Any, out: Any) -> 
         try:
             if method == "build_context":
                 budget = 200 + index * calls + i  # unique per call
-                if remote.build_context(_sentence(rng, 6), budget=budget)["budget"] != budget:
+                if remote.build_context(_sentence(rng, 6), budget=budget).budget != budget:
                     crossed += 1
             elif method == "search":
                 remote.search(_sentence(rng, 4), 5)

@@ -164,8 +164,13 @@ def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
             ids = list(range(n))
             hashes = ["0" * 16] * n
             t = time.perf_counter()
+
+            def fingerprints(ids: list[int] = ids, hashes: list[str] = hashes
+                             ) -> tuple[list[int], list[str]]:
+                return ids, hashes
+
             new = MemoryVectors(mat.shape[1], lambda _sid: [], cfg, snapshot=snap,
-                                fingerprints=lambda ids=ids, hashes=hashes: (ids, hashes),
+                                fingerprints=fingerprints,
                                 version=lambda: 1)
             new.load(np.arange(n), mat, unit=True)
             new.warm()

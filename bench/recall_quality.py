@@ -167,7 +167,7 @@ TODAY_TRANSCRIPT = {
     "turn_fused": -1.109, "reply_open": 2.779, "outcome": 1.131}
 
 
-def today_settings(eng: Any) -> dict[str, dict[str, Any]]:
+def today_settings(eng: Any) -> dict[str, Any]:
     """The recall and rerank settings that make ``recall`` rank as main did at f214659."""
     total = sum(w for w in TODAY_TRANSCRIPT.values() if w > 0)
     profiles = {**eng.rt.cfg.rerank.profiles,

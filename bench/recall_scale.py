@@ -88,10 +88,15 @@ def synthesize(cache: Path, sessions: int) -> Path:
                 if sid:
                     text = text.replace(sid, f"{sid[:-6]}{copy:06d}" if len(sid) > 8
                                         else f"{sid}-{copy}")
-                text = _CWD.sub(lambda m, c=copy: f"{m[1]}{m[2]}-v{c % 8}{m[3]}", text)
-                days = timedelta(days=3 * copy)
-                text = _STAMP.sub(lambda m, d=days: (datetime.fromisoformat(m[1]) + d)
-                                  .strftime("%Y-%m-%dT%H:%M:%S"), text)
+
+                def cwd_of(m: re.Match[str], c: int = copy) -> str:
+                    return f"{m[1]}{m[2]}-v{c % 8}{m[3]}"
+
+                def stamp_of(m: re.Match[str], d: timedelta = timedelta(days=3 * copy)) -> str:
+                    return (datetime.fromisoformat(m[1]) + d).strftime("%Y-%m-%dT%H:%M:%S")
+
+                text = _CWD.sub(cwd_of, text)
+                text = _STAMP.sub(stamp_of, text)
             dest = out / f"copy{copy:04d}" / f.parent.name / f.name
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text, encoding="utf-8")
@@ -391,7 +396,8 @@ def digest(store: Path, embedder: Any, queries: int, out: Path) -> str:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
     with ContextEngine.open(store, embedder=embedder) as eng:
         for q in qs:
-            for where in ({}, {"cwd": q.get("cwd")} if q.get("cwd") else {}):
+            wheres: list[dict[str, Any]] = [{}, {"cwd": q["cwd"]} if q.get("cwd") else {}]
+            for where in wheres:
                 hits = eng.recall(q["q"], k=10, **where).hits or ()
                 got.append([[x.chunk_id, repr(x.score), h(x.line), h(x.excerpt), h(x.text),
                              list(x.chunks)] for x in hits])

@@ -50,7 +50,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,7 @@ class QueryModel:
     def __init__(self, name: str, dim: int, model: Any) -> None:
         self.name, self.dim, self._model = name, dim, model
 
-    def encode(self, texts: list[str]) -> Any:
+    def encode(self, texts: Sequence[str]) -> Any:  # an ndarray (numpy loads lazily here)
         return self._model.encode(texts)
 
 

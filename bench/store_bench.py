@@ -70,7 +70,7 @@ def pick_files(target_chunks: int, skip: int = 0) -> tuple[list[Path], list[str]
 def make_queries(texts: list[str], n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     words = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
-    out = []
+    out: list[str] = []
     while len(out) < n:
         found = words.findall(rng.choice(texts))
         if len(found) >= 6:
@@ -79,7 +79,7 @@ def make_queries(texts: list[str], n: int, seed: int = 7) -> list[str]:
     return out
 
 
-def ingest(engine: Any, files: list[Path]) -> tuple[float, dict[str, Any]]:
+def ingest(engine: Any, files: list[Path]) -> tuple[float, Any]:
     t = time.perf_counter()
     snap = engine.wait(engine.ingest(paths=[str(f) for f in files]))
     return time.perf_counter() - t, snap

@@ -104,9 +104,12 @@ def stored_vectors(root: Path) -> tuple[np.ndarray, list[str]] | None:
     ids: list[str] = []
     vecs: list[np.ndarray] = []
     for col in client.list_collections():
-        got = client.get_collection(getattr(col, "name", col)).get(include=["embeddings"])
+        got = client.get_collection(col if isinstance(col, str) else col.name
+                                    ).get(include=["embeddings"])
+        embeddings = got["embeddings"]
+        assert embeddings is not None, "asked for the embeddings"
         ids += got["ids"]
-        vecs += [np.asarray(e, dtype=np.float64) for e in got["embeddings"]]
+        vecs += [np.asarray(e, dtype=np.float64) for e in embeddings]
     order = sorted(range(len(ids)), key=lambda i: seq.get(ids[i], 0))
     shutil.rmtree(copy.parent, ignore_errors=True)
     return np.stack([vecs[i] for i in order]), [ids[i] for i in order]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.api import Alert, AlertCleared, AlertRaised, Event
@@ -27,7 +27,7 @@ ALERT_VAULT_DAMAGED = "context_engine.vault.damaged"  # a page failed its check:
 ALERT_WRITER_FAILED = "context_engine.writer.failed"
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return 0.0
     s = sorted(values)
