@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="the folder the PNGs are written to (default: %(default)s)")
     out = Path(parser.parse_args(argv).out)  # --help answers; it is not a folder name
     out.mkdir(parents=True, exist_ok=True)
-    qapp = QApplication.instance() or QApplication(["ctx"])
+    found = QApplication.instance()
+    qapp = found if isinstance(found, QApplication) else QApplication(["ctx"])
     QApplication.setStyle("Fusion")
     work = Path(tempfile.mkdtemp(prefix="ctx-shots-"))
     os.environ.setdefault("XDG_RUNTIME_DIR", str(work))
@@ -163,7 +164,11 @@ def main(argv: list[str] | None = None) -> None:
         unlock.show()
         unlock.passphrase.setText("not the passphrase")
         unlock.try_unlock()
-        wait_until(lambda u=unlock: "Wrong passphrase" in u.message.text())  # type: ignore[misc]
+
+        def refused(u: UnlockDialog = unlock) -> bool:
+            return "Wrong passphrase" in u.message.text()
+
+        wait_until(refused)
         pump()
         save(unlock, out, f"dialog-unlock-wrong-{tone}")
         unlock.close()

@@ -49,8 +49,11 @@ def main() -> int:
             env={"MYPYPATH": str(REPO), "PATH": "/usr/bin:/bin"})
         report = run.stdout
         for name, where in names.items():  # say where each block is, not the temp file
-            report = re.sub(rf"\S*{re.escape(name)}:(\d+)",
-                            lambda m, w=where: f"{w} (block line {m.group(1)})", report)
+
+            def located(m: re.Match[str], w: str = where) -> str:
+                return f"{w} (block line {m.group(1)})"
+
+            report = re.sub(rf"\S*{re.escape(name)}:(\d+)", located, report)
     if run.returncode:
         sys.stdout.write(report + run.stderr)
         return 1

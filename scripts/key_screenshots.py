@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         from desktop.qt import QApplication
         from engine import renew_recovery_key
 
-        app = QApplication.instance() or QApplication(["ctx-screenshots"])
+        found = QApplication.instance()
+        app = found if isinstance(found, QApplication) else QApplication(["ctx-screenshots"])
         app.setStyle("Fusion")
         docs, _bad, _bulk = make_documents(tmp)
         host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False)
@@ -100,7 +101,11 @@ def render(app: Any, host: Any, out: Path, backup_name: str) -> None:
             widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         panel.resize(1100, 560)
         panel.show()
-        wait_until(app, lambda p=panel: p.status is not None, what="the panel's status")
+
+        def answered(p: SecurityPanel = panel) -> bool:
+            return p.status is not None
+
+        wait_until(app, answered, what="the panel's status")
         # the words the panel says after Back up now (security.py), of the backup made
         # above: its date is the "Last backup" line's
         panel.banner.show_message("ok", f"Backed up to ~/Backups/{backup_name}.")
@@ -109,6 +114,8 @@ def render(app: Any, host: Any, out: Path, backup_name: str) -> None:
                             "may be read by other programs, so copy something else after.")
         dialog.kept.setChecked(True)
         secrets.show()
+        assert secrets.current is not None and secrets.new is not None \
+            and secrets.confirm is not None  # all three asked for
         secrets.current.setText("old passphrase")
         secrets.new.setText("tide tables and harbour bells")
         secrets.confirm.setText("tide tables and harbour bell")

@@ -148,7 +148,11 @@ class Scene:
             self.ipc_build("What is the p95 latency budget for build_context?", budget)
         searched: list[Any] = []
         for query in ("key rotation passphrase", "inverter battery readings", "percentile"):
-            self.host.run(lambda e, q=query: e.search(q), success=searched.append)
+
+            def search(e: Any, q: str = query) -> Any:
+                return e.search(q)
+
+            self.host.run(search, success=searched.append)
         wait_until(self.app, lambda: len(searched) == 3, what="searches")
 
     def pause_half_way(self) -> None:
@@ -161,7 +165,12 @@ class Scene:
                 gate.set()
                 engine.pause_ingestion()
         holder: list[Any] = []
-        self.host.run(lambda e: holder.append(e) or e.subscribe(listener))
+
+        def subscribe(e: Any) -> Any:
+            holder.append(e)
+            return e.subscribe(listener)
+
+        self.host.run(subscribe)
         wait_until(self.app, lambda: bool(holder), what="subscribe")
         engine = holder[0]
         self.host.ingest_paths([str(self.bulk)])
@@ -240,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         isolate(tmp)
         from desktop.qt import QApplication, Qt
 
-        app = QApplication.instance() or QApplication(["ctx-screenshots"])
+        found = QApplication.instance()
+        app = found if isinstance(found, QApplication) else QApplication(["ctx-screenshots"])
         app.setStyle("Fusion")
         scene = Scene(app, tmp)
         try:
