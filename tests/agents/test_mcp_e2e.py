@@ -125,7 +125,7 @@ def test_stdout_is_protocol_only() -> None:
                             stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.stdin is not None and proc.stdout is not None
-    messages = []
+    messages: list[dict[str, Any]] = []
     try:
         for req in requests:
             proc.stdin.write(json.dumps(req) + "\n")

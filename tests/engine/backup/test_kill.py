@@ -75,8 +75,10 @@ def store(tmp_path: Path, data_dir: Path) -> Iterator[tuple[Path, list[tuple[str
     yield data_dir, sources
 
 
-def _sources(root: Path, **unlock: str) -> list[tuple[str, str]]:
-    with ContextEngine.open(root, create=False, **unlock) as eng:
+def _sources(root: Path, *, passphrase: str | None = None, recovery_key: str | None = None
+             ) -> list[tuple[str, str]]:
+    with ContextEngine.open(root, create=False, passphrase=passphrase,
+                            recovery_key=recovery_key) as eng:
         status = eng.status()
         assert status.vectors == status.chunks
         return sorted((s.uri, s.content_hash) for s in eng.sources())

@@ -35,8 +35,10 @@ def _fill(root: Path) -> list[tuple[str, str]]:
         return sorted((s.uri, s.content_hash) for s in eng.sources())
 
 
-def _sources(root: Path, **unlock: str) -> list[tuple[str, str]]:
-    with ContextEngine.open(root, create=False, **unlock) as eng:
+def _sources(root: Path, *, passphrase: str | None = None, recovery_key: str | None = None
+             ) -> list[tuple[str, str]]:
+    with ContextEngine.open(root, create=False, passphrase=passphrase,
+                            recovery_key=recovery_key) as eng:
         return sorted((s.uri, s.content_hash) for s in eng.sources())
 
 

@@ -98,7 +98,7 @@ def test_a_folder_added_later_is_caught_up_alone(data_dir: Path, tmp_path: Path)
         engine.watch([str(first), str(second)])
         _until(engine, lambda uris: str((second / "note.md").resolve()) in uris)
         deadline = time.monotonic() + 10
-        jobs = []
+        jobs: list[WatchReport] = []
         while time.monotonic() < deadline and not jobs:
             jobs = [r for r in _reports(events) if r.job]
             time.sleep(0.1)
