@@ -221,8 +221,7 @@ class Writer:
     def flush_tombstones(self) -> int:
         """Delete vectors of retired sources from the vector store; returns how many sources."""
         pending = src.tombstones(self.vault)
-        for sid in pending:
-            self.vectors.delete_source(sid)
+        self.vectors.delete_sources(pending)
         src.clear_tombstones(self.vault, pending)
         return len(pending)
 

@@ -73,8 +73,9 @@ STEP_CHUNKS_MIN, STEP_CHUNKS_MAX = 8, 1024
 # seldom won by a waiting one). Hand-set.
 YIELD_S = 0.002
 # Vectors of deleted sources are dropped from the vector index once this many chunks
-# are gone (and at the end): each drop compacts the in-memory index under its lock,
-# which searches wait for (about 0.1 s at 65k chunks). Hand-set.
+# are gone (and at the end): each drop copies the in-memory index's kept rows into new
+# arrays (searches meanwhile read the old ones; exact_index.py), so fewer drops cost
+# less CPU. Hand-set.
 FLUSH_CHUNKS = 8192
 
 

@@ -16,12 +16,19 @@ by about 1e-4 at most); a full scan then converts them a block at a time.
 
 Rows stay sorted by chunk id and are found by a binary search (no per-row Python
 object: at a million rows a dict of them would cost over 100 MB).
+
+Readers never wait for a rebuild (issue 32): a write that moves every row (a delete,
+a prefilter set up, float16 rows, an add out of id order) builds new arrays with
+only the write lock held and swaps them in under the read lock (copy-on-write), so
+a search that arrives meanwhile answers from the arrays as they were. Writes are
+one at a time (``_write``); the read lock (``_lock``) is held by a query's scan, a
+swap, and the small in-place writes of an add (rows replaced or appended).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +48,11 @@ class Prefilter:
 class ExactIndex:
     def __init__(self, dim: int, *, compact: bool = False) -> None:
         self.dim = dim
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the held arrays: reads, swaps, in-place writes
+        self._write = threading.Lock()  # one write at a time (held across a rebuild)
+        # Called by a rebuild with its new arrays built, before they are swapped in
+        # (the read lock not held): a test holds a rebuild there.
+        self.before_swap: Callable[[], None] | None = None
         self._dtype = np.dtype(np.float16 if compact else np.float32)
         self._mat = np.zeros((0, dim), dtype=self._dtype)
         self._ids = np.zeros(0, dtype=np.int64)
@@ -81,33 +92,62 @@ class ExactIndex:
         # the last of repeated ids wins, as it would one add at a time
         uniq, last = np.unique(want[::-1], return_index=True)
         vecs = vecs[len(want) - 1 - last]
-        with self._lock:
+        with self._write:
             n = self._n
             at = np.searchsorted(self._ids[:n], uniq)
             held = at < n
             held[held] = self._ids[:n][at[held]] == uniq[held]
             if held.any():
-                rows = at[held]
-                self._mat[rows] = vecs[held]
-                if self._basis is not None:
-                    self._proj[rows], self._fine[rows] = self._project(vecs[held])
+                rows, hvecs = at[held], vecs[held]
+                hproj = self._project(hvecs) if self._basis is not None else None
+                with self._lock:
+                    self._mat[rows] = hvecs
+                    if hproj is not None:
+                        self._proj[rows], self._fine[rows] = hproj
             fresh, fvecs = uniq[~held], vecs[~held]
             if not len(fresh):
                 return
+            fproj = self._project(fvecs) if self._basis is not None else None
+            if n and fresh[0] < self._ids[n - 1]:  # not an append: a rebuild in id order
+                self._add_unordered(fresh, fvecs, fproj)
+                return
             need = n + len(fresh)
-            self._reserve(need)
-            self._mat[n:need] = fvecs
-            self._ids[n:need] = fresh
-            if self._basis is not None:
-                self._proj[n:need], self._fine[n:need] = self._project(fvecs)
-            self._n = need
-            if n and fresh[0] < self._ids[n - 1]:  # not an append: restore id order
-                perm = np.argsort(self._ids[:need], kind="stable")
-                self._mat[:need] = self._mat[:need][perm]
-                self._ids[:need] = self._ids[:need][perm]
-                if self._basis is not None:
-                    self._proj[:need] = self._proj[:need][perm]
-                    self._fine[:need] = self._fine[:need][perm]
+            with self._lock:
+                self._reserve(need)
+                self._mat[n:need] = fvecs
+                self._ids[n:need] = fresh
+                if fproj is not None:
+                    self._proj[n:need], self._fine[n:need] = fproj
+                self._n = need
+
+    def _add_unordered(self, fresh: np.ndarray, fvecs: np.ndarray,
+                       proj: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Rows whose ids fall among the held ones: every row moved into id order in
+        new arrays, swapped in (call with the write lock held)."""
+        n = self._n
+        ids = np.concatenate([self._ids[:n], fresh])
+        perm = np.argsort(ids, kind="stable")
+        need = len(ids)
+        cap = len(self._mat) if need <= len(self._mat) else \
+            max(need, len(self._mat) + len(self._mat) // 8, 1024)
+        parts = {"_ids": (self._ids, fresh), "_mat": (self._mat, fvecs.astype(self._dtype))}
+        if proj is not None:
+            parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
+        new = {}
+        for name, (held, more) in parts.items():
+            out = np.zeros((cap, *held.shape[1:]), held.dtype)
+            np.take(np.concatenate([held[:n], more]), perm, axis=0, out=out[:need])
+            new[name] = out
+        self._swap(new, need)
+
+    def _swap(self, arrays: dict[str, np.ndarray], n: int) -> None:
+        """Put rebuilt arrays in place of the held ones (the write lock held)."""
+        if self.before_swap is not None:
+            self.before_swap()
+        with self._lock:
+            for name, arr in arrays.items():
+                setattr(self, name, arr)
+            self._n = n
 
     def _reserve(self, need: int) -> None:
         """Room for ``need`` rows: grown in place (``realloc``: a big block moves by
@@ -159,22 +199,25 @@ class ExactIndex:
             mat = mat / np.where(norms == 0, 1, norms)
         mat = np.ascontiguousarray(mat.reshape(len(ids_arr), self.dim), dtype=self._dtype)
         ids_arr = np.ascontiguousarray(ids_arr)
-        with self._lock:
-            self._mat, self._ids, self._n = mat, ids_arr, len(ids_arr)
-            old, self._basis = self._basis, None
-            if pre is not None:
-                self._basis = np.ascontiguousarray(pre.basis, dtype=np.float32)
-                self._proj = np.ascontiguousarray(pre.proj, dtype=np.float32)
-                self._fine = np.ascontiguousarray(pre.fine, dtype=np.float32)
-                self._first = self._proj.shape[1]
-                return
-            first = self._first
-        if old is not None:
-            self.set_prefilter(old, self._candidates, first=first, refine=self._refine)
+        with self._write:
+            with self._lock:
+                self._mat, self._ids, self._n = mat, ids_arr, len(ids_arr)
+                old, self._basis = self._basis, None
+                if pre is not None:
+                    self._basis = np.ascontiguousarray(pre.basis, dtype=np.float32)
+                    self._proj = np.ascontiguousarray(pre.proj, dtype=np.float32)
+                    self._fine = np.ascontiguousarray(pre.fine, dtype=np.float32)
+                    self._first = self._proj.shape[1]
+                    return
+                first = self._first
+            if old is not None:
+                self._set_prefilter(old, self._candidates, first, self._refine)
 
     def delete(self, ids: Sequence[int]) -> None:
+        """Drop the rows of ``ids`` (those held): the rows kept are copied into new
+        arrays, in id order, and swapped in; a search meanwhile reads the old ones."""
         want = np.unique(np.asarray([int(c) for c in ids], dtype=np.int64))
-        with self._lock:
+        with self._write:
             n = self._n
             at = np.searchsorted(self._ids[:n], want)
             ok = at < n
@@ -184,13 +227,15 @@ class ExactIndex:
             keep = np.ones(n, dtype=bool)
             keep[at[ok]] = False
             left = int(keep.sum())
-            self._mat[:left] = self._mat[:n][keep]
-            self._ids[:left] = self._ids[:n][keep]
-            self._mat[left:n] = 0
-            if self._basis is not None:
-                self._proj[:left] = self._proj[:n][keep]
-                self._fine[:left] = self._fine[:n][keep]
-            self._n = left
+            names = ("_mat", "_ids", "_proj", "_fine") if self._basis is not None \
+                else ("_mat", "_ids")
+            new = {}
+            for name in names:  # no temporary copy: the kept rows go straight in
+                held = getattr(self, name)
+                out = np.zeros(held.shape, held.dtype)
+                np.compress(keep, held[:n], axis=0, out=out[:left])
+                new[name] = out
+            self._swap(new, left)
 
     # -- reads -----------------------------------------------------------------------
     def _rows(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -235,21 +280,30 @@ class ExactIndex:
         on all m columns and only the best ``refine`` of those (0: every candidate)
         exactly. None: every row exactly."""
         if basis is None:
-            with self._lock:
+            with self._write, self._lock:
                 self._basis, self._candidates = None, 0
                 self._proj = self._fine = np.zeros((0, 0), np.float32)
             return
+        with self._write:
+            self._set_prefilter(basis, candidates, first, refine)
+
+    def _set_prefilter(self, basis: np.ndarray, candidates: int, first: int,
+                       refine: int) -> None:
+        """The rows' projections computed into new arrays and swapped in (call with the
+        write lock held)."""
         b = np.ascontiguousarray(basis, dtype=np.float32)
         m = b.shape[1]
         first = m if not first or first >= m else first
+        n = self._n
+        proj = np.zeros((len(self._mat), first), dtype=np.float32)
+        fine = np.zeros((len(self._mat), m - first), dtype=np.float32)
+        for at in range(0, n, SCAN_BLOCK):
+            end = min(n, at + SCAN_BLOCK)
+            both = self._mat[at:end].astype(np.float32) @ b
+            proj[at:end], fine[at:end] = both[:, :first], both[:, first:]
+        if self.before_swap is not None:
+            self.before_swap()
         with self._lock:
-            n = self._n
-            proj = np.zeros((len(self._mat), first), dtype=np.float32)
-            fine = np.zeros((len(self._mat), m - first), dtype=np.float32)
-            for at in range(0, n, SCAN_BLOCK):
-                end = min(n, at + SCAN_BLOCK)
-                both = self._mat[at:end].astype(np.float32) @ b
-                proj[at:end], fine[at:end] = both[:, :first], both[:, first:]
             self._basis, self._proj, self._fine, self._first = b, proj, fine, first
             self._candidates, self._refine = int(candidates), int(refine)
 
@@ -259,11 +313,14 @@ class ExactIndex:
 
     def to_compact(self) -> None:
         """Keep the rows as float16 from now on (half the memory)."""
-        with self._lock:
+        with self._write:
             if self.compact:
                 return
-            self._mat = self._mat[:self._n].astype(np.float16)
-            self._dtype = np.dtype(np.float16)
+            mat = self._mat[:self._n].astype(np.float16)
+            if self.before_swap is not None:
+                self.before_swap()
+            with self._lock:
+                self._mat, self._dtype = mat, np.dtype(np.float16)
 
     @property
     def prefiltered(self) -> bool:
@@ -321,3 +378,4 @@ class ExactIndex:
             keep = np.arange(n)
         order = keep[np.lexsort((ids[keep], -scores[keep]))][:k]
         return [(int(ids[i]), float(scores[i])) for i in order]
+

@@ -54,6 +54,12 @@ class VectorStore:
     def delete_source(self, source_id: int) -> None:
         raise NotImplementedError
 
+    def delete_sources(self, source_ids: Sequence[int]) -> None:
+        """The vectors of these deleted sources, in one call (an index may drop them in
+        one pass)."""
+        for sid in source_ids:
+            self.delete_source(sid)
+
     def delete(self, ids: Sequence[int]) -> None:
         raise NotImplementedError
 

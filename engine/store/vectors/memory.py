@@ -84,6 +84,11 @@ class MemoryVectors(VectorStore):
     def delete_source(self, source_id: int) -> None:
         self.delete(self._dead(int(source_id)))
 
+    def delete_sources(self, source_ids: Sequence[int]) -> None:
+        """One rebuild of the index for all of them (each rebuild copies every row kept;
+        searches meanwhile read the rows as they were)."""
+        self.delete([c for sid in source_ids for c in self._dead(int(sid))])
+
     def delete(self, ids: Sequence[int]) -> None:
         if len(ids):
             self._index.delete(ids)
