@@ -7,7 +7,9 @@ A temporary store (fake embedder, headless key) gets a few documents, a backup a
 recovery key, so that the panel shows real state; the dialogs show a real (throwaway)
 recovery key and a passphrase check that failed. Writes ``panel-security-<tone>.png``,
 ``dialog-recovery-key-<tone>.png``, ``dialog-change-passphrase-<tone>.png`` and
-``dialog-restore-<tone>.png`` (first run: restore a backup).
+``dialog-restore-<tone>.png`` (first run: restore a backup), and
+``panel-security-rotating-<tone>.png``: the panel while Rotate the data key runs, drawn
+when the engine's rotation job reports its progress (the store stays open).
 """
 
 from __future__ import annotations
@@ -126,10 +128,35 @@ def render(app: Any, host: Any, out: Path, backup_name: str) -> None:
         save(dialog, out / f"dialog-recovery-key-{tone}.png")
         save(secrets, out / f"dialog-change-passphrase-{tone}.png")
         save(restore, out / f"dialog-restore-{tone}.png")
+        rotating(app, host, panel, out / f"panel-security-rotating-{tone}.png")
         for widget in (panel, dialog, secrets, restore):
             widget.close()
             widget.deleteLater()
         settle(app, 0.2)
+
+
+def rotating(app: Any, host: Any, panel: Any, path: Path) -> None:
+    """Press Rotate the data key (the panel's own path, with the test store's passphrase)
+    and draw the panel at the first progress its job reports."""
+    import os
+
+    from desktop.dialogs.secrets import Secrets
+
+    drawn: list[bool] = []
+    ended: list[bool] = []
+
+    def moved(job: Any) -> None:  # after the panel's own handler: its banner is updated
+        if job.kind == "rotate" and job.current and not job.final and not drawn:
+            settle(app, 0.05)
+            save(panel, path)
+            drawn.append(True)
+    host.job_progress.connect(moved)
+    panel.finished.connect(lambda *_: ended.append(True))
+    panel.do_rotate(Secrets(passphrase=os.environ["CTX_PASSPHRASE"]))
+    wait_until(app, lambda: bool(ended), what="the key rotation")
+    host.job_progress.disconnect(moved)
+    if not drawn:
+        raise RuntimeError("the rotation reported no progress: nothing drawn")
 
 
 if __name__ == "__main__":

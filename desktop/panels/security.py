@@ -5,7 +5,10 @@ What ``ctx key ...``, ``ctx backup``, ``ctx export`` do, from the app:
 - the protection (OS keychain or passphrase) and whether a recovery key exists, with
   Change passphrase, Use the OS keychain, Use a passphrase, New recovery key and Rotate
   the data key. All but the rotation rewrap the key in key.json while the engine runs;
-  a rotation closes the engine, rekeys the store, and opens it again;
+  a rotation is the running engine's job (kind "rotate"): the new key is made and
+  wrapped here (``prepare_rotation``, where the passphrase is), the engine moves the
+  store to it while searches go on, and its progress shows in the banner (a store
+  whose vectors are kept in Chroma is closed, rekeyed and opened again instead);
 - Back up now, Check a backup, Restore from a backup (the engine closed meanwhile,
   the store replaced kept aside), Export (after a warning that the text leaves the
   encryption); the date of the last backup;
@@ -45,9 +48,10 @@ EXPORT_WARNING = (
     "and anyone who can read them can read your text (backups, sync folders and other "
     "users of this computer included). Delete the export when you no longer need it.")
 ROTATE_TEXT = (
-    "A new data key replaces the current one: the store is closed, its vault rekeyed and "
-    "its vectors sealed again, then opened (a few seconds per 100,000 chunks). Backups "
-    "taken before keep opening with the passphrase or recovery key of their day.")
+    "A new data key replaces the current one: the vault is written again under it and the "
+    "vectors sealed again (a few seconds per 100,000 chunks) while searches go on; new "
+    "writes wait until it ends. Backups taken before keep opening with the passphrase or "
+    "recovery key of their day.")
 RESTORE_NOTE = ("The store is closed and replaced by the backup's; the store it "
                 "replaces is kept beside it, never deleted.")
 
@@ -167,9 +171,11 @@ class SecurityPanel(QWidget):
         self._enable()
 
     def _job_moved(self, job: Any) -> None:
-        """A backup or a check started here moves: its progress in this tab's banner, in
+        """A backup, a check or a key rotation started here moves: its progress in this
+        tab's banner, in
         the engine's words (the only place it is told: it is the user's own operation)."""
-        kind = {"backup": "backup", "verify": "verify_backup"}.get(self.busy)
+        kind = {"backup": "backup", "verify": "verify_backup",
+                "rotate": "rotate"}.get(self.busy)
         if kind is None or job.kind != kind or job.final:
             return
         words = progress_text(job)
@@ -297,6 +303,33 @@ class SecurityPanel(QWidget):
             self.do_rotate(got)
 
     def do_rotate(self, got: Secrets) -> None:
+        """The running engine rotates the key as a job (reads go on; its progress in the
+        banner, ``_job_moved``): the new key is made and wrapped here first
+        (``prepare_rotation``: the passphrase stays in the app). A store whose vectors
+        are kept in Chroma cannot be rotated online: it is closed, rotated and opened."""
+        from engine import prepare_rotation
+
+        if getattr(self.status, "vector_backend", "memory") != "memory":
+            self._rotate_closed(got)
+            return
+        data_dir = self.host.data_dir
+        self._begin("rotate", "Rotating the data key…")
+
+        def done(result: Any) -> None:
+            self._said("rotate", True, f"The data key was rotated ({result.old_key_id} → "
+                                       f"{result.key_id}).")
+            self.refresh()
+
+        def failed(exc: BaseException) -> None:
+            self._said("rotate", False, "Not rotated: " + error_text(exc))
+
+        def prepared(_key_id: str) -> None:
+            self.host.run(lambda e: e.rotate_key(), done, failed, name="rotate_key")
+        self.host.tasks.run(lambda: prepare_rotation(data_dir, passphrase=got.passphrase,
+                                                     recovery_key=got.recovery_key),
+                            prepared, failed, name="prepare_rotation")
+
+    def _rotate_closed(self, got: Secrets) -> None:
         """Close the engine, rotate, open it again (with the passphrase typed, if any)."""
         from engine import rotate_key
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,15 +162,62 @@ def test_damaged_backup_is_said_by_name(qtbot: Any, panel: Any, tmp_path: Path) 
     assert not ok and "backup" in message.lower()
 
 
-def test_rotate_keeps_the_sources_and_changes_the_key(qtbot: Any, panel: Any, panel_host: Any,
-                                                      docs: Path) -> None:
+def test_rotate_is_the_running_engines_job_and_searches_go_on(
+        qtbot: Any, panel: Any, panel_host: Any, docs: Path) -> None:
+    """Issue 32: the button runs the engine's online rotation (a job of kind "rotate"):
+    the engine never closes, the job's progress is said in the panel's banner, and a
+    search asked while the job runs is answered. The job is held before its swap (it
+    waits there for the engine's warm-up thread: here one that waits for the test), so
+    the search is answered during the rotation whatever the machine's speed."""
     from desktop.dialogs.secrets import Secrets
 
     ingest(qtbot, panel_host, [str(docs)])
     before = _sources(panel_host, qtbot)
     key_file = panel_host.data_dir / "key.json"
     old_id = json.loads(key_file.read_text())["key_id"]
-    ok, message = _run(qtbot, panel, lambda: panel.do_rotate(
+    states: list[str] = []
+    said: list[str] = []
+    hits: list[Any] = []
+
+    def moved(job: Any) -> None:  # connected after the panel's: its banner is updated
+        if job.kind == "rotate" and not job.final:
+            said.append(panel.banner.text())
+    panel_host.state_changed.connect(states.append)
+    panel_host.job_progress.connect(moved)
+    release = threading.Event()
+    held = threading.Thread(target=release.wait, args=(120,))
+    held.start()
+    panel_host._engine._warming = held  # the rotation waits for it before its swap
+    try:
+        with qtbot.waitSignal(panel.finished, timeout=120_000) as got:
+            panel.do_rotate(Secrets(passphrase=os.environ["CTX_PASSPHRASE"]))
+            qtbot.waitUntil(lambda: any("changing the key" in t.lower() for t in said),
+                            timeout=60_000)
+            panel_host.run(lambda e: e.search("inverter"), hits.append)
+            qtbot.waitUntil(lambda: bool(hits), timeout=60_000)
+            assert panel.busy == "rotate" and not release.is_set()  # still rotating
+            release.set()
+    finally:
+        release.set()
+    _operation, ok, message = got.args
+    assert ok, message
+    assert any("solar.md" in h.source for h in hits[0])
+    new_id = json.loads(key_file.read_text())["key_id"]
+    assert new_id != old_id and f"({old_id} → {new_id})" in message
+    assert "stopped" not in states and panel_host.engine_ready  # never closed
+    assert _sources(panel_host, qtbot) == before
+
+
+def test_rotate_closed_keeps_the_sources_and_changes_the_key(
+        qtbot: Any, panel: Any, panel_host: Any, docs: Path) -> None:
+    """The way a store whose vectors are kept in Chroma is rotated: closed and opened."""
+    from desktop.dialogs.secrets import Secrets
+
+    ingest(qtbot, panel_host, [str(docs)])
+    before = _sources(panel_host, qtbot)
+    key_file = panel_host.data_dir / "key.json"
+    old_id = json.loads(key_file.read_text())["key_id"]
+    ok, message = _run(qtbot, panel, lambda: panel._rotate_closed(
         Secrets(passphrase=os.environ["CTX_PASSPHRASE"])), timeout=120_000)
     assert ok, message
     _ready(qtbot, panel_host)
