@@ -14,8 +14,8 @@ import threading
 import numpy as np
 
 from engine.store.config import StoreConfig
-from engine.store.exact_index import ExactIndex, Prefilter
-from engine.store.memory_vectors import MemoryVectors
+from engine.store.vectors.exact_index import ExactIndex, Prefilter
+from engine.store.vectors.memory import MemoryVectors
 
 GUARD_S = 120  # only against a hang: the order of events is what is checked
 
