@@ -1,6 +1,6 @@
 """The English lexicon of query analysis: word lists, cue patterns and date formats.
 
-The defaults of :class:`~engine.retrieval.query.QueryConfig` live here: stopwords,
+The defaults of :class:`~engine.retrieval.config.QueryConfig` live here: stopwords,
 words that are never entities, imperative sentence starts, file extensions, the
 cue patterns of each intent, of "recent" and of each query class, and the lane
 weights per class. So do the calendar words and date formats that
