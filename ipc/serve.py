@@ -261,8 +261,25 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
             unsubscribe()
         if host is not None:
             host.stop(timeout=30)
+        _stop_jobs(engine)
         engine.close()
     return 0
+
+
+def _stop_jobs(engine: Any) -> None:
+    """As the app does when it quits: running jobs stop at their next safe point (what
+    they stored stays; a vector stage left waiting resumes at the next start, and the
+    engine lists the stopped jobs then) instead of holding a Ctrl-C for minutes."""
+    cancel_all = getattr(engine, "cancel_all", None)
+    if cancel_all is None:
+        return
+    try:
+        stopped = cancel_all()
+    except Exception:  # closing the engine matters more
+        log.exception("cancelling jobs at stop failed")
+        return
+    if stopped:
+        log.info("stopping: %d jobs stop at their next safe point", len(stopped))
 
 
 def _log_watch(event: Event) -> None:

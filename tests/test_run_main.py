@@ -50,7 +50,12 @@ def _run_until_serving(home: Path, timeout: float = 240.0) -> tuple[int, str]:
         pytest.fail("the script ended before serving:\n" + "".join(out))
     time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-    rest, _ = proc.communicate(timeout=60)
+    try:
+        rest, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say what it printed, and leave nothing running
+        os.killpg(proc.pid, signal.SIGKILL)
+        rest, _ = proc.communicate()
+        pytest.fail("the script did not stop within 120 s of Ctrl-C:\n" + "".join(out) + rest)
     return proc.returncode, "".join(out) + rest
 
 

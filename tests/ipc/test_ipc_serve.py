@@ -61,3 +61,53 @@ def test_each_start_gets_a_new_key(data_dir: Path) -> None:
             remote.shutdown()
         thread.join(15)
     assert keys[0] != keys[1]
+
+
+def test_a_stop_asked_mid_job_stops_the_job_at_a_safe_point(data_dir: Path,
+                                                            tmp_path: Path) -> None:
+    """Ctrl-C (or shutdown) on a server whose ingest is in its vector stage stops the job
+    at a safe point, as the app's quit does: the server ends without first embedding
+    the rest (which a real model on a busy machine spends minutes on), the job ends
+    "cancelled", every file stays stored and the next start resumes the vectors."""
+    from engine.api import Event, JobChanged
+    from engine.facade import ContextEngine
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(4):
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\n" + f"Tide table {i}. " * 200)
+    held = threading.Event()
+    ended: list[str] = []
+
+    def factory(path: Path | None) -> ContextEngine:
+        engine = ContextEngine.open(path)
+
+        def listen(event: Event) -> None:
+            if not isinstance(event, JobChanged) or event.job.kind != "paths":
+                return
+            if event.job.stage == "vectors" and not held.is_set():
+                engine.pause_ingestion()  # hold it in its vector stage
+                held.set()
+            if event.job.final:
+                ended.append(event.job.state)
+        engine.subscribe(listen)
+        return engine
+
+    ready: list[ConnectionInfo] = []
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(
+        serve(data_dir, engine_factory=factory, ready=ready.append)), daemon=True)
+    thread.start()
+    wait_for(lambda: ready, timeout=60)
+    with RemoteEngine(ready[0], timeout=30) as remote:
+        remote.ingest(paths=[str(folder)])
+        assert held.wait(60)
+        assert remote.shutdown() == {"stopping": True}
+    thread.join(60)
+    assert result == [0]
+    assert ended == ["cancelled"]  # stopped, not run to its end first
+    again = ContextEngine.open(data_dir)
+    try:
+        assert len(again.sources()) == 4  # what the job stored stays
+    finally:
+        again.close()

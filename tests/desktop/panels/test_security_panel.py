@@ -187,7 +187,9 @@ def test_rotate_is_the_running_engines_job_and_searches_go_on(
     release = threading.Event()
     held = threading.Thread(target=release.wait, args=(120,))
     held.start()
-    panel_host._engine._warming = held  # the rotation waits for it before its swap
+    life = panel_host._engine._life  # the engine's Lifecycle member owns the warm-up thread
+    assert hasattr(life, "_warming")  # a rename here would make the hold below a no-op
+    life._warming = held  # the rotation waits for it before its swap
     try:
         with qtbot.waitSignal(panel.finished, timeout=120_000) as got:
             panel.do_rotate(Secrets(passphrase=os.environ["CTX_PASSPHRASE"]))
