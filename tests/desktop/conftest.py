@@ -17,9 +17,12 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 if not os.environ.get("XDG_RUNTIME_DIR"):  # Qt warns without a private one
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="ctx-qt-rt-")
+    atexit.register(shutil.rmtree, os.environ["XDG_RUNTIME_DIR"], True)  # none left in /tmp
 
 
 def open_fake_engine(data_dir: Path, passphrase: str | None) -> Any:
