@@ -224,7 +224,7 @@ class TranscriptCues:
 class TurnRoleConfig:
     """The question shapes (regex fragments matched as whole words, case-insensitive)
     and the bonus each role's chunks get. Cues: written from how English asks about an
-    outcome, about what a tool printed and about a command (general usage, not taken
+    outcome, about what a tool printed, about a command and about a cause (general usage, not taken
     from the benchmark's questions). Bonuses are added to a rerank score (a transcript
     chunk's being at most 1). Read by ``engine.retrieval.turn_roles``."""
 
@@ -240,11 +240,30 @@ class TurnRoleConfig:
     call: tuple[str, ...] = _words(
         r"command\w* invocation invok\w* ran run flag\w* argument\w* options? search\w*",
         r"query queried grep\w* edit\w* launch\w*")
+    # A question asking what caused a failure ("why did it fail", "what was wrong", "what
+    # made it hang"), and the words an assistant says a cause with ("because", "the issue
+    # is", "there it is"): general English, not taken from the benchmark's questions.
+    cause: tuple[str, ...] = (
+        *_words(r"why cause\w* reason\w*"), r"how\s+come",
+        r"what\s+(?:was|went|is|goes)\s+wrong", r"what\s+(?:broke|made|kept|caused)")
+    # A bare "because" is left out: it gives any reason (a decision's too); on the dev
+    # split it lifted decision answers over failure questions (docs/tuning.md).
+    diagnosis: tuple[str, ...] = (
+        "culprit", r"root\s+cause", r"caused\s+by", r"that'?s\s+why", r"there\s+it\s+is",
+        r"this\s+is\s+(?:a|the)\s+bug",
+        (r"the\s+(?:real\s+|root\s+|actual\s+)?(?:issue|problem|cause|bug|reason)"
+         r"\s+(?:is|was|here)"),
+        r"(?:see|found|spotted)\s+the\s+(?:issue|problem|bug|cause)",
+        r"(?:fail\w*|broke|breaks|crash\w*|error\w*|panic\w*|hang\w*)\s+because")
     # Bonuses: recall dev, bench.recall_quality (docs/tuning.md).
     ending_bonus: float = bounded(0.05, 0.0, 1.0)
     output_bonus: float = bounded(0.0, 0.0, 1.0)
     call_bonus: float = bounded(0.0, 0.0, 1.0)
     named_bonus: float = bounded(0.05, 0.0, 1.0)
+    # The bonus of a chunk whose own assistant words say a cause, for a question asking
+    # one (``diagnosis``, read in ``turn_roles.assistant_words``): recall dev,
+    # bench.recall_quality (docs/tuning.md).
+    cause_bonus: float = bounded(0.03, 0.0, 1.0)
     # Subtracted from a chunk's score for each better chunk of its session that leads
     # with the same assistant words (``turn_roles.repeat_penalties``): recall dev,
     # bench.recall_quality (docs/tuning.md).
@@ -256,12 +275,19 @@ class TurnRoleConfig:
         check_bounds(self, "recall.turn_roles")
         compiled = {name: re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
                     for name, words in (("ending", self.ending), ("output", self.output),
-                                        ("call", self.call)) if words}
+                                        ("call", self.call), ("cause", self.cause),
+                                        ("diagnosis", self.diagnosis)) if words}
         object.__setattr__(self, "_compiled", compiled)
 
     def asks(self, query: str) -> dict[str, bool]:
-        """Which of ending / output / call the question asks about."""
-        return {name: rx.search(query) is not None for name, rx in self._compiled.items()}
+        """Which of ending / output / call / cause the question asks about."""
+        return {name: rx.search(query) is not None for name, rx in self._compiled.items()
+                if name != "diagnosis"}
+
+    def says_cause(self, text: str) -> bool:
+        """Whether ``text`` (an assistant's words) says what caused something."""
+        rx = self._compiled.get("diagnosis")
+        return rx is not None and rx.search(text) is not None
 
     def wanted(self, query: str, tools: set[str]) -> bool:
         """Whether the question asks for a role that has a bonus (``tools``: the tools
@@ -270,11 +296,13 @@ class TurnRoleConfig:
         return bool((asks.get("ending") and self.ending_bonus)
                     or (asks.get("output") and self.output_bonus)
                     or (asks.get("call") and self.call_bonus)
+                    or (asks.get("cause") and self.cause_bonus)
                     or (self.named_bonus and named_tools(query, tools)))
 
     @property
     def on(self) -> bool:
-        return any((self.ending_bonus, self.output_bonus, self.call_bonus, self.named_bonus))
+        return any((self.ending_bonus, self.output_bonus, self.call_bonus, self.named_bonus,
+                    self.cause_bonus))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,12 @@ chunk, and every chunk of a turn quotes its request. So each question is read fo
 - ``call``: it asks which command, search or edit ("which command", "how did I run"):
   a call;
 - a tool it names ("which skill did I launch", "what did I search online"): the
-  calls of that tool (its name's words, or the words ``TOOL_WORDS`` gives it).
+  calls of that tool (its name's words, or the words ``TOOL_WORDS`` gives it);
+- ``cause``: it asks why something failed ("why did lint fail", "what was wrong with",
+  "what made it hang"): the chunk whose own assistant words say a cause ("the issue
+  is", "failed because", "there it is": a reply, the reasoning or a call's reason, not the
+  request it quotes nor a tool's output) is wanted: the diagnosis after an error,
+  rather than the error itself.
 
 Each chunk of such a role gets ``TurnRoleConfig``'s bonus for it added to its rerank
 score (never more than one bonus per kind of role).
@@ -45,6 +50,7 @@ class RoleChunk:
     ordinal: int
     tool: str | None = None
     part: str | None = None  # "input", "output" or "request" for a part of a call/request
+    diagnosis: bool = False  # its own assistant words say a cause (``assistant_words``)
 
 
 def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> list[float]:
@@ -73,6 +79,8 @@ def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> li
             bonus += cfg.call_bonus
         if tool and c.tool in named and c.part in (None, "input"):
             bonus += cfg.named_bonus
+        if asks.get("cause") and c.diagnosis:
+            bonus += cfg.cause_bonus
         out.append(bonus)
     return out
 
@@ -111,3 +119,24 @@ def repeat_penalties(chunks: list[tuple[str | None, str | None]], penalty: float
         seen[(session, words)] = n + 1
         out.append(penalty * n)
     return out
+
+
+def own_text(text: str) -> str:
+    """A chunk's own lines: its text without the request it quotes ("User: ..."; a chunk
+    that holds a request whole is its own)."""
+    if text.startswith("User: "):
+        return text.partition("\n")[2]
+    return text
+
+
+def assistant_words(kind: str, text: str, part: str | None = None) -> str:
+    """The assistant's own words in a chunk: a reply's, the reasoning's, a call's reason
+    (its "Assistant:" line); "" for a part of a call or request, code, or a call with no
+    reason (a tool's output is not the assistant's words)."""
+    if part is not None or kind not in ("turn_pair", "thinking", "tool"):
+        return ""
+    body = own_text(text)
+    if not body.startswith("Assistant"):
+        return ""
+    return body.split("\nTool ", 1)[0] if kind == "tool" else body
+

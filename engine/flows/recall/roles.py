@@ -1,5 +1,6 @@
 """Recall's preference for the chunk of the role a question asks for (the closing
-summary, a call's result, the call, a tool it names: ``engine.retrieval.turn_roles``),
+summary, a call's result, the call, a tool it names, the diagnosis of a failure:
+``engine.retrieval.turn_roles``),
 applied to the ranked chunks after the rerank (``recall.turn_roles``), and each of a
 session's words read once (``apart``: the copies of a reply's words that its calls quote
 come after the next different chunk)."""
@@ -12,6 +13,7 @@ from engine.flows.search.ranking import Ranked
 from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.turn_roles import (
     RoleChunk,
+    assistant_words,
     repeat_penalties,
     role_bonuses,
     said,
@@ -19,11 +21,14 @@ from engine.retrieval.turn_roles import (
 from engine.store.vault.core import ChunkRow
 
 
-def _role_chunk(row: ChunkRow) -> RoleChunk:
+def _role_chunk(row: ChunkRow, cfg: TurnRoleConfig, cause: bool) -> RoleChunk:
     session, tool, part = row.meta.get("session"), row.meta.get("tool"), row.meta.get("part")
+    part = part if isinstance(part, str) else None
     return RoleChunk(kind=row.kind, session=session if isinstance(session, str) else None,
                      ordinal=row.ordinal, tool=tool if isinstance(tool, str) else None,
-                     part=part if isinstance(part, str) else None)
+                     part=part,
+                     diagnosis=cause and cfg.says_cause(assistant_words(row.kind, row.text,
+                                                                        part)))
 
 
 def preferred(query: str, ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow],
@@ -37,7 +42,8 @@ def preferred(query: str, ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow]
              if isinstance(t := rows[cid].meta.get("tool"), str)}
     if not cfg.wanted(query, tools):
         return list(ranked)
-    bonus = role_bonuses(query, [_role_chunk(rows[cid]) for cid, _, _ in known],
+    cause = bool(cfg.asks(query).get("cause") and cfg.cause_bonus)
+    bonus = role_bonuses(query, [_role_chunk(rows[cid], cfg, cause) for cid, _, _ in known],
                          cfg)
     if not any(bonus):
         return list(ranked)

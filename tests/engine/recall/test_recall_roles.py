@@ -17,6 +17,7 @@ from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.lexicon import named_tools, tool_words
 from engine.retrieval.turn_roles import (
     RoleChunk,
+    assistant_words,
     repeat_penalties,
     role_bonuses,
     said,
@@ -40,7 +41,7 @@ def test_the_question_shape_names_the_role_it_asks_for() -> None:
     assert cues.asks("how did it turn out in the end")["ending"]
     assert cues.asks("what did the migration print?")["output"]
     assert cues.asks("which command did I run to rebuild the index?")["call"]
-    plain = cues.asks("why do we cache the parsed config?")
+    plain = cues.asks("where do we cache the parsed config?")
     assert not any(plain.values())
 
 
@@ -84,7 +85,7 @@ def test_preferred_moves_the_asked_role_up_and_leaves_other_questions_alone() ->
     assert [c for c, _, _ in preferred("which skill did I launch?", ranked, rows, cfg)] == [
         2, 1, 3]
     assert [c for c, _, _ in preferred("why this design?", ranked, rows, cfg)] == [1, 3, 2]
-    off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0)
+    off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0, cause_bonus=0.0)
     assert not off.on
     assert preferred("which skill did I launch?", ranked, rows, off) == ranked
 
@@ -215,3 +216,90 @@ def test_recall_shows_a_different_chunk_before_a_second_copy_of_a_reply(
     on = hits(TurnRoleConfig())
     assert on.count(words) < off.count(words)
     assert len(set(on)) > len(set(off))
+
+
+def test_a_why_question_asks_for_a_cause_and_a_diagnosis_says_one() -> None:
+    cues = TurnRoleConfig()
+    for asks in ("why did the lint step fail after the rename?",
+                 "what was wrong with the quiet error check?",
+                 "what made every command hang until I opted out?",
+                 "how come the build broke on CI?"):
+        assert cues.asks(asks)["cause"], asks
+    assert not cues.asks("which command rebuilt the index?")["cause"]
+    for says in ("There it is — the folder isn't tracked on this branch.",
+                 "The issue is that biome formats the generated files.",
+                 "The test failed because the pattern matches a prefix.",
+                 "Yes, this is a bug: the settings are overwritten."):
+        assert cues.says_cause(says), says
+    # a bare "because" gives any reason (a decision's too), not a failure's cause
+    assert not cues.says_cause("We kept SQLite because it ships with Python.")
+    assert not cues.says_cause("Let me run the tests.")
+
+
+def test_the_assistants_own_words_leave_out_the_request_and_the_output() -> None:
+    call = ("User: why did it fail?\nAssistant: The issue is the path.\n"
+            "Tool Bash: ls\nResult (exit 1): the problem is here")
+    assert assistant_words("tool", call) == "Assistant: The issue is the path."
+    reply = "User: the issue is the path, fix it\nAssistant: Done."
+    assert assistant_words("turn_pair", reply) == "Assistant: Done."
+    assert assistant_words("tool", "Tool Bash (output): the issue is x", "output") == ""
+    assert assistant_words("tool", "User: q\nTool Bash: ls\nResult: the issue is x") == ""
+    assert assistant_words("session_code", "Code: the issue is x") == ""
+
+
+def test_a_cause_question_ranks_the_diagnosis_above_the_error() -> None:
+    error = _row(1, "tool", 1, tool="Bash",
+                 body="User: fix ci\nAssistant: Running it.\nTool Bash: go test\n"
+                      "Result (exit 1): FAIL TestDiagram: no such directory docs/plans")
+    diagnosis = _row(2, "turn_pair", 2,
+                     body="User: fix ci\nAssistant: There it is: docs/plans isn't tracked.")
+    other = _row(3, "turn_pair", 3, body="User: fix ci\nAssistant: I made the folder.")
+    rows = {1: error, 2: diagnosis, 3: other}
+    ranked = [(1, 0.50, {}), (3, 0.49, {}), (2, 0.48, {})]
+    cfg = TurnRoleConfig(cause_bonus=0.05)
+    asked = "why did the diagram test blow up on CI?"
+    assert [c for c, _, _ in preferred(asked, ranked, rows, cfg)] == [2, 1, 3]
+    assert [c for c, _, _ in preferred("what did we do for CI?", ranked, rows, cfg)] == [
+        1, 3, 2]
+    off = TurnRoleConfig(cause_bonus=0.0)
+    assert preferred(asked, ranked, rows, off) == ranked
+    chunks = [RoleChunk("turn_pair", "a", 1, diagnosis=True), RoleChunk("tool", "a", 2)]
+    assert role_bonuses(asked, chunks, cfg) == [0.05, 0.0]
+    assert TurnRoleConfig().cause_bonus == 0.03  # on by default (docs/tuning.md)
+
+
+def _ci_session(engine: ContextEngine, tmp_path: Path) -> None:
+    """A failing CI run, calls that look at it (each quoting the request's words), then
+    the reply that says the cause, and a closing reply."""
+    claude = ClaudeLines()
+    lines = [claude.user("the diagram test is blowing up on CI, fix the diagram test")]
+    for i in range(4):
+        lines += [claude.assistant([text("Let me look at the diagram test on CI."),
+                                    tool_use(f"b{i}", "Bash",
+                                             {"command": f"go test ./diagram/... -run T{i}"})],
+                                   msg_id=f"m{i}"),
+                  claude.tool_result(f"b{i}", f"FAIL diagram test T{i}: open docs/plans: "
+                                              "no such file or directory")]
+    lines += [claude.assistant([text("There it is: docs/plans is not tracked on this "
+                                     "branch, so it is absent on CI.")], msg_id="md"),
+              claude.assistant([text("Created the output directory for the diagram test.")],
+                               msg_id="mz")]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_lines(folder / "s.jsonl", lines)
+    engine.sync([str(folder)])
+
+
+def test_recall_answers_why_it_failed_with_the_diagnosis(engine: ContextEngine,
+                                                        tmp_path: Path) -> None:
+    _ci_session(engine, tmp_path)
+    query = "why did the diagram test blow up on CI?"
+
+    def first(roles: TurnRoleConfig) -> str:
+        engine.rt.cfg = dataclasses.replace(
+            engine.rt.cfg, recall=dataclasses.replace(engine.rt.cfg.recall, turn_roles=roles))
+        return engine.recall(query, k=3).hits[0].text
+
+    off = first(TurnRoleConfig(cause_bonus=0.0))
+    assert "There it is" not in off, f"the check can fail: without the role {off!r}"
+    assert "There it is" in first(TurnRoleConfig(cause_bonus=0.2))
