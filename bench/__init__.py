@@ -22,8 +22,10 @@ The map, by what is measured:
   index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
   ``blob_savings``, ``embed_bench``, ``embed_precision`` and ``embed_determinism`` (the
   model; the last: a text's vector the same in any batch),
-  ``backup_bench``, ``delete_bench``, ``engine_scale`` (cached 100k/500k/1M stores:
-  open -> first answer, build_context/search/recall p50/p95, peak RSS);
+  ``backup_bench``, ``delete_bench``, ``engine_scale`` (cached 100k/500k/1M stores of
+  sessions and documents: open -> first answer, build_context/search/recall p50/p95,
+  peak RSS, backup/restore/delete 10%, digests of two fresh builds) with
+  ``scale_vectors`` (its MiniLM-like document vectors, made without the model);
 - the front ends and the wire: ``ipc_load``, ``serve_start``, ``agents_bench`` (hooks and
   MCP), ``app_launch``, ``gui_bench``, ``dist_bench`` (the bundle against the pip install);
 - security: ``vector_attack`` (the vector rotation attack).
