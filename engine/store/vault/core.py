@@ -56,6 +56,9 @@ def store_error(exc: BaseException) -> CtxError:
                         f"{str(exc)[:80]}): restore it from a backup of this store")
 
 
+# The rows of the partial index of speakers (migration 10): a query that names its
+# condition as written there reads the index, not the table.
+SPEAKER_ROWS = "meta LIKE '%\"speaker\"%'"
 DF_CACHE_MAX = 100_000  # words whose chunk counts a vault keeps (doc_frequency)
 COMMON_TERMS_MIN = 50  # a term counts as common from this many chunks (and 1 in 1000)
 COMMON_TERMS_DRIFT = 0.1  # common terms are counted again when the store moved this much
@@ -580,9 +583,12 @@ class Vault:
 
     @staticmethod
     def _speakers_after(conn: Any, after_id: int) -> frozenset[str]:
-        rows = conn.execute(
-            "SELECT DISTINCT json_extract(meta, '$.speaker') FROM chunks "
-            "WHERE id > ? AND meta LIKE '%\"speaker\"%'", (after_id,)).fetchall()
+        """The speakers of the chunks past ``after_id`` (all: -1), read from the partial
+        index ``chunks_speaker`` (migration 10): its condition is this query's own."""
+        sql = ("SELECT DISTINCT json_extract(meta, '$.speaker') FROM chunks "
+               f"WHERE {SPEAKER_ROWS}")
+        rows = (conn.execute(sql).fetchall() if after_id < 0 else
+                conn.execute(sql + " AND id > ?", (after_id,)).fetchall())
         return frozenset(r[0].strip() for r in rows if isinstance(r[0], str) and r[0].strip())
 
     def waiting_sources(self) -> frozenset[int]:

@@ -190,11 +190,21 @@ M9_SESSION_CODE = """
             AND source_id IN (SELECT id FROM sources WHERE kind = 'transcript');
 """
 
+# The speaker names of a store's conversation chunks (``Vault.speakers``, read by every
+# search's plan) are read from this partial index: the names of the chunks that have
+# one, without a scan of every chunk's row. Read from the rows, after each write that
+# deleted chunks (each step of a delete) the names took a scan of the whole table:
+# searches during a 65k-chunk delete took 1-2 s each (issue 32, docs/performance.md).
+M10_SPEAKER_INDEX = """
+        CREATE INDEX chunks_speaker ON chunks(json_extract(meta, '$.speaker'))
+            WHERE meta LIKE '%"speaker"%';
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
                               5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES,
-                              8: M8_RECALL_ADAPT, 9: M9_SESSION_CODE}
+                              8: M8_RECALL_ADAPT, 9: M9_SESSION_CODE, 10: M10_SPEAKER_INDEX}
 
 
 def check_version(conn: Conn) -> None:
