@@ -123,16 +123,19 @@ class Keeping:
 
     def rotate_key(self, *, wait: bool) -> KeyChangeResult:
         from engine.crypto.keys import key_id
-        from engine.flows.keeping.key_changes import pending_key_id, rotate_work
+        from engine.flows.keeping.key_changes import drop_prepared, pending_key_id, rotate_work
 
         rt = self._live()
         if not rt.vectors.rekey(self.key):  # (the same key: nothing changes) a Chroma store
+            drop_prepared(self._data_dir)  # refused: the key prepared for it is forgotten
             raise ConfigError("this store keeps its vectors in Chroma, whose ids come from the "
                               "key: stop the engine (`ctx stop`) and run `ctx key rotate "
                               "--local`")
         busy = [j for j in self._runner.list() if j.kind in ("rotate", "backup", "verify_backup")
                 and not j.final]
         if busy:
+            if not any(j.kind == "rotate" for j in busy):  # a rotation's pending key is its own
+                drop_prepared(self._data_dir)  # refused: the key prepared for it is forgotten
             raise StoreLocked(f"a {busy[0].kind.replace('_', ' ')} is under way (job {busy[0].id}): "
                        "rotate the key after it")
         new_id = pending_key_id(self._data_dir)

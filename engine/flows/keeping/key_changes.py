@@ -240,7 +240,8 @@ def prepare_rotation(data_dir: str | Path | None = None, *, passphrase: str | No
 
 
 def drop_prepared(root: Path) -> None:
-    """Forget a rotation prepared and not run (its job was cancelled while queued)."""
+    """Forget a rotation prepared and not run (its job was cancelled while queued, or the
+    engine refused it): the pending key, its keychain entry, any half-written vault."""
     _undo(root)
 
 

@@ -84,3 +84,32 @@ def _recovery_key(init_output: str) -> str:
     found = re.search(r"\b[A-Z2-7]{4}(?:-[A-Z2-7]{4}){8}\b", init_output)
     assert found is not None, init_output
     return found.group(0)
+
+
+def test_a_refused_online_rotation_leaves_no_key_behind(tmp_path: Path, runtime_dir: Path,
+                                                        file_keyring: Path) -> None:
+    """`ctx key rotate` prepares the new key (key.json's ``pending``, a keychain entry)
+    before it asks the running engine to rotate; an engine that refuses (here: the
+    vectors are in Chroma, whose ids come from the key) forgets it again: key.json and
+    the keychain are as they were, and a rotation with the store closed still works."""
+    data_dir = tmp_path / "data"
+    r = _ctx(runtime_dir, data_dir, "init")
+    assert r.returncode == 0, r.stderr
+    (data_dir / "config.toml").write_text('[store]\nvector_backend = "embedded"\n')
+    key_before = json.loads((data_dir / "key.json").read_text())
+    assert key_before["method"] == "keychain"
+    keychain_before = json.loads(file_keyring.read_text())
+    server = ServeProcess(data_dir, runtime_dir, tmp_path / "serve.log")
+    try:
+        server.wait_ready()
+        r = _ctx(runtime_dir, data_dir, "key", "rotate")
+        assert r.returncode != 0 and "Chroma" in r.stderr, (r.returncode, r.stderr)
+        key_after = json.loads((data_dir / "key.json").read_text())
+        assert key_after.get("pending") is None, key_after
+        assert key_after == key_before
+        assert json.loads(file_keyring.read_text()) == keychain_before
+    finally:
+        server.kill(15)
+    r = _ctx(runtime_dir, data_dir, "key", "rotate", "--json")
+    assert r.returncode == 0, r.stderr  # no engine runs: rotated with the store closed
+    assert json.loads(r.stdout)["old_key_id"] == key_before["key_id"]
