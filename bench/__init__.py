@@ -1,7 +1,9 @@
 """Benchmarks and fits: each module runs as ``python -m bench.NAME`` and prints a table
 (median, p95, ratios against a baseline in the same run, the machine's load); none is a
-test, and no timing is asserted anywhere. tests/test_bench_imports.py checks that every
-module loads and that every engine name it imports (inside functions too) is where it says;
+test, and no timing is asserted anywhere. The engine is reached through ``engine`` (its
+public face) and ``engine.lab`` (the map of what benchmarks use behind it) only
+(tests/test_bench_seam.py). tests/test_bench_imports.py checks that every module loads and
+that every engine name it imports (inside functions too) is where it says;
 tests/test_layers.py that this map names every module.
 
 The map, by what is measured:

@@ -45,7 +45,7 @@ ARMS = {"vectors": True, "vault only": False}
 def grow(root: Path, chunks: int, model: Any) -> Path:
     """The store of ``chunks`` chunks at ``root`` (grown from the bench corpus if absent)."""
     from bench.store_bench import ingest, pick_files
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     if (root / "key.json").exists():
         return root
@@ -77,8 +77,7 @@ def uptime() -> str:
 
 def one_run(store: Path, work: Path, vectors: bool, model: Any) -> dict[str, float]:
     """Back ``store`` up, check it, restore it and open the restored store once."""
-    from engine import restore_backup
-    from engine.facade import ContextEngine
+    from engine import ContextEngine, restore_backup
 
     out: dict[str, float] = {}
     dest = work / "store.ctxbackup"
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
-    from engine.embedding.factory import make_embedder
+    from engine.lab import make_embedder
 
     model = make_embedder(embedding_config(model="fake"))
     stores = Path(args.stores)

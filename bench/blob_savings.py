@@ -58,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     os.environ["CTX_EMBEDDER"] = "minilm"
-    from engine.embedding.config import EmbeddingConfig
-    from engine.embedding.factory import make_embedder
+    from engine.lab import EmbeddingConfig, make_embedder
 
     model = make_embedder(EmbeddingConfig(model="minilm"))
     model.encode(["warm up"])

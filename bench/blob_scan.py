@@ -26,12 +26,9 @@ from bench.stats import machine_state, table
 
 
 def scan(folders: list[str]) -> list[dict[str, Any]]:
-    from engine.errors import FileRejected
-    from engine.ingest.blobs import blob_kind, measure
-    from engine.ingest.config import IngestConfig
-    from engine.ingest.loaders import load_file
-    from engine.ingest.walker import walk_paths
-    from engine.tokens import TokenCounter
+    from engine import FileRejected, TokenCounter
+    from engine.lab import IngestConfig, blob_kind, load_file, walk_paths
+    from engine.lab import measure_blob as measure
 
     cfg = IngestConfig()
     tc = TokenCounter.shared()

@@ -58,9 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store-model", default="fake", choices=("minilm", "fake"))
     args = ap.parse_args(argv)
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
-    from engine.embedding.factory import make_embedder
-    from engine.facade import ContextEngine
-    from engine.store.vectors.index import ChromaVectors
+    from engine import ContextEngine
+    from engine.lab import ChromaVectors, make_embedder
 
     before = machine_state()
     embedder = make_embedder(embedding_config(model=args.store_model))

@@ -89,7 +89,7 @@ class CachedEmbedder:
         return self._cached(texts, self._cache, self.inner.encode)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        from engine.embedding.base import encode_documents
+        from engine.lab import encode_documents
 
         return self._cached(texts, self._docs, lambda t: encode_documents(self.inner, t))
 
@@ -110,11 +110,8 @@ class CachedEmbedder:
 
 def embed_texts(cfg: dict[str, int], docs: Sequence[tuple[str, str, str]]) -> list[str]:
     """Every chunk of ``docs`` as the model sees it, chunked with setting ``cfg``."""
-    from engine.ingest.chunking import chunk_document
-    from engine.ingest.config import ChunkingConfig
-    from engine.ingest.embedtext import embed_text
-    from engine.ingest.loaders import load_text
-    from engine.tokens import TokenCounter
+    from engine import TokenCounter
+    from engine.lab import ChunkingConfig, chunk_document, embed_text, load_text
 
     ccfg = ChunkingConfig(**cfg)
     counter = TokenCounter.shared()
@@ -136,7 +133,7 @@ def work(settings: list[dict[str, int]], emb: Any, every: int, rounds: int
     """Corpus chunks and word pieces per setting; embedding seconds from a timed sample."""
     from tokenizers import Tokenizer
 
-    from engine.embedding.base import encode_documents
+    from engine.lab import encode_documents
 
     folder = getattr(emb, "folder", None)
     tok = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")) if folder else None
@@ -169,7 +166,7 @@ def work(settings: list[dict[str, int]], emb: Any, every: int, rounds: int
 def quality(cfg: dict[str, int], emb: CachedEmbedder, cache: Path, docs: int | None,
             stride: int) -> dict[str, Any]:
     from bench.scifact import evaluate
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     with chunking_env(cfg):
         store, ingest_s = sd.prepare_store(emb, cache, docs)
@@ -188,7 +185,7 @@ def quality(cfg: dict[str, int], emb: CachedEmbedder, cache: Path, docs: int | N
 def conversation_check() -> str:
     """Whether a setting can change conversation chunks: a turn is one chunk unless it is
     over ``max_tokens`` (``engine.ingest.conversation``); LoCoMo's longest turn decides."""
-    from engine.tokens import TokenCounter
+    from engine import TokenCounter
 
     path = sd.REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
     if not path.exists():

@@ -69,8 +69,7 @@ def write_folder(folder: Path, chunks: int, files: int, seed: int = 7) -> None:
 
 def grow(stores: Path, chunks: int, files: int) -> tuple[Path, Path]:
     """The store (grown once under ``stores``) and the folder whose files it holds."""
-    from engine import init_store
-    from engine.facade import ContextEngine
+    from engine import ContextEngine, init_store
 
     base = stores / f"delete-{chunks}-{files}"
     store, folder = base / "store", base / "notes"

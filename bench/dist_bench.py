@@ -131,7 +131,7 @@ def make_store(bundle: Path, tmp: Path) -> Path:
 
 def first_answer(data_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 300) -> Any:
     """Connect to the server of ``data_dir`` and get one build_context answered."""
-    from engine.errors import CtxError
+    from engine import CtxError
     from ipc.remote import connect
 
     deadline = time.monotonic() + timeout

@@ -45,8 +45,7 @@ def _rss_mb() -> float:
 
 def worker(backend: str, onnx_dir: str) -> None:
     """Serve commands on stdin: ``q TEXT`` (ms), ``b N`` (texts/s), ``rss``; JSON lines out."""
-    from engine.embedding.config import EmbeddingConfig
-    from engine.embedding.factory import make_embedder
+    from engine.lab import EmbeddingConfig, make_embedder
 
     t = time.perf_counter()
     emb = make_embedder(EmbeddingConfig(backend=backend, onnx_dir=onnx_dir))  # type: ignore[arg-type]
@@ -105,9 +104,8 @@ class Worker:
 def _onnx_dir(arg: str | None, tmp: Path) -> str:
     if arg:
         return arg
-    from engine.embedding.config import EmbeddingConfig
-    from engine.embedding.onnx_export import export
-    from engine.embedding.onnx_files import find_export
+    from engine.lab import EmbeddingConfig, find_export
+    from engine.lab import export_onnx as export
 
     found = find_export(EmbeddingConfig())
     if found is not None:

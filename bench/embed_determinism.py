@@ -88,7 +88,7 @@ def _spread(emb: Any, session: Any, encs: list[Any], groups: list[list[int]],
 
 def batched(emb: Any, session: Any) -> Encode:
     """Main's embedder before 2026-11-28: token-bounded padded batches on the workers."""
-    from engine.embedding.batching import token_batches
+    from engine.lab import token_batches
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         encs = emb._tok.encode_batch([str(t).strip() for t in texts])
@@ -206,8 +206,8 @@ def speed(all_ways: dict[tuple[str, str], Encode], sets: dict[str, list[str]],
 
 def store_vectors(folder: Path, embedder: Any) -> dict[bytes, bytes]:
     """Every chunk's vector bytes (model space), keyed by a hash of its embedding input."""
-    from engine.facade import ContextEngine
-    from engine.store.vault.rebuild import embed_inputs
+    from engine import ContextEngine
+    from engine.lab import embed_inputs
 
     out: dict[bytes, bytes] = {}
     with ContextEngine.open(folder, embedder=embedder) as eng:
@@ -223,7 +223,7 @@ def store_vectors(folder: Path, embedder: Any) -> dict[bytes, bytes]:
 
 def stores(embedder: Any, docs: int) -> bool:
     """Two fresh stores of the same ``docs`` abstracts, fed in other batches: equal?"""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     every = list(sd.corpus())
     rows = every[::max(1, len(every) // docs)][:docs]

@@ -32,7 +32,7 @@ from bench.stats import load_avg, pct
 
 def chunking() -> dict[str, int]:
     """The chunking in force, as ``bench.chunk_sweep`` takes a setting."""
-    from engine.config import load_config
+    from engine import load_config
 
     c = load_config(None).chunking
     return {"target_tokens": c.target_tokens, "max_tokens": c.max_tokens,
@@ -40,8 +40,7 @@ def chunking() -> dict[str, int]:
 
 
 def embedders() -> dict[str, Any]:
-    from engine.embedding.onnx import OnnxEmbedder
-    from engine.embedding.onnx_files import find_export
+    from engine.lab import OnnxEmbedder, find_export
 
     export = find_export(embedding_config())
     if export is None:

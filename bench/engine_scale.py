@@ -121,7 +121,7 @@ def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str,
     store and, when built now, what the build took."""
     from bench.recall_scale import synthesize
     from bench.scale_vectors import MiniLMLike
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     store = store_dir(cache, size)
     if (store / "READY").exists():
@@ -164,7 +164,7 @@ def query_model(sample: str | None = None) -> Any:
     """The real MiniLM (ONNX when exported), which embeds every query of a measure; with
     ``sample`` (an .npy of vectors), a MiniLMLike of it instead (tests)."""
     from bench.models import embedding_config
-    from engine.embedding.factory import make_embedder
+    from engine.lab import make_embedder
 
     if sample:
         from bench.scale_vectors import MiniLMLike
@@ -185,7 +185,7 @@ def sizes_mb(data: Path) -> dict[str, float]:
 def measure(store: Path, queries: int, sample: str | None = None) -> dict[str, Any]:
     """In this process: open -> first answer, warm-up, p50/p95 per call, peak RSS. The
     model is loaded before the clock starts (the app loads it beside the open)."""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     model = query_model(sample)
     model.encode(["load"])
@@ -261,8 +261,7 @@ def ops(store: Path, sample: str | None = None) -> dict[str, Any]:
     """Backup (the engine's own call, vectors included), its check, a restore into a new
     folder and the first open of it, then a delete of ``docs/part-a`` (about 10% of the
     store) on the restored copy: wall times, sizes and the progress shown."""
-    from engine import restore_backup
-    from engine.facade import ContextEngine
+    from engine import ContextEngine, restore_backup
 
     info = json.loads((store / "READY").read_text())
     work = store.parent / "ops-work"
@@ -317,8 +316,8 @@ def digest(store: Path, queries: int, sample: str | None = None) -> dict[str, An
     fresh builds of one size that print the same digests are the same store to the bit
     and rank the same (the run is under PYTHONHASHSEED=0: ``bench.digest``)."""
     from bench.digest import RunDigest
-    from engine.facade import ContextEngine
-    from engine.store.vault.rebuild import embed_inputs
+    from engine import ContextEngine
+    from engine.lab import embed_inputs
 
     model = query_model(sample)
     run = RunDigest()

@@ -52,11 +52,8 @@ GRID = {"neighbour_after": (0.8, 0.85, 0.9, 0.95), "neighbour_before": (0.7, 0.8
 
 
 def dump(cache: Path) -> list[dict[str, Any]]:
-    from engine.facade import ContextEngine
-    from engine.flows.search.lanes import run_lanes
-    from engine.flows.search.ranking import rank_hits
-    from engine.packing.render import format_time
-    from engine.retrieval.dedupe import suppress_near_duplicates
+    from engine import ContextEngine
+    from engine.lab import format_time, rank_hits, run_lanes, suppress_near_duplicates
 
     embedder = sd.make_embedder("minilm")
     data = json.loads(locomo.DATA.read_text(encoding="utf-8"))
@@ -99,7 +96,7 @@ def dump(cache: Path) -> list[dict[str, Any]]:
 
 def scores(conv: dict[str, Any], q: dict[str, Any], f: dict[str, float]) -> dict[str, float]:
     """Packing scores of the question's candidates, as ``memory_candidates`` makes them."""
-    from engine.packing.turns import TurnPrior
+    from engine.lab import TurnPrior
 
     turns = conv["turns"]
     prior = TurnPrior.for_query(q["entities"], conv["speakers"] if q["entities"] else [],

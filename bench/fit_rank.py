@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from bench import scifact_data as sd
-from engine.retrieval.profiles import FEATURES
+from engine.lab import FEATURES
 
 FIT_FEATURES = FEATURES  # every feature the rerank computes is free to enter
 GRID = (-2.0, -1.0, -0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0,
@@ -53,9 +53,7 @@ def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[s
                 filters: Any = None, expand: bool = False) -> list[Query]:
     import dataclasses
 
-    from engine.flows.search.lanes import run_lanes
-    from engine.flows.search.ranking import rank_hits
-    from engine.flows.search.session_expand import expand_sessions
+    from engine.lab import expand_sessions, rank_hits, run_lanes
 
     rt = eng.rt
     out = []
@@ -80,7 +78,7 @@ def _dump_store(eng: Any, questions: Sequence[tuple[str, Callable[[Any], tuple[s
 
 def dump_scifact(cache: Path, docs: int | None, claims: int | None,
                  store_path: Path | None = None) -> dict[str, Any]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     embedder = sd.make_embedder("minilm")
     store = store_path or sd.prepare_store(embedder, cache, docs)[0]
@@ -105,7 +103,7 @@ def dump_scifact(cache: Path, docs: int | None, claims: int | None,
 
 def dump_locomo(cache: Path) -> dict[str, Any]:
     from bench import locomo
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     embedder = sd.make_embedder("minilm")
     data = json.loads(locomo.DATA.read_text(encoding="utf-8"))
@@ -133,8 +131,8 @@ def dump_transcripts(cache: Path) -> dict[str, Any]:
     """The recall questions' dev split over the recall bench's store (test: never)."""
     from bench import recall_quality as rq
     from bench import recall_scoring as rs
-    from engine.facade import ContextEngine
-    from engine.store.vault.rows import Filters
+    from engine import ContextEngine
+    from engine.lab import Filters
 
     embedder = sd.make_embedder("minilm")
     dirs = rq.corpus_dirs()
@@ -299,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     EXCLUDED.update(f for f in args.exclude.split(",") if f)
     sd.bench_env()
-    from engine.retrieval.profiles import DEFAULT_PROFILES
+    from engine.lab import DEFAULT_PROFILES
 
     args.store_cache.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}

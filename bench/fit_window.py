@@ -41,9 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     sd.bench_env()
-    from engine.facade import ContextEngine
-    from engine.flows.search.lanes import run_lanes
-    from engine.flows.search.ranking import distinct_sources_of, rank_hits
+    from engine import ContextEngine
+    from engine.lab import distinct_sources_of, rank_hits, run_lanes
 
     embedder = sd.make_embedder("minilm")
     store = args.store or sd.prepare_store(embedder, args.store_cache, None)[0]

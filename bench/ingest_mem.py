@@ -139,7 +139,7 @@ def make_inputs(root: Path, cases: list[str], bomb_mib: int) -> dict[str, Path]:
 
 def child(path: str, trace: bool) -> dict[str, Any]:
     stages: dict[str, float] = {}
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     stages["imports"] = _status_mb("VmHWM")
     eng = ContextEngine.open(os.environ["CTX_HOME"])

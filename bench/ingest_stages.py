@@ -175,8 +175,7 @@ class ModelClock:
 def bare_rate(eng: Any, n: int) -> float:
     """Chunks per second of the bare model on ``n`` of the store's own chunk texts, as
     the writer gives them (title and heading above the text)."""
-    from engine.embedding.base import encode_documents
-    from engine.ingest.embedtext import embed_text
+    from engine.lab import embed_text, encode_documents
 
     rows = eng.rt.vault._query(
         "SELECT s.title, c.heading, c.kind, c.text FROM chunks c JOIN sources s "

@@ -55,9 +55,7 @@ def arms(cfg: Any, budgets: list[int], max_dfs: list[float]) -> dict[str, Any]:
 
 def measure(eng: Any, drawn: list[tuple[str, int]], budgets: list[int],
             max_dfs: list[float]) -> dict[str, dict[str, float]]:
-    from engine.flows.search.lanes import keyword_lane
-    from engine.retrieval.query import analyze_query
-    from engine.store.vault.rows import Filters
+    from engine.lab import Filters, analyze_query, keyword_lane
 
     rt = eng.rt
     configs = arms(rt.cfg, budgets, max_dfs)
@@ -97,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
-    from engine.embedding.factory import make_embedder
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
+    from engine.lab import make_embedder
 
     if not (args.store / "vault.db").exists():
         print(f"no store at {args.store}", file=sys.stderr)

@@ -92,7 +92,7 @@ def turn_texts(sample: dict[str, Any]) -> tuple[dict[str, str], float]:
 
 def ingest(sample: dict[str, Any], embedder: Any, workdir: Path) -> float:
     """Ingest one conversation into a new store at ``workdir``; returns seconds spent."""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     t0 = time.perf_counter()
     with ContextEngine.open(workdir, embedder=embedder) as eng:
@@ -181,7 +181,7 @@ def evaluate(eng: Any, sample: dict[str, Any], texts: dict[str, str], now: float
 def run_conversation(sample: dict[str, Any], embedder: Any, workdir: Path, limit: int | None,
                      cache: Path | None = None, stride: int = 1,
                      digest: RunDigest | None = None) -> dict[str, Any]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     texts, now = turn_texts(sample)
     ingest_s = prepare_store(sample, embedder, workdir, cache)
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     # Every build embeds its query: latency includes it, as the budget demands.
     os.environ.setdefault("CTX__EMBEDDING__QUERY_CACHE_SIZE", "0")
     os.environ["CTX_EMBEDDER"] = args.embedder
-    from engine.embedding.factory import make_embedder
+    from engine.lab import make_embedder
 
     embedder = make_embedder(embedding_config(model=args.embedder, threads=args.threads))
     embedder.encode(["warm up"])

@@ -45,8 +45,7 @@ os.environ.setdefault("CTX_PASSPHRASE", "bench")
 os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
 
 from bench.stats import machine_state, summary, table
-from engine.store.vectors.exact_index import ExactIndex
-from engine.store.vectors.memory import BASIS_SAMPLE, principal_basis
+from engine.lab import BASIS_SAMPLE, ExactIndex, principal_basis
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -60,9 +59,7 @@ def real_vectors(limit: int) -> tuple[np.ndarray, np.ndarray]:
     if xs.exists() and qs.exists():
         return np.load(xs), np.load(qs)
     from bench.corpus import corpus_files
-    from engine.embedding.base import encode_documents
-    from engine.embedding.config import EmbeddingConfig
-    from engine.embedding.factory import make_embedder
+    from engine.lab import EmbeddingConfig, encode_documents, make_embedder
 
     texts: list[str] = []
     with open(DATA / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
@@ -136,9 +133,7 @@ def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
     CPU per call, bytes held, build and sealed-snapshot save/open times."""
     from threadpoolctl import threadpool_limits
 
-    from engine.store.config import StoreConfig
-    from engine.store.vectors.memory import MemoryVectors
-    from engine.store.vectors.snapshot import SnapshotFile
+    from engine.lab import MemoryVectors, SnapshotFile, StoreConfig
 
     x, q = real_vectors(real)
     q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
@@ -231,9 +226,7 @@ def _hwm_mb() -> float:
 def child_open(path: Path) -> None:
     from threadpoolctl import threadpool_limits
 
-    from engine.store.config import StoreConfig
-    from engine.store.vectors.memory import MemoryVectors
-    from engine.store.vectors.snapshot import SnapshotFile
+    from engine.lab import MemoryVectors, SnapshotFile, StoreConfig
 
     q = np.load(path.with_name("query.npy"))
     base = _hwm_mb()
@@ -258,7 +251,7 @@ def _chroma_row(n: int, mat: np.ndarray, q: np.ndarray, truth: list[set[int]]
     filled with the same vectors: its recall@50, p50/p95, CPU, insert time."""
     import chromadb
 
-    from engine.offline import keep_offline
+    from engine.lab import keep_offline
 
     keep_offline()
     with tempfile.TemporaryDirectory(prefix="ctx-memory-chroma-") as tmp:
@@ -323,9 +316,8 @@ def _latency(index: ExactIndex, q: np.ndarray) -> dict[str, float]:
 
 
 def startup_rows(store: Path, opens: int) -> list[list[Any]]:
-    from engine.config import Config
-    from engine.embedding.fake import FakeEmbedder
-    from engine.facade import ContextEngine
+    from engine import Config, ContextEngine
+    from engine.lab import FakeEmbedder
 
     rows: list[list[Any]] = []
     qv = np.random.default_rng(2).standard_normal((50, 384)).astype(np.float32)

@@ -8,7 +8,7 @@ from typing import Any
 def embedding_config(**settings: Any) -> Any:
     """An ``EmbeddingConfig`` of ``settings`` over the environment's CTX__EMBEDDING__*
     (backend, onnx_dir, document_precision, ...), as the engine itself would read them."""
-    from engine.config import load_config
+    from engine import load_config
 
     return load_config(None, overrides={"embedding": settings}).embedding
 

@@ -87,7 +87,7 @@ def ctx_queries(eng: Any, claims: list[tuple[str, str]], qrels: dict[str, dict[s
 
 
 def run_ctx(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     emb = sd.make_embedder("minilm")
     qrels = sd.qrels()
@@ -138,7 +138,7 @@ def interleaved(args: argparse.Namespace) -> dict[str, Any]:
     meet the same one. Each claim's order alternates (ctx first on even claims)."""
     import shutil
 
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     emb = sd.make_embedder("minilm")
     cached, _ = sd.prepare_store(emb, args.store_cache, args.docs)

@@ -59,7 +59,7 @@ FIT_KEYS = ("temperature", "identity_weight", "learning_rate", "steps", "batch",
 
 def fit_timed(eng: Any, cfg: Any) -> dict[str, Any]:
     """One fit under ``cfg`` (recall.adapt_fit), timed: its info plus wall and CPU."""
-    from engine.flows.recall.adapt import fit
+    from engine.lab import fit_recall_adapter as fit
 
     with rq.settings(eng, recall={"adapt": True, "adapt_fit": cfg}):
         t, c = time.perf_counter(), time.process_time()
@@ -85,8 +85,8 @@ def dense_ranks(eng: Any, questions: list[dict[str, Any]],
                 maps: dict[str, tuple[np.ndarray | None, str]]) -> dict[str, list[int | None]]:
     """The vector lane alone over every transcript chunk: rank of the first answer in
     the top 10, per map (None: the identity; "both": documents mapped too)."""
-    from engine.recall.chunks import RECALL_CHUNK_KINDS
-    from engine.store.vault import adapt as rows
+    from engine.lab import RECALL_CHUNK_KINDS
+    from engine.lab import vault_adapt as rows
 
     pieces = rows.pieces(eng.rt.vault, RECALL_CHUNK_KINDS)
     got = eng.rt.vectors.vectors([p.id for p in pieces])
@@ -108,8 +108,7 @@ def dense_ranks(eng: Any, questions: list[dict[str, Any]],
 
 def both_sides_map(eng: Any, cfg: Any) -> np.ndarray | None:
     """A map fitted with the documents mapped too, on the same pairs."""
-    from engine.flows.recall.adapt import training_set
-    from engine.retrieval.adapt_fit import fit_map
+    from engine.lab import fit_map, training_set
 
     with rq.settings(eng, recall={"adapt": True, "adapt_fit": cfg}):
         q, d, groups, _, _ = training_set(eng.rt)
@@ -138,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no transcripts under {rq.SHARED}", file=sys.stderr)
         return 2
     sd.bench_env()
-    from engine.facade import ContextEngine
-    from engine.store.vault import adapt as rows
+    from engine import ContextEngine
+    from engine.lab import vault_adapt as rows
 
     embedder = sd.make_embedder("minilm")
     args.store_cache.mkdir(parents=True, exist_ok=True)
@@ -178,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 lat["off"] += asked(eng, questions, {"adapt": False})[1]
                 lat["on (map+terms)"] += asked(eng, questions,
                                                {"adapt": True, "adapt_fit": on_cfg})[1]
-            from engine.flows.recall.adapt import learned
+            from engine.lab import learned
 
             with rq.settings(eng, recall={"adapt": True, "adapt_fit": on_cfg}):
                 model = learned(eng.rt)
@@ -235,7 +234,7 @@ def grown(eng: Any, questions: list[dict[str, Any]], tmp: Path, target: int,
     ids; the embedding cache serves their chunks), synced as a user's sync is (which
     queues the fit); then recall timed with the reader off and on, in turns."""
     from bench.recall_bench import replicate
-    from engine.flows.recall.adapt import learned
+    from engine.lab import learned
 
     chunks = eng.rt.vault.chunk_count()
     sessions = len(rq.session_ids(dirs))
@@ -256,8 +255,7 @@ def grown(eng: Any, questions: list[dict[str, Any]], tmp: Path, target: int,
                     t = time.perf_counter()
                     eng.recall(q["q"], k=10)
                     lat[name].append((time.perf_counter() - t) * 1000)
-    from engine.flows.recall.adapt import query_adapter
-    from engine.flows.search.plan import plan_query
+    from engine.lab import plan_query, query_adapter
 
     over = []  # what the reader adds to a query: its lookup and the map (no lane runs)
     for q in questions * 3:

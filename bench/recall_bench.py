@@ -47,7 +47,7 @@ import numpy as np
 
 from bench.models import embedding_config
 from bench.stats import pct, table
-from engine.api import SyncResult
+from engine import SyncResult
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "transcripts"
@@ -77,7 +77,7 @@ class Recording:
         return self.inner.encode(texts)
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        from engine.embedding.base import encode_documents
+        from engine.lab import encode_documents
 
         self.calls.append(list(texts))
         return encode_documents(self.inner, texts)
@@ -89,7 +89,7 @@ def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
     try:
         from tokenizers import Tokenizer
 
-        from engine.embedding.minilm import minilm_path
+        from engine.lab import minilm_path
 
         tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
     except Exception:  # noqa: BLE001 - the count is extra information
@@ -109,8 +109,8 @@ def wordpieces(calls: list[list[str]]) -> tuple[int, int] | None:
 def before_issue_11() -> Iterator[None]:
     """Indexing as it was before issue 11: the model's steps take the texts in file
     order (each step padded to its longest text), and tool chunks are embedded whole."""
-    from engine.flows.ingest.writer import Writer
-    from engine.recall import embedview
+    from engine.lab import Writer
+    from engine.lab import recall_embedview as embedview
 
     by_length, chars = Writer._by_length, embedview.TOOL_EMBED_CHARS
     Writer._by_length = lambda self, texts, todo: todo  # type: ignore[method-assign]
@@ -128,7 +128,7 @@ def sessions_of(stats: SyncResult) -> int:
 
 def cold_pass(model: Any, work: Path, name: str) -> tuple[dict[str, Any], Any]:
     """Index the shared transcripts into a fresh store: (figures, the open engine)."""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     rec = Recording(model)
     eng = ContextEngine.open(work / f"store-{name}", embedder=rec)
@@ -153,9 +153,7 @@ def cold_row(r: dict[str, Any]) -> list[Any]:
 
 
 def replicate(srcs: Sequence[Path], dst: Path, sessions: int) -> int:
-    from engine.recall.claude import parse_claude
-    from engine.recall.codex import parse_codex
-    from engine.recall.model import detect_agent
+    from engine.lab import detect_agent, parse_claude, parse_codex
 
     files = sorted(f for src in srcs for f in src.rglob("*.jsonl"))
     ids = {}
@@ -196,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     os.environ["CTX_EMBEDDER"] = args.embedder
-    from engine.embedding.factory import make_embedder
+    from engine.lab import make_embedder
 
     model = make_embedder(embedding_config(model=args.embedder))
     model.encode(["warm up"] * 8)
@@ -271,9 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "fused lanes only (recall before issue 26)": []}
     import dataclasses
 
-    import engine.store.vault.core as vault_module
-    from engine.flows.search.lanes import run_lanes
-    from engine.store.vault.core import Filters
+    from engine.lab import Filters, run_lanes
+    from engine.lab import vault_core as vault_module
 
     cfg = eng.rt.cfg
     round1 = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit="chunk"),

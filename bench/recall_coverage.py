@@ -39,8 +39,8 @@ def measure(shared: Path = SHARED, keep_missed: int = 0) -> dict[str, Any]:
     "files": n, "bad_lines": n, "sync_s": s}``.
     """
     os.environ.setdefault("CTX_EMBEDDER", "fake")
-    from engine.facade import ContextEngine
-    from engine.recall.coverage import Coverage, Held, transcript_lines
+    from engine import ContextEngine
+    from engine.lab import Coverage, Held, transcript_lines
 
     folders = [shared / f for f in FOLDERS if (shared / f).is_dir()]
     with tempfile.TemporaryDirectory(prefix="ctx-coverage-") as home:
@@ -76,7 +76,8 @@ def measure(shared: Path = SHARED, keep_missed: int = 0) -> dict[str, Any]:
 
 
 def _table(folders: dict[str, Any]) -> list[str]:
-    from engine.recall.coverage import KINDS, Coverage
+    from engine.lab import COVERAGE_KINDS as KINDS
+    from engine.lab import Coverage
 
     total = Coverage()
     for cov in folders.values():

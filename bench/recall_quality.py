@@ -88,7 +88,7 @@ def code_tag() -> str:
 
 def prepare_store(embedder: Any, cache: Path, dirs: Sequence[Path]) -> tuple[Path, float]:
     """The cached store holding ``dirs`` (built on first use): (its path, seconds to index)."""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     key = hashlib.sha256("|".join(str(d) for d in dirs).encode()).hexdigest()[:6]
     cached = cache / f"recall-q-{code_tag()}-{key}-{vectors_tag(embedder)}"
@@ -111,7 +111,7 @@ Ranker = Callable[[dict[str, Any]], list[Hit]]  # question -> hits, best first
 
 def _excerpts(eng: Any, q: str, hits: list[tuple[str | None, str]]) -> list[Hit]:
     """Chunk hits with the excerpt recall would show of each."""
-    from engine.recall.present import excerpt
+    from engine.lab import excerpt
 
     budget = eng.rt.cfg.recall.hit_excerpt_tokens
     return [(s, t, excerpt(t, q, eng.rt.counter, budget)) for s, t in hits]
@@ -190,8 +190,7 @@ def transcript_rows(eng: Any) -> list[tuple[int, str, str | None]]:
 
 def fused_ranker(eng: Any) -> Ranker:
     """RRF of the keyword and vector lanes over transcript chunks (recall before issue 26)."""
-    from engine.flows.search.lanes import run_lanes
-    from engine.store.vault.core import Filters
+    from engine.lab import Filters, run_lanes
 
     def run(q: dict[str, Any]) -> list[Hit]:
         res = run_lanes(eng.rt, q["q"], filters=Filters(kinds=("transcript",)),
@@ -261,8 +260,7 @@ VIEWS: dict[str, Callable[[Any], View]] = {
 
 def session_infos(dirs: Sequence[Path]) -> dict[str, Any]:
     """File stem -> the parsed session's info (its id, working directory, branch...)."""
-    from engine.recall.claude import parse_claude
-    from engine.recall.codex import parse_codex
+    from engine.lab import parse_claude, parse_codex
 
     out = {}
     for d in dirs:
@@ -324,7 +322,7 @@ def open_bench(split: str, cache: Path) -> Iterator[tuple[Any, list[dict[str, An
     """An engine on a copy of the cached store of every session (built on first use)
     and the split's questions: (engine, questions, seconds the store took to index)."""
     sd.bench_env()
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     dirs = corpus_dirs()
     if not dirs:

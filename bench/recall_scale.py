@@ -161,13 +161,12 @@ class Stages:
 
 @contextmanager
 def instrumented() -> Iterator[Stages]:
-    import engine.flows.ingest.vector_stage as vs
-    import engine.flows.recall.adapt as ra
-    import engine.flows.recall.sync as rsync
-    import engine.store.vault.embed_cache as ec
-    import engine.store.vault.sources as src
-    from engine.flows.ingest.writer import Writer
-    from engine.store.vectors.memory import MemoryVectors
+    from engine.lab import MemoryVectors, Writer
+    from engine.lab import ingest_vector_stage as vs
+    from engine.lab import recall_adapt as ra
+    from engine.lab import recall_sync as rsync
+    from engine.lab import vault_embed_cache as ec
+    from engine.lab import vault_sources as src
 
     st = Stages()
     for owner, attr, name in [
@@ -205,7 +204,7 @@ def model_rate(eng: Any, sent: list[str], n: int = 768) -> float:
     it (drawn at random, then in steps of 64 longest first, as the stage sends them)."""
     import random
 
-    from engine.embedding.base import encode_documents
+    from engine.lab import encode_documents
 
     texts = random.Random(0).sample(sent, min(n, len(sent)))
     if not texts:
@@ -219,7 +218,7 @@ def model_rate(eng: Any, sent: list[str], n: int = 768) -> float:
 
 def index(folder: Path, store: Path, embedder: Any, limit_chunks: int | None
           ) -> dict[str, Any]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     copies = sorted(p for p in folder.iterdir() if p.is_dir())
     sessions = sum(1 for p in copies for _ in p.rglob("*.jsonl"))
@@ -243,7 +242,7 @@ def index(folder: Path, store: Path, embedder: Any, limit_chunks: int | None
         sync_s, sync_cpu = time.perf_counter() - t, time.process_time() - c
         if res is not None and res.adapt_job:
             eng.wait(res.adapt_job)
-        from engine.flows.recall.adapt import learned
+        from engine.lab import learned
 
         model = learned(eng.rt)
         fit = dict(model.info) if model is not None else {}
@@ -296,11 +295,13 @@ def print_index(r: dict[str, Any]) -> None:
 def recall_instrumented() -> Iterator[Stages]:
     """recall's stages, each thread's own CPU (the vector lane runs in a thread of its
     own, beside the keyword lane)."""
-    import engine.flows.search.session_words as sw
-    from engine.flows.recall import entry as recall
-    from engine.flows.recall import hits, turns
-    from engine.flows.search import lanes, ranking
-    from engine.store.vault import core as vault
+    from engine.lab import recall_entry as recall
+    from engine.lab import recall_turn_hits as hits
+    from engine.lab import recall_turns as turns
+    from engine.lab import search_lanes as lanes
+    from engine.lab import search_ranking as ranking
+    from engine.lab import search_session_words as sw
+    from engine.lab import vault_core as vault
 
     st = Stages(time.thread_time)
     for owner, attr, name in [
@@ -331,7 +332,7 @@ def recall_instrumented() -> Iterator[Stages]:
 
 def latency(store: Path, embedder: Any, queries: int, rounds: int,
             profile: Path | None) -> dict[str, Any]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     dirs = rq.corpus_dirs()
     asks = [q["q"] for q in rq.load_questions("dev", rq.session_ids(dirs))][:queries]
@@ -386,7 +387,7 @@ def digest(store: Path, embedder: Any, queries: int, out: Path) -> str:
     same digest on one store ranked and showed the same (run under PYTHONHASHSEED=0)."""
     import json
 
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     dirs = rq.corpus_dirs()
     qs = rq.load_questions("dev", rq.session_infos(dirs))[:queries]

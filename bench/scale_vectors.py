@@ -24,7 +24,7 @@ class MiniLMLike:
     backend = "bench"
 
     def __init__(self, sample: np.ndarray | None = None) -> None:
-        from engine.embedding.onnx_files import MODEL_NAME
+        from engine.lab import MODEL_NAME
 
         if sample is None:
             from bench.memory_index import real_vectors

@@ -86,10 +86,7 @@ class Baselines:
         self.rt = eng.rt
 
     def rankings(self, query: str) -> tuple[dict[str, list[int]], dict[int, Any]]:
-        from engine.retrieval.fts_match import fts_query
-        from engine.retrieval.fusion import rrf
-        from engine.retrieval.query import analyze_query
-        from engine.store.vault.rows import Filters
+        from engine.lab import Filters, analyze_query, fts_query, rrf
 
         rt = self.rt
         a = analyze_query(query, rt.cfg.query)
@@ -214,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed_hash_seed("bench.scifact", sys.argv[1:] if argv is None else argv)
     if not sd.prepared():
         return 2
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     embedder = sd.make_embedder("minilm")
     args.store_cache.mkdir(parents=True, exist_ok=True)

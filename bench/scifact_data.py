@@ -84,7 +84,7 @@ def doc_id(source: str) -> str | None:
 
 def chunk_tag() -> str:
     """The chunking settings in force (they decide what a store holds)."""
-    from engine.config import load_config
+    from engine import load_config
 
     c = load_config(None).chunking
     return f"t{c.target_tokens}-m{c.max_tokens}-o{c.overlap_tokens}-n{c.min_tokens}"
@@ -93,7 +93,7 @@ def chunk_tag() -> str:
 def ingest(embedder: Any, workdir: Path, limit: int | None = None) -> float:
     """Ingest the corpus (``limit``: the subset of that many documents, see ``corpus``)
     into a new store at ``workdir``; returns seconds spent."""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     t0 = time.perf_counter()
     with ContextEngine.open(workdir, embedder=embedder) as eng:
@@ -142,7 +142,7 @@ def covered_claims(eng: Any, qrels: dict[str, dict[str, int]]) -> set[str]:
 def make_embedder(name: str) -> Any:
     """The embedder ``name`` ("minilm", "fake"), with the CTX__EMBEDDING__* settings of the
     environment (backend, onnx_dir, document_precision, ...) applied."""
-    from engine.embedding.factory import make_embedder as make
+    from engine.lab import make_embedder as make
 
     emb = make(embedding_config(model=name))
     emb.encode(["warm up"])

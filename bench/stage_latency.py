@@ -93,9 +93,7 @@ class QueryModel:
 
 
 def measure(eng: Any, queries: list[str], budget: int) -> dict[str, dict[str, float]]:
-    from engine.flows.search.lanes import keyword_lane
-    from engine.retrieval.query import analyze_query
-    from engine.store.vault.rows import Filters
+    from engine.lab import Filters, analyze_query, keyword_lane
 
     rt = eng.rt
     stages: dict[str, list[float]] = {}
@@ -183,7 +181,7 @@ def measure_ab(arms: dict[str, tuple[Any, Any]], queries: list[str], budget: int
 def open_warm(store: Path, store_model: Any, model: Any, config: Any = None) -> Any:
     """The engine on ``store``, queries embedded by ``model``, warmed up as ``ctx serve``
     and the app do at open (the keyword counts, the vector cache of a big store)."""
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     eng = ContextEngine.open(store, embedder=store_model, config=config)
     if store_model is not model:
@@ -215,9 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     ab = parse_ab(args.ab) if args.ab else None
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ["CTX__EMBEDDING__QUERY_CACHE_SIZE"] = "0"
-    from engine.config import load_config
-    from engine.embedding.factory import make_embedder
-    from engine.facade import ContextEngine
+    from engine import ContextEngine, load_config
+    from engine.lab import make_embedder
 
     before = machine_state()
     model = make_embedder(embedding_config(model="minilm"))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.metrics import percentile
+from engine.lab import percentile
 
 pct = percentile  # the engine's own, so benchmarks and metrics agree
 

@@ -41,12 +41,8 @@ TARGETS_MS = {"vector lane": 5.0, "keyword lane": 10.0, "build_context": 50.0,
 
 def pick_files(target_chunks: int, skip: int = 0) -> tuple[list[Path], list[str]]:
     """Files (after the first ``skip``) whose chunks reach ``target_chunks``; their embed texts."""
-    from engine.errors import FileRejected
-    from engine.ingest.chunking import chunk_document
-    from engine.ingest.config import ChunkingConfig
-    from engine.ingest.embedtext import embed_text
-    from engine.ingest.loaders import load_file
-    from engine.tokens import TokenCounter
+    from engine import FileRejected, TokenCounter
+    from engine.lab import ChunkingConfig, chunk_document, embed_text, load_file
 
     counter = TokenCounter.shared()
     cfg = ChunkingConfig()
@@ -86,9 +82,7 @@ def ingest(engine: Any, files: list[Path]) -> tuple[float, Any]:
 
 
 def lane_latency(engine: Any, queries: list[str], rounds: int = 1) -> dict[str, dict[str, float]]:
-    from engine.flows.search.lanes import keyword_lane
-    from engine.retrieval.query import analyze_query
-    from engine.store.vault.rows import Filters
+    from engine.lab import Filters, analyze_query, keyword_lane
 
     rt = engine.rt
     lanes: dict[str, list[float]] = {k: [] for k in (
@@ -148,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     os.environ["CTX_EMBEDDER"] = "minilm"
-    from engine.embedding.factory import make_embedder
+    from engine.lab import make_embedder
 
     model = make_embedder(embedding_config(model="minilm"))
     results: dict[str, Any] = {}
@@ -176,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def compare_and_measure(model: Any, files: list[Path], texts: list[str], queries: list[str],
                         work: Path, results: dict[str, Any]) -> dict[str, dict[str, float]]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     t = time.perf_counter()
     model.encode(texts)
@@ -202,8 +196,8 @@ def compare_and_measure(model: Any, files: list[Path], texts: list[str], queries
 
 def measure_big(args: argparse.Namespace, model: Any, queries: list[str],
                 small: dict[str, dict[str, float]], work: Path, results: dict[str, Any]) -> None:
-    from engine.embedding.factory import make_embedder
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
+    from engine.lab import make_embedder
 
     os.environ["CTX_EMBEDDER"] = args.big_embedder
     big_model = model if args.big_embedder == "minilm" else make_embedder(

@@ -55,7 +55,7 @@ def first_answer(texts: Sequence[str], answers: Sequence[str]) -> int | None:
 
 
 def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     cached = cache / f"transcripts-v{CACHE_VERSION}-{vectors_tag(embedder)}"
     if (cached / "READY").exists():
@@ -72,9 +72,7 @@ def prepare_store(embedder: Any, cache: Path) -> tuple[Path, float]:
 
 
 def evaluate(eng: Any, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    from engine.flows.search.lanes import run_lanes
-    from engine.recall.chunks import RECALL_CHUNK_KINDS
-    from engine.store.vault.core import Filters
+    from engine.lab import RECALL_CHUNK_KINDS, Filters, run_lanes
 
     ranks: dict[str, list[int | None]] = {"recall": [], "ctx search": [], "RRF": []}
     for q in questions:
@@ -105,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"transcripts not found at {DATA}", file=sys.stderr)
         return 2
     sd.bench_env()
-    from engine.facade import ContextEngine
+    from engine import ContextEngine
 
     embedder = sd.make_embedder("minilm")
     args.store_cache.mkdir(parents=True, exist_ok=True)

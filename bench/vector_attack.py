@@ -46,8 +46,7 @@ os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
 
 from bench.scifact_data import corpus
 from bench.stats import machine_state, table
-from engine.config import Config
-from engine.facade import ContextEngine, repair_store
+from engine import Config, ContextEngine, repair_store
 
 BATCH_CHUNKS = 64  # engine.ingest.service: chunks per vector write (the attacker's copy)
 
@@ -117,8 +116,8 @@ def stored_vectors(root: Path) -> tuple[np.ndarray, list[str]] | None:
 
 def truth(root: Path, backend: str, model: Any, ids: list[str]) -> list[tuple[str, int] | None]:
     """(file name, ordinal) of each stored id, from the victim's key (scoring only)."""
-    from engine.crypto import keys
-    from engine.store.vectors.ids import KeyedIds
+    from engine.lab import KeyedIds
+    from engine.lab import crypto_keys as keys
 
     key = keys.unlock_key(root, passphrase=os.environ["CTX_PASSPHRASE"])
     cids = KeyedIds(key).decode(ids)
@@ -257,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--candidates", type=int, default=1000)
     ap.add_argument("--cases", default="embedded,repaired,memory")
     args = ap.parse_args(argv)
-    from engine.embedding.config import EmbeddingConfig
-    from engine.embedding.factory import make_embedder
+    from engine.lab import EmbeddingConfig, make_embedder
 
     model = make_embedder(EmbeddingConfig(model="minilm"))
     docs = list(corpus())

@@ -28,10 +28,9 @@ os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from bench.stats import summary, table
-from engine.config import Config
-from engine.embedding.fake import FakeEmbedder
-from engine.facade import ContextEngine
-from engine.flows.keeping.vector_rebuild import chunk_key, rebuild
+from engine import Config, ContextEngine
+from engine.lab import FakeEmbedder, chunk_key
+from engine.lab import rebuild_vectors as rebuild
 
 WORDS = ["tide", "harbour", "ferry", "ledger", "invoice", "budget", "garden", "tomato",
          "compiler", "kernel", "thread", "socket", "packet", "river", "mountain", "violin",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.lazy import resolve
 from engine.offline import keep_offline
 
 keep_offline()  # before any library loads: no telemetry, no download (engine/offline.py)
@@ -329,9 +330,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        module, _, attr = _WHERE[name].partition(":")
-        return getattr(importlib.import_module(module), attr or name)
-    raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    return resolve(_WHERE, __name__, name)

@@ -27,13 +27,13 @@ LAYER_OF = {
     "errors": "base", "types": "base", "api": "base", "paths": "base", "pathnames": "base",
     "blas": "base", "metrics": "base", "config_base": "base", "tokens": "base",
     "offline": "base", "calls": "base", "events": "base", "protocol": "base", "pools": "base",
-    "limits": "base",
+    "limits": "base", "lazy": "base",
     "crypto": "parts", "embedding": "parts", "store": "parts", "ingest": "parts",
     "retrieval": "parts", "packing": "parts", "surrogates": "parts", "recall": "parts",
     "access": "parts", "backup": "parts", "watching": "parts",
     "config": "config",
     "flows": "flows",
-    "facade": "facade", "__init__": "facade",
+    "facade": "facade", "__init__": "facade", "lab": "facade",
 }
 
 
