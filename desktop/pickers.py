@@ -7,9 +7,10 @@ folder last chosen in any of them is where the next one opens, for this run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from desktop.qt import QFileDialog, QWidget
+from desktop.qt import QFileDialog, QHBoxLayout, QLineEdit, QPushButton, QWidget
 
 _last: list[str] = []  # the folder of the last choice, this run
 
@@ -55,3 +56,22 @@ def save_file(parent: QWidget | None, title: str, name: str) -> str:
     chosen, _ = QFileDialog.getSaveFileName(parent, title, str(Path(start_folder()) / name))
     remember(chosen)
     return chosen
+
+
+def path_row(placeholder: str, choose: Callable[[], str]) -> tuple[QLineEdit, QHBoxLayout]:
+    """A path typed in a line edit or chosen with a "Choose…" button beside it (``choose``
+    runs one of the pickers above; a choice fills the edit): the edit, and the row of both."""
+    edit = QLineEdit()
+    edit.setPlaceholderText(placeholder)
+    pick = QPushButton("Choose…")
+
+    def chosen() -> None:
+        path = choose()
+        if path:
+            edit.setText(path)
+
+    pick.clicked.connect(chosen)
+    row = QHBoxLayout()
+    row.addWidget(edit, 1)
+    row.addWidget(pick)
+    return edit, row

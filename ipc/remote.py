@@ -183,6 +183,14 @@ class RemoteEngine:
         return [SourceInfo.from_dict(s)
                 for s in self._call("sources", _drop_none(project=project))]
 
+    def _followed(self, job_id: str) -> JobSnapshot:
+        """Follow job ``job_id`` here (by polling ``job``) to its end; a failed job raises
+        its error."""
+        snap = self.wait(job_id)
+        if snap.state == "failed" and snap.error is not None:
+            raise snap.error.to_error()
+        return snap
+
     def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
         """Delete a source by id, uri or path (sent as a string; the engine reads ids back).
 
@@ -193,9 +201,7 @@ class RemoteEngine:
         result = DeleteResult.from_dict(self._call("delete", {"source": str(source),
                                                               "wait": False}))
         if wait and result.job:
-            snap = self.wait(result.job)
-            if snap.state == "failed" and snap.error is not None:
-                raise snap.error.to_error()
+            self._followed(result.job)
         return result
 
     def compact(self, *, wait: bool = True) -> CompactResult:
@@ -204,9 +210,7 @@ class RemoteEngine:
         result = CompactResult.from_dict(self._call("compact", {"wait": False}))
         if not wait:
             return result
-        snap = self.wait(result.job)
-        if snap.state == "failed" and snap.error is not None:
-            raise snap.error.to_error()
+        snap = self._followed(result.job)
         return CompactResult(result.job, snap.bytes_total, snap.bytes)
 
     def rotate_key(self, *, wait: bool = True) -> KeyChangeResult:
@@ -215,9 +219,7 @@ class RemoteEngine:
         result = KeyChangeResult.from_dict(self._call("rotate_key", {"wait": False}))
         if not wait:
             return result
-        snap = self.wait(result.job)
-        if snap.state == "failed" and snap.error is not None:
-            raise snap.error.to_error()
+        self._followed(result.job)
         return result
 
     def forget_folder(self, folder: str) -> bool:

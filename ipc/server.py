@@ -22,7 +22,7 @@ import time
 import traceback
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
@@ -46,6 +46,15 @@ from ipc.wire import (
 __all__ = ["Server"]
 
 log = logging.getLogger(__name__)
+
+
+def _waiting(sock: zmq.Socket[bytes], most: int) -> Iterator[list[bytes]]:
+    """The messages already waiting on ``sock``, at most ``most`` of them (no blocking)."""
+    for _ in range(most):
+        try:
+            yield sock.recv_multipart(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return
 
 
 class Server:
@@ -191,21 +200,13 @@ class Server:
             self._done.set()
 
     def _forward_replies(self) -> None:
-        for _ in range(1024):
-            try:
-                frames = self._pull.recv_multipart(zmq.NOBLOCK, copy=True)
-            except zmq.Again:
-                return
+        for frames in _waiting(self._pull, 1024):
             self._in_flight -= 1
             if frames != [b""]:  # an empty message only settles the count
                 self._send(frames)
 
     def _receive_requests(self) -> None:
-        for _ in range(256):
-            try:
-                frames = self._router.recv_multipart(zmq.NOBLOCK, copy=True)
-            except zmq.Again:
-                return
+        for frames in _waiting(self._router, 256):
             self._count("received")
             try:
                 self._handle(frames)

@@ -22,10 +22,7 @@ from desktop.dialogs.checked import CheckedDialog, password_field
 from desktop.messages import error_text
 from desktop.qt import (
     QDialogButtonBox,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QPushButton,
     QVBoxLayout,
     QWidget,
 )
@@ -50,13 +47,8 @@ class RestoreDialog(CheckedDialog):
                        "passphrase of the day it was taken, or with your recovery key."
                        + (" " + note if note else ""))
         intro.setWordWrap(True)
-        self.path = QLineEdit()
-        self.path.setPlaceholderText("the backup file")
-        pick = QPushButton("Choose…")
-        pick.clicked.connect(self._pick)
-        row = QHBoxLayout()
-        row.addWidget(self.path, 1)
-        row.addWidget(pick)
+        self.path, row = pickers.path_row("the backup file", lambda: pickers.open_file(
+            self, "Restore from a backup", "ctx backups (*.ctxbackup);;All files (*)"))
         self.secret = password_field("Passphrase of that day, or the recovery key")
         keychain_note = QLabel("Passphrase of that day, or the recovery key. Leave it empty "
                                "if the backup's key is in this computer's keychain.")
@@ -77,12 +69,6 @@ class RestoreDialog(CheckedDialog):
         for w in (keychain_note, self.secret, new_note, self.new, self.error, self.buttons):
             layout.addWidget(w)
         self.setMinimumWidth(520)
-
-    def _pick(self) -> None:
-        path = pickers.open_file(self, "Restore from a backup",
-                                 "ctx backups (*.ctxbackup);;All files (*)")
-        if path:
-            self.path.setText(path)
 
     def validate(self) -> str | None:
         path = self.path.text().strip()

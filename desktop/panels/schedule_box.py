@@ -19,7 +19,6 @@ from desktop.qt import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLineEdit,
     QPushButton,
     QSpinBox,
     QWidget,
@@ -32,13 +31,8 @@ class ScheduleBox(QGroupBox):
         super().__init__("Scheduled backups", parent)
         form = QFormLayout(self)
         self.schedule = QCheckBox("Back the store up automatically")
-        self.folder = QLineEdit()
-        self.folder.setPlaceholderText("a folder, ideally on another disk")
-        pick = QPushButton("Choose…")
-        pick.clicked.connect(self._pick_folder)
-        where = QHBoxLayout()
-        where.addWidget(self.folder, 1)
-        where.addWidget(pick)
+        self.folder, where = pickers.path_row("a folder, ideally on another disk",
+                                              lambda: pickers.folder(self, "Backup folder"))
         self.keep = QSpinBox()
         self.keep.setRange(1, 1000)
         self.keep.setSuffix(" backups")
@@ -82,7 +76,3 @@ class ScheduleBox(QGroupBox):
             return error_text(exc)
         return None
 
-    def _pick_folder(self) -> None:
-        folder = pickers.folder(self, "Backup folder")
-        if folder:
-            self.folder.setText(folder)

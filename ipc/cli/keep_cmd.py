@@ -19,7 +19,7 @@ from typing import Any
 from engine import InvalidInput
 from ipc.cli.backend import open_backend
 from ipc.cli.output import emit_json, fmt_bytes, fmt_time
-from ipc.cli.progress import while_watching
+from ipc.cli.progress import StatusLine, while_watching
 
 EXPORT_WARNING = (
     "ctx export writes your sources as PLAINTEXT to {path}: there they leave ctx's "
@@ -103,15 +103,14 @@ def add_keep_parsers(sub: Any) -> None:
 
 # -- backup -------------------------------------------------------------------------------
 
-class ByteProgress:
+class ByteProgress(StatusLine):
     """A backup's progress on stderr: bytes done of bytes in all (redrawn on a terminal,
     a line every few seconds otherwise)."""
 
     def __init__(self, what: str) -> None:
+        super().__init__(sys.stderr)
         self.what = what
-        self.tty = sys.stderr.isatty()
         self._last = 0.0
-        self._drawn = False
 
     def update(self, done: int, total: int) -> None:
         now = time.monotonic()
@@ -119,15 +118,7 @@ class ByteProgress:
             return  # nothing to say until the size is known (never "0 B of 0 B")
         self._last = now
         pct = 100.0 * done / total if total else 0.0
-        text = f"{self.what}: {fmt_bytes(done)} of {fmt_bytes(total)} ({pct:.0f}%)"
-        sys.stderr.write(("\r" + text.ljust(70)) if self.tty else text + "\n")
-        sys.stderr.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self.tty and self._drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self.draw(f"{self.what}: {fmt_bytes(done)} of {fmt_bytes(total)} ({pct:.0f}%)", 70)
 
 
 def _watch(backend: Any, kind: str, call: Any) -> Any:

@@ -42,21 +42,40 @@ class _Rate:
         self._samples = []
 
 
-class JobProgress:
+class StatusLine:
+    """One line of progress on ``stream``: redrawn in place on a terminal, a new line
+    each time otherwise; ``close`` ends a line drawn in place."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._drawn = False
+
+    def draw(self, text: str, width: int) -> None:
+        """``text`` as the line (padded to ``width`` on a terminal)."""
+        self.stream.write(("\r" + text.ljust(width)) if self.tty else text + "\n")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class JobProgress(StatusLine):
     """Draws one job's progress; ``describe(job_id)`` tells what a job is (for the
     one a queued job waits behind)."""
 
     def __init__(self, stream: TextIO = sys.stderr, every_s: float = EVERY_S,
                  after_s: float = AFTER_S,
                  describe: Callable[[str], JobSnapshot | None] | None = None) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
+        super().__init__(stream)
         self.every_s = 0.2 if self.tty else every_s
         self.after_s = after_s
         self.describe = describe
         self._t0 = time.monotonic()
         self._last = 0.0
-        self._drawn = False
         self._stage = ""
         self._rate = _Rate()
 
@@ -131,17 +150,7 @@ class JobProgress:
             return
         self._last = now
         text = self.line(snap, now)
-        if self.tty:
-            self.stream.write("\r" + text[:150].ljust(min(150, max(100, len(text)))))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self.tty and self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.draw(text[:150] if self.tty else text, min(150, max(100, len(text))))
 
 
 def long_op_done(snap: JobSnapshot) -> str:

@@ -68,12 +68,13 @@ def rebuild_text(chunks: Sequence[rows.ExportChunk]) -> str:
     return out
 
 
-def _record(rt: Runtime, s: rows.ExportSource) -> dict[str, Any]:
+def _record(rt: Runtime, source: rows.ExportSource) -> dict[str, Any]:
+    s = source.info
     chunks = rows.chunks(rt.vault, s.id)
     return {
         "uri": s.uri, "kind": s.kind, "title": s.title, "fmt": s.fmt, "project": s.project,
         "created_at": s.created_at, "ingested_at": s.ingested_at,
-        "content_hash": s.content_hash, "bytes": s.bytes, "meta": s.meta,
+        "content_hash": s.content_hash, "bytes": s.bytes, "meta": source.meta,
         "text": rebuild_text(chunks),
         "chunks": [c._asdict() for c in chunks],
         "surrogates": rows.surrogates(rt.vault, s.id),

@@ -346,27 +346,22 @@ def settle_closed(data_dir: str | Path | None) -> Path:
 def change_passphrase(data_dir: str | Path | None, new: str, *, passphrase: str | None = None,
                       recovery_key: str | None = None) -> KeyChangeResult:
     """A new passphrase (unlocked by the old one, or by the recovery key)."""
-    root = settle_closed(data_dir)
-    key_changes.change_passphrase(root, load_config(root).keys, new, passphrase=passphrase,
-                                  recovery_key=recovery_key)
-    return _result("passphrase", root)
+    return _closed_change(data_dir, "passphrase", lambda root: key_changes.change_passphrase(
+        root, load_config(root).keys, new, passphrase=passphrase, recovery_key=recovery_key))
 
 
 def use_passphrase(data_dir: str | Path | None, new: str, *, passphrase: str | None = None,
                    recovery_key: str | None = None) -> KeyChangeResult:
     """Keep the key under a passphrase instead of the OS keychain."""
-    root = settle_closed(data_dir)
-    key_changes.use_passphrase(root, load_config(root).keys, new, passphrase=passphrase,
-                               recovery_key=recovery_key)
-    return _result("use-passphrase", root)
+    return _closed_change(data_dir, "use-passphrase", lambda root: key_changes.use_passphrase(
+        root, load_config(root).keys, new, passphrase=passphrase, recovery_key=recovery_key))
 
 
 def use_keychain(data_dir: str | Path | None, *, passphrase: str | None = None,
                  recovery_key: str | None = None) -> KeyChangeResult:
     """Keep the key in the OS keychain (again, after the keychain lost it)."""
-    root = settle_closed(data_dir)
-    key_changes.use_keychain(root, passphrase=passphrase, recovery_key=recovery_key)
-    return _result("use-keychain", root)
+    return _closed_change(data_dir, "use-keychain", lambda root: key_changes.use_keychain(
+        root, passphrase=passphrase, recovery_key=recovery_key))
 
 
 def renew_recovery_key(data_dir: str | Path | None, *, passphrase: str | None = None,
@@ -376,6 +371,15 @@ def renew_recovery_key(data_dir: str | Path | None, *, passphrase: str | None = 
     root = settle_closed(data_dir)
     text = key_changes.renew_recovery_key(root, passphrase=passphrase, recovery_key=recovery_key)
     return dataclasses.replace(_result("recovery", root), recovery_key=text)
+
+
+def _closed_change(data_dir: str | Path | None, what: str,
+                   change: Callable[[Path], object]) -> KeyChangeResult:
+    """``change`` made to the key record of a closed store (a rotation left half done
+    settled first), and its result."""
+    root = settle_closed(data_dir)
+    change(root)
+    return _result(what, root)
 
 
 def _result(what: str, root: Path) -> KeyChangeResult:

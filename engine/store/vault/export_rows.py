@@ -10,20 +10,15 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from engine.api import SourceInfo
 from engine.store.vault.core import Vault
+from engine.store.vault.sources import SOURCE_COLUMNS
 
 
 class ExportSource(NamedTuple):
-    id: int
-    uri: str
-    kind: str
-    title: str
-    fmt: str
-    content_hash: str
-    bytes: int
-    created_at: float | None
-    ingested_at: float
-    project: str | None
+    """A ready source to export: as ``sources.list_ready`` lists it, and its meta."""
+
+    info: SourceInfo
     meta: dict[str, Any]
 
 
@@ -51,13 +46,12 @@ def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
     last = 0
     while True:
         rows = vault._query(
-            "SELECT id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, "
-            f"project, meta FROM sources WHERE {' AND '.join(where)} AND id > ? "
+            f"SELECT {SOURCE_COLUMNS}, meta FROM sources WHERE {' AND '.join(where)} AND id > ? "
             "ORDER BY id LIMIT 200", [*args, last])
         if not rows:
             return
         for r in rows:
-            yield ExportSource._make([*r[:10], json.loads(r[10] or "{}")])
+            yield ExportSource(SourceInfo(*r[:-1]), json.loads(r[-1] or "{}"))
         last = rows[-1][0]
 
 

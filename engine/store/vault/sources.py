@@ -30,13 +30,13 @@ from engine.store.vault.aliases import retire_versions
 from engine.store.vault.core import Vault
 from engine.types import ChunkDraft, LoadedDocument
 
-_COLS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
+SOURCE_COLUMNS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
          "tokens, project, CASE embedded WHEN 0 THEN 'keyword' ELSE 'ready' END")
 
 
 def list_ready(vault: Vault, *, project: str | None = None) -> list[SourceInfo]:
     """Every stored source (keyword-ready or fully ready), by id."""
-    sql = f"SELECT {_COLS} FROM sources WHERE state = 'ready'"
+    sql = f"SELECT {SOURCE_COLUMNS} FROM sources WHERE state = 'ready'"
     args: tuple[Any, ...] = ()
     if project is not None:
         sql += " AND project = ?"
