@@ -264,6 +264,10 @@ class TurnRoleConfig:
     # one (``diagnosis``, read in ``turn_roles.assistant_words``): recall dev,
     # bench.recall_quality (docs/tuning.md).
     cause_bonus: float = bounded(0.03, 0.0, 1.0)
+    # Only the best ``cause_reach`` ranked chunks are read for a cause (the bonus lifts
+    # none from further down into the hits; reading all 500 cost ~10 ms): recall dev,
+    # bench.recall_quality (docs/tuning.md).
+    cause_reach: int = bounded(60, 1, 10_000)
     # Subtracted from a chunk's score for each better chunk of its session that leads
     # with the same assistant words (``turn_roles.repeat_penalties``): recall dev,
     # bench.recall_quality (docs/tuning.md).

@@ -34,7 +34,8 @@ def _role_chunk(row: ChunkRow, cfg: TurnRoleConfig, cause: bool) -> RoleChunk:
 def preferred(query: str, ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow],
               cfg: TurnRoleConfig) -> list[Ranked]:
     """``ranked`` with each chunk's role bonus added to its score, sorted again (stable);
-    unchanged when the question asks for no role."""
+    unchanged when the question asks for no role. A chunk is read for a cause only among
+    the first ``cfg.cause_reach``."""
     if not cfg.on:
         return list(ranked)
     known = [(cid, score, feats) for cid, score, feats in ranked if cid in rows]
@@ -43,8 +44,8 @@ def preferred(query: str, ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow]
     if not cfg.wanted(query, tools):
         return list(ranked)
     cause = bool(cfg.asks(query).get("cause") and cfg.cause_bonus)
-    bonus = role_bonuses(query, [_role_chunk(rows[cid], cfg, cause) for cid, _, _ in known],
-                         cfg)
+    bonus = role_bonuses(query, [_role_chunk(rows[cid], cfg, cause and i < cfg.cause_reach)
+                                 for i, (cid, _, _) in enumerate(known)], cfg)
     if not any(bonus):
         return list(ranked)
     out = [(cid, score + b, feats) for (cid, score, feats), b in zip(known, bonus, strict=True)]

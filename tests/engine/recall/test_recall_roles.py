@@ -263,6 +263,8 @@ def test_a_cause_question_ranks_the_diagnosis_above_the_error() -> None:
         1, 3, 2]
     off = TurnRoleConfig(cause_bonus=0.0)
     assert preferred(asked, ranked, rows, off) == ranked
+    near = TurnRoleConfig(cause_bonus=0.05, cause_reach=2)  # the diagnosis is 3rd: not read
+    assert [c for c, _, _ in preferred(asked, ranked, rows, near)] == [1, 3, 2]
     chunks = [RoleChunk("turn_pair", "a", 1, diagnosis=True), RoleChunk("tool", "a", 2)]
     assert role_bonuses(asked, chunks, cfg) == [0.05, 0.0]
     assert TurnRoleConfig().cause_bonus == 0.03  # on by default (docs/tuning.md)
