@@ -117,8 +117,9 @@ def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str,
     """The cached store of about ``size`` chunks: ``sessions_for(size)`` replayed
     transcript sessions (``ContextEngine.sync``, then the fit it queues), then documents
     up to ``size`` (``ContextEngine.ingest``), every vector from ``MiniLMLike``.
-    ``embedder``: another MiniLMLike (tests give one of a small sample). Returns the
-    store and, when built now, what the build took."""
+    ``embedder``: another MiniLMLike (tests give one of a small sample). A build cut
+    short resumes where it stopped (sync and ingest skip what the store holds). Returns
+    the store and, when built now, what the build took; progress is printed every 30 s."""
     from bench.recall_scale import synthesize
     from bench.scale_vectors import MiniLMLike
     from engine import ContextEngine
@@ -126,26 +127,32 @@ def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str,
     store = store_dir(cache, size)
     if (store / "READY").exists():
         return store, None
-    shutil.rmtree(store, ignore_errors=True)
+    resumed = (store / "data").exists()
     sessions = synthesize(cache, sessions_for(size))
+    docs = cache / f"docs-v{VERSION}-{size}"
     eng = ContextEngine.open(store / "data", embedder=embedder or MiniLMLike())
     t = time.perf_counter()
     res = eng.sync([str(sessions)])
     if res.adapt_job:
         eng.wait(res.adapt_job)
     sync_s = time.perf_counter() - t
-    session_chunks = eng.status().chunks
-    docs = cache / f"docs-v{VERSION}-{size}"
-    shutil.rmtree(docs, ignore_errors=True)
-    write_docs(docs, max(0, size - session_chunks), round(DELETE_SHARE * size))
+    session_chunks = sum(s.n_chunks for s in eng.sources() if not s.uri.startswith(str(docs)))
+    if not (docs / "READY").exists():
+        shutil.rmtree(docs, ignore_errors=True)
+        write_docs(docs, max(0, size - session_chunks), round(DELETE_SHARE * size))
+        (docs / "READY").write_text("")
+    before = eng.status().chunks
     t = time.perf_counter()
-    eng.wait(eng.ingest(paths=[str(docs)]))
+    job = eng.ingest(paths=[str(docs)])
+    while eng.wait(job, timeout=30).finished is None:
+        print(f"  {size}: {eng.status().chunks} chunks, {time.perf_counter() - t:.0f} s; "
+              f"load {machine_state()}", flush=True)
     ingest_s = time.perf_counter() - t
     n = eng.status().chunks
     eng.close()
     info = {"chunks": n, "session_chunks": session_chunks, "sessions": sessions_for(size),
-            "sync_s": sync_s, "ingest_s": ingest_s, "docs": str(docs),
-            "rate": (n - session_chunks) / ingest_s if ingest_s else 0.0}
+            "sync_s": sync_s, "ingest_s": ingest_s, "docs": str(docs), "resumed": resumed,
+            "rate": (n - before) / ingest_s if ingest_s else 0.0}
     (store / "READY").write_text(json.dumps(info))
     return store, info
 
@@ -314,7 +321,9 @@ def digest(store: Path, queries: int, sample: str | None = None) -> dict[str, An
     embedding input, and build_context, search and recall for the fixed questions
     (``bench.digest.RunDigest``; recall's hits by chunk id, exact score and text). Two
     fresh builds of one size that print the same digests are the same store to the bit
-    and rank the same (the run is under PYTHONHASHSEED=0: ``bench.digest``)."""
+    and rank the same (the run is under PYTHONHASHSEED=0: ``bench.digest``). The
+    contexts are packed without their clock line (``packing.include_time`` off): it
+    holds the minute of the call."""
     from bench.digest import RunDigest
     from engine import ContextEngine
     from engine.lab import embed_inputs
@@ -322,6 +331,7 @@ def digest(store: Path, queries: int, sample: str | None = None) -> dict[str, An
     model = query_model(sample)
     run = RunDigest()
     vecs, hits = hashlib.sha256(), hashlib.sha256()
+    os.environ["CTX__PACKING__INCLUDE_TIME"] = "false"  # no "[now · minute]" line
     with ContextEngine.open(store / "data", embedder=model, create=False) as eng:
         after = count = 0
         while page := embed_inputs(eng.rt.vault, after, 1000):
