@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from engine.api import SourceInfo
 from engine.store.vault.core import Vault
+from engine.store.vault.rows import where_equal
 from engine.store.vault.sources import SOURCE_COLUMNS
 
 
@@ -36,13 +37,9 @@ class ExportChunk(NamedTuple):
 def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
             ) -> Iterator[ExportSource]:
     """The ready sources to export, in id order (read a page at a time)."""
-    where, args = ["state = 'ready'"], []
-    if kind is not None:
-        where.append("kind = ?")
-        args.append(kind)
-    if project is not None:
-        where.append("project = ?")
-        args.append(project)
+    where: list[str] = ["state = 'ready'"]
+    args: list[Any] = []
+    where_equal(where, args, {"kind": kind, "project": project})
     last = 0
     while True:
         rows = vault._query(

@@ -74,47 +74,30 @@ def damaged(code: int, running: bool = True) -> VaultDamaged:
                         f"{RESTORE}")
 
 
+def _naming_damage(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``sqlite.Cursor``'s ``method``, its damage errors raised as ``VaultDamaged``."""
+
+    def call(self: VaultCursor, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except sqlite.DatabaseError as exc:
+            raise self._fail(exc) from None
+    call.__name__ = method.__name__
+    return call
+
+
 class VaultCursor(sqlite.Cursor):
     """A cursor whose damage errors come out as ``VaultDamaged`` (see the module doc)."""
 
     def _fail(self, exc: sqlite.DatabaseError) -> BaseException:
         return getattr(self.connection, "translate", _same)(exc)
 
-    def execute(self, sql: str, parameters: Any = ()) -> Any:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite.DatabaseError as exc:
-            raise self._fail(exc) from None
-
-    def executemany(self, sql: str, seq: Any) -> Any:
-        try:
-            return super().executemany(sql, seq)
-        except sqlite.DatabaseError as exc:
-            raise self._fail(exc) from None
-
-    def fetchone(self) -> Any:
-        try:
-            return super().fetchone()
-        except sqlite.DatabaseError as exc:
-            raise self._fail(exc) from None
-
-    def fetchmany(self, size: int | None = None) -> list[Any]:
-        try:
-            return super().fetchmany(self.arraysize if size is None else size)
-        except sqlite.DatabaseError as exc:
-            raise self._fail(exc) from None
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return super().fetchall()
-        except sqlite.DatabaseError as exc:
-            raise self._fail(exc) from None
-
-    def __next__(self) -> Any:
-        try:
-            return super().__next__()
-        except sqlite.DatabaseError as exc:
-            raise self._fail(exc) from None
+    execute = _naming_damage(sqlite.Cursor.execute)
+    executemany = _naming_damage(sqlite.Cursor.executemany)
+    fetchone = _naming_damage(sqlite.Cursor.fetchone)
+    fetchmany = _naming_damage(sqlite.Cursor.fetchmany)
+    fetchall = _naming_damage(sqlite.Cursor.fetchall)
+    __next__ = _naming_damage(sqlite.Cursor.__next__)
 
 
 class VaultConnection(sqlite.Connection):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from engine.store.vault.core import Vault
+from engine.store.vault.rows import where_equal
 
 
 class SessionRow(NamedTuple):
@@ -33,12 +34,7 @@ def recent_sessions(vault: Vault, project: str | None, branch: str | None, limit
     chunk is newest, newest first; sub-agents' sessions are left out."""
     where = ["s.state = 'ready'", "s.kind = 'transcript'", "c.session IS NOT NULL"]
     args: list[Any] = []
-    if project is not None:
-        where.append("s.project = ?")
-        args.append(project)
-    if branch is not None:
-        where.append("json_extract(c.meta, '$.branch') = ?")
-        args.append(branch)
+    where_equal(where, args, {"s.project": project, "json_extract(c.meta, '$.branch')": branch})
     rows = vault._query(
         "SELECT c.session, min(c.time), max(c.time), "
         "sum(c.kind = 'turn_pair' AND json_extract(c.meta, '$.part') IS NULL), sum(c.failure), "
@@ -63,9 +59,7 @@ def failure_ids(vault: Vault, project: str | None, limit: int) -> list[int]:
     given), newest first."""
     where = ["s.state = 'ready'", "s.kind = 'transcript'", "c.failure = 1"]
     args: list[Any] = []
-    if project is not None:
-        where.append("s.project = ?")
-        args.append(project)
+    where_equal(where, args, {"s.project": project})
     return [r[0] for r in vault._query(
         f"SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id "
         f"WHERE {' AND '.join(where)} ORDER BY c.time DESC, c.id DESC LIMIT ?", (*args, limit))]

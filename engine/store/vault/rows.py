@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,15 @@ class Filters:
                     or self.project is not None or self.branch is not None)
 
 
+
+
+def where_equal(where: list[str], args: list[Any], equal: Mapping[str, Any]) -> None:
+    """Add ``column = ?`` to ``where``, and its value to ``args``, for each column of
+    ``equal`` whose value is given (not None)."""
+    for column, value in equal.items():
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
 
 
 CHUNK_COLUMNS = (
