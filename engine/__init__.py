@@ -9,6 +9,7 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
 - its results and events (engine.api): ``JobSnapshot``, ``Payload``, ``SearchHit``,
   ``RecallResult``, ``Status``..., ``JobChanged``, ``BuildDone``, ``AlertRaised``...;
 - who calls: ``caller`` (a context manager the hosts of other processes use);
+- the wire form of any result (or list or mapping of them): ``jsonable``;
 - errors: ``CtxError`` and every class under it, ``error_from_dict``;
 - config: ``Config``, ``load_config``, ``check_config`` (a table checked as store open
   checks it, before it is written), ``parse_config_section``;
@@ -67,6 +68,7 @@ _WHERE: dict[str, str] = {
     "repair_store": "engine.facade", "probe_store": "engine.access",
     "EngineAPI": "engine.protocol", "ENGINE_METHODS": "engine.protocol",
     "caller": "engine.calls", "Caller": "engine.calls",
+    "jsonable": "engine.api.base",
     "Config": "engine.config", "load_config": "engine.config",
     "check_config": "engine.config:check",
     "parse_config_section": "engine.config_base:from_dict",
@@ -129,6 +131,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         WatchChanged,
         WatchReport,
     )
+    from engine.api.base import jsonable
     from engine.backup.config import BackupConfig
     from engine.backup.schedule import backup_due, backups_to_prune
     from engine.calls import Caller, caller
@@ -310,6 +313,7 @@ __all__ = [
     "headless_key_file",
     "headless_passphrase",
     "init_store",
+    "jsonable",
     "keychain_available",
     "load_config",
     "looks_like_recovery_key",

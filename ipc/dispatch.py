@@ -2,7 +2,7 @@
 
 :data:`CALLS` is the server's explicit method table: a method's name maps to
 a function of (engine, validated params) that returns the engine's typed
-result (``engine.api``); :func:`encode` turns that result into its wire JSON
+result (``engine.api``); :func:`engine.jsonable` turns that result into its wire JSON
 (``to_dict``). ``ping`` and ``shutdown`` are the server's own and are not here.
 The params have passed the method's schema (ipc.wire), so their names are
 the engine's parameter names.
@@ -15,7 +15,7 @@ from typing import Any
 
 from engine import EngineAPI
 
-__all__ = ["CALLS", "encode"]
+__all__ = ["CALLS"]
 
 Call = Callable[[EngineAPI, Mapping[str, Any]], Any]
 
@@ -40,14 +40,3 @@ CALLS: dict[str, Call] = {
     "verify_backup": lambda e, p: e.verify_backup(**p),
     "export": lambda e, p: e.export(**p),
 }
-
-
-def encode(result: Any) -> Any:
-    """The wire JSON of an engine result: ``to_dict()`` of each typed object in it."""
-    if hasattr(result, "to_dict"):
-        return result.to_dict()
-    if isinstance(result, (list, tuple)):
-        return [encode(r) for r in result]
-    if isinstance(result, Mapping):
-        return {str(k): encode(v) for k, v in result.items()}
-    return result

@@ -28,8 +28,8 @@ from typing import Any, Self
 
 import zmq
 
-from engine import CtxError, EngineAPI, InternalError, caller
-from ipc.dispatch import CALLS, encode
+from engine import CtxError, EngineAPI, InternalError, caller, jsonable
+from ipc.dispatch import CALLS
 from ipc.endpoints import check_loopback, needs_ipv6
 from ipc.errors import MessageTooLarge, ServerUnavailable
 from ipc.replies import error_body, wire_error
@@ -346,7 +346,7 @@ class Server:
         result = CALLS[method](self._engine, params)
         if method == "status":  # the serving process's counters travel with it
             result = dataclasses.replace(result, server=self.stats())
-        return encode(result)
+        return jsonable(result)
 
     # -- teardown -----------------------------------------------------------------------
 

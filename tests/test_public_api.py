@@ -15,7 +15,7 @@ def test_engine_exports() -> None:
     assert sorted(engine.__all__) == sorted([
         # the engine, its protocol, who calls it
         "ContextEngine", "EngineAPI", "ENGINE_METHODS", "init_store", "repair_store",
-        "probe_store", "caller", "Caller",
+        "probe_store", "caller", "Caller", "jsonable",
         # results and events (engine.api)
         "Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BuildDone", "BuildItem",
         "CompactResult", "DeleteResult", "ErrorInfo", "Event", "FileIssue", "Histogram", "JobChanged", "JobProgress",

@@ -33,6 +33,8 @@ class Plain:
 
 
 def jsonable(value: Any) -> Any:
+    """The wire form of ``value``: ``to_dict()`` of each public result in it, lists for
+    tuples, string keys for mappings (ipc's server sends every reply through it)."""
     if isinstance(value, Plain):
         return value.to_dict()
     if isinstance(value, (tuple, list)):

@@ -18,7 +18,7 @@ from typing import Any
 
 from engine import InvalidInput
 from ipc.cli.backend import open_backend
-from ipc.cli.output import emit_json, fmt_bytes, fmt_time
+from ipc.cli.output import emit_json, emit_result, fmt_bytes, fmt_time
 from ipc.cli.progress import StatusLine, while_watching
 
 EXPORT_WARNING = (
@@ -227,9 +227,6 @@ def cmd_export(args: argparse.Namespace) -> int:
                                 project=args.project)
     finally:
         backend.close()
-    if args.json:
-        emit_json(result.to_dict())
-    else:
-        print(f"exported {result.sources} sources ({result.chunks} chunks, "
-              f"{fmt_bytes(result.bytes)}) as {result.format} to {result.path}")
+    emit_result(result, args.json, f"exported {result.sources} sources ({result.chunks} "
+                f"chunks, {fmt_bytes(result.bytes)}) as {result.format} to {result.path}")
     return 0

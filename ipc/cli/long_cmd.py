@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from engine import EngineAPI, JobSnapshot, KeyChangeResult, StoreLocked
 from ipc.cli.backend import open_backend, served, stop_command
-from ipc.cli.output import emit_json
+from ipc.cli.output import emit_json, emit_result
 from ipc.cli.progress import JobProgress, job_or_none
 from ipc.cli.targets import delete_target
 
@@ -93,11 +93,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     result = CompactResult(job_id, snap.bytes_total, snap.bytes)
-    if args.json:
-        emit_json(result.to_dict())
-    else:
-        print(f"compacted: {_mb(result.bytes_before)} before, {_mb(result.bytes_after)} "
-              f"after ({_mb(result.bytes_before - result.bytes_after)} given back)")
+    emit_result(result, args.json, f"compacted: {_mb(result.bytes_before)} before, "
+                f"{_mb(result.bytes_after)} after "
+                f"({_mb(result.bytes_before - result.bytes_after)} given back)")
     return 0
 
 

@@ -17,6 +17,14 @@ def emit_json(data: Any, out: TextIO = sys.stdout) -> None:
     out.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def emit_result(result: Any, as_json: bool, line: str) -> None:
+    """A command's result: its wire form (``to_dict()``) as JSON with --json, else ``line``."""
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        print(line)
+
+
 def fmt_time(ts: float | None) -> str:
     if ts is None:
         return "-"

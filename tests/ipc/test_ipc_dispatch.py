@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
+from engine import jsonable
 from engine.api import DeleteResult, JobSnapshot
 from engine.calls import AUDITED
-from ipc.dispatch import CALLS, encode
+from ipc.dispatch import CALLS
 from ipc.wire import METHODS
 from tests.ipc.processes import REPO
 
@@ -28,6 +29,6 @@ def test_the_docs_audited_column_is_what_the_engine_audits() -> None:
 
 def test_results_are_encoded_by_their_to_dict() -> None:
     job = JobSnapshot(id="j", kind="text", state="done", created=1.0, sources=(3,))
-    assert encode(job) == job.to_dict() and encode(job)["sources"] == [3]
-    assert encode([DeleteResult(2, (1, 2), "j")]) == [{"deleted": 2, "sources": [1, 2], "job": "j"}]
-    assert encode({"job_id": "j"}) == {"job_id": "j"}
+    assert jsonable(job) == job.to_dict() and jsonable(job)["sources"] == [3]
+    assert jsonable([DeleteResult(2, (1, 2), "j")]) == [{"deleted": 2, "sources": [1, 2], "job": "j"}]
+    assert jsonable({"job_id": "j"}) == {"job_id": "j"}

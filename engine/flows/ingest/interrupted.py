@@ -18,10 +18,11 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from engine.api import JobSnapshot
 from engine.errors import CtxError
+from engine.flows.job import Job
 from engine.store.vault.core import Vault
 
 log = logging.getLogger("ctx.engine")
@@ -29,31 +30,6 @@ log = logging.getLogger("ctx.engine")
 META_KEY = "interrupted_jobs"
 # A job's fields kept with its inputs, as the last snapshot had them.
 _COUNTS = ("files_total", "files_done", "files_skipped", "files_unchanged", "chunks", "bytes")
-
-
-class EndedJob(Protocol):
-    """A job as it ended: a running ``Job`` or a ``JobSnapshot`` (read only)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def finished(self) -> float | None: ...
-    @property
-    def files_total(self) -> int: ...
-    @property
-    def files_done(self) -> int: ...
-    @property
-    def files_skipped(self) -> int: ...
-    @property
-    def files_unchanged(self) -> int: ...
-    @property
-    def chunks(self) -> int: ...
-    @property
-    def bytes(self) -> int: ...
-    @property
-    def stage(self) -> str: ...
 
 
 class InterruptedJobs:
@@ -81,8 +57,8 @@ class InterruptedJobs:
         with self._lock:
             self._by_user.add(job_id)
 
-    def finished(self, job: EndedJob) -> None:
-        """A job ended: forget it, unless something other than its asker stopped it."""
+    def finished(self, job: Job | JobSnapshot) -> None:
+        """A job ended (a running ``Job``, or a ``JobSnapshot``, read only): forget it, unless something other than its asker stopped it."""
         with self._lock:
             record = self._records.get(job.id)
             if record is None:

@@ -56,12 +56,8 @@ class Filters:
         if self.until is not None:
             parts.append(f"COALESCE({c}.time, {s}.created_at, {s}.ingested_at) <= ?")
             args.append(self.until)
-        if self.project is not None:
-            parts.append(f"{s}.project = ?")
-            args.append(self.project)
-        if self.branch is not None:
-            parts.append(f"json_extract({c}.meta, '$.branch') = ?")
-            args.append(self.branch)
+        where_equal(parts, args, {f"{s}.project": self.project,
+                                  f"json_extract({c}.meta, '$.branch')": self.branch})
         if self.source_ids is not None:
             parts.append(f"{s}.id IN ({','.join(str(int(i)) for i in self.source_ids) or 'NULL'})")
         return " AND ".join(parts), args
