@@ -145,25 +145,18 @@ def _read(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
     return data, st
 
 
+# The format families known by extension alone, in the order they are tried.
+_FAMILIES = (("markdown", fm.MARKDOWN_EXTS), ("text", fm.TEXT_EXTS), ("rst", fm.RST_EXTS),
+             ("html", fm.HTML_EXTS), ("json", fm.JSON_EXTS), ("jsonl", fm.JSONL_EXTS),
+             ("pdf", fm.PDF_EXTS), ("docx", fm.DOCX_EXTS))
+
+
 def _classify(path: Path) -> tuple[str, str | None]:
     """(format family, language) from the file name; family "unknown" means sniff."""
     ext = path.suffix.lower()
-    if ext in fm.MARKDOWN_EXTS:
-        return "markdown", None
-    if ext in fm.TEXT_EXTS:
-        return "text", None
-    if ext in fm.RST_EXTS:
-        return "rst", None
-    if ext in fm.HTML_EXTS:
-        return "html", None
-    if ext in fm.JSON_EXTS:
-        return "json", None
-    if ext in fm.JSONL_EXTS:
-        return "jsonl", None
-    if ext in fm.PDF_EXTS:
-        return "pdf", None
-    if ext in fm.DOCX_EXTS:
-        return "docx", None
+    for family, exts in _FAMILIES:
+        if ext in exts:
+            return family, None
     if ext in fm.CODE_LANGUAGES:
         return "code", fm.CODE_LANGUAGES[ext]
     name = path.name.lower()

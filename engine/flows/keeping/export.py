@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,25 +43,26 @@ EXPORT_FORMAT = 1
 MAX_FIRST_LINE = 64 * 1024
 
 
-def rebuild_text(chunks: Sequence[rows.ExportChunk]) -> str:
+def rebuild_text(chunks: Sequence[Mapping[str, Any]]) -> str:
     """A source's text from its chunks: laid at their offsets where they are slices of
     one text (overlaps kept once, gaps as line breaks), else joined by blank lines."""
     out = ""
     end = 0
     since_gap = 0  # characters of ``out`` since the last gap: chunk text, in place
-    for c in sorted(chunks, key=lambda ch: ch.ordinal):
-        stop = c.start + len(c.text)
-        if c.start >= end:
-            gap = "" if not out or c.start == end else ("\n\n" if c.start - end >= 2 else " ")
-            since_gap = (since_gap if not gap else 0) + len(c.text)
-            out += gap + c.text
+    for c in sorted(chunks, key=lambda ch: ch["ordinal"]):
+        start, text = c["start"], c["text"]
+        stop = start + len(text)
+        if start >= end:
+            gap = "" if not out or start == end else ("\n\n" if start - end >= 2 else " ")
+            since_gap = (since_gap if not gap else 0) + len(text)
+            out += gap + text
         else:
-            overlap = end - c.start
-            k = min(overlap, len(c.text))
+            overlap = end - start
+            k = min(overlap, len(text))
             at = len(out) - overlap
-            if overlap > since_gap or out[at:at + k] != c.text[:k]:
-                return "\n\n".join(ch.text for ch in chunks)  # not slices of one text
-            rest = c.text[overlap:]
+            if overlap > since_gap or out[at:at + k] != text[:k]:
+                return "\n\n".join(ch["text"] for ch in chunks)  # not slices of one text
+            rest = text[overlap:]
             out += rest
             since_gap += len(rest)
         end = max(end, stop)
@@ -76,7 +77,7 @@ def _record(rt: Runtime, source: rows.ExportSource) -> dict[str, Any]:
         "created_at": s.created_at, "ingested_at": s.ingested_at,
         "content_hash": s.content_hash, "bytes": s.bytes, "meta": source.meta,
         "text": rebuild_text(chunks),
-        "chunks": [c._asdict() for c in chunks],
+        "chunks": chunks,
         "surrogates": rows.surrogates(rt.vault, s.id),
     }
 

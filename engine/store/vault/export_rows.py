@@ -23,15 +23,8 @@ class ExportSource(NamedTuple):
     meta: dict[str, Any]
 
 
-class ExportChunk(NamedTuple):
-    ordinal: int
-    kind: str
-    heading: str
-    text: str
-    tokens: int
-    start: int
-    time: float | None
-    meta: dict[str, Any]
+# A chunk as an export writes it: these columns, by these names, in this order.
+CHUNK_FIELDS = ("ordinal", "kind", "heading", "text", "tokens", "start", "time", "meta")
 
 
 def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
@@ -52,11 +45,13 @@ def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
         last = rows[-1][0]
 
 
-def chunks(vault: Vault, source_id: int) -> list[ExportChunk]:
+def chunks(vault: Vault, source_id: int) -> list[dict[str, Any]]:
+    """A source's chunks in ordinal order, each ``CHUNK_FIELDS`` (meta parsed)."""
     rows = vault._query(
-        "SELECT ordinal, kind, heading, text, tokens, start, time, meta FROM chunks "
-        "WHERE source_id = ? ORDER BY ordinal", (source_id,))
-    return [ExportChunk._make([*r[:7], json.loads(r[7] or "{}")]) for r in rows]
+        f"SELECT {', '.join(CHUNK_FIELDS)} FROM chunks WHERE source_id = ? ORDER BY ordinal",
+        (source_id,))
+    return [dict(zip(CHUNK_FIELDS, [*r[:-1], json.loads(r[-1] or "{}")], strict=True))
+            for r in rows]
 
 
 def surrogates(vault: Vault, source_id: int) -> dict[str, str] | None:

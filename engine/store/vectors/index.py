@@ -37,6 +37,19 @@ from engine.store.vectors.ids import KeyedIds
 
 log = logging.getLogger("ctx.vectors")
 
+
+def warming_thread(warm: Callable[[], object], name: str, failed: str) -> threading.Thread:
+    """A daemon thread (named ``name``) that runs ``warm``: a failure is logged as
+    ``failed`` with the error's name, never raised (queries go on without it)."""
+
+    def run() -> None:
+        try:
+            warm()
+        except Exception as exc:  # noqa: BLE001 - a cache or prefilter is only a speed-up
+            log.warning("%s (%s)", failed, getattr(exc, "name", type(exc).__name__))
+
+    return threading.Thread(target=run, daemon=True, name=name)
+
 DeadLookup = Callable[[int], list[int]]  # source id -> ids of its deleted chunks
 _FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
@@ -460,15 +473,10 @@ class ChromaVectors(VectorStore):
         with self._exact_lock:
             if self._auto_warm is not None:
                 return
-            self._auto_warm = threading.Thread(target=self._warm_quietly, daemon=True,
-                                               name="ctx-vector-cache")
+            # queries read the index meanwhile
+            self._auto_warm = warming_thread(self.warm, "ctx-vector-cache",
+                                             "vector cache not filled")
         self._auto_warm.start()
-
-    def _warm_quietly(self) -> None:
-        try:
-            self.warm()
-        except Exception as exc:  # noqa: BLE001 - queries read the index meanwhile
-            log.warning("vector cache not filled (%s)", getattr(exc, "name", type(exc).__name__))
 
     def _query_cached(self, q: np.ndarray, k: int, found: dict[int, np.ndarray] | None
                       ) -> list[tuple[int, float]]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.store.config import StoreConfig
 from engine.store.vectors.exact_index import ExactIndex, Prefilter
-from engine.store.vectors.index import DeadLookup, VectorStore
+from engine.store.vectors.index import DeadLookup, VectorStore, warming_thread
 from engine.store.vectors.snapshot import Snapshot, SnapshotFile, fingerprint
 
 log = logging.getLogger("ctx.vectors")
@@ -165,15 +165,10 @@ class MemoryVectors(VectorStore):
         with self._lock:
             if self._later is not None and self._later.is_alive():
                 return
-            self._later = threading.Thread(target=self._warm_quietly, daemon=True,
-                                           name="ctx-vector-prefilter")
+            # queries scan every vector meanwhile
+            self._later = warming_thread(self.warm, "ctx-vector-prefilter",
+                                         "vector prefilter not set up")
             self._later.start()
-
-    def _warm_quietly(self) -> None:
-        try:
-            self.warm()
-        except Exception as exc:  # noqa: BLE001 - queries scan every vector meanwhile
-            log.warning("vector prefilter not set up (%s)", type(exc).__name__)
 
     # -- the snapshot ------------------------------------------------------------------
     def read_snapshot(self) -> Snapshot | None:
