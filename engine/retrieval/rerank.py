@@ -67,8 +67,15 @@ Ranked = tuple[K, float, dict[str, float]]  # (id, score, features)
 def scan_all(candidates: Sequence[RerankCandidate[K]], cfg: RerankConfig) -> dict[K, Any]:
     """Each candidate tokenized as ``rerank`` would (id -> its scan), ahead of the call:
     pass them as ``rerank(..., scans=)``. A scan depends on the candidate's text, time
-    and meta and on ``cfg``; give ``rerank`` scans of the same candidates and config."""
+    and meta and on ``cfg``'s ``scan_settings``; give ``rerank`` scans of the same
+    candidates under the same settings."""
     return {c.id: _Scan(c, cfg) for c in candidates}
+
+
+def scan_settings(cfg: RerankConfig) -> tuple[Any, ...]:
+    """What of ``cfg`` a scan depends on: scans made under configs of equal settings are
+    the same (a recall's second rerank, its window widened, reuses the first's)."""
+    return (cfg.scan_chars, cfg.stopwords, cfg.entity_fields)
 
 
 def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],

@@ -46,3 +46,16 @@ def test_count_cache_gives_the_encoders_counts() -> None:
     long = "x y " * counter.COUNT_CACHE_CHARS
     assert counter.count(long) == len(counter.encode(long))
     assert long not in counter._counts
+
+
+def test_the_ranks_are_the_files_line_by_line() -> None:
+    """The BPE file is parsed in one split (faster at open): every line's token and rank,
+    in the file's order, as a line-by-line parse reads them."""
+    import base64
+
+    from engine import tokens
+
+    lines = tokens._cl100k_path().read_bytes().splitlines()
+    expected = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in lines if ln)}
+    got = tokens._load_encoding()._mergeable_ranks
+    assert list(got.items()) == list(expected.items()) and len(got) == 100256

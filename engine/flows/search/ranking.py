@@ -34,7 +34,7 @@ from engine.metrics import QUERY_MS
 from engine.retrieval.config import RerankConfig
 from engine.retrieval.fusion import rrf
 from engine.retrieval.profiles import profile_of
-from engine.retrieval.rerank import RerankCandidate, rerank, scan_all
+from engine.retrieval.rerank import RerankCandidate, rerank, scan_all, scan_settings
 from engine.store.vault.rows import ChunkRow, Filters
 
 Ranked = tuple[int, float, dict[str, float]]  # (chunk id, score, features)
@@ -46,6 +46,7 @@ class RankResult:
 
     ranked: list[Ranked]
     vectors: dict[int, np.ndarray]
+    scans: PreScans | None = None  # the window's rerank scans (a second rerank reuses them)
 
 
 def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool = False,
@@ -69,7 +70,9 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
                               profile=profile_of(rows[cid].source_kind, cfg.rerank))
               for cid, score in pool]
     early = res.prepared
-    scans = early.scans if early is not None and early.cfg is cfg.rerank else None
+    known = (early.scans if early is not None
+             and scan_settings(early.cfg) == scan_settings(cfg.rerank) else {})
+    scans = {**known, **scan_all([c for c in window if c.id not in known], cfg.rerank)}
     ranked = rerank(res.analysis, window, cfg.rerank, all_features=all_features, scans=scans,
                     project=project, sessions=sessions)
     tail = res.fused[len(pool):]
@@ -77,7 +80,7 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
         floor = ranked[-1][1] if ranked else 0.0
         ranked.extend((cid, floor - 1e-6 * (j + 1), {"fused": score})
                       for j, (cid, score, _) in enumerate(tail))
-    return RankResult(ranked, vectors)
+    return RankResult(ranked, vectors, PreScans(cfg.rerank, scans))
 
 
 def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> PreScans:
@@ -239,7 +242,8 @@ def rank_stages(rt: Runtime, query: str, cfg: Config, timer: StageTimer, *,
         with timer.stage("rerank_first"):  # the sessions to expand: those ranked best
             pass1 = rank_hits(rt, cfg, res, timer=timer, project=project, sessions=sessions)
         first = pass1.ranked
-        res = dataclasses.replace(res, vectors={**pass1.vectors, **res.vectors})
+        res = dataclasses.replace(res, vectors={**pass1.vectors, **res.vectors},
+                                  prepared=pass1.scans)  # the window tokenized once
     res, added = (expand_sessions(rt, cfg, res, filters, project, sessions, first)
                   if expand_session else (res, 0))
     if added:  # the sessions' chunks are reranked with the window

@@ -181,7 +181,8 @@ class SnapshotFile:
             sealed = fh.read(size)
             if len(sealed) != size:
                 raise ValueError("truncated")
-            plain = self._aead.decrypt(frame[:12], sealed, head + struct.pack(">I", i))
+            plain = memoryview(self._aead.decrypt(frame[:12], sealed,
+                                                  head + struct.pack(">I", i)))
             if filled + len(plain) > total:
                 raise ValueError("wrong size")
             src = 0
