@@ -224,6 +224,13 @@ class SecurityPanel(QWidget):
                               parent=self)
         return dialog.secrets() if dialog.exec() else None
 
+    def _ask_current(self, title: str, text: str) -> Secrets | None:
+        """The current secret, asked for; none needed (empty Secrets) when the key is in
+        the OS keychain; None when the person cancelled."""
+        if getattr(self.status, "key_method", "") == "keychain":
+            return Secrets()
+        return self._ask(title, text, current=True, new=False)
+
     def _ask_then(self, title: str, text: str, do: Any, *, current: bool, new: bool
                   ) -> SecretDialog:
         """A secrets dialog that runs ``do(secrets, finish)`` while it stays open, so a
@@ -247,10 +254,8 @@ class SecurityPanel(QWidget):
                          recovery_key=got.recovery_key)
 
     def ask_use_keychain(self) -> None:
-        method = getattr(self.status, "key_method", "")
-        got = Secrets() if method == "keychain" else self._ask(
-            "Use the OS keychain", "Type the current passphrase (or the recovery key): the "
-            "key then goes into the OS keychain.", current=True, new=False)
+        got = self._ask_current("Use the OS keychain", "Type the current passphrase (or the "
+                                "recovery key): the key then goes into the OS keychain.")
         if got is not None:
             self.do_use_keychain(got)
 
@@ -277,10 +282,8 @@ class SecurityPanel(QWidget):
                          recovery_key=got.recovery_key)
 
     def ask_new_recovery_key(self) -> None:
-        method = getattr(self.status, "key_method", "")
-        got = Secrets() if method == "keychain" else self._ask(
-            "New recovery key", "Type the passphrase. The new recovery key replaces the "
-            "old one, which then stops opening the store.", current=True, new=False)
+        got = self._ask_current("New recovery key", "Type the passphrase. The new recovery "
+                                "key replaces the old one, which then stops opening the store.")
         if got is not None:
             self.do_new_recovery_key(got)
 

@@ -13,14 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from engine.api import (
-    BackupResult,
-    CompactResult,
-    DeleteResult,
-    ExportResult,
-    KeyChangeResult,
-    RepairResult,
-)
+from engine import api
 from engine.crypto import keys
 from engine.errors import ConfigError, CtxError, NotFound, StoreLocked
 from engine.facade.jobs import wait_ok
@@ -68,7 +61,7 @@ class Keeping:
         if reason:
             self.repair(wait=False, reason=reason)
 
-    def delete(self, source: str | int, *, wait: bool) -> DeleteResult:
+    def delete(self, source: str | int, *, wait: bool) -> api.DeleteResult:
         rt = self._live()
         if not str(source).strip().isdigit():  # a failed file the user lets go of
             self._alerts.forget_under(shown(Path(str(source).strip()).expanduser().resolve()))
@@ -83,7 +76,7 @@ class Keeping:
             self._refit(force=True)  # fitted again without them, after the delete
         rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
                         {"sources": len(what.ids), "paths": len(what.paths)})
-        result = DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
+        result = api.DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
         if wait:
             wait_ok(self._runner, job.id)
         return result
@@ -102,7 +95,7 @@ class Keeping:
             self._runner.submit("delete", deleting.delete_work(rt, self._writer, what,
                                                                resumed=True))
 
-    def repair(self, *, wait: bool, reason: str) -> RepairResult:
+    def repair(self, *, wait: bool, reason: str) -> api.RepairResult:
         result: dict[str, Any] = {"reason": reason}
         job = self._runner.submit("repair", repair_work(self._live(), reason, result))
         result["job"] = job.id
@@ -110,18 +103,18 @@ class Keeping:
             self._refit(force=True)
         if wait:
             wait_ok(self._runner, job.id)
-        return RepairResult.from_dict(result)
+        return api.RepairResult.from_dict(result)
 
-    def compact(self, *, wait: bool) -> CompactResult:
+    def compact(self, *, wait: bool) -> api.CompactResult:
         from engine.flows.keeping.compaction import compact_work
 
         job = self._runner.submit("compact", compact_work(self._live()))
         if not wait:
-            return CompactResult(job.id)
+            return api.CompactResult(job.id)
         snap = wait_ok(self._runner, job.id)
-        return CompactResult(job.id, snap.bytes_total, snap.bytes)
+        return api.CompactResult(job.id, snap.bytes_total, snap.bytes)
 
-    def rotate_key(self, *, wait: bool) -> KeyChangeResult:
+    def rotate_key(self, *, wait: bool) -> api.KeyChangeResult:
         from engine.crypto.keys import key_id
         from engine.flows.keeping.key_changes import drop_prepared, pending_key_id, rotate_work
 
@@ -142,7 +135,7 @@ class Keeping:
         old_id = key_id(self.key)
         job = self._runner.submit("rotate", rotate_work(rt, self.key, rekeyed=self._rekeyed,
                                                       before_swap=self._warm_done))
-        result = KeyChangeResult("rotate", new_id, old_key_id=old_id, job=job.id)
+        result = api.KeyChangeResult("rotate", new_id, old_key_id=old_id, job=job.id)
         if not wait:
             return result
         snap = wait_ok(self._runner, job.id)
@@ -159,7 +152,7 @@ class Keeping:
             if j.kind == "rotate" and not j.final:
                 raise StoreLocked(f"a key rotation is under way (job {j.id}): back up after it")
 
-    def backup(self, path: str, *, include_vectors: bool | None) -> BackupResult:
+    def backup(self, path: str, *, include_vectors: bool | None) -> api.BackupResult:
         from engine.flows.keeping.backup import take_backup
 
         rt = self._live()
@@ -169,7 +162,7 @@ class Keeping:
         return self._tracked("backup", lambda progress: take_backup(
             rt, self.key, path, progress=progress, include_vectors=vectors))
 
-    def verify_backup(self, path: str) -> BackupResult:
+    def verify_backup(self, path: str) -> api.BackupResult:
         from engine.flows.keeping.backup import verify_backup
 
         self._live()
@@ -180,7 +173,7 @@ class Keeping:
             path, data_key=self.key, store_id=store_id, progress=progress))
 
     def export(self, path: str, *, fmt: str, kind: str | None, project: str | None
-               ) -> ExportResult:
+               ) -> api.ExportResult:
         from engine.flows.keeping.export import export_sources
 
         rt = self._live()
