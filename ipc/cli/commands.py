@@ -105,6 +105,24 @@ def _wait_job(backend: EngineAPI, job_id: str) -> JobSnapshot:
         bar.close()
 
 
+def _engine_stopped(info: Any, exc: Exception) -> bool:
+    """Whether the engine of ``info`` has stopped (waiting up to ``STOPPING_WAIT_S`` for
+    it to end once it is stopping: it said so in its refusal ``exc``, or its connection
+    file is gone or another engine's)."""
+    from ipc.connection import pid_alive
+    from ipc.discovery import find_live
+
+    said = isinstance(exc, ServerUnavailable) and \
+        exc.details.get("reason") in ("stopping", "stopped")
+    live = None if said else find_live(info["data_dir"])
+    if live is not None and live["pid"] == info["pid"] and pid_alive(info["pid"]):
+        return False  # still serving: it did not answer
+    deadline = time.monotonic() + STOPPING_WAIT_S
+    while pid_alive(info["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not pid_alive(info["pid"])
+
+
 def _read_stdin() -> str:
     data = sys.stdin.buffer.read()
     try:
@@ -113,19 +131,35 @@ def _read_stdin() -> str:
         raise NotUtf8("standard input is not valid UTF-8") from None
 
 
+# A Ctrl-C that reaches the background engine too (a terminal's process group, as
+# `make run` starts them) stops it at the same time: the cancel asked of it is not
+# answered, and this much is waited before looking whether it is stopping (it cancels
+# its jobs itself then: ipc/serve.py). Hand-set: a cancel is answered in milliseconds.
+INTERRUPT_CALL_S = 3.0
+STOPPING_WAIT_S = 60.0  # how long a stopping engine is waited for (its stop: ~1 s)
+
+
 def _interrupted(backend: Any, job_ids: list[str], as_json: bool) -> int:
     """Ctrl-C: stop the jobs at their next safe point, say what was kept, exit 130."""
     targets = list(job_ids)
     try:
         if served(backend):
+            from ipc.remote import RemoteEngine
+
+            backend = RemoteEngine(backend.info, timeout=INTERRUPT_CALL_S, retries=0)
             for jid in targets:
                 backend.cancel_job(jid)
         else:  # this process owns the engine: nothing it queued may run on at close
             targets = [s.id for s in backend.cancel_all()] or targets
         snaps = [backend.wait(jid, 30.0) for jid in targets]
     except Exception as exc:  # noqa: BLE001 - an old server without cancel_job
-        print(f"ctx: interrupted; the jobs could not be cancelled ({type(exc).__name__})",
-              file=sys.stderr)
+        if served(backend) and _engine_stopped(backend.info, exc):
+            print("ctx: interrupted; the background engine stopped too, and its jobs with "
+                  "it at their next safe point (`ctx status` lists them at its next start)",
+                  file=sys.stderr)
+        else:
+            print(f"ctx: interrupted; the jobs could not be cancelled ({type(exc).__name__})",
+                  file=sys.stderr)
         return 130
     kept = sum(len(s.sources) for s in snaps)
     chunks = sum(s.chunks for s in snaps)
