@@ -39,6 +39,9 @@ SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB = 10, 11, 26
 SQLITE_BUSY, SQLITE_PROTOCOL = 5, 15  # a lock held or being recovered: not damage
 BUSY_TRIES = 6  # the open check tried again at 0.1, 0.2 ... 3.2 s: 6.3 s at most
 PAGE, HMAC_SIZE = 4096, 64  # SQLCipher 4's defaults: page size, HMAC-SHA512 at its end
+# SQLite never writes the page holding byte 0x40000000 (its lock bytes): a vault past
+# 1 GiB has it as zeros, with no HMAC, and checking it was a false alarm
+LOCK_PAGE = 0x40000000 // PAGE + 1
 HMAC_SALT_MASK = 0x3A
 CHECK_BLOCK = 1 << 20  # bytes read at a time by the page check
 CHECK_PAUSE_S = 0.001  # its pause between blocks (549 MB: 0.5 s of pauses)
@@ -223,7 +226,8 @@ def failed_pages(path: Path, hexkey: str, *, stop: Callable[[], bool] | None = N
     rounds, salt ^ 0x3a). Read here rather than by ``PRAGMA cipher_integrity_check``,
     which cannot be stopped: this stops at ``stop()`` (checked every MB, with a pause
     that lets queries run first) and can check ``only`` some pages again. Each page is
-    hashed with the GIL released (hashlib does for 2 KB and more)."""
+    hashed with the GIL released (hashlib does for 2 KB and more). SQLite's lock-byte
+    page (``LOCK_PAGE``, in vaults over 1 GiB) holds no data and is not checked."""
     bad: list[int] = []
     with open(path, "rb") as fh:
         salt = fh.read(16)
@@ -246,7 +250,7 @@ def failed_pages(path: Path, hexkey: str, *, stop: Callable[[], bool] | None = N
                 data = os.pread(fh.fileno(), CHECK_BLOCK, (pgno - 1) * PAGE)
                 block, at = (pgno, data), 0
             page = data[at:at + PAGE]
-            if len(page) < PAGE:
+            if len(page) < PAGE or pgno == LOCK_PAGE:
                 continue
             start = 16 if pgno == 1 else 0  # page 1 begins with the salt, in the clear
             h = inner.copy()

@@ -194,3 +194,27 @@ def test_a_page_format_the_check_does_not_know_raises_no_false_alarm(
     assert integrity.failed_pages(path, hexkey) == [3]
     monkeypatch.setattr(integrity, "PAGE", 8192)
     assert integrity.failed_pages(path, hexkey) == []
+
+
+def test_the_lock_byte_page_of_a_vault_past_1_gib_is_not_damage(tmp_path: Path) -> None:
+    """SQLite never writes the page that holds byte 0x40000000 (its lock bytes): in a vault
+    over 1 GiB it is zeros, with no HMAC. The check once called it damaged, and every read
+    of a store past about 500k chunks then failed (VaultDamaged, page 262145). A zero page
+    anywhere else is still damage. (The file is made sparse past 1 GiB: no disk used.)"""
+    from sqlcipher3 import dbapi2 as sqlite
+
+    from engine.store.vault import integrity
+
+    hexkey = "22" * 32
+    path = tmp_path / "vault.db"
+    conn = sqlite.connect(str(path))
+    conn.execute(f"PRAGMA key = \"x'{hexkey}'\"")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    lock = 0x40000000 // integrity.PAGE + 1
+    assert lock == 262145
+    with open(path, "r+b") as fh:
+        fh.truncate((lock + 1) * integrity.PAGE)
+    assert integrity.failed_pages(path, hexkey, only=[1, lock - 1, lock, lock + 1]) == [
+        lock - 1, lock + 1]
