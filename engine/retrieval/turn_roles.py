@@ -35,6 +35,7 @@ read before the second copy. Pure functions of plain data.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.retrieval.config import TurnRoleConfig
@@ -105,7 +106,7 @@ def said(kind: str, text: str) -> str | None:
     return words[:SAID_CHARS] or None
 
 
-def repeat_penalties(chunks: list[tuple[str | None, str | None]], penalty: float
+def repeat_penalties(chunks: Sequence[tuple[str | None, str | None]], penalty: float
                      ) -> list[float]:
     """For ``chunks`` (each its session and ``said`` words, best first): ``penalty`` times
     the number of chunks above it of the same session that lead with the same words."""

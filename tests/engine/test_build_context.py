@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.errors import (
+    CtxError,
     EmptyQuery,
     InvalidBudget,
     InvalidInput,
@@ -72,7 +74,8 @@ def test_budget_zero_is_refused(filled: ContextEngine) -> None:
     ({"query": "deploy", "live": [{"kind": "other", "text": "x", "secret": 1}]}, InvalidInput),
     ({"query": "deploy", "conversation": "not a list"}, InvalidInput),
 ])
-def test_bad_input_has_stable_codes(filled: ContextEngine, kwargs: dict, error: type) -> None:
+def test_bad_input_has_stable_codes(filled: ContextEngine, kwargs: dict[str, Any],
+                                    error: type[CtxError]) -> None:
     before = filled.status().chunks
     with pytest.raises(error) as info:
         filled.build_context(**kwargs)
@@ -152,7 +155,7 @@ def test_live_and_turn_weights_come_from_config(filled: ContextEngine) -> None:
 
     live_order, turn_scores = order(None)
     assert live_order == ["live:selection", "live:clipboard"]
-    flipped = {"packing": {"live_priors": {"selection": 0.0, "clipboard": 0.9},
+    flipped: dict[str, object] = {"packing": {"live_priors": {"selection": 0.0, "clipboard": 0.9},
                            "turn_recency_weight": 0.0}}
     live_flipped, turns_flipped = order(flipped)
     assert live_flipped == ["live:clipboard", "live:selection"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,13 +34,13 @@ def test_no_outside_connections(backend: str, tmp_path: Path, data_dir: Path, mi
     real_connect_ex = socket.socket.connect_ex
     real_getaddrinfo = socket.getaddrinfo
 
-    def connect(self: socket.socket, address: object) -> object:
+    def connect(self: socket.socket, address: tuple[Any, ...] | str | bytes) -> None:
         attempts.append(address)
         if not _is_loopback(address):
             raise OSError("test: outside connection blocked")
-        return real_connect(self, address)
+        real_connect(self, address)
 
-    def connect_ex(self: socket.socket, address: object) -> int:
+    def connect_ex(self: socket.socket, address: tuple[Any, ...] | str | bytes) -> int:
         attempts.append(address)
         if not _is_loopback(address):
             return 111

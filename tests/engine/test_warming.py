@@ -3,11 +3,14 @@ a stage that fails is announced with its error and the warm-up goes on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from engine.api import Event, Warming
+from engine.embedding.lazy import LazyEmbedder
 from engine.facade import ContextEngine
 
 
@@ -27,9 +30,11 @@ def test_a_model_that_fails_to_load_is_announced_with_its_error(
         data_dir: Path, monkeypatch: object) -> None:
     engine = ContextEngine.open(data_dir)
     try:
-        def broken() -> None:
+        def broken() -> NoReturn:
             raise OSError("weights unreadable")
-        engine.rt.embedder.load = broken  # type: ignore[method-assign]
+        lazy = engine.rt.embedder  # the engine's own embedder loads its model when warmed
+        assert isinstance(lazy, LazyEmbedder)
+        lazy.load = broken  # type: ignore[method-assign]
         heard: list[Event] = []
         engine.subscribe(heard.append)
         thread = engine.warm_up()
@@ -61,11 +66,12 @@ def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: object,
     started, go_on = threading.Event(), threading.Event()
     real = engine.rt.vectors.warm
 
-    def slow_warm() -> None:  # the real warm, once close() has begun
+    def slow_warm(chunk_ids: Callable[[], Sequence[int]] | None = None) -> None:
+        # the real warm, once close() has begun
         started.set()
         go_on.wait(10)
         engine.rt.vault.get_meta("embedding_model")  # a read of the store being closed
-        real()
+        real(chunk_ids)
 
     engine.rt.vectors.warm = slow_warm  # type: ignore[method-assign]
     heard: list[Event] = []

@@ -132,7 +132,7 @@ def test_docx_zip_bomb_is_refused_before_inflating(engine: ContextEngine, tmp_pa
     inflated: list[str] = []
     real_read = zipfile.ZipFile.read
 
-    def spy(self: zipfile.ZipFile, name: object, pwd: bytes | None = None) -> bytes:
+    def spy(self: zipfile.ZipFile, name: str | zipfile.ZipInfo, pwd: bytes | None = None) -> bytes:
         inflated.append(str(getattr(name, "filename", name)))
         return real_read(self, name, pwd)
 

@@ -63,7 +63,7 @@ def test_created_at_without_session_time_is_the_first_turn_time() -> None:
 
 def test_long_turn_is_split_into_exact_slices() -> None:
     long_text = " ".join(f"Sentence number {i} of a very long monologue." for i in range(120))
-    turns = [{"speaker": "Ana", "text": "short"}, {"speaker": "Ben", "text": long_text,
+    turns: list[dict[str, object]] = [{"speaker": "Ana", "text": "short"}, {"speaker": "Ben", "text": long_text,
                                                    "id": "t2", "time": 5.0}]
     doc = load_conversation(turns, title="Chat", uri="conv:2", session_time=None)
     chunks = chunk_document(doc, CFG, COUNTER)

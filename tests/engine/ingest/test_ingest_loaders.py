@@ -20,15 +20,15 @@ from engine.errors import (
     InvalidInput,
     NotUtf8,
 )
-from engine.ingest.loaders import load_file, load_text
+from engine.ingest.loaders import DEFAULT_MAX_BYTES, load_file, load_text
 from tests.engine.ingest.pdfgen import make_pdf
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ingest"
 
 
-def _reason(path: Path, **kwargs: int) -> str:
+def _reason(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     with pytest.raises(FileRejected) as info:
-        load_file(path, **kwargs)
+        load_file(path, max_bytes=max_bytes)
     assert info.value.path == str(path)
     assert str(path) in str(info.value)
     return info.value.reason

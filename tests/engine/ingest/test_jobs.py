@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.api.jobs import JobSnapshot
 from engine.errors import IngestFailed, NotFound
 from engine.flows.jobs import Job, JobRunner
 
@@ -48,7 +49,7 @@ def test_listeners_are_called_one_at_a_time(runner: JobRunner) -> None:
     overlap = 0
     guard = threading.Lock()
 
-    def listener(snap: dict[str, Any]) -> None:
+    def listener(snap: JobSnapshot) -> None:
         nonlocal active, overlap
         with guard:
             active += 1
@@ -82,7 +83,7 @@ def test_each_job_reports_progress_in_order(runner: JobRunner) -> None:
 def test_unsubscribe_and_broken_listener(runner: JobRunner) -> None:
     calls: list[int] = []
 
-    def broken(snap: dict[str, Any]) -> None:
+    def broken(snap: JobSnapshot) -> None:
         raise OSError("listener pipe closed")
 
     runner.subscribe(broken)
@@ -115,7 +116,7 @@ def test_failures_carry_a_code_and_the_runner_goes_on(runner: JobRunner) -> None
     a = runner.wait(runner.submit("ingest", bad_format).id, timeout=10)
     b = runner.wait(runner.submit("ingest", crash).id, timeout=10)
     c = runner.wait(runner.submit("ingest", _steps(2)).id, timeout=10)
-    assert a.state == "failed" and a.error.name == IngestFailed.name
+    assert a.state == "failed" and a.error is not None and a.error.name == IngestFailed.name
     assert b.state == "failed" and b.error is not None
     assert b.error.to_dict() == {"code": 2008, "name": "internal_error",
                                  "message": "job failed with RuntimeError",

@@ -119,5 +119,5 @@ def test_a_bad_document_fails_alone(data_dir: Path) -> None:
         assert eng.wait(good2, timeout=60).state == "done"
         for jid in (bad, conv):
             snap = eng.wait(jid, timeout=60)
-            assert snap.state == "failed" and snap.error.name == "invalid_input"
+            assert snap.state == "failed" and snap.error is not None and snap.error.name == "invalid_input"
         assert set(_texts(eng)) == {"g:1", "g:2"}

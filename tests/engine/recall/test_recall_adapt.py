@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.api.status import AdaptStatus
 from engine.facade import ContextEngine
 from engine.flows.recall.adapt import QueryAdapter, learned, query_adapter
 from engine.flows.search.plan import adapted, plan_query
@@ -65,6 +66,13 @@ def eng(configured: Path) -> Iterator[ContextEngine]:
         e.close()
 
 
+def adapt_of(e: ContextEngine) -> AdaptStatus:
+    """The engine's status of recall's learned reader (reported whenever recall is on)."""
+    adapt = e.status().adapt
+    assert adapt is not None
+    return adapt
+
+
 def synced(e: ContextEngine, folder: Path) -> str:
     """Sync ``folder`` and wait for the fit it queues; the fit's job id."""
     result = e.sync([str(folder)])
@@ -74,7 +82,7 @@ def synced(e: ContextEngine, folder: Path) -> str:
 
 
 def test_a_sync_fits_it_and_status_says_on_what(eng: ContextEngine, tmp_path: Path) -> None:
-    assert eng.status().adapt is not None and eng.status().adapt.fitted is None
+    assert adapt_of(eng).fitted is None
     assert synced(eng, write_sessions(tmp_path / "t", 12)[0].parent)
     a = eng.status().adapt
     assert a is not None and a.enabled and a.fitted is not None
@@ -94,7 +102,7 @@ def test_a_small_sync_after_does_not_refit(eng: ContextEngine, tmp_path: Path) -
     assert synced(eng, folder) == ""
     write_sessions(folder, 6, start=13)
     assert synced(eng, folder)
-    assert eng.status().adapt.sessions == 19
+    assert adapt_of(eng).sessions == 19
 
 
 def test_deleting_a_session_removes_what_was_learned_from_it(
@@ -103,19 +111,20 @@ def test_deleting_a_session_removes_what_was_learned_from_it(
     synced(eng, files[0].parent)
     texts = adapt_rows.text_count(eng.rt.vault)
     assert texts > 0
-    fitted = eng.status().adapt.fitted
+    fitted = adapt_of(eng).fitted
+    assert fitted is not None
     with eng.rt.vault.write() as c:  # a delete below the engine's own (a folder forgotten)
         c.execute("DELETE FROM sources WHERE uri LIKE ?", (f"transcript:{files[1]}#%",))
-    assert eng.status().adapt.fitted is None  # the model went with the session
+    assert adapt_of(eng).fitted is None  # the model went with the session
     assert learned(eng.rt) is None
     assert 0 < adapt_rows.text_count(eng.rt.vault) < texts  # its texts' vectors too
     assert synced(eng, files[0].parent)  # the next sync fits it again, without it
-    assert eng.status().adapt.sessions == 11
+    assert adapt_of(eng).sessions == 11
     left = adapt_rows.text_count(eng.rt.vault)
     eng.delete(str(files[0]))  # the engine's delete queues a fit without it at once
     assert adapt_rows.text_count(eng.rt.vault) < left
     assert eng._recall.adapt_job and eng.wait(eng._recall.adapt_job, timeout=60).state == "done"
-    a = eng.status().adapt
+    a = adapt_of(eng)
     assert a.fitted is not None and a.fitted > fitted and a.sessions == 10
 
 
@@ -124,13 +133,13 @@ def test_it_survives_a_reopen_encrypted(configured: Path, tmp_path: Path) -> Non
         synced(e, write_sessions(tmp_path / "t", 12)[0].parent)
         before = learned(e.rt)
         assert before is not None and CANARY in before.terms
-        fitted = e.status().adapt.fitted
+        fitted = adapt_of(e).fitted
     for path in configured.rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
     with ContextEngine.open(configured) as e:
         after = learned(e.rt)
-        assert e.status().adapt.fitted == fitted
+        assert adapt_of(e).fitted == fitted
         assert after is not None and after.matrix is not None and before.matrix is not None
         assert after.matrix.tobytes() == before.matrix.tobytes()
         assert after.terms == before.terms
@@ -138,11 +147,13 @@ def test_it_survives_a_reopen_encrypted(configured: Path, tmp_path: Path) -> Non
 
 def test_repair_fits_it_again(eng: ContextEngine, tmp_path: Path) -> None:
     synced(eng, write_sessions(tmp_path / "t", 12)[0].parent)
-    fitted = eng.status().adapt.fitted
+    fitted = adapt_of(eng).fitted
+    assert fitted is not None
     eng.repair()
     job = eng._recall.adapt_job
     assert job and eng.wait(job, timeout=60).state == "done"
-    assert eng.status().adapt.fitted > fitted
+    refitted = adapt_of(eng).fitted
+    assert refitted is not None and refitted > fitted
 
 
 def test_off_by_config(configured: Path, tmp_path: Path) -> None:

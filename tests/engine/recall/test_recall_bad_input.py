@@ -69,6 +69,7 @@ def test_vanished_session_file_keeps_its_memory(engine: ContextEngine, tmp_path:
 
     def found() -> bool:
         hits = engine.recall("mix phx.server doesnt seem to start", k=10).hits
+        assert hits is not None
         return any(h.meta.get("session") == SHORT_SESSION for h in hits)
 
     assert found()

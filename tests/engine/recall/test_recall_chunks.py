@@ -254,7 +254,7 @@ def test_summarize_input_prefers_what_the_call_does() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300),
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=300),
                 max_size=12), st.integers(min_value=8, max_value=60))
 def test_split_text_pieces_fit_and_keep_the_words(paragraphs: list[str], budget: int) -> None:
     counter = TokenCounter.shared()

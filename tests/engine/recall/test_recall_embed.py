@@ -43,7 +43,7 @@ def test_model_steps_take_the_texts_longest_first(data_dir: Path,
     in_file_order = [counter.count(c.text) for c in chunks]
     assert in_file_order != sorted(in_file_order, reverse=True)  # else this proves nothing
     model = Recording()
-    with ContextEngine.open(data_dir, embedder=model) as eng:  # type: ignore[arg-type]
+    with ContextEngine.open(data_dir, embedder=model) as eng:
         stats = eng.sync([str(transcript(LARGE))])
     seen = [t for call in model.calls for t in call]
     assert stats.chunks == len(chunks) and len(model.calls) > 1
@@ -75,10 +75,10 @@ def test_vectors_are_found_again_by_rebuild_and_ranking(data_dir: Path) -> None:
     """The view is a function of the stored chunk: a vector-store rebuild (and the
     ranking's cache look-up, same key) finds every vector without the model."""
     model = Recording()
-    with ContextEngine.open(data_dir, embedder=model) as eng:  # type: ignore[arg-type]
+    with ContextEngine.open(data_dir, embedder=model) as eng:
         eng.sync([str(transcript(LARGE))])
         seen = [t for call in model.calls for t in call]
         assert not any(t.startswith("User: ") for t in seen)
         assert any(t.startswith("Assistant: ") and "\nTool " in t for t in seen)
-        ids, _, embedded = vault_vectors(eng.rt.vault, model)  # type: ignore[arg-type]
+        ids, _, embedded = vault_vectors(eng.rt.vault, model)
         assert len(ids) == eng.status().chunks and embedded == 0

@@ -12,7 +12,7 @@ import pytest
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.recall.parts import demoted, is_part
-from engine.flows.search.ranking import rank_query
+from engine.flows.search.ranking import Ranked, rank_query
 from engine.recall.config import RecallConfig
 from engine.store.vault.core import ChunkRow
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
@@ -44,7 +44,7 @@ def _session(engine: ContextEngine, tmp_path: Path) -> None:
 
 def test_a_part_ranks_below_a_chunk_that_scores_about_as_well() -> None:
     rows = {1: _row(1, "output"), 2: _row(2, None), 3: _row(3, "request")}
-    ranked = [(1, 0.50, {}), (2, 0.48, {}), (3, 0.30, {})]
+    ranked: list[Ranked] = [(1, 0.50, {}), (2, 0.48, {}), (3, 0.30, {})]
     assert [c for c, _, _ in demoted(ranked, rows, 0.05)] == [2, 1, 3]
     assert [c for c, _, _ in demoted(ranked, rows, 0.0)] == [1, 2, 3]
     assert is_part(rows[1]) and not is_part(rows[2])
@@ -62,6 +62,7 @@ def test_parts_are_found_by_their_words_not_by_the_vector_lane(engine: ContextEn
     assert keyword_parts, "the part holding the rare word is found by its words"
     # and recall (the default: parts out of the vector lane) shows that part's line
     hits = engine.recall(f"{RARE} exporter", k=5).hits
+    assert hits is not None
     assert any(RARE in h.excerpt for h in hits)
 
 

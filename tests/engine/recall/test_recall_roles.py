@@ -12,6 +12,7 @@ import pytest
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.recall.roles import apart, preferred
+from engine.flows.search.ranking import Ranked
 from engine.recall.config import RecallConfig
 from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.lexicon import named_tools, tool_words
@@ -80,7 +81,7 @@ def test_output_questions_prefer_results_and_call_questions_the_calls() -> None:
 def test_preferred_moves_the_asked_role_up_and_leaves_other_questions_alone() -> None:
     rows = {1: _row(1, "turn_pair", 1), 2: _row(2, "tool", 2, tool="Skill"),
             3: _row(3, "turn_pair", 3)}
-    ranked = [(1, 0.50, {}), (3, 0.47, {}), (2, 0.45, {})]
+    ranked: list[Ranked] = [(1, 0.50, {}), (3, 0.47, {}), (2, 0.45, {})]
     cfg = TurnRoleConfig(named_bonus=0.06)
     assert [c for c, _, _ in preferred("which skill did I launch?", ranked, rows, cfg)] == [
         2, 1, 3]
@@ -126,7 +127,9 @@ def test_recall_adds_the_named_tools_bonus_to_its_calls(engine: ContextEngine,
     def hits(roles: TurnRoleConfig) -> list[tuple[object, float]]:
         engine.rt.cfg = dataclasses.replace(
             engine.rt.cfg, recall=dataclasses.replace(engine.rt.cfg.recall, turn_roles=roles))
-        return [(h.meta.get("tool"), h.score) for h in engine.recall(query, k=5).hits]
+        hits = engine.recall(query, k=5).hits
+        assert hits is not None
+        return [(h.meta.get("tool"), h.score) for h in hits]
 
     off = hits(TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0))
     assert off[0][0] is None, "the check can fail: without the role, the closing reply first"
@@ -168,7 +171,7 @@ def test_apart_reads_the_next_different_chunk_before_a_second_copy() -> None:
             3: _row(3, "tool", 3, "Bash", body=_call(2)),
             4: _row(4, "tool", 4, "Bash", body=_call(3).replace("Let me", "Now let me")),
             5: _row(5, "tool", 5, "Bash", body=_call(4), session="other")}
-    ranked = [(2, 0.50, {}), (3, 0.49, {}), (1, 0.48, {}), (5, 0.47, {}), (4, 0.40, {})]
+    ranked: list[Ranked] = [(2, 0.50, {}), (3, 0.49, {}), (1, 0.48, {}), (5, 0.47, {}), (4, 0.40, {})]
     assert [c for c, _, _ in apart(ranked, rows, TurnRoleConfig())] == [2, 5, 4, 3, 1]
     off = TurnRoleConfig(repeat_penalty=0.0)
     assert apart(ranked, rows, off) == ranked
@@ -208,7 +211,9 @@ def test_recall_shows_a_different_chunk_before_a_second_copy_of_a_reply(
     def hits(roles: TurnRoleConfig) -> list[str | None]:
         engine.rt.cfg = dataclasses.replace(
             engine.rt.cfg, recall=dataclasses.replace(engine.rt.cfg.recall, turn_roles=roles))
-        return [said(h.kind, h.text) for h in engine.recall(query, k=4).hits]
+        hits = engine.recall(query, k=4).hits
+        assert hits is not None
+        return [said(h.kind, h.text) for h in hits]
 
     words = "Let me read the homebrew tap formula files."
     off = hits(TurnRoleConfig(repeat_penalty=0.0))
@@ -255,7 +260,7 @@ def test_a_cause_question_ranks_the_diagnosis_above_the_error() -> None:
                      body="User: fix ci\nAssistant: There it is: docs/plans isn't tracked.")
     other = _row(3, "turn_pair", 3, body="User: fix ci\nAssistant: I made the folder.")
     rows = {1: error, 2: diagnosis, 3: other}
-    ranked = [(1, 0.50, {}), (3, 0.49, {}), (2, 0.48, {})]
+    ranked: list[Ranked] = [(1, 0.50, {}), (3, 0.49, {}), (2, 0.48, {})]
     cfg = TurnRoleConfig(cause_bonus=0.05)
     asked = "why did the diagram test blow up on CI?"
     assert [c for c, _, _ in preferred(asked, ranked, rows, cfg)] == [2, 1, 3]
@@ -300,7 +305,9 @@ def test_recall_answers_why_it_failed_with_the_diagnosis(engine: ContextEngine,
     def first(roles: TurnRoleConfig) -> str:
         engine.rt.cfg = dataclasses.replace(
             engine.rt.cfg, recall=dataclasses.replace(engine.rt.cfg.recall, turn_roles=roles))
-        return engine.recall(query, k=3).hits[0].text
+        hits = engine.recall(query, k=3).hits
+        assert hits is not None
+        return hits[0].text
 
     off = first(TurnRoleConfig(cause_bonus=0.0))
     assert "There it is" not in off, f"the check can fail: without the role {off!r}"

@@ -72,10 +72,12 @@ def test_asked_from_a_project_ranks_its_sessions_first(engine: ContextEngine,
     (repo / "pkg").mkdir()
     for cwd, project in ((str(repo / "pkg"), "beta"), ("/home/u/src/alpha", "alpha")):
         res = engine.recall(QUESTION, k=10, cwd=cwd)
+        assert res.hits is not None
         projects = [h.meta.get("project") for h in res.hits]
         assert projects[0] == project, projects
         assert set(projects) == {"alpha", "beta"}  # the other project is not hidden
     named = engine.recall(QUESTION, k=10, project="alpha")
+    assert named.hits is not None
     assert named.hits[0].meta.get("project") == "alpha"
     assert {h.meta.get("project") for h in named.hits} == {"alpha", "beta"}
 

@@ -80,7 +80,7 @@ def test_auto_fits_budget_without_duplicates(engine: ContextEngine, transcripts:
     engine.sync([str(transcripts)])
     for project in ("spotter", "codemie-code", "agent-workflows-monorepo-v2"):
         out = engine.recall(auto=True, project=project, budget=budget, task="tests failing")
-        assert out.total_tokens <= budget
+        assert out.total_tokens <= budget and out.context is not None
         assert engine.rt.counter.count(out.context) == out.total_tokens
         lines = [ln for ln in out.context.split("\n") if ln.strip()]
         assert len(lines) == len(set(lines))
@@ -93,6 +93,7 @@ def test_auto_failures_are_from_this_project(engine: ContextEngine, transcripts:
     rows = failure_rows(engine.rt, "spotter")
     assert rows and all(r.project == "spotter" for r in rows)
     out = engine.recall(auto=True, project="spotter", budget=2000)
+    assert out.context is not None
     fail_part = out.context.split("Failures to avoid:")[1]
     other = failure_rows(engine.rt, "codemie-code")
     assert other

@@ -10,6 +10,7 @@ import pytest
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.recall.turns import group_turns
+from engine.flows.search.ranking import Ranked
 from engine.recall.config import RecallConfig
 from engine.recall.present import compose_turn
 from engine.store.vault.core import ChunkRow
@@ -26,7 +27,7 @@ def _row(cid: int, session: str | None, turn: int | None, text: str = "x") -> Ch
 def test_group_turns_keeps_the_order_of_each_turns_best_chunk() -> None:
     rows = {1: _row(1, "a", 0), 2: _row(2, "a", 1), 3: _row(3, "a", 0), 4: _row(4, None, None),
             5: _row(5, "b", 0), 6: _row(6, "a", 1)}
-    ranked = [(cid, 10.0 - i, {}) for i, cid in enumerate([2, 1, 3, 4, 6, 5])]
+    ranked: list[Ranked] = [(cid, 10.0 - i, {}) for i, cid in enumerate([2, 1, 3, 4, 6, 5])]
     got = group_turns(ranked, rows, 3)
     assert [[c for c, _ in t] for t in got] == [[2, 6], [1, 3], [4]]
     assert got[0] == [(2, 10.0), (6, 6.0)]
@@ -61,7 +62,7 @@ def test_compose_turn_never_exceeds_its_budget(budget: int) -> None:
                                               ("turn_hit_tokens", 10)])
 def test_recall_config_checks_the_turn_settings(field: str, value: object) -> None:
     with pytest.raises(ConfigError) as err:
-        RecallConfig(**{field: value})
+        RecallConfig(**{field: value})  # type: ignore[arg-type]  # a value the check refuses
     assert f"recall.{field}" in str(err.value)
 
 

@@ -132,7 +132,8 @@ def test_the_model_round_trips_without_pickle() -> None:
     m = Learned(np.arange(9, dtype=np.float32).reshape(3, 3), {"flaky": (("retry", 0.5),)},
                 {"pairs": 10, "sessions": 2})
     back = Learned.from_bytes(m.to_bytes())
-    assert back.matrix is not None and back.matrix.tobytes() == m.matrix.tobytes()
+    assert back.matrix is not None and m.matrix is not None
+    assert back.matrix.tobytes() == m.matrix.tobytes()
     assert back.terms == m.terms and back.info == m.info
     none = Learned.from_bytes(Learned(None, {}, {}).to_bytes())
     assert none.matrix is None

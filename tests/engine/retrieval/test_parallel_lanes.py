@@ -11,7 +11,7 @@ import pytest
 
 from engine.errors import CtxError
 from engine.facade import ContextEngine
-from engine.flows.search.lanes import run_lanes
+from engine.flows.search.lanes import LaneResult, run_lanes
 from engine.store.vault.rows import Filters
 
 DOCS = {
@@ -27,7 +27,8 @@ def _ingest(engine: ContextEngine) -> None:
         engine.wait(engine.ingest(text=text * 3, title=name, external_id=name))
 
 
-def _lanes(engine: ContextEngine, parallel: bool, query: str, filters: Filters | None = None):
+def _lanes(engine: ContextEngine, parallel: bool, query: str,
+           filters: Filters | None = None) -> LaneResult:
     cfg = engine.rt.cfg.with_overrides({"search": {"parallel_lanes": parallel}})
     return run_lanes(engine.rt, query, cfg=cfg, filters=filters)
 
@@ -49,7 +50,7 @@ def test_parallel_lanes_with_filters(engine: ContextEngine) -> None:
     _ingest(engine)
     keep = frozenset(s.id for s in engine.sources() if s.title in ("notes/keys.md",
                                                                         "notes/tray.md"))
-    f = Filters(source_ids=keep)
+    f = Filters(source_ids=tuple(sorted(keep)))
     serial = _lanes(engine, False, "engine keychain tray", f)
     parallel = _lanes(engine, True, "engine keychain tray", f)
     assert parallel.lanes == serial.lanes and parallel.lanes["vector"]
@@ -86,7 +87,8 @@ class _SlowQueries:
         return self.inner.encode(texts)  # type: ignore[attr-defined]
 
 
-def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
+def _slow_run(engine: ContextEngine, query: str, *, depth: int | None = None,
+              filters: Filters | None = None) -> tuple[LaneResult, list[list[int]]]:
     """run_lanes with the query embedding held until ``while_waiting`` has run."""
     from engine.flows.search.lanes import PreScans
     from engine.flows.search.ranking import prescan
@@ -102,7 +104,8 @@ def _slow_run(engine: ContextEngine, query: str, **kwargs: object):
 
     try:
         engine.rt._qcache.clear()
-        return run_lanes(engine.rt, query, while_waiting=prepare, **kwargs), seen
+        return (run_lanes(engine.rt, query, while_waiting=prepare, depth=depth, filters=filters),
+                seen)
     finally:
         engine.rt.embedder = plain
 

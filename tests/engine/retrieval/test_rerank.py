@@ -96,7 +96,8 @@ def test_month_match_beats_year_only() -> None:
 
 
 def test_only_the_window_is_reordered_and_the_tail_follows_in_fused_order() -> None:
-    cands = [RerankCandidate(i, "filler words only", 1.0 - i / 100) for i in range(10)]
+    cands: list[RerankCandidate[int | str]] = [
+        RerankCandidate(i, "filler words only", 1.0 - i / 100) for i in range(10)]
     cands.append(RerankCandidate("late", "the glacier answer", 0.5))  # below the window
     cands.insert(0, RerankCandidate("win", "the glacier answer", 0.985))  # inside it
     simple = {p: {"fused": 0.8, "term_recall": 1.0} for p in PROFILES}

@@ -12,7 +12,7 @@ from engine.config import Config
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.search.lanes import LaneResult, run_lanes
-from engine.flows.search.ranking import rank_hits, rank_query
+from engine.flows.search.ranking import Ranked, rank_hits, rank_query
 from engine.flows.search.session_expand import expand_sessions, ranked_sessions
 from engine.retrieval.config import RerankConfig
 from engine.store.vault.rows import Filters
@@ -23,7 +23,7 @@ QUERY = "lefthook blocked the commit of the prisma files"
 
 
 def _cfg(cfg: Config, **rerank: object) -> Config:
-    return dataclasses.replace(cfg, rerank=dataclasses.replace(cfg.rerank, **rerank))
+    return cfg.with_overrides({"rerank": rerank})
 
 
 def _added(res: LaneResult, out: LaneResult, added: int, window: int) -> list[int]:
@@ -79,8 +79,10 @@ def test_the_sessions_ranked_first_are_expanded_the_later_ones_by_their_closest(
     order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
     assert len(order) >= 2
     last, other = order[-1], order[0]  # the fused sum's last session, then its first
-    ranked = [(c, 1.0, {}) for c in window if res.rows[c].meta["session"] == last][:1] + \
-        [(c, 0.5, {}) for c in window if res.rows[c].meta["session"] == other][:1]
+    firsts: list[Ranked] = [(c, 1.0, {}) for c in window if res.rows[c].meta["session"] == last]
+    seconds: list[Ranked] = [(c, 0.5, {}) for c in window
+                             if res.rows[c].meta["session"] == other]
+    ranked = firsts[:1] + seconds[:1]
     assert ranked_sessions(ranked, res.rows, 2) == [last, other]
     cfg = _cfg(rt.cfg, session_expand=2, session_expand_others=3)
     out, added = expand_sessions(rt, cfg, res, filters, ranked=ranked)

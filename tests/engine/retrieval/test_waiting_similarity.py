@@ -35,9 +35,9 @@ class HeldEmbedder(FakeEmbedder):
 
 
 def test_unknown_similarity_is_the_windows_median_not_zero() -> None:
-    near = [RerankCandidate(id=i, text=f"Note {i}: quillharbourmarka", fused=0.02,
+    near: list[RerankCandidate[int | str]] = [RerankCandidate(id=i, text=f"Note {i}: quillharbourmarka", fused=0.02,
                             similarity=0.7) for i in range(5)]
-    new = RerankCandidate(id="new", text=f"Note: {WORD} and the rest", fused=0.02,
+    new: RerankCandidate[int | str] = RerankCandidate(id="new", text=f"Note: {WORD} and the rest", fused=0.02,
                           similarity=None, keyword=3.0)
     ranked = rerank(analyze_query(WORD), [*near, new])
     assert ranked[0][0] == "new"

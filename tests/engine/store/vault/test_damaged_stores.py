@@ -187,7 +187,7 @@ def _key_json_binary(d: Path, other: Path) -> None:
     (d / "key.json").write_bytes(b"\xff\xfe\x00garbage")
 
 
-CASES: list[tuple[str, Callable[[Path, Path], None], str]] = [
+CASES: list[tuple[str, Callable[[Path, Path], object], str]] = [
     # the key record
     ("key.json bad base64", _edit_key("salt", "!!!not base64!!!"), "key_record_damaged"),
     ("key.json wrapped key too short", _edit_key("wrapped", "AAAA"), "key_record_damaged"),
@@ -235,7 +235,7 @@ CASES: list[tuple[str, Callable[[Path, Path], None], str]] = [
 
 
 @pytest.mark.parametrize(("case", "mutate", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_damaged_store_is_named_and_left_alone(case: str, mutate: Callable[[Path, Path], None],
+def test_damaged_store_is_named_and_left_alone(case: str, mutate: Callable[[Path, Path], object],
                                                expected: str, stores: dict[str, Path],
                                                tmp_path: Path) -> None:
     d = tmp_path / "store"

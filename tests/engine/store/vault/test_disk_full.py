@@ -54,7 +54,7 @@ def test_full_disk_says_no_space_and_the_store_still_reads(small_disk: Path) -> 
                 last = snap
                 break
         assert last is not None, "the disk never filled"
-        assert last.state == "failed" and last.error.name == "no_space"
+        assert last.state == "failed" and last.error is not None and last.error.name == "no_space"
         kept = eng.status().sources
         assert kept >= 1
         assert eng.search("w0x5", k=3)
@@ -72,7 +72,7 @@ def test_full_disk_says_no_space_and_the_store_still_reads(small_disk: Path) -> 
         # A small note may still fit in WAL blocks a rolled-back batch left allocated
         # (and is then stored, rightly); twice the text that filled the disk cannot.
         job = eng.wait(eng.ingest(text=" ".join(f"v{j}" for j in range(6000)), title="more"))
-        assert job.state == "failed" and job.error.name == "no_space"
+        assert job.state == "failed" and job.error is not None and job.error.name == "no_space"
         assert eng.status().sources == kept
 
 
@@ -93,7 +93,7 @@ def test_a_folder_job_on_a_full_disk_says_what_it_stored_and_leaves_nothing_pend
     store = small_disk / "store"
     with ContextEngine.open(store) as eng:
         snap = eng.wait(eng.ingest(paths=[str(docs)]))
-        assert snap.state == "failed" and snap.error.name == "no_space"
+        assert snap.state == "failed" and snap.error is not None and snap.error.name == "no_space"
         stored = eng.status().sources
         assert 1 <= stored < 200
         assert f"{stored} of 200 files were stored" in snap.error.message

@@ -6,6 +6,7 @@ rows hold them and a reply's text."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from engine.facade import ContextEngine
@@ -27,7 +28,7 @@ def _session(path: Path) -> Path:
     return write_lines(path, lines)
 
 
-def _reference(eng: ContextEngine, sid: int, lo: int, hi: int, turns: list[object]
+def _reference(eng: ContextEngine, sid: int, lo: int, hi: int, turns: Sequence[object]
                ) -> list[tuple[object, ...]]:
     return [(r.meta.get("session"), r.meta.get("turn"), r.kind, bool(r.meta.get("failure")),
              r.meta.get("error_kind"), r.meta.get("tool"),

@@ -40,8 +40,8 @@ def test_a_search_answers_while_a_big_flush_is_held_mid_rebuild() -> None:
     assert vecs.memory()["kind"] == "prefilter"
     query = _clustered(1, dim, 9)[0]
     before = vecs.query(query, 20)
-    held_ids, held_rows, pre = (a.copy() if isinstance(a, np.ndarray) else a
-                                for a in vecs._index.held())
+    held_ids, held_rows, pre = vecs._index.held()
+    held_ids, held_rows = held_ids.copy(), held_rows.copy()
     gone = list(range(0, n // per_source, 2))  # half of the sources: 3,000 rows
 
     building, release = threading.Event(), threading.Event()

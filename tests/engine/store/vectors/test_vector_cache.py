@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
+from engine.flows.runtime import Runtime
 from engine.flows.search.ranking import stored_vectors
 from engine.store.vectors.cache import VectorCache
+from engine.store.vectors.index import ChromaVectors
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +24,18 @@ def _embedded_store(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", "embedded")
 
 DIM = 8
+
+
+def _chroma(rt: Runtime) -> ChromaVectors:
+    """The engine's vector store, which these tests set to the embedded Chroma one."""
+    assert isinstance(rt.vectors, ChromaVectors)
+    return rt.vectors
+
+
+def _cache(rt: Runtime) -> VectorCache:
+    cache = _chroma(rt)._cache
+    assert cache is not None
+    return cache
 
 
 def _vecs(ids: list[int], seed: int = 0) -> np.ndarray:
@@ -168,12 +182,12 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         ids = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
         q = rt.embed_query("ferry cargo")
-        assert rt.vectors.vectors(ids[:3]) and rt.vectors._cache.state == "empty"
+        assert rt.vectors.vectors(ids[:3]) and _cache(rt).state == "empty"
         eng.warm_up(background=False)
-        assert rt.vectors._cache.state == "ready" and len(rt.vectors._cache) == len(ids)
+        assert _cache(rt).state == "ready" and len(_cache(rt)) == len(ids)
         assert eng.status().vectors_in_memory.to_dict() == {
             "kind": "cache", "state": "ready", "vectors": len(ids),
-            "bytes": rt.vectors._cache.nbytes()}
+            "bytes": _cache(rt).nbytes()}
         warm: dict[int, np.ndarray] = {}
         warm_hits = rt.vectors.query(q, 8, found=warm)
         # (which 8 HNSW returns for 40 vectors may change as Chroma indexes its log, so
@@ -186,19 +200,19 @@ def test_a_big_store_answers_from_the_cache_once_warm(data_dir: Path,
         got = rt.vectors.vectors(ids)
         for cid in ids:
             assert np.allclose(got[cid], want[cid], atol=2e-3)
-        rt.vectors._cache.reset()  # warm-up reads by the vault's ids; without them, by pages
-        rt.vectors._chunk_ids = None
+        _cache(rt).reset()  # warm-up reads by the vault's ids; without them, by pages
+        _chroma(rt)._chunk_ids = None
         rt.vectors.warm()
         paged = rt.vectors.vectors(ids)
-        assert rt.vectors._cache.state == "ready"
+        assert _cache(rt).state == "ready"
         assert all(np.array_equal(paged[c], got[c]) for c in ids)
         eng.wait(eng.ingest(text="A lighthouse keeper logs the storm at midnight.", title="log"))
         new = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")
                if r[0] not in set(ids)]
-        assert new and set(new) <= set(rt.vectors._cache.vectors(new) or {})
+        assert new and set(new) <= set(_cache(rt).vectors(new) or {})
         source = rt.vault._query("SELECT source_id FROM chunks WHERE id = ?", [ids[0]])[0][0]
         eng.delete(source)
-        assert not rt.vectors._cache.vectors(ids)  # gone from the cache with the index
+        assert not _cache(rt).vectors(ids)  # gone from the cache with the index
         assert eng.build_context("lighthouse storm", budget=200).items
 
 
@@ -210,15 +224,15 @@ def test_a_store_growing_past_the_exact_size_moves_to_the_cache(
         rt = eng.rt
         eng.wait(eng.ingest(text="The ferry leaves at dawn.", title="one"))
         eng.warm_up(background=False)
-        assert rt.vectors._exact_index() is not None and rt.vectors._cache.state == "empty"
+        assert _chroma(rt)._exact_index() is not None and _cache(rt).state == "empty"
         memory = eng.status().vectors_in_memory
         assert memory.kind == "exact" and memory.vectors == 1
         eng.wait(eng.ingest(text=TEXT, title="ferries"))  # past 20 vectors
         ids = [r[0] for r in rt.vault._query("SELECT id FROM chunks ORDER BY id")]
-        assert len(ids) > 20 and rt.vectors._exact_index() is None
-        assert rt.vectors._cache.state == "ready"
+        assert len(ids) > 20 and _chroma(rt)._exact_index() is None
+        assert _cache(rt).state == "ready"
         want = stored_vectors(rt, list(rt.vault.chunks(ids).values()))
-        got = rt.vectors._cache.vectors(ids)
+        got = _cache(rt).vectors(ids)
         assert got is not None and set(got) == set(ids)
         for cid in ids:
             assert np.allclose(got[cid], want[cid], atol=2e-3)
@@ -231,7 +245,7 @@ def test_no_cache_when_turned_off(data_dir: Path, monkeypatch: pytest.MonkeyPatc
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
         eng.warm_up(background=False)
-        assert eng.rt.vectors._cache is None
+        assert _chroma(eng.rt)._cache is None
         ids = [r[0] for r in eng.rt.vault._query("SELECT id FROM chunks ORDER BY id")]
         assert set(eng.rt.vectors.vectors(ids)) == set(ids)  # read from Chroma
 
@@ -242,7 +256,7 @@ def test_a_rebuild_fills_the_cache_again(data_dir: Path, monkeypatch: pytest.Mon
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
         eng.warm_up(background=False)
-        cache = eng.rt.vectors._cache
+        cache = _cache(eng.rt)
         assert cache.state == "ready"
         eng.repair(wait=True)  # resets the index, then adds every vector again
         ids = eng.rt.vault.chunk_ids()
@@ -259,14 +273,14 @@ def test_an_engine_not_warmed_up_fills_the_cache_from_its_first_query(
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
     with ContextEngine.open(data_dir) as eng:  # a library caller: no warm_up
-        vectors = eng.rt.vectors
-        assert vectors._cache.state == "empty" and vectors._auto_warm is None
+        vectors = _chroma(eng.rt)
+        assert _cache(eng.rt).state == "empty" and vectors._auto_warm is None
         first = eng.build_context("ferry cargo", budget=300)  # answered from the index
         thread = vectors._auto_warm
         assert first.items and thread is not None
         thread.join(30)
-        assert vectors._cache.state == "ready"
-        assert len(vectors._cache) == len(eng.rt.vault.chunk_ids())
+        assert _cache(eng.rt).state == "ready"
+        assert len(_cache(eng.rt)) == len(eng.rt.vault.chunk_ids())
         assert eng.build_context("rope and sail", budget=300).items
         assert vectors._auto_warm is thread  # once per open store
 
@@ -288,8 +302,8 @@ def test_a_chunk_added_while_the_ids_are_listed_is_cached(
             return ids
 
         rt.vectors.warm(list_then_add)
-        assert rt.vectors._cache.state == "ready"
-        assert len(rt.vectors._cache) == len(rt.vault.chunk_ids())
+        assert _cache(rt).state == "ready"
+        assert len(_cache(rt)) == len(rt.vault.chunk_ids())
 
 
 def test_close_stops_a_warm_in_progress(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,7 +314,7 @@ def test_close_stops_a_warm_in_progress(data_dir: Path, monkeypatch: pytest.Monk
     with ContextEngine.open(data_dir) as eng:
         eng.wait(eng.ingest(text=TEXT, title="ferries"))
     eng = ContextEngine.open(data_dir)
-    vectors, vault = eng.rt.vectors, eng.rt.vault
+    vectors, vault = _chroma(eng.rt), eng.rt.vault
     listing, release = threading.Event(), threading.Event()
 
     def slow_ids() -> list[int]:
@@ -322,5 +336,5 @@ def test_close_stops_a_warm_in_progress(data_dir: Path, monkeypatch: pytest.Monk
     closer.join(20)
     warm.join(20)
     assert not closer.is_alive() and not warm.is_alive()
-    assert vectors._cache.state == "empty"  # stopped, nothing half-filled
+    assert vectors._cache is not None and vectors._cache.state == "empty"  # stopped, nothing half-filled
     assert not vault._all  # no vault connection left open behind the close

@@ -48,7 +48,7 @@ def _run(store: Path, queries: list[str]) -> list[dict[str, object]]:
                           cwd=REPO, capture_output=True, text=True, timeout=420, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+    return json.loads(proc.stdout)
 
 
 @pytest.mark.integration
@@ -65,7 +65,8 @@ def test_two_processes_give_identical_payloads(tmp_path: Path, data_dir: Path, m
                                            + f" entry {i}\n")
     with ContextEngine.open(data_dir, embedder=minilm) as eng:  # type: ignore[arg-type]
         eng.wait(eng.ingest(paths=[str(docs)]))
-        assert 100 <= eng.status().vectors < 1000
+        vectors = eng.status().vectors
+        assert vectors is not None and 100 <= vectors < 1000
     queries = [" ".join(random.Random(k).choice(WORDS) for _ in range(3)) for k in range(12)]
     first, second = _run(data_dir, queries), _run(data_dir, queries)
     differing = [q for q, a, b in zip(queries, first, second, strict=True) if a != b]

@@ -11,6 +11,7 @@ import pytest
 
 from engine.facade import ContextEngine
 from engine.flows.search.ranking import stored_vectors
+from engine.store.vectors.index import ChromaVectors
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +50,7 @@ def test_index_vectors_equal_the_vault_cache(data_dir: Path, monkeypatch: pytest
         for cid, sim in hits:
             assert np.allclose(found[cid], want[cid], atol=1e-5)
             assert abs(float(want[cid] @ q) - sim) < 1e-4
+        assert isinstance(rt.vectors, ChromaVectors)
         assert (rt.vectors._exact_index() is None) == (exact_max == 0)
         assert eng.build_context("ferry cargo", budget=300).items
 

@@ -107,7 +107,8 @@ def test_store_deleted_and_recreated_in_the_same_process(tmp_path: Path, data_di
     shutil.rmtree(data_dir)
     with ContextEngine.open(data_dir) as eng:  # a new store at the same path
         eng.wait(eng.ingest(text="a fresh start about gulls and ferries", title="fresh"))
-        assert eng.status().vectors >= 1
+        vectors = eng.status().vectors
+        assert vectors is not None and vectors >= 1
     shutil.rmtree(data_dir)
     shutil.copytree(backup, data_dir)  # restored from the backup
     with ContextEngine.open(data_dir) as eng:
