@@ -80,7 +80,7 @@ class RawPeer:
     """A DEALER socket that sends arbitrary frames and reads verified replies."""
 
     def __init__(self, endpoint: str, key: str = KEY) -> None:
-        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.connect(endpoint)
         self.session = Session(key.encode())

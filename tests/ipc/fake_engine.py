@@ -10,15 +10,17 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from engine.api import (
     Alert,
     AuditEntry,
+    BackupResult,
     CompactResult,
     DeleteResult,
+    ExportResult,
     Histogram,
     JobSnapshot,
     KeyChangeResult,
@@ -38,6 +40,7 @@ from engine.flows.jobs import JobRunner
 from engine.paths import data_dir as resolve_data_dir
 from engine.paths import ensure_private_dir, lock_path
 from engine.store.vault.lock import DataDirLock
+from engine.types import ConversationTurn, LiveItem
 
 
 class FakeEngine:
@@ -75,7 +78,8 @@ class FakeEngine:
         self._lock.release()
 
     def ingest(self, *, paths: Sequence[str] = (), text: str | None = None,
-               title: str | None = None, kind: str = "text", wait: bool = False) -> str:
+               title: str | None = None, kind: str = "text", external_id: str | None = None,
+               wait: bool = False) -> str:
         self.release_ingest.wait(30)
         job_id = uuid.uuid4().hex[:12]
         with self._mutex:
@@ -100,10 +104,18 @@ class FakeEngine:
     def jobs(self) -> list[JobSnapshot]:
         return list(self._jobs.values())
 
-    def build_context(self, query: str, live: list[dict[str, Any]] | None = None,
-                      conversation: list[dict[str, Any]] | None = None, budget: int = 1500,
-                      config: dict[str, Any] | None = None, fmt: str = "text",
-                      mode: str | None = None, now: float | None = None) -> Payload:
+    def cancel_job(self, job_id: str) -> JobSnapshot:
+        return self.job(job_id)  # the fake's jobs are done as soon as they are made
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobSnapshot:
+        return self.job(job_id)
+
+    def build_context(self, query: str,
+                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
+                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                      budget: int = 1500, config: Mapping[str, Any] | None = None,
+                      fmt: str | None = None, mode: str | None = None,
+                      now: float | None = None) -> Payload:
         if not query.strip():
             raise EmptyQuery("query is empty")
         if config:  # as engine.config_base refuses an unknown key: it names the keys
@@ -112,11 +124,11 @@ class FakeEngine:
         item = PayloadItem(kind="section", source="fake://echo", title="echo", time=now,
                            tokens=1, score=1.0, lanes={"keyword": 1}, why="snippet")
         return Payload(context=f"echo:{query}", total_tokens=1, budget=budget,
-                       items=(item,), timings={"total": 0.1}, format=fmt)
+                       items=(item,), timings={"total": 0.1}, format=fmt or "text")
 
-    def search(self, query: str, k: int = 10, *, kinds: list[str] | None = None,
+    def search(self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None,
                path_prefix: str | None = None, since: float | None = None,
-               until: float | None = None) -> list[SearchHit]:
+               until: float | None = None, distinct_sources: bool = False) -> list[SearchHit]:
         if query == "raise:not_found":
             raise NotFound("nothing", what="test")
         if query == "raise:bug":
@@ -143,11 +155,11 @@ class FakeEngine:
                                tokens=len(t), project=None)
                     for i, (u, t) in enumerate(sorted(self.docs.items()))]
 
-    def delete(self, source: str, *, wait: bool = True) -> DeleteResult:
+    def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
         with self._mutex:
             if source not in self.docs:
                 raise NotFound("no such source", source=source)
-            del self.docs[source]
+            del self.docs[str(source)]
             self.writes += 1
         return DeleteResult(1)
 
@@ -160,8 +172,8 @@ class FakeEngine:
     def forget_folder(self, folder: str) -> bool:
         return folder == "known"
 
-    def sync(self, paths: list[str] | None = None) -> SyncResult:
-        failed = self._failed_job() if paths == ["raise:jobbug"] else None
+    def sync(self, paths: Sequence[str] | None = None) -> SyncResult:
+        failed = self._failed_job() if list(paths or ()) == ["raise:jobbug"] else None
         if failed is not None and failed.error is not None:  # as ContextEngine.sync re-raises
             raise failed.error.to_error()
         return SyncResult(files=len(paths or []), folders=tuple(paths or ()))
@@ -188,3 +200,14 @@ class FakeEngine:
     def audit(self, since: float | None = None, limit: int = 100) -> list[AuditEntry]:
         return [AuditEntry(time=0.0, method=m, caller_pid=p, ids=tuple(i), counts=c)
                 for m, p, i, c in self.audits[-limit:]]
+
+    # No store to copy: the wire tests that use this fake never ask for these.
+    def backup(self, path: str, *, include_vectors: bool | None = None) -> BackupResult:
+        raise NotImplementedError("FakeEngine keeps no store to back up")
+
+    def verify_backup(self, path: str) -> BackupResult:
+        raise NotImplementedError("FakeEngine keeps no store to back up")
+
+    def export(self, path: str, *, fmt: str = "jsonl", kind: str | None = None,
+               project: str | None = None) -> ExportResult:
+        raise NotImplementedError("FakeEngine keeps no store to export")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from ipc.connection import ConnectionInfo, default_endpoint, make_info
 from ipc.errors import BadSignature, IpcTimeout, MessageTooLarge, ProtocolError, UnknownMethod
 from ipc.exit_codes import exit_code
 from ipc.server import Server
-from ipc.session import Session
+from ipc.session import Message, Session
 from tests.ipc.conftest import KEY
 from tests.ipc.fake_engine import FakeEngine
 
@@ -90,8 +91,8 @@ def test_requests_are_validated_before_sending(client: Client) -> None:
 class _Rogue:
     """A ROUTER that answers every request with a reply built by ``answer``."""
 
-    def __init__(self, endpoint: str, answer) -> None:  # type: ignore[no-untyped-def]
-        self.sock = zmq.Context.instance().socket(zmq.ROUTER)
+    def __init__(self, endpoint: str, answer: Callable[[Message], list[bytes]]) -> None:
+        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.bind(endpoint)
         self.answer = answer

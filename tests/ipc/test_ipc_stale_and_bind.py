@@ -43,7 +43,7 @@ def test_process_start_tells_two_processes_apart(sleeper: subprocess.Popen[bytes
 def test_a_file_naming_a_reused_pid_is_stale(data_dir: Path, sleeper: subprocess.Popen[bytes],
                                              token: str) -> None:
     info = make_info("ipc:///nonexistent/ctx.sock", "k" * 64, data_dir)
-    info.update(pid=sleeper.pid, endpoint="tcp://127.0.0.1:9")  # our start token, its pid
+    info["pid"], info["endpoint"] = sleeper.pid, "tcp://127.0.0.1:9"  # our start token, its pid
     if token == "same pid, started earlier":
         if not sys.platform.startswith("linux"):
             pytest.skip("the token's layout is read on Linux only")

@@ -19,7 +19,13 @@ from engine.flows.search.inputs import (
     check_live,
     check_query,
 )
-from engine.limits import MAX_BUDGET, MAX_CONVERSATION_TURNS
+from engine.limits import (
+    MAX_BUDGET,
+    MAX_CONVERSATION_TURNS,
+    MAX_LIVE_BYTES,
+    MAX_LIVE_ITEMS,
+    MAX_QUERY_CHARS,
+)
 from engine.retrieval.config import SearchConfig
 from engine.types import LIVE_KINDS
 from ipc import wire
@@ -37,6 +43,13 @@ from tests.ipc.wire_doc_tables import (
 
 DOC = (REPO / "docs" / "wire.md").read_text(encoding="utf-8")
 LIMITS = limit_rows(DOC)
+
+
+def _count(name: str) -> int:
+    """A limit of the doc's table that counts something (a whole number)."""
+    value = LIMITS[name]
+    assert isinstance(value, int), name
+    return value
 
 
 def test_every_parameter_row_is_what_the_server_checks() -> None:
@@ -65,12 +78,12 @@ def test_limits_table_is_the_servers_and_the_engines() -> None:
         "max_clock_skew_s": cfg.max_clock_skew_s,
         "max_future_skew_s": cfg.max_future_skew_s,
         "replay_history": cfg.replay_history,
-        "max_query_chars": wire.MAX_QUERY_CHARS,
+        "max_query_chars": MAX_QUERY_CHARS,
         "max_long_query_chars": wire.MAX_LONG_QUERY_CHARS,
-        "max_budget": wire.MAX_BUDGET,
-        "max_live_items": wire.MAX_LIVE_ITEMS,
-        "max_live_bytes": wire.MAX_LIVE_BYTES,
-        "max_conversation_turns": wire.MAX_CONVERSATION_TURNS,
+        "max_budget": MAX_BUDGET,
+        "max_live_items": MAX_LIVE_ITEMS,
+        "max_live_bytes": MAX_LIVE_BYTES,
+        "max_conversation_turns": MAX_CONVERSATION_TURNS,
         "max_pending": cfg.max_pending,
     }
     # the engine's defaults are the same numbers
@@ -100,15 +113,15 @@ def _live(n: int, text: str = "x") -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize(("params", "name", "field"), [
-    ({"query": "q" * (LIMITS["max_query_chars"] + 1)}, "invalid_input", "build_context.query"),
-    ({"query": "q", "budget": LIMITS["max_budget"] + 1}, "invalid_budget",
+    ({"query": "q" * (_count("max_query_chars") + 1)}, "invalid_input", "build_context.query"),
+    ({"query": "q", "budget": _count("max_budget") + 1}, "invalid_budget",
      "build_context.budget"),
-    ({"query": "q", "live": _live(LIMITS["max_live_items"] + 1)}, "live_snapshot_too_large",
+    ({"query": "q", "live": _live(_count("max_live_items") + 1)}, "live_snapshot_too_large",
      "build_context.live"),
-    ({"query": "q", "live": _live(2, "é" * (LIMITS["max_live_bytes"] // 4 + 1))},
+    ({"query": "q", "live": _live(2, "é" * (_count("max_live_bytes") // 4 + 1))},
      "live_snapshot_too_large", "build_context.live"),
     ({"query": "q", "conversation": [{"role": "user", "text": "t"}] *
-      (LIMITS["max_conversation_turns"] + 1)}, "invalid_input", "build_context.conversation"),
+      (_count("max_conversation_turns") + 1)}, "invalid_input", "build_context.conversation"),
     ({"query": "q", "live": [{"kind": "hologram", "text": "x"}]}, "invalid_item_kind",
      "build_context.live[0].kind"),
     ({"query": "q", "live": [{"text": "x", "secret_name": 1}]}, "invalid_input",

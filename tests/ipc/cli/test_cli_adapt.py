@@ -19,7 +19,9 @@ def test_status_says_what_recall_learned_from(tmp_path: Path) -> None:
     assert r.returncode == 0 and "recall adapt: on, nothing learned yet" in r.stdout, r.stdout
     with ContextEngine.open(data_dir) as e:
         synced(e, write_sessions(tmp_path / "t", 12)[0].parent)
-        pairs = e.status().adapt.pairs
+        adapt = e.status().adapt
+        assert adapt is not None
+        pairs = adapt.pairs
     r = ctx("--local", "status")
     assert r.returncode == 0, r.stderr
     assert f" from {pairs} request/answer pairs in 12 sessions (" in r.stdout, r.stdout

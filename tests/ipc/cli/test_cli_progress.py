@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def _snap(**kw: object) -> JobSnapshot:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
-    monkeypatch.setattr(P.time, "monotonic", c)
+    monkeypatch.setattr(time, "monotonic", c)  # the clock ipc.cli.progress reads
     return c
 
 

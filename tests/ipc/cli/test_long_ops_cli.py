@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ipc.connection import pid_alive
+from ipc.connection import ConnectionInfo, pid_alive
 from ipc.discovery import find_live
 from tests.agents.engines import ctx
 from tests.conftest import shared_data
@@ -25,7 +25,7 @@ def _folder(tmp_path: Path, n: int) -> Path:
     return folder
 
 
-def _engine_started(folder: Path) -> dict:
+def _engine_started(folder: Path) -> ConnectionInfo:
     r = ctx("ingest", str(folder), "--json")  # starts the background engine
     assert r.returncode == 0, r.stderr
     info = find_live(os.environ["CTX_HOME"])
