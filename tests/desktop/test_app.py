@@ -64,7 +64,8 @@ def test_app_window_mode_ingest_status_and_quit_in_order(qtbot: Any, qapp: Any, 
                                                          docs: Path) -> None:
     app = App(qapp, data_dir, engine_factory=open_fake_engine, tray=False)
     quits: list[int] = []
-    app.qapp = types.SimpleNamespace(quit=lambda: quits.append(1))
+    # a stand-in for the QApplication that counts its quit() calls
+    app.qapp = types.SimpleNamespace(quit=lambda: quits.append(1))  # type: ignore[assignment]
     with qtbot.waitSignal(app.host.ready, timeout=30000):
         app.start()
     assert app.window is not None and app.window.isVisible()
@@ -91,7 +92,8 @@ def test_ingest_asked_before_ready_is_queued(qtbot: Any, qapp: Any, data_dir: Pa
                                              short_runtime: Path, docs: Path) -> None:
     app = App(qapp, data_dir, engine_factory=open_fake_engine, tray=False,
               ingest=[str(docs)])
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     assert app.pending_ingest == [str(docs.resolve())]
     with qtbot.waitSignal(app.host.sources_changed, timeout=60000):
         app.start()
@@ -114,7 +116,7 @@ def test_ctx_app_status_without_a_running_app(data_dir: Path, short_runtime: Pat
 def test_garbage_is_collected_on_the_gui_thread_only(qtbot: Any) -> None:
     import gc
 
-    from desktop.app import GuiGarbageCollector
+    from desktop.gc_timer import GuiGarbageCollector
     from desktop.qt import QObject
 
     owner = QObject()
@@ -150,7 +152,8 @@ def test_status_says_shown_after_the_window_is_shown(qtbot: Any, qapp: Any, data
 
     made = time.monotonic()
     app = App(qapp, data_dir, engine_factory=open_fake_engine, tray=False)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     with qtbot.waitSignal(app.host.ready, timeout=30000):
         app.start()
     timings = app.status()["timings_ms"]

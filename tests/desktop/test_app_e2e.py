@@ -273,7 +273,7 @@ def test_quit_then_an_immediate_relaunch_starts_the_app(env: dict[str, str],
         assert tell(data_dir, env, "--pause").returncode == 0
         waiter = subprocess.Popen([sys.executable, "-c", WAITER, str(data_dir), str(folder)],
                                   env=env, stdout=subprocess.PIPE, text=True)
-        procs.append(waiter)  # type: ignore[arg-type]
+        procs.append(waiter)
         assert waiter.stdout is not None and waiter.stdout.readline().strip() == "asking"
         wait_status(data_dir, env, first, lambda s: s["jobs"]["active"] >= 1)  # in flight
         assert tell(data_dir, env, "--quit").returncode == 0

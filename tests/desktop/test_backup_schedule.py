@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from engine import BackupResult
+
 pytestmark = pytest.mark.gui
 
 
@@ -66,7 +68,7 @@ def test_due_backups_are_made_and_pruned(qtbot: Any, host: Any, tmp_path: Path) 
     qtbot.waitUntil(lambda: not scheduler.running and len(_ours(folder)) == 1, timeout=60_000)
     assert (folder.stat().st_mode & 0o777) == 0o700
     (folder / "notes.txt").write_text("the user's own file")
-    made = []
+    made: list[BackupResult] = []
     scheduler.backed_up.connect(made.append)
     scheduler.check()  # not due yet: nothing
     qtbot.waitUntil(lambda: not scheduler.running, timeout=30_000)

@@ -42,7 +42,8 @@ def test_first_run_restores_a_backup(qtbot: Any, qapp: Any, tmp_path: Path, data
     backup, uris = _backup(tmp_path, recovery)
     monkeypatch.delenv("CTX_PASSPHRASE")
     app = App(qapp, data_dir, tray=False, serve=False)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     app.start()
     qtbot.waitUntil(lambda: isinstance(app.dialog, FirstRunDialog), timeout=30_000)
     app.dialog.restore_button.click()
@@ -84,7 +85,8 @@ def test_back_returns_to_the_choices(qtbot: Any, qapp: Any, data_dir: Path,
 
     monkeypatch.delenv("CTX_PASSPHRASE")
     app = App(qapp, data_dir, tray=False, serve=False)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     app.start()
     qtbot.waitUntil(lambda: isinstance(app.dialog, FirstRunDialog), timeout=30_000)
     app.dialog.restore_button.click()

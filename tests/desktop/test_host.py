@@ -189,7 +189,8 @@ def test_a_store_held_by_another_engine_is_an_error_state(
     with qtbot.waitSignal(host.failed, timeout=30000) as blocker:
         host.start()
     assert blocker.args[0].error.name == "store_locked"
-    assert host.state == "error" and host.open_error.name == "store_locked"
+    assert host.state == "error" and host.open_error is not None
+    assert host.open_error.name == "store_locked"
 
 
 def test_serve_false_opens_without_a_server(make_host: Callable[..., EngineHost], qtbot: Any,

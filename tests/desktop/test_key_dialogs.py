@@ -91,19 +91,21 @@ def test_secret_dialog_checks_and_tells_a_recovery_key_from_a_passphrase(qtbot: 
     dialog = SecretDialog("Change passphrase", "text", current=True, new=True)
     qtbot.addWidget(dialog)
     assert dialog.validate() == "Type the current passphrase, or the recovery key."
-    dialog.current.setText("old passphrase here")
-    dialog.new.setText("a new and long passphrase")
-    dialog.confirm.setText("a new and long passphrase!")
+    current, new, confirm = dialog.current, dialog.new, dialog.confirm
+    assert current is not None and new is not None and confirm is not None
+    current.setText("old passphrase here")
+    new.setText("a new and long passphrase")
+    confirm.setText("a new and long passphrase!")
     assert dialog.validate() == "The two new passphrases differ."
     dialog._try_accept()
     assert dialog.error.text() == "The two new passphrases differ."
-    dialog.confirm.setText("a new and long passphrase")
+    confirm.setText("a new and long passphrase")
     assert dialog.validate() is None
     got = dialog.secrets()
     assert (got.passphrase, got.recovery_key) == ("old passphrase here", None)
     assert got.new_passphrase == "a new and long passphrase"
     key = generate_recovery_key()
-    dialog.current.setText(key)
+    current.setText(key)
     got = dialog.secrets()
     assert (got.passphrase, got.recovery_key) == (None, key)
     optional = SecretDialog("Restore", "text", current=True, new=False, optional=True)
@@ -136,7 +138,8 @@ def test_the_apps_first_run_shows_the_key_before_making_the_store(
 
     monkeypatch.delenv("CTX_PASSPHRASE")  # no key in the environment: the app asks
     app = App(qapp, data_dir, tray=False, serve=False)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     app.start()
     for attempt in range(2):
         qtbot.waitUntil(lambda: isinstance(app.dialog, FirstRunDialog), timeout=30_000)

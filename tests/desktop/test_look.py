@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from desktop.qt import QApplication, QPalette, QWidget
+from tests.desktop.cells import cell
 
 pytestmark = pytest.mark.gui
 
@@ -25,14 +26,16 @@ def test_a_banner_never_moves_the_controls(host: Any, qtbot: Any) -> None:
     panel.resize(900, 600)
     panel.show()
     qtbot.waitExposed(panel)
-    jobs_before = panel.jobs_box.parentWidget().mapTo(panel, panel.jobs_box.geometry().topLeft())
+    holder = panel.jobs_box.parentWidget()
+    assert holder is not None
+    jobs_before = holder.mapTo(panel, panel.jobs_box.geometry().topLeft())
     panel.banner.show_message("error", "inbox: 4 of 5 files ingested, 1 skipped. " * 6)
     QApplication.processEvents()
-    jobs_after = panel.jobs_box.parentWidget().mapTo(panel, panel.jobs_box.geometry().topLeft())
+    jobs_after = holder.mapTo(panel, panel.jobs_box.geometry().topLeft())
     assert jobs_before == jobs_after
     panel.banner.clear_message()
     QApplication.processEvents()
-    assert panel.jobs_box.parentWidget().mapTo(
+    assert holder.mapTo(
         panel, panel.jobs_box.geometry().topLeft()) == jobs_before
 
     window = MainWindow(host)
@@ -62,7 +65,8 @@ def test_no_empty_band_waits_for_a_message(host: Any, qtbot: Any, title: str) ->
     window.tabs.setCurrentWidget(panel)
     qtbot.waitExposed(window)
     qtbot.wait(50)
-    banner = panel.banner
+    panel_with_banner: Any = panel  # six panel classes, each with its message line
+    banner = panel_with_banner.banner
     assert banner.isHidden()
     band = banner.geometry()
     beside = [w for w in panel.findChildren(QWidget) if w is not banner and w.isVisible()
@@ -111,7 +115,7 @@ def test_audit_counts_are_not_cut(host: Any, qtbot: Any) -> None:
         remote.build_context("tides", budget=300)
     qtbot.waitUntil(lambda: panel.audit.rowCount() >= 1, timeout=30000)
     assert panel.audit.wordWrap()
-    text = panel.audit.item(0, 4).text()
+    text = cell(panel.audit, 0, 4).text()
     width = panel.audit.columnWidth(4)
     lines = panel.audit.rowHeight(0) // panel.audit.fontMetrics().lineSpacing()
     assert panel.audit.fontMetrics().horizontalAdvance(text) <= width * max(1, lines)
@@ -140,7 +144,8 @@ def test_appearance_is_the_apps_own_palette(qtbot: Any, qapp: Any, data_dir: Pat
     data_dir.mkdir(parents=True, exist_ok=True)
     config_io.write(data_dir, {"desktop": {"appearance": "dark"}})
     app = App(qapp, data_dir, engine_factory=open_fake_engine, tray=False)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     try:
         assert qapp.style().name().lower() == "fusion"
         window_colour = qapp.palette().color(QPalette.ColorRole.Window)

@@ -21,6 +21,7 @@ from desktop.messages import (
     in_user_words,
 )
 from engine import ErrorInfo
+from tests.desktop.cells import cell
 
 pytestmark = pytest.mark.gui
 
@@ -183,6 +184,6 @@ def test_the_tray_and_the_health_audit_are_in_words(host: Any, qtbot: Any) -> No
           RemoteEngine(info, timeout=20) as remote):  # an audited call from a process
         remote.build_context("tides", budget=300)
     qtbot.waitUntil(lambda: panel.audit.rowCount() >= 1, timeout=30000)
-    operations = [panel.audit.item(r, 1).text() for r in range(panel.audit.rowCount())]
+    operations = [cell(panel.audit, r, 1).text() for r in range(panel.audit.rowCount())]
     assert "Build context" in operations
     _assert_in_words(panel)

@@ -121,8 +121,7 @@ def test_a_live_switch_repaints_everything_at_once(qtbot: Any, appearance: Any) 
     window.show()
     qtbot.waitExposed(window)
     banner.show_message("ok", "notes: 3 files ingested, 9 chunks.")
-    dialog.layout_ = QVBoxLayout(dialog)
-    dialog.layout_.addWidget(error)
+    QVBoxLayout(dialog).addWidget(error)  # the layout belongs to the dialog
     dialog.show()
     dialog.show_error("The two new passphrases differ.")
     menu = QMenu()  # as the tray's: a top-level widget of its own

@@ -48,7 +48,8 @@ def paused_after(files: int) -> tuple[Any, threading.Event]:
 
 def start_app(qtbot: Any, qapp: Any, data_dir: Path, factory: Any = open_fake_engine) -> App:
     app = App(qapp, data_dir, engine_factory=factory, tray=False)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)  # the test's event loop stays
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     with qtbot.waitSignal(app.host.ready, timeout=30000):
         app.start()
     return app

@@ -206,7 +206,8 @@ def test_first_run_create_store_shows_the_window(qtbot: Any, qapp: Any, data_dir
 
     monkeypatch.delenv("CTX_PASSPHRASE")
     app = App(qapp, data_dir, tray=True)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     try:
         with qtbot.waitSignal(app.host.state_changed,
                               check_params_cb=lambda s: s == "needs_setup", timeout=30000):
@@ -350,7 +351,8 @@ def test_after_unlocking_the_window_shows(qtbot: Any, qapp: Any, data_dir: Path,
     init_store(data_dir, passphrase=TEST_PASSPHRASE, use_keychain=False)
     monkeypatch.delenv("CTX_PASSPHRASE")
     app = App(qapp, data_dir, tray=True, engine_factory=open_fake_engine)
-    app.qapp = types.SimpleNamespace(quit=lambda: None)
+    # a stand-in for the QApplication: quit() leaves the test's event loop running
+    app.qapp = types.SimpleNamespace(quit=lambda: None)  # type: ignore[assignment]
     try:
         with qtbot.waitSignal(app.host.state_changed,
                               check_params_cb=lambda s: s == "locked", timeout=30000):

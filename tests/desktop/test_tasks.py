@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -76,7 +77,7 @@ def test_many_tasks_all_complete(qtbot: Any) -> None:
     tm = TaskManager(max_threads=3)
     results: list[int] = []
     for i in range(20):
-        tm.run(lambda i=i: i * i, results.append)
+        tm.run(functools.partial(pow, i, 2), results.append)
     qtbot.waitUntil(lambda: len(results) == 20, timeout=10000)
     assert sorted(results) == [i * i for i in range(20)]
     assert tm.running() == []
@@ -95,9 +96,12 @@ def test_one_bridge_runs_posts_in_order_on_the_gui_thread(qtbot: Any) -> None:
     bridge = GuiBridge()
     seen: list[tuple[int, int, threading.Thread]] = []
 
+    def record(n: int, i: int) -> None:
+        seen.append((n, i, threading.current_thread()))
+
     def poster(n: int) -> None:
         for i in range(200):
-            bridge.post(lambda n=n, i=i: seen.append((n, i, threading.current_thread())))
+            bridge.post(functools.partial(record, n, i))
     threads = [threading.Thread(target=poster, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()

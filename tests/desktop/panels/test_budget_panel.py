@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from engine import BuildDone, BuildItem
+from tests.desktop.cells import cell
 from tests.desktop.panels.conftest import ingest
 
 pytestmark = pytest.mark.gui
@@ -99,13 +100,13 @@ def test_one_name_for_each_kind_in_chart_and_table(qtbot: Any, panel_host: Any) 
     panel.add_build(_build(budget=500, total_tokens=130,
                            items=[("section", 50), ("turn_pair", 40), ("code", 20)]))
     legend = dict(panel.chart.legend())
-    table = {panel.kinds.item(r, 0).text() for r in range(panel.kinds.rowCount())}
+    table = {cell(panel.kinds, r, 0).text() for r in range(panel.kinds.rowCount())}
     assert set(legend.values()) == table
     assert "Headers and separators" in table and "framing" not in table
     assert not any("_" in name or name[:1].islower() for name in table)
     framing_row = next(r for r in range(panel.kinds.rowCount())
-                       if panel.kinds.item(r, 0).text() == "Headers and separators")
+                       if cell(panel.kinds, r, 0).text() == "Headers and separators")
     from desktop.qt import Qt
 
-    swatch = panel.kinds.item(framing_row, 0).data(Qt.ItemDataRole.DecorationRole)
+    swatch = cell(panel.kinds, framing_row, 0).data(Qt.ItemDataRole.DecorationRole)
     assert hasattr(swatch, "toImage")  # the hatched swatch of the chart, not a plain grey

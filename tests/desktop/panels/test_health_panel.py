@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from engine import Status, VectorMemory
+from tests.desktop.cells import cell
 from tests.desktop.panels.conftest import ingest
 
 pytestmark = pytest.mark.gui
@@ -62,12 +63,12 @@ def test_shows_store_model_ipc_latency_and_audit(qtbot: Any, served_host: Any,
     assert f["Size on disk"].text().endswith(("KB", "MB"))
     assert f["Endpoint"].text() == host.ipc_info and f["Endpoint"].text().startswith("ipc://")
     assert int(f["Requests served"].text()) >= 1
-    build_row = [panel.latency.item(0, c).text() for c in range(6)]
-    query_row = [panel.latency.item(1, c).text() for c in range(6)]
+    build_row = [cell(panel.latency, 0, c).text() for c in range(6)]
+    query_row = [cell(panel.latency, 1, c).text() for c in range(6)]
     assert build_row[0] == "Build context" and int(build_row[1]) >= 1
     assert build_row[2].endswith("ms") and query_row[0].startswith("Query")
     assert int(query_row[1]) >= 1
-    methods = [panel.audit.item(r, 1).text() for r in range(panel.audit.rowCount())]
+    methods = [cell(panel.audit, r, 1).text() for r in range(panel.audit.rowCount())]
     assert "Ingest" in methods and "ingest_job" not in methods  # words, not a method
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from desktop import config_io
+from engine import SourceInfo
 
 pytestmark = pytest.mark.gui
 
@@ -84,7 +85,7 @@ def test_bad_files_are_listed_with_path_and_reason(qtbot: Any, small_files: None
     card = next(iter(panel.cards.values()))
     assert "skipped" in card.state.text()
     assert panel.failure_table.rowCount() == len(panel.failures)
-    stored = []
+    stored: list[SourceInfo] = []
     panel_host.run(lambda e: e.sources(), success=stored.extend)
     qtbot.waitUntil(lambda: bool(stored), timeout=30_000)
     names = sorted(Path(s.uri).name for s in stored)

@@ -34,7 +34,8 @@ class ThreadCheckedEngine:
 
 @pytest.fixture
 def checked_host(qtbot: Any) -> Iterator[tuple[Any, list[str]]]:
-    from desktop.host import EngineHost, open_engine
+    from desktop.host import EngineHost
+    from desktop.host_open import open_engine
 
     violations: list[str] = []
     host = EngineHost(Path(os.environ["CTX_HOME"]), serve=False,

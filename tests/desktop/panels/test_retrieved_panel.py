@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine import PayloadItem
+from engine import BuildDone, PayloadItem
 from tests.desktop.panels.conftest import ingest
 
 pytestmark = pytest.mark.gui
@@ -23,11 +23,13 @@ def panel(qtbot: Any, panel_host: Any, docs: Path) -> Any:
     return widget
 
 
-def _build(qtbot: Any, panel: Any, panel_host: Any) -> dict[str, Any]:
+def _build(qtbot: Any, panel: Any, panel_host: Any) -> BuildDone:
     with qtbot.waitSignal(panel_host.build_finished, timeout=60_000) as sig:
         panel.go.click()
     qtbot.waitUntil(lambda: panel.go.isEnabled(), timeout=30_000)
-    return sig.args[0]
+    done = sig.args[0]
+    assert isinstance(done, BuildDone)
+    return done
 
 
 def test_build_shows_ranked_items_preview_and_exact_payload(qtbot: Any, panel: Any,

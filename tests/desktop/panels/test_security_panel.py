@@ -290,7 +290,7 @@ def test_restore_asks_for_a_passphrase_for_this_computer_too(qtbot: Any, panel: 
     restores on one without a keychain). Before, the tab asked the secret alone and such
     a restore ended in key_unavailable; the choice reaches the engine whole."""
     from desktop.dialogs.restore_backup import RestoreDialog
-    from desktop.qt import QApplication, QTimer
+    from desktop.qt import QApplication, QDialog, QTimer
 
     backup = tmp_path / "b.ctxbackup"
     backup.write_bytes(b"x")
@@ -307,6 +307,7 @@ def test_restore_asks_for_a_passphrase_for_this_computer_too(qtbot: Any, panel: 
             dialog.new.setText("a passphrase for here")
             dialog.restore_button.click()
         elif dialog is not None:
+            assert isinstance(dialog, QDialog)
             dialog.reject()
     QTimer.singleShot(200, fill)
     panel.ask_restore()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+from desktop.qt import QLineEdit, QSpinBox, QWidget
 from engine import load_config
 
 pytestmark = pytest.mark.gui
@@ -43,6 +44,21 @@ def test_shows_the_typed_defaults(panel: Any) -> None:
     assert values["desktop.default_budget"] == 1500
     assert values["ingest.watched_folders"] == [] and not values["desktop.start_at_login"]
     assert values["desktop.appearance"] == "system"
+
+
+W = TypeVar("W", bound=QWidget)
+
+
+def _editor(panel: Any, key: str, kind: type[W]) -> W:
+    """The form's editor of ``key``, which the form makes of that kind."""
+    editor = panel.form.editors[key]
+    assert isinstance(editor, kind), (key, type(editor))
+    return editor
+
+
+def _http_with_a_bad_url(panel: Any) -> None:
+    _choose(panel, "store.vector_backend", "http")
+    _editor(panel, "store.chroma_url", QLineEdit).setText("chroma.local:80oo")
 
 
 def _choose(panel: Any, key: str, value: str) -> None:
@@ -83,7 +99,7 @@ def test_other_keys_in_the_file_are_kept(qtbot: Any, panel_host: Any, autostart:
                                    encoding="utf-8")
     widget = SettingsPanel(panel_host, autostart=autostart)
     qtbot.addWidget(widget)
-    widget.form.editors["packing.max_item_tokens"].setValue(500)
+    _editor(widget, "packing.max_item_tokens", QSpinBox).setValue(500)
     assert widget.save_settings()
     written = tomllib.loads(_config(panel_host).read_text(encoding="utf-8"))
     assert written == {"ipc": {"workers": 2}, "search": {"rrf_k": 30},
@@ -96,9 +112,7 @@ def test_other_keys_in_the_file_are_kept(qtbot: Any, panel_host: Any, autostart:
     (lambda p: p.form.editors["packing.max_item_tokens"].setValue(0), "Any other item, max tokens"),
     (lambda p: p.form.editors["packing.live_max_share"].setValue(1.5), "Live items' share of the budget"),
     (lambda p: p.add_folder("relative/folder"), "not an absolute path"),
-    (lambda p: (_choose(p, "store.vector_backend", "http"),
-                p.form.editors["store.chroma_url"].setText("chroma.local:80oo")),
-     "Chroma server URL"),  # issue 22 (1): refused before it is written, not at next open
+    (_http_with_a_bad_url, "Chroma server URL"),  # issue 22 (1): refused before it is written, not at next open
 ])
 def test_invalid_value_shows_the_config_message_and_writes_nothing(
         panel: Any, panel_host: Any, edit: Any, needle: str) -> None:
@@ -137,7 +151,7 @@ def test_a_file_the_store_refuses_is_shown_and_can_be_corrected(
     qtbot.addWidget(widget)
     assert widget.banner.kind == "error" and "Chroma server URL" in widget.banner.text_shown()
     assert widget.save.isEnabled()
-    url = widget.form.editors["store.chroma_url"]
+    url = _editor(widget, "store.chroma_url", QLineEdit)
     assert url.text() == "chroma.local:80oo"
     url.setText("http://chroma.local:8000")
     with qtbot.waitSignal(widget.saved, timeout=10_000):
@@ -189,6 +203,7 @@ def test_the_whole_form_fits_the_default_window(qtbot: Any, panel_host: Any,
     """Issue 33 (14): at the window's default 1100x720, Settings needs no scrolling:
     "Start at login" is in sight."""
     from desktop.main_window import MainWindow
+    from desktop.panels.settings import SettingsPanel
     from desktop.qt import QScrollArea
 
     window = MainWindow(panel_host)
@@ -201,6 +216,7 @@ def test_the_whole_form_fits_the_default_window(qtbot: Any, panel_host: Any,
     qtbot.waitExposed(window)
     qtbot.wait(50)
     scroll = settings.findChild(QScrollArea)
+    assert scroll is not None and isinstance(settings, SettingsPanel)
     assert scroll.verticalScrollBar().maximum() == 0
     box = settings.start_at_login
     assert scroll.viewport().rect().contains(box.mapTo(scroll.viewport(),

@@ -17,8 +17,11 @@ def panel(qtbot: Any, panel_host: Any, docs: Path) -> Any:
     from desktop.panels.sources import SourcesPanel
 
     ingest(qtbot, panel_host, [str(docs)])
+    class AnsweredPanel(SourcesPanel):
+        answers: list[bool]  # what the test answers the panel's questions, in turn
+
     answers: list[bool] = []
-    widget = SourcesPanel(panel_host, confirm=lambda title, text: answers.pop(0))
+    widget = AnsweredPanel(panel_host, confirm=lambda title, text: answers.pop(0))
     widget.answers = answers
     qtbot.addWidget(widget)
     qtbot.waitUntil(lambda: widget.rows() == 3, timeout=30_000)
