@@ -16,7 +16,7 @@ ENV = "CTX_TEST_KEYRING"
 
 
 class FileKeyring(KeyringBackend):
-    priority = 1  # type: ignore[assignment]
+    priority = 1
 
     @staticmethod
     def _path() -> Path:

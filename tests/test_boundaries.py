@@ -145,6 +145,7 @@ def test_the_app_loads_no_module_by_name() -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             if any(n.split(".")[0] == "importlib" for n in names) or (
                     isinstance(node, ast.Name) and node.id == "__import__"):
+                assert isinstance(node, (ast.stmt, ast.expr))  # an import or a name: a line
                 found.append(f"{path.relative_to(REPO)}:{node.lineno} ({module})")
     assert not found, "modules loaded by name:\n" + "\n".join(found)
 

@@ -46,7 +46,7 @@ def _text_of(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "?" for v in node.values)
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "?" for v in node.values)
     return None
 
 
@@ -62,7 +62,8 @@ def findings(path: Path) -> Iterator[tuple[int, str]]:
             yield node.lineno, f"call of .{node.func.attr}()"
         elif isinstance(node, ast.Attribute) and node.attr in PRIVATE:
             yield node.lineno, f"use of the vault's private .{node.attr}"
-        elif id(node) not in docs and id(node) not in inside_fstring:
+        elif isinstance(node, ast.expr) and id(node) not in docs \
+                and id(node) not in inside_fstring:
             text = _text_of(node)
             if text is not None and SQL.match(text):
                 yield node.lineno, f"SQL statement {text.strip()[:40]!r}"
