@@ -206,8 +206,7 @@ class TranscriptCues:
     code: tuple[str, ...] = (*_words(
         r"snippet\w* code show struct\w* constant\w* pattern\w* regex\w* literal\w*",
         r"signature\w*"), r"look\w*\s+like")
-    _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
-                                                     repr=False)
+    _compiled: Mapping[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled = {name: re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
@@ -272,8 +271,7 @@ class TurnRoleConfig:
     # with the same assistant words (``turn_roles.repeat_penalties``): recall dev,
     # bench.recall_quality (docs/tuning.md).
     repeat_penalty: float = bounded(0.1, 0.0, 1.0)
-    _compiled: Mapping[str, re.Pattern[str]] = field(default_factory=dict, compare=False,
-                                                     repr=False)
+    _compiled: Mapping[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_bounds(self, "recall.turn_roles")

@@ -148,7 +148,7 @@ def hand_written_ranges(cls: type) -> list[str]:
     ``cls.__post_init__``: what ``bounded`` is for."""
     if "__post_init__" not in cls.__dict__:
         return []
-    source = textwrap.dedent(inspect.getsource(cls.__post_init__))
+    source = textwrap.dedent(inspect.getsource(cls.__dict__["__post_init__"]))
     func = ast.parse(source).body[0]
     assert isinstance(func, ast.FunctionDef)
     from_self, table = _self_names(func)
@@ -168,6 +168,15 @@ def hand_written_ranges(cls: type) -> list[str]:
                for o in operands if not _is_number(o)):
             found.append(f"{cls.__qualname__}.__post_init__: {ast.unparse(node)}")
     return found
+
+
+def test_no_section_takes_what_it_computes_as_an_argument() -> None:
+    """A section's constructor takes the keys a user sets; what it derives from them (its
+    compiled patterns) is no argument, no part of its repr and no part of its equality."""
+    found = [f"{name}.{f.name}" for name, cls in sections() for f in dataclasses.fields(cls)
+             if f.name.startswith("_") and (f.init or f.repr or f.compare)]
+    assert not found, "make these field(init=False, repr=False, compare=False):\n" + \
+        "\n".join(found)
 
 
 def test_no_section_checks_a_range_by_hand() -> None:
@@ -221,7 +230,7 @@ def test_bounded_refuses_out_of_range_values_naming_the_field() -> None:
                              ({"share": float("nan")}, "part.share", "in (0, 1]"),
                              ({"share": "half"}, "part.share", "in (0, 1]")):
         with pytest.raises(ConfigError) as caught:
-            Part(**kwargs)  # type: ignore[arg-type]
+            Part(**kwargs)
         assert caught.value.details["key"] == key and why in caught.value.message
         assert caught.value.code == 1001
 
