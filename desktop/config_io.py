@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import Config, ConfigError, check_config
+from engine import Config, ConfigError, bounded, check_bounds, check_config
 
 CONFIG_NAME = "config.toml"
 DEFAULT_BUDGET = 1500
@@ -39,13 +39,11 @@ class DesktopSettings:
     """The app's own settings: the ``[desktop]`` table of config.toml."""
 
     start_at_login: bool = False
-    default_budget: int = DEFAULT_BUDGET  # the Retrieved items panel's budget at start
+    default_budget: int = bounded(DEFAULT_BUDGET, 1, 1_000_000)  # Retrieved items' at start
     appearance: str = "system"  # light, dark, or what the system says
 
     def __post_init__(self) -> None:
-        if not 1 <= self.default_budget <= 1_000_000:
-            raise ConfigError("desktop.default_budget must be between 1 and 1000000",
-                              key="desktop.default_budget")
+        check_bounds(self, "desktop")
         if self.appearance not in APPEARANCES:
             raise ConfigError("desktop.appearance: must be one of 'system', 'light', 'dark'",
                               key="desktop.appearance")

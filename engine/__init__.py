@@ -72,6 +72,7 @@ _WHERE: dict[str, str] = {
     "Config": "engine.config", "load_config": "engine.config",
     "check_config": "engine.config:check",
     "parse_config_section": "engine.config_base:from_dict",
+    "bounded": "engine.config_base", "check_bounds": "engine.config_base",
     "LiveItem": "engine.types", "ConversationTurn": "engine.types",
     "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
     **{n: "engine.limits" for n in ("MIN_BUDGET", "MAX_BUDGET", "MAX_QUERY_CHARS",
@@ -137,6 +138,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.calls import Caller, caller
     from engine.config import Config, load_config
     from engine.config import check as check_config
+    from engine.config_base import bounded, check_bounds
     from engine.config_base import from_dict as parse_config_section
     from engine.crypto.keys import (
         headless_key_available,
@@ -303,8 +305,10 @@ __all__ = [
     "WrongKey",
     "backup_due",
     "backups_to_prune",
+    "bounded",
     "caller",
     "change_passphrase",
+    "check_bounds",
     "check_config",
     "default_key_file",
     "error_from_dict",

@@ -25,10 +25,11 @@ from engine import (
     MAX_QUERY_CHARS,
     MIN_BUDGET,
     SOURCE_KINDS,
-    ConfigError,
     InvalidBudget,
     InvalidItemKind,
     LiveSnapshotTooLarge,
+    bounded,
+    check_bounds,
 )
 from ipc.endpoints import check_loopback
 from ipc.errors import ProtocolError, UnknownMethod
@@ -72,35 +73,24 @@ class IpcConfig:
     """
 
     endpoint: str | None = None
-    workers: int = 4  # pool for engine calls (build_context, search, ingest...)
-    control_workers: int = 2  # separate pool for status/job/metrics: never behind an ingest
-    max_pending: int = 1024  # queued requests beyond this get server_unavailable
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_clock_skew_s: float = 120.0  # a message dated further back is refused as replayed
+    workers: int = bounded(4, 1, 256)  # pool for engine calls (build_context, search, ingest...)
+    # a separate pool for status/job/metrics: never behind an ingest
+    control_workers: int = bounded(2, 1, 64)
+    max_pending: int = bounded(1024, 1, 1_000_000)  # queued beyond this: server_unavailable
+    max_message_bytes: int = bounded(DEFAULT_MAX_MESSAGE_BYTES, 4096, 1 << 30)
+    # a message dated further back is refused as replayed
+    max_clock_skew_s: float = bounded(120.0, 1.0, 86_400.0)
     # a message dated further ahead is refused too: server and clients share this machine's
     # clock, so only a clock step (or a forger) dates a message seconds into the future
-    max_future_skew_s: float = 10.0
-    replay_history: int = 10_000  # message ids remembered to refuse replays
-    drain_timeout_s: float = 5.0  # on shutdown, how long in-flight requests may finish
-    timeout_s: float = 10.0  # client: per attempt
-    retries: int = 2  # client: extra attempts for idempotent methods
+    max_future_skew_s: float = bounded(10.0, 0.0, 3600.0)
+    replay_history: int = bounded(10_000, 16, 10_000_000)  # ids remembered to refuse replays
+    # on shutdown, how long in-flight requests may finish
+    drain_timeout_s: float = bounded(5.0, 0.0, 3600.0)
+    timeout_s: float = bounded(10.0, 0.01, 86_400.0)  # client: per attempt
+    retries: int = bounded(2, 0, 100)  # client: extra attempts for idempotent methods
 
     def __post_init__(self) -> None:
-        checks: list[tuple[str, float, float, float]] = [
-            ("workers", self.workers, 1, 256),
-            ("control_workers", self.control_workers, 1, 64),
-            ("max_pending", self.max_pending, 1, 1_000_000),
-            ("max_message_bytes", self.max_message_bytes, 4096, 1 << 30),
-            ("max_clock_skew_s", self.max_clock_skew_s, 1.0, 86_400.0),
-            ("max_future_skew_s", self.max_future_skew_s, 0.0, 3600.0),
-            ("replay_history", self.replay_history, 16, 10_000_000),
-            ("drain_timeout_s", self.drain_timeout_s, 0.0, 3600.0),
-            ("timeout_s", self.timeout_s, 0.01, 86_400.0),
-            ("retries", self.retries, 0, 100),
-        ]
-        for name, value, lo, hi in checks:
-            if isinstance(value, bool) or not lo <= value <= hi:
-                raise ConfigError(f"ipc.{name}: must be between {lo} and {hi}", key=f"ipc.{name}")
+        check_bounds(self, "ipc")
         if self.endpoint is not None:
             check_loopback(self.endpoint)
 

@@ -32,7 +32,8 @@ def test_engine_exports() -> None:
         "NoSpace", "IntegrityError", "ModelMismatch", "VectorStoreUnavailable", "IngestFailed",
         "FileRejected", "EngineClosed", "InternalError", "error_from_dict", "qualified_field",
         # config, paths, kinds, tokens, keys
-        "Config", "load_config", "check_config", "parse_config_section", "resolve_data_dir",
+        "Config", "load_config", "check_config", "parse_config_section", "bounded",
+        "check_bounds", "resolve_data_dir",
         "shown_path",
         "LiveItem", "ConversationTurn",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.config_base import bounds_of
 from engine.errors import ConfigError, CtxError, InvalidBudget, InvalidInput
 from ipc.errors import ProtocolError, UnknownMethod
 from ipc.wire import (
@@ -174,6 +176,25 @@ def test_config_rejects_bad_values(kw: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         IpcConfig(**kw)
     assert IpcConfig().max_message_bytes == 16 * 1024 * 1024
+
+
+@pytest.mark.parametrize(("kw", "key", "why"), [
+    ({"workers": 2.5}, "ipc.workers", "an integer between 1 and 256"),
+    ({"replay_history": 100.5}, "ipc.replay_history", "an integer"),
+    ({"timeout_s": "fast"}, "ipc.timeout_s", "between 0.01 and 86400"),
+    ({"max_clock_skew_s": math.nan}, "ipc.max_clock_skew_s", "between 1 and 86400"),
+    ({"max_pending": 0}, "ipc.max_pending", "between 1 and 1000000"),
+])
+def test_config_ranges_are_the_shared_bounded_fields(kw: dict[str, Any], key: str,
+                                                     why: str) -> None:
+    """IpcConfig states its ranges as every config section does (engine.bounded): a count
+    takes whole numbers only, and a value of the wrong type is a ConfigError naming the
+    key, not a TypeError."""
+    with pytest.raises(ConfigError) as caught:
+        IpcConfig(**kw)
+    assert caught.value.details["key"] == key and why in caught.value.message
+    assert set(bounds_of(IpcConfig)) == {f.name for f in dataclasses.fields(IpcConfig)} - {
+        "endpoint"}
 
 
 def test_msg_id_with_a_trailing_newline_is_refused() -> None:

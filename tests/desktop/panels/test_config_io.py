@@ -9,6 +9,7 @@ import pytest
 
 from desktop import config_io
 from engine import load_config
+from engine.config_base import bounds_of
 from engine.errors import ConfigError
 
 
@@ -52,6 +53,18 @@ def test_invalid_value_shows_its_message_and_writes_nothing(
     assert needle in err.value.message
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]  # no temp file left
+
+
+@pytest.mark.parametrize("budget", [0, 1_000_001, 2.5, "big", True])
+def test_the_default_budget_is_a_bounded_field(budget: object) -> None:
+    """[desktop] default_budget's range is a shared bounded field (engine.bounded), as
+    every config section states it: whole numbers 1..1000000, else a ConfigError naming
+    the key (2.5 passed before, and "big" was a TypeError)."""
+    with pytest.raises(ConfigError) as caught:
+        config_io.DesktopSettings(default_budget=budget)  # type: ignore[arg-type]  # refused
+    assert caught.value.details["key"] == "desktop.default_budget"
+    assert "an integer between 1 and 1000000" in caught.value.message
+    assert "default_budget" in bounds_of(config_io.DesktopSettings)
 
 
 def test_broken_file_is_a_config_error(tmp_path: Path) -> None:
