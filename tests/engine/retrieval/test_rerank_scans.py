@@ -63,5 +63,6 @@ def test_scans_of_other_settings_are_not_reused(engine: ContextEngine) -> None:
     same = dataclasses.replace(res, prepared=PreScans(wider, prescan(rows, wider).scans))
     assert rank_hits(rt, rt.cfg, same).ranked == fresh
     # and stale scans under the config's own settings would change it: the check matters
+    assert stale.prepared is not None
     wrong = dataclasses.replace(res, prepared=PreScans(rt.cfg.rerank, stale.prepared.scans))
     assert rank_hits(rt, rt.cfg, wrong).ranked != fresh

@@ -14,7 +14,7 @@ from engine.facade import ContextEngine
 from engine.flows.runtime import Runtime
 from engine.flows.search.ranking import stored_vectors
 from engine.store.vectors.cache import VectorCache
-from engine.store.vectors.index import ChromaVectors
+from engine.store.vectors.index import ChromaVectors, warming_thread
 
 
 @pytest.fixture(autouse=True)
@@ -322,7 +322,7 @@ def test_close_stops_a_warm_in_progress(data_dir: Path, monkeypatch: pytest.Monk
         release.wait(10)
         return vault.chunk_ids()
 
-    warm = threading.Thread(target=vectors._warm_quietly)
+    warm = warming_thread(vectors.warm, "ctx-vector-cache", "vector cache not filled")
     vectors._chunk_ids = slow_ids
     warm.start()
     assert listing.wait(10)
