@@ -347,6 +347,16 @@ class RerankConfig:
     # bench.recall_quality, 2026-11-28 (docs/tuning.md).
     session_expand_by: str = "rerank"
     session_expand_others: int = bounded(20, 0, 5000)
+    # Besides those, the chunks of each session after the first that hold the most of the
+    # question's terms (weighed within the session): recall dev, bench.recall_quality
+    # --compare, 2026-11-29 (docs/tuning.md).
+    session_expand_words: int = bounded(5, 0, 5000)
+    # The session lane: this many more sessions expanded (as later ones), those holding the
+    # largest share of the question's rare words (engine.flows.search.session_words), at
+    # least session_lane_min of it: recall dev, bench.recall_quality --compare, 2026-11-29
+    # (docs/tuning.md).
+    session_expand_lane: int = bounded(0, 0, 10)
+    session_lane_min: float = bounded(0.3, 0.0, 1.0)
     # A session of the asking project's weight when sessions to expand are chosen by their
     # fused sum (session_expand_by "fused"; so is session_words_expand): recall dev,
     # bench.recall_quality (docs/tuning.md).

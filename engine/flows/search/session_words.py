@@ -27,7 +27,7 @@ MIN_CHUNKS = 50
 def wanted(cfg: Config) -> bool:
     """Whether the sessions to expand or the transcript profile weigh the shares (else
     they are not computed)."""
-    return bool(cfg.rerank.session_words_expand
+    return bool(cfg.rerank.session_words_expand or cfg.rerank.session_expand_lane
                 or cfg.rerank.profiles.get("transcript", {}).get(FEATURE))
 
 

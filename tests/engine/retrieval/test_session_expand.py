@@ -13,9 +13,14 @@ from engine.errors import ConfigError
 from engine.facade import ContextEngine
 from engine.flows.search.lanes import LaneResult, run_lanes
 from engine.flows.search.ranking import Ranked, rank_hits, rank_query
-from engine.flows.search.session_expand import expand_sessions, ranked_sessions
+from engine.flows.search.session_expand import (
+    expand_sessions,
+    ranked_sessions,
+    worded_rows,
+    worded_sessions,
+)
 from engine.retrieval.config import RerankConfig
-from engine.store.vault.rows import Filters
+from engine.store.vault.rows import ChunkRow, Filters
 from tests.conftest import shared_data
 
 KINDS = ("turn_pair", "tool")
@@ -84,7 +89,7 @@ def test_the_sessions_ranked_first_are_expanded_the_later_ones_by_their_closest(
                              if res.rows[c].meta["session"] == other]
     ranked = firsts[:1] + seconds[:1]
     assert ranked_sessions(ranked, res.rows, 2) == [last, other]
-    cfg = _cfg(rt.cfg, session_expand=2, session_expand_others=3)
+    cfg = _cfg(rt.cfg, session_expand=2, session_expand_others=3, session_expand_words=0)
     out, added = expand_sessions(rt, cfg, res, filters, ranked=ranked)
     new = _added(res, out, added, rt.cfg.rerank.window)
     by_session = {s: [c for c in new if out.rows[c].meta["session"] == s] for s in (last, other)}
@@ -137,3 +142,93 @@ def test_recall_expands_the_sessions_its_first_rerank_ranks_best(
 def test_the_way_sessions_are_chosen_is_checked() -> None:
     with pytest.raises(ConfigError, match="session_expand_by"):
         RerankConfig(session_expand_by="best")
+
+
+def test_words_pick_the_chunks_that_hold_the_question_s_rarest_terms() -> None:
+    """``worded_rows``: a term few of the session's chunks hold weighs more than one most
+    hold ("commit" in "committed" counts); a chunk holding none of the question's terms
+    is never picked."""
+    def row(cid: int, text: str) -> ChunkRow:
+        return ChunkRow(id=cid, source_id=1, ordinal=cid, kind="turn_pair", heading="",
+                        text=text, tokens=len(text.split()), start=0, time=None,
+                        meta={"session": "s"}, source="s.jsonl", title="s",
+                        source_kind="transcript", source_time=None, project=None)
+    rows = [row(1, "the commit was blocked by the hook"),
+            row(2, "it was committed"),
+            row(3, "lefthook blocked the commit of the prisma files"),
+            row(4, "nothing valid here"),
+            row(5, "the commit again")]
+    terms = ("lefthook", "commit", "prisma", "id")
+    assert worded_rows(rows, terms, 1) == {3}
+    assert worded_rows(rows, terms, 2) == {3, 1}  # ties: the earlier row
+    assert 4 not in worded_rows(rows, terms, 10)  # holds none ("id" is too short to count)
+    assert worded_rows(rows, terms, 0) == set()
+
+
+def test_a_later_session_adds_its_best_worded_chunks_besides_its_closest(
+        engine: ContextEngine) -> None:
+    """``session_expand_words``: each session after the first adds, besides its
+    ``session_expand_others`` closest chunks, those holding the most of the question's
+    terms (the answer often shares the question's words, not its meaning)."""
+    engine.sync([str(shared_data("transcripts"))])
+    rt = engine.rt
+    filters = Filters(kinds=KINDS)
+    res = run_lanes(rt, QUERY, filters=filters)
+    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
+    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    first, other = order[0], order[1]
+    firsts: list[Ranked] = [(c, 1.0, {}) for c in window if res.rows[c].meta["session"] == first]
+    seconds: list[Ranked] = [(c, 0.5, {}) for c in window
+                             if res.rows[c].meta["session"] == other]
+    ranked = firsts[:1] + seconds[:1]
+    rest = [r for r in rt.vault.session_chunks([other], rt.cfg.rerank.session_expand_chunks)
+            if r.kind in KINDS and r.id not in res.rows]
+    worded = worded_rows(rest, res.analysis.terms, 3)
+    assert len(worded) == 3
+    base = _cfg(rt.cfg, session_expand=2, session_expand_others=3, session_expand_words=0)
+    out, added = expand_sessions(rt, base, res, filters, ranked=ranked)
+    without = {c for c in _added(res, out, added, rt.cfg.rerank.window)
+               if out.rows[c].meta["session"] == other}
+    assert not worded <= without  # the closest alone miss some of them
+    cfg = _cfg(base, session_expand_words=3)
+    out, added = expand_sessions(rt, cfg, res, filters, ranked=ranked)
+    got = {c for c in _added(res, out, added, rt.cfg.rerank.window)
+           if out.rows[c].meta["session"] == other}
+    assert worded <= got and 3 < len(got) <= 6
+
+
+def test_the_session_lane_expands_the_session_of_the_question_s_rare_words(
+        engine: ContextEngine) -> None:
+    """``session_expand_lane``: besides the sessions the first rerank ranks best, the
+    sessions holding the largest share of the question's rare words are expanded (their
+    closest and best-worded chunks), when their share reaches ``session_lane_min``: a
+    look-alike session's chunks may outrank the right one's in the window, but only the
+    right one uses the question's own words."""
+    engine.sync([str(shared_data("transcripts"))])
+    rt = engine.rt
+    filters = Filters(kinds=KINDS)
+    res = run_lanes(rt, QUERY, filters=filters)
+    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
+    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    firsts: list[Ranked] = [(c, 1.0, {}) for c in window
+                            if res.rows[c].meta["session"] == order[0]]
+    ranked = firsts[:1]
+    assert len(order) >= 2
+    lone = order[-1]  # not ranked: the lanes' window ranks it last
+    shares = {lone: 0.8, order[0]: 0.9}
+    cfg = _cfg(rt.cfg, session_expand=1, session_expand_others=5, session_expand_lane=1,
+               session_lane_min=0.5)
+    out, added = expand_sessions(rt, cfg, res, filters, sessions=shares, ranked=ranked)
+    got = {out.rows[c].meta["session"] for c in _added(res, out, added, rt.cfg.rerank.window)}
+    assert lone in got
+    off = _cfg(cfg, session_expand_lane=0)
+    out, added = expand_sessions(rt, off, res, filters, sessions=shares, ranked=ranked)
+    assert lone not in {out.rows[c].meta["session"]
+                        for c in _added(res, out, added, rt.cfg.rerank.window)}
+    low = _cfg(cfg, session_lane_min=0.85)  # its share is under the floor
+    out, added = expand_sessions(rt, low, res, filters, sessions=shares, ranked=ranked)
+    assert lone not in {out.rows[c].meta["session"]
+                        for c in _added(res, out, added, rt.cfg.rerank.window)}
+    assert worded_sessions(shares, [order[0]], 1, 0.5) == [lone]
+    assert worded_sessions(shares, [], 1, 0.5) == [order[0]]
+    assert worded_sessions(None, [], 1, 0.0) == []
