@@ -10,8 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from engine.embedding.base import Embedder
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -57,7 +62,7 @@ def engine(data_dir: Path) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def minilm() -> object:
+def minilm() -> Embedder:
     """The real embedding model, loaded once per test session."""
     from engine.embedding.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
@@ -66,7 +71,7 @@ def minilm() -> object:
 
 
 @pytest.fixture(scope="session")
-def minilm_torch() -> object:
+def minilm_torch() -> Embedder:
     """MiniLM on sentence-transformers (torch), whatever ``minilm`` resolves to."""
     from engine.embedding.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
@@ -75,12 +80,12 @@ def minilm_torch() -> object:
 
 
 @pytest.fixture
-def real_engine(data_dir: Path, minilm: object, monkeypatch: pytest.MonkeyPatch
+def real_engine(data_dir: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
                 ) -> Iterator[object]:
     from engine.facade import ContextEngine
 
     monkeypatch.setenv("CTX_EMBEDDER", "minilm")
-    eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
+    eng = ContextEngine.open(data_dir, embedder=minilm)
     try:
         yield eng
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine.embedding.base import Embedder
 from engine.facade import ContextEngine
 
 
@@ -26,7 +27,7 @@ def _is_loopback(address: object) -> bool:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("backend", ["memory", "embedded"])
-def test_no_outside_connections(backend: str, tmp_path: Path, data_dir: Path, minilm: object,
+def test_no_outside_connections(backend: str, tmp_path: Path, data_dir: Path, minilm: Embedder,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTX__STORE__VECTOR_BACKEND", backend)
     attempts: list[object] = []
@@ -61,7 +62,7 @@ def test_no_outside_connections(backend: str, tmp_path: Path, data_dir: Path, mi
     for i in range(5):
         (docs / f"d{i}.md").write_text(f"# Doc {i}\n\nParagraph {i} about rivers and bridges.\n")
     monkeypatch.setenv("CTX_EMBEDDER", "minilm")
-    with ContextEngine.open(data_dir, embedder=minilm) as eng:  # type: ignore[arg-type]
+    with ContextEngine.open(data_dir, embedder=minilm) as eng:
         assert eng.wait(eng.ingest(paths=[str(docs)])).state == "done"
         assert eng.search("bridges over rivers", k=3)
         eng.build_context("bridges", budget=200)

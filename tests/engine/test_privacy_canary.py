@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.embedding.base import Embedder
 from engine.facade import ContextEngine
 
 
@@ -26,7 +27,7 @@ def _needles(canary: str) -> list[bytes]:
 
 
 @pytest.mark.integration
-def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: object,
+def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: Embedder,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTX_EMBEDDER", "minilm")
     canary = "zq" + uuid.uuid4().hex[:12] + "canary"
@@ -36,7 +37,7 @@ def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: object,
     (docs / "other.md").write_text("# Other\n\nNothing to see in this unrelated file at all.\n")
     (docs / "other2.txt").write_text("Another unrelated file about gardening and tomatoes.\n")
 
-    eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
+    eng = ContextEngine.open(data_dir, embedder=minilm)
     eng.wait(eng.ingest(paths=[str(docs)]))
     eng.wait(eng.ingest(text=f"a note repeating {canary}", title="note"))
     hits = eng.search(canary, k=5)
@@ -48,7 +49,7 @@ def test_canary_never_on_disk(tmp_path: Path, data_dir: Path, minilm: object,
     eng.close()
     assert _grep_data_dir(data_dir, _needles(canary)) == []
 
-    eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
+    eng = ContextEngine.open(data_dir, embedder=minilm)
     eng.delete(str(docs / "secret.md"))
     eng.delete(next(s for s in eng.sources() if s.title == "note").id)
     assert all(canary not in h.text for h in eng.search(canary, k=20))

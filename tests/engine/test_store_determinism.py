@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.embedding.base import Embedder
+
 pytestmark = pytest.mark.integration
 
 TOPICS = ["the build cache", "a failing migration", "the login form", "vector snapshots",
@@ -54,14 +56,14 @@ def vectors_and_ranks(eng: object) -> tuple[dict[bytes, bytes], list[list[tuple[
 
 
 def test_two_fresh_stores_fed_in_other_batches_hold_the_same_vectors(
-        tmp_path: Path, minilm: object) -> None:
+        tmp_path: Path, minilm: Embedder) -> None:
     from engine.facade import ContextEngine
 
     files = write_files(tmp_path / "docs")
-    with ContextEngine.open(tmp_path / "a", embedder=minilm) as eng:  # type: ignore[arg-type]
+    with ContextEngine.open(tmp_path / "a", embedder=minilm) as eng:
         eng.wait(eng.ingest(paths=[str(tmp_path / "docs")]))  # all in one job
         a, ranks_a = vectors_and_ranks(eng)
-    with ContextEngine.open(tmp_path / "b", embedder=minilm) as eng:  # type: ignore[arg-type]
+    with ContextEngine.open(tmp_path / "b", embedder=minilm) as eng:
         for f in reversed(files):  # one file a job, the other way round
             eng.wait(eng.ingest(paths=[str(f)]))
         b, ranks_b = vectors_and_ranks(eng)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine import ContextEngine, generate_recovery_key, init_store
+from engine.embedding.base import Embedder
 from tests.conftest import TEST_PASSPHRASE
 from tests.engine.backup.stores import ctx, fill, fresh_env, state, write_docs
 
@@ -35,12 +36,12 @@ def _settled(eng: ContextEngine, job_id: str) -> None:
 
 @pytest.mark.integration
 def test_backup_during_ingest_restores_the_same_store(tmp_path: Path, data_dir: Path,
-                                                      minilm: object,
+                                                      minilm: Embedder,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTX_EMBEDDER", "minilm")
     rk = generate_recovery_key()
     init_store(data_dir, passphrase=TEST_PASSPHRASE, use_keychain=False, recovery_key=rk)
-    eng = ContextEngine.open(data_dir, embedder=minilm)  # type: ignore[arg-type]
+    eng = ContextEngine.open(data_dir, embedder=minilm)
     try:
         fill(eng, tmp_path)
         more = write_docs(tmp_path / "more", 150, tag="more")
@@ -75,7 +76,7 @@ def test_backup_during_ingest_restores_the_same_store(tmp_path: Path, data_dir: 
     restored = Path(env["CTX_HOME"])
     monkeypatch.delenv("CTX_PASSPHRASE")
     with ContextEngine.open(restored, create=False, passphrase=TEST_PASSPHRASE,
-                            embedder=minilm) as again:  # type: ignore[arg-type]
+                            embedder=minilm) as again:
         assert state(again) == before
         assert again.status().chunks_waiting == waiting
         again.warm_up(background=False)  # the restored store makes the vectors that waited
@@ -89,7 +90,7 @@ def test_backup_during_ingest_restores_the_same_store(tmp_path: Path, data_dir: 
     done = ctx(["restore", backup.path, "--recovery-key-stdin"], env, stdin=rk + "\n")
     assert done.returncode == 0, done.stderr
     with ContextEngine.open(Path(env["CTX_HOME"]), create=False, recovery_key=rk,
-                            embedder=minilm) as again:  # type: ignore[arg-type]
+                            embedder=minilm) as again:
         assert state(again) == before
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from engine.embedding import onnx_files as F
+from engine.embedding.base import Embedder
 from engine.embedding.config import EmbeddingConfig
 from engine.embedding.factory import make_embedder
 from engine.embedding.onnx import OnnxEmbedder
@@ -48,9 +49,9 @@ def test_export_records_what_it_was_made_from(onnx_export_dir: Path) -> None:
 
 
 def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder,
-                                            minilm_torch: object) -> None:
+                                            minilm_torch: Embedder) -> None:
     texts = list(PROBE_TEXTS) + EXTRA
-    ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
+    ref = minilm_torch.encode(texts)
     batch = onnx_embedder.encode(texts)  # one text a run, on 2 workers
     alone = np.stack([onnx_embedder.encode([t])[0] for t in texts])
     assert batch.shape == ref.shape == (len(texts), 384) and batch.dtype == np.float32
@@ -61,9 +62,9 @@ def test_vectors_equal_sentence_transformers(onnx_embedder: OnnxEmbedder,
 
 
 def test_concurrent_runs_give_the_same_vectors(onnx_export_dir: Path,
-                                                                minilm_torch: object) -> None:
+                                                                minilm_torch: Embedder) -> None:
     texts = list(PROBE_TEXTS) + EXTRA + ["word " * 400]  # the last one is cut at 256 pieces
-    ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
+    ref = minilm_torch.encode(texts)
     emb = OnnxEmbedder.open(onnx_export_dir, threads=3)
     try:
         got = emb.encode(texts)
@@ -73,15 +74,15 @@ def test_concurrent_runs_give_the_same_vectors(onnx_export_dir: Path,
 
 
 def test_auto_picks_the_export_under_minilms_name(onnx_export_dir: Path,
-                                                  minilm_torch: object) -> None:
+                                                  minilm_torch: Embedder) -> None:
     emb = make_embedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir)))
     assert isinstance(emb, OnnxEmbedder)
-    assert emb.name == minilm_torch.name == "all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    assert emb.name == minilm_torch.name == "all-MiniLM-L6-v2"
     torch_emb = make_embedder(EmbeddingConfig(backend="torch", onnx_dir=str(onnx_export_dir)))
     assert not isinstance(torch_emb, OnnxEmbedder)
 
 
-def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm_torch: object,
+def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm_torch: Embedder,
                                               onnx_export_dir: Path) -> None:
     from engine.facade import ContextEngine
 
@@ -90,7 +91,7 @@ def test_a_store_moves_between_torch_and_onnx(data_dir: Path, minilm_torch: obje
     (docs / "retry.md").write_text("# Retry policy\n\nThe client retries three times with "
                                    "exponential backoff, then reports a timeout.\n")
     (docs / "tray.md").write_text("# Tray\n\nThe tray icon turns amber while ingesting.\n")
-    eng = ContextEngine.open(data_dir, embedder=minilm_torch)  # type: ignore[arg-type]
+    eng = ContextEngine.open(data_dir, embedder=minilm_torch)
     try:
         eng.wait(eng.ingest(paths=[str(docs)]))
         before = [h.chunk_id for h in eng.search("how often does the client retry?", k=2)]
@@ -138,9 +139,9 @@ def test_the_export_stores_float16_weights_and_an_int8_document_model(
 
 
 def test_documents_run_on_int8_and_queries_stay_exact(onnx_export_dir: Path,
-                                                      minilm_torch: object) -> None:
+                                                      minilm_torch: Embedder) -> None:
     texts = list(PROBE_TEXTS) + EXTRA
-    ref = minilm_torch.encode(texts)  # type: ignore[attr-defined]
+    ref = minilm_torch.encode(texts)
     emb = OnnxEmbedder.open(onnx_export_dir, threads=2)
     exact = OnnxEmbedder.open(onnx_export_dir, threads=2, document_precision="float32")
     try:

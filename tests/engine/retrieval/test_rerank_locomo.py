@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.embedding.base import Embedder
 from engine.retrieval.fts_match import fts_query
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import analyze_query, lane_weights
@@ -44,9 +45,9 @@ def conversation() -> tuple[list[tuple[str, str, float]], list[tuple[str, set[st
 
 
 @pytest.mark.integration
-def test_rerank_recalls_more_evidence_than_fusion(conversation: tuple, minilm: object) -> None:
+def test_rerank_recalls_more_evidence_than_fusion(conversation: tuple, minilm: Embedder) -> None:
     turns, questions = conversation
-    encode = minilm.encode  # type: ignore[attr-defined]
+    encode = minilm.encode
     turn_vecs = np.asarray(encode([text for _, text, _ in turns]), dtype=np.float32)
     query_vecs = np.asarray(encode([q for q, _ in questions]), dtype=np.float32)
     db = sqlite3.connect(":memory:")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.embedding.base import Embedder
 from engine.facade import ContextEngine
 
 REPO = Path(__file__).resolve().parents[4]
@@ -54,7 +55,7 @@ def _run(store: Path, queries: list[str]) -> list[dict[str, object]]:
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_two_processes_give_identical_payloads(tmp_path: Path, data_dir: Path, minilm: object,
+def test_two_processes_give_identical_payloads(tmp_path: Path, data_dir: Path, minilm: Embedder,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTX_EMBEDDER", "minilm")
     rng = random.Random(7)
@@ -63,7 +64,7 @@ def test_two_processes_give_identical_payloads(tmp_path: Path, data_dir: Path, m
     for i in range(300):
         (docs / f"n{i:03}.txt").write_text(" ".join(rng.choice(WORDS) for _ in range(30))
                                            + f" entry {i}\n")
-    with ContextEngine.open(data_dir, embedder=minilm) as eng:  # type: ignore[arg-type]
+    with ContextEngine.open(data_dir, embedder=minilm) as eng:
         eng.wait(eng.ingest(paths=[str(docs)]))
         vectors = eng.status().vectors
         assert vectors is not None and 100 <= vectors < 1000
