@@ -132,6 +132,8 @@ def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str,
     docs = cache / f"docs-v{VERSION}-{size}"
     eng = ContextEngine.open(store / "data", embedder=embedder or MiniLMLike())
     t = time.perf_counter()
+    for old in eng.interrupted_jobs():  # a build cut short: its files are stored, some
+        eng.wait(eng.resume_interrupted(old.id))  # without vectors (a re-ingest skips them)
     res = eng.sync([str(sessions)])
     if res.adapt_job:
         eng.wait(res.adapt_job)
@@ -148,8 +150,11 @@ def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str,
         print(f"  {size}: {eng.status().chunks} chunks, {time.perf_counter() - t:.0f} s; "
               f"load {machine_state()}", flush=True)
     ingest_s = time.perf_counter() - t
-    n = eng.status().chunks
+    st = eng.status()
+    n = st.chunks
     eng.close()
+    if (st.vectors or 0) < n:  # never cached: the measure would be of a partial index
+        raise SystemExit(f"store {store}: {st.vectors} vectors for {n} chunks; not cached")
     info = {"chunks": n, "session_chunks": session_chunks, "sessions": sessions_for(size),
             "sync_s": sync_s, "ingest_s": ingest_s, "docs": str(docs), "resumed": resumed,
             "rate": (n - before) / ingest_s if ingest_s else 0.0}
