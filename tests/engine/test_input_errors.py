@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,9 @@ from engine.facade import ContextEngine, init_store
 from engine.store.vault.lock import DataDirLock
 
 
-def _error(call: object) -> CtxError:
+def _error(call: Callable[[], object]) -> CtxError:
     with pytest.raises(CtxError) as info:
-        call()  # type: ignore[operator]
+        call()
     return info.value
 
 

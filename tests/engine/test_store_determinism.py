@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from engine.embedding.base import Embedder
+from engine.facade import ContextEngine
 
 pytestmark = pytest.mark.integration
 
@@ -36,12 +37,13 @@ def write_files(folder: Path) -> list[Path]:
     return out
 
 
-def vectors_and_ranks(eng: object) -> tuple[dict[bytes, bytes], list[list[tuple[str, float]]]]:
+def vectors_and_ranks(eng: ContextEngine
+                      ) -> tuple[dict[bytes, bytes], list[list[tuple[str, float]]]]:
     """Every chunk's vector bytes keyed by a hash of its embedding input, and each query's
     hits as (text, score) (chunk ids differ between the stores: texts do not)."""
     from engine.store.vault.rebuild import embed_inputs
 
-    rt = eng.rt  # type: ignore[attr-defined]
+    rt = eng.rt
     vecs: dict[bytes, bytes] = {}
     after = 0
     while page := embed_inputs(rt.vault, after, 500):
@@ -50,14 +52,13 @@ def vectors_and_ranks(eng: object) -> tuple[dict[bytes, bytes], list[list[tuple[
             key = hashlib.sha256(repr(tuple(r)[1:]).encode("utf-8")).digest()
             vecs[key] = np.asarray(got[r.id], dtype="<f4").tobytes()
         after = page[-1].id
-    ranks = [[(h.text, h.score) for h in eng.search(q, k=8)]  # type: ignore[attr-defined]
+    ranks = [[(h.text, h.score) for h in eng.search(q, k=8)]
              for q in QUERIES]
     return vecs, ranks
 
 
 def test_two_fresh_stores_fed_in_other_batches_hold_the_same_vectors(
         tmp_path: Path, minilm: Embedder) -> None:
-    from engine.facade import ContextEngine
 
     files = write_files(tmp_path / "docs")
     with ContextEngine.open(tmp_path / "a", embedder=minilm) as eng:

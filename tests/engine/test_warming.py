@@ -49,7 +49,7 @@ def test_a_model_that_fails_to_load_is_announced_with_its_error(
 
 
 @pytest.mark.parametrize("wait_s", [10.0, 0.05])
-def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: object,
+def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: pytest.LogCaptureFixture,
                                               monkeypatch: pytest.MonkeyPatch,
                                               wait_s: float) -> None:
     """close() while the warm-up reads the vector index: close() waits for the stage
@@ -76,7 +76,7 @@ def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: object,
     engine.rt.vectors.warm = slow_warm  # type: ignore[method-assign]
     heard: list[Event] = []
     engine.subscribe(heard.append)
-    caplog.set_level(logging.WARNING, logger="ctx.engine")  # type: ignore[attr-defined]
+    caplog.set_level(logging.WARNING, logger="ctx.engine")
     thread = engine.warm_up()
     assert thread is not None and started.wait(30)
     closer = threading.Thread(target=engine.close)
@@ -89,4 +89,4 @@ def test_closing_during_a_stage_is_no_failure(data_dir: Path, caplog: object,
     assert not closer.is_alive() and not thread.is_alive()
     failed = [e for e in heard if isinstance(e, Warming) and e.error is not None]
     assert failed == []
-    assert not [r for r in caplog.records if "warm-up" in r.getMessage()]  # type: ignore[attr-defined]
+    assert not [r for r in caplog.records if "warm-up" in r.getMessage()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,9 +39,9 @@ def _run(args: list[str], tmp: Path, stdin: str = "", **env: str) -> tuple[int, 
     return done.returncode, done.stderr
 
 
-def _copy_with(src: object, dest: Path, change: object) -> str:
+def _copy_with(src: object, dest: Path, change: Callable[[bytearray], object]) -> str:
     data = bytearray(Path(str(src)).read_bytes())
-    change(data)  # type: ignore[operator]
+    change(data)
     dest.write_bytes(bytes(data))
     return str(dest)
 

@@ -6,6 +6,7 @@ took 1-2 s, nearly all of it that scan)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.store.vault.core import Vault
@@ -31,7 +32,7 @@ def _vault(path: Path) -> Vault:
     return vault
 
 
-def _steps(vault: Vault, call: object) -> tuple[object, int]:
+def _steps(vault: Vault, call: Callable[[], object]) -> tuple[object, int]:
     """``call()``'s answer and the SQLite VM steps it took (in hundreds) on this thread's
     connection: a scan of the chunks table takes several per chunk."""
     counted = [0]
@@ -43,7 +44,7 @@ def _steps(vault: Vault, call: object) -> tuple[object, int]:
     conn = vault._conn()
     conn.set_progress_handler(tick, 100)
     try:
-        return call(), counted[0]  # type: ignore[operator]
+        return call(), counted[0]
     finally:
         conn.set_progress_handler(None, 100)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,10 +95,10 @@ def engines() -> Iterator[list[Path]]:
         stop_engine(root)
 
 
-def _named(done: object) -> None:
-    out = f"{done.stdout}{done.stderr}"  # type: ignore[attr-defined]
-    assert done.returncode == 4, out  # type: ignore[attr-defined]
-    assert "[vault_damaged]" in done.stderr, out  # type: ignore[attr-defined]
+def _named(done: subprocess.CompletedProcess[str]) -> None:
+    out = f"{done.stdout}{done.stderr}"
+    assert done.returncode == 4, out
+    assert "[vault_damaged]" in done.stderr, out
     assert "Traceback" not in out and "server_unavailable" not in out
 
 
