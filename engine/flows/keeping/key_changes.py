@@ -31,7 +31,8 @@ import logging
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +62,17 @@ from engine.crypto.keys import (
     unwrap_passphrase,
     write_record,
 )
-from engine.errors import ConfigError, KeyUnavailable, StoreNotInitialized, WrongKey
+from engine.errors import (
+    ConfigError,
+    KeyUnavailable,
+    StoreLocked,
+    StoreNotInitialized,
+    WrongKey,
+)
 from engine.flows.job import byte_progress
 from engine.flows.opening import lock_store, prepare_root
 from engine.flows.runtime import Runtime
+from engine.store.vault.lock import DataDirLock
 from engine.store.vault.rekey import (
     checkpoint,
     export_rekeyed,
@@ -232,11 +240,40 @@ def prepare_rotation(data_dir: str | Path | None = None, *, passphrase: str | No
     if record is None:
         raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
     old = unlock_wraps(record.__dict__, root, passphrase=passphrase, recovery_key=recovery_key)
-    if record.pending is not None:  # a rotation prepared before and never run: replaced
-        _undo(root)
-    new = secrets.token_bytes(32)
-    _write_pending(root, cfg, old, new, passphrase)
+    with _rotation_lock(root, wait=False):  # StoreLocked while a rotation job runs
+        current = read_record(root)  # (read again under the lock)
+        if current is not None and current.pending is not None:
+            _undo(root)  # a rotation prepared before and never run: replaced
+        new = secrets.token_bytes(32)
+        _write_pending(root, cfg, old, new, passphrase)
     return key_id(new)
+
+
+ROTATION_LOCK = "rotation.lock"  # held by the running engine's rotation job, start to end
+ROTATION_LOCK_WAIT_S = 60.0  # a job waits this long for a prepare in flight (a key wrap)
+
+
+@contextmanager
+def _rotation_lock(root: Path, *, wait: bool) -> Iterator[None]:
+    """The store's rotation lock: a rotation job holds it from reading the pending key to
+    settling it, a prepare while it writes one. A prepare that finds it held is refused
+    (replacing the pending key under a running job would leave the vault under a key
+    that key.json no longer names); a job waits for a prepare in flight."""
+    lock = DataDirLock(root / ROTATION_LOCK)
+    deadline = time.monotonic() + (ROTATION_LOCK_WAIT_S if wait else 0.0)
+    while True:
+        try:
+            lock.acquire()
+            break
+        except StoreLocked:
+            if time.monotonic() >= deadline:
+                raise StoreLocked("a key rotation is under way for this store: wait for its "
+                                  "job to end (`ctx jobs`), then rotate again") from None
+            time.sleep(0.1)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def drop_prepared(root: Path) -> None:
@@ -274,6 +311,10 @@ def rotate_work(rt: Runtime, old: bytes, *, rekeyed: Callable[[bytes], None],
     root, vault = rt.root, rt.vault
 
     def work(job: Any, progress: Callable[[], None]) -> None:
+        with _rotation_lock(root, wait=True):
+            rotate(job, progress)
+
+    def rotate(job: Any, progress: Callable[[], None]) -> None:
         record = read_record(root)
         if record is None or record.pending is None:
             raise ConfigError("no key rotation is prepared: run `ctx key rotate`")

@@ -28,7 +28,7 @@ from engine.errors import (
 STORE_NAMES = frozenset({
     "key.json", "key.tmp", "vault.db", "vault.db-wal", "vault.db-shm", "vault.db-journal",
     "vectors", "vectors.snap", "vectors.snap.tmp", "space.reserve", "engine.lock",
-    "config.toml", "key.lock", "restore.partial",  # key changes; a restore just swapped in
+    "config.toml", "key.lock", "rotation.lock", "restore.partial",  # key changes, a restore's swap
     "logs", "engine-start.lock", "engine-start.json",  # the background engine (ipc.cli.autostart)
 })
 # Of those, the ones only a store makes: one left means a store was here (config.toml,

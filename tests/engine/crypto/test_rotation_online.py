@@ -195,3 +195,38 @@ def test_kill_during_an_online_rotation(store: Path) -> None:
         assert not (store / "vault.db.rotating").exists()
         seen.add(record.key_id)
     assert finished > 0 and len(seen) > 1, "no rotation ever finished"
+
+
+def test_a_second_prepare_during_a_running_rotation_is_refused(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `ctx key rotate` at once: the second one's prepare, while the first one's job
+    runs, is refused (it used to replace the pending key under the job, and the job then
+    settled key.json on a key the vault was not under: a store that opens with neither).
+    The running rotation ends on its own key and the store opens after it."""
+    paused, go = threading.Event(), threading.Event()
+    real_swap = keychange.swap_in
+
+    def held_swap(*args: Any, **kwargs: Any) -> Any:
+        paused.set()
+        assert go.wait(60)
+        return real_swap(*args, **kwargs)
+    monkeypatch.setattr(keychange, "swap_in", held_swap)
+
+    with ContextEngine.open(store, create=False) as eng:
+        before = _state(eng)
+        new_id = prepare_rotation(store)
+        started = eng.rotate_key(wait=False)
+        assert started.job and paused.wait(60)
+        with pytest.raises(StoreLocked, match="rotation is under way"):
+            prepare_rotation(store)
+        record = keys.read_record(store)
+        assert record is not None and record.pending is not None
+        assert record.pending["key_id"] == new_id  # the running job's key, kept
+        go.set()
+        assert eng.wait(started.job, timeout=120).state == "done"
+        assert keys.key_id(eng._keeping.key) == new_id and _state(eng) == before
+    record = keys.read_record(store)
+    assert record is not None and record.key_id == new_id and record.pending is None
+    with ContextEngine.open(store, create=False) as again:
+        assert _state(again) == before
+    assert prepare_rotation(store) != new_id  # with no job running, a prepare goes on
