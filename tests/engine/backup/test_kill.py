@@ -221,7 +221,9 @@ def test_kill_during_key_rotation(store: tuple[Path, list[tuple[str, str]]]) -> 
     root, sources = store
     with ContextEngine.open(root, create=False) as eng:
         hits = [(h.chunk_id, h.text) for h in eng.search("lighthouse log", k=8)]
-    seen = {keys.read_record(root).key_id}  # type: ignore[union-attr]
+    record = keys.read_record(root)
+    assert record is not None
+    seen = {record.key_id}
     rng = random.Random(SEED + 3)
     finished = 0
     for i in range(KILLS):

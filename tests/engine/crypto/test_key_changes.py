@@ -105,7 +105,8 @@ def test_lost_keychain_opens_with_the_recovery_key_and_loses_nothing(
     rk = generate_recovery_key()
     monkeypatch.delenv("CTX_PASSPHRASE")
     init_store(data_dir, recovery_key=rk)
-    assert keys.read_record(data_dir).method == "keychain"  # type: ignore[union-attr]
+    record = keys.read_record(data_dir)
+    assert record is not None and record.method == "keychain"
     before = _fill(data_dir)
     with ContextEngine.open(data_dir, create=False) as eng:
         hits = [(h.chunk_id, h.text) for h in eng.search("harbour floods", k=5)]

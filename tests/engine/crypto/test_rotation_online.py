@@ -142,7 +142,8 @@ def test_a_rotation_not_prepared_or_cancelled_leaves_the_key(
         prepare_rotation(store)
         queued = eng.rotate_key(wait=False)
         assert eng.cancel_job(queued.job).state == "cancelled"
-        assert keys.read_record(store).pending is None  # type: ignore[union-attr]
+        record = keys.read_record(store)
+        assert record is not None and record.pending is None
         eng.resume_ingestion()
         eng.wait(blocker, timeout=120)
         before = _state(eng)
@@ -154,7 +155,8 @@ def test_a_rotation_not_prepared_or_cancelled_leaves_the_key(
         go.set()
         assert eng.wait(running.job, timeout=120).state == "cancelled"
         assert keys.key_id(eng._keeping.key) == old
-        assert keys.read_record(store).pending is None  # type: ignore[union-attr]
+        record = keys.read_record(store)
+        assert record is not None and record.pending is None
         assert not (store / "vault.db.rotating").exists()
         assert _state(eng) == before
     with ContextEngine.open(store, create=False) as eng:
@@ -180,7 +182,9 @@ def test_kill_during_an_online_rotation(store: Path) -> None:
     opens every time (the rotation finished or undone), whole, with one pending-free key."""
     with ContextEngine.open(store, create=False) as eng:
         before = _state(eng)
-    seen = {keys.read_record(store).key_id}  # type: ignore[union-attr]
+    record = keys.read_record(store)
+    assert record is not None
+    seen = {record.key_id}
     rng = random.Random(SEED + 5)
     finished = 0
     for i in range(KILLS):

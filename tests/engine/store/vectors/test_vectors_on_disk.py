@@ -17,6 +17,7 @@ from engine.config import Config
 from engine.crypto import keys
 from engine.facade import ContextEngine
 from engine.store.vectors.ids import KeyedIds
+from engine.store.vectors.index import ChromaVectors
 
 
 @pytest.fixture(autouse=True)
@@ -118,7 +119,7 @@ def test_hnsw_path_rescores_exactly(tmp_path: Path, data_dir: Path) -> None:
     with ContextEngine.open(data_dir, config=hnsw) as eng:
         eng.wait(eng.ingest(paths=[str(docs)]))
         ids, sims, _ = vector_lane(eng.rt, "sailing boats weather day 5", 15, Filters())
-        assert eng.rt.vectors._exact is None  # type: ignore[attr-defined]
+        assert isinstance(eng.rt.vectors, ChromaVectors) and eng.rt.vectors._exact is None
     exact = Config().with_overrides({"store": {"vector_backend": "embedded"},
                                      "embedding": {"model": "fake"}, "keys": {"scrypt_n": 1024}})
     with ContextEngine.open(data_dir, config=exact) as eng:
