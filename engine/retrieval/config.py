@@ -25,6 +25,7 @@ from engine.retrieval.lexicon import (
     RECENT_PATTERNS,
     START_WORDS,
     STOPWORDS,
+    asks_shown,
     named_tools,
     words_of,
 )
@@ -267,6 +268,10 @@ class TurnRoleConfig:
     # none from further down into the hits; reading all 500 cost ~10 ms): recall dev,
     # bench.recall_quality (docs/tuning.md).
     cause_reach: int = bounded(60, 1, 10_000)
+    # The bonus of a shell call whose command shows what the question names ("the commits"
+    # -> git log, "the repository" -> git remote: ``lexicon.COMMAND_WORDS``): recall dev,
+    # bench.recall_quality (docs/tuning.md).
+    shown_bonus: float = bounded(0.05, 0.0, 1.0)
     # Subtracted from a chunk's score for each better chunk of its session that leads
     # with the same assistant words (``turn_roles.repeat_penalties``): recall dev,
     # bench.recall_quality (docs/tuning.md).
@@ -299,12 +304,13 @@ class TurnRoleConfig:
                     or (asks.get("output") and self.output_bonus)
                     or (asks.get("call") and self.call_bonus)
                     or (asks.get("cause") and self.cause_bonus)
+                    or (self.shown_bonus and asks_shown(query))
                     or (self.named_bonus and named_tools(query, tools)))
 
     @property
     def on(self) -> bool:
         return any((self.ending_bonus, self.output_bonus, self.call_bonus, self.named_bonus,
-                    self.cause_bonus))
+                    self.cause_bonus, self.shown_bonus))
 
 
 @dataclass(frozen=True)

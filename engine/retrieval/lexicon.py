@@ -217,3 +217,62 @@ def named_tools(query: str, tools: set[str]) -> set[str]:
     """The ``tools`` whose words the question uses."""
     asked = set(_QWORD.findall(query.lower()))
     return {t for t in tools if tool_words(t) & asked}
+
+
+# What a listing command shows, in the words a question asks for it with: the plural of
+# what it lists ("the commits" -> git log) or whether one exists ("did it exist" -> ls);
+# no singular topic words (docs/tuning.md, recall.turn_roles.shown_bonus). Hand-written.
+COMMAND_WORDS: Mapping[str, tuple[str, ...]] = {
+    "git log": ("commits", "history"),
+    "git remote": ("remotes", "repository", "url"),
+    "git branch": ("branches",),
+    "git status": ("untracked", "staged", "uncommitted"),
+    "git tag": ("tags",),
+    "git stash": ("stashes", "stashed"),
+    "ls": ("exist", "existed", "exists", "listed", "folders", "directories"),
+    "find": ("exist", "existed", "exists", "located"),
+    "fd": ("exist", "existed", "exists", "located"),
+    "rg": ("import", "imports", "mentions", "references", "usages", "occurrences"),
+    "grep": ("import", "imports", "mentions", "references", "usages", "occurrences"),
+    "ps": ("processes",),
+    "docker ps": ("containers",),
+    "env": ("variables",),
+    "printenv": ("variables",),
+}
+_SUBCOMMANDS = frozenset(k.split()[0] for k in COMMAND_WORDS if " " in k)
+_FIELDS = re.compile(r"; [a-z_]+=")
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+_SKIP = frozenset({"cd", "sudo", "env", "time", "bash", "sh", "zsh", "-c", "-lc", "exec"})
+
+
+def commands_of(line: str) -> frozenset[str]:
+    """The ``COMMAND_WORDS`` keys a shell command line runs (each program, and a program
+    with its subcommand: "cd x && git log -3 | head" -> git log, head)."""
+    found = set()
+    line = _FIELDS.split(line, 1)[0]  # a call summary's "; description=..." fields
+    for segment in _SEGMENTS.split(line.replace('"', " ").replace("'", " ")):
+        words = [w for w in segment.split() if "=" not in w]
+        while len(words) > 1 and words[0] in _SKIP:
+            words = words[2:] if words[0] == "cd" else words[1:]
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        found.add(program)
+        if program in _SUBCOMMANDS and len(words) > 1:
+            found.add(f"{program} {words[1]}")
+    return frozenset(found)
+
+
+def shown_words(commands: frozenset[str]) -> frozenset[str]:
+    """The words a question asks for what ``commands`` show (``COMMAND_WORDS``)."""
+    return frozenset(w for c in commands for w in COMMAND_WORDS.get(c, ()))
+
+
+_ALL_SHOWN = frozenset(w for words in COMMAND_WORDS.values() for w in words)
+
+
+def asks_shown(query: str, commands: frozenset[str] | None = None) -> bool:
+    """Whether the question uses a word for what ``commands`` show (any command's, when
+    None)."""
+    words = _ALL_SHOWN if commands is None else shown_words(commands)
+    return bool(words) and not words.isdisjoint(_QWORD.findall(query.lower()))

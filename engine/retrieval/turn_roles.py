@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.retrieval.config import TurnRoleConfig
-from engine.retrieval.lexicon import named_tools
+from engine.retrieval.lexicon import asks_shown, commands_of, named_tools
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class RoleChunk:
     tool: str | None = None
     part: str | None = None  # "input", "output" or "request" for a part of a call/request
     diagnosis: bool = False  # its own assistant words say a cause (``assistant_words``)
+    commands: frozenset[str] = frozenset()  # a shell call's programs (``lexicon.commands_of``)
 
 
 def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> list[float]:
@@ -82,6 +83,8 @@ def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> li
             bonus += cfg.named_bonus
         if asks.get("cause") and c.diagnosis:
             bonus += cfg.cause_bonus
+        if cfg.shown_bonus and c.commands and asks_shown(query, c.commands):
+            bonus += cfg.shown_bonus
         out.append(bonus)
     return out
 
@@ -120,6 +123,25 @@ def repeat_penalties(chunks: Sequence[tuple[str | None, str | None]], penalty: f
         seen[(session, words)] = n + 1
         out.append(penalty * n)
     return out
+
+
+SHELLS = frozenset({"Bash", "shell", "exec_command", "user shell"})
+
+
+def call_commands(kind: str, text: str, tool: str | None, part: str | None
+                  ) -> frozenset[str]:
+    """The programs a shell call's chunk ran (its "Tool Bash: <command>" line); none for
+    another tool, a part of a call, or any other chunk."""
+    if kind != "tool" or part is not None or tool not in SHELLS:
+        return frozenset()
+    head = f"\nTool {tool}: "
+    at = text.find(head)
+    if at < 0 and text.startswith(head[1:]):
+        at, head = 0, head[1:]
+    if at < 0:
+        return frozenset()
+    line = text[at + len(head):].split("\nResult", 1)[0]
+    return commands_of(line)
 
 
 def own_text(text: str) -> str:

@@ -14,6 +14,7 @@ from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.turn_roles import (
     RoleChunk,
     assistant_words,
+    call_commands,
     repeat_penalties,
     role_bonuses,
     said,
@@ -24,9 +25,11 @@ from engine.store.vault.core import ChunkRow
 def _role_chunk(row: ChunkRow, cfg: TurnRoleConfig, cause: bool) -> RoleChunk:
     session, tool, part = row.meta.get("session"), row.meta.get("tool"), row.meta.get("part")
     part = part if isinstance(part, str) else None
+    tool = tool if isinstance(tool, str) else None
     return RoleChunk(kind=row.kind, session=session if isinstance(session, str) else None,
-                     ordinal=row.ordinal, tool=tool if isinstance(tool, str) else None,
-                     part=part,
+                     ordinal=row.ordinal, tool=tool,
+                     part=part, commands=(call_commands(row.kind, row.text, tool, part)
+                                          if cfg.shown_bonus else frozenset()),
                      diagnosis=cause and cfg.says_cause(assistant_words(row.kind, row.text,
                                                                         part)))
 

@@ -15,10 +15,11 @@ from engine.flows.recall.roles import apart, preferred
 from engine.flows.search.ranking import Ranked
 from engine.recall.config import RecallConfig
 from engine.retrieval.config import TurnRoleConfig
-from engine.retrieval.lexicon import named_tools, tool_words
+from engine.retrieval.lexicon import commands_of, named_tools, tool_words
 from engine.retrieval.turn_roles import (
     RoleChunk,
     assistant_words,
+    call_commands,
     repeat_penalties,
     role_bonuses,
     said,
@@ -86,7 +87,7 @@ def test_preferred_moves_the_asked_role_up_and_leaves_other_questions_alone() ->
     assert [c for c, _, _ in preferred("which skill did I launch?", ranked, rows, cfg)] == [
         2, 1, 3]
     assert [c for c, _, _ in preferred("why this design?", ranked, rows, cfg)] == [1, 3, 2]
-    off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0, cause_bonus=0.0)
+    off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0, cause_bonus=0.0, shown_bonus=0.0)
     assert not off.on
     assert preferred("which skill did I launch?", ranked, rows, off) == ranked
 
@@ -312,3 +313,34 @@ def test_recall_answers_why_it_failed_with_the_diagnosis(engine: ContextEngine,
     off = first(TurnRoleConfig(cause_bonus=0.0))
     assert "There it is" not in off, f"the check can fail: without the role {off!r}"
     assert "There it is" in first(TurnRoleConfig(cause_bonus=0.2))
+
+
+def test_a_shell_calls_programs_are_read_from_its_command_line() -> None:
+    assert commands_of("cd /repo/tap && git remote -v; description=Get the remote URL") == {
+        "git", "git remote"}
+    assert commands_of("git log main..HEAD --oneline | head -5") == {"git", "git log", "head"}
+    assert commands_of("bash -lc 'ls packages'") == {"ls"}
+    body = "User: fix it\nAssistant: Let me look.\nTool Bash: git log -3\nResult: 86f225d fix"
+    assert call_commands("tool", body, "Bash", None) == {"git", "git log"}
+    assert call_commands("tool", body, "Bash", "output") == frozenset()
+    assert call_commands("tool", "Tool Read: /a/git.py\nResult: x", "Read", None) == frozenset()
+
+
+def test_the_call_whose_command_shows_what_the_question_names_is_preferred() -> None:
+    """"What were the commits" asks what git log shows; "where is the repository" what git
+    remote shows; the call that ran it comes before its turn's other calls."""
+    why = "User: look at the branch\nAssistant: Let me check.\n"
+    rows = {
+        1: _row(1, "tool", 1, "Bash", body=why + "Tool Bash: git status\nResult: clean"),
+        2: _row(2, "tool", 2, "Bash", body=why + "Tool Bash: cd tap && git remote -v\n"
+                                                "Result: origin git@host:org/tap.git"),
+        3: _row(3, "tool", 3, "Bash", body=why + "Tool Bash: git log main..HEAD --oneline\n"
+                                                "Result: 86f225d count tokens"),
+    }
+    ranked: list[Ranked] = [(1, 0.50, {}), (2, 0.49, {}), (3, 0.48, {})]
+    cfg = TurnRoleConfig()
+    assert preferred("what were the two commits on the branch?", ranked, rows, cfg)[0][0] == 3
+    assert preferred("where is the repository of the tap?", ranked, rows, cfg)[0][0] == 2
+    assert [r[0] for r in preferred("how is the tap set up?", ranked, rows, cfg)] == [1, 2, 3]
+    off = dataclasses.replace(cfg, shown_bonus=0.0)
+    assert preferred("what were the two commits on the branch?", ranked, rows, off)[0][0] == 1
