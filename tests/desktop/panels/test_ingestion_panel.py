@@ -99,8 +99,10 @@ def test_folder_of_binaries_is_no_silent_success(qtbot: Any, panel: Any,
     for i in range(4):
         (folder / f"dump{i}.log").write_bytes(bytes([0, 1, 2, 255]) * 600 + bytes([i]))
     panel.accept_drop([str(folder)])
-    qtbot.waitUntil(lambda: any(c.snapshot.state == "done"
-                                for c in panel.cards.values()), timeout=60_000)
+    qtbot.waitUntil(lambda: any(c.snapshot.final for c in panel.cards.values()),
+                    timeout=120_000)
+    ended = [(c.snapshot.state, c.snapshot.error) for c in panel.cards.values()]
+    assert [state for state, _ in ended] == ["done"], ended  # said, if it ended otherwise
     assert panel.banner.kind == "info"  # skips are reported, not alarmed: nothing failed
     assert "bins: 0 of 4 files ingested, 4 skipped on purpose" in panel.banner.text_shown()
     assert panel.failure_table.rowCount() == 4
