@@ -259,9 +259,9 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
             engine.watch([])  # no change is ingested while the server stops
         if unsubscribe is not None:
             unsubscribe()
+        _stop_jobs(engine)  # first: a request in flight that waits on a job ends with it
         if host is not None:
             host.stop(timeout=30)
-        _stop_jobs(engine)
         engine.close()
     return 0
 

@@ -133,7 +133,8 @@ class Keeping:
                        "rotate the key after it")
         new_id = pending_key_id(self._data_dir)
         old_id = key_id(self.key)
-        job = self._runner.submit("rotate", rotate_work(rt, self.key, rekeyed=self._rekeyed,
+        job = self._runner.submit("rotate", rotate_work(rt, self.key, expected=new_id,
+                                                      rekeyed=self._rekeyed,
                                                       before_swap=self._warm_done))
         result = api.KeyChangeResult("rotate", new_id, old_key_id=old_id, job=job.id)
         if not wait:

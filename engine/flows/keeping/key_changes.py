@@ -239,10 +239,13 @@ def prepare_rotation(data_dir: str | Path | None = None, *, passphrase: str | No
     record = read_record(root)
     if record is None:
         raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
-    old = unlock_wraps(record.__dict__, root, passphrase=passphrase, recovery_key=recovery_key)
     with _rotation_lock(root, wait=False):  # StoreLocked while a rotation job runs
-        current = read_record(root)  # (read again under the lock)
-        if current is not None and current.pending is not None:
+        record = read_record(root)  # read again under the lock: a rotation that just
+        if record is None:  # ended changed the store's key
+            raise StoreNotInitialized(f"no store at {root}: run `{P.init_command(root)}`")
+        old = unlock_wraps(record.__dict__, root, passphrase=passphrase,
+                           recovery_key=recovery_key)
+        if record.pending is not None:
             _undo(root)  # a rotation prepared before and never run: replaced
         new = secrets.token_bytes(32)
         _write_pending(root, cfg, old, new, passphrase)
@@ -291,7 +294,7 @@ def pending_key_id(data_dir: str | Path | None) -> str:
     return str(record.pending["key_id"])
 
 
-def rotate_work(rt: Runtime, old: bytes, *, rekeyed: Callable[[bytes], None],
+def rotate_work(rt: Runtime, old: bytes, *, expected: str, rekeyed: Callable[[bytes], None],
                 before_swap: Callable[[], None]) -> Callable[[Any, Callable[[], None]], None]:
     """The single writer's job (kind "rotate") that moves the running store to the
     pending key (``prepare_rotation``) while reads go on:
@@ -307,7 +310,9 @@ def rotate_work(rt: Runtime, old: bytes, *, rekeyed: Callable[[bytes], None],
     Killed before the rename, the next open finds vault.db under the old key and undoes
     the rotation; after it, under the new key, and finishes it (``open_key``). A failure
     or a cancel before the rename undoes it at once. ``rekeyed(new)`` tells the engine
-    its key once vault.db is under it."""
+    its key once vault.db is under it. ``expected``: the id of the pending key the job
+    was asked for; another prepare that replaced it while the job was queued fails the
+    job before anything is written."""
     root, vault = rt.root, rt.vault
 
     def work(job: Any, progress: Callable[[], None]) -> None:
@@ -318,6 +323,9 @@ def rotate_work(rt: Runtime, old: bytes, *, rekeyed: Callable[[bytes], None],
         record = read_record(root)
         if record is None or record.pending is None:
             raise ConfigError("no key rotation is prepared: run `ctx key rotate`")
+        if record.pending.get("key_id") != expected:
+            raise ConfigError("the key prepared for this rotation was replaced by another "
+                              "`ctx key rotate` before it ran: nothing changed, rotate again")
         new = _unseal(old, record.pending)
         job.current = "vault"
         progress()

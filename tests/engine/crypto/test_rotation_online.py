@@ -234,3 +234,30 @@ def test_a_second_prepare_during_a_running_rotation_is_refused(
     with ContextEngine.open(store, create=False) as again:
         assert _state(again) == before
     assert prepare_rotation(store) != new_id  # with no job running, a prepare goes on
+
+
+def test_a_prepare_that_replaced_the_key_of_a_queued_rotation_fails_it_cleanly(
+        store: Path) -> None:
+    """A second `ctx key rotate` prepared while the first one's job still waited in the
+    queue: the job fails before writing anything (it used to rotate to the second key
+    while telling the first caller the first key's id); the store keeps its key."""
+    with ContextEngine.open(store, create=False) as eng:
+        before = _state(eng)
+        old_id = keys.key_id(eng._keeping.key)
+        prepare_rotation(store)
+        eng.pause_ingestion()  # the job waits in the queue
+        started = eng.rotate_key(wait=False)
+        assert started.job
+        second = prepare_rotation(store)  # no job holds the lock yet: it goes on
+        eng.resume_ingestion()
+        ended = eng.wait(started.job, timeout=120)
+        assert ended.state == "failed" and ended.error is not None
+        assert "replaced" in ended.error.message
+        assert keys.key_id(eng._keeping.key) == old_id and _state(eng) == before
+    record = keys.read_record(store)
+    assert record is not None and record.key_id == old_id
+    assert record.pending is not None and record.pending["key_id"] == second
+    with ContextEngine.open(store, create=False) as again:  # undoes the stale prepare
+        assert _state(again) == before
+    record = keys.read_record(store)
+    assert record is not None and record.key_id == old_id and record.pending is None
