@@ -17,13 +17,8 @@ from typing import Any
 from engine import (
     FINAL_JOB_STATES,
     JOB_STATES,
+    LIMITS,
     LIVE_KINDS,
-    MAX_BUDGET,
-    MAX_CONVERSATION_TURNS,
-    MAX_LIVE_BYTES,
-    MAX_LIVE_ITEMS,
-    MAX_QUERY_CHARS,
-    MIN_BUDGET,
     SOURCE_KINDS,
     InvalidBudget,
     InvalidItemKind,
@@ -113,16 +108,15 @@ def _obj(fields: Mapping[str, Field] | None = None, **kw: Any) -> Field:
     return Field("object", fields=fields or {}, **kw)
 
 
-# Limits a caller can rely on: the engine's own (engine/limits.py: MIN_BUDGET, MAX_BUDGET,
-# MAX_QUERY_CHARS, MAX_LIVE_ITEMS, MAX_LIVE_BYTES, MAX_CONVERSATION_TURNS, imported above),
-# and the wire's alone; tests/ipc/test_ipc_wire_limits.py checks docs/wire.md against them.
+# Limits a caller can rely on: the engine's own (engine/limits.py: ``LIMITS``, imported
+# above), and the wire's alone; tests/ipc/test_ipc_wire_limits.py checks docs/wire.md against them.
 MAX_LONG_QUERY_CHARS = 100_000  # recall's query and task (the engine does not cap them)
 _TEXT_MAX = 8 * 1024 * 1024  # characters; the message size limit bites first anyway
 _PATH = Field("str", min_len=1, max_len=4096)
 _TIME = Field("number", nullable=True, lo=0.0, hi=1e11)
 _SHORT = Field("str", nullable=True, max_len=256)
 _K = Field("int", lo=1, hi=1000)
-_BUDGET = Field("int", lo=MIN_BUDGET, hi=MAX_BUDGET, error=InvalidBudget)
+_BUDGET = Field("int", lo=LIMITS.min_budget, hi=LIMITS.max_budget, error=InvalidBudget)
 _STR_LIST = Field("list", nullable=True, max_len=64, items=Field("str", min_len=1, max_len=64))
 _ANY_OBJ = _obj()
 _OBJ_LIST = Field("list", items=_ANY_OBJ)
@@ -139,10 +133,10 @@ def _live_bytes(params: Mapping[str, Any]) -> None:
     total = 0
     for item in params.get("live") or ():
         total += len(str(item.get("text", "")).encode("utf-8"))
-        if total > MAX_LIVE_BYTES:
+        if total > LIMITS.max_live_bytes:
             raise LiveSnapshotTooLarge(
-                f"build_context.live: the items' text is over {MAX_LIVE_BYTES} bytes",
-                field="build_context.live", limit=MAX_LIVE_BYTES)
+                f"build_context.live: the items' text is over {LIMITS.max_live_bytes} bytes",
+                field="build_context.live", limit=LIMITS.max_live_bytes)
 
 
 _JOB_RESULT = _obj({
@@ -202,10 +196,10 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
         "wait": Field("bool"),
     }, _obj({"job_id": Field("str", required=True)}), idempotent=False),
     MethodSpec("build_context", {
-        "query": Field("str", required=True, max_len=MAX_QUERY_CHARS),
-        "live": Field("list", nullable=True, max_len=MAX_LIVE_ITEMS, items=_LIVE_ITEM,
+        "query": Field("str", required=True, max_len=LIMITS.max_query_chars),
+        "live": Field("list", nullable=True, max_len=LIMITS.max_live_items, items=_LIVE_ITEM,
                       len_error=LiveSnapshotTooLarge),
-        "conversation": Field("list", nullable=True, max_len=MAX_CONVERSATION_TURNS,
+        "conversation": Field("list", nullable=True, max_len=LIMITS.max_conversation_turns,
                               items=_TURN),
         "budget": _BUDGET,
         "config": Field("object", nullable=True),
@@ -214,7 +208,7 @@ METHODS: dict[str, MethodSpec] = {m.name: m for m in (
         "now": _TIME,
     }, _PAYLOAD_RESULT, extra_check=_live_bytes),
     MethodSpec("search", {
-        "query": Field("str", required=True, max_len=MAX_QUERY_CHARS), "k": _K,
+        "query": Field("str", required=True, max_len=LIMITS.max_query_chars), "k": _K,
         "kinds": _STR_LIST,
         "path_prefix": Field("str", nullable=True, max_len=4096),
         "since": _TIME, "until": _TIME, "distinct_sources": Field("bool"),

@@ -37,8 +37,7 @@ def test_engine_exports() -> None:
         "shown_path",
         "LiveItem", "ConversationTurn",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter",
-        "MIN_BUDGET", "MAX_BUDGET", "MAX_QUERY_CHARS", "MAX_LIVE_ITEMS", "MAX_LIVE_BYTES",
-        "MAX_CONVERSATION_TURNS", "keychain_available",
+        "LIMITS", "keychain_available",
         "headless_passphrase", "headless_key_available", "headless_key_file", "default_key_file",
         # keeping the data: backups, restore, export, recovery keys, key changes
         "BackupConfig", "BackupResult", "RestoreResult", "ExportResult", "KeyChangeResult",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from engine.config_base import bounded, check_bounds, check_values
 from engine.errors import ConfigError
-from engine.limits import MAX_BUDGET
+from engine.limits import LIMITS
 from engine.packing.render import FORMATS
 
 MODES = ("fast", "dense_cached")
@@ -21,10 +21,10 @@ class PackingConfig:
     """How ``pack`` spends a budget; defaults live here, the global config wires them."""
 
     mode: str = "fast"  # "fast" | "dense_cached" (surrogates replace raw snippets)
-    expansion_max_tokens: int = bounded(400, 1, MAX_BUDGET)  # cap on an expanded top hit
+    expansion_max_tokens: int = bounded(400, 1, LIMITS.max_budget)  # cap on an expanded top hit
     expand_top: int = bounded(1, 0, 100)  # how many top memory hits are expanded
-    min_snippet_tokens: int = bounded(24, 1, MAX_BUDGET)  # cut only if this much fits
-    max_item_tokens: int = bounded(600, 1, MAX_BUDGET)  # cap on any other item's body
+    min_snippet_tokens: int = bounded(24, 1, LIMITS.max_budget)  # cut only if this much fits
+    max_item_tokens: int = bounded(600, 1, LIMITS.max_budget)  # cap on any other item's body
     live_max_share: float = bounded(0.5, 0.0, 1.0, lo_open=True)  # live items' budget share
     # Live items and conversation turns beside memory: hand-set seeds (docs/tuning.md).
     live_term_weight: float = bounded(0.6, 0.0, 10.0)

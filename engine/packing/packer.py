@@ -49,7 +49,7 @@ from collections.abc import Sequence
 
 from engine.api import Payload
 from engine.errors import InvalidBudget
-from engine.limits import MAX_BUDGET
+from engine.limits import LIMITS
 from engine.packing.assemble import Assembler
 from engine.packing.candidates import PackCandidate
 from engine.packing.config import PackingConfig
@@ -67,8 +67,8 @@ def _rank_key(score: float) -> float:
 def _check_budget(budget: int) -> None:
     if not isinstance(budget, int) or isinstance(budget, bool):
         raise InvalidBudget("budget must be an integer")
-    if budget < 0 or budget > MAX_BUDGET:
-        raise InvalidBudget(f"budget must be in 0..{MAX_BUDGET}", budget=budget)
+    if budget < 0 or budget > LIMITS.max_budget:
+        raise InvalidBudget(f"budget must be in 0..{LIMITS.max_budget}", budget=budget)
 
 
 def pack(
@@ -81,7 +81,7 @@ def pack(
     with the current date so the model can judge the age of dated items.
     ``query`` keeps its terms in view when a long text must be cut. Timings are
     left empty for the caller. Raises InvalidBudget for a budget outside
-    0..MAX_BUDGET; a budget too small for any item gives an empty payload.
+    0..``LIMITS.max_budget``; a budget too small for any item gives an empty payload.
     """
     _check_budget(budget)
     if budget == 0 or not candidates:

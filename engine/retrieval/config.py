@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from engine.config_base import bounded, check_bounds, check_values
 from engine.errors import ConfigError
-from engine.limits import MAX_LIVE_BYTES, MAX_LIVE_ITEMS, MAX_QUERY_CHARS
+from engine.limits import LIMITS
 from engine.retrieval.lexicon import (
     CLASS_PATTERNS,
     DEFAULT_ANSWER_CUES,
@@ -48,9 +48,9 @@ class SearchConfig:
     # SciFact train + LoCoMo dev, CTX__SEARCH__DEDUPE_THRESHOLD (docs/tuning.md)
     dedupe_threshold: float = bounded(0.9, 0.5, 1.0)
     recency_depth: int = bounded(30, 0)  # newest chunks in the recency lane (temporal queries)
-    max_live_items: int = bounded(MAX_LIVE_ITEMS, 0)  # engine/limits.py, the wire's limits too
-    max_live_bytes: int = bounded(MAX_LIVE_BYTES, 0)
-    max_query_chars: int = MAX_QUERY_CHARS
+    max_live_items: int = bounded(LIMITS.max_live_items, 0)  # engine/limits.py, the wire's limits too
+    max_live_bytes: int = bounded(LIMITS.max_live_bytes, 0)
+    max_query_chars: int = LIMITS.max_query_chars
     cross_encoder_path: str = ""
     # Keyword lane bounds in stores of keyword_prune_min_chunks or more
     # (engine.retrieval.fts_match.keyword_match); 100k-chunk store, bench.keyword_lane

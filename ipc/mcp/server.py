@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine import MAX_BUDGET, MIN_BUDGET, CtxError
+from engine import LIMITS, CtxError
 from ipc.mcp.compact import fit, hit_entries, recall_text, source_entries
 from ipc.mcp.link import EngineLink
 
@@ -32,7 +32,7 @@ INSTRUCTIONS = (
 )
 
 # One rule for a budget everywhere (build_context, recall, the MCP tools): docs/wire.md.
-Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET,
+Budget = Annotated[int, Field(ge=LIMITS.min_budget, le=LIMITS.max_budget,
                               description="Most tokens (cl100k) the result may use.")]
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import RecallHit, RecallResult, TokenCounter
+from engine import LIMITS, RecallHit, RecallResult, TokenCounter
 from engine.api.results import HIT_OVERHEAD, OMITTED_NOTE
-from engine.limits import MAX_BUDGET
 from ipc.mcp.compact import recall_entries
 
 MOST_HITS = 1000  # recall's k is at most 1000
@@ -40,7 +39,7 @@ def test_the_allowance_covers_every_entry(kind: str) -> None:
 
 def test_the_note_fits_its_allowance() -> None:
     count = TokenCounter.shared().count
-    for omitted, budget in ((1, 50), (6, 2000), (MOST_HITS - 1, MAX_BUDGET)):
+    for omitted, budget in ((1, 50), (6, 2000), (MOST_HITS - 1, LIMITS.max_budget)):
         note = RecallResult(hits=(), budget=budget, omitted=omitted).omitted_note()
         assert str(omitted) in note and str(budget) in note
         assert count("\n" + note) <= OMITTED_NOTE, (omitted, budget)

@@ -9,14 +9,13 @@ import typing
 
 import pytest
 
-from engine import InvalidBudget
+from engine import LIMITS, InvalidBudget
 from engine.facade import ContextEngine
-from engine.limits import MAX_BUDGET, MIN_BUDGET
 from ipc import wire
 from tests.agents.engines import ctx
 
 
-@pytest.mark.parametrize("budget", [0, -1, MAX_BUDGET + 1])
+@pytest.mark.parametrize("budget", [0, -1, LIMITS.max_budget + 1])
 def test_the_engine_refuses_a_budget_outside_the_rule(engine: ContextEngine,
                                                       budget: int) -> None:
     with pytest.raises(InvalidBudget) as built:
@@ -25,7 +24,7 @@ def test_the_engine_refuses_a_budget_outside_the_rule(engine: ContextEngine,
         engine.recall("ferry", budget=budget)
     assert built.value.details["field"] == "build_context.budget"
     assert recalled.value.details["field"] == "recall.budget"
-    assert f"{MIN_BUDGET}..{MAX_BUDGET}" in built.value.message
+    assert f"{LIMITS.min_budget}..{LIMITS.max_budget}" in built.value.message
 
 
 def test_a_budget_of_one_is_served(engine: ContextEngine) -> None:
@@ -36,11 +35,12 @@ def test_the_wire_and_mcp_take_the_same_bounds() -> None:
     from ipc.mcp import server
 
     budget = wire.METHODS["recall"].params["budget"]
-    assert (budget.lo, budget.hi) == (MIN_BUDGET, MAX_BUDGET)
+    assert (budget.lo, budget.hi) == (LIMITS.min_budget, LIMITS.max_budget)
     assert wire.METHODS["build_context"].params["budget"] == budget
     meta = typing.get_args(server.Budget)[1]
     bounds = {type(m).__name__: m for m in meta.metadata}
-    assert (bounds["Ge"].ge, bounds["Le"].le) == (MIN_BUDGET, MAX_BUDGET)
+    assert (bounds["Ge"].ge, bounds["Le"].le) == (LIMITS.min_budget,
+                                                    LIMITS.max_budget)
     assert inspect.signature(server.CtxTools.recall).parameters["budget"].annotation in (
         "Budget", server.Budget)
 

@@ -19,7 +19,7 @@ from engine.errors import (
     LiveSnapshotTooLarge,
     NotUtf8,
 )
-from engine.limits import MAX_BUDGET, MAX_CONVERSATION_TURNS, MIN_BUDGET
+from engine.limits import LIMITS
 from engine.retrieval.config import SearchConfig
 from engine.types import CHUNK_KINDS, LIVE_KINDS, SOURCE_KINDS, ConversationTurn, LiveItem
 
@@ -52,12 +52,13 @@ def check_query(query: Any, cfg: SearchConfig) -> str:
 def check_budget(budget: Any) -> int:
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise InvalidBudget("budget must be an integer", field="budget")
+    least, most = LIMITS.min_budget, LIMITS.max_budget
     if budget == 0:
         raise InvalidBudget(f"a budget of 0 tokens gives an empty context: give the most "
-                            f"tokens it may use, {MIN_BUDGET}..{MAX_BUDGET}", budget=budget,
+                            f"tokens it may use, {least}..{most}", budget=budget,
                             field="budget")
-    if not MIN_BUDGET <= budget <= MAX_BUDGET:
-        raise InvalidBudget(f"budget must be in {MIN_BUDGET}..{MAX_BUDGET}", budget=budget,
+    if not least <= budget <= most:
+        raise InvalidBudget(f"budget must be in {least}..{most}", budget=budget,
                             field="budget")
     return budget
 
@@ -138,9 +139,9 @@ def check_conversation(turns: Sequence[ConversationTurn | Mapping[str, Any]] | N
         return []
     if not isinstance(turns, (list, tuple)):
         raise InvalidInput("conversation must be a list of turns", field="conversation")
-    if len(turns) > MAX_CONVERSATION_TURNS:
-        raise InvalidInput(f"conversation has more than {MAX_CONVERSATION_TURNS} turns",
-                           field="conversation", limit=MAX_CONVERSATION_TURNS)
+    if len(turns) > LIMITS.max_conversation_turns:
+        raise InvalidInput(f"conversation has more than {LIMITS.max_conversation_turns} turns",
+                           field="conversation", limit=LIMITS.max_conversation_turns)
     out = []
     for i, raw in enumerate(turns):
         if isinstance(raw, ConversationTurn):

@@ -9,10 +9,11 @@ import time
 
 import pytest
 
+from engine import LIMITS
 from engine.errors import ConfigError, InvalidBudget
 from engine.packing.candidates import PackCandidate
 from engine.packing.config import PackingConfig
-from engine.packing.packer import MAX_BUDGET, pack
+from engine.packing.packer import pack
 from engine.packing.render import get_renderer, normalize_body
 from engine.tokens import TokenCounter
 
@@ -335,7 +336,7 @@ def test_deterministic_across_runs_and_input_copies() -> None:
 # -- errors and config -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("budget", [-1, MAX_BUDGET + 1, 10**9])
+@pytest.mark.parametrize("budget", [-1, LIMITS.max_budget + 1, 10**9])
 def test_bad_budget_raises(budget: int) -> None:
     with pytest.raises(InvalidBudget):
         pack([mem("a", 1.0, "x")], budget, PackingConfig(), COUNTER)
