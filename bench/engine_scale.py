@@ -17,8 +17,9 @@
    second. The build rate is printed.
 2. **Measure** in a child process per size (so RSS is the engine process's own): the
    real MiniLM is loaded (it embeds every query), then open, open -> first answer
-   (build_context), the first recall, warm-up (8 searches), then p50/p95 wall and CPU
-   ms of build_context, search and recall over a fixed question list (the first dev
+   (build_context, asked right after the warm-up starts in its thread, as a host
+   does), the first recall, 8 searches, then p50/p95 wall and CPU ms of
+   build_context, search and recall over a fixed question list (the first dev
    questions of ``bench.recall_quality``, about the replayed sessions, and 8 general
    ones), each with an empty query cache; the child's peak RSS (ru_maxrss), the data
    dir's, vault's and vector snapshot's sizes. The load is printed with every table.
@@ -205,6 +206,7 @@ def measure(store: Path, queries: int, sample: str | None = None) -> dict[str, A
     t = time.perf_counter()
     eng = ContextEngine.open(store / "data", embedder=model, create=False)
     opened = time.perf_counter() - t
+    eng.warm_up()  # in a thread, as the app and ctx serve do right after open
     eng.build_context(qs[0], budget=1500)
     first = time.perf_counter() - t
     t = time.perf_counter()

@@ -495,7 +495,7 @@ class Vault:
 
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
         """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
-        return chunk_counts(self._conn(), words, self._common_terms(), self._tokens)
+        return chunk_counts(self._conn(), words, self._common_terms(wait=False), self._tokens)
 
     def warm_keyword_counts(self) -> None:
         """Count the store's common terms (``_common_terms``) and its chunks by kind
@@ -507,17 +507,23 @@ class Vault:
         except sqlite.Error as exc:
             raise store_error(exc) from None
 
-    def _common_terms(self) -> dict[str, int]:
+    def _common_terms(self, *, wait: bool = True) -> dict[str, int] | None:
         """The counts of the terms in at least 1 in 1000 chunks (``common_counts``), read
         again once a tenth of the store has changed since (chunks added or deleted, from
         the highest chunk id and the count): between, a common term's count may be off
         by up to that many chunks, which only shifts which words the keyword lane lets
         find rows (``engine.retrieval.fts_match.keyword_match``). One pass costs 0.3 s at
-        100k chunks and runs in the first keyword query of a store that needs it."""
+        100k chunks (0.8 s at 500k) and runs in the warm-up after open, or in the first
+        keyword query of a store that needs it. ``wait=False``: None while the first pass
+        runs in another thread (the warm-up's), so that a query asked meanwhile looks its
+        own words up one by one (exact counts, the same a fresh pass reads) instead of
+        waiting for the whole vocabulary."""
         held = self._common
         if held is not None and held[3] == self._generation:  # no write since: as read
             return held[2]
-        with self._common_lock:
+        if not self._common_lock.acquire(blocking=wait or held is not None):
+            return None
+        try:
             n = self.chunk_count()
             top = int(self._conn().execute("SELECT coalesce(max(id), 0) FROM chunks"
                                           ).fetchone()[0])
@@ -531,6 +537,8 @@ class Vault:
             counts = common_counts(self._conn(), max(COMMON_TERMS_MIN, n // 1000))
             self._common = (n, top, counts, self._generation)
             return counts
+        finally:
+            self._common_lock.release()
 
     def chunk_version(self) -> int:
         """Goes up with every chunk stored or deleted and every source made ready or

@@ -252,3 +252,29 @@ def test_the_lane_queries_at_once_only_when_it_runs_alone(
     rt.cfg = _bounded(keyword_row_budget=3, parallel_lanes=False)
     engine.search("walrus harbour ferry", k=5)
     assert seen[2:] == [True]
+
+
+def test_a_query_asked_during_the_first_common_pass_does_not_wait_for_it(
+        engine: ContextEngine) -> None:
+    """The warm-up counts a big store's common terms in a thread after open (0.8 s at
+    500k chunks); a query asked meanwhile looks its own words up one by one instead of
+    waiting for that pass, and reads the same counts a fresh pass gives."""
+    import threading
+
+    _log(engine, [f"Entry {i}: the parser reads." for i in range(60)])
+    vault = engine.rt.vault
+    got: dict[str, int] = {}
+    with vault._common_lock:  # a first pass in flight in another thread
+        asker = threading.Thread(
+            target=lambda: got.update(vault.doc_frequency(["parser", "entry", "walrus"])),
+            daemon=True)
+        asker.start()
+        asker.join(60)
+        waited = asker.is_alive()
+    asker.join()
+    assert not waited, "the query waited for the common-term pass"
+    assert got == {"parser": 60, "entry": 60, "walrus": 0}
+    assert vault._common is None  # it did not count the vocabulary itself
+    vault._df_cache = (vault._df_cache[0], {})
+    assert vault.doc_frequency(["parser", "entry", "walrus"]) == got  # the pass agrees
+    assert vault._common is not None
