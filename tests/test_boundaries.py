@@ -1,7 +1,8 @@
 """The tree's boundaries, read with ast (nothing is imported): ipc/ and desktop/ reach the
 engine only through ``engine``'s public face, ipc/ never imports desktop/, desktop/ never
-imports the CLI's or MCP's own packages, only the window imports panels, and no two
-modules of ipc/ or desktop/ import each other (at any depth, function-level included)."""
+imports the CLI's or MCP's own packages, only the window imports panels, no two
+modules of ipc/ or desktop/ import each other (at any depth, function-level included), and
+no module of engine/, ipc/ or desktop/ uses another's private (``_``) names."""
 
 from __future__ import annotations
 
@@ -186,3 +187,56 @@ def test_watching_folders_is_the_engines_work() -> None:
                 found += [f"{path.relative_to(REPO)}: {n}" for n in names
                           if n.split(".")[0] == "watchdog"]
     assert not found, "folder watching outside the engine:\n" + "\n".join(found)
+
+
+PROJECT = ("engine", "ipc", "desktop")
+
+
+def private_uses(root: Path) -> list[str]:
+    """Where a module of engine/, ipc/ or desktop/ reaches another's private name: ``from
+    m import _name``, or ``_name`` read off a name imported from the project (``m._name``).
+    A name used by another module is not private: drop the underscore, or keep it home."""
+    found = []
+    for module, path in _modules(root, PROJECT).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported: set[str] = set()  # local names bound to something of the project
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {a.asname or a.name.split(".")[0] for a in node.names
+                             if a.name.split(".")[0] in PROJECT}
+            elif isinstance(node, ast.ImportFrom):
+                source = node.module or package
+                if not node.level and source.split(".")[0] not in PROJECT:
+                    continue
+                for alias in node.names:
+                    imported.add(alias.asname or alias.name)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(root)}:{node.lineno} imports "
+                                     f"{source}.{alias.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in imported and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                found.append(f"{path.relative_to(root)}:{node.lineno} reads "
+                             f"{node.value.id}.{node.attr}")
+    return sorted(found)
+
+
+def test_no_module_reaches_another_modules_private_names() -> None:
+    found = private_uses(REPO)
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+def test_the_guard_sees_a_private_name_imported_or_read(tmp_path: Path) -> None:
+    (tmp_path / "engine" / "packing").mkdir(parents=True)
+    for pkg in ("ipc", "desktop"):
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "engine" / "packing" / "packer.py").write_text(
+        "import os\nfrom engine.ingest import chunking\nfrom engine.ingest.chunking import _Piece"
+        "\nfrom . import _render\n\n\nclass _Packer:\n    pass\n\n\n"
+        "def f():\n    os._exit(0)\n    return chunking._trim(_Packer())\n")
+    assert private_uses(tmp_path) == [
+        "engine/packing/packer.py:13 reads chunking._trim",
+        "engine/packing/packer.py:3 imports engine.ingest.chunking._Piece",
+        "engine/packing/packer.py:4 imports engine.packing._render"]
