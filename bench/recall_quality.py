@@ -35,7 +35,10 @@ copy of the cached store and the split's questions), ``rank_all`` (the ranks of 
 ``Ranker`` over the questions), ``view_all`` (the agent view of the questions) and
 ``recall_scoring.report``.
 
-    python -m bench.recall_quality [--split dev|test|all] [--json FILE]
+    python -m bench.recall_quality [--split dev|test|all] [--questions FILE] [--json FILE]
+
+``--questions`` reads another question file of the same schema (``bench/data/
+recall_questions_b.json``: set B, dev sessions only); the split check holds for it too.
 """
 
 from __future__ import annotations
@@ -282,11 +285,13 @@ def session_ids(dirs: Sequence[Path]) -> dict[str, str]:
     return {stem: info.session_id for stem, info in session_infos(dirs).items()}
 
 
-def load_questions(split: str, infos: dict[str, Any]) -> list[dict[str, Any]]:
-    """The split's questions, each with ``sid`` (its session's id in the store) and
-    ``cwd`` (the session's working directory: where a question about it is asked from
-    by ``recall-cwd``). ``infos``: ``session_infos`` (or ``session_ids``: no ``cwd``)."""
-    qs = [q for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+def load_questions(split: str, infos: dict[str, Any], path: Path = QUESTIONS
+                   ) -> list[dict[str, Any]]:
+    """The split's questions of ``path`` (a file of ``QUESTIONS``' schema), each with
+    ``sid`` (its session's id in the store) and ``cwd`` (the session's working directory:
+    where a question about it is asked from by ``recall-cwd``). ``infos``:
+    ``session_infos`` (or ``session_ids``: no ``cwd``)."""
+    qs = [q for q in json.loads(path.read_text(encoding="utf-8"))["questions"]
           if split in ("all", q["split"])]
     for q in qs:
         if q["split"] != split_of(q["session"]):
@@ -325,30 +330,35 @@ def view_all(view: View, questions: Sequence[dict[str, Any]]
 
 
 @contextlib.contextmanager
-def open_bench(split: str, cache: Path) -> Iterator[tuple[Any, list[dict[str, Any]], float]]:
+def open_bench(split: str, cache: Path, questions: Path = QUESTIONS
+               ) -> Iterator[tuple[Any, list[dict[str, Any]], float]]:
     """An engine on a copy of the cached store of every session (built on first use)
-    and the split's questions: (engine, questions, seconds the store took to index)."""
+    and the split's questions of ``questions``: (engine, questions, seconds the store
+    took to index)."""
     sd.bench_env()
     from engine import ContextEngine
 
     dirs = corpus_dirs()
     if not dirs:
         raise FileNotFoundError(f"no transcripts under {SHARED}")
+    asked = load_questions(split, session_infos(dirs), questions)  # before any build
     embedder = sd.make_embedder("minilm")
     cache.mkdir(parents=True, exist_ok=True)
     store, index_s = prepare_store(embedder, cache, dirs)
-    questions = load_questions(split, session_infos(dirs))
     with tempfile.TemporaryDirectory(prefix="ctx-recall-q-") as tmp:
         shutil.copytree(store, Path(tmp) / "store")
         with ContextEngine.open(Path(tmp) / "store", embedder=embedder) as eng:
             eng.warm_up(background=False)  # the same vector index for every question
-            yield eng, questions, index_s
+            yield eng, asked, index_s
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("dev", "test", "all"), default="dev",
                     help="questions to ask (test: only for the final figure)")
+    ap.add_argument("--questions", type=Path, default=QUESTIONS,
+                    help="the question file (the schema of bench/data/recall_questions.json; "
+                         "default: that file)")
     ap.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                     help=f"comma-separated, among {', '.join(METHODS)}")
     ap.add_argument("--store-cache", type=Path,
@@ -368,8 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     seen: dict[str, list[int | None]] = {}  # ranks when only the excerpts count
     cost: dict[str, list[int]] = {}  # tokens of the top 5 hits' texts, per question
     views: dict[str, tuple[list[int | None], list[int]]] = {}  # what an agent's call shows
+    if not args.questions.is_file():
+        print(f"--questions: no file {args.questions}", file=sys.stderr)
+        return 2
     try:
-        bench = open_bench(args.split, args.store_cache)
+        bench = open_bench(args.split, args.store_cache, args.questions)
         eng, questions, index_s = bench.__enter__()
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
@@ -389,10 +402,15 @@ def main(argv: list[str] | None = None) -> int:
         if other["split"] != args.split:
             print(f"{path}: split {other['split']}, not {args.split}", file=sys.stderr)
             return 2
+        if other.get("questions", QUESTIONS.name) != args.questions.name:
+            print(f"{path}: questions {other.get('questions', QUESTIONS.name)}, not "
+                  f"{args.questions.name}", file=sys.stderr)
+            return 2
         ranks[name] = [other["ranks"]["recall"][q["id"]] for q in questions]
         methods.append(name)
     sessions = len({q["session"] for q in questions})
-    print(f"\nRecall quality: {args.split} split, {len(questions)} questions over {sessions} "
+    print(f"\nRecall quality: {args.questions.name}, {args.split} split, {len(questions)} "
+          f"questions over {sessions} "
           f"sessions; store of {len(corpus_dirs())} folders, {chunks} chunks (indexed in "
           f"{index_s:.0f} s); load {os.getloadavg()[0]:.1f}")
     report = rs.report(questions, ranks, boot=args.boot)
@@ -423,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {name} | {d[0]:+.3f} [{d[1]:+.2f}, {d[2]:+.2f}] |")
     if args.json:
         Path(args.json).write_text(json.dumps(
-            {"split": args.split, "chunks": chunks, "report": report,
+            {"split": args.split, "questions": args.questions.name, "chunks": chunks, "report": report,
              "ranks": {m: dict(zip([q["id"] for q in questions], r, strict=True))
                        for m, r in ranks.items()},
              "excerpt_ranks": {m: dict(zip([q["id"] for q in questions], r, strict=True))
