@@ -17,7 +17,8 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
   same fields as mappings);
 - paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...;
 - the limits of what a caller may ask (engine/limits.py): ``LIMITS`` (``max_budget``,
-  ``max_query_chars``, ``max_live_items``...);
+  ``max_query_chars``, ``max_live_items``...; also by their former names ``MIN_BUDGET``,
+  ``MAX_BUDGET``...);
 - keeping the data: ``restore_backup``, ``verify_backup_file``, ``rotate_key``,
   ``prepare_rotation`` (then ``ContextEngine.rotate_key``),
   ``change_passphrase``, ``use_keychain``, ``use_passphrase``, ``renew_recovery_key``,
@@ -76,6 +77,9 @@ _WHERE: dict[str, str] = {
     "LiveItem": "engine.types", "ConversationTurn": "engine.types",
     "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
     "LIMITS": "engine.limits",
+    **{n: "engine.limits" for n in ("MIN_BUDGET", "MAX_BUDGET", "MAX_QUERY_CHARS",
+                                     "MAX_LIVE_ITEMS", "MAX_LIVE_BYTES",
+                                     "MAX_CONVERSATION_TURNS")},
     "TokenCounter": "engine.tokens",
     "resolve_data_dir": "engine.paths:data_dir", "shown_path": "engine.pathnames:shown",
     "keychain_available": "engine.crypto.keys", "headless_passphrase": "engine.crypto.keys",
@@ -197,7 +201,15 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         use_passphrase,
     )
     from engine.flows.keeping.restore import restore_backup
-    from engine.limits import LIMITS
+    from engine.limits import (
+        LIMITS,
+        MAX_BUDGET,
+        MAX_CONVERSATION_TURNS,
+        MAX_LIVE_BYTES,
+        MAX_LIVE_ITEMS,
+        MAX_QUERY_CHARS,
+        MIN_BUDGET,
+    )
     from engine.pathnames import shown as shown_path
     from engine.paths import data_dir as resolve_data_dir
     from engine.paths import default_key_file
@@ -211,6 +223,12 @@ __all__ = [
     "JOB_STATES",
     "LIMITS",
     "LIVE_KINDS",
+    "MAX_BUDGET",
+    "MAX_CONVERSATION_TURNS",
+    "MAX_LIVE_BYTES",
+    "MAX_LIVE_ITEMS",
+    "MAX_QUERY_CHARS",
+    "MIN_BUDGET",
     "SOURCE_KINDS",
     "TIERS",
     "AdaptStatus",

@@ -23,3 +23,12 @@ class Limits:
 
 
 LIMITS = Limits()
+
+# The same limits by the names the face exported before ``LIMITS`` (kept for callers of
+# those names; new code reads ``LIMITS``).
+MIN_BUDGET = LIMITS.min_budget
+MAX_BUDGET = LIMITS.max_budget
+MAX_QUERY_CHARS = LIMITS.max_query_chars
+MAX_LIVE_ITEMS = LIMITS.max_live_items
+MAX_LIVE_BYTES = LIMITS.max_live_bytes
+MAX_CONVERSATION_TURNS = LIMITS.max_conversation_turns

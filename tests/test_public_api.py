@@ -37,7 +37,8 @@ def test_engine_exports() -> None:
         "shown_path",
         "LiveItem", "ConversationTurn",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter",
-        "LIMITS", "keychain_available",
+        "LIMITS", "MIN_BUDGET", "MAX_BUDGET", "MAX_QUERY_CHARS", "MAX_LIVE_ITEMS",
+        "MAX_LIVE_BYTES", "MAX_CONVERSATION_TURNS", "keychain_available",
         "headless_passphrase", "headless_key_available", "headless_key_file", "default_key_file",
         # keeping the data: backups, restore, export, recovery keys, key changes
         "BackupConfig", "BackupResult", "RestoreResult", "ExportResult", "KeyChangeResult",
@@ -92,3 +93,15 @@ def test_the_typed_face_lists_exactly_all() -> None:
     assert sorted(seen) == sorted(engine.__all__)
     for public, where in seen.items():
         assert engine._WHERE[public] == where, (public, where)
+
+
+def test_the_limits_keep_their_former_names() -> None:
+    """``LIMITS`` holds the caller limits; the six names the face exported before it
+    stay, equal to its fields (callers of ``from engine import MAX_BUDGET`` keep working)."""
+    import engine
+
+    assert (engine.MIN_BUDGET, engine.MAX_BUDGET, engine.MAX_QUERY_CHARS,
+            engine.MAX_LIVE_ITEMS, engine.MAX_LIVE_BYTES, engine.MAX_CONVERSATION_TURNS) == (
+        engine.LIMITS.min_budget, engine.LIMITS.max_budget, engine.LIMITS.max_query_chars,
+        engine.LIMITS.max_live_items, engine.LIMITS.max_live_bytes,
+        engine.LIMITS.max_conversation_turns)
