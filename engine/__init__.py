@@ -14,7 +14,7 @@ ipc/ and desktop/ import nothing else. Heavy modules load on first use, so
 - config: ``Config``, ``load_config``, ``check_config`` (a table checked as store open
   checks it, before it is written), ``parse_config_section``;
 - what build_context takes beside its query: ``LiveItem``, ``ConversationTurn`` (or the
-  same fields as mappings);
+  same fields as mappings), ``LiveItems`` and ``ConversationTurns`` (a sequence of either);
 - paths, kinds and tokens a client needs: ``resolve_data_dir``, ``LIVE_KINDS``...;
 - the limits of what a caller may ask (engine/limits.py): ``LIMITS`` (``max_budget``,
   ``max_query_chars``, ``max_live_items``...; also by their former names ``MIN_BUDGET``,
@@ -74,8 +74,8 @@ _WHERE: dict[str, str] = {
     "check_config": "engine.config:check",
     "parse_config_section": "engine.config_base:from_dict",
     "bounded": "engine.config_base", "check_bounds": "engine.config_base",
-    "LiveItem": "engine.types", "ConversationTurn": "engine.types",
-    "LIVE_KINDS": "engine.types", "SOURCE_KINDS": "engine.types",
+    **{n: "engine.types" for n in ("LiveItem", "ConversationTurn", "LiveItems",
+                                    "ConversationTurns", "LIVE_KINDS", "SOURCE_KINDS")},
     "LIMITS": "engine.limits",
     **{n: "engine.limits" for n in ("MIN_BUDGET", "MAX_BUDGET", "MAX_QUERY_CHARS",
                                      "MAX_LIVE_ITEMS", "MAX_LIVE_BYTES",
@@ -215,7 +215,14 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
     from engine.paths import default_key_file
     from engine.protocol import ENGINE_METHODS, EngineAPI
     from engine.tokens import TokenCounter
-    from engine.types import LIVE_KINDS, SOURCE_KINDS, ConversationTurn, LiveItem
+    from engine.types import (
+        LIVE_KINDS,
+        SOURCE_KINDS,
+        ConversationTurn,
+        ConversationTurns,
+        LiveItem,
+        LiveItems,
+    )
 
 __all__ = [
     "ENGINE_METHODS",
@@ -248,6 +255,7 @@ __all__ = [
     "ConfigError",
     "ContextEngine",
     "ConversationTurn",
+    "ConversationTurns",
     "CtxError",
     "DeleteResult",
     "EmptyQuery",
@@ -272,6 +280,7 @@ __all__ = [
     "KeyRecordDamaged",
     "KeyUnavailable",
     "LiveItem",
+    "LiveItems",
     "LiveSnapshotTooLarge",
     "MetricsSnapshot",
     "ModelMismatch",

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from engine import api
-from engine.types import ConversationTurn, LiveItem
+from engine.types import ConversationTurns, LiveItems
 
 __all__ = ["ENGINE_METHODS", "EngineAPI"]
 
@@ -37,8 +37,7 @@ class EngineAPI(Protocol):
     def wait(self, job_id: str, timeout: float | None = None) -> api.JobSnapshot: ...
 
     def build_context(self, query: str,
-                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
-                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                      live: LiveItems | None = None, conversation: ConversationTurns | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> api.Payload: ...

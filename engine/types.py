@@ -6,8 +6,9 @@ inputs that stay inside.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 # Source kinds: what a stored source is.
 SOURCE_KINDS = ("document", "code", "text", "conversation", "transcript")
@@ -65,3 +66,9 @@ class ConversationTurn:
     role: str  # "user" | "assistant" | a speaker name
     text: str
     time: float | None = None
+
+
+# What build_context takes beside its query, said once for EngineAPI, the facade, ipc's
+# RemoteEngine and the search room: the typed items, or mappings of the same fields.
+LiveItems: TypeAlias = Sequence[LiveItem | Mapping[str, Any]]
+ConversationTurns: TypeAlias = Sequence[ConversationTurn | Mapping[str, Any]]

@@ -19,12 +19,12 @@ from engine import (
     AuditEntry,
     BackupResult,
     CompactResult,
-    ConversationTurn,
+    ConversationTurns,
     DeleteResult,
     ExportResult,
     JobSnapshot,
     KeyChangeResult,
-    LiveItem,
+    LiveItems,
     MetricsSnapshot,
     Payload,
     RecallResult,
@@ -141,8 +141,7 @@ class RemoteEngine:
         return [JobSnapshot.from_dict(j) for j in self._call("jobs")]
 
     def build_context(self, query: str,
-                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
-                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                      live: LiveItems | None = None, conversation: ConversationTurns | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> Payload:

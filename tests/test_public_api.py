@@ -35,7 +35,7 @@ def test_engine_exports() -> None:
         "Config", "load_config", "check_config", "parse_config_section", "bounded",
         "check_bounds", "resolve_data_dir",
         "shown_path",
-        "LiveItem", "ConversationTurn",
+        "LiveItem", "ConversationTurn", "LiveItems", "ConversationTurns",
         "LIVE_KINDS", "SOURCE_KINDS", "TokenCounter",
         "LIMITS", "MIN_BUDGET", "MAX_BUDGET", "MAX_QUERY_CHARS", "MAX_LIVE_ITEMS",
         "MAX_LIVE_BYTES", "MAX_CONVERSATION_TURNS", "keychain_available",

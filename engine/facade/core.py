@@ -50,7 +50,7 @@ from engine.facade.recall import Recall
 from engine.flows.ingest.watching import WatchService
 from engine.flows.jobs import JobRunner
 from engine.store.vault.lock import DataDirLock
-from engine.types import ConversationTurn, LiveItem
+from engine.types import ConversationTurns, LiveItems
 
 
 class ContextEngine:
@@ -199,8 +199,7 @@ class ContextEngine:
     @audited
     @names_fields
     def build_context(self, query: str,
-                      live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
-                      conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                      live: LiveItems | None = None, conversation: ConversationTurns | None = None,
                       budget: int = 1500, config: Mapping[str, Any] | None = None,
                       fmt: str | None = None, mode: str | None = None,
                       now: float | None = None) -> Payload:

@@ -31,13 +31,10 @@ from engine.flows.search.ranking import search as run_search
 from engine.store.vault import sources as src
 from engine.store.vault.gate import ReadGate
 from engine.store.vault.rows import Filters
-from engine.types import ConversationTurn, LiveItem
+from engine.types import ConversationTurns, LiveItems
 
 P = ParamSpec("P")
 R = TypeVar("R")
-# build_context's inputs as the face takes them (typed items or their mappings)
-Live = Sequence[LiveItem | Mapping[str, Any]] | None
-Conversation = Sequence[ConversationTurn | Mapping[str, Any]] | None
 
 
 def _gated(method: Callable[Concatenate[Reading, P], R]) -> Callable[Concatenate[Reading, P], R]:
@@ -72,7 +69,7 @@ class Reading:
         return run_search(rt, query, k, filters=filters, distinct_sources=distinct_sources)
 
     @_gated
-    def build_context(self, query: str, *, live: Live, conversation: Conversation,
+    def build_context(self, query: str, *, live: LiveItems | None, conversation: ConversationTurns | None,
                       budget: int, config: Mapping[str, Any] | None, fmt: str | None,
                       mode: str | None, now: float | None) -> Payload:
         from engine.flows.search.build import build_context

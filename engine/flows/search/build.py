@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from engine.api import Payload
@@ -30,12 +30,11 @@ from engine.packing.candidates import PackCandidate
 from engine.packing.packer import pack
 from engine.retrieval.dedupe import suppress_near_duplicates
 from engine.store.vault.rows import ChunkRow
-from engine.types import ConversationTurn, LiveItem
+from engine.types import ConversationTurns, LiveItems
 
 
 def build_context(rt: Runtime, query: str, *,
-                  live: Sequence[LiveItem | Mapping[str, Any]] | None = None,
-                  conversation: Sequence[ConversationTurn | Mapping[str, Any]] | None = None,
+                  live: LiveItems | None = None, conversation: ConversationTurns | None = None,
                   budget: int = 1500,
                   overrides: Mapping[str, Any] | None = None, fmt: str | None = None,
                   mode: str | None = None, now: float | None = None) -> Payload:

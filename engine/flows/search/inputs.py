@@ -94,9 +94,9 @@ def _when(value: Any, what: str) -> float | None:
     raise InvalidInput(f"{what} must be epoch seconds or an ISO date", field=what)
 
 
-def check_live(items: Sequence[LiveItem | Mapping[str, Any]] | None, cfg: SearchConfig
-               ) -> list[LiveItem]:
-    """Live items from a context gatherer, validated; errors name the item index only."""
+def check_live(items: Any, cfg: SearchConfig) -> list[LiveItem]:
+    """Live items from a context gatherer (``LiveItems`` or whatever else a caller sent),
+    validated; errors name the item index only."""
     if items is None:
         return []
     if not isinstance(items, (list, tuple)):
@@ -133,8 +133,9 @@ def check_live(items: Sequence[LiveItem | Mapping[str, Any]] | None, cfg: Search
     return out
 
 
-def check_conversation(turns: Sequence[ConversationTurn | Mapping[str, Any]] | None
-                       ) -> list[ConversationTurn]:
+def check_conversation(turns: Any) -> list[ConversationTurn]:
+    """A conversation's turns (``ConversationTurns`` or whatever else a caller sent),
+    validated; errors name the turn index only."""
     if turns is None:
         return []
     if not isinstance(turns, (list, tuple)):
