@@ -101,6 +101,12 @@ class TierPolicy:
     full: float = 0.6
     gist: float = bounded(0.3, 0.0)
     query_boost: float = bounded(0.2, 0.0, 1.0)
+    # A source's importance (engine.retrieval.tiers.importance_score): use, saturating at
+    # ``saturation`` accesses, decayed by the last access's age, and the source's freshness.
+    saturation: int = bounded(20, 1)
+    access_half_life_days: float = bounded(30.0, 0.0, lo_open=True)
+    source_half_life_days: float = bounded(90.0, 0.0, lo_open=True)
+    access_share: float = bounded(0.7, 0.0, 1.0)  # use's share of importance
 
     def __post_init__(self) -> None:
         if self.mode not in TIER_MODES:

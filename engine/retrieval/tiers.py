@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from engine.errors import ConfigError
 from engine.retrieval.config import TierPolicy
 
 Tier = Literal["full", "gist", "micro"]
@@ -45,23 +44,19 @@ def choose_tier(policy: TierPolicy, *, age_days: float, importance: float,
 
 
 def importance_score(access_count: int, last_access_age_days: float | None,
-                     source_age_days: float, *, saturation: int = 20,
-                     access_half_life_days: float = 30.0,
-                     source_half_life_days: float = 90.0,
-                     access_share: float = 0.7) -> float:
+                     source_age_days: float, policy: TierPolicy) -> float:
     """How much a source matters, in [0, 1], from its use and its age.
 
-    ``access_share`` of the score comes from use: ``log1p(access_count)`` scaled so
-    that ``saturation`` accesses count fully, decayed by the age of the last access
-    (half-life ``access_half_life_days``; a never-accessed source scores 0 here).
+    The policy's ``access_share`` of the score comes from use: ``log1p(access_count)``
+    scaled so that ``saturation`` accesses count fully, decayed by the age of the last
+    access (half-life ``access_half_life_days``; a never-accessed source scores 0 here).
     The rest is freshness: the source's own age, decayed with half-life
     ``source_half_life_days``. Logarithmic use keeps one very busy source from
-    drowning every other.
+    drowning every other. (The policy checked its ranges when it was made.)
     """
-    if saturation < 1 or access_half_life_days <= 0 or source_half_life_days <= 0:
-        raise ConfigError("importance_score: saturation >= 1 and half-lives > 0 required")
-    if not 0.0 <= access_share <= 1.0:
-        raise ConfigError("importance_score: access_share must be in [0, 1]")
+    saturation, access_share = policy.saturation, policy.access_share
+    access_half_life_days = policy.access_half_life_days
+    source_half_life_days = policy.source_half_life_days
     count = max(0, int(access_count))
     use = min(1.0, math.log1p(count) / math.log1p(saturation))
     if count and last_access_age_days is not None:

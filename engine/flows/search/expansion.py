@@ -210,7 +210,7 @@ def _surrogates(rt: Runtime, cfg: Config, rows: Sequence[ChunkRow], mode: str, n
         count, last = access.get(sid, (0, None))
         age = max(0.0, (now - (row.source_time or row.time or now)) / 86400)
         last_age = None if last is None else max(0.0, (now - last) / 86400)
-        importance = importance_score(count, last_age, age)
+        importance = importance_score(count, last_age, age, cfg.tiers)
         tier = choose_tier(cfg.tiers, age_days=age, importance=importance,
                            query_match=scores.get(row.id, 0.0) / top)
         text = {"full": full, "gist": gist, "micro": micro}.get(tier or "", "")
