@@ -115,3 +115,30 @@ def test_kind_share_is_counted_again_once_the_store_has_grown(
     engine.ingest(paths=[str(folder)], wait=True)
     after = share.share(vault._conn(), vault.chunk_count(), ("document",))
     assert after > 0.5  # the documents are most of the store now, and counted so
+
+
+def test_the_filtered_query_tests_rows_through_the_filter_index(
+        engine: ContextEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The joined query reads each matched chunk's kind, source and time from migration
+    12's small index, not from the chunk's row (which holds its text: three times the
+    time at 500k chunks), and returns the same rows; a store without the index (opened
+    read-only before the migration) runs the plain join."""
+    _store(engine, tmp_path)
+    vault = engine.rt.vault
+    seen: list[str] = []
+    queries: list[list[tuple[int, float]]] = []
+    filters = [Filters(kinds=("conversation",)), Filters(kinds=("document",)),
+               Filters(kinds=("section", "turn_pair"), since=0.0)]
+    conn = vault._conn()
+    conn.set_trace_callback(seen.append)
+    try:
+        for f in filters:
+            queries.append(_joined(monkeypatch, engine, "walrus OR crane", 5, f))
+    finally:
+        conn.set_trace_callback(None)
+    plans = [s for s in seen if "chunks_fts MATCH" in s and "JOIN" in s]
+    assert plans and all("INDEXED BY chunks_filter" in s for s in plans), plans
+    assert all(queries)
+    monkeypatch.setattr(vault, "_filter_join", "chunks c")  # no index: the plain join
+    for f, got in zip(filters, queries, strict=True):
+        assert _joined(monkeypatch, engine, "walrus OR crane", 5, f) == got
