@@ -52,25 +52,19 @@ class SearchConfig:
     max_live_bytes: int = bounded(LIMITS.max_live_bytes, 0)
     max_query_chars: int = LIMITS.max_query_chars
     cross_encoder_path: str = ""
-    # Keyword lane bounds in stores of keyword_prune_min_chunks or more
-    # (engine.retrieval.fts_match.keyword_match); 100k-chunk store, bench.keyword_lane
-    # (docs/tuning.md).
+    # keyword lane bounds in big stores: 100k chunks, bench.keyword_lane (docs/tuning.md)
     keyword_max_df: float = bounded(0.1, 0.0, 1.0, lo_open=True)
     keyword_prune_min_chunks: int = bounded(50_000, 0)
     keyword_row_budget: int = bounded(2000, 1)
-    # The keyword lane's two FTS5 queries at once when the lane runs alone: 100k chunks,
-    # /tmp A/B and bench.stage_latency --ab (docs/tuning.md).
+    # lane alone: its two FTS5 queries at once; 100k chunks, stage_latency --ab (docs/tuning.md)
     keyword_parallel: bool = True
-    # search(distinct_sources=True) reads this many times more lane hits: SciFact, issue
-    # 12 (docs/tuning.md).
+    # more lane hits for distinct_sources=True: SciFact, issue 12 (docs/tuning.md)
     distinct_depth_factor: int = bounded(3, 1, 20)
-    # Threads numpy's BLAS may use (0: leave it alone); set once per process: issue 12,
-    # threadpoolctl (docs/tuning.md).
+    # numpy BLAS threads (0: leave alone), once per process: issue 12 (docs/tuning.md)
     blas_threads: int = bounded(1, 0, 256)
-    # The vector lane in a thread beside the keyword lane: bench/stage_latency.py, issue 12.
+    # vector lane beside the keyword lane: bench.stage_latency, issue 12 (docs/tuning.md)
     parallel_lanes: bool = True
-    # Scan the keyword lane's hits for the rerank while the vector lane runs
-    # (engine.flows.search.lanes.lane_stage): bench.stage_latency --ab (docs/tuning.md).
+    # scan keyword hits while the vector lane runs: bench.stage_latency --ab (docs/tuning.md)
     read_ahead: bool = True
 
     def __post_init__(self) -> None:
@@ -101,8 +95,7 @@ class TierPolicy:
     full: float = 0.6
     gist: float = bounded(0.3, 0.0)
     query_boost: float = bounded(0.2, 0.0, 1.0)
-    # A source's importance (engine.retrieval.tiers.importance_score): use, saturating at
-    # ``saturation`` accesses, decayed by the last access's age, and the source's freshness.
+    # a source's importance (tiers.importance_score); hand-set (docs/tuning.md)
     saturation: int = bounded(20, 1)
     access_half_life_days: float = bounded(30.0, 0.0, lo_open=True)
     source_half_life_days: float = bounded(90.0, 0.0, lo_open=True)
@@ -143,10 +136,9 @@ class QueryConfig:
     max_chars: int = bounded(4000, 1)  # only this much of a (pasted, huge) query is analyzed
     lane_weights: Mapping[str, Mapping[str, float]] = field(
         default_factory=lambda: {k: dict(v) for k, v in LANE_WEIGHTS.items()})
-    # Recency weight used instead of the class's when the query asks for recent things.
-    recent_recency_weight: float = bounded(1.0, 0.0, 10.0)  # hand-set (docs/tuning.md)
-    # Names of conversation speakers the query mentions are left out of what the lanes
-    # match (they head every turn of that speaker); the rerank still weighs them.
+    # the recency weight when the query asks for recent things; hand-set (docs/tuning.md)
+    recent_recency_weight: float = bounded(1.0, 0.0, 10.0)
+    # named speakers left out of lane matching; hand-set (docs/tuning.md)
     speaker_scoped: bool = True
     _compiled: dict[str, Any] = field(init=False, repr=False, compare=False)
 
@@ -246,14 +238,11 @@ class TurnRoleConfig:
     call: tuple[str, ...] = _words(
         r"command\w* invocation invok\w* ran run flag\w* argument\w* options? search\w*",
         r"query queried grep\w* edit\w* launch\w*")
-    # A question asking what caused a failure ("why did it fail", "what was wrong", "what
-    # made it hang"), and the words an assistant says a cause with ("because", "the issue
-    # is", "there it is"): general English, not taken from the benchmark's questions.
+    # why-questions and how a cause is said: general English (docs/tuning.md)
     cause: tuple[str, ...] = (
         *_words(r"why cause\w* reason\w*"), r"how\s+come",
         r"what\s+(?:was|went|is|goes)\s+wrong", r"what\s+(?:broke|made|kept|caused)")
-    # A bare "because" is left out: it gives any reason (a decision's too); on the dev
-    # split it lifted decision answers over failure questions (docs/tuning.md).
+    # no bare "because": recall dev, bench.recall_quality (docs/tuning.md)
     diagnosis: tuple[str, ...] = (
         "culprit", r"root\s+cause", r"caused\s+by", r"that'?s\s+why", r"there\s+it\s+is",
         r"this\s+is\s+(?:a|the)\s+bug",
@@ -266,21 +255,13 @@ class TurnRoleConfig:
     output_bonus: float = bounded(0.0, 0.0, 1.0)
     call_bonus: float = bounded(0.0, 0.0, 1.0)
     named_bonus: float = bounded(0.05, 0.0, 1.0)
-    # The bonus of a chunk whose own assistant words say a cause, for a question asking
-    # one (``diagnosis``, read in ``turn_roles.assistant_words``): recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # a chunk saying a cause, for a why-question: recall dev, bench.recall_quality (docs/tuning.md)
     cause_bonus: float = bounded(0.03, 0.0, 1.0)
-    # Only the best ``cause_reach`` ranked chunks are read for a cause (the bonus lifts
-    # none from further down into the hits; reading all 500 cost ~10 ms): recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # best ranked chunks read for a cause: recall dev, bench.recall_quality (docs/tuning.md)
     cause_reach: int = bounded(60, 1, 10_000)
-    # The bonus of a shell call whose command shows what the question names ("the commits"
-    # -> git log, "the repository" -> git remote: ``lexicon.COMMAND_WORDS``): recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # a shell call showing what the question names: recall dev, recall_quality (docs/tuning.md)
     shown_bonus: float = bounded(0.05, 0.0, 1.0)
-    # Subtracted from a chunk's score for each better chunk of its session that leads
-    # with the same assistant words (``turn_roles.repeat_penalties``): recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # per better chunk with the same opening: recall dev, recall_quality (docs/tuning.md)
     repeat_penalty: float = bounded(0.1, 0.0, 1.0)
     _compiled: Mapping[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
 
@@ -329,17 +310,14 @@ class RerankConfig:
     """
 
     window: int = bounded(100, 1)
-    # The window when search returns distinct sources: SciFact train, bench.fit_window,
-    # bench/data/window_fit.json (docs/tuning.md).
+    # the window for distinct sources: SciFact train, bench.fit_window (docs/tuning.md)
     distinct_window: int = bounded(200, 1)
     profiles: Mapping[str, Mapping[str, float]] = field(
         default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PROFILES.items()})
     kind_profiles: Mapping[str, str] = field(default_factory=lambda: dict(KIND_PROFILES))
     default_profile: str = "document"
     fused_norm: str = "max"  # "max": f / max(f); "minmax": (f - min) / (max - min)
-    # Chunks of these kinds (chat turns) are read in their context for the
-    # ``similarity`` feature: the query's cosine to the chunk plus ``context_share``
-    # times each adjacent chunk's of the same source and kind, renormalized (0: off).
+    # kinds read with their neighbours: LoCoMo dev, bench.fit_context (docs/tuning.md)
     context_kinds: tuple[str, ...] = ("turn",)
     # LoCoMo dev, bench.fit_context, bench/data/context_fit.json (docs/tuning.md).
     context_share: float = bounded(0.3, 0.0, 1.0)
@@ -348,34 +326,20 @@ class RerankConfig:
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
     stopwords: frozenset[str] = STOPWORDS
     transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)
-    # Coding sessions whose every chunk joins the window (engine.flows.search.session_expand),
-    # and at most how many chunks that adds: recall dev, bench.recall_quality
-    # (docs/tuning.md).
+    # sessions whose chunks join the window: recall dev, recall_quality (docs/tuning.md)
     session_expand: int = bounded(3, 0, 10)
     session_expand_chunks: int = bounded(400, 0, 5000)  # the first session's, at most
-    # How the sessions to expand are chosen ("rerank": those of the best chunks once the
-    # window is reranked; "fused": the highest fused sum), and how many chunks closest to
-    # the query each one after the first adds: recall dev, /tmp/rr2/sweep.py over
-    # bench.recall_quality, 2026-11-28 (docs/tuning.md).
+    # choice of sessions, later ones' chunks: recall dev, scratch sweep (docs/tuning.md)
     session_expand_by: str = "rerank"
     session_expand_others: int = bounded(20, 0, 5000)
-    # Besides those, the chunks of each session after the first that hold the most of the
-    # question's terms (weighed within the session): recall dev, bench.recall_quality
-    # --compare, 2026-11-29 (docs/tuning.md).
+    # later sessions' best-worded chunks: recall dev, recall_quality --compare (docs/tuning.md)
     session_expand_words: int = bounded(5, 0, 5000)
-    # The session lane: this many more sessions expanded (as later ones), those holding the
-    # largest share of the question's rare words (engine.flows.search.session_words), at
-    # least session_lane_min of it: recall dev, bench.recall_quality --compare, 2026-11-29
-    # (docs/tuning.md).
+    # the session lane (0: off): recall dev, scratch sweep (docs/tuning.md)
     session_expand_lane: int = bounded(0, 0, 10)
     session_lane_min: float = bounded(0.3, 0.0, 1.0)
-    # A session of the asking project's weight when sessions to expand are chosen by their
-    # fused sum (session_expand_by "fused"; so is session_words_expand): recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # the asking project's weight in a fused choice: recall dev, recall_quality (docs/tuning.md)
     project_expand: float = bounded(1.0, 1.0, 100.0)
-    # The words only a session uses (engine.flows.search.session_words): a word in more than
-    # max_share of the chunks is left out; a session counts 1 + expand x its share of the
-    # question's rare words: recall dev, bench.recall_quality (docs/tuning.md).
+    # a session's own words (expand 0: off): recall dev, recall_quality (docs/tuning.md)
     session_words_max_share: float = bounded(0.02, 0.0, 1.0, lo_open=True)
     session_words_expand: float = bounded(0.0, 0.0, 100.0)
     intent_cues: Mapping[str, tuple[str, ...]] = field(
@@ -478,11 +442,9 @@ class AdaptConfig:
     batch: int = bounded(256, 2, 8192)  # pairs per step (in-batch negatives: 255 each)
     # Fewer pairs than this: nothing is fitted (too little to learn from). Hand-set.
     min_pairs: int = bounded(200, 2, 10**7)
-    # Share of sessions held out to check the fit: a map that does not beat the identity
-    # on them is not used. Hand-set.
+    # sessions held out; a map not beating identity there is unused. Hand-set (docs/tuning.md)
     holdout: float = bounded(0.1, 0.0, 0.9, hi_open=True)
-    # Texts embedded per session for the query side, each cut to text_tokens: the model's
-    # time per session (dev, bench.recall_adapt; docs/tuning.md).
+    # query-side texts per session and their tokens: dev, bench.recall_adapt (docs/tuning.md)
     texts_per_session: int = bounded(4, 1, 1000)
     text_tokens: int = bounded(48, 8, 512)
     # Words each query word may add to the term lane, and in all. Hand-set.
@@ -491,11 +453,9 @@ class AdaptConfig:
     # A translation needs this many co-occurrences and this normalized PMI. Hand-set.
     terms_min_count: int = bounded(3, 1, 10**6)
     terms_min_npmi: float = bounded(0.2, -1.0, 1.0)
-    # The term lane's fusion weight, a share of the keyword lane's: dev 0.3 = 0.6, so the
-    # lower (docs/tuning.md).
+    # the term lane's share of the keyword lane's weight: dev, recall_adapt (docs/tuning.md)
     terms_weight: float = bounded(0.3, 0.0, 10.0)
-    # Refit when the pairs available grew by this share since the last fit (0: at every
-    # sync that added sessions). Hand-set: bounds refits to a few per doubling.
+    # pair growth that triggers a refit (0: every sync). Hand-set (docs/tuning.md)
     refit_growth: float = bounded(0.25, 0.0, 100.0)
 
     def __post_init__(self) -> None:
