@@ -22,43 +22,11 @@ The features (all in [0, 1]; see ``rerank``):
 - ``year``, ``date``: its time (or text) falls on the asked year/month or day;
 - ``intent``: it holds an answer of the asked kind (a date, a place, a count...).
 
-Where the weights came from (``python -m bench.fit_rank``: coordinate ascent over
-a grid on the training splits only; its output is ``bench/data/rank_fit.json``):
-
-- ``conversation``: fitted on LoCoMo dev (conversations 0-4, 759 questions,
-  mean of evidence recall@10 and @25 of turns); LoCoMo test was never used.
-  No feature was dropped: each one's removal cost at least 0.002. These weights
-  were fitted before a turn's similarity was read in its context
-  (``RerankConfig.context_share``, ``python -m bench.fit_context``) and kept as they
-  were (an exploratory replay refit of them for the payload's recall, before the
-  context similarity, traded ctx@500 and recall@10 for ctx@1000: not adopted).
-- ``document``: fitted on SciFact train, all 809 claims over the full corpus
-  (5,183 abstracts, 10,952 chunks of 200 tokens), ``python -m bench.fit_rank
-  --only document --store-cache DIR`` (DIR holding the store ``python -m
-  bench.scifact_data DIR`` builds): nDCG@10 of the reranked window 0.7240 ->
-  0.7483 from the earlier weights. ``year`` and ``intent`` entered and were then
-  dropped (each paid under 0.002); a ``sibling`` feature (the best fused score
-  among the other window hits of the same source) stayed at 0 and was deleted.
-  Fitted and reported on the same train split (the test split is not in the project): six weights on 809
-  claims, a small fit, but not a held-out figure. With them ``python -m
-  bench.scifact --store-cache DIR`` gave, in one run: nDCG@10 0.749 against 0.716
-  for RRF k=60 of the same lanes (+0.033), Recall@100 0.952 against 0.961 (below);
-  distinct-source search now reranks a 200-chunk window (``rerank.distinct_window``,
-  ``python -m bench.fit_window``): nDCG@10 0.752, Recall@100 0.962.
-- ``transcript``: fitted on the recall questions' dev split (``bench/data/
-  recall_questions.json``: 119 questions over 55 of 111 real sessions, written by
-  reading the sessions; the test split, split by session before any run, is never
-  used), with the window in fused order and the best two sessions expanded into it
-  (recall expands one, ``rerank.session_expand``), by a listwise softmax fit
-  (``bench.rank_listwise``; each question's answering chunks against its window),
-  ``python -m bench.fit_rank --only transcript --method listwise --l2 0.01 --cv 5
-  --exclude year,date,entity,distractor,intent,term_precision,similarity_rank,
-  keyword_rank``: session-grouped 5-fold cross-validation on dev gave hit@5 0.580
-  and MRR@10 0.438 (chunk level; the coordinate-ascent fit before the turn features
-  gave 0.597 and 0.416). Recall over turns (``recall.hit_unit``), one session
-  expanded, dev: hit@5 0.689 (0.681 with weights refitted on one session expanded).
-  The transcript features (facets, what the question asks, the session's standing,
-  the turn as one unit) are described in ``transcript_rank``.
+Where the weights came from: ``python -m bench.fit_rank`` on the training splits
+(``bench/data/rank_fit.json``); each profile's split, command and figures are in
+docs/tuning.md (``rerank.profiles``). The transcript features (facets, what the
+question asks, the session's standing, the turn as one unit) are described in
+``transcript_rank``.
 """
 
 from __future__ import annotations
@@ -77,10 +45,7 @@ KIND_PROFILES: dict[str, str] = {
     "conversation": "conversation", "transcript": "transcript",
 }
 
-# The transcript weights as fitted (see the module docstring); the profile uses them
-# over their positive sum, so that a transcript chunk scores at most 1, as it did under
-# the fused order: a search over documents and sessions together ranks the two kinds
-# as before (scaling leaves the order among transcripts unchanged).
+# the transcript weights as fitted, used over their positive sum (docs/tuning.md)
 TRANSCRIPT_FITTED: dict[str, float] = {
     "fused": 1.677, "similarity": 6.199, "keyword": -0.231, "term_recall": 3.961,
     "kind_turn": -0.985, "kind_thinking": -1.105, "kind_code": 1.926, "kind_tool": 0.924,
@@ -88,11 +53,7 @@ TRANSCRIPT_FITTED: dict[str, float] = {
     "session_similarity": 7.18, "session_fused": 1.001, "session_top": 3.053,
     "turn_similarity": 3.611, "turn_keyword": 2.055, "turn_term_recall": 4.818,
     "turn_fused": -1.109, "reply_open": 2.779, "outcome": 1.131,
-    # Issue 31, set on the dev split (recall asked from the question's project, `python
-    # -m bench.recall_quality --split dev`, 2026-11-28, before the last-line fix and the
-    # learned reader): same_project 0 / 2 / 5 / 10: hit@5 0.605 / 0.613 / 0.630 / 0.630,
-    # agent view 0.664 / 0.681 / 0.689 / 0.689. session_words stays 0 (see
-    # rerank.session_words_expand: as a feature it lost on dev).
+    # hand-set on recall dev, bench.recall_quality, 2026-11-28 (docs/tuning.md)
     "same_project": 5.0}
 
 
@@ -101,21 +62,16 @@ def _scaled(weights: Mapping[str, float]) -> dict[str, float]:
     return {k: w / total for k, w in weights.items()}
 
 
-# Fitted weights (see the module docstring for the command and split of each).
+# fitted by bench.fit_rank on training splits (docs/tuning.md, rerank.profiles)
 DEFAULT_PROFILES: dict[str, dict[str, float]] = {
-    # SciFact train, 809 claims, full corpus (see the module docstring):
-    # window nDCG@10 0.7240 -> 0.7483.
+    # SciFact train, 809 claims, bench.fit_rank: window nDCG@10 0.7240 -> 0.7483
     "document": {"fused": -0.3, "similarity": 3.0, "keyword": 0.5, "term_recall": 1.0,
                  "term_precision": -1.0, "entity": 0.3},
     # LoCoMo dev, 759 questions: mean evidence recall@10/@25 0.7685 -> 0.8058.
     "conversation": {"fused": -0.1, "similarity": 2.0, "keyword": 0.3, "term_recall": 0.3,
                      "term_precision": -0.3, "entity": 0.2, "distractor": -0.2, "year": 0.5,
                      "date": 0.5, "intent": 0.2},
-    # Recall questions, dev split (119 questions, 55 sessions; test never used), two
-    # sessions expanded, `python -m bench.fit_rank --only transcript --method listwise
-    # --l2 0.01 --cv 5 --exclude ...` (bench/data/rank_fit.json): session-grouped 5-fold
-    # CV on dev hit@5 0.580, MRR@10 0.438; recall over turns, one session expanded, dev
-    # hit@5 0.689 (a refit with one session expanded gave 0.681).
+    # recall dev, bench.fit_rank --method listwise: 5-fold CV hit@5 0.580 (docs/tuning.md)
     "transcript": _scaled(TRANSCRIPT_FITTED),
 
 }
