@@ -50,11 +50,9 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     keys: KeyConfig = field(default_factory=KeyConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
-    # The [ipc] table is validated by the ipc package (ipc.wire.IpcConfig); the
-    # engine only carries it, so that one config.toml holds every setting.
+    # [ipc]: carried, validated by ipc.wire.IpcConfig (docs/tuning.md, [ipc] and [desktop])
     ipc: dict[str, Any] = field(default_factory=dict)
-    # The [desktop] table (watched folders, start at login...) is validated by the
-    # desktop app (desktop.config_io); the engine only carries it, like [ipc].
+    # [desktop]: carried, validated by desktop.config_io, like [ipc] (docs/tuning.md)
     desktop: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -39,11 +39,9 @@ class EmbeddingConfig:
     device: str = "auto"  # auto | cpu | cuda | mps (torch); onnx runs on the CPU
     query_cache_size: int = bounded(1024, 0)
     threads: int = bounded(0, 0)  # threads for batches; 0 = one per core
-    # Padded tokens (texts x longest) per model run, torch only (the ONNX backend runs
-    # every text alone): bench.ingest_mem with CTX__EMBEDDING__MAX_BATCH_TOKENS (docs/tuning.md).
+    # padded tokens per model run, torch only: bench.ingest_mem (docs/tuning.md)
     max_batch_tokens: int = bounded(256, 256, 1_000_000)
-    # int8 documents: bench.embed_precision --quality, bench.scifact, bench.locomo
-    # (docs/tuning.md).
+    # int8 documents: bench.embed_precision --quality, bench.scifact, bench.locomo (docs/tuning.md)
     document_precision: Literal["int8", "float32"] = "int8"
     # float32 queries: int8 ranks a little worse on every benchmark (docs/tuning.md).
     query_precision: Literal["int8", "float32"] = "float32"

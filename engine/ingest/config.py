@@ -15,9 +15,7 @@ LOCK_FILES: tuple[str, ...] = (
     "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "Cargo.lock", "composer.lock",
     "Gemfile.lock", "go.sum", "flake.lock", "mix.lock", "pubspec.lock", "Podfile.lock",
     "packages.lock.json", "gradle.lockfile", "conda-lock.yml")
-# A generated file says so in its first lines (GitHub linguist's conventions): Go's
-# "Code generated ... DO NOT EDIT.", protobuf's "DO NOT EDIT!", "@generated" (not a
-# "DO NOT EDIT THIS LINE" beside a version number: 4 such files in site-packages).
+# a generated file's first-line marks: GitHub linguist's conventions (docs/tuning.md)
 GENERATED_MARKERS: tuple[str, ...] = (r"@generated\b", r"\bDO NOT EDIT\b(?! THIS LINE)")
 
 
@@ -46,9 +44,7 @@ class IngestConfig:
     blob_dense_min_chars: int = bounded(4096, 0)  # shorter texts: too small to judge
     # below: not judged as minified or dense (CJK prose)
     blob_ascii_share: float = bounded(0.9, 0.0, 1.0, lo_open=True)
-    # Folders followed for changes (by the app, or `ctx serve`): changed files are
-    # ingested again, deleted ones leave the store. Absolute paths; one that does not
-    # exist (yet) is reported by the watcher, not refused here (a drive may be out).
+    # folders followed for changes; a missing one is the watcher's to report (docs/tuning.md)
     watched_folders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -35,9 +35,7 @@ class PackingConfig:
     turn_term_weight: float = bounded(0.4, 0.0, 10.0)
     include_time: bool = True  # dates in item headers
     fmt: str = "text"  # "text" | "markdown" | "json"
-    # Chat turns whose neighbours join the candidates (engine.packing.turns): a neighbour
-    # d steps after (before) a hit scores the hit's score x neighbour_after**d
-    # (neighbour_before**d), up to neighbour_span steps, for the best neighbour_hits hits.
+    # chunk kinds whose neighbours join the candidates; hand-set (docs/tuning.md)
     neighbour_kinds: tuple[str, ...] = ("turn",)
     neighbour_hits: int = bounded(30, 0, 1000)  # hand-set seed (docs/tuning.md)
     neighbour_span: int = bounded(3, 0, 50)  # hand-set seed (docs/tuning.md)
@@ -49,8 +47,7 @@ class PackingConfig:
     question_turn: float = bounded(0.95, 0.0, 1.0)  # a turn that asks ("?")
     # Kinds packed whole or not at all: LoCoMo dev replay (docs/tuning.md).
     whole_kinds: tuple[str, ...] = ("turn",)
-    # Kinds rendered under a run header without a kind label: LoCoMo dev,
-    # bench.fit_context (docs/tuning.md).
+    # kinds rendered without a kind label: LoCoMo dev, bench.fit_context (docs/tuning.md)
     unlabelled_kinds: tuple[str, ...] = ("turn",)
 
     def __post_init__(self) -> None:

@@ -40,8 +40,7 @@ class RecallChunkConfig:
     code_context_tokens: int = bounded(60, 1)  # the sentence introducing a code block
     min_thinking_tokens: int = bounded(16, 0)  # shorter reasoning (a bare heading) is skipped
     max_parts: int = bounded(32, 1)  # a longer answer, reasoning or code block is cut here
-    # A tool's whole input and output, in parts after the call's chunk, cut after this
-    # many parts; 0 keeps only the call's chunk (bench.recall_coverage; docs/tuning.md).
+    # parts of a tool's whole input/output (0: none): bench.recall_coverage (docs/tuning.md)
     max_tool_parts: int = bounded(64, 0)
     skip_sibling_errors: bool = True
     mistake_patterns: tuple[str, ...] = DEFAULT_MISTAKE_PATTERNS  # regexes, case-insensitive
@@ -103,26 +102,20 @@ class RecallConfig:
     recent_sessions: int = bounded(5, 0, 1000)
     # Tokens of a recall hit's excerpt: hand-set, ten hits stay near 2,000 tokens.
     hit_excerpt_tokens: int = bounded(120, 16, 4000)
-    # What a recall hit is: "turn" (engine.flows.recall.turns) or "chunk": recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # a hit is a "turn" or a "chunk": recall dev, bench.recall_quality (docs/tuning.md)
     hit_unit: str = "chunk"
     # Tokens of a turn hit's text: hand-set to chunks.max_tokens' default (docs/tuning.md).
     turn_hit_tokens: int = bounded(400, 64, 8192)
-    # How far (in chunks, either side) a hit's turn is read to tell what came of it.
-    # Hand-set: the longest turn of the benchmark sessions holds under 60 chunks.
+    # chunks read either side of a hit to tell what came of its turn; hand-set (docs/tuning.md)
     turn_reach: int = bounded(60, 0, 1000)
-    # Learn the user's own words from their sessions (engine/retrieval/adapt.py), fitted
-    # after a sync, kept in the vault: recall dev, bench.recall_adapt (docs/tuning.md).
+    # learn the user's words from their sessions: recall dev, bench.recall_adapt (docs/tuning.md)
     adapt: bool = True
     adapt_fit: AdaptConfig = field(default_factory=AdaptConfig)
-    # Subtracted from the rerank score of a call's or request's part
-    # (engine.flows.recall.parts): recall dev, bench.recall_quality (docs/tuning.md).
+    # off a part's rerank score: recall dev, bench.recall_quality (docs/tuning.md)
     part_penalty: float = bounded(0.05, 0.0, 1.0)
-    # Whether parts are in the vector lane (they stay in the keyword lane): recall dev,
-    # bench.recall_quality (docs/tuning.md).
+    # parts in the vector lane too: recall dev, bench.recall_quality (docs/tuning.md)
     part_vector: bool = False
-    # The chunk of the role a question asks for (engine.retrieval.turn_roles): bonuses
-    # from recall dev, bench.recall_quality (docs/tuning.md).
+    # the chunk of the role asked for: recall dev, bench.recall_quality (docs/tuning.md)
     turn_roles: TurnRoleConfig = field(default_factory=TurnRoleConfig)
 
     def __post_init__(self) -> None:

@@ -57,24 +57,17 @@ class StoreConfig:
     chroma_url: str = "http://127.0.0.1:8000"
     hnsw_ef_search: int = bounded(64, 8, 2048)
     vault_cache_mb: int = bounded(64, 1, 16384)
-    # Up to this many vectors, queries are answered by an exact search in memory
-    # (deterministic across processes, chroma-core/chroma#2675): hand-set (docs/tuning.md).
+    # up to this many vectors, an exact search in memory; hand-set (docs/tuning.md)
     exact_search_max: int = bounded(20_000, 0, 1_000_000)
-    # Above exact_search_max, every vector held as float16 for the rerank, up to this many
-    # MB (0: never): bench.stage_latency --ab (docs/tuning.md).
+    # MB of float16 vectors held for the rerank (0: never): stage_latency --ab (docs/tuning.md)
     vector_cache_mb: int = bounded(256, 0, 65536)
-    # The memory backend above exact_search_max: rows projected on prefilter_dims top
-    # principal directions are scanned first; the best max(prefilter_candidates, n x
-    # prefilter_candidates_per_million / 1M) are scored again on prefilter_fine_dims more
-    # directions, the best prefilter_refine of those exactly (0: every candidate).
-    # Chosen by bench.memory_index (docs/tuning.md, docs/performance.md).
+    # the memory backend's prefilter: bench.memory_index (docs/tuning.md, docs/performance.md)
     prefilter_dims: int = bounded(64, 0, 384)
     prefilter_candidates: int = bounded(4000, 100, 1_000_000)
     prefilter_candidates_per_million: int = bounded(20_000, 0, 1_000_000)
     prefilter_fine_dims: int = bounded(64, 0, 384)
     prefilter_refine: int = bounded(2000, 0, 1_000_000)
-    # Above this many vectors the memory backend keeps its rows as float16:
-    # bench.memory_index --sizes --ab (docs/tuning.md).
+    # rows as float16 above this many vectors: bench.memory_index --sizes --ab (docs/tuning.md)
     float16_above: int = bounded(200_000, 0, 10**9)
 
     def __post_init__(self) -> None:
