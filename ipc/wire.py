@@ -75,8 +75,7 @@ class IpcConfig:
     max_message_bytes: int = bounded(DEFAULT_MAX_MESSAGE_BYTES, 4096, 1 << 30)
     # a message dated further back is refused as replayed
     max_clock_skew_s: float = bounded(120.0, 1.0, 86_400.0)
-    # a message dated further ahead is refused too: server and clients share this machine's
-    # clock, so only a clock step (or a forger) dates a message seconds into the future
+    # dated further ahead: refused too (one shared clock: only a clock step or a forger)
     max_future_skew_s: float = bounded(10.0, 0.0, 3600.0)
     replay_history: int = bounded(10_000, 16, 10_000_000)  # ids remembered to refuse replays
     # on shutdown, how long in-flight requests may finish

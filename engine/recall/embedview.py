@@ -19,13 +19,10 @@ same one.
 
 from __future__ import annotations
 
-# Characters of a tool result embedded (None: the whole chunk): 28 transcript questions,
-# bench/transcripts_recall.py, 2026-11-23 (docs/tuning.md).
+# tool result characters embedded (None: all): bench.transcripts_recall (docs/tuning.md)
 TOOL_EMBED_CHARS: int | None = 120
 RESULT = "\nResult"  # engine.recall.chunks writes "…Tool <name>: <input>\nResult…"
-# A tool call's view: the assistant's words before it, then the call's and the result's
-# starts, each cut to its share; the request ("User:") is left out (the keyword lane reads
-# it). Recall dev, bench.recall_quality (docs/tuning.md).
+# a tool call's view, each part's characters: recall dev, recall_quality (docs/tuning.md)
 TOOL_VIEW_CHARS: dict[str, int] = {"Assistant: ": 240, "Tool ": 100}
 
 

@@ -85,8 +85,7 @@ CLASS_PATTERNS: dict[str, tuple[str, ...]] = {
                  r"\bdescribe\b", r"\bfe(?:el|lt|els|eling)\b", r"\bthink\b", r"\bopinion\b",
                  r"\bmeaning\b", r"\bsimilar\b", r"\babout\b"),
 }
-# Each lane's weight in the fusion, per query class (``query.lane_weights``): hand-set
-# seeds, kept after a check on LoCoMo dev and SciFact train (docs/tuning.md).
+# query.lane_weights: hand-set, checked on LoCoMo dev, SciFact train (docs/tuning.md)
 LANE_WEIGHTS: dict[str, dict[str, float]] = {
     "factual": {"keyword": 1.0, "vector": 0.6, "recency": 0.0, "live": 0.5},
     "semantic": {"keyword": 0.8, "vector": 1.0, "recency": 0.0, "live": 0.5},
@@ -153,9 +152,7 @@ def _cues(words: str, *phrases: str) -> tuple[str, ...]:
     return (*words.split(), *phrases)
 
 
-# Words or phrases (case-insensitive) that show a candidate holds an answer of a kind.
-# Origin: closed-class English (calendar names, relative-time expressions, number
-# words, causal connectives), written from general grammar, not from any dataset.
+# rerank.intent_cues: closed-class English, from general grammar (docs/tuning.md)
 DEFAULT_ANSWER_CUES: dict[str, tuple[str, ...]] = {
     "date": _cues(f"{_MONTHS} {_WEEKDAYS} weekend yesterday today tonight tomorrow ago",
                   "last week", "last month", "last year", "next week", "next month",
@@ -165,9 +162,7 @@ DEFAULT_ANSWER_CUES: dict[str, tuple[str, ...]] = {
     "reason": _cues("because since", "so that", "due to", "in order to", "the reason",
                     "caused by"),
 }
-# Structural answer patterns, matched case-sensitively against the original text.
-# Origin: the shapes of a place name after a locative preposition, of years and
-# numeric dates, and of digits; general English, not taken from any dataset.
+# rerank.intent_patterns: answer shapes, case-sensitive; general English (docs/tuning.md)
 DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
     "location": ((rf"\b(?:in|at|from|near|to)\s+(?:the\s+)?"
                   rf"(?!(?:{_MONTH_RX})\b)[A-Z][a-z][\w'-]*"),),
@@ -176,8 +171,7 @@ DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Words a user says for the tools of Claude Code and Codex besides their names' own
-# words (their documentation's verbs for what each tool does). Hand-written.
+# users' words for each tool, from its documentation's verbs; hand-written (docs/tuning.md)
 TOOL_WORDS: Mapping[str, tuple[str, ...]] = {
     "Bash": ("command", "shell", "terminal", "ran", "run"),
     "shell": ("command", "terminal", "ran", "run"),
@@ -219,9 +213,7 @@ def named_tools(query: str, tools: set[str]) -> set[str]:
     return {t for t in tools if tool_words(t) & asked}
 
 
-# What a listing command shows, in the words a question asks for it with: the plural of
-# what it lists ("the commits" -> git log) or whether one exists ("did it exist" -> ls);
-# no singular topic words (docs/tuning.md, recall.turn_roles.shown_bonus). Hand-written.
+# a listing command's words; hand-written (docs/tuning.md, recall.turn_roles.shown_bonus)
 COMMAND_WORDS: Mapping[str, tuple[str, ...]] = {
     "git log": ("commits", "history"),
     "git remote": ("remotes", "repository", "url"),

@@ -267,9 +267,10 @@ def test_every_section_lives_in_its_parts_config_module() -> None:
     assert not elsewhere, f"sections defined outside a config.py: {elsewhere}"
 
 
-# A module -> the classes whose fields are config (None: every class) and whether its
-# module-level names count all (config modules) or only its public CONSTANTS.
-Scope = tuple[frozenset[str] | None, bool]
+# A module -> the classes whose fields are config (None: every class) and which of its
+# module-level names count: "all" (config modules), "constants" (public UPPER_CASE) or
+# "none".
+Scope = tuple[frozenset[str] | None, str]
 
 
 def one_line_scope() -> dict[Path, Scope]:
@@ -277,32 +278,22 @@ def one_line_scope() -> dict[Path, Scope]:
     long origin stories (their public constants: the fitted rerank weights, the rerank,
     the packer, the embedding view, the lexicon, the ingest writer) and the wire's and the
     app's config sections (their fields)."""
-    scope: dict[Path, Scope] = {path: (frozenset(), False) for path in config_modules()}
-    scope[REPO / "engine/retrieval/profiles.py"] = (frozenset(), False)
+    scope: dict[Path, Scope] = {path: (frozenset(), "constants") for path in config_modules()}
+    scope[REPO / "engine/retrieval/profiles.py"] = (frozenset(), "constants")
     for path in [*REPO.glob("engine/*/config.py"), REPO / "engine/config.py",
                  REPO / "engine/config_base.py"]:
-        scope[path] = (None, True)
-    scope[REPO / "ipc/wire.py"] = (frozenset({"IpcConfig"}), False)
-    scope[REPO / "desktop/config_io.py"] = (frozenset({"DesktopSettings", "Settings"}), False)
-    return {path: s for path, s in scope.items() if path in ONE_LINE_DONE}
+        scope[path] = (None, "all")
+    scope[REPO / "ipc/wire.py"] = (frozenset({"IpcConfig"}), "none")
+    scope[REPO / "desktop/config_io.py"] = (frozenset({"DesktopSettings", "Settings"}), "none")
+    return scope
 
 
-# The modules brought to one line so far (issue 34); the others follow one at a time.
-ONE_LINE_DONE = {REPO / "engine/retrieval/config.py", REPO / "engine/retrieval/profiles.py",
-                 REPO / "engine/config.py", REPO / "engine/embedding/config.py",
-                 REPO / "engine/ingest/config.py", REPO / "engine/packing/config.py",
-                 REPO / "engine/recall/config.py", REPO / "engine/store/config.py",
-                 REPO / "engine/backup/config.py", REPO / "engine/crypto/config.py",
-                 REPO / "engine/config_base.py"}
-
-
-def long_comments(source: str, scope: Scope = (None, True)) -> list[int]:
+def long_comments(source: str, scope: Scope = (None, "all")) -> list[int]:
     """Line of each config field or constant with more than one line of comment attached:
     the comment lines just above it plus a comment on its first line, or two comment lines
     in a row inside it. Fields: assignments in the body of a class ``scope`` names (None:
-    any class); constants: assignments in the module's body (all of them, or when
-    ``scope[1]`` is false only public UPPER_CASE names)."""
-    classes, every_name = scope
+    any class); constants: assignments in the module's body, as ``scope[1]`` says."""
+    classes, names = scope
     lines = source.splitlines()
     own_line: set[int] = set()
     beside: set[int] = set()
@@ -314,9 +305,11 @@ def long_comments(source: str, scope: Scope = (None, True)) -> list[int]:
     for node in ast.parse(source).body:
         if isinstance(node, ast.ClassDef) and (classes is None or node.name in classes):
             nodes += node.body
-        elif isinstance(node, ast.Assign | ast.AnnAssign) and (every_name or all(
-                isinstance(n, ast.Name) and n.id.isupper() and not n.id.startswith("_")
-                for n in (node.targets if isinstance(node, ast.Assign) else [node.target]))):
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and (names == "all" or (
+                names == "constants" and all(
+                    isinstance(n, ast.Name) and n.id.isupper() and not n.id.startswith("_")
+                    for n in (node.targets if isinstance(node, ast.Assign)
+                              else [node.target])))):
             nodes.append(node)
     found = []
     for node in nodes:
@@ -368,6 +361,8 @@ def test_the_scan_finds_a_comment_of_two_lines() -> None:
             g = 6
         """)
     assert long_comments(source) == [4, 7, 9, 16]
-    assert long_comments(source, (frozenset(), False)) == []  # only public CONSTANTS
-    assert long_comments(source.replace("c = 3", "LIMIT = 3"), (frozenset(), False)) == [4]
-    assert long_comments(source, (frozenset({"Part"}), False)) == [16]
+    assert long_comments(source, (frozenset(), "constants")) == []  # public CONSTANTS only
+    assert long_comments(source.replace("c = 3", "LIMIT = 3"), (frozenset(), "constants")) \
+        == [4]
+    assert long_comments(source.replace("c = 3", "LIMIT = 3"), (frozenset({"Part"}), "none")) \
+        == [16]

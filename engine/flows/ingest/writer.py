@@ -33,8 +33,7 @@ from engine.types import ChunkDraft, LoadedDocument
 
 log = logging.getLogger("ctx.ingest")
 
-# Texts per call to the model (the distance between two cancellation points), a step
-# sized to take about STEP_SECONDS: bench.recall_bench, 2026-11-22 (docs/tuning.md).
+# texts per model call, a step of about STEP_SECONDS: bench.recall_bench (docs/tuning.md)
 EMBED_STEP = 32
 EMBED_STEP_MIN = 4
 STEP_SECONDS = 0.5
