@@ -42,10 +42,7 @@ TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
 BUNDLE_SUBDIR = Path("ctx_models") / f"{MODEL_NAME}-onnx"  # inside the bundle's data
 MIN_PROBE_COSINE = 0.99999  # an export below this against sentence-transformers is refused
-# The int8 document model's floor on the probe set: measured 0.981 at its worst (and 0.994
-# on average over SciFact chunks, bench/embed_precision.py); 0.95 leaves room for other
-# onnxruntime builds' rounding while still refusing a broken quantisation (a probe text
-# of another meaning scores under 0.6). Below it, documents embed in float32.
+# int8 model's probe floor (else float32): bench.embed_precision, hand-set (docs/tuning.md)
 MIN_INT8_PROBE_COSINE = 0.95
 MANIFEST_VERSION = 2
 _V2_ONLY = ("int8_sha256", "int8_probe_min_cosine")

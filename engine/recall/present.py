@@ -21,20 +21,10 @@ from datetime import UTC, datetime
 from engine.tokens import TokenCounter
 
 _WORD = re.compile(r"[a-z0-9_]{3,}")
-# The most of an excerpt's room a tool call's line may take, and the fewest tokens
-# worth showing of a line cut to fit the room left. Hand-set (a third: the words before
-# a call, the call and its result each show); checked on the dev split, `python -m
-# bench.recall_quality --split dev` (2026-11-28, two stores): agent view +1 question
-# (0.664 -> 0.672; 0.647 -> 0.655), none lost.
+# a call line's share of an excerpt, least tokens of a cut line: hand-set (docs/tuning.md)
 CALL_SHARE = 0.34
 MIN_LINE = 12
-# The most of an excerpt's budget the request it quotes may take when the request holds
-# more of the question's words than any line below it (the question asks what was asked
-# for: "how did I want the tests to check"); else the request is quoted in
-# ``request_tokens``. Hand-set (half: the answer's start still shows); checked on the
-# dev split, the agent view of `python -m bench.recall_quality --split dev` as a scratch
-# A/B on one engine (2026-11-28, 10,613 chunks, with turn_roles.repeat_penalty): 0.706 ->
-# 0.714 (0.731 -> 0.739 asked from the project), one decision question back in view, none lost.
+# a quoted request's share of an excerpt when it answers: hand-set (docs/tuning.md)
 REQUEST_SHARE = 0.5
 _CALL = re.compile(r"Tool [^:\n]{1,80}: ")  # a tool call's line (engine.recall.chunks)
 REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)

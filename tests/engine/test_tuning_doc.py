@@ -276,10 +276,14 @@ Scope = tuple[frozenset[str] | None, str]
 def one_line_scope() -> dict[Path, Scope]:
     """The config modules (every field and constant), the modules whose constants told
     long origin stories (their public constants: the fitted rerank weights, the rerank,
-    the packer, the embedding view, the lexicon, the ingest writer) and the wire's and the
+    the packer, the embedding view, the lexicon, the ingest writer and vector stage, the
+    excerpts, the int8 probe floor, recall's sync, the delete steps) and the wire's and the
     app's config sections (their fields)."""
     scope: dict[Path, Scope] = {path: (frozenset(), "constants") for path in config_modules()}
-    scope[REPO / "engine/retrieval/profiles.py"] = (frozenset(), "constants")
+    for name in ("retrieval/profiles.py", "recall/present.py", "embedding/onnx_files.py",
+                 "flows/ingest/vector_stage.py", "flows/keeping/deleting.py",
+                 "flows/recall/sync.py"):
+        scope[REPO / "engine" / name] = (frozenset(), "constants")
     for path in [*REPO.glob("engine/*/config.py"), REPO / "engine/config.py",
                  REPO / "engine/config_base.py"]:
         scope[path] = (None, "all")

@@ -36,12 +36,9 @@ from engine.store.vault.sources import EmbedRow
 
 log = logging.getLogger("ctx.ingest")
 
-# Texts through the model per step: about 0.5 s of MiniLM on the shared 2 cores at
-# 200-token chunks (bench/ingest_stages.py), the longest a queued job waits for one.
+# texts per model step, about 0.5 s on 2 cores: bench.ingest_stages (docs/tuning.md)
 STEP_TEXTS = 64
-# Chunks in the window whose texts are embedded longest first: calls over 512 chunks
-# padded 6% over the real word pieces of the shared transcripts, per-file calls 26%
-# (bench/recall_bench.py, the writer's batches before the stages).
+# chunks whose texts are embedded longest first: bench.recall_bench (docs/tuning.md)
 WINDOW_TEXTS = 512
 WINDOW_SOURCES = 256  # sources in the window at most (many small ones)
 # Jobs whose stored sources go on to the vector stage (others: delete, repair...).

@@ -58,24 +58,13 @@ def _aliases(vault: Vault, source: str | int) -> list[str]:
     return aliases.matching(vault, candidates, folder)
 
 
-# A delete step is one write transaction; between two, the vault's other writers (an
-# access count of build_context, the audit log, a job's bookkeeping) get the write lock
-# and every thread the interpreter. A step aims at STEP_S seconds: its chunk count
-# follows the time the last steps took (more on a fast idle machine, fewer under load),
-# from DELETE_STEP_CHUNKS at first, within STEP_CHUNKS_MIN..STEP_CHUNKS_MAX. Hand-set;
-# bench/delete_bench.py measures status and search latency while a 65k-chunk folder is
-# deleted (docs/performance.md).
+# a delete step's seconds and chunk counts; hand-set, bench.delete_bench (docs/tuning.md)
 STEP_S = 0.05
 DELETE_STEP_CHUNKS = 128
 STEP_CHUNKS_MIN, STEP_CHUNKS_MAX = 8, 1024
-# Pause after each step: the waiting writers and readers run before the next one takes
-# the write lock again (a lock released and taken back at once by the same thread is
-# seldom won by a waiting one). Hand-set.
+# pause after each step, so that waiting writers and readers run; hand-set (docs/tuning.md)
 YIELD_S = 0.002
-# Vectors of deleted sources are dropped from the vector index once this many chunks
-# are gone (and at the end): each drop copies the in-memory index's kept rows into new
-# arrays (searches meanwhile read the old ones; exact_index.py), so fewer drops cost
-# less CPU. Hand-set.
+# chunks deleted between two drops from the vector index; hand-set (docs/tuning.md)
 FLUSH_CHUNKS = 8192
 
 
