@@ -4,10 +4,11 @@ Each knob of issue 31 was chosen on the dev split of ``bench/data/recall_questio
 (set A). On one cached store (``bench.recall_quality``'s, real MiniLM), every question
 of a question file (``--questions``: set A's dev split, or set B,
 ``bench/data/recall_questions_b.json``, written over dev sessions only) is asked with
-each knob at its default and with that knob alone off (its value before issue 31),
-from no project and from the question's project. Printed per knob: hit@5, hit@10 and
-the agent view (MCP's ``recall``, k 8, budget 2000: ``recall_quality.agent_view``),
-each as the paired delta default minus off with its session-bootstrap 95% interval,
+each knob at issue 31's value and with that knob alone off (its value before issue 31),
+the others at their default, from no project and from the question's project. Printed
+per knob: hit@5, hit@10 and the agent view (MCP's ``recall``, k 8, budget 2000:
+``recall_quality.agent_view``), each as the paired delta on minus off with its
+session-bootstrap 95% interval,
 and the questions the knob gains and loses (at 5 and in the view). The last row turns
 every knob off together (the bench's ``today`` settings, part_penalty 0 too).
 
@@ -18,9 +19,9 @@ question with its cue (``cause`` words for ``cause_bonus``, ``lexicon.asks_shown
 says how many were).
 
 ``--cv K``: K folds by session over the questions (whole sessions per fold). For each
-knob with a small grid (its off value, half, default, double), the value with the best
+knob with a small grid (its off value, half, issue 31's value, double), the value with the best
 hit@5 + agent view (from no project plus from the project) on K-1 folds is scored on the
-held-out fold; printed next to the in-sample best value, the default, off and every
+held-out fold; printed next to the in-sample best value, issue 31's value, off and every
 knob off: whether tuning that knob on this data generalizes at all. Ties go to the
 value listed first (off, then the smaller).
 
@@ -60,41 +61,60 @@ Outcome = dict[str, tuple[int | None, int | None]]  # question id -> (rank, view
 Settings = dict[str, dict[str, Any]]  # {"recall": {...}, "rerank": {...}}
 
 
-def _role(name: str) -> Callable[[Any, Any], Settings]:
+Make = Callable[[Any, Any], Settings]  # (engine, value) -> the settings that set it
+Read = Callable[[Any], Any]  # config -> the knob's value in it
+
+
+def _role(name: str) -> tuple[Make, Read]:
     def make(eng: Any, value: Any) -> Settings:
         roles = dataclasses.replace(eng.rt.cfg.recall.turn_roles, **{name: value})
         return {"recall": {"turn_roles": roles}}
-    return make
+    return make, lambda cfg: getattr(cfg.recall.turn_roles, name)
 
 
-def _recall(name: str) -> Callable[[Any, Any], Settings]:
-    return lambda eng, value: {"recall": {name: value}}
+def _recall(name: str) -> tuple[Make, Read]:
+    return (lambda eng, value: {"recall": {name: value}},
+            lambda cfg: getattr(cfg.recall, name))
 
 
-def _rerank(name: str) -> Callable[[Any, Any], Settings]:
-    return lambda eng, value: {"rerank": {name: value}}
+def _rerank(name: str) -> tuple[Make, Read]:
+    return (lambda eng, value: {"rerank": {name: value}},
+            lambda cfg: getattr(cfg.rerank, name))
 
 
-def _project(eng: Any, value: Any) -> Settings:
-    """The transcript profile with ``same_project`` at ``value`` in the fitted units
-    (profiles.TRANSCRIPT_FITTED), the other weights as they are (not rescaled)."""
+def _fitted_total() -> float:
     from engine.retrieval.profiles import TRANSCRIPT_FITTED
 
-    total = sum(w for w in TRANSCRIPT_FITTED.values() if w > 0)
+    return sum(w for w in TRANSCRIPT_FITTED.values() if w > 0)
+
+
+def _project_make(eng: Any, value: Any) -> Settings:
+    """The transcript profile with ``same_project`` at ``value`` in the fitted units
+    (profiles.TRANSCRIPT_FITTED), the other weights as they are (not rescaled)."""
     profiles = dict(eng.rt.cfg.rerank.profiles)
-    profiles["transcript"] = {**profiles["transcript"], "same_project": value / total}
+    profiles["transcript"] = {**profiles["transcript"], "same_project": value / _fitted_total()}
     return {"rerank": {"profiles": profiles}}
+
+
+def _project_read(cfg: Any) -> Any:
+    return round(cfg.rerank.profiles["transcript"].get("same_project", 0.0) * _fitted_total(), 9)
 
 
 @dataclass(frozen=True)
 class Knob:
     name: str  # the config key
-    default: Any
+    on: Any  # issue 31's value
     off: Any  # its value before issue 31
     grid: tuple[Any, ...]  # for --cv: off first
-    make: Callable[[Any, Any], Settings]
+    set_read: tuple[Make, Read]
     where: tuple[str, ...] = WHERE
     cue: str | None = None  # a turn role's cue: only questions with it are asked again
+
+    def make(self, eng: Any, value: Any) -> Settings:
+        return self.set_read[0](eng, value)
+
+    def read(self, cfg: Any) -> Any:
+        return self.set_read[1](cfg)
 
 
 KNOBS = (
@@ -113,7 +133,7 @@ KNOBS = (
     Knob("recall.part_penalty", 0.05, 0.0, (0.0, 0.025, 0.05, 0.1), _recall("part_penalty")),
     Knob("recall.adapt", True, False, (False, True), _recall("adapt")),
     Knob("project ranking (transcript same_project)", 5.0, 0.0, (0.0, 2.5, 5.0, 10.0),
-         _project, where=("cwd",)),
+         (_project_make, _project_read), where=("cwd",)),
 )
 ALL_OFF = "all issue-31 knobs off"
 
@@ -197,6 +217,15 @@ class Passes:
         return out
 
 
+def value_pass(passes: Passes, knob: Knob, value: Any, where: str, base: dict[str, Outcome],
+               only: Callable[[str], bool] | None) -> Outcome:
+    """The outcome of ``knob`` at ``value`` (the default pass when it is the engine's)."""
+    if value == knob.read(passes.eng.rt.cfg):
+        return base[where]
+    return passes.get(f"{knob.name}={value}", where, knob.make(passes.eng, value), only,
+                      base[where])
+
+
 def hit(outcome: tuple[int | None, int | None], measure: str) -> bool:
     rank, view = outcome
     if measure == "view":
@@ -247,28 +276,30 @@ def ablation(passes: Passes, knobs: Sequence[Knob], tools: set[str], boot: int,
     for knob in knobs:
         only = cue_of(knob, eng, tools)
         for w in knob.where:
-            off = passes.get(f"{knob.name}={knob.off}", w, knob.make(eng, knob.off), only,
-                             base[w])
+            on, off = (value_pass(passes, knob, v, w, base, only) for v in (knob.on, knob.off))
             asked = sum(1 for q in qs if only is None or only(q["q"]))
-            rows[f"{knob.name}|{w}"] = (knob.name, w, str(knob.off), asked, off)
+            note = "" if knob.read(eng.rt.cfg) == knob.on else " (not the default)"
+            rows[f"{knob.name}|{w}"] = (knob.name, w, f"{knob.on}{note} -> {knob.off}", asked,
+                                        on, off)
     for w in WHERE:
-        rows[f"{ALL_OFF}|{w}"] = (ALL_OFF, w, "today, part_penalty 0", len(qs),
-                                  passes.get(ALL_OFF, w, all_off(eng)))
+        rows[f"{ALL_OFF}|{w}"] = (ALL_OFF, w, "default -> today, part_penalty 0", len(qs),
+                                  base[w], passes.get(ALL_OFF, w, all_off(eng)))
     out: dict[str, Any] = {"rows": []}
     for w in WHERE:
         print(f"\nAsked from {'no project' if w == 'none' else 'the question project'}: "
               f"default hit@5 {share(qs, base[w], 'hit@5'):.3f}, hit@10 "
               f"{share(qs, base[w], 'hit@10'):.3f}, agent view {share(qs, base[w], 'view'):.3f}"
-              f"; each row: default minus the knob off, paired [95% CI]")
-        print("| knob | off | asked | hit@5 off | hit@5 delta | hit@10 delta | view off | "
+              f"; each row: the knob at issue 31's value minus off (the others at their default), "
+              "paired [95% CI]")
+        print("| knob | on -> off | asked | hit@5 off | hit@5 delta | hit@10 delta | view off | "
               "view delta | h5+view | gained @5 | lost @5 | gained view | lost view |"
               + (" rule |" if rule else "") + "\n|" + "---|" * (13 + rule))
-        for name, where, off_value, asked, off in (r for r in rows.values() if r[1] == w):
-            d = {m: paired(qs, base[w], off, m, boot) for m in ("hit@5", "hit@10", "view")}
-            g5, l5 = moved(qs, base[w], off, "hit@5")
-            gv, lv = moved(qs, base[w], off, "view")
+        for name, where, values, asked, on, off in (r for r in rows.values() if r[1] == w):
+            d = {m: paired(qs, on, off, m, boot) for m in ("hit@5", "hit@10", "view")}
+            g5, l5 = moved(qs, on, off, "hit@5")
+            gv, lv = moved(qs, on, off, "view")
             both = d["hit@5"][0] + d["view"][0]
-            cells = [name, off_value, str(asked), f"{share(qs, off, 'hit@5'):.3f}",
+            cells = [name, values, str(asked), f"{share(qs, off, 'hit@5'):.3f}",
                      *(f"{m:+.3f} [{lo:+.2f}, {hi:+.2f}]" for m, lo, hi in
                        (d["hit@5"], d["hit@10"])),
                      f"{share(qs, off, 'view'):.3f}",
@@ -277,7 +308,7 @@ def ablation(passes: Passes, knobs: Sequence[Knob], tools: set[str], boot: int,
             if rule:
                 cells.append("-" if name == ALL_OFF else ("holds" if both >= 0 else "fails"))
             print("| " + " | ".join(cells) + " |")
-            out["rows"].append({"knob": name, "where": where, "off": off_value, "asked": asked,
+            out["rows"].append({"knob": name, "where": where, "values": values, "asked": asked,
                                 "delta": d, "h5+view": both, "gained@5": g5, "lost@5": l5,
                                 "gained view": gv, "lost view": lv})
     if rule:
@@ -326,15 +357,14 @@ def cross_validate(passes: Passes, knobs: Sequence[Knob], tools: set[str], k: in
           "project / from the project")
     print(f"All knobs off: {figures(off_all)}; default: {figures(base)}")
     print("| knob | grid | chosen per fold | cross-validated | in-sample best | its figures | "
-          "default | off |\n|---|---|---|---|---|---|---|---|")
+          "issue 31's value | off |\n|---|---|---|---|---|---|---|---|")
     out: dict[str, Any] = {}
     for knob in knobs:
         only = cue_of(knob, eng, tools)
         got: dict[Any, dict[str, Outcome]] = {}
         for v in knob.grid:
-            got[v] = {w: (base[w] if v == knob.default else
-                          passes.get(f"{knob.name}={v}", w, knob.make(eng, v), only, base[w])
-                          if w in knob.where else base[w]) for w in WHERE}
+            got[v] = {w: value_pass(passes, knob, v, w, base, only) if w in knob.where
+                      else base[w] for w in WHERE}
         chosen: list[Any] = []
         cv: dict[str, Outcome] = {w: {} for w in WHERE}
         for f, held in enumerate(folds):

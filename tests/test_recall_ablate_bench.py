@@ -11,7 +11,6 @@ from typing import Any
 from bench import recall_ablate as ra
 from bench import recall_quality as rq
 from engine import Config
-from engine.retrieval.profiles import TRANSCRIPT_FITTED
 
 
 def _engine() -> Any:
@@ -25,23 +24,13 @@ def _applied(eng: Any, settings: ra.Settings) -> Any:
         rerank=dataclasses.replace(cfg.rerank, **settings.get("rerank", {})))
 
 
-def _value(knob: ra.Knob, cfg: Any) -> Any:
-    if knob.make is ra._project:  # in the fitted units (the profile holds them scaled)
-        total = sum(w for w in TRANSCRIPT_FITTED.values() if w > 0)
-        return round(cfg.rerank.profiles["transcript"].get("same_project", 0.0) * total, 9)
-    top, *rest = knob.name.split(".")
-    value = getattr(cfg, top)
-    for part in rest:
-        value = getattr(value, part)
-    return value
-
-
-def test_each_knob_moves_its_own_setting_from_default_to_off() -> None:
+def test_each_knob_moves_its_own_setting_from_on_to_off() -> None:
     eng = _engine()
     for knob in ra.KNOBS:
-        assert _value(knob, eng.rt.cfg) == knob.default, knob.name  # the product's default
-        assert _value(knob, _applied(eng, knob.make(eng, knob.off))) == knob.off, knob.name
-        assert knob.grid[0] == knob.off and knob.default in knob.grid, knob.name
+        assert knob.read(eng.rt.cfg) in (knob.on, knob.off), knob.name  # the product's
+        for value in (knob.on, knob.off):
+            assert knob.read(_applied(eng, knob.make(eng, value))) == value, knob.name
+        assert knob.grid[0] == knob.off and knob.on in knob.grid, knob.name
 
 
 def test_all_off_turns_off_every_knob() -> None:
@@ -51,7 +40,7 @@ def test_all_off_turns_off_every_knob() -> None:
         if knob.name == "rerank.session_expand_words":
             assert off.rerank.session_expand == 1  # no later session to add chunks of
         else:
-            assert _value(knob, off) == knob.off, knob.name
+            assert knob.read(off) == knob.off, knob.name
     assert off.recall.turn_roles.output_bonus == off.recall.turn_roles.call_bonus == 0.0
     assert rq.today_settings(eng)["rerank"]["session_expand"] == 1
 
