@@ -21,7 +21,7 @@ def test_today_ranks_without_the_turn_roles() -> None:
     roles = rq.today_settings(eng)["recall"]["turn_roles"]
     assert not roles.on
     assert roles.repeat_penalty == 0.0
-    assert dataclasses.replace(roles, cause_bonus=0.03).on  # the product's default is on
+    assert dataclasses.replace(roles, named_bonus=0.05).on  # the product's default is on
 
 
 def _question(qid: str, session: str, split: str) -> dict[str, object]:

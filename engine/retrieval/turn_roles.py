@@ -30,7 +30,8 @@ share those words' match to the question and come up together, one slot each, ab
 the rest of the session. ``repeat_penalties`` lowers each chunk after the first that
 leads with the same words (``said``) by ``TurnRoleConfig.repeat_penalty`` for every
 one above it: the next best different chunk (another call's result, another turn) is
-read before the second copy. Pure functions of plain data.
+read before the second copy (off by default: it did not carry over to a second question
+set, docs/tuning.md). Pure functions of plain data.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ query, so that the rerank's cost stays near one session's and the first session'
 chunks are not crowded out, and its ``rerank.session_expand_words`` chunks that hold the
 most of the question's words (each weighed by how few of the session's chunks hold it:
 the chunk that answers often shares the question's words but not its meaning, which
-the closest chunks miss).
+the closest chunks miss; 0, off, by default: it did not carry over to a second question
+set, docs/tuning.md).
 """
 
 from __future__ import annotations

@@ -173,9 +173,11 @@ def test_apart_reads_the_next_different_chunk_before_a_second_copy() -> None:
             4: _row(4, "tool", 4, "Bash", body=_call(3).replace("Let me", "Now let me")),
             5: _row(5, "tool", 5, "Bash", body=_call(4), session="other")}
     ranked: list[Ranked] = [(2, 0.50, {}), (3, 0.49, {}), (1, 0.48, {}), (5, 0.47, {}), (4, 0.40, {})]
-    assert [c for c, _, _ in apart(ranked, rows, TurnRoleConfig())] == [2, 5, 4, 3, 1]
+    assert [c for c, _, _ in apart(ranked, rows, TurnRoleConfig(repeat_penalty=0.1))] == [
+        2, 5, 4, 3, 1]
     off = TurnRoleConfig(repeat_penalty=0.0)
     assert apart(ranked, rows, off) == ranked
+    assert TurnRoleConfig() == off  # off by default: set A's 0.1 failed set B (docs/tuning.md)
     with pytest.raises(ConfigError) as err:
         TurnRoleConfig(repeat_penalty=-0.1)
     assert "recall.turn_roles.repeat_penalty" in str(err.value)
@@ -219,7 +221,7 @@ def test_recall_shows_a_different_chunk_before_a_second_copy_of_a_reply(
     words = "Let me read the homebrew tap formula files."
     off = hits(TurnRoleConfig(repeat_penalty=0.0))
     assert off.count(words) >= 3, f"the check can fail: copies fill the top 4 without it {off}"
-    on = hits(TurnRoleConfig())
+    on = hits(TurnRoleConfig(repeat_penalty=0.1))
     assert on.count(words) < off.count(words)
     assert len(set(on)) > len(set(off))
 
@@ -273,7 +275,8 @@ def test_a_cause_question_ranks_the_diagnosis_above_the_error() -> None:
     assert [c for c, _, _ in preferred(asked, ranked, rows, near)] == [1, 3, 2]
     chunks = [RoleChunk("turn_pair", "a", 1, diagnosis=True), RoleChunk("tool", "a", 2)]
     assert role_bonuses(asked, chunks, cfg) == [0.05, 0.0]
-    assert TurnRoleConfig().cause_bonus == 0.03  # on by default (docs/tuning.md)
+    # off by default: set A's 0.03 did not carry over to set B (docs/tuning.md)
+    assert TurnRoleConfig().cause_bonus == 0.0
 
 
 def _ci_session(engine: ContextEngine, tmp_path: Path) -> None:
