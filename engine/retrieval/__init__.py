@@ -23,6 +23,7 @@ tested without a store or a model:
               its session fares);
 - ``turn_roles`` which role a question about a session asks for (its closing summary,
               a call's result, the call, a tool it names) and each chunk's bonus for it;
+- ``feedback`` feedback from the first hits (Rocchio vector, RM3-like words; off);
 - ``adapt``   what recall learned from the user's own sessions and how a query uses it,
               fitted by ``adapt_fit`` on the pairs ``adapt_pairs`` draws from them.
 

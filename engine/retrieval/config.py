@@ -342,6 +342,14 @@ class RerankConfig:
     # a session's own words (expand 0: off): recall dev, recall_quality (docs/tuning.md)
     session_words_max_share: float = bounded(0.02, 0.0, 1.0, lo_open=True)
     session_words_expand: float = bounded(0.0, 0.0, 100.0)
+    # feedback from the first hits (0: off): recall dev, failed set B (docs/tuning.md)
+    feedback: float = bounded(0.0, 0.0, 5.0)
+    feedback_chunks: int = bounded(5, 1, 100)
+    feedback_from: str = "chunks"
+    feedback_use: str = "final"
+    # the first hits' words as a keyword lane (0: off): recall dev sweep (docs/tuning.md)
+    feedback_terms: int = bounded(0, 0, 50)
+    feedback_terms_weight: float = bounded(0.5, 0.0, 10.0)
     intent_cues: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     intent_patterns: Mapping[str, tuple[str, ...]] = field(
@@ -375,6 +383,12 @@ class RerankConfig:
         if self.session_expand_by not in ("fused", "rerank"):
             raise ConfigError("rerank.session_expand_by must be 'fused' or 'rerank'",
                               key="rerank.session_expand_by")
+        if self.feedback_from not in ("chunks", "session"):
+            raise ConfigError("rerank.feedback_from must be 'chunks' or 'session'",
+                              key="rerank.feedback_from")
+        if self.feedback_use not in ("final", "expand", "both"):
+            raise ConfigError("rerank.feedback_use must be 'final', 'expand' or 'both'",
+                              key="rerank.feedback_use")
         if self.fused_norm not in ("max", "minmax"):
             raise ConfigError("rerank.fused_norm must be 'max' or 'minmax'")
         if isinstance(self.context_kinds, str):

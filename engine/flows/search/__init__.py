@@ -9,6 +9,8 @@
   and ``search``, ranked as build_context ranks;
 - ``session_words`` (the words only a session uses) and ``session_expand`` (the best
   session's chunks join the window): the rank stage's session steps;
+- ``feedback``  recall's feedback from its first hits (off by default): the query moved
+  toward them, their words as a keyword lane;
 - ``build``     build_context's stage runner: plan, lanes, fuse, rank, dedupe,
   expand, pack;
 - ``expansion`` the memory candidates: expansion, neighbour turns, surrogates;

@@ -25,6 +25,7 @@ from engine.config import Config
 from engine.errors import VectorStoreUnavailable
 from engine.flows.runtime import Runtime
 from engine.flows.search import session_words
+from engine.flows.search.feedback import fed_back
 from engine.flows.search.lanes import LaneResult, PreScans, fuse_stage, lane_stage, to_hit
 from engine.flows.search.plan import QueryPlan, adapted, plan_query
 from engine.flows.search.session_expand import expand_sessions
@@ -244,6 +245,18 @@ def rank_stages(rt: Runtime, query: str, cfg: Config, timer: StageTimer, *,
         first = pass1.ranked
         res = dataclasses.replace(res, vectors={**pass1.vectors, **res.vectors},
                                   prepared=pass1.scans)  # the window tokenized once
+        fed = None
+        if cfg.rerank.feedback > 0 or cfg.rerank.feedback_terms > 0:  # off by default
+            with timer.stage("feedback"):
+                fed = fed_back(rt, plan, res, pass1.ranked, cfg.rerank)
+        if fed is not None:  # the query read in the words of its first hits
+            use = cfg.rerank.feedback_use
+            if use in ("expand", "both"):
+                with timer.stage("rerank_feedback"):
+                    first = rank_hits(rt, cfg, fed, timer=timer, project=project,
+                                      sessions=sessions).ranked
+            if use in ("final", "both"):
+                res = fed
     res, added = (expand_sessions(rt, cfg, res, filters, project, sessions, first)
                   if expand_session else (res, 0))
     if added:  # the sessions' chunks are reranked with the window
