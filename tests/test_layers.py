@@ -319,3 +319,30 @@ def test_engine_tests_mirror_the_packages() -> None:
                    if d.is_dir() and any(d.glob("test_*.py"))
                    and not (ENGINE / d.relative_to(tests) / "__init__.py").exists())
     assert not stray, f"tests/engine/ folders named after no engine/ package: {stray}"
+
+
+def unmirrored_rooms(root: Path) -> list[str]:
+    """Rooms of engine/flows/ with no tests/engine/flows/<room>/ folder holding tests."""
+    flows = root / "engine" / "flows"
+    tests = root / "tests" / "engine" / "flows"
+    return [f"engine/flows/{room}/ has no tests in tests/engine/flows/{room}/"
+            for room in sorted(p.parent.name for p in flows.glob("*/__init__.py"))
+            if not any((tests / room).glob("test_*.py"))]
+
+
+def test_every_flows_room_has_its_tests_folder() -> None:
+    """The tests of a room sit in tests/engine/flows/<room>/, as the room sits in engine/flows/
+    (not beside the pure part it orchestrates, nor at the top of tests/engine/)."""
+    missing = unmirrored_rooms(REPO)
+    assert not missing, "\n".join(missing)
+
+
+def test_the_room_mirror_guard_sees_a_room_without_tests(tmp_path: Path) -> None:
+    for room in ("search", "recall"):
+        (tmp_path / "engine" / "flows" / room).mkdir(parents=True)
+        (tmp_path / "engine" / "flows" / room / "__init__.py").write_text("")
+    (tmp_path / "tests" / "engine" / "flows" / "search").mkdir(parents=True)
+    (tmp_path / "tests" / "engine" / "flows" / "search" / "test_plan.py").write_text("")
+    (tmp_path / "tests" / "engine" / "flows" / "recall").mkdir()  # a folder, but no tests
+    assert unmirrored_rooms(tmp_path) == [
+        "engine/flows/recall/ has no tests in tests/engine/flows/recall/"]

@@ -1,5 +1,5 @@
 """`ctx serve` watches the config's [ingest] watched_folders (the engine's own watching,
-tests/engine/watching/test_watching.py): a file written there is ingested."""
+tests/engine/flows/ingest/test_watching.py): a file written there is ingested."""
 
 from __future__ import annotations
 

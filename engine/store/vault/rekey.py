@@ -2,7 +2,7 @@
 
 ``PRAGMA rekey`` rewrites every page under the new key in one transaction (in WAL
 mode too): killed at any moment, the vault opens with the old key or the new
-one, whole (checked by tests/engine/test_key_rotation_kill.py). Before the key
+one, whole (checked by tests/engine/flows/keeping/test_kill.py). Before the key
 changes, the key of the names' keyed hashes is kept in the vault itself
 (``name_key``), so that the hashes stored under it (a deleted transcript's
 path, which a later sync must still skip) keep meaning the same names.

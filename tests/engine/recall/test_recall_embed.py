@@ -36,7 +36,7 @@ class Recording:
 def test_model_steps_take_the_texts_longest_first(data_dir: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # the chunks' own vectors only: recall.adapt's fit, queued after a sync, embeds its
-    # query-side texts through the same model (tests/engine/recall/test_recall_adapt.py)
+    # query-side texts through the same model (tests/engine/flows/recall/test_recall_adapt.py)
     monkeypatch.setenv("CTX__RECALL__ADAPT", "false")
     counter = TokenCounter.shared()
     _, chunks = whole(LARGE)

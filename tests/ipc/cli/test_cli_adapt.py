@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from engine.facade import ContextEngine
-from tests.engine.recall.test_recall_adapt import FIT, synced, write_sessions
+from tests.engine.flows.recall.test_recall_adapt import FIT, synced, write_sessions
 from tests.ipc.cli.test_cli import ctx
 
 

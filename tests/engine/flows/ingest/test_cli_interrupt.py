@@ -20,7 +20,7 @@ from engine.api import SourceInfo
 from engine.errors import StoreLocked
 from engine.facade import ContextEngine
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 N_FILES = 3000
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine import ContextEngine, generate_recovery_key, init_store
 from tests.conftest import TEST_PASSPHRASE
-from tests.engine.backup.stores import ctx, fresh_env, tree
+from tests.engine.flows.keeping.stores import ctx, fresh_env, tree
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from engine.crypto import keys
 from engine.flows.keeping import key_changes as keychange
 from engine.store.vault.rekey import opens_with
 from tests.conftest import TEST_PASSPHRASE
-from tests.engine.backup.stores import write_docs
-from tests.engine.backup.test_kill import KILLS, SEED, _child, _kill_after_ready
+from tests.engine.flows.keeping.stores import write_docs
+from tests.engine.flows.keeping.test_kill import KILLS, SEED, _child, _kill_after_ready
 
 QUERY = "lighthouse log"
 

@@ -11,7 +11,7 @@ import pytest
 
 from engine import ContextEngine, InvalidInput
 from tests.conftest import TEST_PASSPHRASE
-from tests.engine.backup.stores import ctx, fill, fresh_env
+from tests.engine.flows.keeping.stores import ctx, fill, fresh_env
 
 
 def _sources(eng: ContextEngine) -> list[tuple[Any, ...]]:

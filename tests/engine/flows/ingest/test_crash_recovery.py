@@ -36,7 +36,7 @@ def _kill_when(data_dir: Path, docs: Path, stage: str, at: int) -> int:
     (keyword) or chunks embedded (vectors). Returns what it had reported."""
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), str(docs)],
                             stdout=subprocess.PIPE, text=True, env=dict(os.environ),
-                            cwd=Path(__file__).resolve().parents[2])
+                            cwd=Path(__file__).resolve().parents[4])
     assert proc.stdout is not None
     deadline = time.monotonic() + 120
     killed_at = None

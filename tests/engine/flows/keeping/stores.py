@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 NOW = 1_790_000_000.0  # a fixed "now": build_context's recency is the same in every store
 QUERIES = ("when does the harbour flood at high tide", "what did Maya say about the boat",
            "why did the pytest run fail on the parser", "lighthouse keeper rota",

@@ -23,7 +23,7 @@ import pytest
 from engine import BackupDamaged, ContextEngine, init_store, verify_backup_file
 from engine.crypto import keys
 from tests.conftest import TEST_PASSPHRASE
-from tests.engine.backup.stores import REPO, write_docs
+from tests.engine.flows.keeping.stores import REPO, write_docs
 
 KILLS = 20
 SEED = int(os.environ.get("CTX_KILL_SEED", "24"))

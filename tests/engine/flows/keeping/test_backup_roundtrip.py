@@ -13,7 +13,7 @@ import pytest
 from engine import ContextEngine, generate_recovery_key, init_store
 from engine.embedding.base import Embedder
 from tests.conftest import TEST_PASSPHRASE
-from tests.engine.backup.stores import ctx, fill, fresh_env, state, write_docs
+from tests.engine.flows.keeping.stores import ctx, fill, fresh_env, state, write_docs
 
 
 def _wait_for(eng: ContextEngine, job_id: str, files: int, *, unchanged: int = 0) -> None:
