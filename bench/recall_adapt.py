@@ -51,6 +51,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "map λ0.1": {"use_map": True, "use_terms": False, "identity_weight": 0.1},
     "map λ1": {"use_map": True, "use_terms": False, "identity_weight": 1.0},
     "terms w0.6": {"use_map": False, "use_terms": True, "terms_weight": 0.6},
+    "map lane 1": {"use_map": True, "use_terms": False, "map_lane": 1.0},
 }
 FIT_KEYS = ("temperature", "identity_weight", "learning_rate", "steps", "batch", "min_pairs",
             "holdout", "texts_per_session", "text_tokens", "terms_per_word",

@@ -39,13 +39,16 @@ _WORD = re.compile(r"\w+")
 
 @dataclass(frozen=True)
 class QueryAdapter:
-    """What the learned reader does to one query: map its vector (None: unchanged) and
-    search ``words`` (the user's words for the query's) in a lane of ``weight``
-    (a share of the keyword lane's)."""
+    """What the learned reader does to one query: map its vector (None: unchanged;
+    with ``lane_weight`` > 0 the mapped vector is searched as a lane of its own, that
+    share of the vector lane's, and the vector lane keeps the plain one) and search
+    ``words`` (the user's words for the query's) in a lane of ``weight`` (a share of
+    the keyword lane's)."""
 
     vector_map: Callable[[np.ndarray], np.ndarray] | None
     words: tuple[str, ...]
     weight: float
+    lane_weight: float = 0.0
 
 
 def learned(rt: Runtime) -> Learned | None:
@@ -83,7 +86,7 @@ def query_adapter(rt: Runtime, words: tuple[str, ...]) -> QueryAdapter | None:
     if matrix is None and not added:
         return None
     vmap = (lambda v: map_query(matrix, v)) if matrix is not None else None
-    return QueryAdapter(vmap, added, cfg.terms_weight)
+    return QueryAdapter(vmap, added, cfg.terms_weight, cfg.map_lane)
 
 
 def needs_fit(rt: Runtime) -> bool:

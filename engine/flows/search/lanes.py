@@ -76,25 +76,33 @@ def vector_lane(rt: Runtime, query: str, depth: int, filters: Filters,
             vec = rt.embed_query(query)
             if vector_map is not None:
                 vec = vector_map(vec)
-        fetch = depth if filters.empty else depth * 8
-        try:
-            found = rt.vectors.query(vec, fetch, found=vectors)
-        except VectorStoreUnavailable:
-            rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
-            return [], {}, vec
-        rt.metrics.alert(ALERT_VECTOR_DOWN, False)
-        # equal similarities in chunk id order: an index loaded fresh and one grown by
-        # writes hold the vectors in different orders (and the rotated store's cosines
-        # differ from the exact index's in the 8th digit), so the lane must not depend on
-        # either: cosines kept to SIM_DIGITS digits, ties by chunk id
-        found = sorted(((cid, round(sim, SIM_DIGITS)) for cid, sim in found),
-                       key=lambda hit: (-hit[1], hit[0]))
-        sims = dict(found)
-        if filters.empty:
-            return [cid for cid, _ in found][:depth], sims, vec
-        rows = rt.vault.filter_rows([cid for cid, _ in found], meta=filters.reads_meta)
-        keep = [cid for cid, _ in found if cid in rows and filters.matches(rows[cid])]
-        return keep[:depth], sims, vec
+        ids, sims = nearest(rt, vec, depth, filters, vectors)
+        return ids, sims, vec
+
+
+def nearest(rt: Runtime, vec: np.ndarray, depth: int, filters: Filters,
+            vectors: dict[int, np.ndarray] | None = None
+            ) -> tuple[list[int], dict[int, float]]:
+    """The index's nearest chunks to ``vec`` that pass ``filters``: (ids best first,
+    id -> cosine); none when the index is down (alerted)."""
+    fetch = depth if filters.empty else depth * 8
+    try:
+        found = rt.vectors.query(vec, fetch, found=vectors)
+    except VectorStoreUnavailable:
+        rt.metrics.alert(ALERT_VECTOR_DOWN, True, "query failed")
+        return [], {}
+    rt.metrics.alert(ALERT_VECTOR_DOWN, False)
+    # equal similarities in chunk id order: an index loaded fresh and one grown by
+    # writes hold the vectors in different orders (and the rotated store's cosines
+    # differ from the exact index's in the 8th digit), so the lane must not depend on
+    # either: cosines kept to SIM_DIGITS digits, ties by chunk id
+    found = sorted(((cid, round(sim, SIM_DIGITS)) for cid, sim in found),
+                   key=lambda hit: (-hit[1], hit[0]))
+    sims = dict(found)
+    if filters.empty:
+        return [cid for cid, _ in found][:depth], sims
+    rows = rt.vault.filter_rows([cid for cid, _ in found], meta=filters.reads_meta)
+    return [cid for cid, _ in found if cid in rows and filters.matches(rows[cid])][:depth], sims
 
 
 def keyword_lane(rt: Runtime, a: QueryAnalysis, depth: int, filters: Filters,
@@ -181,6 +189,9 @@ def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
     for cid, vec in prefetched.items():
         hit_vectors.setdefault(cid, vec)
     lanes["vector"], sims, qvec = vector
+    if plan.lane_map is not None and qvec is not None:  # recall's learned reader, beside
+        with timer.stage("adapted"):
+            lanes["adapted"] = nearest(rt, plan.lane_map(qvec), depth, filters)[0]
     if plan.recency:
         with timer.stage("recency"):
             lanes["recency"] = rt.vault.recent(cfg.search.recency_depth, filters)

@@ -60,6 +60,9 @@ class QueryPlan:
     # to the query's vector, and the "learned" keyword lane of the user's own words
     vector_map: Callable[[np.ndarray], np.ndarray] | None = None
     learned: KeywordQuery | None = None
+    # the same map searched as a lane of its own ("adapted") beside the plain vector lane,
+    # whose vector the rerank keeps (``recall.adapt_fit.map_lane``)
+    lane_map: Callable[[np.ndarray], np.ndarray] | None = None
 
     def content_for(self, hits: Iterable[ChunkRow]) -> ContentQuery | None:
         """The query the lanes should match once the keyword lane found ``hits``: without
@@ -96,7 +99,8 @@ def plan_query(rt: Runtime, query: str, cfg: Config, *, filters: Filters | None 
 
 def adapted(plan: QueryPlan, adapter: Any) -> QueryPlan:
     """``plan`` with recall's learned reader (``QueryAdapter``; None: as it is): its
-    vector map, and its words as a keyword lane weighted ``adapter.weight`` times the
+    vector map (on the vector lane's query, or with ``lane_weight`` as a lane of its own
+    weighted that many times the vector lane), and its words as a keyword lane weighted ``adapter.weight`` times the
     keyword lane (quoted word characters only: no FTS5 syntax can get in)."""
     if adapter is None:
         return plan
@@ -105,6 +109,10 @@ def adapted(plan: QueryPlan, adapter: Any) -> QueryPlan:
     weights = dict(plan.weights)
     if learned is not None:
         weights["learned"] = adapter.weight * weights.get("keyword", 1.0)
+    if adapter.vector_map is not None and adapter.lane_weight > 0:
+        weights["adapted"] = adapter.lane_weight * weights.get("vector", 1.0)
+        return dataclasses.replace(plan, lane_map=adapter.vector_map, learned=learned,
+                                   weights=weights)
     return dataclasses.replace(plan, vector_map=adapter.vector_map, learned=learned,
                                weights=weights)
 

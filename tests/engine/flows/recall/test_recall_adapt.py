@@ -177,3 +177,25 @@ def test_the_plan_takes_the_map_and_the_learned_lane(eng: ContextEngine) -> None
     v = np.ones(3, dtype=np.float32)
     assert (out.vector_map(v) == -v).all()
     assert adapted(plan, None) is plan
+
+
+def test_the_map_as_a_lane_of_its_own(eng: ContextEngine, tmp_path: Path) -> None:
+    """``recall.adapt_fit.map_lane`` > 0: the mapped query is searched as the "adapted"
+    lane, weighted that share of the vector lane, and the vector lane (and the rerank's
+    similarities) keep the plain query's vector."""
+    from engine.flows.search.lanes import lane_stage
+    from engine.flows.search.stages import StageTimer
+
+    synced(eng, write_sessions(tmp_path / "t", 12)[0].parent)
+    plan = plan_query(eng.rt, "parser trouble", eng.rt.cfg)
+    flip = QueryAdapter(lambda v: -v, (), 0.5, lane_weight=0.7)
+    out = adapted(plan, flip)
+    assert out.vector_map is None and out.lane_map is not None
+    assert out.weights["adapted"] == pytest.approx(0.7 * plan.weights["vector"])
+    hits = lane_stage(eng.rt, out, StageTimer())
+    plain = eng.rt.embed_query("parser trouble")
+    assert hits.query_vector is not None and np.allclose(hits.query_vector, plain)
+    assert hits.lanes["vector"] == lane_stage(eng.rt, plan, StageTimer()).lanes["vector"]
+    flipped = eng.rt.vectors.query(-plain, 5)
+    assert hits.lanes["adapted"][0] == max(flipped, key=lambda h: (h[1], -h[0]))[0]
+    assert hits.lanes["adapted"][0] != hits.lanes["vector"][0]
