@@ -16,6 +16,7 @@ built once and cached) is copied; on the copy:
 4. recall latency with the reader off and on, asked in turns (p50 / p95, ms).
 
     python -m bench.recall_adapt [--split dev|test|all] [--variants a,b] [--boot 2000]
+                                 [--questions FILE]
 
 The fit uses the store's own sessions only (those of every split): what the product
 does on a user's machine. The questions are never read by the fit.
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store-cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "ctx-bench")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap draws")
+    ap.add_argument("--questions", type=Path, default=rq.QUESTIONS,
+                    help="a question file of recall_questions.json's schema (set B: "
+                         "bench/data/recall_questions_b.json)")
     ap.add_argument("--latency-chunks", type=int, default=0,
                     help="then grow the store to about this many chunks (copies of the "
                          "sessions, new ids), let a sync fit it, and time recall off / on")
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = sd.make_embedder("minilm")
     args.store_cache.mkdir(parents=True, exist_ok=True)
     store, index_s = rq.prepare_store(embedder, args.store_cache, dirs)
-    questions = rq.load_questions(args.split, rq.session_ids(dirs))
+    questions = rq.load_questions(args.split, rq.session_ids(dirs), args.questions)
     names = [v for v in args.variants.split(",") if v]
     ranks: dict[str, list[int | None]] = {}
     times: dict[str, list[float]] = {}
@@ -189,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             scale = (grown(eng, questions, Path(tmp), args.latency_chunks, dirs)
                      if args.latency_chunks else None)
     sessions = len({q["session"] for q in questions})
-    print(f"\nRecall's learned reader: {args.split} split, {len(questions)} questions over "
+    print(f"\nRecall's learned reader: {args.questions.name}, {args.split} split, "
+          f"{len(questions)} questions over "
           f"{sessions} sessions; store of {chunks} chunks (indexed in {index_s:.0f} s)")
     print("\nThe fit (numpy, on this machine; CPU per 1,000 sessions = CPU / sessions * 1000)")
     print("| fit | pairs | sessions | texts embedded | term words | map used | held-out MRR "

@@ -447,9 +447,7 @@ class AdaptConfig:
 
     use_map: bool = True  # the query map: dev hit@5 0.529 -> 0.555 (docs/tuning.md)
     use_terms: bool = False  # the term lane: no gain on dev (docs/tuning.md)
-    # > 0: the mapped query searched as a lane of its own, this share of the vector lane's
-    # weight, beside the plain vector lane (0: the map replaces the query's vector). Off:
-    # 1.0 lost hit@5 on set A dev (RECALL_LOG 2026-11-29 recall-reader; docs/tuning.md).
+    # The map as a lane beside the vector lane (share of its weight): off, dev (docs/tuning.md).
     map_lane: float = bounded(0.0, 0.0, 10.0)
     temperature: float = bounded(0.05, 0.001, 1.0)  # InfoNCE; hand-set, the usual value
     # Weight of ||W - I||^2 (the pull toward identity): best MRR on dev (docs/tuning.md).
