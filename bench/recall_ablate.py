@@ -379,7 +379,7 @@ def cross_validate(passes: Passes, knobs: Sequence[Knob], tools: set[str], k: in
                                                  -knob.grid.index(v)))
         print(f"| {knob.name} | {', '.join(map(str, knob.grid))} | "
               f"{', '.join(map(str, chosen))} | {figures(cv)} | {best_all} | "
-              f"{figures(got[best_all])} | {figures(base)} | {figures(got[knob.off])} |")
+              f"{figures(got[best_all])} | {figures(got[knob.on])} | {figures(got[knob.off])} |")
         out[knob.name] = {"chosen": chosen, "in_sample_best": best_all,
                           "cv": {w: [share(qs, cv[w], m) for m in ("hit@5", "view")]
                                  for w in WHERE}}
