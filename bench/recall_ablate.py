@@ -83,7 +83,7 @@ def _rerank(name: str) -> tuple[Make, Read]:
 
 
 def _fitted_total() -> float:
-    from engine.retrieval.profiles import TRANSCRIPT_FITTED
+    from engine.lab import TRANSCRIPT_FITTED
 
     return sum(w for w in TRANSCRIPT_FITTED.values() if w > 0)
 
@@ -147,7 +147,7 @@ def all_off(eng: Any) -> Settings:
 
 def cue_of(knob: Knob, eng: Any, tools: set[str]) -> Callable[[str], bool] | None:
     """Whether a question has the knob's cue (None: every question can change)."""
-    from engine.retrieval.lexicon import asks_shown, named_tools
+    from engine.lab import asks_shown, named_tools
 
     roles = eng.rt.cfg.recall.turn_roles
     if knob.cue in ("cause", "ending"):
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out: dict[str, Any] = {"questions": args.questions.name}
     try:
-        from engine.flows.recall.adapt import learned
+        from engine.lab import learned
 
         tag = (f"{hashlib.sha256(args.questions.read_bytes()).hexdigest()[:10]}-"
                f"{args.split}-{code_hash()}")

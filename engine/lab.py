@@ -30,7 +30,9 @@ Ranking stages (what the fit_* and recall benches sweep)
 - ``expand_sessions``: the session expansion (flows.search.session_expand)
 - ``rrf``: reciprocal rank fusion (retrieval.fusion); ``fts_query``: the FTS5 match
   string (retrieval.fts_match); ``suppress_near_duplicates`` (retrieval.dedupe)
-- ``DEFAULT_PROFILES``, ``FEATURES``: the rerank's per-kind profiles (retrieval.profiles)
+- ``DEFAULT_PROFILES``, ``FEATURES``, ``TRANSCRIPT_FITTED``: the rerank's per-kind
+  profiles and the transcript profile's fitted weights (retrieval.profiles)
+- ``asks_shown``, ``named_tools``: the role cues of a question (retrieval.lexicon)
 - ``Filters``: the filters a search applies to rows (store.vault.rows)
 - ``TurnPrior``, ``format_time``: the packer's turn prior and time format (packing)
 - ``fit_map``: the query adapter's fit (retrieval.adapt_fit); ``training_set``,
@@ -95,6 +97,9 @@ _WHERE: dict[str, str] = {
     "suppress_near_duplicates": "engine.retrieval.dedupe",
     "DEFAULT_PROFILES": "engine.retrieval.profiles",
     "FEATURES": "engine.retrieval.profiles",
+    "TRANSCRIPT_FITTED": "engine.retrieval.profiles",
+    "asks_shown": "engine.retrieval.lexicon",
+    "named_tools": "engine.retrieval.lexicon",
     "Filters": "engine.store.vault.rows",
     "TurnPrior": "engine.packing.turns",
     "format_time": "engine.packing.render",
@@ -199,7 +204,8 @@ if TYPE_CHECKING:
     from engine.retrieval.dedupe import suppress_near_duplicates
     from engine.retrieval.fts_match import fts_query
     from engine.retrieval.fusion import rrf
-    from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES
+    from engine.retrieval.lexicon import asks_shown, named_tools
+    from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, TRANSCRIPT_FITTED
     from engine.retrieval.query import analyze_query
     from engine.store.config import StoreConfig
     from engine.store.vault import adapt as vault_adapt
@@ -216,15 +222,15 @@ if TYPE_CHECKING:
 
 __all__ = [  # the names of _WHERE (tests/test_bench_seam.py)
     "BASIS_SAMPLE", "COVERAGE_KINDS", "DEFAULT_PROFILES", "FEATURES", "MODEL_NAME",
-    "RECALL_CHUNK_KINDS", "ChromaVectors", "ChunkingConfig", "Coverage",
+    "RECALL_CHUNK_KINDS", "TRANSCRIPT_FITTED", "ChromaVectors", "ChunkingConfig", "Coverage",
     "EmbeddingConfig", "ExactIndex", "FakeEmbedder", "Filters", "Held", "IngestConfig",
     "KeyedIds", "MemoryVectors", "OnnxEmbedder", "SnapshotFile", "StoreConfig",
-    "TurnPrior", "Writer", "analyze_query", "blob_kind", "chunk_document", "chunk_key",
+    "TurnPrior", "Writer", "analyze_query", "asks_shown", "blob_kind", "chunk_document", "chunk_key",
     "crypto_keys", "detect_agent", "distinct_sources_of", "embed_inputs", "embed_text",
     "encode_documents", "excerpt", "expand_sessions", "export_onnx", "find_export",
     "fit_map", "fit_recall_adapter", "format_time", "fts_query", "ingest_vector_stage",
     "keep_offline", "keyword_lane", "learned", "load_file", "load_text",
-    "make_embedder", "measure_blob", "minilm_path", "parse_claude", "parse_codex",
+    "make_embedder", "measure_blob", "minilm_path", "named_tools", "parse_claude", "parse_codex",
     "percentile", "plan_query", "principal_basis", "query_adapter", "rank_hits",
     "rebuild_vectors", "recall_adapt", "recall_embedview", "recall_entry",
     "recall_sync", "recall_turn_hits", "recall_turns", "rrf", "run_lanes",
