@@ -13,6 +13,7 @@ import pytest
 from engine.facade import ContextEngine
 from engine.store.vault.core import Vault
 from engine.store.vault.rows import Filters
+from tests.engine.store.vault.vm_steps import vm_steps
 
 T0 = 1_700_000_000.0
 
@@ -115,20 +116,9 @@ def test_a_filter_of_session_kinds_skips_the_documents_without_reading_them(
                           "content_hash, time) VALUES (9999, ?, 'turn', 'hello', 1, 'h', ?)",
                           [(j, T0 + j) for j in range(5)])
         session = Filters(kinds=("turn", "tool_call"))
-        counted = [0]
-
-        def tick() -> int:
-            counted[0] += 1
-            return 0
-
-        conn = vault._conn()
-        conn.set_progress_handler(tick, 100)
-        try:
-            got = vault.recent(50, session)
-        finally:
-            conn.set_progress_handler(None, 100)
+        got, steps = vm_steps(vault, lambda: vault.recent(50, session))
         assert got == _reference(vault, 50, session) and len(got) == 5
-        assert counted[0] < docs * per // 100, f"{counted[0] * 100} VM steps: documents read"
+        assert steps < docs * per // 100, f"{steps * 100} VM steps: documents read"
         # a filter that passes the documents still walks them, exactly
         assert vault.recent(7, Filters(kinds=("section",))) == _reference(
             vault, 7, Filters(kinds=("section",)))

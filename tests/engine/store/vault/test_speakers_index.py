@@ -6,10 +6,10 @@ took 1-2 s, nearly all of it that scan)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from engine.store.vault.core import Vault
+from tests.engine.store.vault.vm_steps import vm_steps
 
 KEY = b"\x07" * 32
 PLAIN = 3000  # chunks without a speaker: a scan of the table visits each of them
@@ -32,30 +32,13 @@ def _vault(path: Path) -> Vault:
     return vault
 
 
-def _steps(vault: Vault, call: Callable[[], object]) -> tuple[object, int]:
-    """``call()``'s answer and the SQLite VM steps it took (in hundreds) on this thread's
-    connection: a scan of the chunks table takes several per chunk."""
-    counted = [0]
-
-    def tick() -> int:
-        counted[0] += 1
-        return 0
-
-    conn = vault._conn()
-    conn.set_progress_handler(tick, 100)
-    try:
-        return call(), counted[0]
-    finally:
-        conn.set_progress_handler(None, 100)
-
-
 def test_speakers_after_a_delete_are_read_without_a_scan(tmp_path: Path) -> None:
     vault = _vault(tmp_path / "vault.db")
     try:
         assert vault.speakers() == {"Alice", "Bob"}
         with vault.write() as c:  # a delete step of other chunks: the count moves
             c.execute("DELETE FROM chunks WHERE id <= 50")
-        names, steps = _steps(vault, vault.speakers)
+        names, steps = vm_steps(vault, vault.speakers)
         assert names == {"Alice", "Bob"}
         assert steps < PLAIN // 100, f"{steps * 100} VM steps: the table was scanned"
         with vault.write() as c:  # the last chunk of a speaker goes: so does the name
@@ -80,7 +63,7 @@ def test_an_older_store_gets_the_index(tmp_path: Path) -> None:
         assert vault._query("SELECT name FROM sqlite_master WHERE name = 'chunks_speaker'")
         with vault.write() as c:
             c.execute("DELETE FROM chunks WHERE id <= 50")
-        names, steps = _steps(vault, vault.speakers)
+        names, steps = vm_steps(vault, vault.speakers)
         assert names == {"Alice", "Bob"} and steps < PLAIN // 100
     finally:
         vault.close()
