@@ -2,7 +2,7 @@
 
 ``build_context`` on a conversation store ranks the turns (lanes, rerank, dedupe),
 adds the neighbours of the best hits with an inherited score, weighs turns by who
-spoke them (``engine.packing.turns``) and packs whole turns, one header per
+spoke them (``engine.packing.turn_prior``) and packs whole turns, one header per
 session, by score. Only the last three steps depend on the factors fitted here
 (``neighbour_after``, ``neighbour_before``, ``speaker_other``,
 ``speaker_other_neighbour``, ``question_turn``), so the ranked candidates of each

@@ -101,7 +101,7 @@ _WHERE: dict[str, str] = {
     "asks_shown": "engine.retrieval.lexicon",
     "named_tools": "engine.retrieval.lexicon",
     "Filters": "engine.store.vault.rows",
-    "TurnPrior": "engine.packing.turns",
+    "TurnPrior": "engine.packing.turn_prior",
     "format_time": "engine.packing.render",
     "fit_map": "engine.retrieval.adapt_fit",
     "training_set": "engine.flows.recall.adapt",
@@ -191,7 +191,7 @@ if TYPE_CHECKING:
     from engine.metrics import percentile
     from engine.offline import keep_offline
     from engine.packing.render import format_time
-    from engine.packing.turns import TurnPrior
+    from engine.packing.turn_prior import TurnPrior
     from engine.recall import embedview as recall_embedview
     from engine.recall.chunks import RECALL_CHUNK_KINDS
     from engine.recall.claude import parse_claude

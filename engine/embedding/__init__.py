@@ -2,7 +2,7 @@
 
 - ``base``: the embedder interface every model implements;
 - ``factory``: the embedder the config names ("minilm", "fake[:dim]", a local path),
-  on torch or onnxruntime; ``lazy``: one that loads its model on first use;
+  on torch or onnxruntime; ``lazy_embedder``: one that loads its model on first use;
 - ``minilm``: sentence-transformers models from local files, hash-checked;
 - ``onnx``: MiniLM on onnxruntime and ``tokenizers`` (no torch); ``onnx_files``: where an
   export lives and the hash it must pass; ``onnx_export``: making and proving the export

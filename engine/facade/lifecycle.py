@@ -17,7 +17,7 @@ from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import NameHasher
 from engine.embedding.base import Embedder
-from engine.embedding.lazy import LazyEmbedder
+from engine.embedding.lazy_embedder import LazyEmbedder
 from engine.errors import CtxError, EngineClosed, ModelMismatch, NoSpace
 from engine.events import Announcer
 from engine.flows import warming

@@ -20,7 +20,7 @@ from engine.ingest.place import merged_lines, place_of
 from engine.packing.candidates import PackCandidate
 from engine.packing.config import PackingConfig
 from engine.packing.overlap import Span, trim_overlaps
-from engine.packing.turns import TurnPrior
+from engine.packing.turn_prior import TurnPrior
 from engine.retrieval.tiers import choose_tier, importance_score
 from engine.store.vault.neighbours import chunks_in_spans
 from engine.store.vault.rows import ChunkRow

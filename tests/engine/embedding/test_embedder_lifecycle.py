@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.embedding.fake import FakeEmbedder
-from engine.embedding.lazy import LazyEmbedder
+from engine.embedding.lazy_embedder import LazyEmbedder
 from engine.facade import ContextEngine
 
 

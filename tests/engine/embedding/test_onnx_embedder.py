@@ -178,7 +178,7 @@ def test_ingest_stores_int8_document_vectors_and_search_finds_them(
 
 
 def test_the_lazy_embedder_hands_documents_to_the_int8_model(onnx_export_dir: Path) -> None:
-    from engine.embedding.lazy import LazyEmbedder
+    from engine.embedding.lazy_embedder import LazyEmbedder
 
     texts = EXTRA[:6]
     lazy = LazyEmbedder(EmbeddingConfig(onnx_dir=str(onnx_export_dir)))
@@ -199,7 +199,7 @@ def test_the_lazy_embedder_hands_documents_to_the_int8_model(onnx_export_dir: Pa
 
 def test_queries_run_on_the_int8_model_when_configured(onnx_export_dir: Path,
                                                       data_dir: Path) -> None:
-    from engine.embedding.lazy import LazyEmbedder
+    from engine.embedding.lazy_embedder import LazyEmbedder
     from engine.facade import ContextEngine
 
     texts = EXTRA[:4]

@@ -16,7 +16,7 @@ from engine.embedding import onnx_export as X
 from engine.embedding import onnx_files as F
 from engine.embedding.config import EmbeddingConfig
 from engine.embedding.factory import backend_reason, make_embedder
-from engine.embedding.lazy import LazyEmbedder
+from engine.embedding.lazy_embedder import LazyEmbedder
 from tests.engine.embedding.test_onnx_files import _fake_export
 
 REPO = Path(__file__).resolve().parents[3]

@@ -10,7 +10,7 @@ from typing import NoReturn
 import pytest
 
 from engine.api import Event, Warming
-from engine.embedding.lazy import LazyEmbedder
+from engine.embedding.lazy_embedder import LazyEmbedder
 from engine.facade import ContextEngine
 
 

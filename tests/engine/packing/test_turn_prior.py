@@ -6,7 +6,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.packing.config import PackingConfig
-from engine.packing.turns import TurnPrior
+from engine.packing.turn_prior import TurnPrior
 
 
 def prior(entities: list[str], speakers: list[str | None]) -> TurnPrior:
