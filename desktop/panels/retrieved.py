@@ -18,7 +18,7 @@ from typing import Any
 
 from desktop import config_io
 from desktop.messages import CHOICE_NAMES, LIVE_KIND_NAMES, error_text, item_kind, stage_name
-from desktop.panels.blocks import item_blocks
+from desktop.panels.item_blocks import item_blocks
 from desktop.panels.table_model import Column, RowsModel, fit_columns, make_view, selected_row
 from desktop.qt import (
     QComboBox,

@@ -145,7 +145,7 @@ def _item(kind: str, title: str) -> PayloadItem:
 
 
 def test_blocks_are_split_per_item() -> None:
-    from desktop.panels.blocks import item_blocks
+    from desktop.panels.item_blocks import item_blocks
 
     context = ("[now · 2026]\n\n=== Live context ===\n[live:selection · ed] sel\nabc\n\n"
                "=== Memory ===\n[code · a.py · t] a.py > f\ndef f(): pass\n\n"
