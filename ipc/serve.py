@@ -229,16 +229,18 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
         if warm_up is not None:
             warm_up()  # load the model in the background while clients connect
         host = ServerHost(engine, endpoint=endpoint, workers=workers, config=config)
-        asked = threading.Event()  # a signal may come as soon as the connection file is out
+        # A signal only raises this flag, which the loop below acts on: its handler runs
+        # between two bytecodes of the main thread, maybe while that thread holds a lock,
+        # and a second signal may land inside the first's handler (Ctrl-C, then the
+        # script's TERM: an Event.set there waited for its own lock, for ever).
+        asked = [False]
 
         def stop() -> None:
-            asked.set()
-            if host is not None:
-                host.request_stop()
+            asked[0] = True
 
         with _stop_on_signals(stop):
-            info = host.start()
-            if asked.is_set():  # stopped before it served: it ends at once, cleanly
+            info = host.start()  # a signal may come as soon as the connection file is out
+            if asked[0]:  # stopped before it served: it ends at once, cleanly
                 host.request_stop()
             else:
                 if ready is not None:
@@ -250,6 +252,9 @@ def serve(data_dir: Path | None = None, *, endpoint: str | None = None, workers:
                     watch()  # the config's [ingest] watched_folders, if any
             poll = 0.2 if idle_timeout is None else min(0.2, idle_timeout / 4)
             while not host.wait(poll):
+                if asked[0]:
+                    host.request_stop()
+                    continue
                 if idle_timeout is not None and host.idle_seconds() >= idle_timeout:
                     if _jobs_active(engine):
                         continue

@@ -28,16 +28,18 @@ def _env(home: Path) -> dict[str, str]:
            if not k.startswith(("CTX_", "CTX__", "XDG_")) and k not in ("DISPLAY",
                                                                       "WAYLAND_DISPLAY")}
     env.update(HOME=str(home), VENV=sys.prefix, PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               PYTHONFAULTHANDLER="1")  # a SIGABRT prints every thread's stack (_stuck)
     env["PYTHONPATH"] = str(REPO)  # this checkout's code, whichever venv runs it
     return env
 
 
 def _run_until_serving(home: Path, timeout: float = 240.0) -> tuple[int, str]:
     """Start the script in its own session, wait for it to serve, then Ctrl-C it."""
-    proc = subprocess.Popen(["bash", str(SCRIPT)], cwd=REPO, env=_env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    # (no core file from the SIGABRT of _stuck: the stacks are printed instead)
+    proc = subprocess.Popen(["bash", "-c", 'ulimit -c 0; exec bash "$0"', str(SCRIPT)],
+                            cwd=REPO, env=_env(home), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     out: list[str] = []
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
@@ -52,11 +54,30 @@ def _run_until_serving(home: Path, timeout: float = 240.0) -> tuple[int, str]:
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     try:
         rest, _ = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:  # say what it printed, and leave nothing running
+    except subprocess.TimeoutExpired:  # say what it printed and where it hung, and leave
+        stuck = _stuck(proc.pid)          # nothing running
         os.killpg(proc.pid, signal.SIGKILL)
         rest, _ = proc.communicate()
-        pytest.fail("the script did not stop within 120 s of Ctrl-C:\n" + "".join(out) + rest)
+        pytest.fail("the script did not stop within 120 s of Ctrl-C:\n" + "".join(out) + rest
+                    + "\n" + stuck)
     return proc.returncode, "".join(out) + rest
+
+
+def _stuck(group: int) -> str:
+    """The processes of the script's group still running, and each Python one's stacks
+    (a SIGABRT under PYTHONFAULTHANDLER prints every thread's to the script's output,
+    read after the kill): what a stop that hangs was waiting for."""
+    rows = subprocess.run(["ps", "-e", "-o", "pid=,pgid=,stat=,etime=,args="], check=False,
+                          capture_output=True, text=True).stdout.splitlines()
+    left = [r for r in rows if len(r.split()) > 1 and r.split()[1] == str(group)]
+    for row in left:
+        if "python" in row.split(None, 4)[-1].split()[0]:  # a Python process (ctx serve...)
+            try:
+                os.kill(int(row.split()[0]), signal.SIGABRT)
+            except ProcessLookupError:
+                pass
+    time.sleep(3)
+    return "processes left in its group:\n" + "\n".join(left)
 
 
 def _store_free(home: Path) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +113,39 @@ def test_a_stop_asked_mid_job_stops_the_job_at_a_safe_point(data_dir: Path,
         assert len(again.sources()) == 4  # what the job stored stays
     finally:
         again.close()
+
+
+def test_a_signal_only_raises_a_flag_and_the_loop_stops(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler a signal runs takes no lock (it runs inside whatever the main thread
+    was doing, maybe inside a lock, and a second signal may land inside the first's: an
+    Event.set there once waited for its own lock for ever, so `make run` hung on
+    Ctrl-C); the serving loop sees the flag and stops cleanly."""
+    import ipc.serve as serve_module
+
+    handlers: list[Callable[[], None]] = []
+    real = serve_module._stop_on_signals
+
+    def spy(stop: Callable[[], None]) -> Any:
+        handlers.append(stop)
+        return real(stop)
+
+    monkeypatch.setattr(serve_module, "_stop_on_signals", spy)
+    ready: list[ConnectionInfo] = []
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(
+        serve(data_dir, engine_factory=FakeEngine.open, ready=ready.append)), daemon=True)
+    thread.start()
+    wait_for(lambda: ready)
+
+    def no_lock(*_args: object, **_kw: object) -> None:
+        raise AssertionError("a signal handler took a lock")
+
+    with monkeypatch.context() as m:  # what a handler landing inside a held lock must not do
+        m.setattr(threading.Event, "set", no_lock)
+        m.setattr(serve_module.ServerHost, "request_stop", no_lock)
+        handlers[0]()
+        handlers[0]()  # a second signal, inside or after the first
+    thread.join(15)
+    assert result == [0]
+    assert not connection_file_path(data_dir).exists()
