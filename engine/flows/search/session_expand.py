@@ -105,9 +105,8 @@ def closest(rt: Runtime, res: LaneResult, rows: Sequence[ChunkRow], keep: int
 def worded_rows(rows: Sequence[ChunkRow], words: Sequence[str], keep: int) -> set[int]:
     """The ids of the ``keep`` of ``rows`` that weigh most of the question's content
     ``words`` (its stemmed terms, lowercase; each found as a substring, so "commit" counts
-    in "committed"),
-    each weighed log(1 + len(rows) / rows holding it): a word few of the session's chunks
-    hold says which of them is meant. Rows holding none are left out; ties go to the
+    in "committed"), each weighed log(1 + len(rows) / rows holding it): a word few of the
+    session's chunks hold says which of them is meant. Rows holding none are left out; ties go to the
     earlier row. Substring tests, not a tokenizer: 800 rows in about a millisecond."""
     wanted = [w for w in dict.fromkeys(words) if len(w) >= MIN_WORD]
     if keep <= 0 or not wanted or not rows:
