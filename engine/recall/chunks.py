@@ -61,8 +61,23 @@ def transcript_chunks(result: ParseResult, cfg: RecallChunkConfig, counter: Toke
     (ordinals continue from it on an incremental sync). Apply
     ``privacy.apply_privacy`` to ``result`` first.
     """
-    builder = _Builder(result.info, cfg, counter, start_ordinal)
-    for event in result.events:
+    return _chunks_of(result.info, result.events, cfg, counter, start_ordinal)
+
+
+def pending_chunks(result: ParseResult, cfg: RecallChunkConfig, counter: TokenCounter, *,
+                   start_ordinal: int) -> list[ChunkDraft]:
+    """The chunks of the calls still waiting for their result where ``result`` stopped
+    (``ParseResult.pending``): each call's chunk says "Result (pending)" (with a running
+    command's output so far). ``start_ordinal``: right after ``result``'s own chunks.
+    Their keys are the keys the call's chunk will have once its result (or the next
+    request) comes: a sync stores them apart and replaces them then."""
+    return _chunks_of(result.info, result.pending, cfg, counter, start_ordinal)
+
+
+def _chunks_of(info: SessionInfo, events: tuple[TranscriptEvent, ...], cfg: RecallChunkConfig,
+               counter: TokenCounter, start_ordinal: int) -> list[ChunkDraft]:
+    builder = _Builder(info, cfg, counter, start_ordinal)
+    for event in events:
         if event.type == "tool_result":
             builder.tool(event)
         elif event.type == "tool_call":
@@ -223,7 +238,7 @@ class _Builder:
         output = head_tail(self.counter, whole, self.cfg.tool_output_tokens)
         if output:
             result = f"Result{_status(event)}: {output}"
-        elif event.error_kind in ("rejected", "interrupted", "aborted", "no_result"):
+        elif event.error_kind in ("rejected", "interrupted", "aborted", "no_result", "pending"):
             result = f"Result{_status(event)}"
         else:
             result = f"Result{_status(event)}: (no output)"
@@ -251,6 +266,8 @@ def _status(event: TranscriptEvent) -> str:
         return " (aborted)"
     if kind == "no_result":
         return " (none recorded)"
+    if kind == "pending":  # where the transcript ended: the session stopped, or runs it
+        return " (pending)"
     if event.exit_code is not None:
         return f" (exit {event.exit_code})"
     if kind is not None:

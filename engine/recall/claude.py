@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from engine.recall.model import (
     USER_SHELL,
     LineParser,
     ParseResult,
+    TranscriptEvent,
     as_dict,
     as_str,
     cap_text,
@@ -294,7 +296,7 @@ class _ClaudeParser(LineParser):
         tool_input = (raw_input if isinstance(raw_input, str)
                       else json.dumps(raw_input, ensure_ascii=False, separators=(", ", ": ")))
         if call_id:
-            self.remember_call(call_id, name, tool_input)
+            self.remember_call(call_id, name, tool_input, offset)
         self.emit("assistant", "tool_call", "", ref, offset, tool=name, tool_input=tool_input,
                   tool_use_id=call_id, message_id=message_id, uuid=uuid)
 
@@ -381,6 +383,15 @@ class _ClaudeParser(LineParser):
                       tool_use_id=call_id, error_kind="no_result",
                       intent=as_str(call.get("intent")))
 
+    def pending_events(self) -> list[TranscriptEvent]:
+        """The agent's calls still waiting for their result, and the user's ``!`` command
+        whose output has not come yet."""
+        events = super().pending_events()
+        shell = self.state.get("shell")
+        if isinstance(shell, dict) and isinstance(shell.get("id"), str):
+            events.append(replace(self.pending_event(shell["id"], shell), tool=USER_SHELL))
+        return events
+
     def _user_shell(self, text: str, ref: str, offset: int, uuid: str | None) -> None:
         """A ``!`` command the user ran (``<bash-input>``) or its output (``<bash-stdout>``,
         ``<bash-stderr>``, the next line): the output is stored with its command as the
@@ -396,7 +407,7 @@ class _ClaudeParser(LineParser):
                 self._shell_result(pending, "", offset, uuid)
             pending = {"id": f"shell-{_uuid_key(uuid) if uuid else offset}",
                        "input": json.dumps({"command": command}, ensure_ascii=False),
-                       "ts": self.ts}
+                       "ts": self.ts, "at": offset, "turn": self.state.get("turn")}
             self.emit("user", "tool_call", "", ref, offset, uuid=uuid, tool=USER_SHELL,
                       tool_input=pending["input"], tool_use_id=pending["id"])
             self.state["shell"] = pending

@@ -280,7 +280,7 @@ class _CodexParser(LineParser):
                           tool_use_id=call_id)
                 return
         if call_id:
-            self.remember_call(call_id, name, args)
+            self.remember_call(call_id, name, args, offset)
         self.emit("assistant", "tool_call", "", ref, offset, tool=name, tool_input=args,
                   tool_use_id=call_id)
 

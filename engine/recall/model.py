@@ -26,10 +26,12 @@ EVENT_TYPES: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", 
 # REAL_FAILURE_KINDS count as failures: a user declining a tool ("rejected")
 # and a harness refusing a malformed call before running it ("tool_use_error")
 # are recorded but are not the agent's or the code's failure; nor is a call whose result
-# the transcript never recorded ("no_result": the next request came first).
+# the transcript never recorded ("no_result": the next request came first), nor one
+# whose result had not come where the file ended ("pending": the session stopped there,
+# or the agent is still running it; see ``ParseResult.pending``).
 ERROR_KINDS: tuple[str, ...] = (
     "tool_error", "nonzero_exit", "rejected", "tool_use_error", "interrupted", "aborted",
-    "no_result",
+    "no_result", "pending",
 )
 REAL_FAILURE_KINDS = frozenset({"tool_error", "nonzero_exit", "interrupted", "aborted"})
 
@@ -110,6 +112,13 @@ class ParseResult:
     is passed back as ``state=`` with ``start_offset=end_offset`` to continue.
     It holds fragments of user text (the pending request, pending tool inputs),
     so it must be stored like content: encrypted, after ``apply_privacy``.
+
+    ``pending``: the calls still waiting for their result at ``end_offset`` (the
+    file's last call, when the session stopped there or the agent is running it),
+    each as a result event of error kind ``"pending"`` (a running command's output so
+    far as its text). They are not ``events``: the state still holds these calls, so
+    the parse that reads their result (or the next request) emits them for good, and
+    a sync stores these apart, replacing them at each later sync of the file.
     """
 
     info: SessionInfo
@@ -119,6 +128,7 @@ class ParseResult:
     end_offset: int
     head_hash: str
     state: dict[str, Any] = field(default_factory=dict)
+    pending: tuple[TranscriptEvent, ...] = ()
 
 
 # ---------------------------------------------------------------- file helpers
@@ -378,7 +388,35 @@ class LineParser:
                 skipped += 1
         return ParseResult(info=self.build_info(), events=tuple(self.events), bad_lines=bad,
                            skipped_lines=skipped, end_offset=end,
-                           head_hash=head_hash(self.path, end), state=self.state)
+                           head_hash=head_hash(self.path, end), state=self.state,
+                           pending=tuple(self.pending_events()))
+
+    def pending_events(self) -> list[TranscriptEvent]:
+        """The calls still waiting for their result, each as a result event of kind
+        ``"pending"``: what ``ParseResult.pending`` holds. Built from the state alone
+        (it changes nothing), so a file read whole or piece by piece gives the same."""
+        return [self.pending_event(call_id, as_dict(call))
+                for call_id, call in self.state["pending"].items()]
+
+    def pending_event(self, call_id: str, call: dict[str, Any]) -> TranscriptEvent:
+        """One pending call as a result event: at the call's own line, with the request
+        of its turn (none when a later request came since: the state keeps only the
+        current one)."""
+        slot = "side_prompt" if call.get("side") else "prompt"
+        turn_slot = "side_turn" if call.get("side") else "turn"
+        turn = self.state.get(turn_slot)
+        asked = call.get("turn", turn)  # a call remembered before "turn" was kept: this one
+        at, ts = call.get("at"), call.get("ts")
+        return TranscriptEvent(
+            role="tool", type="tool_result", text=as_str(call.get("out")) or "",
+            ref=f"{call_id}:pending",
+            offset=at if isinstance(at, int) else 0,
+            timestamp=ts if isinstance(ts, (int, float)) else None,
+            tool=as_str(call.get("name")), tool_input=as_str(call.get("input")),
+            tool_use_id=call_id, error_kind="pending",
+            prompt=self.state.get(slot) if asked == turn else None,
+            model=self.state.get("model"), branch=self.state.get("branch"),
+            intent=as_str(call.get("intent")), turn=asked if isinstance(asked, int) else None)
 
     def build_info(self) -> SessionInfo:
         info = self.state["info"]
@@ -418,10 +456,12 @@ class LineParser:
         """State slot of the assistant's latest words in the current request."""
         return "side_intent" if self.prompt_key == "side_prompt" else "intent"
 
-    def remember_call(self, call_id: str, name: str | None, tool_input: str | None) -> None:
+    def remember_call(self, call_id: str, name: str | None, tool_input: str | None,
+                      offset: int) -> None:
         pending: dict[str, Any] = self.state["pending"]
         pending[call_id] = {"name": name, "input": _cap_input(tool_input or ""), "ts": self.ts,
-                            "out": "", "intent": self.state.get(self._intent_key)}
+                            "out": "", "intent": self.state.get(self._intent_key),
+                            "at": offset, "turn": self.state.get(self._turn_key)}
         if self.prompt_key == "side_prompt":
             pending[call_id]["side"] = True
         while len(pending) > MAX_PENDING_TOOLS:

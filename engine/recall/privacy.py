@@ -141,20 +141,26 @@ def _clean_tree(value: Any, cfg: PrivacyConfig) -> Any:
 def apply_privacy(result: ParseResult, cfg: PrivacyConfig) -> ParseResult:
     """``result`` with private spans removed and secrets masked everywhere.
 
-    Event texts, tool inputs, prompts, the session title and the resumable
-    parser state are all cleaned. Events of an excluded project are all
+    Event texts (the pending calls' too), tool inputs, prompts, the session title and
+    the resumable parser state are all cleaned. Events of an excluded project are all
     dropped; tool events of an excluded tool are dropped.
     """
     info = replace(result.info, title=_clean(result.info.title, cfg))
     state = _clean_tree(result.state, cfg)
     if project_excluded(result.info, cfg):
-        return replace(result, info=info, events=(), state=state)
-    events: list[TranscriptEvent] = []
-    for event in result.events:
+        return replace(result, info=info, events=(), state=state, pending=())
+    return replace(result, info=info, events=_clean_events(result.events, cfg), state=state,
+                   pending=_clean_events(result.pending, cfg))
+
+
+def _clean_events(events: tuple[TranscriptEvent, ...], cfg: PrivacyConfig
+                  ) -> tuple[TranscriptEvent, ...]:
+    out: list[TranscriptEvent] = []
+    for event in events:
         if event.type in ("tool_call", "tool_result") and _matches(event.tool, cfg.exclude_tools):
             continue
-        events.append(replace(event, text=_clean(event.text, cfg) or "",
-                              tool_input=_clean(event.tool_input, cfg),
-                              prompt=_clean(event.prompt, cfg),
-                              intent=_clean(event.intent, cfg)))
-    return replace(result, info=info, events=tuple(events), state=state)
+        out.append(replace(event, text=_clean(event.text, cfg) or "",
+                           tool_input=_clean(event.tool_input, cfg),
+                           prompt=_clean(event.prompt, cfg),
+                           intent=_clean(event.intent, cfg)))
+    return tuple(out)

@@ -20,6 +20,7 @@ from engine.flows.keeping.compaction import AUTO_COMPACT_CHUNKS, compact
 from engine.flows.keeping.vector_rebuild import chunk_key
 from engine.flows.runtime import Runtime
 from engine.pathnames import shown
+from engine.store.vault import adapt as adapt_rows
 from engine.store.vault import aliases
 from engine.store.vault import sources as src
 from engine.store.vault.core import Vault
@@ -98,8 +99,11 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
             # A path deleted whose content other paths share hands the source to them.
             kept = aliases.keep_aliased(rt.vault, what.ids) if what.by_path else []
             gone = [i for i in what.ids if i not in kept]
+            sessions = src.transcript_paths(rt.vault, gone)
+            if sessions:  # recall may have learned from them (a fit follows the delete),
+                adapt_rows.drop_model(rt.vault)  # whichever of a file's sources they are
             src.mark_deleting(rt.vault, gone)
-            src.forget_sync_text(rt.vault, src.transcript_paths(rt.vault, gone), rt.hasher)
+            src.forget_sync_text(rt.vault, sessions, rt.hasher)
         job.sources = list(gone)
         job.files_total = len(gone)
         progress()

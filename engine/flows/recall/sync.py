@@ -5,6 +5,14 @@ Each sync of a file stores what it added as one source, a *segment*
 re-run after a crash re-writes the same segment uri, which replaces rather
 than duplicates. The per-file sync state (it holds parser state with user
 text) lives in the encrypted vault.
+
+The calls still waiting for their result where a file ends (the session stopped
+mid-call, or the agent is running it) are stored in a source of their own,
+``transcript:<path>#pending``, with the ordinals that follow the segments. Every
+later sync that reads the file replaces it (or drops it, once no call waits): the
+parser state still holds those calls, so the sync that reads a result (or the next
+request) stores the call for good in its segment. What the store holds is then
+what one sync of the whole file would have stored.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from typing import Any
 from engine.errors import FileRejected
 from engine.flows.ingest.writer import Writer
 from engine.flows.runtime import Runtime
-from engine.recall.chunks import transcript_chunks
+from engine.recall.chunks import pending_chunks, transcript_chunks
 from engine.recall.claude import parse_claude
 from engine.recall.codex import parse_codex
 from engine.recall.model import detect_agent
@@ -122,6 +130,9 @@ def _segment_prefix(path: Path) -> str:
     return f"transcript:{path}#"
 
 
+PENDING = "pending"  # the uri tail of a file's pending calls' source (after the prefix)
+
+
 def _drop_segments(rt: Runtime, writer: Writer, path: Path) -> int:
     prefix = _segment_prefix(path)
     ids = recall_files.segment_ids(rt.vault, prefix)
@@ -167,24 +178,33 @@ class _Batch:
 
     def __init__(self, rt: Runtime, writer: Writer) -> None:
         self.rt, self.writer = rt, writer
-        self.items: list[tuple[Any, FileState]] = []  # (Prepared, its file's state)
+        # (Prepared, its file's state on its file's last document, else None)
+        self.items: list[tuple[Any, FileState | None]] = []
         self.chunks = 0
 
-    def add(self, prepared: Any, state: FileState | None) -> None:
+    def add(self, prepared: list[Any], state: FileState | None) -> None:
+        """A file's documents (its new segment, its pending calls), written together;
+        its state recorded once the last is stored."""
         if state is None:  # not a transcript: nothing to record
             return
-        if prepared is None:
+        if not prepared:
             _save_state(self.rt, state)
             return
-        self.items.append((prepared, state))
-        self.chunks += len(prepared.chunks)
+        for n, p in enumerate(prepared, 1):
+            self.items.append((p, state if n == len(prepared) else None))
+            self.chunks += len(p.chunks)
 
     def flush(self) -> None:
         if not self.items:
             return
         states = {id(p): st for p, st in self.items}
-        self.writer.write_batch([p for p, _ in self.items],
-                                on_written=lambda p, _sid: _save_state(self.rt, states[id(p)]))
+
+        def written(p: Any, _sid: int) -> None:
+            state = states[id(p)]
+            if state is not None:
+                _save_state(self.rt, state)
+
+        self.writer.write_batch([p for p, _ in self.items], on_written=written)
         self.items, self.chunks = [], 0
 
 
@@ -249,28 +269,55 @@ def sync_files(rt: Runtime, writer: Writer, files: Sequence[Path],
 
 
 def _read_one(rt: Runtime, writer: Writer, path: Path, st: os.stat_result, decision: Any,
-              prev: FileState | None) -> tuple[Any, FileState | None, int, int]:
-    """Parse what is new in ``path``: (prepared segment or None, state to record, chunks, bad)."""
+              prev: FileState | None) -> tuple[list[Any], FileState | None, int, int]:
+    """Parse what is new in ``path``: (prepared documents: its new segment, its pending
+    calls; the state to record; chunks; bad lines)."""
     agent = detect_agent(path)
     if agent is None:
-        return None, None, 0, 0
+        return [], None, 0, 0
+    prefix = _segment_prefix(path)
+    pending_uri = prefix + PENDING
     if decision == "full":
         _drop_segments(rt, writer, path)
         offset, pstate, start = 0, None, 0
     else:
         offset, pstate = int(decision[1]), (prev.parser_state if prev else None)
-        prefix = _segment_prefix(path)
-        start = recall_files.segment_chunks(rt.vault, prefix)
+        start = (recall_files.segment_chunks(rt.vault, prefix)
+                 - recall_files.segment_chunks(rt.vault, pending_uri))
     parse = parse_claude if agent == "claude" else parse_codex
     result = apply_privacy(parse(path, start_offset=offset, state=pstate), rt.cfg.recall.privacy)
-    chunks = transcript_chunks(result, rt.cfg.recall.chunks, rt.counter, start_ordinal=start)
-    prepared = None
-    if chunks:
-        info = result.info
+    if decision != "full" and result.end_offset == offset:
+        # no whole line yet: the state is the one recorded, the pending calls stored stand
+        return [], next_state(path, st, result), 0, result.bad_lines
+    cfg = rt.cfg.recall.chunks
+    chunks = transcript_chunks(result, cfg, rt.counter, start_ordinal=start)
+    waiting = pending_chunks(result, cfg, rt.counter, start_ordinal=start + len(chunks))
+    info = result.info
+    prepared = []
+    # the pending calls' source is written again whenever the file is read (it replaces
+    # its last version): the same texts may follow new segments, at new ordinals
+    for uri, drafts, read in ((f"{prefix}{offset}", chunks, result.end_offset - offset),
+                              (pending_uri, waiting, None)):
+        if not drafts:
+            continue
         doc = LoadedDocument(
-            uri=f"{_segment_prefix(path)}{offset}", kind="transcript",
+            uri=uri, kind="transcript",
             title=info.title or f"{info.agent} session {info.session_id[:8]}",
-            text="\n".join(c.text for c in chunks), fmt="transcript",
-            created_at=info.started_at, meta={"bytes": result.end_offset - offset})
-        prepared = writer.prepare(doc, chunks=list(chunks), project=info.project)
-    return prepared, next_state(path, st, result), len(chunks), result.bad_lines
+            text="\n".join(c.text for c in drafts), fmt="transcript",
+            created_at=info.started_at, meta={"bytes": read or 0})
+        p = writer.prepare(doc, chunks=list(drafts), project=info.project, force=read is None)
+        if p is not None:
+            prepared.append(p)
+    if not waiting and decision != "full":  # no call waits any more: its source goes now,
+        _drop_pending(rt, writer, pending_uri)  # before the segment holding its end is stored
+    return prepared, next_state(path, st, result), len(chunks) + len(waiting), result.bad_lines
+
+
+def _drop_pending(rt: Runtime, writer: Writer, uri: str) -> None:
+    """Remove a file's pending calls' source, if it has one. A crash before the new
+    segment is stored leaves the file's state unrecorded: the next sync reads the same
+    bytes again, with the same parser state, and finds the same calls."""
+    ids = recall_files.segment_ids(rt.vault, uri)
+    if ids:
+        src.delete_sources(rt.vault, ids)
+        writer.flush_tombstones()

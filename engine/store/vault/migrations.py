@@ -217,12 +217,27 @@ M12_FILTER_INDEX = """
         CREATE INDEX chunks_filter ON chunks(id, kind, source_id, time);
 """
 
+# A transcript's pending calls (``transcript:<path>#pending``: the calls still waiting
+# for their result where the file ended) are stored again at each sync of a growing file,
+# and dropped once their result is read: their words then live on in the session's own
+# segment. Dropping them must not drop what recall learned (a fit of every session each
+# time); a session deleted still drops it (its segments go too, and the engine's delete
+# drops the model itself whatever it deletes).
+M13_PENDING_KEEPS_ADAPT = """
+        DROP TRIGGER adapt_sources_ad;
+        CREATE TRIGGER adapt_sources_ad AFTER DELETE ON sources
+        WHEN old.kind = 'transcript' AND old.uri NOT GLOB '*#pending' BEGIN
+            DELETE FROM adapt_model;
+        END;
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
                               5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES,
                               8: M8_RECALL_ADAPT, 9: M9_SESSION_CODE, 10: M10_SPEAKER_INDEX,
-                              11: M11_UNTIMED_KIND_INDEX, 12: M12_FILTER_INDEX}
+                              11: M11_UNTIMED_KIND_INDEX, 12: M12_FILTER_INDEX,
+                              13: M13_PENDING_KEEPS_ADAPT}
 
 
 def check_version(conn: Conn) -> None:
