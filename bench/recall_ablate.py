@@ -25,6 +25,8 @@ held-out fold; printed next to the in-sample best value, issue 31's value, off a
 knob off: whether tuning that knob on this data generalizes at all. Ties go to the
 value listed first (off, then the smaller).
 
+``--no-all-off`` leaves that last row out (it costs two passes).
+
 ``--rule``: the pre-registered rule of issue 31's set B (RECALL_LOG.md, 2026-11-29): a
 knob stays on only when, from no project and from the project, its hit@5 delta plus its
 agent-view delta is >= 0.
@@ -132,6 +134,7 @@ KNOBS = (
     Knob("rerank.session_expand", 3, 1, (1, 2, 3, 5), _rerank("session_expand")),
     Knob("recall.part_penalty", 0.05, 0.0, (0.0, 0.025, 0.05, 0.1), _recall("part_penalty")),
     Knob("recall.adapt", True, False, (False, True), _recall("adapt")),
+    Knob("recall.part_lines", True, False, (False, True), _recall("part_lines")),
     Knob("project ranking (transcript same_project)", 5.0, 0.0, (0.0, 2.5, 5.0, 10.0),
          (_project_make, _project_read), where=("cwd",)),
 )
@@ -269,7 +272,7 @@ def _ids(ids: list[str]) -> str:
 
 
 def ablation(passes: Passes, knobs: Sequence[Knob], tools: set[str], boot: int,
-             rule: bool) -> dict[str, Any]:
+             rule: bool, with_all_off: bool = True) -> dict[str, Any]:
     eng, qs = passes.eng, passes.questions
     base = {w: passes.get("default", w, {}) for w in WHERE}
     rows: dict[str, Any] = {}
@@ -281,7 +284,7 @@ def ablation(passes: Passes, knobs: Sequence[Knob], tools: set[str], boot: int,
             note = "" if knob.read(eng.rt.cfg) == knob.on else " (not the default)"
             rows[f"{knob.name}|{w}"] = (knob.name, w, f"{knob.on}{note} -> {knob.off}", asked,
                                         on, off)
-    for w in WHERE:
+    for w in WHERE if with_all_off else ():
         rows[f"{ALL_OFF}|{w}"] = (ALL_OFF, w, "default -> today, part_penalty 0", len(qs),
                                   base[w], passes.get(ALL_OFF, w, all_off(eng)))
     out: dict[str, Any] = {"rows": []}
@@ -400,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablation", action="store_true", help="only the --cv table")
     ap.add_argument("--rule", action="store_true",
                     help="apply the pre-registered set-B rule to the ablation")
+    ap.add_argument("--no-all-off", action="store_true",
+                    help="leave out the row of every knob off together (two passes)")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap draws")
     ap.add_argument("--results", type=Path, help="keep (and reuse) the passes in this file")
     ap.add_argument("--json", type=Path, help="write the tables' figures to this file")
@@ -430,7 +435,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'fitted' if learned(eng.rt) is not None else 'NOT fitted'}; "
               f"load {os.getloadavg()[0]:.1f}")
         if not args.no_ablation:
-            out["ablation"] = ablation(passes, knobs, tools, args.boot, args.rule)
+            out["ablation"] = ablation(passes, knobs, tools, args.boot, args.rule,
+                                       not args.no_all_off)
         if args.cv:
             out["cv"] = cross_validate(passes, knobs, tools, args.cv)
         print(f"\nload {os.getloadavg()[0]:.1f} (uptime 1-min average at the end)")

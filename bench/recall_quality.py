@@ -182,7 +182,8 @@ def today_settings(eng: Any) -> dict[str, Any]:
                                     output_bonus=0.0, call_bonus=0.0, named_bonus=0.0,
                                     cause_bonus=0.0, shown_bonus=0.0,
                                     repeat_penalty=0.0)
-    return {"recall": {"hit_unit": "chunk", "adapt": False, "turn_roles": roles_off},
+    return {"recall": {"hit_unit": "chunk", "adapt": False, "turn_roles": roles_off,
+                       "part_lines": False},
             "rerank": {"profiles": profiles, "session_expand": 1, "project_expand": 1.0,
                        "session_words_expand": 0.0}}
 

@@ -164,7 +164,8 @@ class RecallHit(SearchHit):
     turn, in one line), ``excerpt`` (the lines that answer the query, within
     recall.hit_excerpt_tokens, or its share of the budget a query was asked with: then
     the whole text when it fits; lines an earlier hit shows are not shown again) and
-    ``chunks`` (the ids of the chunks the text draws on, best first)."""
+    ``chunks`` (the ids of the chunks the text draws on, best first: a tool call's hit
+    shown with its answering part, ``recall.part_lines``, names that part after it)."""
 
     line: str = ""
     excerpt: str = ""

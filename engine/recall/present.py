@@ -27,6 +27,8 @@ MIN_LINE = 12
 # a quoted request's share of an excerpt when it answers: hand-set (docs/tuning.md)
 REQUEST_SHARE = 0.5
 _CALL = re.compile(r"Tool [^:\n]{1,80}: ")  # a tool call's line (engine.recall.chunks)
+# the head of a part of a call's input or output: "Tool Bash (output, continued): "
+_PART_HEAD = re.compile(r"Tool [^:\n]{1,80} \((?:input|output)[^)\n]*\): ")
 REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)
 _REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
 
@@ -146,6 +148,50 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
             shown.insert(0, _cut_line(counter, lines[lo - 1], left))
         body = "\n".join(shown)
     out = f"{head}\n{body}" if head else body
+    while counter.count(out) > budget:  # joins can merge tokens: never past the budget
+        out = counter.truncate(out, budget)
+    return out
+
+
+def written(body: str) -> str:
+    """What a call's input wrote (``engine.recall.chunk_text.render_input``'s layout):
+    an Edit's new text without the old text it replaced (from "new_string:" on), a
+    patch without its removed lines ("-..."); any other input as it is."""
+    lines = body.split("\n")
+    if "new_string:" in lines:
+        at = lines.index("new_string:")
+        start = lines.index("old_string:") if "old_string:" in lines[:at] else 0
+        return "\n".join(lines[:start] + lines[at:])
+    if any(ln.startswith("+") and not ln.startswith("+++") for ln in lines):
+        return "\n".join(ln for ln in lines if not ln.startswith("-") or ln.startswith("---"))
+    return body
+
+
+def part_lines(text: str, query: str, counter: TokenCounter, budget: int,
+               known: str = "") -> str:
+    """The lines of a part of a call's input or output (``text``, "Tool Bash (output):
+    ...") that answer ``query`` best (``excerpt``), within ``budget`` tokens, led by the
+    part's head ("Tool Bash (output): … ") when they do not start with it: shown under
+    the call's own chunk, they say what they are. Of an input, what it wrote
+    (``written``): the call's own chunk sums up the old text already. The lines are
+    chosen by the query's words that the call's own text (``known``) lacks, when the
+    part holds any: the words it shares with its call are on every line of a test run."""
+    head = _PART_HEAD.match(text)
+    if head is None:
+        return excerpt(text, query, counter, budget)
+    whole = text[head.end():]
+    if "(input" in head.group(0):
+        whole = written(whole)
+    new = (_words(query) - _words(known)) & _words(whole)
+    if new:
+        query = " ".join(sorted(new))
+    if counter.count(head.group(0) + whole) <= budget:
+        return head.group(0) + whole
+    lead = head.group(0) + "… "
+    body = excerpt(whole, query, counter, max(1, budget - counter.count(lead)))
+    if whole.startswith(body.partition("\n")[0].rstrip("…").rstrip()):
+        lead = head.group(0)  # they start where the part does
+    out = lead + body
     while counter.count(out) > budget:  # joins can merge tokens: never past the budget
         out = counter.truncate(out, budget)
     return out

@@ -76,8 +76,8 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
     elif query is not None:
         # the session kinds are theirs alone: no document chunk passes (issue 31)
         filters = Filters(kinds=kinds, since=since, branch=branch)
-        hits, drawn, own = recall_hits(rt, query, k, filters, project)  # chunks or turns
-        shown = tuple(presented(rt, query, hits, drawn, own, budget=budget))
+        hits, drawn, own, parts = recall_hits(rt, query, k, filters, project)
+        shown = tuple(presented(rt, query, hits, drawn, own, budget=budget, parts=parts))
         out["hits"] = shown
         if budget is not None:  # the hits fit in it: how much they take, how many did not
             omitted = len(hits) - len(shown)

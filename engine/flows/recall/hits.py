@@ -6,7 +6,9 @@ hits together, as an agent reads them (``RecallHit.entry``, ``RecallResult.omitt
 stay within it (``excerpt_shares``): every hit gets an equal share, a hit
 whose whole text is shorter gives the rest of its share to the others, and hits that
 would get less than ``MIN_EXCERPT`` tokens are left out (room is kept for saying so).
-Without one, each excerpt is ``recall.hit_excerpt_tokens`` long. Either way a line whose
+Without one, each excerpt is ``recall.hit_excerpt_tokens`` long. A call's hit shown with
+its answering part (``engine.flows.recall.parts``) gives that part's lines up to
+``recall.part_share`` of its excerpt, the call's own lines the rest. Either way a line whose
 words an earlier hit of the same session already shows (the request each chunk of a turn
 quotes, the words before a tool call that the reply before it holds) is not shown again.
 """
@@ -19,7 +21,14 @@ from typing import Any
 from engine.api import RecallHit, SearchHit
 from engine.api.results import HIT_OVERHEAD, OMITTED_NOTE
 from engine.flows.runtime import Runtime
-from engine.recall.present import TurnChunk, excerpt, hit_line, own_lines, turn_outcome
+from engine.recall.present import (
+    TurnChunk,
+    excerpt,
+    hit_line,
+    own_lines,
+    part_lines,
+    turn_outcome,
+)
 from engine.tokens import TokenCounter
 
 # A line of at least this many characters that an earlier hit shows is not shown again
@@ -136,22 +145,48 @@ def _unshown(text: str, shown: str) -> str:
     return "\n".join(kept)
 
 
+def _with_part(rt: Runtime, query: str, call: str, lines: str, tokens: int,
+               budgeted: bool) -> str:
+    """A call hit's excerpt in ``tokens`` when its text is the call's own (``call``) and
+    then its answering part's ``lines``: both whole when they fit, else the part's best
+    lines in at most ``recall.part_share`` of the room and the call's in the rest."""
+    counter = rt.counter
+
+    def cut(text: str, n: int) -> str:
+        return (_excerpt_within(counter, query, text, None, n) if budgeted
+                else excerpt(text, query, counter, n))
+
+    whole = f"{call}\n{lines}" if lines.strip() else call
+    if counter.count(whole) <= tokens:
+        return whole
+    if not lines.strip():  # an earlier hit of its session shows them
+        return cut(call, tokens)
+    room = min(counter.count(lines), max(1, int(tokens * rt.cfg.recall.part_share)))
+    out = f"{cut(call, max(1, tokens - room - 1))}\n{part_lines(lines, query, counter, room, call)}"
+    while counter.count(out) > tokens:  # joins can merge tokens: never past the room
+        out = counter.truncate(out, tokens)
+    return out
+
+
 def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
               drawn: Mapping[int, tuple[int, ...]] | None = None,
               own: Mapping[int, str] | None = None,
-              budget: int | None = None, once: bool = True) -> list[RecallHit]:
+              budget: int | None = None, once: bool = True,
+              parts: Mapping[int, str] | None = None) -> list[RecallHit]:
     """The hits, each with ``line`` (session, date, branch, what came of its turn),
     ``excerpt`` (the lines that answer) and ``chunks`` (``drawn``: the chunk ids its text
     draws on; else its own). A turn hit's excerpt is cut from its best chunk's own text
     (``own``), not from the turn's: the lines that share most words with the query are
-    more often elsewhere in a whole turn. With ``once``, a line that an earlier hit of
-    the same session shows in its excerpt is not shown again (``_unshown``; a caller
-    that picks among the hits afterwards, as the digest's packer does, passes False).
+    more often elsewhere in a whole turn. A call hit whose text ends with its answering
+    part's lines (``parts``) shows some of both (``_with_part``). With ``once``, a line
+    that an earlier hit of the same session shows in its excerpt is not shown again
+    (``_unshown``; a caller that picks among the hits afterwards, as the digest's packer
+    does, passes False).
     Excerpts are recall.hit_excerpt_tokens long, or with ``budget`` sized so that all
     the hits fit in it (``excerpt_shares``; hits that would not fit are left out: fewer
     hits come back)."""
     outcomes = turn_outcomes(rt, hits)
-    drawn, own = drawn or {}, own or {}
+    drawn, own, parts = drawn or {}, own or {}, parts or {}
     counter = rt.counter
     lines = [hit_line(h.meta, h.time, outcomes[h.chunk_id]) for h in hits]
     if budget is None:
@@ -167,7 +202,12 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
         seen = shown.get(where, "")
         text = _unshown(h.text, seen) if once else h.text
         mine = best if best is None or not once else _unshown(best, seen)
-        if budget is None:
+        tail = parts.get(h.chunk_id)
+        if tail is not None and h.text.endswith(f"\n{tail}"):
+            call = h.text[: -len(tail) - 1]
+            call, tail = (_unshown(call, seen), _unshown(tail, seen)) if once else (call, tail)
+            cut = _with_part(rt, query, call, tail, n, budget is not None)
+        elif budget is None:
             cut = excerpt(mine if mine is not None else text, query, counter, n)
         else:
             cut = _excerpt_within(counter, query, text, mine, n)

@@ -8,7 +8,9 @@ What a hit is, ``recall.hit_unit`` says:
   session and everything that answered it), best turn first, each one hit named by
   its best chunk, whose text is the turn's (``present.compose_turn``: the request,
   then its best chunks) within ``recall.turn_hit_tokens``;
-- ``chunk`` (the default): the best ``k`` chunks, each its own hit.
+- ``chunk`` (the default): the best ``k`` chunks, each its own hit; a call's hit carries
+  the best lines of its answering part (``parts.shown_with_parts``, ``recall.part_lines``),
+  and that part takes no slot of its own.
 
 A turn hit answers more of the benchmark's questions in its text at 5 hits, but it
 reads about twice the tokens of 5 chunk hits, the same as 10 chunk hits, which answer
@@ -24,13 +26,13 @@ from collections.abc import Hashable, Mapping, Sequence
 
 from engine.api import SearchHit
 from engine.flows.recall.adapt import query_adapter
-from engine.flows.recall.parts import demoted, is_part
+from engine.flows.recall.parts import demoted, is_part, shown_with_parts
 from engine.flows.recall.roles import apart, preferred
 from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import to_hit
 from engine.flows.search.ranking import Ranked, rank_query
 from engine.metrics import QUERY_MS
-from engine.recall.present import compose_turn
+from engine.recall.present import compose_turn, part_lines
 from engine.store.vault.core import ChunkRow, Filters
 
 
@@ -62,10 +64,13 @@ def group_turns(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: int
 
 def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
                 project: str | None = None
-                ) -> tuple[list[SearchHit], dict[int, tuple[int, ...]], dict[int, str]]:
+                ) -> tuple[list[SearchHit], dict[int, tuple[int, ...]], dict[int, str],
+                           dict[int, str]]:
     """The ``k`` best hits for ``query`` (chunks or turns, ``recall.hit_unit``); for each
-    hit's chunk id, the chunk ids its text draws on (best first), and for a turn hit its
-    best chunk's own text. ``project``: the project the query is asked from."""
+    hit's chunk id, the chunk ids its text draws on (best first), for a turn hit its
+    best chunk's own text, and for a call hit shown with its answering part the part's
+    lines that end its text (``recall.hit_excerpt_tokens`` of them: ``part_lines``).
+    ``project``: the project the query is asked from."""
     res, ranked, timer = rank_query(rt, query, k, filters=filters, expand_session=True,
                                     adapter=lambda plan: query_adapter(rt, plan.analysis.words),
                                     project=project,
@@ -75,13 +80,27 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
     hits: list[SearchHit] = []
     drawn: dict[int, tuple[int, ...]] = {}
     own: dict[int, str] = {}
+    shown_parts: dict[int, str] = {}
     ranked = demoted(ranked, res.rows, rt.cfg.recall.part_penalty)
     ranked = preferred(query, ranked, res.rows, rt.cfg.recall.turn_roles)
     ranked = apart(ranked, res.rows, rt.cfg.recall.turn_roles)
     if rt.cfg.recall.hit_unit == "chunk":
-        for cid, score, _ in ranked[:k]:
-            hits.append(to_hit(res.rows[cid], score, lanes.get(cid, {})))
+        top, answering = (shown_with_parts(ranked, res.rows, k, res.analysis.terms,
+                                           rt.cfg.query.stopwords)
+                          if rt.cfg.recall.part_lines else (ranked[:k], {}))
+        for cid, score, _ in top:
+            hit = to_hit(res.rows[cid], score, lanes.get(cid, {}))
             drawn[cid] = (cid,)
+            part = answering.get(cid)
+            if part is not None:
+                lines = part_lines(res.rows[part].text, query, rt.counter,
+                                   rt.cfg.recall.hit_excerpt_tokens, hit.text)
+                text = f"{hit.text}\n{lines}"
+                hit = type(hit)(**{**hit.__dict__, "text": text,
+                                   "tokens": rt.counter.count(text)})
+                drawn[cid] = (cid, part)
+                shown_parts[cid] = lines
+            hits.append(hit)
     else:
         budget = rt.cfg.recall.turn_hit_tokens
         for members in group_turns(ranked, res.rows, k):
@@ -94,4 +113,4 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
             drawn[best] = tuple(c for c, _ in members[: max(1, n)])
             own[best] = res.rows[best].text
     rt.metrics.observe(QUERY_MS, timer.total())
-    return hits, drawn, own
+    return hits, drawn, own, shown_parts

@@ -9,6 +9,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
+from engine.flows.recall.parts import call_of
 from engine.flows.recall.turns import group_turns
 from engine.flows.search.ranking import Ranked
 from engine.recall.config import RecallConfig
@@ -94,5 +95,8 @@ def test_turn_hits_draw_on_one_turn_each(engine: ContextEngine) -> None:
     assert tools and {r.kind for r in kinds.values()} == {"tool"}
     _with_unit(engine, "chunk")
     chunks = engine.recall("why did the commit fail", k=8).hits or ()
-    own = engine.rt.vault.chunks([h.chunk_id for h in chunks])
-    assert all(h.chunks == (h.chunk_id,) and h.text == own[h.chunk_id].text for h in chunks)
+    own = engine.rt.vault.chunks([c for h in chunks for c in h.chunks])
+    for h in chunks:  # its own chunk, and a call's answering part (recall.part_lines)
+        assert h.chunks[0] == h.chunk_id and h.text.startswith(own[h.chunk_id].text)
+        assert all(call_of(own[c]) == h.meta.get("key") for c in h.chunks[1:])
+        assert len(h.chunks) <= 2 and (len(h.chunks) == 2) == (h.text != own[h.chunk_id].text)
