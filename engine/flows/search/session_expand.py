@@ -61,11 +61,16 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
     limit = cfg.rerank.session_expand_chunks  # each session's own
     added: list[ChunkRow] = []
     vectors: dict[int, np.ndarray] = {}
+    keep = cfg.rerank.session_expand_others
+    by_words = cfg.rerank.session_expand_words
     for place, session in enumerate(best):
-        got = [r for r in rt.vault.session_chunks([session], limit)
+        # a later session's chunks are chosen by their vectors alone (no words read):
+        # their texts are read for the chosen ones only (at 500k chunks up to 400 rows
+        # a session, each page decrypted and its text built, for 20 kept)
+        light = place > 0 and by_words <= 0
+        got = [r for r in rt.vault.session_chunks([session], limit, text=not light,
+                                                  meta=not light or f.reads_meta)
                if r.id not in res.rows and f.matches(r)]
-        keep = cfg.rerank.session_expand_others
-        by_words = cfg.rerank.session_expand_words
         if place and len(got) > keep + by_words:  # a session after the first: its closest
             worded = worded_rows(got, res.analysis.terms, by_words)
             rest = [r for r in got if r.id not in worded]
@@ -73,6 +78,9 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
             vectors.update(near)
             chosen = worded | {r.id for r in near_rows}
             got = [r for r in got if r.id in chosen]
+        if light:
+            whole = rt.vault.chunks([r.id for r in got])
+            got = [whole[r.id] for r in got if r.id in whole]
         added.extend(got)
     if not added:
         return res, 0

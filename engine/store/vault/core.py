@@ -316,33 +316,48 @@ class Vault:
         """``chunks`` as ``Filters.matches`` reads them: no heading or text, and the meta
         parsed only when ``meta`` (the filter tests a path root or a branch). The vector
         lane tests its 8x over-fetched hits so: 400 rows a recall, their JSON and text
-        never built."""
+        never built. Without ``meta``, a chunk's kind, source and time are read from the
+        small ``chunks_filter`` index alone (migration 12), not from the chunk's row,
+        whose page holds its text: its ordinal, tokens and start read 0 then (at 500k
+        chunks, 400 rows: 8.3 -> 4.5 ms CPU; docs/performance.md)."""
         cols = CHUNK_COLUMNS.replace("c.heading, c.text,", "'', '',")
-        if not meta:
-            cols = cols.replace("c.meta,", "'{}',")
-        return self._chunk_rows(ids, cols)
+        if meta:
+            return self._chunk_rows(ids, cols)
+        cols = cols.replace("c.meta,", "'{}',")
+        if self._filter_join == "chunks c":  # no index (a store opened read-only before 12)
+            return self._chunk_rows(ids, cols)
+        cols = cols.replace("c.ordinal,", "0,").replace("c.tokens, c.start,", "0, 0,")
+        return self._chunk_rows(ids, cols, self._filter_join)
 
-    def _chunk_rows(self, ids: Sequence[int], cols: str) -> dict[int, ChunkRow]:
+    def _chunk_rows(self, ids: Sequence[int], cols: str,
+                    table: str = "chunks c") -> dict[int, ChunkRow]:
         """The rows of ``ids`` among ready sources, read as ``cols`` (CHUNK_COLUMNS or
-        a cheaper stand-in of the same shape), 900 ids a statement."""
+        a cheaper stand-in of the same shape) from ``table`` (the chunks, or an index of
+        them holding every column ``cols`` reads), 900 ids a statement."""
         out: dict[int, ChunkRow] = {}
         ids = list(ids)
         for i in range(0, len(ids), 900):
             part = ids[i:i + 900]
             rows = self._conn().execute(
-                f"SELECT {cols} FROM chunks c JOIN sources s ON s.id = c.source_id "
+                f"SELECT {cols} FROM {table} JOIN sources s ON s.id = c.source_id "
                 f"WHERE c.id IN ({','.join('?' * len(part))}) AND s.state = 'ready'", part,
             ).fetchall()
             out.update({r[0]: ChunkRow.from_row(r) for r in rows})
         return out
 
-    def session_chunks(self, sessions: Sequence[str], limit: int) -> list[ChunkRow]:
+    def session_chunks(self, sessions: Sequence[str], limit: int, *, text: bool = True,
+                       meta: bool = True) -> list[ChunkRow]:
         """The chunks of ready sources of the given transcript sessions (session order,
-        then ordinal), at most ``limit`` (by the session index)."""
+        then ordinal), at most ``limit`` (by the session index). ``text=False``: their
+        heading and text read as '' and ``meta=False``: their meta as {} (rows to choose
+        from by id and filter, read whole once chosen: ``Vault.chunks``)."""
         if not sessions or limit <= 0:
             return []
+        cols = CHUNK_COLUMNS if text else CHUNK_COLUMNS.replace("c.heading, c.text,", "'', '',")
+        if not meta:
+            cols = cols.replace("c.meta,", "'{}',")
         rows = self._conn().execute(
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"SELECT {cols} FROM chunks c JOIN sources s ON s.id = c.source_id "
             f"WHERE c.session IN ({','.join('?' * len(sessions))}) AND s.state = 'ready' "
             "ORDER BY c.session, c.source_id, c.ordinal LIMIT ?", (*sessions, limit),
         ).fetchall()

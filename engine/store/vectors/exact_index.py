@@ -21,8 +21,10 @@ Readers never wait for a rebuild (issue 32): a write that moves every row (a del
 a prefilter set up, float16 rows, an add out of id order) builds new arrays with
 only the write lock held and swaps them in under the read lock (copy-on-write), so
 a search that arrives meanwhile answers from the arrays as they were. Writes are
-one at a time (``_write``); the read lock (``_lock``) is held by a query's scan, a
-swap, and the small in-place writes of an add (rows replaced or appended).
+one at a time (``_write``); the read lock (``_lock``, a ``SharedLock``) is held shared
+by a query's scan and the other reads (a lookup of stored vectors need not wait for a
+scan: build_context reads the keyword hits' vectors while the vector lane scans), and
+alone by a swap and the small in-place writes of an add (rows replaced or appended).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from engine.store.vectors.shared_lock import SharedLock
 
 SCAN_BLOCK = 16_384  # float16 rows converted at a time by a full scan (12 MB of float32)
 
@@ -48,7 +52,7 @@ class Prefilter:
 class ExactIndex:
     def __init__(self, dim: int, *, compact: bool = False) -> None:
         self.dim = dim
-        self._lock = threading.Lock()  # the held arrays: reads, swaps, in-place writes
+        self._lock = SharedLock()  # the held arrays: reads shared; swaps, in-place writes alone
         self._write = threading.Lock()  # one write at a time (held across a rebuild)
         # Called by a rebuild with its new arrays built, before they are swapped in
         # (the read lock not held): a test holds a rebuild there.
@@ -100,7 +104,7 @@ class ExactIndex:
             if held.any():
                 rows, hvecs = at[held], vecs[held]
                 hproj = self._project(hvecs) if self._basis is not None else None
-                with self._lock:
+                with self._lock.write():
                     self._mat[rows] = hvecs
                     if hproj is not None:
                         self._proj[rows], self._fine[rows] = hproj
@@ -112,7 +116,7 @@ class ExactIndex:
                 self._add_unordered(fresh, fvecs, fproj)
                 return
             need = n + len(fresh)
-            with self._lock:
+            with self._lock.write():
                 self._reserve(need)
                 self._mat[n:need] = fvecs
                 self._ids[n:need] = fresh
@@ -144,7 +148,7 @@ class ExactIndex:
         """Put rebuilt arrays in place of the held ones (the write lock held)."""
         if self.before_swap is not None:
             self.before_swap()
-        with self._lock:
+        with self._lock.write():
             for name, arr in arrays.items():
                 setattr(self, name, arr)
             self._n = n
@@ -200,7 +204,7 @@ class ExactIndex:
         mat = np.ascontiguousarray(mat.reshape(len(ids_arr), self.dim), dtype=self._dtype)
         ids_arr = np.ascontiguousarray(ids_arr)
         with self._write:
-            with self._lock:
+            with self._lock.write():
                 self._mat, self._ids, self._n = mat, ids_arr, len(ids_arr)
                 old, self._basis = self._basis, None
                 if pre is not None:
@@ -249,24 +253,24 @@ class ExactIndex:
 
     def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The (unit) vectors of those of ``ids`` held here, copied (float32)."""
-        with self._lock:
+        with self._lock.read():
             found, rows = self._rows(ids)
             block = self._mat[rows].astype(np.float32)
         return {int(c): block[j] for j, c in enumerate(found)}
 
     def ids(self) -> list[int]:
-        with self._lock:
+        with self._lock.read():
             return [int(i) for i in self._ids[:self._n]]
 
     def ids_and_vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk id (ascending) and its unit vector, copied (float32)."""
-        with self._lock:
+        with self._lock.read():
             return self._ids[:self._n].copy(), self._mat[:self._n].astype(np.float32)
 
     def held(self) -> tuple[np.ndarray, np.ndarray, Prefilter | None]:
         """The ids, rows and prefilter as held, not copied (views): only for a caller
         that no write runs beside (the snapshot's save)."""
-        with self._lock:
+        with self._lock.read():
             n = self._n
             if self._basis is None:
                 return self._ids[:n], self._mat[:n], None
@@ -280,7 +284,7 @@ class ExactIndex:
         on all m columns and only the best ``refine`` of those (0: every candidate)
         exactly. None: every row exactly."""
         if basis is None:
-            with self._write, self._lock:
+            with self._write, self._lock.write():
                 self._basis, self._candidates = None, 0
                 self._proj = self._fine = np.zeros((0, 0), np.float32)
             return
@@ -303,12 +307,14 @@ class ExactIndex:
             proj[at:end], fine[at:end] = both[:, :first], both[:, first:]
         if self.before_swap is not None:
             self.before_swap()
-        with self._lock:
+        with self._lock.write():
             self._basis, self._proj, self._fine, self._first = b, proj, fine, first
             self._candidates, self._refine = int(candidates), int(refine)
 
     def set_candidates(self, candidates: int, refine: int = 0) -> None:
-        with self._lock:
+        if (self._candidates, self._refine) == (int(candidates), int(refine)):
+            return  # as set (every query asks): no exclusive hold that waits for a scan
+        with self._lock.write():
             self._candidates, self._refine = int(candidates), int(refine)
 
     def to_compact(self) -> None:
@@ -319,7 +325,7 @@ class ExactIndex:
             mat = self._mat[:self._n].astype(np.float16)
             if self.before_swap is not None:
                 self.before_swap()
-            with self._lock:
+            with self._lock.write():
                 self._mat, self._dtype = mat, np.dtype(np.float16)
 
     @property
@@ -329,7 +335,7 @@ class ExactIndex:
     def sample(self, most: int) -> np.ndarray:
         """Up to ``most`` rows, evenly spread over the id order (the same set gives the
         same sample), copied (float32)."""
-        with self._lock:
+        with self._lock.read():
             step = max(1, self._n // max(1, most))
             return self._mat[:self._n:step][:most].astype(np.float32)
 
@@ -350,7 +356,7 @@ class ExactIndex:
         norm = float(np.linalg.norm(q))
         if norm:
             q = q / norm
-        with self._lock:
+        with self._lock.read():
             n = self._n
             if n == 0 or k <= 0:
                 return []

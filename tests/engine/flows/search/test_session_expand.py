@@ -232,3 +232,41 @@ def test_the_session_lane_expands_the_session_of_the_question_s_rare_words(
     assert worded_sessions(shares, [order[0]], 1, 0.5) == [lone]
     assert worded_sessions(shares, [], 1, 0.5) == [order[0]]
     assert worded_sessions(None, [], 1, 0.0) == []
+
+
+def test_a_later_session_s_texts_are_read_for_its_chosen_chunks_only(
+        engine: ContextEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session after the first keeps its ``session_expand_others`` closest chunks,
+    chosen by their vectors: its rows are read without their texts (and meta) and only
+    the chosen ones whole (issue 35: up to 400 rows a session at 500k chunks), and the
+    expansion is the same as when every row is read whole."""
+    engine.sync([str(shared_data("transcripts"))])
+    rt = engine.rt
+    filters = Filters(kinds=KINDS)
+    res = run_lanes(rt, QUERY, filters=filters)
+    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
+    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    ranked: list[Ranked] = [next((c, 1.0 - i, {}) for c in window
+                                 if res.rows[c].meta["session"] == s)
+                            for i, s in enumerate(order[:3])]
+    cfg = _cfg(rt.cfg, session_expand=3, session_expand_others=3, session_expand_words=0)
+    seen: list[str] = []
+    conn = rt.vault._conn()
+    conn.set_trace_callback(seen.append)
+    try:
+        out, added = expand_sessions(rt, cfg, res, filters, ranked=ranked)
+    finally:
+        conn.set_trace_callback(None)
+    reads = [s for s in seen if "c.session IN" in s]
+    assert len(reads) == len(order[:3]) >= 2
+    assert "c.text" in reads[0] and not any("c.text" in s for s in reads[1:])
+    new = _added(res, out, added, rt.cfg.rerank.window)
+    assert added > 0 and all(out.rows[c] == rt.vault.chunks([c])[c] for c in new)
+    assert all(out.rows[c].text for c in new)
+    whole = rt.vault.session_chunks
+
+    def always_whole(sessions: list[str], limit: int, **_: object) -> list[ChunkRow]:
+        return whole(sessions, limit)
+
+    monkeypatch.setattr(rt.vault, "session_chunks", always_whole)
+    assert expand_sessions(rt, cfg, res, filters, ranked=ranked) == (out, added)
