@@ -16,7 +16,8 @@ The map, by what is measured:
   ``fit_window``, ``fit_context``, ``fit_pack``, ``chunk_sweep`` (fit files in
   ``bench/data/``), ``peer_compare`` and ``peer_llamaindex`` (ctx beside LlamaIndex);
 - recall of coding sessions: ``recall_quality`` (with ``recall_scoring``),
-  ``recall_ablate`` (each ranking knob on vs off, cross-validated), ``transcripts_recall``, ``recall_coverage``, ``recall_adapt``, ``recall_bench``
+  ``recall_ablate`` (each ranking knob on vs off, cross-validated), ``recall_linevec`` (a
+  second, detail vector per tool call: an experiment), ``transcripts_recall``, ``recall_coverage``, ``recall_adapt``, ``recall_bench``
   (indexing and latency), ``recall_scale`` (1,000 sessions: indexing by stage, recall
   latency and its stages, a digest of every hit);
 - speed of the engine: ``store_bench`` (ingest, lanes), ``stage_latency`` (build_context

@@ -57,7 +57,8 @@ Writer and stores (growing and probing stores fast)
 Modules a bench instruments (it wraps their functions to time each stage, and undoes it)
 - ``recall_entry``, ``recall_turn_hits``, ``recall_turns``, ``recall_sync``,
   ``recall_adapt``, ``recall_embedview`` (flows.recall.*, recall.embedview)
-- ``search_lanes``, ``search_ranking``, ``search_session_words`` (flows.search.*)
+- ``search_lanes``, ``search_ranking``, ``search_session_words``,
+  ``search_session_expand`` (flows.search.*)
 - ``ingest_vector_stage`` (flows.ingest.vector_stage)
 - ``vault_core``, ``vault_adapt``, ``vault_sources``, ``vault_embed_cache`` (store.vault.*)
 """
@@ -145,6 +146,7 @@ _WHERE: dict[str, str] = {
     "search_lanes": "engine.flows.search.lanes:",
     "search_ranking": "engine.flows.search.ranking:",
     "search_session_words": "engine.flows.search.session_words:",
+    "search_session_expand": "engine.flows.search.session_expand:",
     "ingest_vector_stage": "engine.flows.ingest.vector_stage:",
     "vault_core": "engine.store.vault.core:",
     "vault_adapt": "engine.store.vault.adapt:",
@@ -176,6 +178,7 @@ if TYPE_CHECKING:
     from engine.flows.recall.adapt import learned, query_adapter, training_set
     from engine.flows.search import lanes as search_lanes
     from engine.flows.search import ranking as search_ranking
+    from engine.flows.search import session_expand as search_session_expand
     from engine.flows.search import session_words as search_session_words
     from engine.flows.search.lanes import keyword_lane, run_lanes
     from engine.flows.search.plan import plan_query
@@ -234,7 +237,7 @@ __all__ = [  # the names of _WHERE (tests/test_bench_seam.py)
     "percentile", "plan_query", "principal_basis", "query_adapter", "rank_hits",
     "rebuild_vectors", "recall_adapt", "recall_embedview", "recall_entry",
     "recall_sync", "recall_turn_hits", "recall_turns", "rrf", "run_lanes",
-    "search_lanes", "search_ranking", "search_session_words",
+    "search_lanes", "search_ranking", "search_session_expand", "search_session_words",
     "suppress_near_duplicates", "token_batches", "training_set", "transcript_lines",
     "vault_adapt", "vault_core", "vault_embed_cache", "vault_sources", "walk_paths",
 ]
