@@ -65,6 +65,9 @@ def test_only_questions_with_the_cue_are_asked_again() -> None:
     assert cause("why did the lint step fail") and not cause("which file did we edit")
     assert shown("what were the commits on that branch") and not shown("what was the commit")
     assert named("what did I search online") and not named("how did the build end")
+    call = ra.cue_of(knobs["recall.turn_roles.call_bonus"], eng, set())
+    assert call is not None
+    assert call("how did we check that it still builds") and not call("what did we add")
     assert ra.cue_of(knobs["recall.adapt"], eng, set()) is None  # every question
 
 

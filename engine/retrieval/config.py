@@ -15,6 +15,7 @@ from engine.config_base import bounded, check_bounds, check_values
 from engine.errors import ConfigError
 from engine.limits import LIMITS
 from engine.retrieval.lexicon import (
+    CALL_ASKS,
     CLASS_PATTERNS,
     DEFAULT_ANSWER_CUES,
     DEFAULT_ANSWER_PATTERNS,
@@ -235,9 +236,8 @@ class TurnRoleConfig:
         r"output\w* print\w* printed returned return\w* stdout stderr log\w* say said",
         r"says showed shown report\w* listed exist\w* existed"),
         r"what\s+did\s+\w+\s+show", r"error\s+message\w*")
-    call: tuple[str, ...] = _words(
-        r"command\w* invocation invok\w* ran run flag\w* argument\w* options? search\w*",
-        r"query queried grep\w* edit\w* launch\w*")
+    # how it was done, which command, which argument: general English (docs/tuning.md)
+    call: tuple[str, ...] = CALL_ASKS
     # why-questions and how a cause is said: general English (docs/tuning.md)
     cause: tuple[str, ...] = (
         *_words(r"why cause\w* reason\w*"), r"how\s+come",
@@ -253,7 +253,8 @@ class TurnRoleConfig:
     # Bonuses: recall dev, bench.recall_quality (docs/tuning.md).
     ending_bonus: float = bounded(0.05, 0.0, 1.0)
     output_bonus: float = bounded(0.0, 0.0, 1.0)
-    call_bonus: float = bounded(0.0, 0.0, 1.0)
+    # a call, for a how/which-command question: CV by session over sets A+B (docs/tuning.md)
+    call_bonus: float = bounded(0.1, 0.0, 1.0)
     named_bonus: float = bounded(0.05, 0.0, 1.0)
     # a chunk saying a cause, for a why-question: off, set A's 0.03 failed set B (docs/tuning.md)
     cause_bonus: float = bounded(0.0, 0.0, 1.0)

@@ -171,6 +171,46 @@ DEFAULT_ANSWER_PATTERNS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _listed(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+# verbs of acting on code, files or a system (change, inspect, run); general English
+ACTION_VERBS = _listed(
+    "add chang\\w* edit modify updat\\w* replac\\w* renam\\w* remov\\w* delet\\w* insert "
+    "append put write rewrite move copy creat\\w* patch stag\\w* commit push publish install "
+    "configur\\w* check verify test look list inspect fetch pull download invok\\w* launch "
+    "execut\\w* call build compile lint format deploy try switch import declare define "
+    "implement wire hook mark annotate exclude include ignore filter pass pipe redirect "
+    "restore revert undo set grep search run find\\s+out reproduce measure time profile "
+    "trace debug log")
+# the same verbs as past participles ("how was it checked"); general English
+ACTION_DONE = _listed(
+    "added changed edited modified updated replaced renamed removed deleted inserted "
+    "appended put written rewritten moved copied created patched staged committed pushed "
+    "published installed configured checked verified tested looked listed inspected "
+    "fetched pulled downloaded invoked launched executed called built compiled linted "
+    "formatted deployed tried switched imported declared defined implemented wired hooked "
+    "marked annotated excluded included ignored filtered passed piped redirected restored "
+    "reverted undone set grepped searched found\\s+out run reproduced measured timed "
+    "profiled traced debugged logged")
+# nouns that name a call ("which command", "what flags"); general English
+CALL_NOUNS = _listed(
+    "command commands invocation invocations flag flags argument arguments option options "
+    "query queries search searches script scripts run runs call calls tool tools")
+_DO, _DONE = "|".join(ACTION_VERBS), "|".join(ACTION_DONE)
+_BY = r"(?:we|you|i|they|he|she|the\s+(?:assistant|agent|model|ai|bot))"
+_AUX = r"(?:did|do|does|had|have|has|would|could|should|can|will)"
+_ADV = r"(?:\s+(?:first|then|now|next|finally|actually|eventually|later|also|just))?"
+_TRY = r"(?:(?:try|tried|start|started|begin|began|attempt|attempted)\s+to\s+)?"
+# asking for a call's means, name or argument, not an edit's content (docs/tuning.md)
+CALL_ASKS: tuple[str, ...] = (
+    rf"(?:which|what)(?:\s+[\w-]+)?\s+(?:{'|'.join(CALL_NOUNS)})",
+    rf"(?:how|which)(?:\s+[\w'-]+){{0,3}}?\s+{_AUX}\s+{_BY}{_ADV}\s+{_TRY}(?:{_DO})",
+    rf"how\s+(?:was|were|is|are|has|have|had)(?:\s+been)?(?:\s+[\w'-]+){{1,8}}?\s+(?:{_DONE})",
+    rf"how\s+(?:did|does|do)(?:\s+[\w'-]+){{1,8}}?\s+get\s+(?:{_DONE})")
+
+
 # users' words for each tool, from its documentation's verbs; hand-written (docs/tuning.md)
 TOOL_WORDS: Mapping[str, tuple[str, ...]] = {
     "Bash": ("command", "shell", "terminal", "ran", "run"),

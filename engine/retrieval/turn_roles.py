@@ -11,8 +11,9 @@ chunk, and every chunk of a turn quotes its request. So each question is read fo
   came of"): the session's closing summary (its last reply) is wanted;
 - ``output``: it asks what a tool showed or returned ("what did it print", "the
   output", "what did git say"): a call with its result, or the whole output;
-- ``call``: it asks which command, search or edit ("which command", "how did I run"):
-  a call;
+- ``call``: it asks how something was done, which command or which argument ("how did
+  we check", "how was it pushed", "which command", "which paths did we stage"; not "what
+  did we add", whose answer is as often a reply): a call, or its input;
 - a tool it names ("which skill did I launch", "what did I search online"): the
   calls of that tool (its name's words, or the words ``TOOL_WORDS`` gives it);
 - ``cause``: it asks why something failed ("why did lint fail", "what was wrong with",

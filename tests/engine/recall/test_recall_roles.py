@@ -79,6 +79,45 @@ def test_output_questions_prefer_results_and_call_questions_the_calls() -> None:
     assert role_bonuses("which command built it?", chunks, ON) == [0.2, 0.0, 0.1, 0.0]
 
 
+def test_a_question_asking_how_it_was_done_or_which_command_asks_for_a_call() -> None:
+    cues = TurnRoleConfig()
+    for q in ("how did we check that the parser still builds on every platform?",
+              "how did you look up who owns the signing key?",
+              "how had the assistant started to rename the helpers?",
+              "how did I try to reproduce the timeout locally?",
+              "how were the stale cache files cleaned up and removed?",
+              "how was the release branch finally pushed?",
+              "how did the hotfix get published?",
+              "which files did the assistant delete?",
+              "which paths did we stage for the commit?",
+              "what exact command listed the open ports?",
+              "which flags does the installer accept?"):
+        assert cues.asks(q)["call"], q
+
+
+def test_a_question_about_a_reply_a_result_or_an_edits_content_asks_no_call() -> None:
+    cues = TurnRoleConfig()
+    for q in ("what did the assistant say about the command that hung?",
+              "what did the linter report after the rename?",
+              "when the context ran out, which places had changed?",
+              "what did we add to the changelog?",
+              "what did the editor flag in the config?",
+              "why did the command fail on my laptop?",
+              "how did the refactor turn out in the end?",
+              "how long did the migration take?",
+              "what does the options page look like now?"):
+        assert not cues.asks(q)["call"], q
+
+
+def test_by_default_a_how_question_ranks_the_calls_up_and_not_the_replies() -> None:
+    chunks = [RoleChunk("turn_pair", "a", 1), RoleChunk("tool", "a", 2, tool="Bash"),
+              RoleChunk("tool", "a", 3, tool="Bash", part="output")]
+    cfg = TurnRoleConfig()
+    assert cfg.call_bonus > 0
+    out = role_bonuses("how did we check that the parser still builds?", chunks, cfg)
+    assert out[1] == cfg.call_bonus and out[0] == out[2] == 0.0
+    assert role_bonuses("what did we add to the changelog?", chunks, cfg) == [0.0] * 3
+
 def test_preferred_moves_the_asked_role_up_and_leaves_other_questions_alone() -> None:
     rows = {1: _row(1, "turn_pair", 1), 2: _row(2, "tool", 2, tool="Skill"),
             3: _row(3, "turn_pair", 3)}
@@ -87,7 +126,8 @@ def test_preferred_moves_the_asked_role_up_and_leaves_other_questions_alone() ->
     assert [c for c, _, _ in preferred("which skill did I launch?", ranked, rows, cfg)] == [
         2, 1, 3]
     assert [c for c, _, _ in preferred("why this design?", ranked, rows, cfg)] == [1, 3, 2]
-    off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0, cause_bonus=0.0, shown_bonus=0.0)
+    off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0, cause_bonus=0.0, shown_bonus=0.0,
+                         call_bonus=0.0)
     assert not off.on
     assert preferred("which skill did I launch?", ranked, rows, off) == ranked
 
