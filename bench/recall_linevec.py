@@ -17,8 +17,8 @@ detail vector beside it:
   ``meta.part = "input"``, whose view is its first line only): its body from
   ``new_string:`` on (else all of it).
 
-The chunk's similarity is then ``main + mix * max(0, detail - main)`` (``mix`` 1: the
-max of its views) wherever recall reads one: the vector lane's candidates (the detail
+The chunk's similarity is then ``main + mix * max(0, detail - main - offset)`` (``mix``
+1, ``offset`` 0: the max of its views) wherever recall reads one: the vector lane's candidates (the detail
 vectors are searched exactly beside the index, through the same filters), the rerank's
 ``similarity`` feature, and the closest chunks of a later expanded session. Input
 parts stay out of the vector lane (``recall.part_vector``): only their similarity
@@ -32,8 +32,9 @@ rule to keep a variant: its hit@5 delta plus its agent-view delta is at least 0 
 four cells. Also printed: how many detail vectors and the seconds the model took to
 make them (per 1,000 sessions).
 
-    python -m bench.recall_linevec [--variants base,line,line+part] [--mix 1,0.5]
-                                   [--limit N] [--store-cache DIR]
+    python -m bench.recall_linevec [--variants line,line+part] [--mix 1,0.5] [--offset 0,0.1]
+                                   [--where "lane,rerank,expand;lane"] [--limit N]
+                                   [--store-cache DIR]
 
 The dev split only (never the test split).
 """
@@ -113,19 +114,20 @@ class Details:
     mix them into a similarity."""
 
     def __init__(self, ids: Sequence[int], detail: np.ndarray, main: Mapping[int, np.ndarray],
-                 mix: float) -> None:
+                 mix: float, offset: float = 0.0) -> None:
         self.ids = list(ids)
         self.index = {c: i for i, c in enumerate(self.ids)}
         self.detail = detail
         self.main = main
         self.mix = mix
+        self.offset = offset  # the detail counts only above main + offset
 
     def merged(self, cid: int, main_sim: float, q: np.ndarray) -> float:
         i = self.index.get(cid)
         if i is None:
             return main_sim
         d = float(self.detail[i] @ q)
-        return main_sim + self.mix * max(0.0, d - main_sim)
+        return main_sim + self.mix * max(0.0, d - main_sim - self.offset)
 
     def main_sim(self, cid: int, q: np.ndarray) -> float | None:
         v = self.main.get(cid)
@@ -247,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated detail views (line, line+part); base always runs")
     ap.add_argument("--mix", default="1",
                     help="comma-separated mixes: similarity = main + mix * max(0, detail - main)")
+    ap.add_argument("--offset", default="0",
+                    help="comma-separated offsets: a detail counts only by what it exceeds "
+                         "main + offset (the best of two cosines is higher than one)")
     ap.add_argument("--where", default=",".join(WHERE),
                     help="semicolon-separated sets of stages the detail counts in, each "
                          f"comma-separated among {', '.join(WHERE)} (lane,rerank;lane)")
@@ -279,13 +284,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{variant}: {len(det.ids)} detail vectors, {spent:.1f} s CPU "
                   f"({spent / sessions * 1000:.0f} s per 1,000 sessions), "
                   f"{pieces} tokens", flush=True)
-            for mix in [float(m) for m in args.mix.split(",") if m]:
-                for stages in [w for w in args.where.split(";") if w]:
-                    det.mix = mix
-                    name = f"{variant} mix {mix:g}" + (
-                        "" if set(stages.split(",")) == set(WHERE) else f" in {stages}")
-                    results[name] = read_cells(eng, sets, det, stages.split(","))
-                    print(f"  {name} read", flush=True)
+            for mix, offset, stages in [
+                    (float(m), float(o), w) for m in args.mix.split(",") if m
+                    for o in args.offset.split(",") if o for w in args.where.split(";") if w]:
+                det.mix, det.offset = mix, offset
+                name = (f"{variant} mix {mix:g}" + (f" offset {offset:g}" if offset else "")
+                        + ("" if set(stages.split(",")) == set(WHERE) else f" in {stages}"))
+                results[name] = read_cells(eng, sets, det, stages.split(","))
+                print(f"  {name} read", flush=True)
     print(f"\nDetail vectors (hit@5 / hit@10 / agent view per cell; load "
           f"{os.getloadavg()[0]:.1f})")
     print("| variant | " + " | ".join(f"{n} {'cwd' if c else 'none'}" for n, c in CELLS)

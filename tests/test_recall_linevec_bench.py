@@ -90,3 +90,12 @@ def test_the_engine_comes_back_after_a_failure() -> None:
         assert lab.search_session_expand.closest is not closest
         raise RuntimeError("boom")
     assert lab.search_session_expand.closest is closest
+
+
+def test_a_detail_counts_only_above_main_plus_the_offset() -> None:
+    q = _unit(0)
+    det = rl.Details([7], np.stack([np.array([0.5, 0.8660254, 0, 0], dtype=np.float32)]),
+                     {7: _unit(0)}, 1.0, offset=0.1)
+    assert det.merged(7, 0.2, q) == pytest.approx(0.4)  # 0.2 + (0.5 - 0.2 - 0.1)
+    assert det.merged(7, 0.45, q) == pytest.approx(0.45)  # 0.5 is not above 0.45 + 0.1
+    assert det.merged(8, 0.3, q) == 0.3  # no detail view: its main similarity
