@@ -18,13 +18,14 @@ Rows stay sorted by chunk id and are found by a binary search (no per-row Python
 object: at a million rows a dict of them would cost over 100 MB).
 
 Readers never wait for a rebuild (issue 32): a write that moves every row (a delete,
-a prefilter set up, float16 rows, an add out of id order) builds new arrays with
+a prefilter set up, float16 rows, an add far out of id order) builds new arrays with
 only the write lock held and swaps them in under the read lock (copy-on-write), so
 a search that arrives meanwhile answers from the arrays as they were. Writes are
 one at a time (``_write``); the read lock (``_lock``, a ``SharedLock``) is held shared
 by a query's scan and the other reads (a lookup of stored vectors need not wait for a
 scan: build_context reads the keyword hits' vectors while the vector lane scans), and
-alone by a swap and the small in-place writes of an add (rows replaced or appended).
+alone by a swap and the small in-place writes of an add (rows replaced or appended, or
+the last ``TAIL_ROWS`` rows moved up to let rows of lower ids in).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ import numpy as np
 from engine.store.vectors.shared_lock import SharedLock
 
 SCAN_BLOCK = 16_384  # float16 rows converted at a time by a full scan (12 MB of float32)
+# An add out of id order moves the held rows after its first id in place when they are
+# this few (a window of sources embedded out of order: a few thousand rows at the end),
+# else it rebuilds every row: at a million rows a rebuild per add made ingest quadratic.
+TAIL_ROWS = 16_384
 
 
 @dataclass(frozen=True)
@@ -112,8 +117,12 @@ class ExactIndex:
             if not len(fresh):
                 return
             fproj = self._project(fvecs) if self._basis is not None else None
-            if n and fresh[0] < self._ids[n - 1]:  # not an append: a rebuild in id order
-                self._add_unordered(fresh, fvecs, fproj)
+            if n and fresh[0] < self._ids[n - 1]:  # not an append
+                first = int(np.searchsorted(self._ids[:n], fresh[0]))
+                if n - first <= TAIL_ROWS:  # only the last rows move: in place
+                    self._merge_tail(first, fresh, fvecs, fproj)
+                else:  # a rebuild in id order
+                    self._add_unordered(fresh, fvecs, fproj)
                 return
             need = n + len(fresh)
             with self._lock.write():
@@ -123,6 +132,25 @@ class ExactIndex:
                 if fproj is not None:
                     self._proj[n:need], self._fine[n:need] = fproj
                 self._n = need
+
+    def _merge_tail(self, at: int, fresh: np.ndarray, fvecs: np.ndarray,
+                    proj: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Rows whose ids fall among the held rows from ``at`` on: those rows and the new
+        ones merged in id order (built aside), then written over the tail in place, as
+        an append is (call with the write lock held)."""
+        n = self._n
+        need = n + len(fresh)
+        perm = np.argsort(np.concatenate([self._ids[at:n], fresh]), kind="stable")
+        parts = {"_ids": (self._ids, fresh), "_mat": (self._mat, fvecs.astype(self._dtype))}
+        if proj is not None:
+            parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
+        merged = {name: np.concatenate([held[at:n], more])[perm]
+                  for name, (held, more) in parts.items()}
+        with self._lock.write():
+            self._reserve(need)
+            for name, rows in merged.items():
+                getattr(self, name)[at:need] = rows
+            self._n = need
 
     def _add_unordered(self, fresh: np.ndarray, fvecs: np.ndarray,
                        proj: tuple[np.ndarray, np.ndarray] | None) -> None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from engine.store.config import StoreConfig
+from engine.store.vectors import exact_index
 from engine.store.vectors.exact_index import ExactIndex, Prefilter
 from engine.store.vectors.memory import MemoryVectors
 
@@ -84,9 +86,10 @@ def test_a_search_answers_while_a_big_flush_is_held_mid_rebuild() -> None:
     fresh.set_candidates(vecs.candidates_for(len(fresh)), cfg.prefilter_refine)
     assert fresh.query(query, 20) == after  # as if the deleted rows had never been there
 
-def test_every_rebuild_swaps_outside_the_read_lock() -> None:
-    """Each write that moves every row (a delete, an add out of id order, the prefilter's
-    set-up, float16 rows) builds its arrays with the read lock free."""
+def test_every_rebuild_swaps_outside_the_read_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each write that moves every row (a delete, an add far out of id order, the
+    prefilter's set-up, float16 rows) builds its arrays with the read lock free."""
+    monkeypatch.setattr(exact_index, "TAIL_ROWS", 100)  # 1,800 rows after the add's first
     x = _clustered(2000, 32, 7)
     index = ExactIndex(32)
     index.add(list(range(2, 4002, 2)), x)
