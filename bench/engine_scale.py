@@ -114,6 +114,19 @@ def store_dir(cache: Path, size: int) -> Path:
     return cache / f"store-{size}-{key}"
 
 
+def vectors_left(eng: Any, size: int) -> None:
+    """The vectors a killed build left unmade: the warm-up's background job (kind
+    "vectors", as the app's start makes it), waited for with progress every 30 s."""
+    eng.warm_up(background=False)
+    idle = 0
+    while eng.status().sources_waiting and idle < 3:
+        st = eng.status()
+        idle = 0 if st.jobs_active else idle + 1
+        print(f"  {size}: {st.chunks_waiting} chunks wait for vectors; load "
+              f"{machine_state()}", flush=True)
+        time.sleep(30 if st.jobs_active else 1)
+
+
 def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str, Any] | None]:
     """The cached store of about ``size`` chunks: ``sessions_for(size)`` replayed
     transcript sessions (``ContextEngine.sync``, then the fit it queues), then documents
@@ -135,6 +148,7 @@ def build(cache: Path, size: int, embedder: Any = None) -> tuple[Path, dict[str,
     t = time.perf_counter()
     for old in eng.interrupted_jobs():  # a build cut short: its files are stored, some
         eng.wait(eng.resume_interrupted(old.id))  # without vectors (a re-ingest skips them)
+    vectors_left(eng, size)
     res = eng.sync([str(sessions)])
     if res.adapt_job:
         eng.wait(res.adapt_job)
