@@ -102,6 +102,9 @@ class ExactIndex:
         uniq, last = np.unique(want[::-1], return_index=True)
         vecs = vecs[len(want) - 1 - last]
         with self._write:
+            # as held (float16 in a compact index): projected as setting a prefilter up
+            # projects the held rows, so a row's projection is the same however it came
+            vecs = vecs.astype(self._dtype, copy=False)
             n = self._n
             at = np.searchsorted(self._ids[:n], uniq)
             held = at < n

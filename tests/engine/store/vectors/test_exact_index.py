@@ -128,3 +128,25 @@ def test_an_add_just_below_the_last_ids_moves_only_the_tail(
         assert index.query(q, 30) == whole.query(q, 30)
     index.add([2], rng.standard_normal((1, dim)))  # far below: every row moves, rebuilt
     assert rebuilt == [True] and index.ids()[:3] == [1, 2, 4]
+
+
+def test_a_compact_index_projects_added_rows_as_it_holds_them() -> None:
+    """Rows added to a compact index with a prefilter are projected as held (float16),
+    as setting the prefilter up projects them: the candidates a query keeps do not
+    depend on whether a row came before or after the prefilter."""
+    rng = np.random.default_rng(5)
+    dim, n = 16, 600
+    ids = list(range(1, n + 1))
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
+    basis = np.linalg.qr(rng.standard_normal((dim, 8)))[0].astype(np.float32)
+    grown = ExactIndex(dim, compact=True)
+    grown.add(ids[:100], vecs[:100])
+    grown.set_prefilter(basis, 50, first=4, refine=20)
+    grown.add(ids[100:], vecs[100:])  # appended after the prefilter: projected on add
+    grown.add(ids[:10], vecs[:10])  # held rows replaced: projected on add too
+    whole = ExactIndex(dim, compact=True)
+    whole.add(ids, vecs)
+    whole.set_prefilter(basis, 50, first=4, refine=20)
+    pre, want = grown.held()[2], whole.held()[2]
+    assert pre is not None and want is not None
+    assert np.array_equal(pre.proj, want.proj) and np.array_equal(pre.fine, want.fine)
