@@ -117,7 +117,7 @@ class RecallConfig:
     part_vector: bool = False
     # a call hit shows its answering part's lines: recall dev A+B, bench.recall_ablate (docs/tuning.md)
     part_lines: bool = True
-    # the most of a call hit's excerpt its part's lines take: hand-set (docs/tuning.md)
+    # the most of a call hit's excerpt its part's lines take: set B dev, scratch probe (docs/tuning.md)
     part_share: float = bounded(0.5, 0.1, 0.9)
     # the chunk of the role asked for: recall dev, bench.recall_quality (docs/tuning.md)
     turn_roles: TurnRoleConfig = field(default_factory=TurnRoleConfig)
