@@ -36,10 +36,14 @@ def _row(cid: int, part: str | None, key: str | None = None, text: str = "x",
 CALL = "claude:s:tool:t1"
 
 
-def _session(engine: ContextEngine, tmp_path: Path) -> None:
+def _session(engine: ContextEngine, tmp_path: Path,
+             line: str = f"WARN the {RARE} exporter dropped a column in test_case_150",
+             reply: str = "The exporter tests pass.") -> None:
+    """One session: a test run whose 300-line output holds ``line`` in its middle (only
+    the call's whole output, a part, holds it), then ``reply``."""
     claude = ClaudeLines()
     lines = [f"PASS tests/test_export.py::test_case_{i} exporter handles rows" for i in range(300)]
-    lines[150] = f"WARN the {RARE} exporter dropped a column in test_case_150"
+    lines[150] = line
     folder = tmp_path / "sessions"
     folder.mkdir()
     write_lines(folder / "s.jsonl", [
@@ -47,7 +51,7 @@ def _session(engine: ContextEngine, tmp_path: Path) -> None:
         claude.assistant([tool_use("t1", "Bash", {"command": "pytest -v tests/test_export.py"})],
                          msg_id="m1"),
         claude.tool_result("t1", "\n".join(lines)),
-        claude.assistant([text("The exporter tests pass.")], msg_id="m2"),
+        claude.assistant([text(reply)], msg_id="m2"),
     ])
     engine.sync([str(folder)])
 
@@ -154,19 +158,8 @@ def test_an_inputs_lines_are_what_it_wrote() -> None:
 
 
 def _failing_session(engine: ContextEngine, tmp_path: Path) -> None:
-    claude = ClaudeLines()
-    lines = [f"PASS tests/test_export.py::test_case_{i} exporter handles rows" for i in range(300)]
-    lines[150] = f"FAIL test_case_150: {RARE} column dropped, found = true, want false"
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", [
-        claude.user("run the exporter tests"),
-        claude.assistant([tool_use("t1", "Bash", {"command": "pytest -v tests/test_export.py"})],
-                         msg_id="m1"),
-        claude.tool_result("t1", "\n".join(lines)),
-        claude.assistant([text("One exporter test fails.")], msg_id="m2"),
-    ])
-    engine.sync([str(folder)])
+    _session(engine, tmp_path, f"FAIL test_case_150: {RARE} column dropped, found = true, "
+             "want false", "One exporter test fails.")
 
 
 @pytest.mark.parametrize("budget", [None, 2000])
