@@ -22,6 +22,7 @@ from engine.retrieval.lexicon import (
     FILE_EXTENSIONS,
     LANE_WEIGHTS,
     NON_ENTITIES,
+    OUTPUT_ASKS,
     QUERY_INTENT_PATTERNS,
     RECENT_PATTERNS,
     START_WORDS,
@@ -232,10 +233,8 @@ class TurnRoleConfig:
         r"come\s+of", r"in\s+the\s+end", r"end\s+up", r"ended\s+up", r"at\s+the\s+end",
         r"how\s+did\s+(?:it|that|this|the\s+\w+)\s+(?:end|go|turn\s+out)",
         r"turn(?:ed)?\s+out", r"where\s+did\s+(?:we|i|it)\s+(?:land|leave)")
-    output: tuple[str, ...] = (*_words(
-        r"output\w* print\w* printed returned return\w* stdout stderr log\w* say said",
-        r"says showed shown report\w* listed exist\w* existed"),
-        r"what\s+did\s+\w+\s+show", r"error\s+message\w*")
+    # what a run printed, reported, returned: general English (docs/tuning.md)
+    output: tuple[str, ...] = OUTPUT_ASKS
     # how it was done, which command, which argument: general English (docs/tuning.md)
     call: tuple[str, ...] = CALL_ASKS
     # why-questions and how a cause is said: general English (docs/tuning.md)
@@ -252,7 +251,8 @@ class TurnRoleConfig:
         r"(?:fail\w*|broke|breaks|crash\w*|error\w*|panic\w*|hang\w*)\s+because")
     # Bonuses: recall dev, bench.recall_quality (docs/tuning.md).
     ending_bonus: float = bounded(0.05, 0.0, 1.0)
-    output_bonus: float = bounded(0.0, 0.0, 1.0)
+    # a result or a reply's code, for an output question: CV by session over sets A+B (tuning.md)
+    output_bonus: float = bounded(0.05, 0.0, 1.0)
     # a call, for a how/which-command question: CV by session over sets A+B (docs/tuning.md)
     call_bonus: float = bounded(0.1, 0.0, 1.0)
     named_bonus: float = bounded(0.05, 0.0, 1.0)

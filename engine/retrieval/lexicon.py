@@ -210,6 +210,51 @@ CALL_ASKS: tuple[str, ...] = (
     rf"how\s+(?:was|were|is|are|has|have|had)(?:\s+been)?(?:\s+[\w'-]+){{1,8}}?\s+(?:{_DONE})",
     rf"how\s+(?:did|does|do)(?:\s+[\w'-]+){{1,8}}?\s+get\s+(?:{_DONE})")
 
+# verbs of a program telling something, and their participles; general English
+TELL_VERBS = _listed(
+    "show shows showed print prints printed report reports reported return returns returned "
+    "say says said output outputs log logs logged display displays displayed emit emits emitted "
+    "produce produces produced give gives gave complain complains complained throw throws threw "
+    "raise raises raised spit\\s+out come\\s+back\\s+with came\\s+back\\s+with respond responded "
+    "list lists listed find found flag flagged yield yielded")
+TOLD = _listed(
+    "shown showed printed reported returned said output logged displayed emitted produced "
+    "thrown raised listed found flagged given")
+# nouns of what a run gives back ("what error", "the exit code"); general English
+OUTPUT_NOUNS = _listed(
+    "output outputs result results error errors message messages warning warnings exception "
+    "exceptions exit\\s+code status status\\s+code response responses stdout stderr traceback "
+    "stack\\s+trace diagnostic diagnostics failure failures count timing timings numbers figures "
+    "score scores")
+# things that pass or fail when run ("which case failed"); general English
+RUN_NOUNS = _listed(
+    "test tests case cases check checks step steps job jobs spec specs assertion assertions "
+    "suite suites target targets benchmark benchmarks build builds command commands query "
+    "queries request requests lint linter rule rules example examples")
+_TELL, _TOLD, _OUT, _RUN = ("|".join(w) for w in (TELL_VERBS, TOLD, OUTPUT_NOUNS, RUN_NOUNS))
+_PERSON = r"(?:we|you|i|they|he|she|the\s+(?:assistant|agent|model|ai|bot|user|llm))"
+_W = r"(?:\s+[\w'./:@-]+)"
+# asking what a run printed, reported, returned: not what someone did (docs/tuning.md)
+OUTPUT_ASKS: tuple[str, ...] = (
+    # "what did the test run report", "what does git say" (not "what did we add")
+    (rf"(?:what|which|how\s+many|how\s+much){_W}{{0,3}}?\s+(?:did|does|do|has|have|had|would|"
+     rf"will)\s+(?!{_PERSON}\b)(?:[\w'./:@-]+\s+){{1,5}}?(?:{_TELL})"),
+    # "what was printed", "what errors were shown"
+    rf"(?:what|which){_W}{{0,3}}?\s+(?:was|were|got|is|are|had\s+been|has\s+been)\s+(?:{_TOLD})",
+    # "what was the output of", "what error did it hit", "which warning"
+    (rf"(?:what|which)(?:\s+(?:was|were|is|are))?(?:\s+(?:the|its|their|that|this|an?|exact|"
+     rf"exactly|first|last|final|other|specific|[\w-]+)){{0,2}}\s+(?:{_OUT})\b"),
+    # "which case failed", "how many tests passed"
+    (rf"(?:which|what|how\s+many)(?:\s+[\w'-]+){{0,2}}?\s+(?:{_RUN})(?:\s+[\w'-]+){{0,3}}?\s+"
+     r"(?:failed|passed|errored|broke|crashed|timed\s+out|succeeded|were\s+failing|was\s+failing|"
+     r"kept\s+failing)"),
+    # "how long did the build take"
+    (r"how\s+(?:long|much\s+time|fast|slow|slowly|quickly)(?:\s+[\w'./-]+){0,8}?\s+"
+     r"(?:take|took|taking|run|ran|last|lasted)"),
+    # "did the tests pass", "whether the build succeeded"
+    (rf"(?:did|does|whether|if)(?:\s+[\w'-]+){{0,2}}?\s+(?:{_RUN})\s+"
+     r"(?:pass|passed|fail|failed|succeed|succeeded)"))
+
 
 # users' words for each tool, from its documentation's verbs; hand-written (docs/tuning.md)
 TOOL_WORDS: Mapping[str, tuple[str, ...]] = {

@@ -9,8 +9,9 @@ chunk, and every chunk of a turn quotes its request. So each question is read fo
 
 - ``ending``: it asks what came of the work ("in the end", "how did it end", "what
   came of"): the session's closing summary (its last reply) is wanted;
-- ``output``: it asks what a tool showed or returned ("what did it print", "the
-  output", "what did git say"): a call with its result, or the whole output;
+- ``output``: it asks what a run showed or returned ("what did the test run report",
+  "which case failed", "what error did it hit", "how long did it take"): a call with
+  its result, the whole output, or a code block of a reply (the output it quotes);
 - ``call``: it asks how something was done, which command or which argument ("how did
   we check", "how was it pushed", "which command", "which paths did we stage"; not "what
   did we add", whose answer is as often a reply): a call, or its input;
@@ -57,6 +58,10 @@ class RoleChunk:
     commands: frozenset[str] = frozenset()  # a shell call's programs (``lexicon.commands_of``)
 
 
+# a reply's code block (engine.recall.chunks.SESSION_CODE): where a reply quotes a run's output
+QUOTED_OUTPUT = "session_code"
+
+
 def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> list[float]:
     """Each chunk's bonus for the roles the question asks for (0 when it asks none).
     The closing summary is its session's last reply among ``chunks`` (a whole reply,
@@ -77,7 +82,8 @@ def role_bonuses(query: str, chunks: list[RoleChunk], cfg: TurnRoleConfig) -> li
         tool = c.kind == "tool"
         if c.session is not None and last.get(c.session) == c.ordinal and c.kind == "turn_pair":
             bonus += cfg.ending_bonus
-        if asks.get("output") and tool and c.part in (None, "output"):
+        if asks.get("output") and (tool and c.part in (None, "output")
+                                   or c.kind == QUOTED_OUTPUT):
             bonus += cfg.output_bonus
         if asks.get("call") and tool and c.part in (None, "input"):
             bonus += cfg.call_bonus

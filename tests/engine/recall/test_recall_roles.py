@@ -109,6 +109,45 @@ def test_a_question_about_a_reply_a_result_or_an_edits_content_asks_no_call() ->
         assert not cues.asks(q)["call"], q
 
 
+def test_a_question_asking_what_a_run_printed_or_reported_asks_for_its_output() -> None:
+    cues = TurnRoleConfig()
+    for q in ("what did the test run report after the rebase?",
+              "which case failed in the integration suite?",
+              "how long did the migration take?",
+              "what did the lint show for the new module?",
+              "what error did the build hit on the runner?",
+              "what was the exit code of the deploy script?",
+              "how many tests passed once the fixture was fixed?",
+              "what was printed when the server started?",
+              "did the tests pass after the rename?"):
+        assert cues.asks(q)["output"], q
+
+
+def test_a_question_about_what_someone_did_or_a_topic_word_asks_no_output() -> None:
+    cues = TurnRoleConfig()
+    for q in ("what did we add to the changelog?",
+              "what did the assistant say about the cache?",
+              "what did I say about caching?",
+              "where is the output directory configured?",
+              "how do we return early from the parser?",
+              "which command did I run to rebuild the index?",
+              "why did we pick sqlite over postgres?",
+              "when was the logging module split out?"):
+        assert not cues.asks(q)["output"], q
+
+
+def test_by_default_an_output_question_ranks_results_and_quoted_output_up() -> None:
+    chunks = [RoleChunk("turn_pair", "a", 1), RoleChunk("tool", "a", 2, tool="Bash"),
+              RoleChunk("tool", "a", 3, tool="Bash", part="output"),
+              RoleChunk("tool", "a", 4, tool="Bash", part="input"),
+              RoleChunk("session_code", "a", 5)]
+    cfg = dataclasses.replace(TurnRoleConfig(), named_bonus=0.0, shown_bonus=0.0)
+    assert cfg.output_bonus > 0
+    b = cfg.output_bonus
+    assert role_bonuses("what did the test run report?", chunks, cfg) == [0.0, b, b, 0.0, b]
+    assert role_bonuses("where is the output directory set?", chunks, cfg) == [0.0] * 5
+
+
 def test_by_default_a_how_question_ranks_the_calls_up_and_not_the_replies() -> None:
     chunks = [RoleChunk("turn_pair", "a", 1), RoleChunk("tool", "a", 2, tool="Bash"),
               RoleChunk("tool", "a", 3, tool="Bash", part="output")]
@@ -127,7 +166,7 @@ def test_preferred_moves_the_asked_role_up_and_leaves_other_questions_alone() ->
         2, 1, 3]
     assert [c for c, _, _ in preferred("why this design?", ranked, rows, cfg)] == [1, 3, 2]
     off = TurnRoleConfig(named_bonus=0.0, ending_bonus=0.0, cause_bonus=0.0, shown_bonus=0.0,
-                         call_bonus=0.0)
+                         call_bonus=0.0, output_bonus=0.0)
     assert not off.on
     assert preferred("which skill did I launch?", ranked, rows, off) == ranked
 
