@@ -15,8 +15,8 @@ every knob off together (the bench's ``today`` settings, part_penalty 0 too).
 A question a knob cannot change is not asked again: a turn-role bonus only acts on a
 question with its cue (``cause`` words for ``cause_bonus``, ``lexicon.asks_shown`` for
 ``shown_bonus``, an ``ending`` word for ``ending_bonus``, a tool's words for
-``named_bonus``, a ``call`` ask for ``call_bonus``), so for the others the default's
-answer stands (the column "asked"
+``named_bonus``, a ``call`` ask for ``call_bonus``, an ``output`` ask for
+``output_bonus``), so for the others the default's answer stands (the column "asked"
 says how many were).
 
 ``--cv K``: K folds by session over the questions (whole sessions per fold). For each
@@ -131,6 +131,8 @@ KNOBS = (
          _role("ending_bonus"), cue="ending"),
     Knob("recall.turn_roles.call_bonus", 0.1, 0.0, (0.0, 0.05, 0.1, 0.2),
          _role("call_bonus"), cue="call"),
+    Knob("recall.turn_roles.output_bonus", 0.05, 0.0, (0.0, 0.05, 0.1, 0.2),
+         _role("output_bonus"), cue="output"),
     Knob("recall.turn_roles.repeat_penalty", 0.1, 0.0, (0.0, 0.05, 0.1, 0.2),
          _role("repeat_penalty")),
     Knob("rerank.session_expand_words", 5, 0, (0, 2, 5, 10), _rerank("session_expand_words")),
@@ -156,7 +158,7 @@ def cue_of(knob: Knob, eng: Any, tools: set[str]) -> Callable[[str], bool] | Non
     from engine.lab import asks_shown, named_tools
 
     roles = eng.rt.cfg.recall.turn_roles
-    if knob.cue in ("cause", "ending", "call"):
+    if knob.cue in ("cause", "ending", "call", "output"):
         cue = knob.cue
         return lambda q: bool(roles.asks(q).get(cue))
     if knob.cue == "shown":

@@ -68,6 +68,9 @@ def test_only_questions_with_the_cue_are_asked_again() -> None:
     call = ra.cue_of(knobs["recall.turn_roles.call_bonus"], eng, set())
     assert call is not None
     assert call("how did we check that it still builds") and not call("what did we add")
+    output = ra.cue_of(knobs["recall.turn_roles.output_bonus"], eng, set())
+    assert output is not None
+    assert output("what did the test run report") and not output("where is the output dir")
     assert ra.cue_of(knobs["recall.adapt"], eng, set()) is None  # every question
 
 
