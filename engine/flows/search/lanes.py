@@ -22,6 +22,7 @@ from engine.retrieval.config import RerankConfig
 from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.fusion import rrf
 from engine.retrieval.query import QueryAnalysis
+from engine.store.vault import recency
 from engine.store.vault.rows import ChunkRow, Filters
 
 
@@ -194,7 +195,7 @@ def lane_stage(rt: Runtime, plan: QueryPlan, timer: StageTimer,
             lanes["adapted"] = nearest(rt, plan.lane_map(qvec), depth, filters)[0]
     if plan.recency:
         with timer.stage("recency"):
-            lanes["recency"] = rt.vault.recent(cfg.search.recency_depth, filters)
+            lanes["recency"] = recency.recent(rt.vault, cfg.search.recency_depth, filters)
     return LaneHits(lanes, rows, sims, dict(found), qvec, hit_vectors, prepared,
                     plan.analysis)
 

@@ -20,6 +20,7 @@ Named reads and writes on the vault, by concern:
   ``aliases`` paths sharing a stored source; ``surrogate_rows`` stored summaries;
 - ``neighbours``  the chunks beside the best hits; ``fts_terms`` words as the keyword
   index holds them; ``kind_share`` what a kinds filter lets through;
+- ``recency``     the recency lane's read (newest first; chunks without a time);
 - ``recall_sessions``, ``session_terms``, ``recall_files``, ``adapt``  coding sessions as recall
   reads them, their sync state and what recall learned;
 - ``embed_cache`` the embedding cache; ``rebuild`` what a vector rebuild reads;

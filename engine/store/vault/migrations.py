@@ -201,7 +201,7 @@ M10_SPEAKER_INDEX = """
 """
 
 # The chunks without a time (documents'), by kind: whether a filter of kinds can pass
-# any of them is a seek here (``Vault._has_untimed``). Recall's filter of session kinds
+# any of them is a seek here (``recency.has_untimed``). Recall's filter of session kinds
 # passes none, and without this the recency lane walked every document source to find
 # that out: 1.5 s a recall in a 500k-chunk store of documents and sessions (issue 35).
 M11_UNTIMED_KIND_INDEX = """

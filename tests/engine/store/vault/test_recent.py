@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.facade import ContextEngine
+from engine.store.vault import recency
 from engine.store.vault.core import Vault
 from engine.store.vault.rows import Filters
 from tests.engine.store.vault.vm_steps import vm_steps
@@ -58,7 +59,7 @@ def test_recent_is_the_one_sort_of_every_chunk(mixed: ContextEngine, limit: int)
     vault = mixed.rt.vault
     n = vault._conn().execute("SELECT count(*), sum(time IS NULL) FROM chunks").fetchone()
     assert n[0] > 40 and 0 < n[1] < n[0]  # both kinds of chunk are there
-    assert vault.recent(limit, Filters()) == _reference(vault, limit, Filters())
+    assert recency.recent(vault, limit, Filters()) == _reference(vault, limit, Filters())
 
 
 def test_recent_with_filters(mixed: ContextEngine) -> None:
@@ -69,8 +70,8 @@ def test_recent_with_filters(mixed: ContextEngine) -> None:
               Filters(source_ids=some), Filters(since=T0 + 900), Filters(until=T0 + 1200),
               Filters(path_prefix="chat:")):
         for limit in (1, 4, 30):
-            assert vault.recent(limit, f) == _reference(vault, limit, f), (f, limit)
-    assert vault.recent(0, Filters()) == []
+            assert recency.recent(vault, limit, f) == _reference(vault, limit, f), (f, limit)
+    assert recency.recent(vault, 0, Filters()) == []
 
 
 def test_a_store_of_timed_chunks_only_then_a_document(engine: ContextEngine) -> None:
@@ -82,11 +83,11 @@ def test_a_store_of_timed_chunks_only_then_a_document(engine: ContextEngine) -> 
                   "time": T0 + n * 1000 + j} for j in range(5)]
         engine.wait(engine.ingest_conversation(turns, title=f"chat {n}", uri=f"chat:{n}"))
     vault = engine.rt.vault
-    assert vault.recent(7, Filters()) == _reference(vault, 7, Filters())
-    assert not vault._has_untimed()
+    assert recency.recent(vault, 7, Filters()) == _reference(vault, 7, Filters())
+    assert not recency.has_untimed(vault)
     engine.wait(engine.ingest(text="A note written after the chats. " * 20, title="note"))
-    assert vault._has_untimed()
-    got = vault.recent(7, Filters())
+    assert recency.has_untimed(vault)
+    got = recency.recent(vault, 7, Filters())
     assert got == _reference(vault, 7, Filters())
     note = {r.id for r in vault.chunks(got).values() if r.kind != "conversation"}
     assert note and got[0] in note  # the newest source's chunks come first
@@ -116,13 +117,13 @@ def test_a_filter_of_session_kinds_skips_the_documents_without_reading_them(
                           "content_hash, time) VALUES (9999, ?, 'turn', 'hello', 1, 'h', ?)",
                           [(j, T0 + j) for j in range(5)])
         session = Filters(kinds=("turn", "tool_call"))
-        got, steps = vm_steps(vault, lambda: vault.recent(50, session))
+        got, steps = vm_steps(vault, lambda: recency.recent(vault, 50, session))
         assert got == _reference(vault, 50, session) and len(got) == 5
         assert steps < docs * per // 100, f"{steps * 100} VM steps: documents read"
         # a filter that passes the documents still walks them, exactly
-        assert vault.recent(7, Filters(kinds=("section",))) == _reference(
+        assert recency.recent(vault, 7, Filters(kinds=("section",))) == _reference(
             vault, 7, Filters(kinds=("section",)))
-        assert vault.recent(7, Filters(kinds=("document",))) == _reference(
+        assert recency.recent(vault, 7, Filters(kinds=("document",))) == _reference(
             vault, 7, Filters(kinds=("document",)))
     finally:
         vault.close()
