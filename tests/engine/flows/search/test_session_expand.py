@@ -11,6 +11,7 @@ import pytest
 from engine.config import Config
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
+from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import LaneResult, run_lanes
 from engine.flows.search.ranking import Ranked, rank_hits, rank_query
 from engine.flows.search.session_expand import (
@@ -33,6 +34,18 @@ def _cfg(cfg: Config, **rerank: object) -> Config:
 
 def _added(res: LaneResult, out: LaneResult, added: int, window: int) -> list[int]:
     return [cid for cid, _, _ in out.fused[min(window, len(res.fused)):][:added]]
+
+
+def _synced(engine: ContextEngine) -> tuple[Runtime, Filters, LaneResult, list[int], list[str]]:
+    """The shared transcripts synced, the query's lanes over the session kinds, the
+    window's chunk ids and its sessions in window order."""
+    engine.sync([str(shared_data("transcripts"))])
+    rt = engine.rt
+    filters = Filters(kinds=KINDS)
+    res = run_lanes(rt, QUERY, filters=filters)
+    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
+    return rt, filters, res, window, list(dict.fromkeys(res.rows[c].meta["session"]
+                                                        for c in window))
 
 
 def test_the_best_sessions_join_the_window_whole(engine: ContextEngine) -> None:
@@ -76,12 +89,7 @@ def test_the_sessions_ranked_first_are_expanded_the_later_ones_by_their_closest(
     """Given the window reranked once, the sessions of its best chunks are expanded in
     that order, even one the fused sum puts last: the first whole, each later one only
     its ``session_expand_others`` chunks closest to the query."""
-    engine.sync([str(shared_data("transcripts"))])
-    rt = engine.rt
-    filters = Filters(kinds=KINDS)
-    res = run_lanes(rt, QUERY, filters=filters)
-    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
-    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    rt, filters, res, window, order = _synced(engine)
     assert len(order) >= 2
     last, other = order[-1], order[0]  # the fused sum's last session, then its first
     firsts: list[Ranked] = [(c, 1.0, {}) for c in window if res.rows[c].meta["session"] == last]
@@ -170,12 +178,7 @@ def test_a_later_session_adds_its_best_worded_chunks_besides_its_closest(
     """``session_expand_words``: each session after the first adds, besides its
     ``session_expand_others`` closest chunks, those holding the most of the question's
     terms (the answer often shares the question's words, not its meaning)."""
-    engine.sync([str(shared_data("transcripts"))])
-    rt = engine.rt
-    filters = Filters(kinds=KINDS)
-    res = run_lanes(rt, QUERY, filters=filters)
-    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
-    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    rt, filters, res, window, order = _synced(engine)
     first, other = order[0], order[1]
     firsts: list[Ranked] = [(c, 1.0, {}) for c in window if res.rows[c].meta["session"] == first]
     seconds: list[Ranked] = [(c, 0.5, {}) for c in window
@@ -204,12 +207,7 @@ def test_the_session_lane_expands_the_session_of_the_question_s_rare_words(
     closest and best-worded chunks), when their share reaches ``session_lane_min``: a
     look-alike session's chunks may outrank the right one's in the window, but only the
     right one uses the question's own words."""
-    engine.sync([str(shared_data("transcripts"))])
-    rt = engine.rt
-    filters = Filters(kinds=KINDS)
-    res = run_lanes(rt, QUERY, filters=filters)
-    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
-    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    rt, filters, res, window, order = _synced(engine)
     firsts: list[Ranked] = [(c, 1.0, {}) for c in window
                             if res.rows[c].meta["session"] == order[0]]
     ranked = firsts[:1]
@@ -240,12 +238,7 @@ def test_a_later_session_s_texts_are_read_for_its_chosen_chunks_only(
     chosen by their vectors: its rows are read without their texts (and meta) and only
     the chosen ones whole (issue 35: up to 400 rows a session at 500k chunks), and the
     expansion is the same as when every row is read whole."""
-    engine.sync([str(shared_data("transcripts"))])
-    rt = engine.rt
-    filters = Filters(kinds=KINDS)
-    res = run_lanes(rt, QUERY, filters=filters)
-    window = [cid for cid, _, _ in res.fused[: rt.cfg.rerank.window]]
-    order = list(dict.fromkeys(res.rows[c].meta["session"] for c in window))
+    rt, filters, res, window, order = _synced(engine)
     ranked: list[Ranked] = [next((c, 1.0 - i, {}) for c in window
                                  if res.rows[c].meta["session"] == s)
                             for i, s in enumerate(order[:3])]
