@@ -136,6 +136,16 @@ class ExactIndex:
                     self._proj[n:need], self._fine[n:need] = fproj
                 self._n = need
 
+    def _with_new(self, fresh: np.ndarray, fvecs: np.ndarray,
+                  proj: tuple[np.ndarray, np.ndarray] | None
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each held array's name -> (the array, its new rows): ids, rows (already of the
+        index's type: ``add`` casts them) and, with a prefilter, their projections."""
+        parts = {"_ids": (self._ids, fresh), "_mat": (self._mat, fvecs)}
+        if proj is not None:
+            parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
+        return parts
+
     def _merge_tail(self, at: int, fresh: np.ndarray, fvecs: np.ndarray,
                     proj: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Rows whose ids fall among the held rows from ``at`` on: those rows and the new
@@ -144,9 +154,7 @@ class ExactIndex:
         n = self._n
         need = n + len(fresh)
         perm = np.argsort(np.concatenate([self._ids[at:n], fresh]), kind="stable")
-        parts = {"_ids": (self._ids, fresh), "_mat": (self._mat, fvecs.astype(self._dtype))}
-        if proj is not None:
-            parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
+        parts = self._with_new(fresh, fvecs, proj)
         merged = {name: np.concatenate([held[at:n], more])[perm]
                   for name, (held, more) in parts.items()}
         with self._lock.write():
@@ -165,9 +173,7 @@ class ExactIndex:
         need = len(ids)
         cap = len(self._mat) if need <= len(self._mat) else \
             max(need, len(self._mat) + len(self._mat) // 8, 1024)
-        parts = {"_ids": (self._ids, fresh), "_mat": (self._mat, fvecs.astype(self._dtype))}
-        if proj is not None:
-            parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
+        parts = self._with_new(fresh, fvecs, proj)
         new = {}
         for name, (held, more) in parts.items():
             out = np.zeros((cap, *held.shape[1:]), held.dtype)
