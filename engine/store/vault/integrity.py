@@ -8,6 +8,11 @@ makes the file unreadable with the key (SQLITE_NOTADB). Three parts:
   refused (another store's, damaged, too new) is left byte for byte as it was: a
   read-write connection would merge whatever WAL lies beside it into vault.db
   when it closes, even under the wrong key. It can check every page's HMAC too.
+  One state only a read-write connection mends: a WAL index (-shm) left stale by a
+  process killed as it started a new log, which a read-only reader can never use
+  (it retried for 10 s, then said "busy", on every open after). ``probe`` rebuilds
+  that index first, as any read-write open after a crash does; the data dir's
+  lock, held by its caller, means no other engine has the vault.
 - ``VaultConnection`` (every connection the vault makes) turns those errors,
   in whatever query meets them, into ``VaultDamaged``, and tells the vault, which
   refuses every call from then on (``Vault.damage``).
@@ -38,6 +43,8 @@ log = logging.getLogger("ctx.vault")
 SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB = 10, 11, 26
 SQLITE_BUSY, SQLITE_PROTOCOL = 5, 15  # a lock held or being recovered: not damage
 BUSY_TRIES = 6  # the open check tried again at 0.1, 0.2 ... 3.2 s: 6.3 s at most
+BUSY_WAIT_S = 30.0  # how long the connection that rebuilds a stale WAL index waits on a lock
+WAL_HEADER, WAL_INDEX_HEADER = 32, 48  # bytes: the -wal's header, one copy of the -shm's
 PAGE, HMAC_SIZE = 4096, 64  # SQLCipher 4's defaults: page size, HMAC-SHA512 at its end
 # SQLite never writes the page holding byte 0x40000000 (its lock bytes): a vault past
 # 1 GiB has it as zeros, with no HMAC, and checking it was a false alarm
@@ -144,22 +151,73 @@ def is_busy(exc: BaseException) -> bool:
 
 
 class _Busy(Exception):
-    pass
+    def __init__(self, stale: bool) -> None:
+        super().__init__()
+        self.stale = stale  # SQLITE_PROTOCOL: a WAL index no read-only reader can use
+
+
+def stale_index(path: Path) -> bool:
+    """Whether the WAL index beside ``path`` (its -shm) cannot serve a read-only reader:
+    its header never set, its two copies apart, or naming another log than the -wal
+    (its salts), as a process killed while it started a new log leaves it (the layout:
+    https://www.sqlite.org/walformat.html). False when there is no index to read."""
+    try:
+        with open(path.with_name(path.name + "-shm"), "rb") as fh:
+            head = fh.read(2 * WAL_INDEX_HEADER)
+        with open(path.with_name(path.name + "-wal"), "rb") as fh:
+            log_head = fh.read(WAL_HEADER)
+    except OSError:
+        return False
+    if len(head) < 2 * WAL_INDEX_HEADER or not head[12]:  # isInit
+        return True
+    if head[:WAL_INDEX_HEADER] != head[WAL_INDEX_HEADER:]:
+        return True
+    if len(log_head) < WAL_HEADER:  # no log: the index must say so (mxFrame 0)
+        return head[16:20] != bytes(4)
+    return head[32:40] != log_head[16:24]  # aSalt against the log's salts
+
+
+def rebuild_index(path: Path, hexkey: str) -> None:
+    """Rebuild a stale WAL index with a read-write connection, as any read-write open
+    after a crash does (from the log's committed frames; closing, it folds them into
+    vault.db, the same content). Whatever else fails here, the probe after names it."""
+    log.warning("the vault's WAL index was left stale by a process stopped mid-write: "
+                "rebuilt")
+    conn = sqlite.connect(str(path), isolation_level=None, timeout=BUSY_WAIT_S)
+    try:
+        quiet(conn)
+        conn.execute(f"PRAGMA key = \"x'{hexkey}'\"")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite.Error:
+        pass
+    finally:
+        conn.close()
 
 
 def probe(path: Path, hexkey: str, *, pages: bool) -> None:
-    """:func:`probe_once`, tried again while the vault is busy (a kill -9 mid-write leaves
-    WAL locks that the next opener recovers; under load that took long enough to read
-    "locking protocol", which was reported as a damaged vault). Still busy: StoreLocked."""
-    for attempt in range(BUSY_TRIES):
+    """:func:`probe_once`, tried again while the vault is busy (another connection holds
+    its locks). Still busy: StoreLocked. A WAL index that a kill -9 left stale
+    (``stale_index``, or met as SQLITE_PROTOCOL, "locking protocol") is rebuilt once
+    first: a read-only reader never can, and every open after a kill at that moment said
+    "busy" for good (found by test_kill_during_an_online_rotation in CI)."""
+    rebuilt = stale_index(path)
+    if rebuilt:
+        rebuild_index(path, hexkey)
+    tries = 0
+    while True:
         try:
             probe_once(path, hexkey, pages=pages)
             return
-        except _Busy:
-            if attempt == BUSY_TRIES - 1:
+        except _Busy as busy:
+            if busy.stale and not rebuilt:  # then checked again: not counted as a try
+                rebuilt = True
+                rebuild_index(path, hexkey)
+                continue
+            tries += 1
+            if tries == BUSY_TRIES:
                 raise StoreLocked("vault.db is busy: another process holds its locks; try "
                                   "again in a moment") from None
-            time.sleep(0.1 * 2 ** attempt)
+            time.sleep(0.1 * 2 ** (tries - 1))
 
 
 def probe_once(path: Path, hexkey: str, *, pages: bool) -> None:
@@ -202,7 +260,9 @@ def probe_once(path: Path, hexkey: str, *, pages: bool) -> None:
 
 def _open_error(exc: sqlite.DatabaseError) -> Exception:
     if is_busy(exc):
-        return _Busy()
+        code = getattr(exc, "sqlite_errorcode", None)
+        return _Busy(stale=(int(code) & 0xFF == SQLITE_PROTOCOL) if code is not None
+                     else "locking protocol" in str(exc).lower())
     code = damage_code(exc)
     if code is not None:
         return damaged(code, running=False)

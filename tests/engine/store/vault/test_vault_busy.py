@@ -5,10 +5,16 @@ loaded machine the open check met that as SQLITE_PROTOCOL ("locking protocol") a
 vault_damaged ("restore it from a backup"): a false alarm (seen in the full suite,
 test_kill_during_backup at load 12). The open check now tries again while the vault is
 busy, and says store_locked if it stays so. Real SQLCipher files and connections.
+
+A kill as a writer starts a new log leaves a WAL index (-shm) that no read-only reader
+can use: SQLite retried for 10 s and said SQLITE_PROTOCOL on every open after, for good
+(CI, test_kill_during_an_online_rotation; reproduced 2 in ~1,000 kills). The open check
+rebuilds such an index with a read-write connection, as any open after a crash does.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -80,3 +86,65 @@ def test_a_vault_that_stays_busy_is_locked_not_damaged(tmp_path: Path,
             integrity.probe(path, KEY, pages=False)
     finally:
         holder.close()
+
+
+def _stale(tmp_path: Path, how: str) -> Path:
+    """A vault whose content is all in vault.db, beside a log holding only its header and
+    an index left as a kill leaves it: ``never set`` (zeros), or ``other log`` (set up
+    for the empty log before, as the killed writer found it, not for its new one)."""
+    path = tmp_path / how.replace(" ", "-") / "vault.db"
+    path.parent.mkdir()
+    _vault(path)
+    conn = sqlite.connect(str(path), isolation_level=None)
+    conn.execute(f"PRAGMA key = \"x'{KEY}'\"")
+    conn.execute("SELECT count(*) FROM t").fetchone()  # an index for the empty log
+    index = path.with_name("vault.db-shm").read_bytes()
+    conn.execute("INSERT INTO t VALUES (2)")  # a new log: its header, with new salts
+    log_head = path.with_name("vault.db-wal").read_bytes()[:32]
+    conn.close()  # folds the row into vault.db
+    path.with_name("vault.db-wal").write_bytes(log_head)
+    path.with_name("vault.db-shm").write_bytes(bytes(len(index)) if how == "never set"
+                                              else index)
+    return path
+
+
+@pytest.mark.parametrize("how", ["never set", "other log"])
+def test_a_wal_index_a_kill_left_stale_is_rebuilt(tmp_path: Path, how: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(integrity, "BUSY_TRIES", 1)  # before the fix: 10 s, then locked
+    path = _stale(tmp_path, how)
+    assert integrity.stale_index(path)
+    integrity.probe(path, KEY, pages=True)
+    reader = integrity.open_readonly(path, KEY)
+    assert reader.execute("SELECT x FROM t ORDER BY x").fetchall() == [(1,), (2,)]
+    reader.close()
+
+
+def test_a_live_or_absent_wal_index_is_not_stale(tmp_path: Path) -> None:
+    path = tmp_path / "vault.db"
+    _vault(path)
+    assert not integrity.stale_index(path)  # closed cleanly: no log, no index
+    writer = sqlite.connect(str(path), isolation_level=None)
+    writer.execute(f"PRAGMA key = \"x'{KEY}'\"")
+    writer.execute("INSERT INTO t VALUES (2)")
+    try:
+        assert not integrity.stale_index(path)
+        integrity.probe(path, KEY, pages=False)
+    finally:
+        writer.close()
+
+
+@pytest.mark.slow
+def test_a_stale_index_met_as_locking_protocol_is_rebuilt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever state the header check misses: SQLITE_PROTOCOL (after SQLite's own 10 s of
+    tries) rebuilds the index once, then the check is run again."""
+    monkeypatch.setattr(integrity, "BUSY_TRIES", 1)
+    monkeypatch.setattr(integrity, "stale_index", lambda path: False)
+    path = _stale(tmp_path, "other log")
+    kept = tmp_path / "kept"
+    shutil.copytree(path.parent, kept)
+    integrity.probe(path, KEY, pages=False)
+    with pytest.raises(StoreLocked):  # with the rebuild off: what every open said before
+        monkeypatch.setattr(integrity, "rebuild_index", lambda path, hexkey: None)
+        integrity.probe(kept / "vault.db", KEY, pages=False)
