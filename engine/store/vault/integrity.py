@@ -157,20 +157,20 @@ class _Busy(Exception):
 
 
 def stale_index(path: Path) -> bool:
-    """Whether the WAL index beside ``path`` (its -shm) cannot serve a read-only reader:
-    its header never set, its two copies apart, or naming another log than the -wal
-    (its salts), as a process killed while it started a new log leaves it (the layout:
-    https://www.sqlite.org/walformat.html). False when there is no index to read."""
+    """Whether the WAL index beside ``path`` (its -shm) cannot serve a read-only reader,
+    as a process killed while it started a new log leaves it: its header names other
+    salts than the -wal's own (never set: zeros), or frames where no log is. A read-only
+    reader with no other process on the file reads the log by that header and retries
+    until SQLITE_PROTOCOL (the layout: https://www.sqlite.org/walformat.html). False when
+    there is no index or no log to read."""
     try:
         with open(path.with_name(path.name + "-shm"), "rb") as fh:
-            head = fh.read(2 * WAL_INDEX_HEADER)
+            head = fh.read(WAL_INDEX_HEADER)
         with open(path.with_name(path.name + "-wal"), "rb") as fh:
             log_head = fh.read(WAL_HEADER)
     except OSError:
         return False
-    if len(head) < 2 * WAL_INDEX_HEADER or not head[12]:  # isInit
-        return True
-    if head[:WAL_INDEX_HEADER] != head[WAL_INDEX_HEADER:]:
+    if len(head) < WAL_INDEX_HEADER:
         return True
     if len(log_head) < WAL_HEADER:  # no log: the index must say so (mxFrame 0)
         return head[16:20] != bytes(4)
@@ -181,7 +181,7 @@ def rebuild_index(path: Path, hexkey: str) -> None:
     """Rebuild a stale WAL index with a read-write connection, as any read-write open
     after a crash does (from the log's committed frames; closing, it folds them into
     vault.db, the same content). Whatever else fails here, the probe after names it."""
-    log.warning("the vault's WAL index was left stale by a process stopped mid-write: "
+    log.warning("the vault's WAL index, left stale by a process stopped mid-write, is "
                 "rebuilt")
     conn = sqlite.connect(str(path), isolation_level=None, timeout=BUSY_WAIT_S)
     try:
