@@ -13,7 +13,9 @@ from engine.api.base import Plain, known
 @dataclass(frozen=True)
 class SourceInfo(Plain):
     """A stored source; ``stage`` (``SOURCE_STAGES``): "keyword" while its vectors are
-    being made (found by keyword only), "ready" once both lanes have it."""
+    being made (found by keyword only), "ready" once both lanes have it. A session's
+    transcript is one source however many syncs stored it: ``segments`` counts them (1
+    for any other source), its uri is ``transcript:<path>``, its sizes are summed."""
 
     id: int
     uri: str
@@ -28,6 +30,7 @@ class SourceInfo(Plain):
     tokens: int
     project: str | None
     stage: str = "ready"
+    segments: int = 1
 
 
 @dataclass(frozen=True)

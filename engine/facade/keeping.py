@@ -27,6 +27,7 @@ from engine.flows.keeping.vector_rebuild import check_vectors, repair_work
 from engine.flows.runtime import Runtime
 from engine.pathnames import shown
 from engine.store.vault import sources as src
+from engine.store.vault import transcripts
 
 log = logging.getLogger("ctx.engine")
 R = TypeVar("R")
@@ -71,12 +72,14 @@ class Keeping:
         # a job interrupted earlier must not bring them back when it is resumed
         self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
         uris = src.uris_of(rt.vault, what.ids)
+        # a transcript's segments are one item, as ``sources`` lists them
+        deleted = transcripts.items(rt.vault, what.ids) + len(what.paths)
         job = self._runner.submit("delete", deleting.delete_work(rt, self._writer, what))
         if any(u.startswith("transcript:") for u in uris):  # recall learned from them:
             self._refit(force=True)  # fitted again without them, after the delete
         rt.audit.record("delete", os.getpid(), [str(i) for i in what.ids],
                         {"sources": len(what.ids), "paths": len(what.paths)})
-        result = api.DeleteResult(len(what.ids) + len(what.paths), tuple(what.ids), job=job.id)
+        result = api.DeleteResult(deleted, tuple(what.ids), job=job.id)
         if wait:
             wait_ok(self._runner, job.id)
         return result

@@ -29,6 +29,7 @@ from engine.flows.runtime import Runtime
 from engine.flows.search.inputs import check_kinds, check_query
 from engine.flows.search.ranking import search as run_search
 from engine.store.vault import sources as src
+from engine.store.vault import transcripts
 from engine.store.vault.gate import ReadGate
 from engine.store.vault.rows import Filters
 from engine.types import ConversationTurns, LiveItems
@@ -84,7 +85,7 @@ class Reading:
 
     @_gated
     def sources(self, *, project: str | None) -> list[SourceInfo]:
-        return src.list_ready(self._live().vault, project=project)
+        return transcripts.grouped(src.list_ready(self._live().vault, project=project))
 
     @_gated
     def status(self) -> Status:

@@ -18,6 +18,7 @@ Named reads and writes on the vault, by concern:
 
 - ``sources``     sources stored in two stages, crash-safe with the vector index;
   ``aliases`` paths sharing a stored source; ``surrogate_rows`` stored summaries;
+  ``transcripts`` a transcript's segment sources seen as one (listed, counted, deleted);
 - ``neighbours``  the chunks beside the best hits; ``fts_terms`` words as the keyword
   index holds them; ``kind_share`` what a kinds filter lets through;
 - ``recency``     the recency lane's read (newest first; chunks without a time);

@@ -28,6 +28,7 @@ from engine.api import SourceInfo
 from engine.pathnames import shown
 from engine.store.vault.aliases import retire_versions
 from engine.store.vault.core import Vault
+from engine.store.vault.transcripts import EXTRA_SEGMENTS, ITEM_KEY, TRANSCRIPT, whole_files
 from engine.types import ChunkDraft, LoadedDocument
 
 SOURCE_COLUMNS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
@@ -307,24 +308,30 @@ class SourceCounts(TypedDict):
 
 def counts(vault: Vault) -> SourceCounts:
     """Stored sources, chunks, tokens and bytes; and of them, the sources (and chunks)
-    still waiting for their vectors."""
+    still waiting for their vectors. A transcript's segments count as one source, as
+    ``sources`` lists them (``transcripts``)."""
     row = vault._conn().execute(
-        "SELECT count(*), COALESCE(sum(n_chunks), 0), COALESCE(sum(tokens), 0), "
-        "COALESCE(sum(bytes), 0) FROM sources WHERE state = 'ready'").fetchone()
+        f"SELECT count(*) - ({EXTRA_SEGMENTS}), COALESCE(sum(n_chunks), 0), "
+        "COALESCE(sum(tokens), 0), COALESCE(sum(bytes), 0) FROM sources "
+        "WHERE state = 'ready'").fetchone()
     wait = vault._conn().execute(
-        "SELECT count(*), COALESCE(sum(n_chunks), 0) FROM sources INDEXED BY sources_waiting "
-        "WHERE embedded = 0 AND state = 'ready'").fetchone()
+        f"SELECT count(DISTINCT {ITEM_KEY}), COALESCE(sum(n_chunks), 0) FROM sources "
+        "INDEXED BY sources_waiting WHERE embedded = 0 AND state = 'ready'").fetchone()
     return {"sources": row[0], "chunks": row[1], "tokens": row[2], "bytes": row[3],
             "sources_waiting": wait[0], "chunks_waiting": wait[1]}
 
 
-TRANSCRIPT = "transcript:"
 _NOT_PATHS = ("text:", "stdin:", "conversation:", "project:", TRANSCRIPT)
 
 
 def resolve(vault: Vault, source: str | int) -> list[int]:
     """Ready sources named by an id, a uri, a file or folder path (documents and
-    transcript segments under it), or ``project:NAME``."""
+    transcript segments under it), or ``project:NAME``; a transcript whole, whichever
+    of its segments is named (``transcripts.whole_files``)."""
+    return whole_files(vault, _named(vault, source))
+
+
+def _named(vault: Vault, source: str | int) -> list[int]:
     text = shown(str(source).strip())  # names that are not UTF-8 are stored with \xNN escapes
     if text.isdigit():
         return _ids(vault, "id = ?", (int(text),))

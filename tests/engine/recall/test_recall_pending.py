@@ -229,7 +229,7 @@ def test_completing_a_pending_call_keeps_what_recall_learned(data_dir: Path,
                                                               tmp_path: Path) -> None:
     """Dropping the pending calls' source (its call now stored for good) is no delete of
     a session: recall's learned reader stays, and no fit of every session is queued.
-    The engine's delete of that source alone still drops it."""
+    The engine's delete of that source (it deletes the whole session) still drops it."""
     from tests.engine.flows.recall.test_recall_adapt import FIT, synced, write_sessions
 
     data_dir.mkdir(parents=True, exist_ok=True)

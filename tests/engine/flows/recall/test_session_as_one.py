@@ -1,0 +1,171 @@
+"""A session's transcript is one memory item, however many syncs stored it.
+
+Each sync of a growing transcript stores what it added as a segment source
+(``transcript:<path>#<offset>``), and the calls still waiting for their result as
+``transcript:<path>#pending``. ``sources()`` lists the file once (its chunks summed,
+``segments`` counting them), ``status()`` counts it once, and a delete that names any
+one segment (its id or uri, as a recall hit shows them) deletes the whole session:
+every segment, its pending calls, its parser state and what recall learned. Before,
+each segment was listed and deleted alone, and a delete of one forgot the parser state
+the rest needed: the call completed later was stored without its name and input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.facade import ContextEngine
+from tests.conftest import shared_data
+from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
+
+REAL = "marot__spotter__short.jsonl"  # a small real Claude Code session
+REQUEST = "audit the monorepo for secrets and key files"
+COMMAND = "git ls-files | grep -E env"
+
+
+def _segments(engine: ContextEngine, path: Path) -> dict[int, tuple[str, int]]:
+    """The file's segment sources in the vault: id -> (uri, chunks)."""
+    prefix = f"transcript:{path}#"
+    return {int(sid): (str(uri), int(n)) for sid, uri, n in engine.rt.vault._query(
+        "SELECT id, uri, n_chunks FROM sources WHERE substr(uri, 1, ?) = ?",
+        (len(prefix), prefix))}
+
+
+def _texts(engine: ContextEngine) -> list[str]:
+    vault = engine.rt.vault
+    return [r.text for r in vault.chunks(vault.chunk_ids()).values()]
+
+
+def _in_thirds(source: Path, folder: Path, engine: ContextEngine) -> Path:
+    """The real session synced as it grew: a third, two thirds, all of it."""
+    lines = source.read_bytes().splitlines(keepends=True)
+    path = folder / source.name
+    for end in (len(lines) // 3, 2 * len(lines) // 3, len(lines)):
+        path.write_bytes(b"".join(lines[:end]))
+        engine.sync([str(folder)])
+    return path
+
+
+def _pending_session(folder: Path) -> tuple[Path, ClaudeLines]:
+    """A session that ends with a call still waiting for its result."""
+    claude = ClaudeLines(cwd="/home/u/src/monorepo")
+    path = write_lines(folder / "s.jsonl", [
+        claude.user(REQUEST),
+        claude.assistant([text("I will look for env files first.")], msg_id="m1"),
+        claude.assistant([tool_use("t1", "Bash", {"command": "find . -name '.env*'"})],
+                         msg_id="m1"),
+        claude.tool_result("t1", "./apps/app/.env\n./apps/app/.env.example"),
+        claude.assistant([tool_use("t2", "Bash", {"command": COMMAND})], msg_id="m2"),
+    ])
+    return path, claude
+
+
+def _grown(engine: ContextEngine, folder: Path) -> tuple[Path, ClaudeLines]:
+    """The pending session synced, then grown with a call answered while t2 still
+    waits: two segments and the pending calls' source."""
+    path, claude = _pending_session(folder)
+    engine.sync([str(folder)])
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(claude.assistant([tool_use("t3", "Bash", {"command": "git status"})],
+                                  msg_id="m2") + "\n")
+        fh.write(claude.tool_result("t3", " M README.md") + "\n")
+    engine.sync([str(folder)])
+    uris = sorted(u for u, _ in _segments(engine, path).values())
+    assert len(uris) == 3 and uris[-1].endswith("#pending")
+    return path, claude
+
+
+def test_a_real_session_synced_in_three_parts_is_listed_once(engine: ContextEngine,
+                                                             tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = _in_thirds(shared_data("transcripts", "claude", REAL), folder, engine)
+    segments = _segments(engine, path)
+    assert len(segments) >= 2  # the store keeps it in parts
+    listed = engine.sources()
+    assert [s.uri for s in listed] == [f"transcript:{path}"]
+    [one] = listed
+    assert one.kind == "transcript" and one.segments == len(segments)
+    assert one.n_chunks == sum(n for _, n in segments.values()) == len(_texts(engine))
+    assert one.id == min(segments)
+    status = engine.status()
+    assert status.sources == 1 and status.chunks == one.n_chunks
+    assert engine.sources(project=one.project) == listed
+
+
+def test_documents_and_sessions_are_counted_alike(engine: ContextEngine,
+                                                  tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _grown(engine, folder)
+    engine.ingest(text="the staging database is rebuilt every night", wait=True)
+    listed = engine.sources()
+    assert sorted(s.kind for s in listed) == ["text", "transcript"]
+    assert [s.segments for s in listed if s.kind == "text"] == [1]
+    assert engine.status().sources == len(listed) == 2
+
+
+def test_deleting_a_recall_hits_segment_deletes_the_whole_session(engine: ContextEngine,
+                                                                  tmp_path: Path) -> None:
+    """A hit names its segment (the pending calls' source here): deleting it by that uri
+    deletes every segment, and the file's parser state with them."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path, claude = _grown(engine, folder)
+    site = ClaudeLines(cwd="/home/u/src/site")
+    other = write_lines(folder / "other.jsonl", [
+        site.user("rename the blog's draft folder"),
+        site.assistant([text("Renamed drafts/ to unpublished/.")], msg_id="o1")])
+    engine.sync([str(folder)])
+    hit = next(h for h in engine.recall(COMMAND, k=10).hits or () if COMMAND in h.text)
+    assert hit.source == f"transcript:{path}#pending"
+    ids = set(_segments(engine, path))
+    result = engine.delete(hit.source, wait=True)
+    assert set(result.sources) == ids and result.deleted == 1
+    assert _segments(engine, path) == {}
+    assert not any(REQUEST in t for t in _texts(engine))
+    assert [s.uri for s in engine.sources()] == [f"transcript:{other}"]  # the other stays
+    with path.open("a", encoding="utf-8") as fh:  # the waiting call's result comes later
+        fh.write(claude.tool_result("t2", "apps/app/.env.example") + "\n")
+    engine.sync([str(folder)])
+    assert not any(REQUEST in t or "find . -name" in t for t in _texts(engine))
+
+
+def test_deleting_a_segment_by_id_deletes_the_whole_session(engine: ContextEngine,
+                                                            tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path, _ = _grown(engine, folder)
+    ids = sorted(_segments(engine, path))
+    result = engine.delete(ids[1], wait=True)  # the second segment, alone before
+    assert sorted(result.sources) == ids and result.deleted == 1
+    assert _segments(engine, path) == {} and engine.sources() == []
+    assert engine.status().sources == 0 and engine.status().chunks == 0
+
+
+def test_deleting_any_segment_refits_recall_without_the_session(data_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    """What recall learned goes with the session: the fit after the delete of one
+    segment has the whole session out (before, the rest of it stayed in)."""
+    from tests.engine.flows.recall.test_recall_adapt import (
+        FIT,
+        adapt_of,
+        synced,
+        write_sessions,
+    )
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "config.toml").write_text(FIT, encoding="utf-8")
+    folder = tmp_path / "sessions"
+    write_sessions(folder, 12)
+    with ContextEngine.open(data_dir) as eng:
+        path, _ = _grown(eng, folder)
+        synced(eng, folder)
+        before = adapt_of(eng).sessions
+        first = min(_segments(eng, path))
+        uri, _ = _segments(eng, path)[first]
+        eng.delete(uri, wait=True)
+        assert _segments(eng, path) == {}
+        assert eng._recall.adapt_job
+        assert eng.wait(eng._recall.adapt_job, timeout=60).state == "done"
+        assert adapt_of(eng).sessions == before - 1
