@@ -1,5 +1,7 @@
 """Sources panel: every stored source with kind, chunks, tokens and when it was ingested;
-a filter box; delete (after a confirmation) and re-ingest.
+a filter box; delete (after a confirmation) and re-ingest. A coding session is one row
+however many syncs stored it, as the engine lists it (``SourceInfo.segments``), and its
+delete removes all of it.
 
 The list is read on a pool worker whenever the host says sources changed (one read
 at a time: changes that come meanwhile make one more read after it). The table is a
@@ -35,13 +37,35 @@ SOURCE_COLUMNS = (
     Column("Kind", lambda s: item_kind(s.kind)),
     Column("Stage", lambda s: stage_name(s.stage),  # found by keywords only until vectors
            tip=lambda s: stage_name(s.stage, short=False)),
-    Column("Chunks", lambda s: fmt_int(s.n_chunks), key=lambda s: s.n_chunks, number=True),
+    Column("Chunks", lambda s: fmt_int(s.n_chunks), key=lambda s: s.n_chunks, number=True,
+           tip=lambda s: parts_line(s)),
     Column("Tokens", lambda s: fmt_int(s.tokens), key=lambda s: s.tokens, number=True),
     Column("Ingested", lambda s: fmt_time(s.ingested_at), key=lambda s: s.ingested_at or 0,
            number=True),
     Column("Location", lambda s: s.uri, tip=lambda s: s.uri),
 )
 COLUMNS = [c.header for c in SOURCE_COLUMNS]
+
+
+def parts_line(source: SourceInfo) -> str:
+    """What a session's row sums up: its chunks from every sync that stored some ("" for
+    a source stored at once)."""
+    if source.segments <= 1:
+        return ""
+    return f"{plural(source.n_chunks, 'chunk')}, stored by {fmt_int(source.segments)} syncs"
+
+
+def delete_question(source: SourceInfo) -> str:
+    """The confirmation a delete asks: a coding session goes whole, every sync's part."""
+    title = source.title or source.uri
+    if source.kind == "transcript":
+        parts = (f", stored by {fmt_int(source.segments)} syncs" if source.segments > 1
+                 else "")
+        return (f"Delete the session “{title}” and all its {fmt_int(source.n_chunks)} "
+                f"chunks{parts} from the store? This cannot be undone; the transcript "
+                "file on disk is not touched.")
+    return (f"Delete “{title}” and its {fmt_int(source.n_chunks)} chunks from the "
+            "store? This cannot be undone; the file on disk is not touched.")
 
 
 def haystack(source: SourceInfo) -> str:
@@ -214,9 +238,7 @@ class SourcesPanel(QWidget):
         if source is None:
             return
         title = source.title or source.uri
-        text = (f"Delete “{title}” and its {fmt_int(source.n_chunks)} chunks from the "
-                "store? This cannot be undone; the file on disk is not touched.")
-        if not self.confirm("Delete source", text):
+        if not self.confirm("Delete source", delete_question(source)):
             return
         self._clear_selection()  # it is going: no row is chosen in its place
         sid = source.id

@@ -118,6 +118,8 @@ def recall_text(result: RecallResult, budget: int) -> str:
 
 
 def source_entries(rows: Sequence[SourceInfo]) -> list[str]:
-    return [f"{s.id}. [{s.kind}] {s.title or s.uri} — "
-            f"{s.uri} ({s.n_chunks} chunks, {_when(s.ingested_at)})"
+    """One line a source; a coding session is one, its parts (one a sync) counted."""
+    return [f"{s.id}. [{s.kind}] {s.title or s.uri} — {s.uri} ({s.n_chunks} chunks"
+            f"{f' from {s.segments} syncs' if s.segments > 1 else ''}, "
+            f"{_when(s.ingested_at)})"
             for s in rows]

@@ -128,7 +128,8 @@ class CtxTools:
                     description="Only transcript sources of this project.")] = None,
                 limit: Annotated[int, Field(ge=1, le=1000, description="Most rows.")] = 50,
                 budget: Budget = 1500) -> str:
-        """List what ctx has stored (id, kind, title, location, chunks, date), newest first."""
+        """List what ctx has stored (id, kind, title, location, chunks, date), newest first;
+        a coding session is one source, however many syncs stored it."""
         rows = self._call(lambda e: e.sources(project=project))
         rows = sorted(rows, key=lambda s: -(s.ingested_at or 0))
         if not rows:

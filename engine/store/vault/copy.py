@@ -21,6 +21,7 @@ from sqlcipher3 import dbapi2 as sqlite
 
 from engine.store.vault.core import Vault, store_error
 from engine.store.vault.integrity import quiet
+from engine.store.vault.transcripts import EXTRA_SEGMENTS
 
 STEP = 256  # pages per backup step (1 MiB at SQLCipher's 4 KiB pages)
 
@@ -62,10 +63,11 @@ class VaultCopy:
         return [r[0] for r in rows], [r[1] or "" for r in rows]
 
     def counts(self) -> dict[str, Any]:
-        """Ready sources and their chunks as of the copy, and the model that made them."""
+        """Ready sources (a transcript once, as ``status`` counts them) and their chunks as
+        of the copy, and the model that made them."""
         sources, chunks = self._conn.execute(
-            "SELECT count(*), coalesce(sum(n_chunks), 0) FROM sources WHERE state = 'ready'"
-        ).fetchone()
+            f"SELECT count(*) - ({EXTRA_SEGMENTS}), coalesce(sum(n_chunks), 0) FROM sources "
+            "WHERE state = 'ready'").fetchone()
         meta = dict(self._conn.execute(
             "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dim')"
         ).fetchall())

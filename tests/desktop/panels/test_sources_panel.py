@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,50 @@ def test_the_gui_thread_answers_while_filtering_2000_sources(qtbot: Any,
     chosen = widget.selected()
     widget._loaded(many_sources(2000)[1:])  # a list that changed: the selection stays
     assert widget.selected() == chosen and widget.delete.isEnabled()
+
+
+def _synced(qtbot: Any, host: Any, folder: Path) -> None:
+    done: list[Any] = []
+    host.run(lambda e: e.sync([str(folder)]), success=done.append)
+    qtbot.waitUntil(lambda: bool(done), timeout=60_000)
+
+
+def test_a_session_synced_twice_is_one_row_and_deleted_whole(qtbot: Any, panel_host: Any,
+                                                             tmp_path: Path) -> None:
+    """A transcript that two syncs stored (two segment sources, and the calls still
+    waiting as a third) is one row with its chunks summed, and its delete removes every
+    part (before: three rows, each deleted alone)."""
+    from desktop.panels.sources import SourcesPanel
+    from tests.engine.flows.recall.test_session_as_one import _pending_session
+    from tests.engine.recall.recall_helpers import text
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path, claude = _pending_session(folder)
+    _synced(qtbot, panel_host, folder)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(claude.assistant([text("Still checking what git tracks.")], msg_id="m3")
+                 + "\n")
+    _synced(qtbot, panel_host, folder)
+    asked: list[str] = []
+    widget = SourcesPanel(panel_host, confirm=lambda title, text: asked.append(text) or True)
+    qtbot.addWidget(widget)
+    widget.resize(1100, 260)
+    widget.show()
+    qtbot.waitUntil(lambda: widget.rows() == 1, timeout=30_000)
+    [one] = widget.sources
+    assert widget.text(0, 6) == f"transcript:{path}" and widget.text(0, 1) == "Transcript"
+    assert one.segments == 3 and int(widget.text(0, 3)) == one.n_chunks
+    assert one.n_chunks == panel_host._engine.status().chunks
+    assert widget.model.data(widget.model.index(0, 3), 3) == (  # its tooltip
+        f"{one.n_chunks} chunks, stored by 3 syncs")
+    assert widget.count.text() == "1 source"
+    if os.environ.get("CTX_SHOT"):  # a look at it: CTX_SHOT=folder
+        widget.grab().save(str(Path(os.environ["CTX_SHOT"]) / "sources-session.png"))
+    widget.table.selectRow(0)
+    with qtbot.waitSignal(panel_host.sources_changed, timeout=30_000):
+        widget.delete.click()
+    qtbot.waitUntil(lambda: widget.rows() == 0 and widget.banner.kind == "ok",
+                    timeout=30_000)
+    assert asked and asked[0].startswith("Delete the session") and "3 syncs" in asked[0]
+    assert panel_host._engine.status().chunks == 0 and path.exists()

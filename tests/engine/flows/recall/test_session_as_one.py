@@ -91,6 +91,9 @@ def test_a_real_session_synced_in_three_parts_is_listed_once(engine: ContextEngi
     status = engine.status()
     assert status.sources == 1 and status.chunks == one.n_chunks
     assert engine.sources(project=one.project) == listed
+    backup = engine.backup(str(tmp_path / "b.ctxbak"))  # a backup says the same count
+    assert (backup.sources, backup.chunks) == (1, one.n_chunks)
+    assert engine.verify_backup(backup.path).sources == 1
 
 
 def test_documents_and_sessions_are_counted_alike(engine: ContextEngine,
