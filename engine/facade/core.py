@@ -214,6 +214,8 @@ class ContextEngine:
     @audited
     @names_fields
     def sources(self, *, project: str | None = None) -> list[SourceInfo]:
+        """The stored sources, by id; a transcript once, its segments summed
+        (``SourceInfo.segments``)."""
         return self._reading.sources(project=project)
 
     def status(self) -> Status:
@@ -315,7 +317,8 @@ class ContextEngine:
     @names_fields
     def delete(self, source: str | int, *, wait: bool = True) -> DeleteResult:
         """Delete sources by id, uri or path: a folder deletes every source under it, a
-        transcript file every segment of it, ``project:NAME`` every source of a project.
+        transcript file every segment of it (so does the id or uri of any one segment: a
+        session goes whole), ``project:NAME`` every source of a project.
         Deleted means gone from every table, index and cache (``flows.keeping.deleting``).
 
         A job of kind "delete" does it, a step at a time, so that reads and other calls
