@@ -185,19 +185,23 @@ def test_a_session_synced_twice_is_one_row_and_deleted_whole(qtbot: Any, panel_h
     waiting as a third) is one row with its chunks summed, and its delete removes every
     part (before: three rows, each deleted alone)."""
     from desktop.panels.sources import SourcesPanel
-    from tests.engine.flows.recall.test_session_as_one import _pending_session
+    from tests.engine.flows.recall.test_session_as_one import pending_session
     from tests.engine.recall.recall_helpers import text
 
     folder = tmp_path / "sessions"
     folder.mkdir()
-    path, claude = _pending_session(folder)
+    path, claude = pending_session(folder)
     _synced(qtbot, panel_host, folder)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(claude.assistant([text("Still checking what git tracks.")], msg_id="m3")
                  + "\n")
     _synced(qtbot, panel_host, folder)
     asked: list[str] = []
-    widget = SourcesPanel(panel_host, confirm=lambda title, text: asked.append(text) or True)
+
+    def confirm(title: str, question: str) -> bool:
+        asked.append(question)
+        return True
+    widget = SourcesPanel(panel_host, confirm=confirm)
     qtbot.addWidget(widget)
     widget.resize(1100, 260)
     widget.show()

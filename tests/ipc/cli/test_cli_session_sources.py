@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.engine.flows.recall.test_session_as_one import COMMAND, _pending_session
+from tests.engine.flows.recall.test_session_as_one import COMMAND, pending_session
 from tests.engine.recall.recall_helpers import text
 from tests.ipc.cli.test_cli import ctx
 
@@ -26,7 +26,7 @@ def test_a_session_is_one_source_over_the_wire(tmp_path: Path) -> None:
 
     folder = tmp_path / "sessions"
     folder.mkdir()
-    path, claude = _pending_session(folder)
+    path, claude = pending_session(folder)
     _json("recall", "--index", str(folder))  # starts the background engine
     with path.open("a", encoding="utf-8") as fh:
         fh.write(claude.assistant([text("Still checking what git tracks.")], msg_id="m3")

@@ -46,7 +46,7 @@ def _in_thirds(source: Path, folder: Path, engine: ContextEngine) -> Path:
     return path
 
 
-def _pending_session(folder: Path) -> tuple[Path, ClaudeLines]:
+def pending_session(folder: Path) -> tuple[Path, ClaudeLines]:
     """A session that ends with a call still waiting for its result."""
     claude = ClaudeLines(cwd="/home/u/src/monorepo")
     path = write_lines(folder / "s.jsonl", [
@@ -63,7 +63,7 @@ def _pending_session(folder: Path) -> tuple[Path, ClaudeLines]:
 def _grown(engine: ContextEngine, folder: Path) -> tuple[Path, ClaudeLines]:
     """The pending session synced, then grown with a call answered while t2 still
     waits: two segments and the pending calls' source."""
-    path, claude = _pending_session(folder)
+    path, claude = pending_session(folder)
     engine.sync([str(folder)])
     with path.open("a", encoding="utf-8") as fh:
         fh.write(claude.assistant([tool_use("t3", "Bash", {"command": "git status"})],
