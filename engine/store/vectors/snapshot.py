@@ -21,16 +21,18 @@ another format) only means "rebuild": the vault holds every vector anyway.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engine.crypto.keys import derive, key_id
@@ -41,6 +43,7 @@ log = logging.getLogger("ctx.vectors")
 MAGIC = b"CTXVSNAP"
 FORMAT = 2
 SEGMENT = 8 << 20  # bytes sealed at a time: saving and reading add only this much memory
+_PIECE = 1 << 20  # a segment that straddles two arrays is opened this much at a time
 _HEAD1 = struct.Struct(">8sH16sQQH")  # magic, format, key id, chunk version, count, dim
 # format 2 adds the vectors' bytes per value (2: float16, 4: float32), the prefilter's
 # width m (0: none; else its basis and the rows projected on it follow the vectors) and
@@ -100,10 +103,36 @@ def _segments(parts: list[np.ndarray]) -> Iterator[bytes]:
         yield b"".join(piece)
 
 
+def _read_ahead(fh: io.BufferedReader) -> None:
+    """Ask the kernel for the rest of the file now, in a thread (the call can wait on the
+    disk): the disk reads ahead while the segments read so far are opened. Where the
+    system has no ``posix_fadvise`` (macOS, Windows), the file is read as it comes."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    try:
+        start = fh.tell()
+        advise(fh.fileno(), start, 0, os.POSIX_FADV_SEQUENTIAL)
+        fd = os.dup(fh.fileno())  # its own descriptor, closed by the thread
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return
+
+    def run() -> None:
+        try:
+            advise(fd, start, 0, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass  # only a hint
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=run, name="ctx-snapshot-read-ahead", daemon=True).start()
+
+
 class SnapshotFile:
     def __init__(self, path: Path, key: bytes) -> None:
         self.path = path
-        self._aead = AESGCM(derive(key, "vector-snapshot"))
+        self._raw = derive(key, "vector-snapshot")
+        self._aead = AESGCM(self._raw)
         self._key_id = bytes.fromhex(key_id(key))[:16].ljust(16, b"\0")
 
     def save(self, snap: Snapshot) -> None:
@@ -145,9 +174,10 @@ class SnapshotFile:
                         type(exc).__name__ if isinstance(exc, InvalidTag) else exc)
             return None
 
-    def _read(self, fh: BinaryIO, dim: int) -> Snapshot:
-        """Each segment read, opened and copied into its arrays: the file is never held
-        whole, in the clear or sealed."""
+    def _read(self, fh: io.BufferedReader, dim: int) -> Snapshot:
+        """Each segment read into one buffer and opened straight into its arrays: the file
+        is never held whole, in the clear or sealed, and no segment is copied again (a
+        new buffer per segment cost more than the rest of the read: issue 35)."""
         head = fh.read(_HEAD1.size)
         magic, fmt, kid, version, n, got_dim = _HEAD1.unpack(head)
         if magic != MAGIC or fmt not in (1, FORMAT):
@@ -170,34 +200,59 @@ class SnapshotFile:
         arrays = [ids, hashes, vecs] + ([pre.basis, pre.proj, pre.fine] if pre else [])
         sinks = [memoryview(a.reshape(-1).view(np.uint8)) for a in arrays if a.size]
         total = sum(len(s) for s in sinks)
+        _read_ahead(fh)
+        frame = bytearray(16)
+        sealed = bytearray(0)  # one buffer for every sealed segment, grown as needed
         i, filled, sink, at = 0, 0, 0, 0
         while True:
-            frame = fh.read(16)
-            if not frame:
+            got = fh.readinto(frame)
+            if not got:
                 break
-            if len(frame) != 16:
+            if got != 16:
                 raise ValueError("truncated")
             (size,) = struct.unpack_from(">I", frame, 12)
-            sealed = fh.read(size)
-            if len(sealed) != size:
-                raise ValueError("truncated")
-            plain = memoryview(self._aead.decrypt(frame[:12], sealed,
-                                                  head + struct.pack(">I", i)))
-            if filled + len(plain) > total:
+            if size <= 16 or filled + size - 16 > total:
                 raise ValueError("wrong size")
-            src = 0
-            while src < len(plain):
-                take = min(len(plain) - src, len(sinks[sink]) - at)
-                sinks[sink][at:at + take] = plain[src:src + take]
-                src, at = src + take, at + take
-                if at == len(sinks[sink]):
-                    sink, at = sink + 1, 0
-            i, filled = i + 1, filled + len(plain)
+            if size > len(sealed):
+                sealed = bytearray(size)
+            body = memoryview(sealed)[:size]
+            if fh.readinto(body) != size:
+                raise ValueError("truncated")
+            plain, aad = size - 16, head + struct.pack(">I", i)
+            if at + plain <= len(sinks[sink]):  # opened straight into its array
+                self._aead.decrypt_into(bytes(frame[:12]), body, aad,
+                                        sinks[sink][at:at + plain])
+                at += plain
+            else:
+                sink, at = self._open_across(bytes(frame[:12]), body, aad, sinks, sink, at)
+            if at == len(sinks[sink]) and sink + 1 < len(sinks):
+                sink, at = sink + 1, 0
+            i, filled = i + 1, filled + plain
         if filled != total:
             raise ValueError("wrong size")
         return Snapshot(int(version), ids.astype(np.int64, copy=False),
                         hashes.astype(np.uint64, copy=False),
                         vecs.astype(vecs.dtype.newbyteorder("="), copy=False), pre)
+
+    def _open_across(self, nonce: bytes, body: memoryview, aad: bytes,
+                     sinks: list[memoryview], sink: int, at: int) -> tuple[int, int]:
+        """A segment that straddles arrays, opened a piece at a time into them (its tag is
+        checked at the end: a failed one discards the whole read); where the read goes
+        on."""
+        dec = Cipher(algorithms.AES(self._raw), modes.GCM(nonce, bytes(body[-16:]))).decryptor()
+        dec.authenticate_additional_data(aad)
+        src, end = 0, len(body) - 16
+        while src < end:
+            if at == len(sinks[sink]):
+                sink, at = sink + 1, 0
+            take = min(end - src, len(sinks[sink]) - at, _PIECE)
+            out = dec.update(body[src:src + take])
+            if len(out) != take:  # GCM gives back as much as it is given
+                raise ValueError("wrong size")
+            sinks[sink][at:at + take] = out
+            src, at = src + take, at + take
+        dec.finalize()
+        return sink, at
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
