@@ -44,7 +44,7 @@ from engine.embedding.base import Embedder
 from engine.facade.ingest import Ingest
 from engine.facade.jobs import JobControl, JobReports
 from engine.facade.keeping import Keeping
-from engine.facade.lifecycle import Lifecycle, open_handles, open_with
+from engine.facade.lifecycle import Lifecycle, check_pages_later, open_handles, open_with
 from engine.facade.reading import Reading
 from engine.facade.recall import Recall
 from engine.flows.ingest.watching import WatchService
@@ -87,6 +87,7 @@ class ContextEngine:
             h.rt.vectors.close()
             h.rt.vault.close()
             raise
+        check_pages_later(h.rt.vault)
         # the watched folders call this face's methods (as caller "watch"), like any client
         self._watching = WatchService(
             root, cfg.ingest.watched_folders, ingest=lambda paths: self.ingest(paths=paths),

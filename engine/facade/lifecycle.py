@@ -97,14 +97,22 @@ def open_handles(root: Path, cfg: Config, key: bytes, embedder: Embedder | None)
                  NameHasher(key, _kept_name_key(vault)), Metrics(on_change=events.emit),
                  AuditLog(vault))
     vault.guard.on_damage = lambda exc: rt.metrics.alert(ALERT_VAULT_DAMAGED, True, exc.message)
-    if not vault.pages_checked:  # a big vault's pages are checked in a thread
-        vault.guard.check_pages_later()
     writer = Writer(cfg, vault, vectors, emb, rt.hasher, rt.counter)
     _recover(vault)
     interrupted = InterruptedJobs(vault)
     alerts = IngestAlerts(rt.metrics)
     return Handles(rt, events, writer, interrupted, alerts,
                    VectorStage(rt, writer, alerts), own_embedder=embedder is None)
+
+
+def check_pages_later(vault: Vault) -> None:
+    """A big vault's pages checked in a thread, started once the open has filled the
+    vector index: hashing every page takes a core for seconds (a 5.5 GB vault, 1M
+    chunks), and beside the read of the sealed vectors it made that open 2-4 times
+    slower (docs/performance.md, issue 35). SQLCipher checks every page it reads
+    meanwhile."""
+    if not vault.pages_checked:
+        vault.guard.check_pages_later()
 
 
 class Lifecycle:

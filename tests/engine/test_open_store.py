@@ -34,3 +34,35 @@ def test_init_then_open_without_create(data_dir: Path) -> None:
     init_store(data_dir, passphrase="pw", use_keychain=False)
     with ContextEngine.open(data_dir, passphrase="pw", create=False) as eng:
         assert eng.status().chunks == 0
+
+
+def test_a_big_vaults_page_check_starts_once_the_vectors_are_in_memory(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check of every page of a big vault runs in a thread, started after the open
+    has read the sealed vectors: at 1M chunks (a 5.5 GB vault) hashing the pages beside
+    that read made the open 2-4 times slower (docs/performance.md, issue 35). It still
+    runs, to the end, and finds nothing on a sound vault."""
+    from engine.store.vault import guard
+    from engine.store.vectors.memory import MemoryVectors
+
+    with ContextEngine.open(data_dir) as eng:
+        eng.wait(eng.ingest(text="the tide tables are pinned by the harbour door", title="t"))
+    monkeypatch.setattr(guard, "PAGES_AT_OPEN_BYTES", 0)  # every vault checked in a thread
+    order: list[str] = []
+    load, check = MemoryVectors.load, guard.VaultGuard.check_pages_later
+
+    def loading(self: MemoryVectors, *args: object, **kw: object) -> None:
+        order.append("vectors")
+        load(self, *args, **kw)  # type: ignore[arg-type]
+
+    def checking(self: guard.VaultGuard) -> None:
+        order.append("pages")
+        check(self)
+
+    monkeypatch.setattr(MemoryVectors, "load", loading)
+    monkeypatch.setattr(guard.VaultGuard, "check_pages_later", checking)
+    with ContextEngine.open(data_dir) as eng:
+        eng.rt.vault.guard.wait(60)
+        assert order == ["vectors", "pages"]
+        assert eng.rt.vault.guard.damage is None
+        assert eng.search("tide tables", k=1)[0].title == "t"
