@@ -10,6 +10,7 @@ alias) is dropped and hands the source to them.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from engine.flows.keeping.vector_rebuild import chunk_key
 from engine.flows.runtime import Runtime
 from engine.pathnames import shown
 from engine.store.vault import adapt as adapt_rows
-from engine.store.vault import aliases
+from engine.store.vault import aliases, transcripts
 from engine.store.vault import sources as src
 from engine.store.vault.core import Vault
 
@@ -85,7 +86,8 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
     ``status`` and search stop showing it at once. Then its chunks go a step at a
     time (about ``STEP_S`` seconds each, see ``next_step``), each step its own
     transaction followed by a short pause, and then its vectors; the job's progress
-    counts sources (``files_done``/``files_total``) and chunks removed (``chunks``). A
+    counts sources as ``sources()`` lists them (``files_done``/``files_total``: a
+    transcript once, done with its last segment) and chunks removed (``chunks``). A
     delete cut short (a stop, a crash) resumes at the next open (``resumed``: the
     sources are hidden already). A cancel stops between steps: what it hid stays hidden
     and is removed at the next open.
@@ -105,7 +107,9 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
             src.mark_deleting(rt.vault, gone)
             src.forget_sync_text(rt.vault, sessions, rt.hasher)
         job.sources = list(gone)
-        job.files_total = len(gone)
+        item_of = transcripts.item_keys(rt.vault, gone)
+        left = Counter(item_of.get(sid, str(sid)) for sid in gone)  # parts left per item
+        job.files_total = len(left)
         progress()
         unflushed = 0
         limit = DELETE_STEP_CHUNKS
@@ -124,7 +128,10 @@ def delete_work(rt: Runtime, writer: Writer, what: Deletion, *,
             if unflushed >= FLUSH_CHUNKS or sid == gone[-1]:
                 writer.flush_tombstones()  # their vectors (reads skip them already)
                 unflushed = 0
-            job.files_done += 1
+            item = item_of.get(sid, str(sid))
+            left[item] -= 1
+            if not left[item]:  # its last part
+                job.files_done += 1
             progress()
         if job.chunks >= AUTO_COMPACT_CHUNKS:  # a large delete gives its space back
             compact(rt, job, progress)  # (it saves the vectors and cuts the log too)

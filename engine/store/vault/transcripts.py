@@ -101,12 +101,19 @@ EXTRA_SEGMENTS = (f"SELECT count(*) - count(DISTINCT {FILE_KEY}) FROM sources "
                   "AND uri GLOB 'transcript:*#*' AND state = 'ready'")
 
 
+def item_keys(vault: Vault, source_ids: Sequence[int]) -> dict[int, str]:
+    """Source id -> the memory item it is part of (``ITEM_KEY``: a transcript segment's
+    file, any other source itself), in whatever state (a delete under way too)."""
+    out: dict[int, str] = {}
+    for i in range(0, len(source_ids), 400):
+        part = [int(s) for s in source_ids[i:i + 400]]
+        out.update((int(r[0]), str(r[1])) for r in vault._query(
+            f"SELECT id, {ITEM_KEY} FROM sources WHERE id IN ({','.join('?' * len(part))})",
+            part))
+    return out
+
+
 def items(vault: Vault, source_ids: Sequence[int]) -> int:
     """How many memory items ``source_ids`` are (a transcript file's segments count
     once)."""
-    keys: set[str] = set()
-    for i in range(0, len(source_ids), 400):
-        part = [int(s) for s in source_ids[i:i + 400]]
-        keys.update(str(r[0]) for r in vault._query(
-            f"SELECT {ITEM_KEY} FROM sources WHERE id IN ({','.join('?' * len(part))})", part))
-    return len(keys)
+    return len(set(item_keys(vault, source_ids).values()))

@@ -172,3 +172,21 @@ def test_deleting_any_segment_refits_recall_without_the_session(data_dir: Path,
         assert eng._recall.adapt_job
         assert eng.wait(eng._recall.adapt_job, timeout=60).state == "done"
         assert adapt_of(eng).sessions == before - 1
+
+
+def test_a_session_delete_counts_one_source_done(engine: ContextEngine,
+                                                 tmp_path: Path) -> None:
+    """The delete job's progress counts what ``sources()`` lists: a folder holding a
+    session of three parts and a note is 2 sources to remove, not 4."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _grown(engine, folder)
+    note = folder / "notes.md"
+    note.write_text("# Notes\n\nThe env files stay out of git.\n", encoding="utf-8")
+    engine.ingest(paths=[str(note)], wait=True)
+    assert len(engine.sources()) == 2
+    result = engine.delete(str(folder), wait=True)
+    job = engine.job(result.job)
+    assert result.deleted == 2 and len(result.sources) == 4
+    assert (job.files_total, job.files_done) == (2, 2)
+    assert engine.sources() == []
