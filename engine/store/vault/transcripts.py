@@ -79,18 +79,19 @@ def whole_files(vault: Vault, source_ids: Sequence[int]) -> list[int]:
     """``source_ids`` with every ready segment of each transcript file one of them is a
     segment of, by id."""
     out = {int(s) for s in source_ids}
-    done: set[str] = set()
-    for sid in source_ids:
-        for uri, kind in vault._query("SELECT uri, kind FROM sources WHERE id = ?",
-                                      (int(sid),)):
+    files: set[str] = set()
+    for i in range(0, len(source_ids), 400):
+        part = [int(s) for s in source_ids[i:i + 400]]
+        for uri, kind in vault._query(
+                f"SELECT uri, kind FROM sources WHERE id IN ({','.join('?' * len(part))}) "
+                "AND kind = ?", (*part, KIND)):
             name = file_uri(str(uri), str(kind))
-            if name is None or name in done:
-                continue
-            done.add(name)
-            prefix = name + "#"
-            out.update(int(r[0]) for r in vault._query(
-                "SELECT id FROM sources WHERE substr(uri, 1, ?) = ? AND kind = ? "
-                "AND state = 'ready'", (len(prefix), prefix, KIND)))
+            if name is not None:
+                files.add(name)
+    for name in sorted(files):  # uris from "<name>#" up to "<name>$": the uri index's range
+        out.update(int(r[0]) for r in vault._query(
+            "SELECT id FROM sources WHERE uri >= ? AND uri < ? AND kind = ? "
+            "AND state = 'ready'", (name + "#", name + "$", KIND)))
     return sorted(out)
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engine.facade import ContextEngine
 from tests.conftest import shared_data
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
@@ -46,10 +48,10 @@ def _in_thirds(source: Path, folder: Path, engine: ContextEngine) -> Path:
     return path
 
 
-def pending_session(folder: Path) -> tuple[Path, ClaudeLines]:
+def pending_session(folder: Path, name: str = "s.jsonl") -> tuple[Path, ClaudeLines]:
     """A session that ends with a call still waiting for its result."""
     claude = ClaudeLines(cwd="/home/u/src/monorepo")
-    path = write_lines(folder / "s.jsonl", [
+    path = write_lines(folder / name, [
         claude.user(REQUEST),
         claude.assistant([text("I will look for env files first.")], msg_id="m1"),
         claude.assistant([tool_use("t1", "Bash", {"command": "find . -name '.env*'"})],
@@ -60,10 +62,11 @@ def pending_session(folder: Path) -> tuple[Path, ClaudeLines]:
     return path, claude
 
 
-def _grown(engine: ContextEngine, folder: Path) -> tuple[Path, ClaudeLines]:
+def _grown(engine: ContextEngine, folder: Path, name: str = "s.jsonl"
+           ) -> tuple[Path, ClaudeLines]:
     """The pending session synced, then grown with a call answered while t2 still
     waits: two segments and the pending calls' source."""
-    path, claude = pending_session(folder)
+    path, claude = pending_session(folder, name)
     engine.sync([str(folder)])
     with path.open("a", encoding="utf-8") as fh:
         fh.write(claude.assistant([tool_use("t3", "Bash", {"command": "git status"})],
@@ -134,11 +137,14 @@ def test_deleting_a_recall_hits_segment_deletes_the_whole_session(engine: Contex
     assert not any(REQUEST in t or "find . -name" in t for t in _texts(engine))
 
 
+@pytest.mark.parametrize("name", ["s.jsonl", "fix#12.jsonl"])  # a '#' in the path too
 def test_deleting_a_segment_by_id_deletes_the_whole_session(engine: ContextEngine,
-                                                            tmp_path: Path) -> None:
+                                                            tmp_path: Path, name: str) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
-    path, _ = _grown(engine, folder)
+    path, _ = _grown(engine, folder, name)
+    assert [s.uri for s in engine.sources()] == [f"transcript:{path}"]
+    assert engine.status().sources == 1
     ids = sorted(_segments(engine, path))
     result = engine.delete(ids[1], wait=True)  # the second segment, alone before
     assert sorted(result.sources) == ids and result.deleted == 1
