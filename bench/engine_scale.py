@@ -4,6 +4,7 @@
                                       [--cache /tmp/ctx-engine-scale] [--build-only]
     nice python -m bench.engine_scale --ops 1000000      # backup, restore, delete 10%
     python -m bench.engine_scale --digest 20000 --cache DIR   # hashes of a store's answers
+    python -m bench.engine_scale --sizes 1000000 --opens 5   # open -> first answer only
 
 1. **Store** (once per size and bench version, cached under ``--cache``, outside the
    repo): first ``sessions_for(size)`` transcript sessions replayed from the shared ones
@@ -253,6 +254,48 @@ def measure(store: Path, queries: int, sample: str | None = None) -> dict[str, A
     return out
 
 
+def measure_open(store: Path, sample: str | None = None) -> dict[str, Any]:
+    """In this process: open and open -> first answer only, as ``measure`` times them
+    (the model loaded first, the warm-up started in its thread, then one build_context),
+    each with the process's CPU seconds (every thread's: the warm-up's and the vault's
+    page check's too); the process's peak RSS."""
+    from engine import ContextEngine
+
+    model = query_model(sample)
+    model.encode(["load"])
+    q = questions(60)[0]  # the first question of a measure
+    t, c = time.perf_counter(), time.process_time()
+    eng = ContextEngine.open(store / "data", embedder=model, create=False)
+    opened, open_cpu = time.perf_counter() - t, time.process_time() - c
+    eng.warm_up()
+    eng.build_context(q, budget=1500)
+    first, first_cpu = time.perf_counter() - t, time.process_time() - c
+    eng.close()
+    return {"open_s": opened, "open_cpu_s": open_cpu, "first_answer_s": first,
+            "first_cpu_s": first_cpu,
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def opens(store: Path, times: int, sample: str | None = None) -> list[dict[str, Any]]:
+    """``measure_open`` in ``times`` fresh processes, one after the other."""
+    cmd = [sys.executable, "-m", "bench.engine_scale", "--measure-open", str(store)]
+    runs = []
+    for _ in range(times):
+        done = subprocess.run(cmd + (["--sample", sample] if sample else []),
+                              capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return runs
+
+
+def report_opens(size: int, runs: list[dict[str, Any]], before: str, after: str) -> None:
+    keys = ("open_s", "open_cpu_s", "first_answer_s", "first_cpu_s", "rss_mb")
+    print(f"\n{size}: open -> first answer in {len(runs)} fresh processes; load before "
+          f"{before}, after {after}")
+    print(table(["", *keys], [[f, *[float(pct([r[k] for r in runs], q)) for k in keys]]
+                              for f, q in (("median", 50), ("min", 0), ("max", 100))]),
+          flush=True)
+
+
 def measure_child(store: Path, queries: int, sample: str | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench.engine_scale", "--measure", str(store),
            "--queries", str(queries)] + (["--sample", sample] if sample else [])
@@ -400,13 +443,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--digest", type=int, metavar="SIZE",
                     help="hash the store of this size (vectors; build_context, search and "
                          "recall answers): two fresh builds (--cache) must print the same")
+    ap.add_argument("--opens", type=int, metavar="N",
+                    help="only open -> first answer, in N fresh processes per size")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
+    ap.add_argument("--measure-open", help=argparse.SUPPRESS)
     ap.add_argument("--sample", help=argparse.SUPPRESS)  # tests: MiniLMLike queries
     args = ap.parse_args(argv)
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
     os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.queries, args.sample)))
+        return 0
+    if args.measure_open:
+        print(json.dumps(measure_open(Path(args.measure_open), args.sample)))
         return 0
     cache = Path(args.cache)
     if args.digest:
@@ -428,7 +477,10 @@ def main(argv: list[str] | None = None) -> int:
         if info is not None:
             print(f"built {size}: {json.dumps(info)}; load before {load}, after "
                   f"{machine_state()}", flush=True)
-        if not args.build_only:
+        if args.opens:
+            before = machine_state()
+            report_opens(size, opens(store, args.opens), before, machine_state())
+        elif not args.build_only:
             report(size, store, measure_child(store, args.queries), machine_state())
     return 0
 

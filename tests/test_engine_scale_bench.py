@@ -48,6 +48,9 @@ def test_engine_scale_builds_caches_measures_and_keeps(tmp_path: Path, sample: P
         assert set(r[call]) == {"p50", "p95", "cpu_p50", "cpu_p95"}
     assert r["rss_mb"] > 0 and r["first_answer_s"] >= r["open_s"]
     assert r["snapshot_mb"] > 0 and r["vault_mb"] > 0
+    (one,) = engine_scale.opens(store, 1, str(sample))  # --opens: open -> first answer only
+    assert one["first_answer_s"] >= one["open_s"] > 0 and one["rss_mb"] > 0
+    assert one["first_cpu_s"] >= one["open_cpu_s"] > 0
 
 
 def test_ops_back_up_restore_and_delete_a_tenth(tmp_path: Path, sample: Path,
