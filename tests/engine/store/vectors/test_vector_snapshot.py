@@ -287,3 +287,40 @@ def test_a_snapshot_is_read_with_one_sealed_segment_beside_its_arrays(
     assert np.array_equal(back.ids, snap.ids) and np.array_equal(back.vectors, snap.vectors)
     for name in ("basis", "proj", "fine"):
         assert np.array_equal(getattr(back.prefilter, name), getattr(snap.prefilter, name))
+
+
+def test_a_flipped_byte_in_any_segment_discards_the_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments opened straight into one array and those opened across two alike: one
+    flipped byte anywhere in the sealed body and the read gives nothing (a rebuild)."""
+    import struct
+
+    from engine.store.vectors import snapshot as S
+
+    monkeypatch.setattr(S, "SEGMENT", 5000)  # not a multiple of any array's row
+    snap, key = _big(), b"k" * 32
+    path = tmp_path / "vectors.snap"
+    S.SnapshotFile(path, key).save(snap)
+    raw = path.read_bytes()
+    frames, at = [], S._HEAD.size
+    while at < len(raw):
+        (size,) = struct.unpack_from(">I", raw, at + 12)
+        frames.append((at, size))
+        at += 16 + size
+    assert snap.prefilter is not None
+    pre = snap.prefilter
+    ends = np.cumsum([a.nbytes for a in (snap.ids, snap.hashes, snap.vectors, pre.basis,
+                                         pre.proj, pre.fine)])
+    across = [k for k in range(len(frames))
+              if any(k * 5000 < e < (k + 1) * 5000 for e in ends)]
+    within = [k for k in range(len(frames)) if k not in across]
+    assert across and within
+    for k in (within[0], across[0], across[-1], len(frames) - 1):
+        at, size = frames[k]
+        for where in (at + 16, at + 16 + size // 2, at + 16 + size - 1):  # text, tag
+            bad = bytearray(raw)
+            bad[where] ^= 1
+            path.write_bytes(bytes(bad))
+            assert S.SnapshotFile(path, key).load(32) is None
+    path.write_bytes(raw)
+    assert S.SnapshotFile(path, key).load(32) is not None
