@@ -44,6 +44,8 @@ MAGIC = b"CTXVSNAP"
 FORMAT = 2
 SEGMENT = 8 << 20  # bytes sealed at a time: saving and reading add only this much memory
 _PIECE = 1 << 20  # a segment that straddles two arrays is opened this much at a time
+# AESGCM.decrypt_into is in newer cryptography releases only (pyproject asks for >= 42)
+_INTO = hasattr(AESGCM, "decrypt_into")
 _HEAD1 = struct.Struct(">8sH16sQQH")  # magic, format, key id, chunk version, count, dim
 # format 2 adds the vectors' bytes per value (2: float16, 4: float32), the prefilter's
 # width m (0: none; else its basis and the rows projected on it follow the vectors) and
@@ -220,8 +222,11 @@ class SnapshotFile:
                 raise ValueError("truncated")
             plain, aad = size - 16, head + struct.pack(">I", i)
             if at + plain <= len(sinks[sink]):  # opened straight into its array
-                self._aead.decrypt_into(bytes(frame[:12]), body, aad,
-                                        sinks[sink][at:at + plain])
+                if _INTO:
+                    self._aead.decrypt_into(bytes(frame[:12]), body, aad,
+                                            sinks[sink][at:at + plain])
+                else:  # a cryptography without decrypt_into: one copy more
+                    sinks[sink][at:at + plain] = self._aead.decrypt(bytes(frame[:12]), body, aad)
                 at += plain
             else:
                 sink, at = self._open_across(bytes(frame[:12]), body, aad, sinks, sink, at)
