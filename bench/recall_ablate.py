@@ -16,8 +16,8 @@ A question a knob cannot change is not asked again: a turn-role bonus only acts 
 question with its cue (``cause`` words for ``cause_bonus``, ``lexicon.asks_shown`` for
 ``shown_bonus``, an ``ending`` word for ``ending_bonus``, a tool's words for
 ``named_bonus``, a ``call`` ask for ``call_bonus``, an ``output`` ask for
-``output_bonus``), so for the others the default's answer stands (the column "asked"
-says how many were).
+``output_bonus``, a context clause before the ask for ``ask_weight``), so for the
+others the default's answer stands (the column "asked" says how many were).
 
 ``--cv K``: K folds by session over the questions (whole sessions per fold). For each
 knob with a small grid (its off value, half, issue 31's value, double), the value with the best
@@ -135,6 +135,8 @@ KNOBS = (
          _role("output_bonus"), cue="output"),
     Knob("recall.turn_roles.repeat_penalty", 0.1, 0.0, (0.0, 0.05, 0.1, 0.2),
          _role("repeat_penalty")),
+    Knob("recall.turn_roles.ask_weight", 0.05, 0.0, (0.0, 0.025, 0.05, 0.1),
+         _role("ask_weight"), cue="ask"),
     Knob("rerank.session_expand_words", 5, 0, (0, 2, 5, 10), _rerank("session_expand_words")),
     Knob("rerank.session_expand", 3, 1, (1, 2, 3, 5), _rerank("session_expand")),
     Knob("recall.part_penalty", 0.05, 0.0, (0.0, 0.025, 0.05, 0.1), _recall("part_penalty")),
@@ -155,7 +157,7 @@ def all_off(eng: Any) -> Settings:
 
 def cue_of(knob: Knob, eng: Any, tools: set[str]) -> Callable[[str], bool] | None:
     """Whether a question has the knob's cue (None: every question can change)."""
-    from engine.lab import asks_shown, named_tools
+    from engine.lab import asks_shown, context_and_ask, named_tools
 
     roles = eng.rt.cfg.recall.turn_roles
     if knob.cue in ("cause", "ending", "call", "output"):
@@ -165,6 +167,8 @@ def cue_of(knob: Knob, eng: Any, tools: set[str]) -> Callable[[str], bool] | Non
         return lambda q: asks_shown(q)
     if knob.cue == "named":
         return lambda q: bool(named_tools(q, tools))
+    if knob.cue == "ask":
+        return lambda q: context_and_ask(q) is not None
     return None
 
 

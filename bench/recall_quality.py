@@ -181,7 +181,7 @@ def today_settings(eng: Any) -> dict[str, Any]:
     roles_off = dataclasses.replace(eng.rt.cfg.recall.turn_roles, ending_bonus=0.0,
                                     output_bonus=0.0, call_bonus=0.0, named_bonus=0.0,
                                     cause_bonus=0.0, shown_bonus=0.0,
-                                    repeat_penalty=0.0)
+                                    repeat_penalty=0.0, ask_weight=0.0)
     return {"recall": {"hit_unit": "chunk", "adapt": False, "turn_roles": roles_off,
                        "part_lines": False},
             "rerank": {"profiles": profiles, "session_expand": 1, "project_expand": 1.0,

@@ -32,7 +32,8 @@ Ranking stages (what the fit_* and recall benches sweep)
   string (retrieval.fts_match); ``suppress_near_duplicates`` (retrieval.dedupe)
 - ``DEFAULT_PROFILES``, ``FEATURES``, ``TRANSCRIPT_FITTED``: the rerank's per-kind
   profiles and the transcript profile's fitted weights (retrieval.profiles)
-- ``asks_shown``, ``named_tools``: the role cues of a question (retrieval.lexicon)
+- ``asks_shown``, ``named_tools``: the role cues of a question (retrieval.lexicon);
+  ``context_and_ask``: a question's context clause and its ask (retrieval.turn_roles)
 - ``Filters``: the filters a search applies to rows (store.vault.rows)
 - ``TurnPrior``, ``format_time``: the packer's turn prior and time format (packing)
 - ``fit_map``: the query adapter's fit (retrieval.adapt_fit); ``training_set``,
@@ -101,6 +102,7 @@ _WHERE: dict[str, str] = {
     "TRANSCRIPT_FITTED": "engine.retrieval.profiles",
     "asks_shown": "engine.retrieval.lexicon",
     "named_tools": "engine.retrieval.lexicon",
+    "context_and_ask": "engine.retrieval.turn_roles",
     "Filters": "engine.store.vault.rows",
     "TurnPrior": "engine.packing.turn_prior",
     "format_time": "engine.packing.render",
@@ -210,6 +212,7 @@ if TYPE_CHECKING:
     from engine.retrieval.lexicon import asks_shown, named_tools
     from engine.retrieval.profiles import DEFAULT_PROFILES, FEATURES, TRANSCRIPT_FITTED
     from engine.retrieval.query import analyze_query
+    from engine.retrieval.turn_roles import context_and_ask
     from engine.store.config import StoreConfig
     from engine.store.vault import adapt as vault_adapt
     from engine.store.vault import core as vault_core
@@ -229,6 +232,7 @@ __all__ = [  # the names of _WHERE (tests/test_bench_seam.py)
     "EmbeddingConfig", "ExactIndex", "FakeEmbedder", "Filters", "Held", "IngestConfig",
     "KeyedIds", "MemoryVectors", "OnnxEmbedder", "SnapshotFile", "StoreConfig",
     "TurnPrior", "Writer", "analyze_query", "asks_shown", "blob_kind", "chunk_document", "chunk_key",
+    "context_and_ask",
     "crypto_keys", "detect_agent", "distinct_sources_of", "embed_inputs", "embed_text",
     "encode_documents", "excerpt", "expand_sessions", "export_onnx", "find_export",
     "fit_map", "fit_recall_adapter", "format_time", "fts_query", "ingest_vector_stage",

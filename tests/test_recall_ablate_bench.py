@@ -71,6 +71,9 @@ def test_only_questions_with_the_cue_are_asked_again() -> None:
     output = ra.cue_of(knobs["recall.turn_roles.output_bonus"], eng, set())
     assert output is not None
     assert output("what did the test run report") and not output("where is the output dir")
+    ask = ra.cue_of(knobs["recall.turn_roles.ask_weight"], eng, set())
+    assert ask is not None
+    assert ask("after the rename, why did lint fail?") and not ask("why did lint fail?")
     assert ra.cue_of(knobs["recall.adapt"], eng, set()) is None  # every question
 
 

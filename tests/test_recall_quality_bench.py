@@ -20,7 +20,7 @@ def test_today_ranks_without_the_turn_roles() -> None:
     eng = SimpleNamespace(rt=SimpleNamespace(cfg=Config()))  # only its settings are read
     roles = rq.today_settings(eng)["recall"]["turn_roles"]
     assert not roles.on
-    assert roles.repeat_penalty == 0.0
+    assert roles.repeat_penalty == roles.ask_weight == 0.0
     assert dataclasses.replace(roles, named_bonus=0.05).on  # the product's default is on
 
 

@@ -264,6 +264,10 @@ class TurnRoleConfig:
     shown_bonus: float = bounded(0.05, 0.0, 1.0)
     # per better chunk with the same opening: off, set A's 0.1 failed set B (docs/tuning.md)
     repeat_penalty: float = bounded(0.0, 0.0, 1.0)
+    # per cosine a chunk leans less to the ask than its turn's best: off, set A lost one (tuning.md)
+    ask_weight: float = bounded(0.0, 0.0, 1.0)
+    # best ranked chunks read for their lean to the ask (ask_weight): as cause_reach (tuning.md)
+    ask_reach: int = bounded(60, 1, 10_000)
     _compiled: Mapping[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -33,12 +33,21 @@ the rest of the session. ``repeat_penalties`` lowers each chunk after the first 
 leads with the same words (``said``) by ``TurnRoleConfig.repeat_penalty`` for every
 one above it: the next best different chunk (another call's result, another turn) is
 read before the second copy (off by default: it did not carry over to a second question
-set, docs/tuning.md). Pure functions of plain data.
+set, docs/tuning.md).
+
+And a question that opens with what was going on and then asks ("When the analytics
+setup was timed stage by stage, how long did closing the client take?": ``context_and_ask``)
+restates the turn's request in its context, which every chunk of that turn quotes or
+answers alike; the ask is what one of them holds. ``ask_shortfalls`` lowers each chunk of
+a turn by how much less it leans to the ask (its similarity to the ask less its similarity
+to the context) than the turn's chunk that leans most (``TurnRoleConfig.ask_weight``; off
+by default: docs/tuning.md). Pure functions of plain data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from engine.retrieval.config import TurnRoleConfig
@@ -171,3 +180,34 @@ def assistant_words(kind: str, text: str, part: str | None = None) -> str:
         return ""
     return body.split("\nTool ", 1)[0] if kind == "tool" else body
 
+
+
+# a question's ask after a context clause: ", what/how/why/did ... ?" ends it (general English)
+_ASK = re.compile(r",\s+((?:what|which|how|why|where|who|whose|when|did|do|does|was|were|is|"
+                  r"are|had|has|have|could|can|would|should)\b[^,]*)$", re.IGNORECASE)
+
+
+def context_and_ask(query: str) -> tuple[str, str] | None:
+    """A question that opens with a context clause, split: (the context, the ask), as in
+    "After the fix to the wrappers, how were both scripts checked?" -> ("After the fix to
+    the wrappers", "how were both scripts checked"); None for one that does not."""
+    text = query.strip().rstrip("?!. ")
+    m = _ASK.search(text)
+    if m is None:
+        return None
+    context = text[: m.start()].strip().rstrip(",").strip()
+    return (context, m.group(1).strip()) if context else None
+
+
+def ask_shortfalls(groups: Sequence[Hashable | None], leans: Sequence[float | None],
+                   weight: float) -> list[float]:
+    """For chunks each with its turn (``groups``; None: not compared, never lowered) and
+    its lean to the question's ask (``leans``: its similarity to the ask less its
+    similarity to the context; None: unknown, not compared): ``weight`` times how much
+    less it leans than the chunk of its turn that leans most."""
+    best: dict[Hashable, float] = {}
+    for g, lean in zip(groups, leans, strict=True):
+        if g is not None and lean is not None:
+            best[g] = max(best.get(g, lean), lean)
+    return [weight * (best[g] - lean) if weight and g is not None and lean is not None
+            else 0.0 for g, lean in zip(groups, leans, strict=True)]

@@ -1,20 +1,27 @@
 """Recall's preference for the chunk of the role a question asks for (the closing
 summary, a call's result, the call, a tool it names, the diagnosis of a failure:
 ``engine.retrieval.turn_roles``),
-applied to the ranked chunks after the rerank (``recall.turn_roles``), and each of a
+applied to the ranked chunks after the rerank (``recall.turn_roles``), each of a
 session's words read once (``apart``: the copies of a reply's words that its calls quote
-come after the next different chunk)."""
+come after the next different chunk), and, within a turn, the chunk that answers the
+question's ask before those that restate its context (``toward_ask``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engine.flows.search.ranking import Ranked
+import numpy as np
+
+from engine.flows.runtime import Runtime
+from engine.flows.search.lanes import LaneResult
+from engine.flows.search.ranking import Ranked, window_vectors
 from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.turn_roles import (
     RoleChunk,
+    ask_shortfalls,
     assistant_words,
     call_commands,
+    context_and_ask,
     repeat_penalties,
     role_bonuses,
     said,
@@ -74,3 +81,42 @@ def apart(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], cfg: TurnRoleC
         return list(ranked)
     out = [(cid, score - d, feats) for (cid, score, feats), d in zip(ranked, less, strict=True)]
     return sorted(out, key=lambda r: -r[1])
+
+
+def _turn_of(row: ChunkRow | None) -> tuple[str, int] | None:
+    """A whole chunk's turn (session, turn); None for a part of a call or request (kept
+    out of the vector lane, its vector its first line) or a chunk of no known turn."""
+    if row is None or row.meta.get("part"):
+        return None
+    session, turn = row.meta.get("session"), row.meta.get("turn")
+    if not isinstance(session, str) or not isinstance(turn, int) or isinstance(turn, bool):
+        return None
+    return (session, turn)
+
+
+def toward_ask(rt: Runtime, query: str, ranked: Sequence[Ranked], res: LaneResult,
+               cfg: TurnRoleConfig) -> list[Ranked]:
+    """``ranked`` with each of its first ``cfg.ask_reach`` chunks lowered by
+    ``turn_roles.ask_shortfalls`` when the question opens with a context clause
+    (``context_and_ask``): within a turn, the chunks that lean less to the ask than to the
+    context come after the one that leans most; sorted again (stable). Unchanged when
+    ``cfg.ask_weight`` is 0 or the question has no context clause. Costs two query
+    embeddings and the vectors of the chunks read."""
+    split = context_and_ask(query) if cfg.ask_weight else None
+    if split is None:
+        return list(ranked)
+    head = list(ranked[: cfg.ask_reach])
+    groups = [_turn_of(res.rows.get(cid)) for cid, _, _ in head]
+    vectors = window_vectors(rt, res, [cid for (cid, _, _), g in zip(head, groups, strict=True)
+                                       if g is not None], res.rows)
+    context, ask = (np.asarray(rt.embed_query(t), dtype=np.float32) for t in split)
+    leans: list[float | None] = []
+    for cid, _, _ in head:
+        v = vectors.get(cid)
+        ok = v is not None and v.shape == ask.shape
+        leans.append(float(np.asarray(v, dtype=np.float32) @ (ask - context)) if ok else None)
+    less = ask_shortfalls(groups, leans, cfg.ask_weight)
+    if not any(less):
+        return list(ranked)
+    out = [(cid, score - d, feats) for (cid, score, feats), d in zip(head, less, strict=True)]
+    return sorted(out + list(ranked[cfg.ask_reach:]), key=lambda r: -r[1])

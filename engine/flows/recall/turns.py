@@ -27,7 +27,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from engine.api import SearchHit
 from engine.flows.recall.adapt import query_adapter
 from engine.flows.recall.parts import demoted, is_part, shown_with_parts
-from engine.flows.recall.roles import apart, preferred
+from engine.flows.recall.roles import apart, preferred, toward_ask
 from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import to_hit
 from engine.flows.search.ranking import Ranked, rank_query
@@ -83,6 +83,7 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
     shown_parts: dict[int, str] = {}
     ranked = demoted(ranked, res.rows, rt.cfg.recall.part_penalty)
     ranked = preferred(query, ranked, res.rows, rt.cfg.recall.turn_roles)
+    ranked = toward_ask(rt, query, ranked, res, rt.cfg.recall.turn_roles)
     ranked = apart(ranked, res.rows, rt.cfg.recall.turn_roles)
     if rt.cfg.recall.hit_unit == "chunk":
         top, answering = (shown_with_parts(ranked, res.rows, k, res.analysis.terms,

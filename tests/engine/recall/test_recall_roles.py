@@ -18,8 +18,10 @@ from engine.retrieval.config import TurnRoleConfig
 from engine.retrieval.lexicon import commands_of, named_tools, tool_words
 from engine.retrieval.turn_roles import (
     RoleChunk,
+    ask_shortfalls,
     assistant_words,
     call_commands,
+    context_and_ask,
     repeat_penalties,
     role_bonuses,
     said,
@@ -426,3 +428,64 @@ def test_the_call_whose_command_shows_what_the_question_names_is_preferred() -> 
     assert [r[0] for r in preferred("how is the tap set up?", ranked, rows, cfg)] == [1, 2, 3]
     off = dataclasses.replace(cfg, shown_bonus=0.0)
     assert preferred("what were the two commits on the branch?", ranked, rows, off)[0][0] == 1
+
+
+def test_a_question_opening_with_its_context_is_split_from_its_ask() -> None:
+    assert context_and_ask("When the analytics setup was timed stage by stage, how long did "
+                           "closing the client take?") == (
+        "When the analytics setup was timed stage by stage",
+        "how long did closing the client take")
+    assert context_and_ask("After the fix to the wrappers, how were both scripts checked to "
+                           "still parse?") == ("After the fix to the wrappers",
+                                               "how were both scripts checked to still parse")
+    for no_context in ("how long did closing the client take?",
+                       "which files did we delete, and why?",  # the clause after is no ask
+                       ", what was it?", "why did lint fail"):
+        assert context_and_ask(no_context) is None, no_context
+
+
+def test_each_chunk_of_a_turn_is_lowered_by_how_much_less_it_leans_to_the_ask() -> None:
+    groups = [("s", 1), ("s", 1), ("s", 2), None, ("s", 1), ("s", 2)]
+    leans = [0.1, 0.3, -0.2, 0.9, None, -0.1]
+    assert ask_shortfalls(groups, leans, 0.5) == pytest.approx([0.1, 0, 0.05, 0, 0, 0])
+    assert ask_shortfalls(groups, leans, 0.0) == [0.0] * 6
+
+
+def _deploy_session(engine: ContextEngine, tmp_path: Path) -> None:
+    """One request answered by a reply that restates it and a call that holds what was
+    asked about it (the port the health check answered on)."""
+    claude = ClaudeLines()
+    lines = [claude.user("the deploy script fails on staging with a timeout, can you look?"),
+             claude.assistant([text("The deploy script fails on staging with a timeout: the "
+                                    "staging deploy waits for the timeout of the deploy "
+                                    "script on staging.")], msg_id="m0"),
+             claude.assistant([tool_use("h1", "Bash", {"command": "curl -s localhost:8080/health",
+                                                       "description": "health check"})],
+                              msg_id="m1"),
+             claude.tool_result("h1", "ok, listening on port 8080")]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_lines(folder / "s.jsonl", lines)
+    engine.sync([str(folder)])
+
+
+def test_within_a_turn_the_chunk_leaning_to_the_ask_comes_before_the_restated_context(
+        engine: ContextEngine, tmp_path: Path) -> None:
+    _deploy_session(engine, tmp_path)
+    query = "When the deploy script failed on staging with a timeout, which port did it answer on?"
+    quiet = TurnRoleConfig(ending_bonus=0.0, output_bonus=0.0, call_bonus=0.0,
+                           named_bonus=0.0, shown_bonus=0.0)
+
+    def first(roles: TurnRoleConfig) -> str:
+        engine.rt.cfg = dataclasses.replace(
+            engine.rt.cfg, recall=dataclasses.replace(engine.rt.cfg.recall, turn_roles=roles))
+        hits = engine.recall(query, k=3).hits
+        assert hits is not None and len(hits) >= 2
+        return hits[0].kind
+
+    assert first(quiet) == "turn_pair", "the check can fail: the reply restating it leads"
+    assert first(dataclasses.replace(quiet, ask_weight=0.5)) == "tool"
+    assert TurnRoleConfig().ask_weight == 0.0  # off: set A lost q068 (docs/tuning.md)
+    with pytest.raises(ConfigError) as err:
+        TurnRoleConfig(ask_weight=-0.1)
+    assert "recall.turn_roles.ask_weight" in str(err.value)
