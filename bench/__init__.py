@@ -21,7 +21,8 @@ The map, by what is measured:
   (indexing and latency), ``recall_scale`` (1,000 sessions: indexing by stage, recall
   latency and its stages, a digest of every hit);
 - speed of the engine: ``store_bench`` (ingest, lanes), ``stage_latency`` (build_context
-  by stage), ``keyword_lane``, ``memory_index`` and ``vector_rebuild_bench`` (the vector
+  by stage), ``keyword_lane``, ``memory_index``, ``far_add`` (an add far out of id order
+  at 1M rows: the side block against the rebuild) and ``vector_rebuild_bench`` (the vector
   index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
   ``blob_savings``, ``embed_bench``, ``embed_precision`` and ``embed_determinism`` (the
   model; the last: a text's vector the same in any batch),

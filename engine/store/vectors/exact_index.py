@@ -15,17 +15,30 @@ score still computed in float32 from them (a row's float16 rounding moves a cosi
 by about 1e-4 at most); a full scan then converts them a block at a time.
 
 Rows stay sorted by chunk id and are found by a binary search (no per-row Python
-object: at a million rows a dict of them would cost over 100 MB).
+object: at a million rows a dict of them would cost over 100 MB). Rows added far below
+the last ids (more than ``TAIL_ROWS`` held rows after them: a crash's leftovers embedded
+after a restart) go to a small side block instead, also sorted by id, that every read
+looks at too: such an add costs what it adds, not a copy of every row. A query treats
+the two as the one merged id order (the prefilter's candidates are picked from the
+merged order, every row's score is computed the same wherever it lies: ``_dot``), so
+the answers are those of the merged index. The side block is merged into the main
+arrays in place (no second copy of them; the read lock held alone while rows move)
+when it passes ``SIDE_ROWS`` rows and before a seal (``held``), so a snapshot's
+layout is as before.
 
 Readers never wait for a rebuild (issue 32): a write that moves every row (a delete,
-a prefilter set up, float16 rows, an add far out of id order) builds new arrays with
+a prefilter set up, float16 rows) builds new arrays with
 only the write lock held and swaps them in under the read lock (copy-on-write), so
 a search that arrives meanwhile answers from the arrays as they were. Writes are
 one at a time (``_write``); the read lock (``_lock``, a ``SharedLock``) is held shared
 by a query's scan and the other reads (a lookup of stored vectors need not wait for a
 scan: build_context reads the keyword hits' vectors while the vector lane scans), and
 alone by a swap and the small in-place writes of an add (rows replaced or appended, or
-the last ``TAIL_ROWS`` rows moved up to let rows of lower ids in).
+the last ``TAIL_ROWS`` rows moved up to let rows of lower ids in). The side block's
+merge is the one in-place write that may move every row (at a million float16 rows,
+70 ms to 0.2 s: ``bench.far_add``): it runs once per ``SIDE_ROWS`` rows set aside and at a
+seal, where a copy-on-write rebuild would hold a second copy of every row (1 GB at a
+million) for each far add.
 """
 
 from __future__ import annotations
@@ -43,6 +56,44 @@ SCAN_BLOCK = 16_384  # float16 rows converted at a time by a full scan (12 MB of
 # this few (a window of sources embedded out of order: a few thousand rows at the end),
 # else it rebuilds every row: at a million rows a rebuild per add made ingest quadratic.
 TAIL_ROWS = 16_384
+# Rows added farther below than that wait in the side block (scanned by every query
+# beside the main rows) until it holds this many; then it is merged in place. At 384
+# dims this many float16 rows are 48 MB; merging moves the rows above the lowest of them
+# (up to every row: 0.2-1 s at a million) once per this many, not once per add.
+SIDE_ROWS = 65_536
+GROUP = 16  # rows a product is computed over at a time (see ``_dot``)
+
+
+def _dot(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``rows @ q`` (float32), each row's value the same wherever the row lies.
+
+    OpenBLAS's matrix-vector kernel takes rows a few at a time and the last one to three
+    by another loop that sums in another order: a row's score differed in its last bit
+    by where it lay. Here the rows are taken ``GROUP`` at a time from the first, and the
+    last ones in a padded group, so a row scores the same in the main arrays, the side
+    block, or a candidates' gather (with one BLAS thread, the engine's
+    ``search.blas_threads``: more threads split the rows where they like)."""
+    n = len(rows)
+    whole = n - n % GROUP
+    out = np.empty(n, dtype=np.float32)
+    if whole:
+        out[:whole] = rows[:whole] @ q
+    if whole < n:
+        pad = np.zeros((GROUP, rows.shape[1]), dtype=rows.dtype)
+        pad[:n - whole] = rows[whole:]
+        out[whole:] = (pad @ q)[:n - whole]
+    return out
+
+
+@dataclass(frozen=True)
+class Side:
+    """Rows added far below the last ids, held apart (sorted by id, none of them in the
+    main arrays): replaced whole, never written in place, so a reader's view stays."""
+
+    ids: np.ndarray  # int64
+    mat: np.ndarray  # the index's type
+    proj: np.ndarray | None  # float32 with a prefilter
+    fine: np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -66,6 +117,7 @@ class ExactIndex:
         self._mat = np.zeros((0, dim), dtype=self._dtype)
         self._ids = np.zeros(0, dtype=np.int64)
         self._n = 0
+        self._side = self._no_side()  # rows added far below the last ids
         self._basis: np.ndarray | None = None  # dim x m: the prefilter's directions
         self._proj = np.zeros((0, 0), dtype=np.float32)  # rows on the first ``_first``
         self._fine = np.zeros((0, 0), dtype=np.float32)  # rows on the others
@@ -74,23 +126,32 @@ class ExactIndex:
         self._refine = 0  # the best of the candidates by all m directions scored exactly
 
     def __len__(self) -> int:
-        return self._n
+        return self._n + len(self._side.ids)
 
     @property
     def compact(self) -> bool:
         return self._dtype == np.float16
 
+    @property
+    def side_rows(self) -> int:
+        """Rows held in the side block (added far below the last ids, not merged yet)."""
+        return len(self._side.ids)
+
     def nbytes(self) -> int:
         """Bytes of the rows held (and their projections), not counting spare room."""
         width = self._basis.shape[1] * 4 if self._basis is not None else 0
-        return self._n * (self.dim * self._dtype.itemsize + width + 8)
+        return len(self) * (self.dim * self._dtype.itemsize + width + 8)
+
+    def _no_side(self) -> Side:
+        return Side(np.zeros(0, np.int64), np.zeros((0, self.dim), self._dtype), None, None)
 
     # -- writes ----------------------------------------------------------------------
     def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Add or replace vectors (rows are normalised to unit length).
 
-        Rows stay sorted by chunk id, so the same set of vectors always has the same
-        layout and every score comes out bit for bit the same, however it was built.
+        Rows stay sorted by chunk id (those far below the last ids in the side block,
+        read as merged), so the same set of vectors always scores and ranks the same,
+        however it was built.
         """
         want = np.asarray([int(i) for i in ids], dtype=np.int64)
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(want), self.dim)
@@ -117,15 +178,19 @@ class ExactIndex:
                     if hproj is not None:
                         self._proj[rows], self._fine[rows] = hproj
             fresh, fvecs = uniq[~held], vecs[~held]
+            # held in the side block, or more than TAIL_ROWS held rows after: the side
+            aside = np.isin(fresh, self._side.ids)
+            if n > TAIL_ROWS:
+                aside |= fresh < self._ids[n - TAIL_ROWS]
+            if aside.any():
+                self._to_side(fresh[aside], fvecs[aside])
+                fresh, fvecs = fresh[~aside], fvecs[~aside]
             if not len(fresh):
                 return
             fproj = self._project(fvecs) if self._basis is not None else None
-            if n and fresh[0] < self._ids[n - 1]:  # not an append
-                first = int(np.searchsorted(self._ids[:n], fresh[0]))
-                if n - first <= TAIL_ROWS:  # only the last rows move: in place
-                    self._merge_tail(first, fresh, fvecs, fproj)
-                else:  # a rebuild in id order
-                    self._add_unordered(fresh, fvecs, fproj)
+            if n and fresh[0] < self._ids[n - 1]:  # not an append: only the last rows move
+                self._merge_tail(int(np.searchsorted(self._ids[:n], fresh[0])),
+                                 fresh, fvecs, fproj)
                 return
             need = n + len(fresh)
             with self._lock.write():
@@ -136,6 +201,78 @@ class ExactIndex:
                     self._proj[n:need], self._fine[n:need] = fproj
                 self._n = need
 
+    def add_rebuilt(self, ids: Sequence[int], vectors: np.ndarray) -> None:
+        """Add rows none of which is held by moving every row into id order in new
+        arrays (copy-on-write), as an add far below the last ids did before the side
+        block: kept for ``bench.far_add``'s before/after and as the
+        tests' merged reference."""
+        fresh = np.asarray([int(i) for i in ids], dtype=np.int64)
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(fresh), self.dim)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        vecs = (vecs / np.where(norms == 0, 1, norms)).astype(self._dtype)
+        order = np.argsort(fresh, kind="stable")
+        fresh, vecs = fresh[order], vecs[order]
+        with self._write:  # the side block, if any, stays as it is
+            if np.isin(fresh, self._ids[:self._n]).any() or \
+                    np.isin(fresh, self._side.ids).any() or np.any(fresh[1:] == fresh[:-1]):
+                raise ValueError("add_rebuilt takes new chunk ids only")
+            proj = self._project(vecs) if self._basis is not None else None
+            self._add_unordered(fresh, vecs, proj)
+
+    def _to_side(self, fresh: np.ndarray, fvecs: np.ndarray) -> None:
+        """Rows far below the last ids (or held in the side block) put in the side block:
+        a new block of the old one's rows (less those replaced) and these, in id order,
+        swapped in; merged into the main arrays when it passes ``SIDE_ROWS`` (call with
+        the write lock held)."""
+        old = self._side
+        keep = ~np.isin(old.ids, fresh)
+        ids = np.concatenate([old.ids[keep], fresh])
+        order = np.argsort(ids, kind="stable")
+        proj: list[np.ndarray | None] = [None, None]
+        if self._basis is not None:
+            new = self._project(fvecs)
+            # an empty block has none (set_prefilter projects a block it finds)
+            proj = [np.concatenate([held[keep] if held is not None else
+                                    np.zeros((0, more.shape[1]), np.float32), more])[order]
+                    for held, more in zip((old.proj, old.fine), new, strict=True)]
+        side = Side(ids[order], np.concatenate([old.mat[keep], fvecs])[order], *proj)
+        with self._lock.write():
+            self._side = side
+        if len(side.ids) > SIDE_ROWS:
+            self._fold()
+
+    def _fold(self) -> None:
+        """The side block merged into the main arrays in place: the main rows above each
+        side row moved up (a block at a time, from the top) and the side rows written
+        into the gaps, under the read lock held alone; no copy of the main arrays (the
+        arrays grow by ``realloc``, as an append's). Call with the write lock held."""
+        side = self._side
+        m = len(side.ids)
+        if not m:
+            return
+        n = self._n
+        at = np.searchsorted(self._ids[:n], side.ids)
+        points, lo = np.unique(at, return_index=True)
+        hi = np.append(lo[1:], m)
+        parts = [("_ids", side.ids), ("_mat", side.mat)]
+        if self._basis is not None:
+            assert side.proj is not None and side.fine is not None
+            parts += [("_proj", side.proj), ("_fine", side.fine)]
+        with self._lock.write():
+            self._reserve(n + m)
+            for name, rows in parts:
+                arr = getattr(self, name)
+                top = n
+                for a, first, past in zip(points[::-1].tolist(), lo[::-1].tolist(),
+                                          hi[::-1].tolist(), strict=True):
+                    for end in range(top, a, -SCAN_BLOCK):  # rows [a, top) up by past
+                        start = max(a, end - SCAN_BLOCK)
+                        arr[start + past:end + past] = arr[start:end]
+                    arr[a + first:a + past] = rows[first:past]
+                    top = a
+            self._n = n + m
+            self._side = self._no_side()
+
     def _with_new(self, fresh: np.ndarray, fvecs: np.ndarray,
                   proj: tuple[np.ndarray, np.ndarray] | None
                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -145,7 +282,6 @@ class ExactIndex:
         if proj is not None:
             parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
         return parts
-
     def _merge_tail(self, at: int, fresh: np.ndarray, fvecs: np.ndarray,
                     proj: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Rows whose ids fall among the held rows from ``at`` on: those rows and the new
@@ -166,7 +302,7 @@ class ExactIndex:
     def _add_unordered(self, fresh: np.ndarray, fvecs: np.ndarray,
                        proj: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Rows whose ids fall among the held ones: every row moved into id order in
-        new arrays, swapped in (call with the write lock held)."""
+        new arrays, swapped in (call with the write lock held; ``add_rebuilt``)."""
         n = self._n
         ids = np.concatenate([self._ids[:n], fresh])
         perm = np.argsort(ids, kind="stable")
@@ -243,6 +379,7 @@ class ExactIndex:
         with self._write:
             with self._lock.write():
                 self._mat, self._ids, self._n = mat, ids_arr, len(ids_arr)
+                self._side = self._no_side()
                 old, self._basis = self._basis, None
                 if pre is not None:
                     self._basis = np.ascontiguousarray(pre.basis, dtype=np.float32)
@@ -256,9 +393,19 @@ class ExactIndex:
 
     def delete(self, ids: Sequence[int]) -> None:
         """Drop the rows of ``ids`` (those held): the rows kept are copied into new
-        arrays, in id order, and swapped in; a search meanwhile reads the old ones."""
+        arrays, in id order, and swapped in; a search meanwhile reads the old ones (rows
+        of the side block: a new, smaller block)."""
         want = np.unique(np.asarray([int(c) for c in ids], dtype=np.int64))
         with self._write:
+            side = self._side
+            gone = np.isin(side.ids, want)
+            if gone.any():
+                kept = ~gone
+                smaller = Side(side.ids[kept], side.mat[kept],
+                               side.proj[kept] if side.proj is not None else None,
+                               side.fine[kept] if side.fine is not None else None)
+                with self._lock.write():
+                    self._side = smaller
             n = self._n
             at = np.searchsorted(self._ids[:n], want)
             ok = at < n
@@ -279,6 +426,33 @@ class ExactIndex:
             self._swap(new, left)
 
     # -- reads -----------------------------------------------------------------------
+    def _split(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions in the merged id order (main rows and side block) -> (which are side
+        rows, the main arrays' rows of the others, the side block's rows of those);
+        call under the lock."""
+        side, n = self._side, self._n
+        m = len(side.ids)
+        spos = np.searchsorted(self._ids[:n], side.ids) + np.arange(m)
+        j = np.searchsorted(spos, pos)
+        on = (j < m) & (spos[np.minimum(j, max(m - 1, 0))] == pos) if m else \
+            np.zeros(len(pos), dtype=bool)
+        return on, pos[~on] - j[~on], j[on]
+
+    @staticmethod
+    def _gather(main: np.ndarray, side: np.ndarray,
+                where: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        """The rows at merged positions split by ``_split``, in their order."""
+        on, rows, srows = where
+        out = np.empty((len(on), *main.shape[1:]), dtype=main.dtype)
+        out[~on] = main[rows]
+        out[on] = side[srows]
+        return out
+
+    def _merged(self, main: np.ndarray, side: np.ndarray) -> np.ndarray:
+        """Every row of ``main`` (first ``_n``) and ``side`` in the merged id order,
+        copied; call under the lock."""
+        return self._gather(main, side, self._split(np.arange(len(self))))
+
     def _rows(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(ids held, their rows) of ``ids``; call under the lock."""
         want = np.asarray([int(c) for c in ids], dtype=np.int64)
@@ -293,20 +467,33 @@ class ExactIndex:
         with self._lock.read():
             found, rows = self._rows(ids)
             block = self._mat[rows].astype(np.float32)
+            side = self._side
+            if len(side.ids):
+                want = np.asarray([int(c) for c in ids], dtype=np.int64)
+                at = np.searchsorted(side.ids, want)
+                ok = at < len(side.ids)
+                ok[ok] = side.ids[at[ok]] == want[ok]
+                found = np.concatenate([found, side.ids[at[ok]]])
+                block = np.concatenate([block, side.mat[at[ok]].astype(np.float32)])
         return {int(c): block[j] for j, c in enumerate(found)}
 
     def ids(self) -> list[int]:
         with self._lock.read():
-            return [int(i) for i in self._ids[:self._n]]
+            return [int(i) for i in self._merged(self._ids, self._side.ids)]
 
     def ids_and_vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk id (ascending) and its unit vector, copied (float32)."""
         with self._lock.read():
-            return self._ids[:self._n].copy(), self._mat[:self._n].astype(np.float32)
+            if not len(self._side.ids):
+                return self._ids[:self._n].copy(), self._mat[:self._n].astype(np.float32)
+            return (self._merged(self._ids, self._side.ids),
+                    self._merged(self._mat, self._side.mat).astype(np.float32))
 
     def held(self) -> tuple[np.ndarray, np.ndarray, Prefilter | None]:
-        """The ids, rows and prefilter as held, not copied (views): only for a caller
-        that no write runs beside (the snapshot's save)."""
+        """The ids, rows and prefilter as held, not copied (views), the side block merged
+        in first: only for a caller that no write runs beside (the snapshot's save)."""
+        with self._write:
+            self._fold()
         with self._lock.read():
             n = self._n
             if self._basis is None:
@@ -324,6 +511,8 @@ class ExactIndex:
             with self._write, self._lock.write():
                 self._basis, self._candidates = None, 0
                 self._proj = self._fine = np.zeros((0, 0), np.float32)
+                side = self._side
+                self._side = Side(side.ids, side.mat, None, None)
             return
         with self._write:
             self._set_prefilter(basis, candidates, first, refine)
@@ -342,11 +531,16 @@ class ExactIndex:
             end = min(n, at + SCAN_BLOCK)
             both = self._mat[at:end].astype(np.float32) @ b
             proj[at:end], fine[at:end] = both[:, :first], both[:, first:]
+        side = self._side
+        both = side.mat.astype(np.float32) @ b
+        side = Side(side.ids, side.mat, np.ascontiguousarray(both[:, :first]),
+                    np.ascontiguousarray(both[:, first:]))
         if self.before_swap is not None:
             self.before_swap()
         with self._lock.write():
             self._basis, self._proj, self._fine, self._first = b, proj, fine, first
             self._candidates, self._refine = int(candidates), int(refine)
+            self._side = side
 
     def set_candidates(self, candidates: int, refine: int = 0) -> None:
         if (self._candidates, self._refine) == (int(candidates), int(refine)):
@@ -360,10 +554,12 @@ class ExactIndex:
             if self.compact:
                 return
             mat = self._mat[:self._n].astype(np.float16)
+            side = self._side
+            side = Side(side.ids, side.mat.astype(np.float16), side.proj, side.fine)
             if self.before_swap is not None:
                 self.before_swap()
             with self._lock.write():
-                self._mat, self._dtype = mat, np.dtype(np.float16)
+                self._mat, self._dtype, self._side = mat, np.dtype(np.float16), side
 
     @property
     def prefiltered(self) -> bool:
@@ -373,46 +569,70 @@ class ExactIndex:
         """Up to ``most`` rows, evenly spread over the id order (the same set gives the
         same sample), copied (float32)."""
         with self._lock.read():
-            step = max(1, self._n // max(1, most))
-            return self._mat[:self._n:step][:most].astype(np.float32)
+            total = len(self)
+            step = max(1, total // max(1, most))
+            if not len(self._side.ids):
+                return self._mat[:total:step][:most].astype(np.float32)
+            where = self._split(np.arange(0, total, step)[:most])
+            return self._gather(self._mat, self._side.mat, where).astype(np.float32)
 
-    def _scan(self, n: int, q: np.ndarray) -> np.ndarray:
-        """Every row's score (under the lock)."""
+    def _scan(self, n: int, q: np.ndarray, mat: np.ndarray | None = None) -> np.ndarray:
+        """The score of each of the first ``n`` rows (of ``mat``: the side block's; under
+        the lock)."""
+        mat = self._mat if mat is None else mat
         if not self.compact:
-            return self._mat[:n] @ q
+            return _dot(mat[:n], q)
         out = np.empty(n, dtype=np.float32)
         for at in range(0, n, SCAN_BLOCK):
             end = min(n, at + SCAN_BLOCK)
-            out[at:end] = self._mat[at:end].astype(np.float32) @ q
+            out[at:end] = _dot(mat[at:end].astype(np.float32), q)
         return out
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (chunk id, cosine), best first, ties by chunk id (with a
-        prefilter, among the candidates it keeps)."""
+        prefilter, among the candidates it keeps). The side block is read as merged
+        into the main rows: the candidates are picked from the merged id order."""
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         if norm:
             q = q / norm
         with self._lock.read():
-            n = self._n
-            if n == 0 or k <= 0:
+            n, side = self._n, self._side
+            total = n + len(side.ids)
+            if total == 0 or k <= 0:
                 return []
-            if self._basis is not None and n > max(self._candidates, k):
+            if self._basis is not None and total > max(self._candidates, k):
                 qb = q @ self._basis
                 first = self._first
-                coarse = self._proj[:n] @ qb[:first]
-                cand = np.argpartition(coarse, n - self._candidates)[n - self._candidates:]
+                coarse = _dot(self._proj[:n], qb[:first])
+                if len(side.ids):
+                    assert side.proj is not None and side.fine is not None
+                    coarse = np.insert(coarse, np.searchsorted(self._ids[:n], side.ids),
+                                       _dot(side.proj, qb[:first]))
+                cand = np.argpartition(coarse, total - self._candidates)[
+                    total - self._candidates:]
                 if self._refine and first < len(qb) and self._refine < len(cand):
-                    finer = coarse[cand] + self._fine[cand] @ qb[first:]
+                    fine = self._gather(self._fine, side.fine, self._split(cand)) \
+                        if side.fine is not None and len(side.ids) else self._fine[cand]
+                    finer = coarse[cand] + _dot(fine, qb[first:])
                     cand = cand[np.argpartition(finer, len(cand) - self._refine)
                                 [len(cand) - self._refine:]]
                 cand = np.sort(cand)
-                scores = self._mat[cand].astype(np.float32, copy=False) @ q
-                ids = self._ids[cand]
-                n = len(cand)
+                if len(side.ids):
+                    where = self._split(cand)
+                    rows = self._gather(self._mat, side.mat, where)
+                    ids = self._gather(self._ids, side.ids, where)
+                else:
+                    rows, ids = self._mat[cand], self._ids[cand]
+                scores = _dot(rows.astype(np.float32, copy=False), q)
+                total = len(cand)
             else:
                 scores = self._scan(n, q)
                 ids = self._ids[:n].copy()
+                if len(side.ids):
+                    scores = np.concatenate([scores, self._scan(len(side.ids), q, side.mat)])
+                    ids = np.concatenate([ids, side.ids])
+        n = total
         if k < n:
             # everything tied with the k-th score stays in, so the cut is order-free
             kth = np.partition(scores, n - k)[n - k]
@@ -421,4 +641,3 @@ class ExactIndex:
             keep = np.arange(n)
         order = keep[np.lexsort((ids[keep], -scores[keep]))][:k]
         return [(int(ids[i]), float(scores[i])) for i in order]
-

@@ -87,8 +87,9 @@ def test_a_search_answers_while_a_big_flush_is_held_mid_rebuild() -> None:
     assert fresh.query(query, 20) == after  # as if the deleted rows had never been there
 
 def test_every_rebuild_swaps_outside_the_read_lock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each write that moves every row (a delete, an add far out of id order, the
-    prefilter's set-up, float16 rows) builds its arrays with the read lock free."""
+    """Each write that moves every row (a delete, the rebuild an add far out of id order
+    was before the side block, the prefilter's set-up, float16 rows) builds its arrays
+    with the read lock free; an add far out of id order now rebuilds nothing."""
     monkeypatch.setattr(exact_index, "TAIL_ROWS", 100)  # 1,800 rows after the add's first
     x = _clustered(2000, 32, 7)
     index = ExactIndex(32)
@@ -96,8 +97,9 @@ def test_every_rebuild_swaps_outside_the_read_lock(monkeypatch: pytest.MonkeyPat
     seen: list[bool] = []
     index.before_swap = lambda: seen.append(index._lock.locked())
     index.delete(list(range(2, 402, 2)))
-    index.add([3, 5, 7], x[:3])  # among the held ids: every row moves
+    index.add_rebuilt([3, 5, 7], x[:3])  # among the held ids: every row moves
+    index.add([9, 11], x[3:5])  # as far below: to the side block, no rebuild
     index.set_prefilter(np.linalg.qr(x[:8].T)[0], 500, first=4)
     index.to_compact()
     assert seen == [False, False, False, False]
-    assert len(index) == 1803 and index.ids()[:4] == [3, 5, 7, 402]
+    assert len(index) == 1805 and index.ids()[:6] == [3, 5, 7, 9, 11, 402]
