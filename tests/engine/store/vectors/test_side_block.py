@@ -199,3 +199,55 @@ def test_a_snapshot_sealed_with_a_side_block_reopens_with_the_same_answers(
         assert sealed.ids.tolist() == every
         again.load(sealed.ids, sealed.vectors, unit=True, prefilter=sealed.prefilter)
         assert [again.query(q, 10) for q in queries] == before
+
+
+def test_a_far_add_waits_for_a_scan_and_the_scan_answers_from_the_rows_before_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The side block is swapped in under the read lock held alone: a query that holds it
+    shared reads the main rows and the side block as one state (here: before the add),
+    and a lookup meanwhile still answers. A scan is held by events (its ``_scan``
+    wrapped), so only the order of events is checked."""
+    import threading
+
+    monkeypatch.setattr(exact_index, "TAIL_ROWS", 100)
+    guard = 120
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((500, 16)).astype(np.float32)
+    index = ExactIndex(16)
+    index.add(list(range(2, 1002, 2)), x)
+    index.add([3], x[7:8] * 2)  # aside already: the scan reads both parts
+    assert index.side_rows == 1
+    scanning, release = threading.Event(), threading.Event()
+    scan = index._scan
+
+    def held_scan(n: int, q: np.ndarray, mat: np.ndarray | None = None) -> np.ndarray:
+        scanning.set()
+        release.wait(guard)
+        return scan(n, q, mat)
+
+    index._scan = held_scan  # type: ignore[method-assign]
+    order: list[str] = []
+    hits: list[list[tuple[int, float]]] = []
+    scanner = threading.Thread(target=lambda: hits.append(index.query(x[7], 3)))
+    scanner.start()
+    try:
+        assert scanning.wait(guard), "the scan never started"
+        looked = index.vectors([3, 16])  # a lookup does not wait
+        assert sorted(looked) == [3, 16]
+        def far_add() -> None:
+            index.add([5], x[7:8])
+            order.append("far add done")
+
+        writer = threading.Thread(target=far_add)
+        writer.start()
+        writer.join(0.5)
+        order.append("scan released")
+    finally:
+        release.set()
+        scanner.join(guard)
+    writer.join(guard)
+    assert order == ["scan released", "far add done"]
+    assert [c for c, _ in hits[0]][:2] == [3, 16]  # equal rows: ties by id
+    assert 5 not in {c for c, _ in hits[0]}  # answered from the rows before the add
+    assert index.side_rows == 2
+    assert [c for c, _ in index.query(x[7], 3)][:3] == [3, 5, 16]  # ties by id
