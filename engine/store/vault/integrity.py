@@ -11,8 +11,9 @@ makes the file unreadable with the key (SQLITE_NOTADB). Three parts:
   One state only a read-write connection mends: a WAL index (-shm) left stale by a
   process killed as it started a new log, which a read-only reader can never use
   (it retried for 10 s, then said "busy", on every open after). ``probe`` rebuilds
-  that index first, as any read-write open after a crash does; the data dir's
-  lock, held by its caller, means no other engine has the vault.
+  that index first, as any read-write open after a crash does (only under a key
+  that vault.db's first page verifies); the data dir's lock, held by its caller,
+  means no other engine has the vault.
 - ``VaultConnection`` (every connection the vault makes) turns those errors,
   in whatever query meets them, into ``VaultDamaged``, and tells the vault, which
   refuses every call from then on (``Vault.damage``).
@@ -177,10 +178,15 @@ def stale_index(path: Path) -> bool:
     return head[32:40] != log_head[16:24]  # aSalt against the log's salts
 
 
-def rebuild_index(path: Path, hexkey: str) -> None:
+def rebuild_index(path: Path, hexkey: str) -> bool:
     """Rebuild a stale WAL index with a read-write connection, as any read-write open
     after a crash does (from the log's committed frames; closing, it folds them into
-    vault.db, the same content). Whatever else fails here, the probe after names it."""
+    vault.db, the same content). Whatever else fails here, the probe after names it.
+    Only under a key that vault.db's first page was written with (its HMAC checked here,
+    no SQLite): under another, the connection would still fold the log into vault.db
+    as it closes, and a refused vault is left as it was found. False: not rebuilt."""
+    if not keyed(path, hexkey):
+        return False
     log.warning("the vault's WAL index, left stale by a process stopped mid-write, is "
                 "rebuilt")
     conn = sqlite.connect(str(path), isolation_level=None, timeout=BUSY_WAIT_S)
@@ -192,6 +198,18 @@ def rebuild_index(path: Path, hexkey: str) -> None:
         pass
     finally:
         conn.close()
+    return True
+
+
+def keyed(path: Path, hexkey: str) -> bool:
+    """Whether vault.db's first page passes its HMAC under ``hexkey`` (SQLCipher 4's
+    layout, as ``failed_pages`` checks it): the vault was written with this key."""
+    try:
+        if path.stat().st_size < PAGE:
+            return False
+        return not _hmac_failures(path, hexkey, only=[1])
+    except OSError:
+        return False
 
 
 def probe(path: Path, hexkey: str, *, pages: bool) -> None:
@@ -199,20 +217,22 @@ def probe(path: Path, hexkey: str, *, pages: bool) -> None:
     its locks). Still busy: StoreLocked. A WAL index that a kill -9 left stale
     (``stale_index``, or met as SQLITE_PROTOCOL, "locking protocol") is rebuilt once
     first: a read-only reader never can, and every open after a kill at that moment said
-    "busy" for good (found by test_kill_during_an_online_rotation in CI)."""
-    rebuilt = stale_index(path)
-    if rebuilt:
-        rebuild_index(path, hexkey)
+    "busy" for good (found by test_kill_during_an_online_rotation in CI). Not under a
+    key that did not write vault.db (``keyed``): such an index then says WrongKey."""
+    tried = stale_index(path)  # a rebuild tried (once at most)
+    rebuilt = tried and rebuild_index(path, hexkey)
     tries = 0
     while True:
         try:
             probe_once(path, hexkey, pages=pages)
             return
         except _Busy as busy:
-            if busy.stale and not rebuilt:  # then checked again: not counted as a try
-                rebuilt = True
-                rebuild_index(path, hexkey)
+            if busy.stale and not tried:  # then checked again: not counted as a try
+                tried = True
+                rebuilt = rebuild_index(path, hexkey)
                 continue
+            if busy.stale and not rebuilt:  # no rebuild: the key did not write vault.db
+                raise _wrong_key() from None
             tries += 1
             if tries == BUSY_TRIES:
                 raise StoreLocked("vault.db is busy: another process holds its locks; try "
@@ -235,10 +255,7 @@ def probe_once(path: Path, hexkey: str, *, pages: bool) -> None:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite.DatabaseError as exc:
             if damage_code(exc) == SQLITE_NOTADB or "encrypted" in str(exc):
-                raise WrongKey(
-                    "vault.db cannot be decrypted with this store's key: it belongs to another "
-                    "store (or its first page is damaged); restore this store's vault.db "
-                    "from a backup") from None
+                raise _wrong_key() from None
             raise _open_error(exc) from None
         try:
             check_version(conn)
@@ -256,6 +273,12 @@ def probe_once(path: Path, hexkey: str, *, pages: bool) -> None:
                     p.unlink()
             except OSError:
                 pass
+
+
+def _wrong_key() -> WrongKey:
+    return WrongKey("vault.db cannot be decrypted with this store's key: it belongs to "
+                    "another store (or its first page is damaged); restore this store's "
+                    "vault.db from a backup")
 
 
 def _open_error(exc: sqlite.DatabaseError) -> Exception:
@@ -288,6 +311,19 @@ def failed_pages(path: Path, hexkey: str, *, stop: Callable[[], bool] | None = N
     that lets queries run first) and can check ``only`` some pages again. Each page is
     hashed with the GIL released (hashlib does for 2 KB and more). SQLite's lock-byte
     page (``LOCK_PAGE``, in vaults over 1 GiB) holds no data and is not checked."""
+    bad = _hmac_failures(path, hexkey, stop=stop, only=only)
+    if bad and bad[0] == 1 and _sqlcipher_reads(path, hexkey):
+        # SQLCipher reads page 1 while this check fails it: the vault is not laid out as
+        # checked here (other cipher settings); say nothing rather than a false alarm
+        log.warning("vault page check skipped: the vault's page format is not SQLCipher 4's "
+                    "default")
+        return []
+    return bad
+
+
+def _hmac_failures(path: Path, hexkey: str, *, stop: Callable[[], bool] | None = None,
+                   only: Sequence[int] | None = None) -> list[int]:
+    """``failed_pages``'s check itself (no second opinion from SQLCipher)."""
     bad: list[int] = []
     with open(path, "rb") as fh:
         salt = fh.read(16)
@@ -320,12 +356,6 @@ def failed_pages(path: Path, hexkey: str, *, stop: Callable[[], bool] | None = N
             mac.update(h.digest())
             if not hmac.compare_digest(mac.digest(), page[PAGE - HMAC_SIZE:]):
                 bad.append(pgno)
-    if bad and bad[0] == 1 and _sqlcipher_reads(path, hexkey):
-        # SQLCipher reads page 1 while this check fails it: the vault is not laid out as
-        # checked here (other cipher settings); say nothing rather than a false alarm
-        log.warning("vault page check skipped: the vault's page format is not SQLCipher 4's "
-                    "default")
-        return []
     return bad
 
 

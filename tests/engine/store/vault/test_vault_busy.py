@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sqlcipher3 import dbapi2 as sqlite
 
-from engine.errors import StoreLocked
+from engine.errors import StoreLocked, WrongKey
 from engine.store.vault import integrity
 
 KEY = "11" * 32
@@ -146,5 +146,51 @@ def test_a_stale_index_met_as_locking_protocol_is_rebuilt(
     shutil.copytree(path.parent, kept)
     integrity.probe(path, KEY, pages=False)
     with pytest.raises(StoreLocked):  # with the rebuild off: what every open said before
-        monkeypatch.setattr(integrity, "rebuild_index", lambda path, hexkey: None)
+        monkeypatch.setattr(integrity, "rebuild_index", lambda path, hexkey: True)
         integrity.probe(kept / "vault.db", KEY, pages=False)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_wrong_key_leaves_a_stale_indexed_vault_as_found(tmp_path: Path) -> None:
+    """A log holding committed frames beside an index never set: a read-write connection
+    under another store's key folded the log into vault.db as it closed (vault.db
+    rewritten, the log and index gone) before the open was refused."""
+    live, found = tmp_path / "live", tmp_path / "found"
+    live.mkdir()
+    found.mkdir()
+    _vault(live / "vault.db")
+    writer = sqlite.connect(str(live / "vault.db"), isolation_level=None)
+    writer.execute(f"PRAGMA key = \"x'{KEY}'\"")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("INSERT INTO t VALUES (2)")  # in the log only
+    for name in ("vault.db", "vault.db-wal", "vault.db-shm"):
+        shutil.copy(live / name, found / name)
+    writer.close()
+    shm = found / "vault.db-shm"
+    shm.write_bytes(bytes(shm.stat().st_size))
+    path = found / "vault.db"
+    assert integrity.stale_index(path)
+    before = _files(found)
+    with pytest.raises(WrongKey):
+        integrity.probe(path, "22" * 32, pages=False)
+    assert _files(found) == before
+    integrity.probe(path, KEY, pages=False)  # the store's own key: read (rebuilt) as ever
+    reader = integrity.open_readonly(path, KEY)
+    assert reader.execute("SELECT x FROM t ORDER BY x").fetchall() == [(1,), (2,)]
+    reader.close()
+
+
+@pytest.mark.slow
+def test_a_wrong_key_on_a_stuck_index_is_a_wrong_key(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index no read-only reader can use, under another store's key: not rebuilt (files
+    as found), and said as a wrong key, not as a lock (after SQLite's own 10 s of tries)."""
+    monkeypatch.setattr(integrity, "BUSY_TRIES", 1)
+    path = _stale(tmp_path, "other log")
+    before = _files(path.parent)
+    with pytest.raises(WrongKey):
+        integrity.probe(path, "22" * 32, pages=False)
+    assert _files(path.parent) == before
