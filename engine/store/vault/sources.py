@@ -28,7 +28,13 @@ from engine.api import SourceInfo
 from engine.pathnames import shown
 from engine.store.vault.aliases import retire_versions
 from engine.store.vault.core import Vault
-from engine.store.vault.transcripts import EXTRA_SEGMENTS, ITEM_KEY, TRANSCRIPT, whole_files
+from engine.store.vault.transcripts import (
+    EXTRA_SEGMENTS,
+    ITEM_KEY,
+    TRANSCRIPT,
+    segments_of,
+    whole_files,
+)
 from engine.types import ChunkDraft, LoadedDocument
 
 SOURCE_COLUMNS = ("id, uri, kind, title, fmt, content_hash, bytes, created_at, ingested_at, n_chunks, "
@@ -341,12 +347,12 @@ def _named(vault: Vault, source: str | int) -> list[int]:
     if found:
         return found
     if text.startswith(TRANSCRIPT):  # transcript:<path> names every segment of it
-        return _prefixed(vault, text + "#")
+        return segments_of(vault, text)
     if "://" in text or text.startswith(_NOT_PATHS):
         return []
     real = Path(str(source).strip()).expanduser().resolve()
     path = shown(real)
-    found = _ids(vault, "uri = ?", (path,)) + _prefixed(vault, f"{TRANSCRIPT}{path}#")
+    found = _ids(vault, "uri = ?", (path,)) + segments_of(vault, TRANSCRIPT + path)
     if found or not real.is_dir():
         return sorted(set(found))
     folder = path.rstrip("/") + "/"

@@ -88,11 +88,20 @@ def whole_files(vault: Vault, source_ids: Sequence[int]) -> list[int]:
             name = file_uri(str(uri), str(kind))
             if name is not None:
                 files.add(name)
-    for name in sorted(files):  # uris from "<name>#" up to "<name>$": the uri index's range
-        out.update(int(r[0]) for r in vault._query(
-            "SELECT id FROM sources WHERE uri >= ? AND uri < ? AND kind = ? "
-            "AND state = 'ready'", (name + "#", name + "$", KIND)))
+    for name in sorted(files):
+        out.update(segments_of(vault, name))
     return sorted(out)
+
+
+def segments_of(vault: Vault, name: str) -> list[int]:
+    """The ready segments of the transcript file ``name`` (``transcript:<path>``), by id:
+    uris from "<name>#" up to "<name>$" (the uri index's range), of them those whose
+    file is ``name``: the range holds another file's too where that file's name begins
+    with "<path>#" (``s.jsonl`` and ``s.jsonl#2.jsonl``)."""
+    return sorted(int(sid) for sid, uri in vault._query(
+        "SELECT id, uri FROM sources WHERE uri >= ? AND uri < ? AND kind = ? "
+        "AND state = 'ready'", (name + "#", name + "$", KIND))
+        if file_uri(str(uri)) == name)
 
 
 # SQL: the ready transcript segments beyond one per file, what a count of source rows

@@ -196,3 +196,29 @@ def test_a_session_delete_counts_one_source_done(engine: ContextEngine,
     assert result.deleted == 2 and len(result.sources) == 4
     assert (job.files_total, job.files_done) == (2, 2)
     assert engine.sources() == []
+
+
+@pytest.mark.parametrize("by", ["id", "uri", "path", "file uri"])
+def test_a_session_whose_name_begins_another_s_is_deleted_alone(
+        engine: ContextEngine, tmp_path: Path, by: str) -> None:
+    """``s.jsonl`` and ``s.jsonl#2.jsonl`` side by side: the second's segment uris begin
+    with the first's segment prefix (``transcript:<path>/s.jsonl#``). Deleting the first
+    session, however named, deleted the second's segments too."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path, _ = pending_session(folder, "s.jsonl")
+    other, _ = pending_session(folder, "s.jsonl#2.jsonl")
+    engine.sync([str(folder)])
+    mine = {sid for sid, (uri, _) in _segments(engine, path).items()
+            if uri.startswith(f"transcript:{path}#") and "#2.jsonl" not in uri}
+    theirs = set(_segments(engine, other))
+    assert mine and theirs and not mine & theirs
+    assert sorted(s.uri for s in engine.sources()) == [f"transcript:{path}",
+                                                       f"transcript:{other}"]
+    assert engine.status().sources == 2
+    name = {"id": min(mine), "uri": _segments(engine, path)[min(mine)][0],
+            "path": str(path), "file uri": f"transcript:{path}"}[by]
+    result = engine.delete(name, wait=True)
+    assert sorted(result.sources) == sorted(mine) and result.deleted == 1
+    assert [s.uri for s in engine.sources()] == [f"transcript:{other}"]
+    assert set(_segments(engine, other)) == theirs
