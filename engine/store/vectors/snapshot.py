@@ -194,6 +194,11 @@ class SnapshotFile:
             raise ValueError("made with another key")
         if n and got_dim != dim:
             raise ValueError("made for another model dimension")
+        # the header is checked with the first segment's tag only: a count that a flipped
+        # bit made huge must not be allocated first (a MemoryError stopped the open)
+        rows = 16 + dim * width + (m * 4 if m and n else 0)
+        if n * rows + (dim * m * 4 if m and n else 0) > os.fstat(fh.fileno()).st_size:
+            raise ValueError("wrong size")
         ids = np.empty(n, "<i8")
         hashes = np.empty(n, "<u8")
         vecs = np.empty((n, dim), _DTYPES[width])

@@ -327,3 +327,23 @@ def test_a_flipped_byte_in_any_segment_discards_the_snapshot(
             assert S.SnapshotFile(path, key).load(32) is None
     path.write_bytes(raw)
     assert S.SnapshotFile(path, key).load(32) is not None
+
+
+def test_a_flipped_bit_in_the_row_count_discards_the_snapshot(tmp_path: Path) -> None:
+    """The header is authenticated with the first segment only: a count that one flipped
+    bit made huge (2^36 rows and more) was allocated before any tag was checked, and the
+    MemoryError stopped the open instead of a rebuild from the vault."""
+    from engine.store.vectors import snapshot as S
+
+    snap, key = _big(300), b"k" * 32
+    path = tmp_path / "vectors.snap"
+    S.SnapshotFile(path, key).save(snap)
+    raw = path.read_bytes()
+    count = S._HEAD1.size - 10  # the count: 8 bytes before the dimension's 2
+    assert S._HEAD1.unpack(raw[:S._HEAD1.size])[4] == 300
+    for byte in range(count, count + 8):
+        for bit in (0, 7):
+            bad = bytearray(raw)
+            bad[byte] ^= 1 << bit
+            path.write_bytes(bytes(bad))
+            assert S.SnapshotFile(path, key).load(32) is None
