@@ -216,8 +216,9 @@ def test_a_session_whose_name_begins_another_s_is_deleted_alone(
     assert sorted(s.uri for s in engine.sources()) == [f"transcript:{path}",
                                                        f"transcript:{other}"]
     assert engine.status().sources == 2
-    name = {"id": min(mine), "uri": _segments(engine, path)[min(mine)][0],
-            "path": str(path), "file uri": f"transcript:{path}"}[by]
+    names: dict[str, str | int] = {"id": min(mine), "uri": _segments(engine, path)[min(mine)][0],
+                                   "path": str(path), "file uri": f"transcript:{path}"}
+    name = names[by]
     result = engine.delete(name, wait=True)
     assert sorted(result.sources) == sorted(mine) and result.deleted == 1
     assert [s.uri for s in engine.sources()] == [f"transcript:{other}"]
