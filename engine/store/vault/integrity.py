@@ -187,15 +187,19 @@ def rebuild_index(path: Path, hexkey: str) -> bool:
     as it closes, and a refused vault is left as it was found. False: not rebuilt."""
     if not keyed(path, hexkey):
         return False
-    log.warning("the vault's WAL index, left stale by a process stopped mid-write, is "
-                "rebuilt")
-    conn = sqlite.connect(str(path), isolation_level=None, timeout=BUSY_WAIT_S)
+    log.warning("the vault's WAL index was left stale by a process stopped mid-write: "
+                "rebuilding it")
+    try:
+        conn = sqlite.connect(str(path), isolation_level=None, timeout=BUSY_WAIT_S)
+    except sqlite.Error as exc:  # a read-only data dir, say: the probe after says busy
+        log.warning("the vault's WAL index could not be rebuilt (%s)", type(exc).__name__)
+        return True
     try:
         quiet(conn)
         conn.execute(f"PRAGMA key = \"x'{hexkey}'\"")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite.Error:
-        pass
+    except sqlite.Error as exc:
+        log.warning("the vault's WAL index could not be rebuilt (%s)", type(exc).__name__)
     finally:
         conn.close()
     return True
