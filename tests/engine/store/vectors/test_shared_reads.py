@@ -27,10 +27,10 @@ def _index_with_held_scan() -> tuple[ExactIndex, threading.Event, threading.Even
     scanning, release = threading.Event(), threading.Event()
     scan = index._scan
 
-    def held_scan(n: int, q: np.ndarray) -> np.ndarray:
+    def held_scan(n: int, q: np.ndarray, mat: np.ndarray | None = None) -> np.ndarray:
         scanning.set()
         release.wait(GUARD_S)
-        return scan(n, q)
+        return scan(n, q, mat)
 
     index._scan = held_scan  # type: ignore[method-assign]
     return index, scanning, release, x
