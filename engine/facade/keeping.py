@@ -69,11 +69,11 @@ class Keeping:
         what = deleting.resolve(rt.vault, source)
         if what.empty:
             raise NotFound("no such source (give a source id, uri or path)", field="source")
-        # a job interrupted earlier must not bring them back when it is resumed
-        self._interrupted.deleted(src.uris_of(rt.vault, what.ids) + list(what.paths))
         uris = src.uris_of(rt.vault, what.ids)
+        # a job interrupted earlier must not bring them back when it is resumed
+        self._interrupted.deleted(uris + list(what.paths))
         # a transcript's segments are one item, as ``sources`` lists them
-        deleted = transcripts.items(rt.vault, what.ids) + len(what.paths)
+        deleted = len({transcripts.file_uri(u) or u for u in uris}) + len(what.paths)
         job = self._runner.submit("delete", deleting.delete_work(rt, self._writer, what))
         if any(u.startswith("transcript:") for u in uris):  # recall learned from them:
             self._refit(force=True)  # fitted again without them, after the delete

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from engine.api import SourceInfo
 from engine.store.vault.core import Vault
@@ -79,15 +80,8 @@ def whole_files(vault: Vault, source_ids: Sequence[int]) -> list[int]:
     """``source_ids`` with every ready segment of each transcript file one of them is a
     segment of, by id."""
     out = {int(s) for s in source_ids}
-    files: set[str] = set()
-    for i in range(0, len(source_ids), 400):
-        part = [int(s) for s in source_ids[i:i + 400]]
-        for uri, kind in vault._query(
-                f"SELECT uri, kind FROM sources WHERE id IN ({','.join('?' * len(part))}) "
-                "AND kind = ?", (*part, KIND)):
-            name = file_uri(str(uri), str(kind))
-            if name is not None:
-                files.add(name)
+    files = {name for _, uri in _by_id(vault, "uri", source_ids, f"kind = '{KIND}'")
+             if (name := file_uri(str(uri))) is not None}
     for name in sorted(files):
         out.update(segments_of(vault, name))
     return sorted(out)
@@ -114,16 +108,17 @@ EXTRA_SEGMENTS = (f"SELECT count(*) - count(DISTINCT {FILE_KEY}) FROM sources "
 def item_keys(vault: Vault, source_ids: Sequence[int]) -> dict[int, str]:
     """Source id -> the memory item it is part of (``ITEM_KEY``: a transcript segment's
     file, any other source itself), in whatever state (a delete under way too)."""
-    out: dict[int, str] = {}
+    return {int(sid): str(key) for sid, key in _by_id(vault, ITEM_KEY, source_ids)}
+
+
+def _by_id(vault: Vault, column: str, source_ids: Sequence[int],
+           where: str = "1") -> list[tuple[Any, Any]]:
+    """(id, ``column``) of the sources ``source_ids`` that match ``where``, 400 ids a
+    query (SQLite's bound on a statement's variables)."""
+    out: list[tuple[Any, Any]] = []
     for i in range(0, len(source_ids), 400):
         part = [int(s) for s in source_ids[i:i + 400]]
-        out.update((int(r[0]), str(r[1])) for r in vault._query(
-            f"SELECT id, {ITEM_KEY} FROM sources WHERE id IN ({','.join('?' * len(part))})",
-            part))
+        out += [(r[0], r[1]) for r in vault._query(
+            f"SELECT id, {column} FROM sources WHERE id IN ({','.join('?' * len(part))}) "
+            f"AND {where}", part)]
     return out
-
-
-def items(vault: Vault, source_ids: Sequence[int]) -> int:
-    """How many memory items ``source_ids`` are (a transcript file's segments count
-    once)."""
-    return len(set(item_keys(vault, source_ids).values()))
