@@ -76,8 +76,8 @@ def _dot(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     n = len(rows)
     whole = n - n % GROUP
     out = np.empty(n, dtype=np.float32)
-    if whole:
-        out[:whole] = rows[:whole] @ q
+    if whole:  # straight into ``out``: at a million rows no second array of scores
+        np.matmul(rows[:whole], q, out=out[:whole])
     if whole < n:
         pad = np.zeros((GROUP, rows.shape[1]), dtype=rows.dtype)
         pad[:n - whole] = rows[whole:]
@@ -282,6 +282,7 @@ class ExactIndex:
         if proj is not None:
             parts.update(_proj=(self._proj, proj[0]), _fine=(self._fine, proj[1]))
         return parts
+
     def _merge_tail(self, at: int, fresh: np.ndarray, fvecs: np.ndarray,
                     proj: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Rows whose ids fall among the held rows from ``at`` on: those rows and the new
