@@ -181,7 +181,6 @@ def assistant_words(kind: str, text: str, part: str | None = None) -> str:
     return body.split("\nTool ", 1)[0] if kind == "tool" else body
 
 
-
 # a question's ask after a context clause: ", what/how/why/did ... ?" ends it (general English)
 _ASK = re.compile(r",\s+((?:what|which|how|why|where|who|whose|when|did|do|does|was|were|is|"
                   r"are|had|has|have|could|can|would|should)\b[^,]*)$", re.IGNORECASE)
