@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import functools
 import resource
-import subprocess
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -29,14 +28,6 @@ import numpy as np
 
 from bench.stats import machine_state, summary, table
 from engine.lab import ExactIndex
-
-
-def _uptime() -> str:
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True,
-                              check=False).stdout.strip()
-    except OSError:
-        return "uptime: not found"
 
 
 def _peak_bytes(fn: Callable[[], Any]) -> int:
@@ -129,14 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
-    print(_uptime())
     print(f"machine: {machine_state()}")
     with threadpool_limits(1, user_api="blas"):
         rows = run(args.rows, args.dim, args.batch, args.adds, args.queries)
     print(table(["far-out-of-order add", "adds", "p50 ms", "p95 ms", "max ms",
                  "peak traced MB"], rows))
     print(f"machine: {machine_state()}")
-    print(_uptime())
     return 0
 
 
