@@ -7,10 +7,15 @@ the path the user named (the CLI and the app warn first). Two formats:
   then one source per line: its uri, kind, title, project, dates, the text (as
   its chunks rebuild it) and the chunks themselves and surrogates, exactly as
   stored. ``ctx ingest`` of such a file stores those sources again as they were:
-  same uris, kinds, titles, chunks and surrogates (then embedded again).
+  same uris, kinds, titles, chunks and surrogates (then embedded again). A session's
+  transcript, stored as one segment per sync, is one line per segment, on
+  consecutive lines (so an import keeps the segments a later sync builds on).
 - ``markdown``: a folder with one ``.md`` file per source (under a folder per
   kind), its details in a front matter, then its text: to read, or take to
-  another tool.
+  another tool. A transcript is one file, its segments' texts in order.
+
+Either way a transcript counts as one source (``ExportResult.sources``), as
+``sources()`` lists it, with all of its segments (``store/vault/transcripts.py``).
 
 Files are written owner-only; a jsonl export appears under its name only once
 whole (written as ``NAME.partial`` first).
@@ -34,6 +39,7 @@ from engine.flows.jobs import Job
 from engine.flows.runtime import Runtime
 from engine.store.vault import export_rows as rows
 from engine.store.vault import sources as src
+from engine.store.vault import transcripts
 from engine.types import SOURCE_KINDS, ChunkDraft, LoadedDocument
 
 log = logging.getLogger("ctx.export")
@@ -93,10 +99,42 @@ def export_sources(rt: Runtime, path: str | os.PathLike[str], fmt: str = "jsonl"
     dest = Path(path).expanduser().resolve()
     if dest == rt.root or rt.root in dest.parents:
         raise InvalidInput("an export must not be written inside the data dir", field="path")
-    records = (_record(rt, s) for s in rows.sources(rt.vault, kind=kind, project=project))
+    items = _items(rt, kind, project)
     if fmt == "jsonl":
-        return _jsonl(dest, records, kind, project, progress)
-    return _markdown(dest, records, progress)
+        return _jsonl(dest, items, kind, project, progress)
+    return _markdown(dest, items, progress)
+
+
+def _items(rt: Runtime, kind: str | None, project: str | None
+           ) -> Iterator[list[dict[str, Any]]]:
+    """The records of each memory item to export, in id order: a source alone, or every
+    ready segment of a transcript file (at its first segment's place, in id order)."""
+    files: set[str] = set()
+    for source in rows.sources(rt.vault, kind=kind, project=project):
+        name = transcripts.file_uri(source.info.uri, source.info.kind)
+        if name is None:
+            yield [_record(rt, source)]
+        elif name not in files:
+            files.add(name)
+            segments = rows.by_ids(rt.vault, transcripts.segments_of(rt.vault, name))
+            yield [_record(rt, s) for s in segments or [source]]
+
+
+def _merged(item: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record for a memory item: a source's own, or a transcript file's from its
+    segments (the file's uri, the newest title and project, the first and last dates,
+    the texts in order)."""
+    if len(item) == 1:
+        return item[0]
+    first, newest = item[0], item[-1]
+    created = [r["created_at"] for r in item if r["created_at"] is not None]
+    return {**first, "uri": transcripts.file_uri(first["uri"]) or first["uri"],
+            "title": newest["title"],
+            "project": next((r["project"] for r in reversed(item) if r["project"]), None),
+            "created_at": min(created) if created else None,
+            "ingested_at": max(r["ingested_at"] for r in item), "segments": len(item),
+            "text": "\n\n".join(t for r in item if (t := r["text"].strip("\n"))),
+            "chunks": [c for r in item for c in r["chunks"]]}
 
 
 def _private(path: Path) -> Any:
@@ -104,7 +142,7 @@ def _private(path: Path) -> Any:
                      encoding="utf-8", newline="\n")
 
 
-def _jsonl(dest: Path, records: Iterator[dict[str, Any]], kind: str | None,
+def _jsonl(dest: Path, items: Iterator[list[dict[str, Any]]], kind: str | None,
            project: str | None, progress: Callable[[int], None] | None) -> ExportResult:
     if dest.exists():
         raise InvalidInput(f"{dest} exists: an export never writes over a file", field="path")
@@ -117,9 +155,11 @@ def _jsonl(dest: Path, records: Iterator[dict[str, Any]], kind: str | None,
         with _private(partial) as out:
             out.write(json.dumps({"ctx_export": EXPORT_FORMAT, "exported_at": time.time(),
                                   "kind": kind, "project": project}) + "\n")
-            for rec in records:
-                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                n, chunks = n + 1, chunks + len(rec["chunks"])
+            for item in items:
+                for rec in item:
+                    out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    chunks += len(rec["chunks"])
+                n += 1
                 if progress is not None:
                     progress(n)
             out.flush()
@@ -142,7 +182,7 @@ def _file_name(rec: dict[str, Any], taken: set[str]) -> str:
     return name
 
 
-def _markdown(dest: Path, records: Iterator[dict[str, Any]],
+def _markdown(dest: Path, items: Iterator[list[dict[str, Any]]],
               progress: Callable[[int], None] | None) -> ExportResult:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise InvalidInput(f"{dest} exists and is not an empty folder", field="path")
@@ -150,14 +190,14 @@ def _markdown(dest: Path, records: Iterator[dict[str, Any]],
     os.chmod(dest, 0o700)
     taken: dict[str, set[str]] = {}
     n = chunks = size = 0
-    for rec in records:
+    for rec in map(_merged, items):
         folder = dest / rec["kind"]
         if rec["kind"] not in taken:
             folder.mkdir(mode=0o700, exist_ok=True)
             taken[rec["kind"]] = set()
         path = folder / _file_name(rec, taken[rec["kind"]])
         front = {k: rec[k] for k in ("title", "uri", "kind", "project", "created_at",
-                                     "ingested_at") if rec[k] is not None}
+                                     "ingested_at", "segments") if rec.get(k) is not None}
         with _private(path) as out:
             out.write("---\n" + "".join(f"{k}: {json.dumps(v, ensure_ascii=False)}\n"
                                         for k, v in front.items()) + "---\n\n")

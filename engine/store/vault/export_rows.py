@@ -1,7 +1,8 @@
 """What an export reads from the vault: each ready source with its chunks and surrogates.
 
-Sources come in id order, filtered by kind and project; a source's chunks come in
-ordinal order with everything a later import needs to store them as they were.
+Sources come in id order, filtered by kind and project (``by_ids`` reads the other
+segments of a transcript file); a source's chunks come in ordinal order with everything
+a later import needs to store them as they were.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
         for r in rows:
             yield ExportSource(SourceInfo(*r[:-1]), json.loads(r[-1] or "{}"))
         last = rows[-1][0]
+
+
+def by_ids(vault: Vault, source_ids: list[int]) -> list[ExportSource]:
+    """The ready sources ``source_ids`` (a transcript's segments), in id order."""
+    out: list[ExportSource] = []
+    for i in range(0, len(source_ids), 400):  # SQLite's bound on a statement's variables
+        part = [int(s) for s in source_ids[i:i + 400]]
+        out += [ExportSource(SourceInfo(*r[:-1]), json.loads(r[-1] or "{}"))
+                for r in vault._query(
+                    f"SELECT {SOURCE_COLUMNS}, meta FROM sources WHERE state = 'ready' "
+                    f"AND id IN ({','.join('?' * len(part))})", part)]
+    return sorted(out, key=lambda s: s.info.id)
 
 
 def chunks(vault: Vault, source_id: int) -> list[dict[str, Any]]:

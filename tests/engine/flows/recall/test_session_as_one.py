@@ -12,6 +12,7 @@ the rest needed: the call completed later was stored without its name and input.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,37 @@ def test_documents_and_sessions_are_counted_alike(engine: ContextEngine,
     assert sorted(s.kind for s in listed) == ["text", "transcript"]
     assert [s.segments for s in listed if s.kind == "text"] == [1]
     assert engine.status().sources == len(listed) == 2
+
+
+def test_an_export_holds_a_session_as_one_source(engine: ContextEngine,
+                                                 tmp_path: Path) -> None:
+    """jsonl: the session's segments on consecutive lines, counted as one source, and an
+    import stores them as they were; markdown: one file for the session, every
+    segment's text in it (before: a file per segment, each counted a source)."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path, _ = _grown(engine, folder)
+    engine.ingest(text="the staging database is rebuilt every night", wait=True)
+    segments = _segments(engine, path)
+    listed = engine.sources()
+    out = tmp_path / "out"
+    out.mkdir()
+    jsonl = engine.export(str(out / "all.jsonl"))
+    md = engine.export(str(out / "md"), fmt="markdown")
+    assert jsonl.sources == md.sources == md.files == len(listed) == 2
+    assert jsonl.chunks == md.chunks == sum(s.n_chunks for s in listed)
+    lines = (out / "all.jsonl").read_text(encoding="utf-8").splitlines()[1:]
+    uris = [json.loads(line)["uri"] for line in lines]
+    assert sorted(uris[:3]) == sorted(u for u, _ in segments.values())  # together, first
+    [session] = (out / "md" / "transcript").glob("*.md")
+    body = session.read_text(encoding="utf-8")
+    assert f'uri: "transcript:{path}"' in body and "segments: 3" in body
+    assert REQUEST in body and "git status" in body and COMMAND in body
+    with ContextEngine.open(tmp_path / "fresh") as fresh:
+        job = fresh.wait(fresh.ingest(paths=[str(out / "all.jsonl")]))
+        assert job.state == "done"
+        assert [(s.uri, s.segments, s.n_chunks) for s in fresh.sources()] == \
+            [(s.uri, s.segments, s.n_chunks) for s in listed]
 
 
 def test_deleting_a_recall_hits_segment_deletes_the_whole_session(engine: ContextEngine,
