@@ -8,7 +8,9 @@ chunk id, so the same store and query give the same ranking in every process
 A big index may get a prefilter (``set_prefilter``): the rows projected on the
 top principal directions of the stored vectors (a few dozen of 384), scanned
 first; only the best ``candidates`` of that scan are scored exactly. The hits it
-misses against the full scan are measured by ``bench.memory_index``.
+misses against the full scan are measured by ``bench.memory_index``. The best are
+picked above a threshold read off a sample of the scores (``select.best``), the same
+set as an ``np.argpartition`` of them all, which decides where a tie crosses the cut.
 
 Its rows may be kept as float16 (``compact``): half the memory of float32, every
 score still computed in float32 from them (a row's float16 rounding moves a cosine
@@ -49,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.store.vectors.select import as_float32, best
 from engine.store.vectors.shared_lock import SharedLock
 
 SCAN_BLOCK = 16_384  # float16 rows converted at a time by a full scan (12 MB of float32)
@@ -589,6 +592,58 @@ class ExactIndex:
             out[at:end] = _dot(mat[at:end].astype(np.float32), q)
         return out
 
+    def _candidates_of(self, qb: np.ndarray, total: int) -> np.ndarray:
+        """The prefilter's candidates for a query on its directions (``qb``): merged
+        positions, ascending (under the lock). The best ``_candidates`` coarse scores
+        (picked by ``select.best``: a sampled threshold, not a partition of every score),
+        then the best ``_refine`` of them on all the directions; where a tie crosses
+        either cut, ``_candidates_by_partition`` (np.argpartition's pick, as before)."""
+        first = self._first
+        coarse = self._coarse(qb[:first])
+        cand = best(coarse, self._candidates)
+        if cand is not None and self._refine and first < len(qb) \
+                and self._refine < len(cand):
+            finer = coarse[cand] + _dot(self._fine_rows(cand), qb[first:])
+            chosen = best(finer, self._refine)
+            cand = cand[chosen] if chosen is not None else None
+        if cand is None:
+            return self._candidates_by_partition(qb, total, coarse)
+        return cand
+
+    def _candidates_by_partition(self, qb: np.ndarray, total: int,
+                                 coarse: np.ndarray | None = None) -> np.ndarray:
+        """The candidates as ``np.argpartition`` picks them from every coarse score (and
+        the refine's), sorted: the set ``_candidates_of`` finds, also where a tie
+        crosses a cut (then its pivots decide which tied rows stay)."""
+        first = self._first
+        if coarse is None:
+            coarse = self._coarse(qb[:first])
+        cand = np.argpartition(coarse, total - self._candidates)[total - self._candidates:]
+        if self._refine and first < len(qb) and self._refine < len(cand):
+            finer = coarse[cand] + _dot(self._fine_rows(cand), qb[first:])
+            cand = cand[np.argpartition(finer, len(cand) - self._refine)
+                        [len(cand) - self._refine:]]
+        return np.sort(cand)
+
+    def _coarse(self, qfirst: np.ndarray) -> np.ndarray:
+        """Every row's score on the prefilter's first directions, in the merged id order
+        (under the lock)."""
+        side, n = self._side, self._n
+        coarse = _dot(self._proj[:n], qfirst)
+        if len(side.ids):
+            assert side.proj is not None
+            coarse = np.insert(coarse, np.searchsorted(self._ids[:n], side.ids),
+                               _dot(side.proj, qfirst))
+        return coarse
+
+    def _fine_rows(self, cand: np.ndarray) -> np.ndarray:
+        """The rows at merged positions ``cand`` on the other directions (under the
+        lock)."""
+        side = self._side
+        if side.fine is not None and len(side.ids):
+            return self._gather(self._fine, side.fine, self._split(cand))
+        return self._fine[cand]
+
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (chunk id, cosine), best first, ties by chunk id (with a
         prefilter, among the candidates it keeps). The side block is read as merged
@@ -603,29 +658,14 @@ class ExactIndex:
             if total == 0 or k <= 0:
                 return []
             if self._basis is not None and total > max(self._candidates, k):
-                qb = q @ self._basis
-                first = self._first
-                coarse = _dot(self._proj[:n], qb[:first])
-                if len(side.ids):
-                    assert side.proj is not None and side.fine is not None
-                    coarse = np.insert(coarse, np.searchsorted(self._ids[:n], side.ids),
-                                       _dot(side.proj, qb[:first]))
-                cand = np.argpartition(coarse, total - self._candidates)[
-                    total - self._candidates:]
-                if self._refine and first < len(qb) and self._refine < len(cand):
-                    fine = self._gather(self._fine, side.fine, self._split(cand)) \
-                        if side.fine is not None and len(side.ids) else self._fine[cand]
-                    finer = coarse[cand] + _dot(fine, qb[first:])
-                    cand = cand[np.argpartition(finer, len(cand) - self._refine)
-                                [len(cand) - self._refine:]]
-                cand = np.sort(cand)
+                cand = self._candidates_of(q @ self._basis, total)
                 if len(side.ids):
                     where = self._split(cand)
                     rows = self._gather(self._mat, side.mat, where)
                     ids = self._gather(self._ids, side.ids, where)
                 else:
                     rows, ids = self._mat[cand], self._ids[cand]
-                scores = _dot(rows.astype(np.float32, copy=False), q)
+                scores = _dot(as_float32(rows), q)
                 total = len(cand)
             else:
                 scores = self._scan(n, q)
