@@ -2,8 +2,8 @@
 instead of an ``np.argpartition`` of every coarse score. The candidates, and so every
 answer, must be those of the argpartition: the same set wherever the set is fixed by
 the scores; where a tie crosses the cut, ``best`` says so and the argpartition decides,
-as before. ``_old_query`` below is the index's query as it was (main at e8dfb37), run on
-the same arrays: the answers are compared with it to the bit.
+as before. ``bench.vector_pick.query_before`` is the index's query as it was (main at
+e8dfb37), run on the same arrays: the answers are compared with it to the bit.
 
 Scores are compared with one BLAS thread, the engine's setting (search.blas_threads).
 """
@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from bench.vector_pick import query_before
 from engine.store.config import StoreConfig
 from engine.store.vectors import select
-from engine.store.vectors.exact_index import ExactIndex, _dot
+from engine.store.vectors.exact_index import ExactIndex
 from engine.store.vectors.memory import MemoryVectors
 
 
@@ -91,33 +92,6 @@ def test_half_rows_read_as_float32_to_the_bit() -> None:
     assert np.array_equal(got.view(np.uint32), rows[::2].astype(np.float32).view(np.uint32))
 
 
-def _old_query(index: ExactIndex, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """``ExactIndex.query`` with a prefilter as it was (main at e8dfb37; no side block):
-    an argpartition of every coarse score, then of the refine's."""
-    q = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
-    if norm:
-        q = q / norm
-    n = index._n
-    assert index._basis is not None
-    qb = q @ index._basis
-    first = index._first
-    coarse = _dot(index._proj[:n], qb[:first])
-    cand = np.argpartition(coarse, n - index._candidates)[n - index._candidates:]
-    if index._refine and first < len(qb) and index._refine < len(cand):
-        finer = coarse[cand] + _dot(index._fine[cand], qb[first:])
-        cand = cand[np.argpartition(finer, len(cand) - index._refine)
-                    [len(cand) - index._refine:]]
-    cand = np.sort(cand)
-    rows, ids = index._mat[cand], index._ids[cand]
-    scores = _dot(rows.astype(np.float32, copy=False), q)
-    total = len(cand)
-    kth = np.partition(scores, total - k)[total - k]
-    keep = np.nonzero(scores >= kth)[0]
-    order = keep[np.lexsort((ids[keep], -scores[keep]))][:k]
-    return [(int(ids[i]), float(scores[i])) for i in order]
-
-
 def _store_index(rows: np.ndarray) -> ExactIndex:
     """Rows through the memory backend as a store holds them (its default prefilter
     config: 64 + 64 directions, 4,000 candidates, 2,000 refined; float16 rows here)."""
@@ -158,13 +132,13 @@ def test_a_store_sized_index_answers_as_the_argpartition_did() -> None:
             fast += select._above_threshold(coarse, index._candidates) is not None and \
                 select.best(coarse, index._candidates) is not None
             for k in (1, 10, 50, 400):
-                assert index.query(q, k) == _old_query(index, q, k)
+                assert index.query(q, k) == query_before(index, q, k)
         assert fast >= 12
         for tied in (rows[50], rows[19_999]):
             qb = (tied / np.linalg.norm(tied)) @ index._basis
             assert np.array_equal(index._candidates_of(qb, len(index)),
                                   index._candidates_by_partition(qb, len(index)))
-            assert index.query(tied, 50) == _old_query(index, tied, 50)
+            assert index.query(tied, 50) == query_before(index, tied, 50)
         coarse = index._coarse(((rows[19_999] / np.linalg.norm(rows[19_999]))
                                 @ index._basis)[:index._first])
         assert select.best(coarse, index._candidates) is None  # the tie was there
