@@ -22,8 +22,9 @@ The map, by what is measured:
   latency and its stages, a digest of every hit);
 - speed of the engine: ``store_bench`` (ingest, lanes), ``stage_latency`` (build_context
   by stage), ``keyword_lane``, ``memory_index``, ``far_add`` (an add far out of id order
-  at 1M rows: the side block against the rebuild) and ``vector_rebuild_bench`` (the vector
-  index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
+  at 1M rows: the side block against the rebuild), ``vector_pick`` (the prefilter's
+  candidates at 1M: main's argpartition against the sampled threshold) and
+  ``vector_rebuild_bench`` (the vector index), ``chroma_gil``, ``ingest_stages``, ``ingest_mem``, ``blob_scan``,
   ``blob_savings``, ``embed_bench``, ``embed_precision`` and ``embed_determinism`` (the
   model; the last: a text's vector the same in any batch),
   ``backup_bench``, ``delete_bench``, ``engine_scale`` (cached 100k/500k/1M stores of
