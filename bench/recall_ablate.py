@@ -142,6 +142,9 @@ KNOBS = (
     Knob("recall.part_penalty", 0.05, 0.0, (0.0, 0.025, 0.05, 0.1), _recall("part_penalty")),
     Knob("recall.adapt", True, False, (False, True), _recall("adapt")),
     Knob("recall.part_lines", True, False, (False, True), _recall("part_lines")),
+    Knob("recall.part_from", "call", "candidates", ("candidates", "call"), _recall("part_from")),
+    Knob("recall.part_lines_by", "weight", "words", ("words", "weight"),
+         _recall("part_lines_by")),
     Knob("project ranking (transcript same_project)", 5.0, 0.0, (0.0, 2.5, 5.0, 10.0),
          (_project_make, _project_read), where=("cwd",)),
 )

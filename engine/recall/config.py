@@ -119,6 +119,12 @@ class RecallConfig:
     part_lines: bool = True
     # the most of a call hit's excerpt its part's lines take: set B dev, scratch probe (docs/tuning.md)
     part_share: float = bounded(0.5, 0.1, 0.9)
+    # a shown call's part from "candidates" or all the "call"'s: sets A+B dev, recall_ablate (docs/tuning.md)
+    part_from: str = "candidates"
+    # its lines by query "words" or term "weight" (idf): sets A+B dev, recall_ablate (docs/tuning.md)
+    part_lines_by: str = "weight"
+    # the part's vector cosine in its choice ("call"): sets A+B dev, scratch harness (docs/tuning.md)
+    part_cosine: float = bounded(0.0, 0.0, 1.0)
     # the chunk of the role asked for: recall dev, bench.recall_quality (docs/tuning.md)
     turn_roles: TurnRoleConfig = field(default_factory=TurnRoleConfig)
 
@@ -131,3 +137,9 @@ class RecallConfig:
                                   key="recall.folders")
         if self.hit_unit not in ("turn", "chunk"):
             raise ConfigError("recall.hit_unit must be 'turn' or 'chunk'", key="recall.hit_unit")
+        if self.part_from not in ("candidates", "call"):
+            raise ConfigError("recall.part_from must be 'candidates' or 'call'",
+                              key="recall.part_from")
+        if self.part_lines_by not in ("words", "weight"):
+            raise ConfigError("recall.part_lines_by must be 'words' or 'weight'",
+                              key="recall.part_lines_by")

@@ -14,7 +14,7 @@ a store.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -29,7 +29,9 @@ REQUEST_SHARE = 0.5
 _CALL = re.compile(r"Tool [^:\n]{1,80}: ")  # a tool call's line (engine.recall.chunks)
 # the head of a part of a call's input or output: "Tool Bash (output, continued): "
 _PART_HEAD = re.compile(r"Tool [^:\n]{1,80} \((?:input|output)[^)\n]*\): ")
-REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)
+REQUEST_PREFIX = "User (request"
+# for a part's text and its call's, what a line's words are worth to the question
+Weigher = Callable[[str, str], Callable[[str], float]]  # a chunk that holds a long request whole (no reply)
 _REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
 
 
@@ -131,26 +133,62 @@ def excerpt(text: str, query: str, counter: TokenCounter, budget: int,
     if used >= room:  # one long line: its start
         body = counter.truncate(lines[best], max(room, 1))
     else:
-        lo = hi = best
-        grown = True
-        while grown:
-            grown = False
-            for j in (hi + 1, lo - 1):
-                if 0 <= j < len(lines) and used + counter.count(lines[j] + "\n") <= room:
-                    used += counter.count(lines[j] + "\n")
-                    lo, hi = min(lo, j), max(hi, j)
-                    grown = True
-        shown = lines[lo:hi + 1]
-        left = room - used - 1
-        if left >= MIN_LINE and hi + 1 < len(lines):  # the start of the next line
-            shown.append(_cut_line(counter, lines[hi + 1], left))
-        elif left >= MIN_LINE and lo > 0:
-            shown.insert(0, _cut_line(counter, lines[lo - 1], left))
-        body = "\n".join(shown)
+        body = _grown(lines, best, best, used, counter, room)
     out = f"{head}\n{body}" if head else body
     while counter.count(out) > budget:  # joins can merge tokens: never past the budget
         out = counter.truncate(out, budget)
     return out
+
+
+def _grown(lines: Sequence[str], lo: int, hi: int, used: int, counter: TokenCounter,
+           room: int) -> str:
+    """``lines[lo:hi + 1]`` (``used`` tokens) grown line by line, below then above, while
+    whole lines fit in ``room`` tokens; what room is left then shows the start of the
+    next line below (else above) when that is at least ``MIN_LINE`` tokens."""
+    grown = True
+    while grown:
+        grown = False
+        for j in (hi + 1, lo - 1):
+            if 0 <= j < len(lines) and used + counter.count(lines[j] + "\n") <= room:
+                used += counter.count(lines[j] + "\n")
+                lo, hi = min(lo, j), max(hi, j)
+                grown = True
+    shown = list(lines[lo:hi + 1])
+    left = room - used - 1
+    if left >= MIN_LINE and hi + 1 < len(lines):  # the start of the next line
+        shown.append(_cut_line(counter, lines[hi + 1], left))
+    elif left >= MIN_LINE and lo > 0:
+        shown.insert(0, _cut_line(counter, lines[lo - 1], left))
+    return "\n".join(shown)
+
+
+def densest(text: str, weigh: Callable[[str], float], counter: TokenCounter, budget: int
+            ) -> str | None:
+    """The lines of ``text`` where the question's words fall thickest, within ``budget``
+    tokens: of the runs of consecutive lines that fit, the one whose lines' weights
+    (``weigh``: what a line's words are worth to the question) sum highest (the earliest
+    such run), less the lines that weigh nothing at its ends, then grown around as
+    ``excerpt`` grows its best line. A line longer than the budget counts as its start.
+    None when no line weighs anything."""
+    lines = [_cut_line(counter, ln, budget) for ln in text.split("\n")]
+    weights = [weigh(ln) for ln in lines]
+    if not any(w > 0 for w in weights):
+        return None
+    cost = [counter.count(ln + "\n") for ln in lines]
+    best, top = (0, 0), 0.0
+    lo, used, total = 0, 0, 0.0
+    for hi, (w, c) in enumerate(zip(weights, cost, strict=True)):
+        used, total = used + c, total + w
+        while used - 1 > budget and lo < hi:
+            used, total, lo = used - cost[lo], total - weights[lo], lo + 1
+        if total > top:
+            top, best = total, (lo, hi)
+    lo, hi = best
+    while weights[lo] <= 0:
+        lo += 1
+    while weights[hi] <= 0:
+        hi -= 1
+    return _grown(lines, lo, hi, sum(cost[lo:hi + 1]) - 1, counter, budget)
 
 
 def written(body: str) -> str:
@@ -168,14 +206,17 @@ def written(body: str) -> str:
 
 
 def part_lines(text: str, query: str, counter: TokenCounter, budget: int,
-               known: str = "") -> str:
+               known: str = "", weigher: Weigher | None = None) -> str:
     """The lines of a part of a call's input or output (``text``, "Tool Bash (output):
-    ...") that answer ``query`` best (``excerpt``), within ``budget`` tokens, led by the
-    part's head ("Tool Bash (output): … ") when they do not start with it: shown under
-    the call's own chunk, they say what they are. Of an input, what it wrote
-    (``written``): the call's own chunk sums up the old text already. The lines are
-    chosen by the query's words that the call's own text (``known``) lacks, when the
-    part holds any: the words it shares with its call are on every line of a test run."""
+    ...") that answer ``query`` best, within ``budget`` tokens, led by the part's head
+    ("Tool Bash (output): … ") when they do not start with it: shown under the call's
+    own chunk, they say what they are. Of an input, what it wrote (``written``): the
+    call's own chunk sums up the old text already. With ``weigher`` (for the part's
+    lines and the call's own text, what a line's words are worth to the question:
+    ``recall.part_lines_by`` "weight"), the lines where they fall thickest
+    (``densest``); else, or when no line weighs anything, the ``excerpt`` by the query's
+    words that the call's own text (``known``) lacks, when the part holds any: the
+    words it shares with its call are on every line of a test run."""
     head = _PART_HEAD.match(text)
     if head is None:
         return excerpt(text, query, counter, budget)
@@ -188,7 +229,10 @@ def part_lines(text: str, query: str, counter: TokenCounter, budget: int,
     if counter.count(head.group(0) + whole) <= budget:
         return head.group(0) + whole
     lead = head.group(0) + "… "
-    body = excerpt(whole, query, counter, max(1, budget - counter.count(lead)))
+    room = max(1, budget - counter.count(lead))
+    body = densest(whole, weigher(whole, known), counter, room) if weigher is not None else None
+    if body is None:
+        body = excerpt(whole, query, counter, room)
     if whole.startswith(body.partition("\n")[0].rstrip("…").rstrip()):
         lead = head.group(0)  # they start where the part does
     out = lead + body

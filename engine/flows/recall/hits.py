@@ -20,15 +20,18 @@ from typing import Any
 
 from engine.api import RecallHit, SearchHit
 from engine.api.results import HIT_OVERHEAD, OMITTED_NOTE
+from engine.flows.recall.parts import line_weigher, term_weights
 from engine.flows.runtime import Runtime
 from engine.recall.present import (
     TurnChunk,
+    Weigher,
     excerpt,
     hit_line,
     own_lines,
     part_lines,
     turn_outcome,
 )
+from engine.retrieval.query import analyze_query
 from engine.tokens import TokenCounter
 
 # A line of at least this many characters that an earlier hit shows is not shown again
@@ -146,10 +149,11 @@ def _unshown(text: str, shown: str) -> str:
 
 
 def _with_part(rt: Runtime, query: str, call: str, lines: str, tokens: int,
-               budgeted: bool) -> str:
+               budgeted: bool, weigher: Weigher | None = None) -> str:
     """A call hit's excerpt in ``tokens`` when its text is the call's own (``call``) and
     then its answering part's ``lines``: both whole when they fit, else the part's best
-    lines in at most ``recall.part_share`` of the room and the call's in the rest."""
+    lines (``weigher``: by ``part_lines``' weighed terms) in at most ``recall.part_share``
+    of the room and the call's in the rest."""
     counter = rt.counter
 
     def cut(text: str, n: int) -> str:
@@ -162,7 +166,8 @@ def _with_part(rt: Runtime, query: str, call: str, lines: str, tokens: int,
     if not lines.strip():  # an earlier hit of its session shows them
         return cut(call, tokens)
     room = min(counter.count(lines), max(1, int(tokens * rt.cfg.recall.part_share)))
-    out = f"{cut(call, max(1, tokens - room - 1))}\n{part_lines(lines, query, counter, room, call)}"
+    part = part_lines(lines, query, counter, room, call, weigher)
+    out = f"{cut(call, max(1, tokens - room - 1))}\n{part}"
     while counter.count(out) > tokens:  # joins can merge tokens: never past the room
         out = counter.truncate(out, tokens)
     return out
@@ -196,6 +201,10 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
                                 [counter.count(line) for line in lines], budget)
     shown: dict[object, str] = {}  # per session (the same words elsewhere are news)
     out = []
+    weigher = None
+    if parts and rt.cfg.recall.part_lines_by == "weight":
+        weights = term_weights(rt, analyze_query(query, rt.cfg.query))
+        weigher = line_weigher(weights, rt.cfg.query.stopwords)
     for h, line, n in zip(hits, lines, tokens):  # zip: hits left out by the budget end it
         best = own.get(h.chunk_id)
         where = h.meta.get("session") or ("source", h.source_id)
@@ -206,7 +215,7 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
         if tail is not None and h.text.endswith(f"\n{tail}"):
             call = h.text[: -len(tail) - 1]
             call, tail = (_unshown(call, seen), _unshown(tail, seen)) if once else (call, tail)
-            cut = _with_part(rt, query, call, tail, n, budget is not None)
+            cut = _with_part(rt, query, call, tail, n, budget is not None, weigher)
         elif budget is None:
             cut = excerpt(mine if mine is not None else text, query, counter, n)
         else:

@@ -13,17 +13,31 @@ as well: its call's own chunk, the turn's replies). Both set on the dev split (s
 
 Yet the call's chunk clips what a part holds (an output's middle, an Edit's new text),
 and that is often what answers. So when a call is among the hits (``recall.part_lines``,
-``shown_with_parts``), its parts take no slot of their own, and the one of its parts
-among the candidates that holds most query terms (those the call's own text lacks
-first) is shown with it: the hit's text and excerpt carry that part's best lines.
+``shown_with_parts``), its parts take no slot of their own, and one of its parts is
+shown with it: the hit's text and excerpt carry that part's best lines. Which part
+(``recall.part_from``): "candidates", of its parts among the candidates the one that
+holds most query terms (those the call's own text lacks first); "call", of all its
+parts, read from the vault for the calls shown only (``whole_parts``), the one whose
+words weigh most for the question (each query term by its rarity in the store,
+``term_weights``; plus ``recall.part_cosine`` times its vector's cosine to the query).
+Which lines (``recall.part_lines_by``): "words", the excerpt around the line holding
+most query words; "weight", the run of lines where the weighed terms fall thickest
+(``line_weigher``, ``engine.recall.present.densest``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
-from engine.flows.search.ranking import Ranked
-from engine.retrieval.query import content_terms
+import numpy as np
+
+from engine.flows.runtime import Runtime
+from engine.flows.search.lanes import LaneResult
+from engine.flows.search.ranking import Ranked, window_vectors
+from engine.recall.present import Weigher
+from engine.retrieval.query import QueryAnalysis, content_terms, terms_of_words
+from engine.store.vault.call_parts import call_parts
 from engine.store.vault.core import ChunkRow
 
 CALL_PARTS = ("input", "output")  # the parts of a call (a request's part has no call)
@@ -107,3 +121,89 @@ def shown_with_parts(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: 
         if best is not None:
             answering[cid] = best
     return shown, answering
+
+
+def term_weights(rt: Runtime, analysis: QueryAnalysis) -> dict[str, float]:
+    """Each stemmed query term's weight: its inverse document frequency in the store
+    (the rarest of the query's words that stem to it; the keyword lane has counted them)."""
+    words = list(analysis.words)
+    if not words:
+        return {}
+    counts = rt.vault.doc_frequency(words)
+    n = rt.vault.chunk_count()
+    stopwords = rt.cfg.query.stopwords
+    df: dict[str, int] = {}
+    for w in words:
+        for term in terms_of_words({w}, stopwords):
+            df[term] = min(df.get(term, n), counts.get(w, 0))
+    return {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+
+
+def line_weigher(weights: Mapping[str, float], stopwords: frozenset[str]) -> Weigher:
+    """For a part's text and its call's (``known``), what a line's words are worth to the
+    question: the weights (``term_weights``) of the query terms it holds, of those the
+    call's own text lacks when the part holds any (as ``part_lines`` reads words)."""
+    def weigher(part: str, known: str) -> Callable[[str], float]:
+        held = content_terms(part, stopwords)
+        new = {t: w for t, w in weights.items()
+               if t in held and t not in content_terms(known, stopwords)}
+        use = new or weights
+
+        def weigh(line: str) -> float:
+            return sum(use[t] for t in content_terms(line, stopwords) if t in use)
+        return weigh
+    return weigher
+
+
+def whole_parts(rt: Runtime, res: LaneResult, ranked: Sequence[Ranked], shown: Sequence[Ranked],
+                weights: Mapping[str, float]) -> tuple[dict[int, int], dict[int, ChunkRow]]:
+    """For each call among ``shown``, its answering part of all its parts (read from the
+    vault, within ``recall.chunks.max_tool_parts`` chunks of it; and those among
+    ``ranked``), not shown themselves: the one whose held query terms weigh most
+    (``weights``), those the call's own text lacks first (as ``shown_with_parts`` counts
+    them), plus ``recall.part_cosine`` times its stored vector's cosine to the query
+    (ties: the one better ranked, then the earlier). A part among ``ranked`` is shown
+    when it holds any query term; one read from the vault only when it holds a term the
+    call lacks (else the call's own lines, which hold its terms, keep the whole excerpt).
+    Returns (call chunk id -> part chunk id, the parts' rows)."""
+    rows = res.rows
+    calls = {key: cid for cid, _, _ in shown
+             if (key := _call_key(rows[cid])) is not None}
+    if not calls or not weights:
+        return {}, {}
+    places = [(rows[cid].source_id, rows[cid].ordinal, key) for key, cid in calls.items()]
+    read = call_parts(rt.vault, places, rt.cfg.recall.chunks.max_tool_parts)
+    taken = {cid for cid, _, _ in shown}
+    order = {cid: i for i, (cid, _, _) in enumerate(ranked)}
+    found: dict[int, ChunkRow] = {}
+    for cid, _, _ in ranked:
+        row = rows.get(cid)
+        if row is not None and call_of(row) in calls:
+            found[cid] = row
+    for parts in read.values():
+        found.update({r.id: r for r in parts if call_of(r) in calls})
+    stopwords = rt.cfg.query.stopwords
+    lacks = {key: set(weights) - content_terms(rows[cid].text, stopwords)
+             for key, cid in calls.items()}
+    total = sum(weights.values())
+    cosines: dict[int, float] = {}
+    weight = rt.cfg.recall.part_cosine
+    if weight and res.query_vector is not None and found:
+        q = np.asarray(res.query_vector, dtype=np.float32)
+        for cid, v in window_vectors(rt, res, list(found), found).items():
+            if v.shape == q.shape:
+                cosines[cid] = float(np.asarray(v, dtype=np.float32) @ q)
+    best: dict[str, tuple[tuple[float, float, int, int], int]] = {}
+    for cid, row in found.items():
+        call = call_of(row)
+        if call is None or cid in taken:
+            continue
+        held = {t for t in content_terms(row.text, stopwords) if t in weights}
+        new = held & lacks[call]
+        if not (new if cid not in order else held):
+            continue
+        score = (sum(weights[t] for t in new) / total + weight * cosines.get(cid, 0.0),
+                 sum(weights[t] for t in held), -order.get(cid, len(order)), -row.ordinal)
+        if call not in best or score > best[call][0]:
+            best[call] = (score, cid)
+    return {calls[call]: cid for call, (_, cid) in best.items()}, found

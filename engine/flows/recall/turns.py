@@ -26,7 +26,14 @@ from collections.abc import Hashable, Mapping, Sequence
 
 from engine.api import SearchHit
 from engine.flows.recall.adapt import query_adapter
-from engine.flows.recall.parts import demoted, is_part, shown_with_parts
+from engine.flows.recall.parts import (
+    demoted,
+    is_part,
+    line_weigher,
+    shown_with_parts,
+    term_weights,
+    whole_parts,
+)
 from engine.flows.recall.roles import apart, preferred, toward_ask
 from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import to_hit
@@ -86,16 +93,25 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
     ranked = toward_ask(rt, query, ranked, res, rt.cfg.recall.turn_roles)
     ranked = apart(ranked, res.rows, rt.cfg.recall.turn_roles)
     if rt.cfg.recall.hit_unit == "chunk":
+        cfg = rt.cfg.recall
         top, answering = (shown_with_parts(ranked, res.rows, k, res.analysis.terms,
                                            rt.cfg.query.stopwords)
-                          if rt.cfg.recall.part_lines else (ranked[:k], {}))
+                          if cfg.part_lines else (ranked[:k], {}))
+        part_rows: Mapping[int, ChunkRow] = res.rows
+        weights = (term_weights(rt, res.analysis) if cfg.part_lines and (
+            cfg.part_from == "call" or cfg.part_lines_by == "weight") else {})
+        if cfg.part_lines and cfg.part_from == "call":
+            answering, found = whole_parts(rt, res, ranked, top, weights)
+            part_rows = {**res.rows, **found}
+        weigher = (line_weigher(weights, rt.cfg.query.stopwords)
+                 if cfg.part_lines_by == "weight" else None)
         for cid, score, _ in top:
             hit = to_hit(res.rows[cid], score, lanes.get(cid, {}))
             drawn[cid] = (cid,)
             part = answering.get(cid)
             if part is not None:
-                lines = part_lines(res.rows[part].text, query, rt.counter,
-                                   rt.cfg.recall.hit_excerpt_tokens, hit.text)
+                lines = part_lines(part_rows[part].text, query, rt.counter,
+                                   rt.cfg.recall.hit_excerpt_tokens, hit.text, weigher)
                 text = f"{hit.text}\n{lines}"
                 hit = type(hit)(**{**hit.__dict__, "text": text,
                                    "tokens": rt.counter.count(text)})

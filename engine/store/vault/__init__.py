@@ -23,7 +23,8 @@ Named reads and writes on the vault, by concern:
   index holds them; ``kind_share`` what a kinds filter lets through;
 - ``recency``     the recency lane's read (newest first; chunks without a time);
 - ``recall_sessions``, ``session_terms``, ``recall_files``, ``adapt``  coding sessions as recall
-  reads them, their sync state and what recall learned;
+  reads them, their sync state and what recall learned; ``call_parts`` a shown call's
+  whole input and output;
 - ``embed_cache`` the embedding cache; ``rebuild`` what a vector rebuild reads;
   ``export_rows`` what an export reads.
 """
