@@ -47,6 +47,7 @@ def test_engine_scale_builds_caches_measures_and_keeps(tmp_path: Path, sample: P
     for call in ("build_context", "search", "recall"):
         assert set(r[call]) == {"p50", "p95", "cpu_p50", "cpu_p95"}
     assert r["rss_mb"] > 0 and r["first_answer_s"] >= r["open_s"]
+    assert r["check_wait_s"] >= 0  # calls measured once the vault's page check ended
     assert r["snapshot_mb"] > 0 and r["vault_mb"] > 0
     (one,) = engine_scale.opens(store, 1, str(sample))  # --opens: open -> first answer only
     assert one["first_answer_s"] >= one["open_s"] > 0 and one["rss_mb"] > 0
