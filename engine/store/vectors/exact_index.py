@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.store.vectors.select import as_float32, best
+from engine.store.vectors.select import as_float32, cut
 from engine.store.vectors.shared_lock import SharedLock
 
 SCAN_BLOCK = 16_384  # float16 rows converted at a time by a full scan (12 MB of float32)
@@ -86,6 +86,19 @@ def _dot(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         pad[:n - whole] = rows[whole:]
         out[whole:] = (pad @ q)[:n - whole]
     return out
+
+
+def _misses(scores: np.ndarray, ids: np.ndarray, extra: np.ndarray, k: int) -> bool:
+    """Whether every row marked ``extra`` comes after the ``k``-th best of the others (by
+    score, then id): then a query's ``k`` best are the same whichever of them are among
+    the candidates."""
+    sure = np.flatnonzero(~extra)
+    if len(sure) < k or bool(np.isnan(scores).any()):
+        return False
+    s, i = scores[sure], ids[sure]
+    kth = np.lexsort((i, -s))[k - 1]
+    es, eid = scores[extra], ids[extra]
+    return bool(np.all((es < s[kth]) | ((es == s[kth]) & (eid > i[kth]))))
 
 
 @dataclass(frozen=True)
@@ -592,23 +605,39 @@ class ExactIndex:
             out[at:end] = _dot(mat[at:end].astype(np.float32), q)
         return out
 
-    def _candidates_of(self, qb: np.ndarray, total: int) -> np.ndarray:
+    def _candidates_of(self, qb: np.ndarray, total: int
+                       ) -> tuple[np.ndarray, np.ndarray | None]:
         """The prefilter's candidates for a query on its directions (``qb``): merged
-        positions, ascending (under the lock). The best ``_candidates`` coarse scores
-        (picked by ``select.best``: a sampled threshold, not a partition of every score),
-        then the best ``_refine`` of them on all the directions; where a tie crosses
-        either cut, ``_candidates_by_partition`` (np.argpartition's pick, as before)."""
-        first = self._first
+        positions, ascending (under the lock), and None or which of them are tied at
+        the last cut (of those ``np.argpartition`` keeps some, by its pivots: the caller
+        shows that they miss its answer, ``_misses``, or takes
+        ``_candidates_by_partition``). The best ``_candidates`` coarse scores (picked by
+        ``select.cut``: a sampled threshold, not a partition of every score), then the
+        best ``_refine`` of them on all the directions. Rows tied across the coarse cut
+        are left out where all of them fall below the refine's cut (then whichever the
+        partition kept, the refine keeps none); else the partition picks, as before."""
+        first, want, refine = self._first, self._candidates, self._refine
         coarse = self._coarse(qb[:first])
-        cand = best(coarse, self._candidates)
-        if cand is not None and self._refine and first < len(qb) \
-                and self._refine < len(cand):
-            finer = coarse[cand] + _dot(self._fine_rows(cand), qb[first:])
-            chosen = best(finer, self._refine)
-            cand = cand[chosen] if chosen is not None else None
-        if cand is None:
-            return self._candidates_by_partition(qb, total, coarse)
-        return cand
+        got = cut(coarse, want)
+        if got is None:
+            return self._candidates_by_partition(qb, total, coarse), None
+        pos, tied = got
+        if not (refine and first < len(qb) and refine < want):
+            return pos, (tied if len(pos) > want else None)
+        pool = pos if len(pos) == want else pos[~tied]
+        inner = None
+        if refine < len(pool):
+            finer = coarse[pool] + _dot(self._fine_rows(pool), qb[first:])
+            inner = cut(finer, refine)
+        if inner is None:
+            return self._candidates_by_partition(qb, total, coarse), None
+        keep, held = inner
+        if len(pool) < len(pos):  # the rows tied at the coarse cut: all below the refine's
+            out = pos[tied]
+            theirs = coarse[out] + _dot(self._fine_rows(out), qb[first:])
+            if not bool(np.all(theirs < finer[keep[held][0]])):
+                return self._candidates_by_partition(qb, total, coarse), None
+        return pool[keep], (held if len(keep) > refine else None)
 
     def _candidates_by_partition(self, qb: np.ndarray, total: int,
                                  coarse: np.ndarray | None = None) -> np.ndarray:
@@ -644,6 +673,18 @@ class ExactIndex:
             return self._gather(self._fine, side.fine, self._split(cand))
         return self._fine[cand]
 
+    def _scored(self, cand: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, exact scores) of the rows at merged positions ``cand`` (under the
+        lock)."""
+        side = self._side
+        if len(side.ids):
+            where = self._split(cand)
+            rows = self._gather(self._mat, side.mat, where)
+            ids = self._gather(self._ids, side.ids, where)
+        else:
+            rows, ids = self._mat[cand], self._ids[cand]
+        return ids, _dot(as_float32(rows), q)
+
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (chunk id, cosine), best first, ties by chunk id (with a
         prefilter, among the candidates it keeps). The side block is read as merged
@@ -658,14 +699,12 @@ class ExactIndex:
             if total == 0 or k <= 0:
                 return []
             if self._basis is not None and total > max(self._candidates, k):
-                cand = self._candidates_of(q @ self._basis, total)
-                if len(side.ids):
-                    where = self._split(cand)
-                    rows = self._gather(self._mat, side.mat, where)
-                    ids = self._gather(self._ids, side.ids, where)
-                else:
-                    rows, ids = self._mat[cand], self._ids[cand]
-                scores = _dot(as_float32(rows), q)
+                qb = q @ self._basis
+                cand, extra = self._candidates_of(qb, total)
+                ids, scores = self._scored(cand, q)
+                if extra is not None and not _misses(scores, ids, extra, k):
+                    cand = self._candidates_by_partition(qb, total)
+                    ids, scores = self._scored(cand, q)
                 total = len(cand)
             else:
                 scores = self._scan(n, q)

@@ -9,9 +9,10 @@ spare, and only those are partitioned (under 1 ms).
 Same answers as the argpartition: its set is fixed by the scores alone whenever no score
 equal to the last one kept is left out (a tie across the cut), and that is checked; with
 such a tie (rows with equal scores, e.g. duplicated texts, straddling the cut) which of
-them ``np.argpartition`` keeps depends on its pivots, so ``best`` answers None and the
-caller takes ``np.argpartition`` itself, as before. NaN counts as the highest score, as
-in ``np.argpartition``.
+them ``np.argpartition`` keeps depends on its pivots, so ``cut`` hands the tied rows to
+the caller, which either shows that the pick cannot change its answer or takes
+``np.argpartition`` itself, as before. NaN counts as the highest score, as in
+``np.argpartition``.
 """
 
 from __future__ import annotations
@@ -44,13 +45,30 @@ def best(scores: np.ndarray, count: int) -> np.ndarray | None:
     ``np.argpartition(scores, len(scores) - count)[len(scores) - count:]`` holds; None
     where a tie across the cut leaves that set to the partition's pivots (or ``count``
     is not below the number of scores)."""
+    got = cut(scores, count)
+    if got is None or len(got[0]) != count:
+        return None
+    return got[0]
+
+
+def cut(scores: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the positions, ascending, of every score not below the ``count``-th highest;
+    which of them equal it): exactly ``count`` positions where no tie crosses the cut,
+    more where one does (then ``np.argpartition`` keeps the rows above it and as many
+    of the tied ones as make ``count``, which by its pivots). None where NaN is at the
+    cut, or ``count`` is not below the number of scores."""
     n = len(scores)
     if not 0 < count < n:
         return None
     pos = _above_threshold(scores, count) if n > SAMPLED_ABOVE else None
-    if pos is None:
-        return _exact_best(scores, count, None)
-    return _exact_best(scores[pos], count, pos)
+    sub = scores if pos is None else scores[pos]
+    m = len(sub)
+    kth = np.partition(sub, m - count)[m - count]
+    if np.isnan(kth):
+        return None
+    keep = np.flatnonzero(~(sub < kth))  # NaN kept: it counts as the highest
+    tied = sub[keep] == kth
+    return (keep if pos is None else pos[keep]), tied
 
 
 def _above_threshold(scores: np.ndarray, count: int) -> np.ndarray | None:
@@ -67,18 +85,3 @@ def _above_threshold(scores: np.ndarray, count: int) -> np.ndarray | None:
     t = np.partition(sample, s - above)[s - above]
     pos = np.flatnonzero(~(scores < t))  # NaN passes: it counts as the highest
     return pos if len(pos) >= count else None
-
-
-def _exact_best(sub: np.ndarray, count: int, pos: np.ndarray | None
-                ) -> np.ndarray | None:
-    """Of ``sub`` (the scores at ``pos``, which hold the ``count`` highest of all; None:
-    every score), the positions of the ``count`` highest, ascending; None with a tie
-    across the cut."""
-    m = len(sub)
-    kth = np.partition(sub, m - count)[m - count]
-    if np.isnan(kth):
-        return None
-    keep = ~(sub < kth)
-    if int(np.count_nonzero(keep)) != count:
-        return None
-    return np.flatnonzero(keep) if pos is None else pos[keep]

@@ -16,8 +16,8 @@ from threadpoolctl import threadpool_limits
 
 from bench.vector_pick import query_before
 from engine.store.config import StoreConfig
-from engine.store.vectors import select
-from engine.store.vectors.exact_index import ExactIndex
+from engine.store.vectors import exact_index, select
+from engine.store.vectors.exact_index import ExactIndex, _dot
 from engine.store.vectors.memory import MemoryVectors
 
 
@@ -105,43 +105,78 @@ def _store_index(rows: np.ndarray) -> ExactIndex:
     return index
 
 
-def test_a_store_sized_index_answers_as_the_argpartition_did() -> None:
+def _ties_across(index: ExactIndex, q: np.ndarray) -> bool:
+    """Whether equal scores cross the coarse cut or the refine's for ``q``."""
+    qb = (q / np.linalg.norm(q)) @ index._basis
+    coarse = index._coarse(qb[:index._first])
+    got = select.cut(coarse, index._candidates)
+    assert got is not None
+    if len(got[0]) > index._candidates:
+        return True
+    finer = coarse[got[0]] + _dot(index._fine_rows(got[0]), qb[index._first:])
+    inner = select.cut(finer, index._refine)
+    assert inner is not None
+    return len(inner[0]) > index._refine
+
+
+def test_a_store_sized_index_answers_as_the_argpartition_did(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """80k rows of 384 dims, correlated as text vectors are (a shared mean and a few
-    strong directions), some duplicated: the threshold path picks the candidates
-    (checked), and every answer equals the old query's: ids, scores to the bit, order;
-    where duplicates tie across a cut (the query is a row held 2,500 or 5,000 times),
-    the argpartition's pick, as before."""
+    strong directions), many held 8 times over (duplicated texts: equal scores cross a
+    cut for many queries, as in the 1M store where 33 of 120 queries had such a tie):
+    every answer equals the old query's (ids, scores to the bit, order), and most ties
+    are settled without the argpartition of every score (the tied rows fall below the
+    refine's cut, or after the query's k best). Where they cannot be (the query is a
+    row held 2,501 or 5,001 times: the tie is at the top), the argpartition picks, as
+    before."""
     rng = np.random.default_rng(11)
     n, dim = 80_000, 384
     mix = rng.standard_normal((dim, dim)).astype(np.float32) * \
         np.linspace(3, 0.2, dim, dtype=np.float32)
     rows = rng.standard_normal((n, dim)).astype(np.float32) @ mix.T + 2.0
-    rows[rng.choice(n, 3_000)] = rows[rng.choice(n, 3_000)]  # duplicated texts
+    src = rng.choice(n, 4_000, replace=False)
+    rows[rng.choice(n, (4_000, 7))] = rows[src][:, None]  # duplicated texts
     rows[100:2_600] = rows[50]  # a row held 2,501 times: a tie across the refine's cut
     rows[20_000:25_000] = rows[19_999]  # 5,001 times: across the coarse cut
+    partitions = []
+    whole = ExactIndex._candidates_by_partition
+
+    def counted(self: ExactIndex, qb: np.ndarray, total: int,
+                coarse: np.ndarray | None = None) -> np.ndarray:
+        partitions.append(1)
+        return whole(self, qb, total, coarse)
+
+    monkeypatch.setattr(ExactIndex, "_candidates_by_partition", counted)
     with threadpool_limits(1):
         index = _store_index(rows)
         queries = [rng.standard_normal(dim).astype(np.float32) @ mix.T + 2.0
-                   for _ in range(12)]
-        queries += [rows[j] for j in rng.choice(n, 6)]
-        fast = 0
+                   for _ in range(16)]
+        queries += [rows[j] for j in rng.choice(n, 8)]
+        sampled = tied = 0
         for q in queries:
-            qn = q / np.linalg.norm(q)
-            qb = qn @ index._basis
-            coarse = index._coarse(qb[:index._first])
-            fast += select._above_threshold(coarse, index._candidates) is not None and \
-                select.best(coarse, index._candidates) is not None
+            qb = (q / np.linalg.norm(q)) @ index._basis
+            sampled += select._above_threshold(index._coarse(qb[:index._first]),
+                                               index._candidates) is not None
+            tied += _ties_across(index, q)
+            partitions.clear()
             for k in (1, 10, 50, 400):
                 assert index.query(q, k) == query_before(index, q, k)
-        assert fast >= 12
-        for tied in (rows[50], rows[19_999]):
-            qb = (tied / np.linalg.norm(tied)) @ index._basis
-            assert np.array_equal(index._candidates_of(qb, len(index)),
-                                  index._candidates_by_partition(qb, len(index)))
-            assert index.query(tied, 50) == query_before(index, tied, 50)
-        coarse = index._coarse(((rows[19_999] / np.linalg.norm(rows[19_999]))
-                                @ index._basis)[:index._first])
-        assert select.best(coarse, index._candidates) is None  # the tie was there
+            assert not partitions or _ties_across(index, q)
+        assert sampled == len(queries)  # the threshold path picked every one
+        assert tied >= 4
+        settled = sum(_ties_across(index, q) and not _partitioned(index, q, partitions)
+                      for q in queries)
+        assert settled >= tied // 2
+        for row in (rows[50], rows[19_999]):
+            assert _ties_across(index, row) and _partitioned(index, row, partitions)
+            assert index.query(row, 50) == query_before(index, row, 50)
+
+
+def _partitioned(index: ExactIndex, q: np.ndarray, partitions: list[int]) -> bool:
+    """Whether a query for ``q``'s 50 best took the argpartition of every score."""
+    partitions.clear()
+    index.query(q, 50)
+    return bool(partitions)
 
 
 def test_the_side_blocks_candidates_are_the_argpartitions() -> None:
@@ -161,5 +196,65 @@ def test_the_side_blocks_candidates_are_the_argpartitions() -> None:
             q = rng.standard_normal(dim).astype(np.float32) + 0.3
             qb = (q / np.linalg.norm(q)) @ basis
             assert select.best(index._coarse(qb[:8]), 3_000) is not None
-            assert np.array_equal(index._candidates_of(qb, len(index)),
-                                  index._candidates_by_partition(qb, len(index)))
+            cand, extra = index._candidates_of(qb, len(index))
+            assert extra is None
+            assert np.array_equal(cand, index._candidates_by_partition(qb, len(index)))
+
+
+def _crafted(tied_fine: float) -> tuple[ExactIndex, np.ndarray]:
+    """200 unit rows on 8 axes; the prefilter's directions are the axes (the first 4
+    scanned), 50 candidates, 10 refined; the query (axes 0 and 4) scores a row's axis
+    0 coarse and axis 4 fine. 48 rows lie above the coarse cut, 6 equal rows on it (2 of
+    them kept, by the partition's pivots) with ``tied_fine`` on axis 4, 146 below."""
+    rng = np.random.default_rng(8)
+    x0 = np.concatenate([rng.uniform(0.5, 0.6, 48), np.full(6, 0.45),
+                         rng.uniform(0.1, 0.4, 146)])
+    x4 = np.concatenate([rng.uniform(0, 0.1, 48), np.full(6, tied_fine),
+                         rng.uniform(0, 0.1, 146)])
+    order = rng.permutation(200)  # the tied rows scattered over the ids
+    rows = np.zeros((200, 8), dtype=np.float32)
+    rows[:, 0], rows[:, 4] = x0[order], x4[order]
+    rows[:, 1] = np.sqrt(1 - rows[:, 0] ** 2 - rows[:, 4] ** 2)
+    index = ExactIndex(8)
+    index.add(range(200), rows)
+    index.set_prefilter(np.eye(8, dtype=np.float32), 50, first=4, refine=10)
+    q = np.zeros(8, dtype=np.float32)
+    q[0] = q[4] = 1
+    return index, q
+
+
+def test_rows_tied_at_the_coarse_cut_are_left_out_only_below_the_refines_cut() -> None:
+    """Which 2 of the 6 rows tied at the coarse cut the partition keeps decides the
+    answer when they score high on the fine directions (they make the refine's 10): the
+    argpartition picks, as before. When they score low, neither can make it, and the
+    candidates are found without it."""
+    with threadpool_limits(1):
+        high, q = _crafted(0.8)
+        cand, extra = high._candidates_of(q / np.linalg.norm(q) @ np.eye(8, dtype=np.float32),
+                                          len(high))
+        assert extra is None
+        assert np.array_equal(cand, high._candidates_by_partition(
+            q / np.linalg.norm(q) @ np.eye(8, dtype=np.float32), len(high)))
+        hits = high.query(q, 10)
+        assert hits == query_before(high, q, 10)
+        assert sum(1 for _, s in hits if s > 0.8) == 2  # two of the tied rows, on top
+        low, q = _crafted(-0.5)
+        qb = q / np.linalg.norm(q) @ np.eye(8, dtype=np.float32)
+        coarse = low._coarse(qb[:4])
+        got = select.cut(coarse, 50)
+        assert got is not None and len(got[0]) == 54 and int(got[1].sum()) == 6
+        cand, extra = low._candidates_of(qb, len(low))
+        assert extra is None and len(cand) == 10
+        assert not np.isin(cand, got[0][got[1]]).any()
+        assert np.array_equal(cand, low._candidates_by_partition(qb, len(low)))
+        assert low.query(q, 10) == query_before(low, q, 10)
+
+
+def test_tied_extras_miss_the_answer_only_after_its_kth_by_score_then_id() -> None:
+    scores = np.array([0.9, 0.8, 0.7, 0.7, 0.6], dtype=np.float32)
+    extra = np.array([False, False, False, True, False])
+    assert exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), extra, 3)
+    assert not exact_index._misses(scores, np.array([1, 2, 3, 0, 5]), extra, 3)
+    assert not exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), extra, 4)
+    assert not exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), ~extra, 2)
+    assert exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), extra, 1)
