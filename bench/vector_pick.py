@@ -1,6 +1,6 @@
 """The vector index's query at scale (issue 35): the prefilter's candidates picked by an
 ``np.argpartition`` of every coarse score (before) and above a sampled threshold
-(``select.best``, after), in turns on the same index, one query at a time.
+(``select.cut``, after), in turns on the same index, one query at a time.
 
 The index is the store's: ``MemoryVectors`` with the default config (float16 rows above
 200k, 64 + 64 principal directions, max(4000, 20,000 per million) candidates, 2000 of
@@ -79,7 +79,7 @@ def run(rows: int, queries: int, sample: str | None) -> tuple[list[list[Any]], s
     index = store._index
     arms = {"before: argpartition of every coarse score":
             lambda v: query_before(index, v, 50),
-            "after: sampled threshold (select.best)": lambda v: index.query(v, 50)}
+            "after: sampled threshold (select.cut)": lambda v: index.query(v, 50)}
     wall: dict[str, list[float]] = {a: [] for a in arms}
     cpu: dict[str, list[float]] = {a: [] for a in arms}
     same = True

@@ -22,7 +22,7 @@ def test_the_vector_pick_bench_runs_and_both_picks_answer_the_same(
                              "--sample", str(sample)]) == 0
     out = capsys.readouterr().out
     assert "before: argpartition of every coarse score" in out
-    assert "after: sampled threshold (select.best)" in out
+    assert "after: sampled threshold (select.cut)" in out
     assert "70,000 float32 rows x 384, 4,000 candidates, 2,000 refined" in out
     assert "same answers (ids, scores to the bit, order): True" in out
     assert out.count("machine: ") == 2

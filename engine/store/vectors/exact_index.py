@@ -9,8 +9,9 @@ A big index may get a prefilter (``set_prefilter``): the rows projected on the
 top principal directions of the stored vectors (a few dozen of 384), scanned
 first; only the best ``candidates`` of that scan are scored exactly. The hits it
 misses against the full scan are measured by ``bench.memory_index``. The best are
-picked above a threshold read off a sample of the scores (``select.best``), the same
-set as an ``np.argpartition`` of them all, which decides where a tie crosses the cut.
+picked above a threshold read off a sample of the scores (``select.cut``), the same
+set as an ``np.argpartition`` of them all; where a tie crosses a cut and the pick among
+the tied rows could change the answer, the argpartition decides, as before.
 
 Its rows may be kept as float16 (``compact``): half the memory of float32, every
 score still computed in float32 from them (a row's float16 rounding moves a cosine
