@@ -153,9 +153,11 @@ ALL_OFF = "all issue-31 knobs off"
 
 def all_off(eng: Any) -> Settings:
     """Every knob off together: the bench's ``today`` settings (issue 31's ranking
-    features off, one session expanded, its profile) and no part penalty."""
+    features off, one session expanded, its profile), no part penalty and a part's lines
+    by the query's words (moot while ``part_lines`` is off, but the row says it)."""
     today = rq.today_settings(eng)
-    return {"recall": {**today["recall"], "part_penalty": 0.0}, "rerank": today["rerank"]}
+    return {"recall": {**today["recall"], "part_penalty": 0.0, "part_lines_by": "words"},
+            "rerank": today["rerank"]}
 
 
 def cue_of(knob: Knob, eng: Any, tools: set[str]) -> Callable[[str], bool] | None:
