@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.api import ExportResult
+from engine.api import ExportResult, SourceInfo
 from engine.errors import InvalidInput
 from engine.flows.ingest.writer import Prepared, Writer, batched
 from engine.flows.jobs import Job
@@ -45,6 +45,8 @@ from engine.types import SOURCE_KINDS, ChunkDraft, LoadedDocument
 log = logging.getLogger("ctx.export")
 
 FORMATS = ("jsonl", "markdown")
+# a memory item to export: as ``sources()`` lists it, and the records of its sources
+Item = tuple[SourceInfo, list[dict[str, Any]]]
 EXPORT_FORMAT = 1
 MAX_FIRST_LINE = 64 * 1024
 
@@ -106,35 +108,33 @@ def export_sources(rt: Runtime, path: str | os.PathLike[str], fmt: str = "jsonl"
 
 
 def _items(rt: Runtime, kind: str | None, project: str | None
-           ) -> Iterator[list[dict[str, Any]]]:
-    """The records of each memory item to export, in id order: a source alone, or every
-    ready segment of a transcript file (at its first segment's place, in id order)."""
+           ) -> Iterator[Item]:
+    """Each memory item to export, in id order, as ``sources()`` lists it and with its
+    records: a source alone, or every ready segment of a transcript file (at its first
+    segment's place, in id order; ``transcripts.grouped`` says what the file is)."""
     files: set[str] = set()
     for source in rows.sources(rt.vault, kind=kind, project=project):
         name = transcripts.file_uri(source.info.uri, source.info.kind)
         if name is None:
-            yield [_record(rt, source)]
+            yield source.info, [_record(rt, source)]
         elif name not in files:
             files.add(name)
             segments = rows.by_ids(rt.vault, transcripts.segments_of(rt.vault, name))
-            yield [_record(rt, s) for s in segments or [source]]
+            segments = segments or [source]
+            [item] = transcripts.grouped([s.info for s in segments])
+            yield item, [_record(rt, s) for s in segments]
 
 
-def _merged(item: list[dict[str, Any]]) -> dict[str, Any]:
-    """One record for a memory item: a source's own, or a transcript file's from its
-    segments (the file's uri, the newest title and project, the first and last dates,
-    the texts in order)."""
-    if len(item) == 1:
-        return item[0]
-    first, newest = item[0], item[-1]
-    created = [r["created_at"] for r in item if r["created_at"] is not None]
-    return {**first, "uri": transcripts.file_uri(first["uri"]) or first["uri"],
-            "title": newest["title"],
-            "project": next((r["project"] for r in reversed(item) if r["project"]), None),
-            "created_at": min(created) if created else None,
-            "ingested_at": max(r["ingested_at"] for r in item), "segments": len(item),
-            "text": "\n\n".join(t for r in item if (t := r["text"].strip("\n"))),
-            "chunks": [c for r in item for c in r["chunks"]]}
+def _merged(item: SourceInfo, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record for a memory item: a source's own, or a transcript file's (its details
+    as ``sources()`` lists them, ``segments`` counting them, the texts in order)."""
+    if transcripts.file_uri(records[0]["uri"], records[0]["kind"]) is None:
+        return records[0]
+    return {**records[0], "uri": item.uri, "title": item.title, "project": item.project,
+            "created_at": item.created_at, "ingested_at": item.ingested_at,
+            "segments": item.segments,
+            "text": "\n\n".join(t for r in records if (t := r["text"].strip("\n"))),
+            "chunks": [c for r in records for c in r["chunks"]]}
 
 
 def _private(path: Path) -> Any:
@@ -142,7 +142,7 @@ def _private(path: Path) -> Any:
                      encoding="utf-8", newline="\n")
 
 
-def _jsonl(dest: Path, items: Iterator[list[dict[str, Any]]], kind: str | None,
+def _jsonl(dest: Path, items: Iterator[Item], kind: str | None,
            project: str | None, progress: Callable[[int], None] | None) -> ExportResult:
     if dest.exists():
         raise InvalidInput(f"{dest} exists: an export never writes over a file", field="path")
@@ -155,8 +155,8 @@ def _jsonl(dest: Path, items: Iterator[list[dict[str, Any]]], kind: str | None,
         with _private(partial) as out:
             out.write(json.dumps({"ctx_export": EXPORT_FORMAT, "exported_at": time.time(),
                                   "kind": kind, "project": project}) + "\n")
-            for item in items:
-                for rec in item:
+            for _, records in items:
+                for rec in records:
                     out.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     chunks += len(rec["chunks"])
                 n += 1
@@ -182,7 +182,7 @@ def _file_name(rec: dict[str, Any], taken: set[str]) -> str:
     return name
 
 
-def _markdown(dest: Path, items: Iterator[list[dict[str, Any]]],
+def _markdown(dest: Path, items: Iterator[Item],
               progress: Callable[[int], None] | None) -> ExportResult:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise InvalidInput(f"{dest} exists and is not an empty folder", field="path")
@@ -190,7 +190,7 @@ def _markdown(dest: Path, items: Iterator[list[dict[str, Any]]],
     os.chmod(dest, 0o700)
     taken: dict[str, set[str]] = {}
     n = chunks = size = 0
-    for rec in map(_merged, items):
+    for rec in (_merged(*item) for item in items):
         folder = dest / rec["kind"]
         if rec["kind"] not in taken:
             folder.mkdir(mode=0o700, exist_ok=True)

@@ -143,6 +143,27 @@ def test_an_export_holds_a_session_as_one_source(engine: ContextEngine,
             [(s.uri, s.segments, s.n_chunks) for s in listed]
 
 
+def test_a_markdown_export_names_a_session_of_one_sync_as_listed(engine: ContextEngine,
+                                                                 tmp_path: Path) -> None:
+    """A session one sync stored (one segment, under a folder with a '#' in its name):
+    its file's front matter says what ``sources()`` lists, the file's uri and
+    ``segments: 1`` (before: the segment's uri, "...#0", and no segments)."""
+    folder = tmp_path / "a#b"
+    folder.mkdir()
+    path, _ = pending_session(folder)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(ClaudeLines().tool_result("t2", " M README.md") + "\n")
+    engine.sync([str(folder)])
+    assert len(_segments(engine, path)) == 1
+    [listed] = engine.sources()
+    out = tmp_path / "md"
+    assert engine.export(str(out), fmt="markdown").sources == 1
+    [session] = (out / "transcript").glob("*.md")
+    front = session.read_text(encoding="utf-8").split("---\n")[1]
+    assert f"uri: {json.dumps(listed.uri)}\n" in front and listed.uri == f"transcript:{path}"
+    assert "segments: 1\n" in front and f"title: {json.dumps(listed.title)}\n" in front
+
+
 def test_deleting_a_recall_hits_segment_deletes_the_whole_session(engine: ContextEngine,
                                                                   tmp_path: Path) -> None:
     """A hit names its segment (the pending calls' source here): deleting it by that uri
