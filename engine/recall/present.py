@@ -29,9 +29,9 @@ REQUEST_SHARE = 0.5
 _CALL = re.compile(r"Tool [^:\n]{1,80}: ")  # a tool call's line (engine.recall.chunks)
 # the head of a part of a call's input or output: "Tool Bash (output, continued): "
 _PART_HEAD = re.compile(r"Tool [^:\n]{1,80} \((?:input|output)[^)\n]*\): ")
-REQUEST_PREFIX = "User (request"
+REQUEST_PREFIX = "User (request"  # a chunk that holds a long request whole (no reply)
 # for a part's text and its call's, what a line's words are worth to the question
-Weigher = Callable[[str, str], Callable[[str], float]]  # a chunk that holds a long request whole (no reply)
+Weigher = Callable[[str, str], Callable[[str], float]]
 _REPLY = re.compile(r"^Assistant(?: \([^)]*\))?: ", re.MULTILINE)
 
 
