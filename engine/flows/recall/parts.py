@@ -144,9 +144,8 @@ def line_weigher(weights: Mapping[str, float], stopwords: frozenset[str]) -> Wei
     question: the weights (``term_weights``) of the query terms it holds, of those the
     call's own text lacks when the part holds any (as ``part_lines`` reads words)."""
     def weigher(part: str, known: str) -> Callable[[str], float]:
-        held = content_terms(part, stopwords)
-        new = {t: w for t, w in weights.items()
-               if t in held and t not in content_terms(known, stopwords)}
+        held = content_terms(part, stopwords) - content_terms(known, stopwords)
+        new = {t: w for t, w in weights.items() if t in held}
         use = new or weights
 
         def weigh(line: str) -> float:
