@@ -455,15 +455,27 @@ class Vault:
                     lambda ids: self._passing(ids, filters), limit, share)
                 if got is not None:
                     return [(rid, -r) for rid, r in got]
-        where, args = filters.sql()
         # each matched row is tested through the small chunks_filter index, not its own
-        # row (which holds its text): about a third of the time in a big store
+        # row (which holds its text): about a third of the time in a big store; and by
+        # its own kind before its source is read, when no source has one of the kinds
+        # (recall's session kinds are chunks' kinds): a seek in sources less for each
+        # row the filter drops (at 1M chunks, "file": 158,865 rows, 125 -> 105 ms)
+        where, args = filters.sql(source_kinds=self._sources_of_kinds(filters.kinds))
         sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
                f"JOIN {self._filter_join} ON c.id = f.rowid "
                "JOIN sources s ON s.id = c.source_id "
                f"WHERE chunks_fts MATCH ? AND {where} ORDER BY r LIMIT ?")
         return [(r[0], -r[1])
                 for r in self._bm25_rows(sql, match, rescore, args, limit, parallel)]
+
+    def _sources_of_kinds(self, kinds: Sequence[str]) -> bool:
+        """Whether a source has one of ``kinds`` as its own kind (a seek in migration
+        15's index); False for no kinds."""
+        if not kinds:
+            return False
+        return self._conn().execute(
+            f"SELECT 1 FROM sources WHERE kind IN ({','.join('?' * len(kinds))}) LIMIT 1",
+            list(kinds)).fetchone() is not None
 
     def _bm25_rows(self, sql: str, match: str, rescore: str, args: list[Any],
                    limit: int, parallel: bool = True) -> list[tuple[int, float]]:

@@ -241,13 +241,21 @@ M14_RECENCY_INDEXES = """
         CREATE INDEX sources_newest ON sources(COALESCE(created_at, ingested_at, 0), id);
 """
 
+# The sources by kind: whether any source has one of a filter's kinds is a seek here
+# (``Vault.keyword``: when none has, the keyword lane tests each matched row's own kind
+# before it reads the row's source; issue 35).
+M15_SOURCE_KIND_INDEX = """
+        CREATE INDEX sources_kind ON sources(kind);
+"""
+
 # Each migration is a SQL script, applied in one transaction with its record,
 # in order of its number (numbers are fixed once released).
 MIGRATIONS: dict[int, str] = {1: M1_BASE, 2: M2_SESSIONS, 3: M3_VOCAB, 4: M4_SOURCE_ALIASES,
                               5: M5_DELETED_MEANS_GONE, 6: M6_CHUNK_VERSION, 7: M7_STAGES,
                               8: M8_RECALL_ADAPT, 9: M9_SESSION_CODE, 10: M10_SPEAKER_INDEX,
                               11: M11_UNTIMED_KIND_INDEX, 12: M12_FILTER_INDEX,
-                              13: M13_PENDING_KEEPS_ADAPT, 14: M14_RECENCY_INDEXES}
+                              13: M13_PENDING_KEEPS_ADAPT, 14: M14_RECENCY_INDEXES,
+                              15: M15_SOURCE_KIND_INDEX}
 
 
 def check_version(conn: Conn) -> None:

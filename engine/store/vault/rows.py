@@ -34,13 +34,23 @@ class Filters:
     project: str | None = None
     branch: str | None = None
 
-    def sql(self, s: str = "s", c: str = "c") -> tuple[str, list[Any]]:
+    def sql(self, s: str = "s", c: str = "c", *, source_kinds: bool = True
+            ) -> tuple[str, list[Any]]:
+        """The filters as a WHERE clause over a chunk ``c`` and its source ``s``, and its
+        arguments. ``source_kinds=False``: no source's kind is among ``kinds`` (the
+        caller knows), so the kinds are tested on the chunk alone, before its source is
+        read (``Vault.keyword``: the rows FTS5 matches that a filter of session kinds
+        drops never reach ``sources``)."""
         parts: list[str] = [f"{s}.state = 'ready'"]
         args: list[Any] = []
         if self.kinds:
             marks = ",".join("?" * len(self.kinds))
-            parts.append(f"({s}.kind IN ({marks}) OR {c}.kind IN ({marks}))")
-            args += list(self.kinds) * 2
+            if source_kinds:
+                parts.append(f"({s}.kind IN ({marks}) OR {c}.kind IN ({marks}))")
+                args += list(self.kinds) * 2
+            else:  # (+: tested on the row read by id, not sought by kind in an index)
+                parts.append(f"+{c}.kind IN ({marks})")
+                args += list(self.kinds)
         shown = self.shown_prefix
         if shown is not None:
             root = f"json_extract({c}.meta, '$.root')"
