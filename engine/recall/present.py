@@ -233,12 +233,23 @@ def part_lines(text: str, query: str, counter: TokenCounter, budget: int,
     body = densest(whole, weigher(whole, known), counter, room) if weigher is not None else None
     if body is None:
         body = excerpt(whole, query, counter, room)
-    if whole.startswith(body.partition("\n")[0].rstrip("…").rstrip()):
+    if _from_start(whole, body):
         lead = head.group(0)  # they start where the part does
     out = lead + body
     while counter.count(out) > budget:  # joins can merge tokens: never past the budget
         out = counter.truncate(out, budget)
     return out
+
+
+def _from_start(whole: str, body: str) -> bool:
+    """Whether ``body``, lines of ``whole`` as an excerpt shows them (a line cut short
+    ends in "…"; the last may just stop), are its first lines: line by line, not by the
+    first line alone (a blank line, or one that begins as the first does, stands
+    anywhere)."""
+    shown = body.split("\n")
+    return all(got == line or (line.startswith(got.rstrip("…").rstrip())
+                               and (got.endswith("…") or i == len(shown) - 1))
+               for i, (got, line) in enumerate(zip(shown, whole.split("\n"))))
 
 
 def own_lines(text: str) -> str:

@@ -13,11 +13,12 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.facade import ContextEngine
-from engine.flows.recall.parts import call_of, demoted, is_part, shown_with_parts
+from engine.flows.recall.parts import call_of, demoted, is_part, line_weigher, shown_with_parts
 from engine.flows.search.ranking import Ranked, rank_query
 from engine.recall.config import RecallConfig
 from engine.recall.present import part_lines, written
 from engine.retrieval.lexicon import STOPWORDS
+from engine.retrieval.query import analyze_query
 from engine.store.vault.core import ChunkRow
 from engine.tokens import TokenCounter
 from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
@@ -155,6 +156,28 @@ def test_an_inputs_lines_are_what_it_wrote() -> None:
     got = part_lines(text, "what did the recipe now run", counter, 40)
     assert got.startswith("Tool Edit (input): ") and "RUN npm ci" in got and "OLD" not in got
     assert counter.count(got) <= 40
+
+
+@pytest.mark.parametrize("by", ["words", "weight"])
+def test_a_parts_lines_from_its_middle_are_marked_so(by: str) -> None:
+    """The lines shown start after a blank line in the middle of the output: the part's
+    head is followed by "… " (before, a blank first line read as the part's own first
+    line, and the lines were shown as if the output began with them)."""
+    counter = TokenCounter.shared()
+    output = "\n".join(["collecting " + "x " * 20] + [f"filler {i} " + "y " * 20 for i in range(30)]
+                       + ["", f"WARN {RARE} dropped a column", ""] + [f"tail {i}" for i in range(5)])
+
+    def lines(query: str) -> str:
+        weigher = (line_weigher(dict.fromkeys(analyze_query(query).terms, 1.0), STOPWORDS)
+                   if by == "weight" else None)
+        return part_lines(f"Tool Bash (output): {output}", query, counter, 30,
+                          "Tool Bash: run", weigher)
+
+    got = lines(f"which {RARE} warning")
+    assert got.startswith("Tool Bash (output): … ") and RARE in got
+    assert counter.count(got) <= 30
+    # the first line answers: no "… "
+    assert lines("what was collecting").startswith("Tool Bash (output): collecting x")
 
 
 def _failing_session(engine: ContextEngine, tmp_path: Path) -> None:
