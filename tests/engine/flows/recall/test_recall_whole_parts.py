@@ -135,6 +135,32 @@ def test_call_parts_reads_each_calls_own_parts_in_order(engine: ContextEngine,
     assert call_parts(engine.rt.vault, [(one.source_id, one.ordinal, one.meta["key"])], 0) == {}
 
 
+def test_call_parts_reads_the_input_parts_an_earlier_sync_stored(engine: ContextEngine,
+                                                                 tmp_path: Path) -> None:
+    """A Write's input, read by a sync while the call waited for its result, is stored in
+    that sync's segment; the call, with its result, in the next one: its parts are read
+    from the file's every segment (before: from the call's own source only, none)."""
+    claude = ClaudeLines()
+    content = "\n".join(f"line {i} of the new module" for i in range(400))
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = write_lines(folder / "s.jsonl", [
+        claude.user("write the module"),
+        claude.assistant([tool_use("t1", "Write", {"file_path": "/x/a.py", "content": content})],
+                         msg_id="m1"),
+    ])
+    engine.sync([str(folder)])
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(claude.tool_result("t1", "File written") + "\n")
+        fh.write(claude.assistant([text("Done.")], msg_id="m2") + "\n")
+    engine.sync([str(folder)])
+    call, parts = _calls(engine)["t1"]
+    assert len(parts) > 1 and {p.meta["part"] for p in parts} == {"input"}
+    assert {p.source_id for p in parts} != {call.source_id}  # another segment
+    got = call_parts(engine.rt.vault, [(call.source_id, call.ordinal, call.meta["key"])], 64)
+    assert [r.id for r in got[call.meta["key"]]] == [r.id for r in parts]
+
+
 def test_a_shown_call_carries_its_answering_part_even_when_no_lane_found_it(
         engine: ContextEngine, tmp_path: Path) -> None:
     """Among the candidates, only a part of the call that does not hold the rare word (a
