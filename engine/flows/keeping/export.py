@@ -111,7 +111,9 @@ def _items(rt: Runtime, kind: str | None, project: str | None
            ) -> Iterator[Item]:
     """Each memory item to export, in id order, as ``sources()`` lists it and with its
     records: a source alone, or every ready segment of a transcript file (at its first
-    segment's place, in id order; ``transcripts.grouped`` says what the file is)."""
+    segment's place, in id order; ``transcripts.grouped`` says what the file is). A
+    session is exported whole: every segment of a file that one segment of ``kind`` and
+    ``project`` names, whatever project the others carry."""
     files: set[str] = set()
     for source in rows.sources(rt.vault, kind=kind, project=project):
         name = transcripts.file_uri(source.info.uri, source.info.kind)
