@@ -107,16 +107,22 @@ def nearest(rt: Runtime, vec: np.ndarray, depth: int, filters: Filters,
 
 
 def passing(rt: Runtime, ids: list[int], depth: int, filters: Filters) -> list[int]:
-    """The first ``depth`` of ``ids`` (in their order) that pass ``filters``, their rows
-    read in batches in that order until ``depth`` pass: twice ``depth`` first, then
-    twice as many each time. The over-fetched hits past the last one needed are not read
-    (recall: 400 hits for 50 of session kinds; the same ids as testing all of them)."""
+    """The first ``depth`` of ``ids`` (in their order) that pass ``filters``, tested in
+    batches in that order until ``depth`` pass: twice ``depth`` first, then twice as
+    many each time. The over-fetched hits past the last one needed are not tested
+    (recall: 400 hits for 50 of session kinds; the same ids as testing all of them). A
+    filter of kinds alone (recall's) is decided in SQL (``Vault.passing``), others on
+    the rows ``Vault.filter_rows`` reads (``Filters.matches``)."""
     out: list[int] = []
     at, size = 0, max(1, 2 * depth)
     while at < len(ids) and len(out) < depth:
         part = ids[at:at + size]
-        rows = rt.vault.filter_rows(part, meta=filters.reads_meta)
-        out += [cid for cid in part if cid in rows and filters.matches(rows[cid])]
+        if filters.only_kinds:
+            ok = rt.vault.passing(part, filters)
+            out += [cid for cid in part if cid in ok]
+        else:
+            rows = rt.vault.filter_rows(part, meta=filters.reads_meta)
+            out += [cid for cid in part if cid in rows and filters.matches(rows[cid])]
         at, size = at + len(part), size * 2
     return out[:depth]
 

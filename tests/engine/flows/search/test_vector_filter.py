@@ -1,7 +1,8 @@
 """The vector lane's filter test (``lanes.nearest``): the index's hits are over-fetched
-(eight times the depth) and tested against the filter in their order; the rows of the
-hits past the last one the lane keeps are not read, and the lane keeps exactly the
-first ``depth`` hits that pass, as testing every hit does (fake embedder, real store)."""
+(eight times the depth) and tested against the filter in their order; the hits past
+the last one the lane keeps are not tested, a filter of kinds alone is decided in SQL
+(``Vault.passing``: no row built), and the lane keeps exactly the first ``depth`` hits
+that pass, as reading every hit's row and testing it does (fake embedder, real store)."""
 
 from __future__ import annotations
 
@@ -39,37 +40,47 @@ def _every_hit_tested(engine: ContextEngine, vec: object, depth: int,
     return kept, (ids.index(kept[-1]) + 1 if len(kept) == depth else len(ids))
 
 
-@pytest.mark.parametrize("kinds", [("text",), ("conversation",), ("nothing",)])
+@pytest.mark.parametrize("filters", [Filters(kinds=("text",)), Filters(kinds=("conversation",)),
+                                     Filters(kinds=("nothing",)),
+                                     Filters(kinds=("text",), since=0.0)])
 @pytest.mark.parametrize("depth", [1, 2, 3, 5])
-def test_the_filter_reads_the_hits_it_needs_and_keeps_what_testing_all_kept(
-        engine: ContextEngine, monkeypatch: pytest.MonkeyPatch, kinds: tuple[str, ...],
+def test_the_filter_tests_the_hits_it_needs_and_keeps_what_testing_all_kept(
+        engine: ContextEngine, monkeypatch: pytest.MonkeyPatch, filters: Filters,
         depth: int) -> None:
     _store(engine)
     rt = engine.rt
-    read: list[int] = []
-    real = rt.vault.filter_rows
+    read: list[int] = []  # ids whose rows were read
+    decided: list[int] = []  # ids tested in SQL
+    rows_of, passing = rt.vault.filter_rows, rt.vault.passing
 
-    def counted(ids: Sequence[int], *, meta: bool) -> dict[int, ChunkRow]:
+    def counted_rows(ids: Sequence[int], *, meta: bool) -> dict[int, ChunkRow]:
         read.extend(ids)
-        return real(ids, meta=meta)
+        return rows_of(ids, meta=meta)
 
-    monkeypatch.setattr(rt.vault, "filter_rows", counted)
-    filters = Filters(kinds=kinds)
+    def counted_passing(ids: Sequence[int], f: Filters) -> set[int]:
+        decided.extend(ids)
+        return passing(ids, f)
+
+    monkeypatch.setattr(rt.vault, "filter_rows", counted_rows)
+    monkeypatch.setattr(rt.vault, "passing", counted_passing)
     early = 0
     for query in ("the parser and the lexer", "keychain tray", "we talked about sockets",
                   "budget packer index"):
         vec = rt.embed_query(query)
         read.clear()
+        decided.clear()
         got, sims = nearest(rt, vec, depth, filters)
         kept, needed = _every_hit_tested(engine, vec, depth, filters)
         assert got == kept
-        assert len(read) == len(set(read))  # no hit read twice
-        # read in batches of 2, 4, 8... times the depth, until the batch holding the
-        # last hit kept: the hits past it are not read
+        tested = decided if filters.only_kinds else read
+        assert not (read if filters.only_kinds else decided)  # kinds alone: no row built
+        assert len(tested) == len(set(tested))  # no hit tested twice
+        # tested in batches of 2, 4, 8... times the depth, until the batch holding the
+        # last hit kept: the hits past it are not tested
         batches = [min(len(sims), 2 * depth * (2 ** n - 1)) for n in range(1, 6)]
-        assert len(read) == next(b for b in batches if b >= needed), (query, needed, read)
-        early += len(read) < len(sims)
-    if kinds == ("nothing",):
-        assert early == 0  # none passes: every hit is read, as before
-    if kinds == ("text",):
-        assert early > 0  # the notes pass: the first batch holds them (read all before)
+        assert len(tested) == next(b for b in batches if b >= needed), (query, needed)
+        early += len(tested) < len(sims)
+    if filters.kinds == ("nothing",):
+        assert early == 0  # none passes: every hit is tested, as before
+    if filters.kinds == ("text",):
+        assert early > 0  # the notes pass: the first batch holds them (all read before)
