@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from engine.facade import ContextEngine
@@ -27,7 +28,7 @@ def _store(engine: ContextEngine) -> None:
          for j, w in enumerate(WORDS)], title="chat", uri="chat:1"))
 
 
-def _every_hit_tested(engine: ContextEngine, vec: object, depth: int,
+def _every_hit_tested(engine: ContextEngine, vec: np.ndarray, depth: int,
                       filters: Filters) -> tuple[list[int], int]:
     """The lane's former answer (all the over-fetched hits read and tested), and how
     many of the hits, in order, it takes to find it (all of them when fewer pass)."""

@@ -6,6 +6,7 @@ sources of equal time, filters, and limits that end inside a source."""
 from __future__ import annotations
 
 import random
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,7 @@ def test_sources_whose_chunks_all_have_a_time_are_passed_without_reading_them(
                 [(1000 + s, j, T0 - 100_000 + s * per + j) for s in range(sessions)
                  for j in range(per)])
         for limit in (5, 30):
-            got, steps = vm_steps(vault, lambda lim=limit: recency.recent(vault, lim, Filters()))
+            got, steps = vm_steps(vault, partial(recency.recent, vault, limit, Filters()))
             assert got == _reference(vault, limit, Filters())
             assert len(got) == limit and all(i <= docs * 3 for i in got[:limit])  # the docs'
             assert steps < sessions * per // 100, f"{steps * 100} VM steps: sessions read"
