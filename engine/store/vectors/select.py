@@ -40,17 +40,6 @@ def as_float32(rows: np.ndarray) -> np.ndarray:
     return rows.astype(np.float32, copy=False)
 
 
-def best(scores: np.ndarray, count: int) -> np.ndarray | None:
-    """The positions (ascending) of the ``count`` highest ``scores``, the set
-    ``np.argpartition(scores, len(scores) - count)[len(scores) - count:]`` holds; None
-    where a tie across the cut leaves that set to the partition's pivots (or ``count``
-    is not below the number of scores)."""
-    got = cut(scores, count)
-    if got is None or len(got[0]) != count:
-        return None
-    return got[0]
-
-
 def cut(scores: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(the positions, ascending, of every score not below the ``count``-th highest;
     which of them equal it): exactly ``count`` positions where no tie crosses the cut,

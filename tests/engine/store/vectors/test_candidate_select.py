@@ -1,7 +1,7 @@
-"""Issue 35: the prefilter's candidates picked by a sampled threshold (``select.best``)
+"""Issue 35: the prefilter's candidates picked by a sampled threshold (``select.cut``)
 instead of an ``np.argpartition`` of every coarse score. The candidates, and so every
 answer, must be those of the argpartition: the same set wherever the set is fixed by
-the scores; where a tie crosses the cut, ``best`` says so and the argpartition decides,
+the scores; where a tie crosses the cut, ``cut`` marks the tied rows and the argpartition decides,
 as before. ``bench.vector_pick.query_before`` is the index's query as it was (main at
 e8dfb37), run on the same arrays: the answers are compared with it to the bit.
 
@@ -26,6 +26,15 @@ def _partition_set(scores: np.ndarray, count: int) -> np.ndarray:
     return np.sort(np.argpartition(scores, n - count)[n - count:])
 
 
+def _best(scores: np.ndarray, count: int) -> np.ndarray | None:
+    """``select.cut``'s positions where they are the argpartition's set (exactly
+    ``count``: no tie across the cut); None where a tie leaves the set to its pivots."""
+    got = select.cut(scores, count)
+    if got is None or len(got[0]) != count:
+        return None
+    return got[0]
+
+
 def _tie_across_cut(scores: np.ndarray, count: int) -> bool:
     kth = np.sort(scores)[len(scores) - count]
     return int(np.count_nonzero(scores >= kth)) != count
@@ -42,7 +51,7 @@ def test_best_is_the_argpartitions_set_or_says_there_is_a_tie(n: int, count: int
             scores = (np.round(scores * 300) / 300).astype(np.float32)
         if trial % 3 == 2:  # duplicated rows: equal scores scattered over the rows
             scores[rng.choice(n, n // 5)] = scores[rng.choice(n, n // 5)]
-        got = select.best(scores, count)
+        got = _best(scores, count)
         if _tie_across_cut(scores, count):
             assert got is None
             continue
@@ -58,12 +67,12 @@ def test_best_with_nan_keeps_them_as_argpartition_does() -> None:
     rng = np.random.default_rng(3)
     scores = rng.standard_normal(150_000).astype(np.float32)
     scores[rng.choice(len(scores), 40, replace=False)] = np.nan
-    got = select.best(scores, 3_000)
+    got = _best(scores, 3_000)
     assert got is not None
     assert np.array_equal(got, _partition_set(scores, 3_000))
     assert np.isnan(scores[got]).sum() == 40
     scores[:5_000] = np.nan  # more NaN than kept: which of them is the partition's
-    assert select.best(scores, 3_000) is None
+    assert _best(scores, 3_000) is None
 
 
 def test_best_where_the_sample_misleads_partitions_every_score() -> None:
@@ -78,7 +87,7 @@ def test_best_where_the_sample_misleads_partitions_every_score() -> None:
     off_sample = low.copy()
     off_sample[1::select.SAMPLE_STEP] += 2
     for scores in (on_sample, off_sample, np.sort(low), np.sort(low)[::-1].copy()):
-        got = select.best(scores, count)
+        got = _best(scores, count)
         assert got is not None and np.array_equal(got, _partition_set(scores, count))
 
 
@@ -195,7 +204,7 @@ def test_the_side_blocks_candidates_are_the_argpartitions() -> None:
         for _ in range(6):
             q = rng.standard_normal(dim).astype(np.float32) + 0.3
             qb = (q / np.linalg.norm(q)) @ basis
-            assert select.best(index._coarse(qb[:8]), 3_000) is not None
+            assert _best(index._coarse(qb[:8]), 3_000) is not None
             cand, extra = index._candidates_of(qb, len(index))
             assert extra is None
             assert np.array_equal(cand, index._candidates_by_partition(qb, len(index)))
@@ -258,3 +267,4 @@ def test_tied_extras_miss_the_answer_only_after_its_kth_by_score_then_id() -> No
     assert not exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), extra, 4)
     assert not exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), ~extra, 2)
     assert exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), extra, 1)
+
