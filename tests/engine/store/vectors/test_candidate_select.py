@@ -268,3 +268,32 @@ def test_tied_extras_miss_the_answer_only_after_its_kth_by_score_then_id() -> No
     assert not exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), ~extra, 2)
     assert exact_index._misses(scores, np.array([1, 2, 3, 9, 5]), extra, 1)
 
+
+def test_a_tie_the_argpartition_settles_scans_the_rows_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 equal rows on top of both cuts (the query is their vector): 20 tied at the
+    refine's cut of 10, none of the query's k best sure without them, so the
+    argpartition picks, as before; from the coarse scores the query already made, not
+    from a second scan of every row (11 ms of the query's 17 at 1M)."""
+    rng = np.random.default_rng(9)
+    rows = rng.standard_normal((300, 8)).astype(np.float32)
+    rows[40:60] = np.eye(8, dtype=np.float32)[0] * 3
+    index = ExactIndex(8)
+    index.add(range(300), rows)
+    index.set_prefilter(np.eye(8, dtype=np.float32), 50, first=4, refine=10)
+    scans = []
+    coarse = ExactIndex._coarse
+
+    def counted(self: ExactIndex, qfirst: np.ndarray) -> np.ndarray:
+        scans.append(1)
+        return coarse(self, qfirst)
+
+    monkeypatch.setattr(ExactIndex, "_coarse", counted)
+    q = rows[40].copy()
+    with threadpool_limits(1):
+        for k in (1, 5, 10):
+            scans.clear()
+            hits = index.query(q, k)
+            assert len(scans) == 1, (k, len(scans))
+            assert hits == query_before(index, q, k)
+            assert all(40 <= cid < 60 for cid, _ in hits)
