@@ -145,6 +145,7 @@ KNOBS = (
     Knob("recall.part_from", "call", "candidates", ("candidates", "call"), _recall("part_from")),
     Knob("recall.part_lines_by", "weight", "words", ("words", "weight"),
          _recall("part_lines_by")),
+    Knob("recall.budget_fill", "best", "none", ("none", "best", "even"), _recall("budget_fill")),
     Knob("project ranking (transcript same_project)", 5.0, 0.0, (0.0, 2.5, 5.0, 10.0),
          (_project_make, _project_read), where=("cwd",)),
 )

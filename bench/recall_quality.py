@@ -183,7 +183,7 @@ def today_settings(eng: Any) -> dict[str, Any]:
                                     cause_bonus=0.0, shown_bonus=0.0,
                                     repeat_penalty=0.0, ask_weight=0.0)
     return {"recall": {"hit_unit": "chunk", "adapt": False, "turn_roles": roles_off,
-                       "part_lines": False},
+                       "part_lines": False, "budget_fill": "none"},
             "rerank": {"profiles": profiles, "session_expand": 1, "project_expand": 1.0,
                        "session_words_expand": 0.0}}
 

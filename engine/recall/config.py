@@ -26,6 +26,9 @@ DEFAULT_MISTAKE_PATTERNS: tuple[str, ...] = (
 )
 
 
+BUDGET_FILLS = ("none", "best", "even")  # recall.budget_fill's values (engine.flows.recall.hits)
+
+
 @dataclass(frozen=True)
 class RecallChunkConfig:
     """Sizes and rules of transcript chunks ([recall.chunks], read by
@@ -125,6 +128,8 @@ class RecallConfig:
     part_lines_by: str = "weight"
     # the part's vector cosine in its choice ("call"): sets A+B dev, scratch harness (docs/tuning.md)
     part_cosine: float = bounded(0.0, 0.0, 1.0)
+    # a budget's unused tokens to the cut excerpts, best-ranked first: sets A+B dev (docs/tuning.md)
+    budget_fill: str = "best"
     # the chunk of the role asked for: recall dev, bench.recall_quality (docs/tuning.md)
     turn_roles: TurnRoleConfig = field(default_factory=TurnRoleConfig)
 
@@ -140,6 +145,9 @@ class RecallConfig:
         if self.part_from not in ("candidates", "call"):
             raise ConfigError("recall.part_from must be 'candidates' or 'call'",
                               key="recall.part_from")
+        if self.budget_fill not in BUDGET_FILLS:
+            raise ConfigError("recall.budget_fill must be 'none', 'best' or 'even'",
+                              key="recall.budget_fill")
         if self.part_lines_by not in ("words", "weight"):
             raise ConfigError("recall.part_lines_by must be 'words' or 'weight'",
                               key="recall.part_lines_by")

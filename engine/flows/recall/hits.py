@@ -15,7 +15,7 @@ quotes, the words before a tool call that the reply before it holds) is not show
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.api import RecallHit, SearchHit
@@ -23,6 +23,7 @@ from engine.api.results import HIT_OVERHEAD, OMITTED_NOTE
 from engine.flows.recall.parts import line_weigher, term_weights
 from engine.flows.runtime import Runtime
 from engine.recall.present import (
+    MIN_LINE,
     TurnChunk,
     Weigher,
     excerpt,
@@ -189,7 +190,8 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
     does, passes False).
     Excerpts are recall.hit_excerpt_tokens long, or with ``budget`` sized so that all
     the hits fit in it (``excerpt_shares``; hits that would not fit are left out: fewer
-    hits come back)."""
+    hits come back); then, with ``recall.budget_fill``, what the excerpts leave of their
+    room is given to the ones that were cut (``_filled``)."""
     outcomes = turn_outcomes(rt, hits)
     drawn, own, parts = drawn or {}, own or {}, parts or {}
     counter = rt.counter
@@ -199,16 +201,17 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
     else:
         tokens = excerpt_shares([counter.count(h.text) for h in hits],
                                 [counter.count(line) for line in lines], budget)
-    shown: dict[object, str] = {}  # per session (the same words elsewhere are news)
-    out = []
     weigher = None
     if parts and rt.cfg.recall.part_lines_by == "weight":
         weights = term_weights(rt, analyze_query(query, rt.cfg.query))
         weigher = line_weigher(weights, rt.cfg.query.stopwords)
-    for h, line, n in zip(hits, lines, tokens):  # zip: hits left out by the budget end it
+    memo: dict[tuple[int, int, str], tuple[str, bool]] = {}
+
+    def one(i: int, n: int, seen: str) -> tuple[str, bool]:
+        """Hit ``i``'s excerpt in ``n`` tokens after its session's ``seen``, and whether
+        it is all the hit has to show."""
+        h = hits[i]
         best = own.get(h.chunk_id)
-        where = h.meta.get("session") or ("source", h.source_id)
-        seen = shown.get(where, "")
         text = _unshown(h.text, seen) if once else h.text
         mine = best if best is None or not once else _unshown(best, seen)
         tail = parts.get(h.chunk_id)
@@ -216,14 +219,87 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
             call = h.text[: -len(tail) - 1]
             call, tail = (_unshown(call, seen), _unshown(tail, seen)) if once else (call, tail)
             cut = _with_part(rt, query, call, tail, n, budget is not None, weigher)
-        elif budget is None:
+            return cut, cut == (f"{call}\n{tail}" if tail.strip() else call)
+        if budget is None:
             cut = excerpt(mine if mine is not None else text, query, counter, n)
         else:
             cut = _excerpt_within(counter, query, text, mine, n)
-        shown[where] = f"{seen}\n{_flat(cut)}"[-SHOWN_CHARS:]
-        out.append(RecallHit(**h.__dict__, line=line, excerpt=cut,
-                             chunks=drawn.get(h.chunk_id, (h.chunk_id,))))
-    return out
+        return cut, cut == text
+
+    def render(allot: Sequence[int]) -> list[tuple[str, bool]]:
+        """Every hit's excerpt within its ``allot`` tokens, best first (a later hit of a
+        session less what the earlier ones show)."""
+        shown: dict[object, str] = {}  # per session (the same words elsewhere are news)
+        got = []
+        for i, n in enumerate(allot):
+            h = hits[i]
+            where = h.meta.get("session") or ("source", h.source_id)
+            seen = shown.get(where, "")
+            if (i, n, seen) not in memo:
+                memo[i, n, seen] = one(i, n, seen)
+            got.append(memo[i, n, seen])
+            shown[where] = f"{seen}\n{_flat(got[-1][0])}"[-SHOWN_CHARS:]
+        return got
+
+    cuts = render(tokens)
+    fill = rt.cfg.recall.budget_fill
+    if budget is not None and fill != "none" and cuts:
+        cuts = _filled(counter.count, cuts, tokens, sum(tokens), render, fill)
+    return [RecallHit(**h.__dict__, line=line, excerpt=cut,
+                      chunks=drawn.get(h.chunk_id, (h.chunk_id,)))
+            for h, line, (cut, _) in zip(hits, lines, cuts)]  # zip: the budget's left-outs end it
+
+
+def _filled(count: Callable[[str], int], cuts: list[tuple[str, bool]], tokens: Sequence[int],
+            room: int, render: Callable[[Sequence[int]], list[tuple[str, bool]]], fill: str
+            ) -> list[tuple[str, bool]]:
+    """``cuts`` (each hit's excerpt within its ``tokens``, and whether it is whole) again,
+    the tokens they leave of their ``room`` given to the hits that were cut: all to the
+    best ranked first ("best"), or in equal shares ("even"). Each excerpt stays within
+    its allotment, and a new set of excerpts is taken only when all of them together
+    stay within ``room`` (a hit shown longer can change what a later hit of its session
+    shows): never past the budget. ``count``: a text's tokens."""
+    allot = list(tokens)
+    used = [count(c) for c, _ in cuts]
+
+    def take(trial: list[int]) -> bool:
+        nonlocal cuts, used, allot
+        for _ in range(3):  # a later hit of the session may take more: give back as much
+            got = render(trial)
+            took = [count(c) for c, _ in got]
+            over = sum(took) - room
+            if over <= 0:
+                if got == cuts:
+                    return False
+                cuts, used, allot = got, took, trial
+                return True
+            grown = [i for i in range(len(trial)) if trial[i] > allot[i]]
+            for i in reversed(grown):  # the lowest ranked gives back first
+                back = min(over, trial[i] - allot[i])
+                trial[i] -= back
+                over -= back
+            if trial == allot:
+                return False
+        return False
+
+    if fill == "best":
+        for i in range(len(cuts)):
+            left = room - sum(used)
+            if left < MIN_LINE:
+                break
+            if not cuts[i][1] and used[i] + left > allot[i]:
+                take([used[i] + left if j == i else a for j, a in enumerate(allot)])
+        return cuts
+    for _ in range(3):  # "even": equal shares of what is left, a few rounds
+        left = room - sum(used)
+        grow = [i for i, (_, whole) in enumerate(cuts) if not whole]
+        if left < MIN_LINE or not grow:
+            break
+        share = left // len(grow)
+        trial = [max(a, used[i] + share) if i in grow else a for i, a in enumerate(allot)]
+        if not take(trial):
+            break
+    return cuts
 
 
 def shown_tokens(rt: Runtime, hits: Sequence[RecallHit], omitted: int) -> int:
