@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,19 @@ def _reference(vault: Vault, limit: int, filters: Filters) -> list[int]:
         "ORDER BY COALESCE(c.time, s.created_at, s.ingested_at) DESC, c.id DESC LIMIT ?",
         (*args, limit)).fetchall()
     return [r[0] for r in rows]
+
+
+def _documents(c: Any, docs: int, per: int) -> None:
+    """``docs`` ready document sources (ids 1..docs, created 10 s apart from T0), each
+    with ``per`` chunks without a time, written through the vault's write connection."""
+    c.executemany(
+        "INSERT INTO sources(id, uri, kind, title, fmt, content_hash, ingested_at, "
+        "created_at, state) VALUES (?, ?, 'document', 't', 'md', 'h', 0, ?, 'ready')",
+        [(i + 1, f"doc{i}", T0 + 10 * i) for i in range(docs)])
+    c.executemany(
+        "INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash) "
+        "VALUES (?, ?, 'section', 'harbour tides', 2, 'h')",
+        [(i + 1, j) for i in range(docs) for j in range(per)])
 
 
 @pytest.fixture
@@ -103,14 +117,7 @@ def test_a_filter_of_session_kinds_skips_the_documents_without_reading_them(
     docs, per = 300, 10
     try:
         with vault.write() as c:
-            c.executemany(
-                "INSERT INTO sources(id, uri, kind, title, fmt, content_hash, ingested_at, "
-                "created_at, state) VALUES (?, ?, 'document', 't', 'md', 'h', 0, ?, 'ready')",
-                [(i + 1, f"doc{i}", T0 + 10 * i) for i in range(docs)])
-            c.executemany(
-                "INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash) "
-                "VALUES (?, ?, 'section', 'harbour tides', 2, 'h')",
-                [(i + 1, j) for i in range(docs) for j in range(per)])
+            _documents(c, docs, per)
             c.execute("INSERT INTO sources(id, uri, kind, title, fmt, content_hash, "
                       "ingested_at, state) VALUES (9999, 'talk', 'transcript', 't', "
                       "'transcript', 'h', 0, 'ready')")
@@ -141,14 +148,7 @@ def test_sources_whose_chunks_all_have_a_time_are_passed_without_reading_them(
     docs, sessions, per = 20, 60, 200
     try:
         with vault.write() as c:
-            c.executemany(
-                "INSERT INTO sources(id, uri, kind, title, fmt, content_hash, ingested_at, "
-                "created_at, state) VALUES (?, ?, 'document', 't', 'md', 'h', 0, ?, 'ready')",
-                [(i + 1, f"doc{i}", T0 + 10 * i) for i in range(docs)])
-            c.executemany(
-                "INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash) "
-                "VALUES (?, ?, 'section', 'harbour tides', 2, 'h')",
-                [(i + 1, j) for i in range(docs) for j in range(3)])
+            _documents(c, docs, 3)
             c.executemany(
                 "INSERT INTO sources(id, uri, kind, title, fmt, content_hash, ingested_at, "
                 "created_at, state) VALUES (?, ?, 'transcript', 't', 'transcript', 'h', 0, ?, "
