@@ -89,6 +89,19 @@ def test_recent_with_filters(mixed: ContextEngine) -> None:
     assert recency.recent(vault, 0, Filters()) == []
 
 
+def test_recent_without_migration_14s_indexes(mixed: ContextEngine) -> None:
+    """A store opened read-only before migration 14 lacks its two indexes: the lane reads
+    each source's untimed chunks by source (``+c.time``, no ``INDEXED BY`` a missing
+    index) and sorts the sources itself, with the same answers."""
+    vault = mixed.rt.vault
+    with vault.write() as conn:
+        conn.execute("DROP INDEX chunks_untimed_source")
+        conn.execute("DROP INDEX sources_newest")
+    for f in (Filters(), Filters(kinds=("text",)), Filters(since=T0 + 900)):
+        for limit in (1, 4, 30, 200):
+            assert recency.recent(vault, limit, f) == _reference(vault, limit, f), (f, limit)
+
+
 def test_a_store_of_timed_chunks_only_then_a_document(engine: ContextEngine) -> None:
     """Every chunk timed (a store of sessions): the lane skips the source-by-source part
     and is still exact; a document added later (no chunk time, its source's newer time)
