@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 Conn = Any  # a sqlcipher3 connection
+
+log = logging.getLogger("ctx.vault")
 
 
 M1_BASE = """
@@ -285,6 +288,9 @@ def migrate(conn: Conn) -> int:
     for number, script in sorted(MIGRATIONS.items()):
         if number in done:
             continue
+        if done:  # an existing store upgraded: an index over every chunk takes seconds at 1M
+            log.info("upgrading the store to schema %d (once)", number)
+        began = time.monotonic()
         try:
             conn.executescript(
                 f"BEGIN IMMEDIATE;\n{script}\n"
@@ -293,4 +299,6 @@ def migrate(conn: Conn) -> int:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if done:
+            log.info("schema %d applied in %.1f s", number, time.monotonic() - began)
     return max(MIGRATIONS)
