@@ -22,15 +22,13 @@ from typing import Any
 import numpy as np
 
 from bench.stats import machine_state, summary, table
-from engine.lab import ExactIndex, MemoryVectors, StoreConfig
+from engine.lab import ExactIndex, MemoryVectors, StoreConfig, score_rows
 
 
 def query_before(index: ExactIndex, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
     """``ExactIndex.query`` with a prefilter as it was (main at e8dfb37; an index without
     a side block): an argpartition of every coarse score, then of the refine's, and the
     float16 rows cast by ``astype``."""
-    from engine.store.vectors.exact_index import _dot
-
     q = np.asarray(vector, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(q))
     if norm:
@@ -39,15 +37,15 @@ def query_before(index: ExactIndex, vector: np.ndarray, k: int) -> list[tuple[in
     assert index._basis is not None and not index.side_rows
     qb = q @ index._basis
     first = index._first
-    coarse = _dot(index._proj[:n], qb[:first])
+    coarse = score_rows(index._proj[:n], qb[:first])
     cand = np.argpartition(coarse, n - index._candidates)[n - index._candidates:]
     if index._refine and first < len(qb) and index._refine < len(cand):
-        finer = coarse[cand] + _dot(index._fine[cand], qb[first:])
+        finer = coarse[cand] + score_rows(index._fine[cand], qb[first:])
         cand = cand[np.argpartition(finer, len(cand) - index._refine)
                     [len(cand) - index._refine:]]
     cand = np.sort(cand)
     rows, ids = index._mat[cand], index._ids[cand]
-    scores = _dot(rows.astype(np.float32, copy=False), q)
+    scores = score_rows(rows.astype(np.float32, copy=False), q)
     total = len(cand)
     kth = np.partition(scores, total - k)[total - k]
     keep = np.nonzero(scores >= kth)[0]

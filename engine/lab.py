@@ -52,7 +52,9 @@ Writer and stores (growing and probing stores fast)
 - ``embed_inputs``: the texts a vector rebuild embeds (store.vault.rebuild);
   ``rebuild_vectors``, ``chunk_key``: the rebuild itself (flows.keeping.vector_rebuild)
 - ``MemoryVectors``, ``ExactIndex``, ``ChromaVectors``, ``SnapshotFile``,
-  ``KeyedIds``, ``principal_basis``, ``BASIS_SAMPLE``: the vector stores (store.vectors)
+  ``KeyedIds``, ``principal_basis``, ``BASIS_SAMPLE``: the vector stores (store.vectors);
+  ``score_rows``: the index's row scores, the same bits wherever a row lies
+  (store.vectors.exact_index ``_dot``; bench.vector_pick's old query)
 - ``percentile``: the metrics' percentile, so tables match ``ctx metrics`` (metrics)
 
 Modules a bench instruments (it wraps their functions to time each stage, and undoes it)
@@ -133,6 +135,7 @@ _WHERE: dict[str, str] = {
     "chunk_key": "engine.flows.keeping.vector_rebuild",
     "MemoryVectors": "engine.store.vectors.memory",
     "ExactIndex": "engine.store.vectors.exact_index",
+    "score_rows": "engine.store.vectors.exact_index:_dot",
     "ChromaVectors": "engine.store.vectors.index",
     "SnapshotFile": "engine.store.vectors.snapshot",
     "KeyedIds": "engine.store.vectors.ids",
@@ -221,6 +224,7 @@ if TYPE_CHECKING:
     from engine.store.vault.rebuild import embed_inputs
     from engine.store.vault.rows import Filters
     from engine.store.vectors.exact_index import ExactIndex
+    from engine.store.vectors.exact_index import _dot as score_rows
     from engine.store.vectors.ids import KeyedIds
     from engine.store.vectors.index import ChromaVectors
     from engine.store.vectors.memory import BASIS_SAMPLE, MemoryVectors, principal_basis
@@ -240,7 +244,7 @@ __all__ = [  # the names of _WHERE (tests/test_bench_seam.py)
     "make_embedder", "measure_blob", "minilm_path", "named_tools", "parse_claude", "parse_codex",
     "percentile", "plan_query", "principal_basis", "query_adapter", "rank_hits",
     "rebuild_vectors", "recall_adapt", "recall_embedview", "recall_entry",
-    "recall_sync", "recall_turn_hits", "recall_turns", "rrf", "run_lanes",
+    "recall_sync", "recall_turn_hits", "recall_turns", "rrf", "run_lanes", "score_rows",
     "search_lanes", "search_ranking", "search_session_expand", "search_session_words",
     "suppress_near_duplicates", "token_batches", "training_set", "transcript_lines",
     "vault_adapt", "vault_core", "vault_embed_cache", "vault_sources", "walk_paths",
