@@ -54,7 +54,7 @@ Writer and stores (growing and probing stores fast)
 - ``MemoryVectors``, ``ExactIndex``, ``ChromaVectors``, ``SnapshotFile``,
   ``KeyedIds``, ``principal_basis``, ``BASIS_SAMPLE``: the vector stores (store.vectors);
   ``score_rows``: the index's row scores, the same bits wherever a row lies
-  (store.vectors.exact_index ``_dot``; bench.vector_pick's old query)
+  (store.vectors.exact_index; bench.vector_pick's old query)
 - ``percentile``: the metrics' percentile, so tables match ``ctx metrics`` (metrics)
 
 Modules a bench instruments (it wraps their functions to time each stage, and undoes it)
@@ -135,7 +135,7 @@ _WHERE: dict[str, str] = {
     "chunk_key": "engine.flows.keeping.vector_rebuild",
     "MemoryVectors": "engine.store.vectors.memory",
     "ExactIndex": "engine.store.vectors.exact_index",
-    "score_rows": "engine.store.vectors.exact_index:_dot",
+    "score_rows": "engine.store.vectors.exact_index",
     "ChromaVectors": "engine.store.vectors.index",
     "SnapshotFile": "engine.store.vectors.snapshot",
     "KeyedIds": "engine.store.vectors.ids",
@@ -223,8 +223,7 @@ if TYPE_CHECKING:
     from engine.store.vault import sources as vault_sources
     from engine.store.vault.rebuild import embed_inputs
     from engine.store.vault.rows import Filters
-    from engine.store.vectors.exact_index import ExactIndex
-    from engine.store.vectors.exact_index import _dot as score_rows
+    from engine.store.vectors.exact_index import ExactIndex, score_rows
     from engine.store.vectors.ids import KeyedIds
     from engine.store.vectors.index import ChromaVectors
     from engine.store.vectors.memory import BASIS_SAMPLE, MemoryVectors, principal_basis

@@ -23,7 +23,7 @@ the last ids (more than ``TAIL_ROWS`` held rows after them: a crash's leftovers 
 after a restart) go to a small side block instead, also sorted by id, that every read
 looks at too: such an add costs what it adds, not a copy of every row. A query treats
 the two as the one merged id order (the prefilter's candidates are picked from the
-merged order, every row's score is computed the same wherever it lies: ``_dot``), so
+merged order, every row's score is computed the same wherever it lies: ``score_rows``), so
 the answers are those of the merged index. The side block is merged into the main
 arrays in place (no second copy of them; the read lock held alone while rows move)
 when it passes ``SIDE_ROWS`` rows and before a seal (``held``), so a snapshot's
@@ -65,10 +65,10 @@ TAIL_ROWS = 16_384
 # dims this many float16 rows are 48 MB; merging moves the rows above the lowest of them
 # (up to every row: 0.2-1 s at a million) once per this many, not once per add.
 SIDE_ROWS = 65_536
-GROUP = 16  # rows a product is computed over at a time (see ``_dot``)
+GROUP = 16  # rows a product is computed over at a time (see ``score_rows``)
 
 
-def _dot(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+def score_rows(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``rows @ q`` (float32), each row's value the same wherever the row lies.
 
     OpenBLAS's matrix-vector kernel takes rows a few at a time and the last one to three
@@ -599,11 +599,11 @@ class ExactIndex:
         the lock)."""
         mat = self._mat if mat is None else mat
         if not self.compact:
-            return _dot(mat[:n], q)
+            return score_rows(mat[:n], q)
         out = np.empty(n, dtype=np.float32)
         for at in range(0, n, SCAN_BLOCK):
             end = min(n, at + SCAN_BLOCK)
-            out[at:end] = _dot(mat[at:end].astype(np.float32), q)
+            out[at:end] = score_rows(mat[at:end].astype(np.float32), q)
         return out
 
     def _candidates_of(self, qb: np.ndarray, total: int, coarse: np.ndarray | None = None
@@ -630,14 +630,14 @@ class ExactIndex:
         pool = pos if len(pos) == want else pos[~tied]
         inner = None
         if refine < len(pool):
-            finer = coarse[pool] + _dot(self._fine_rows(pool), qb[first:])
+            finer = coarse[pool] + score_rows(self._fine_rows(pool), qb[first:])
             inner = cut(finer, refine)
         if inner is None:
             return self._candidates_by_partition(qb, total, coarse), None
         keep, held = inner
         if len(pool) < len(pos):  # the rows tied at the coarse cut: all below the refine's
             out = pos[tied]
-            theirs = coarse[out] + _dot(self._fine_rows(out), qb[first:])
+            theirs = coarse[out] + score_rows(self._fine_rows(out), qb[first:])
             if not bool(np.all(theirs < finer[keep[held][0]])):
                 return self._candidates_by_partition(qb, total, coarse), None
         return pool[keep], (held if len(keep) > refine else None)
@@ -652,7 +652,7 @@ class ExactIndex:
             coarse = self._coarse(qb[:first])
         cand = np.argpartition(coarse, total - self._candidates)[total - self._candidates:]
         if self._refine and first < len(qb) and self._refine < len(cand):
-            finer = coarse[cand] + _dot(self._fine_rows(cand), qb[first:])
+            finer = coarse[cand] + score_rows(self._fine_rows(cand), qb[first:])
             cand = cand[np.argpartition(finer, len(cand) - self._refine)
                         [len(cand) - self._refine:]]
         return np.sort(cand)
@@ -661,11 +661,11 @@ class ExactIndex:
         """Every row's score on the prefilter's first directions, in the merged id order
         (under the lock)."""
         side, n = self._side, self._n
-        coarse = _dot(self._proj[:n], qfirst)
+        coarse = score_rows(self._proj[:n], qfirst)
         if len(side.ids):
             assert side.proj is not None
             coarse = np.insert(coarse, np.searchsorted(self._ids[:n], side.ids),
-                               _dot(side.proj, qfirst))
+                               score_rows(side.proj, qfirst))
         return coarse
 
     def _fine_rows(self, cand: np.ndarray) -> np.ndarray:
@@ -686,7 +686,7 @@ class ExactIndex:
             ids = self._gather(self._ids, side.ids, where)
         else:
             rows, ids = self._mat[cand], self._ids[cand]
-        return ids, _dot(as_float32(rows), q)
+        return ids, score_rows(as_float32(rows), q)
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (chunk id, cosine), best first, ties by chunk id (with a
