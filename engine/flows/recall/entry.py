@@ -76,8 +76,9 @@ def recall(rt: Runtime, writer: Writer, query: str | None = None, *, auto: bool 
     elif query is not None:
         # the session kinds are theirs alone: no document chunk passes (issue 31)
         filters = Filters(kinds=kinds, since=since, branch=branch)
-        hits, drawn, own, parts = recall_hits(rt, query, k, filters, project)
-        shown = tuple(presented(rt, query, hits, drawn, own, budget=budget, parts=parts))
+        hits, drawn, own, parts, weigher = recall_hits(rt, query, k, filters, project)
+        shown = tuple(presented(rt, query, hits, drawn, own, budget=budget, parts=parts,
+                                weigher=weigher))
         out["hits"] = shown
         if budget is not None:  # the hits fit in it: how much they take, how many did not
             omitted = len(hits) - len(shown)

@@ -178,13 +178,16 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
               drawn: Mapping[int, tuple[int, ...]] | None = None,
               own: Mapping[int, str] | None = None,
               budget: int | None = None, once: bool = True,
-              parts: Mapping[int, str] | None = None) -> list[RecallHit]:
+              parts: Mapping[int, str] | None = None,
+              weigher: Weigher | None = None) -> list[RecallHit]:
     """The hits, each with ``line`` (session, date, branch, what came of its turn),
     ``excerpt`` (the lines that answer) and ``chunks`` (``drawn``: the chunk ids its text
     draws on; else its own). A turn hit's excerpt is cut from its best chunk's own text
     (``own``), not from the turn's: the lines that share most words with the query are
     more often elsewhere in a whole turn. A call hit whose text ends with its answering
-    part's lines (``parts``) shows some of both (``_with_part``). With ``once``, a line
+    part's lines (``parts``) shows some of both (``_with_part``; its lines cut again by
+    ``weigher``, the one ``recall_hits`` chose them by, else made here from the query).
+    With ``once``, a line
     that an earlier hit of the same session shows in its excerpt is not shown again
     (``_unshown``; a caller that picks among the hits afterwards, as the digest's packer
     does, passes False).
@@ -201,8 +204,7 @@ def presented(rt: Runtime, query: str, hits: Sequence[SearchHit],
     else:
         tokens = excerpt_shares([counter.count(h.text) for h in hits],
                                 [counter.count(line) for line in lines], budget)
-    weigher = None
-    if parts and rt.cfg.recall.part_lines_by == "weight":
+    if weigher is None and parts and rt.cfg.recall.part_lines_by == "weight":
         weights = term_weights(rt, analyze_query(query, rt.cfg.query))
         weigher = line_weigher(weights, rt.cfg.query.stopwords)
     memo: dict[tuple[int, int, str], tuple[str, bool]] = {}

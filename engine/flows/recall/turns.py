@@ -39,7 +39,7 @@ from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import to_hit
 from engine.flows.search.ranking import Ranked, rank_query
 from engine.metrics import QUERY_MS
-from engine.recall.present import compose_turn, part_lines
+from engine.recall.present import Weigher, compose_turn, part_lines
 from engine.store.vault.core import ChunkRow, Filters
 
 
@@ -72,12 +72,14 @@ def group_turns(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: int
 def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
                 project: str | None = None
                 ) -> tuple[list[SearchHit], dict[int, tuple[int, ...]], dict[int, str],
-                           dict[int, str]]:
+                           dict[int, str], Weigher | None]:
     """The ``k`` best hits for ``query`` (chunks or turns, ``recall.hit_unit``); for each
     hit's chunk id, the chunk ids its text draws on (best first), for a turn hit its
     best chunk's own text, and for a call hit shown with its answering part the part's
-    lines that end its text (``recall.hit_excerpt_tokens`` of them: ``part_lines``).
-    ``project``: the project the query is asked from."""
+    lines that end its text (``recall.hit_excerpt_tokens`` of them: ``part_lines``),
+    and the weigher those lines were chosen by (``recall.part_lines_by`` "weight"; None:
+    by words), which ``presented`` cuts them again with. ``project``: the project the
+    query is asked from."""
     res, ranked, timer = rank_query(rt, query, k, filters=filters, expand_session=True,
                                     adapter=lambda plan: query_adapter(rt, plan.analysis.words),
                                     project=project,
@@ -88,6 +90,7 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
     drawn: dict[int, tuple[int, ...]] = {}
     own: dict[int, str] = {}
     shown_parts: dict[int, str] = {}
+    weigher: Weigher | None = None
     ranked = demoted(ranked, res.rows, rt.cfg.recall.part_penalty)
     ranked = preferred(query, ranked, res.rows, rt.cfg.recall.turn_roles)
     ranked = toward_ask(rt, query, ranked, res, rt.cfg.recall.turn_roles)
@@ -130,4 +133,4 @@ def recall_hits(rt: Runtime, query: str, k: int, filters: Filters,
             drawn[best] = tuple(c for c, _ in members[: max(1, n)])
             own[best] = res.rows[best].text
     rt.metrics.observe(QUERY_MS, timer.total())
-    return hits, drawn, own, shown_parts
+    return hits, drawn, own, shown_parts, weigher
