@@ -102,6 +102,14 @@ def _misses(scores: np.ndarray, ids: np.ndarray, extra: np.ndarray, k: int) -> b
     return bool(np.all((es < s[kth]) | ((es == s[kth]) & (eid > i[kth]))))
 
 
+def _found(held: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(those of ``want`` that ``held``, sorted ids, holds; their positions in it)."""
+    at = np.searchsorted(held, want)
+    ok = at < len(held)
+    ok[ok] = held[at[ok]] == want[ok]
+    return want[ok], at[ok]
+
+
 @dataclass(frozen=True)
 class Side:
     """Rows added far below the last ids, held apart (sorted by id, none of them in the
@@ -425,13 +433,11 @@ class ExactIndex:
                 with self._lock.write():
                     self._side = smaller
             n = self._n
-            at = np.searchsorted(self._ids[:n], want)
-            ok = at < n
-            ok[ok] = self._ids[:n][at[ok]] == want[ok]
-            if not ok.any():
+            _, at = _found(self._ids[:n], want)
+            if not len(at):
                 return
             keep = np.ones(n, dtype=bool)
-            keep[at[ok]] = False
+            keep[at] = False
             left = int(keep.sum())
             names = ("_mat", "_ids", "_proj", "_fine") if self._basis is not None \
                 else ("_mat", "_ids")
@@ -469,30 +475,21 @@ class ExactIndex:
     def _merged(self, main: np.ndarray, side: np.ndarray) -> np.ndarray:
         """Every row of ``main`` (first ``_n``) and ``side`` in the merged id order,
         copied; call under the lock."""
+        if not len(side):
+            return main[:self._n].copy()
         return self._gather(main, side, self._split(np.arange(len(self))))
-
-    def _rows(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(ids held, their rows) of ``ids``; call under the lock."""
-        want = np.asarray([int(c) for c in ids], dtype=np.int64)
-        n = self._n
-        at = np.searchsorted(self._ids[:n], want)
-        ok = at < n
-        ok[ok] = self._ids[:n][at[ok]] == want[ok]
-        return want[ok], at[ok]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The (unit) vectors of those of ``ids`` held here, copied (float32)."""
+        want = np.asarray([int(c) for c in ids], dtype=np.int64)
         with self._lock.read():
-            found, rows = self._rows(ids)
+            found, rows = _found(self._ids[:self._n], want)
             block = self._mat[rows].astype(np.float32)
             side = self._side
             if len(side.ids):
-                want = np.asarray([int(c) for c in ids], dtype=np.int64)
-                at = np.searchsorted(side.ids, want)
-                ok = at < len(side.ids)
-                ok[ok] = side.ids[at[ok]] == want[ok]
-                found = np.concatenate([found, side.ids[at[ok]]])
-                block = np.concatenate([block, side.mat[at[ok]].astype(np.float32)])
+                more, at = _found(side.ids, want)
+                found = np.concatenate([found, more])
+                block = np.concatenate([block, side.mat[at].astype(np.float32)])
         return {int(c): block[j] for j, c in enumerate(found)}
 
     def ids(self) -> list[int]:
@@ -502,8 +499,6 @@ class ExactIndex:
     def ids_and_vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk id (ascending) and its unit vector, copied (float32)."""
         with self._lock.read():
-            if not len(self._side.ids):
-                return self._ids[:self._n].copy(), self._mat[:self._n].astype(np.float32)
             return (self._merged(self._ids, self._side.ids),
                     self._merged(self._mat, self._side.mat).astype(np.float32))
 
