@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.store.vault.core import Vault
-from engine.store.vault.rows import CHUNK_COLUMNS, ChunkRow
+from engine.store.vault.rows import CHUNK_COLUMNS, ChunkRow, id_batches
 from engine.store.vault.transcripts import whole_files
 
 
@@ -29,8 +29,7 @@ def call_parts(vault: Vault, calls: Sequence[tuple[int, int, str]], reach: int
     for source, ordinal, key in dict.fromkeys(calls):
         ids = files.setdefault(source, whole_files(vault, [source]))
         found: list[ChunkRow] = []
-        for i in range(0, len(ids), 400):  # SQLite's bound on a statement's variables
-            part = ids[i:i + 400]
+        for part in id_batches(ids):
             found += [ChunkRow.from_row(r) for r in vault._query(
                 f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN sources s ON s.id = c.source_id "
                 f"WHERE c.source_id IN ({','.join('?' * len(part))}) "

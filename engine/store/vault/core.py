@@ -30,7 +30,7 @@ from engine.store.vault.integrity import VaultConnection, probe, quiet
 from engine.store.vault.kind_share import OVERFETCH_MIN_SHARE, KindShare, overfetch
 from engine.store.vault.migrations import migrate
 from engine.store.vault.reserve import Reserve
-from engine.store.vault.rows import CHUNK_COLUMNS, ChunkRow, Filters
+from engine.store.vault.rows import CHUNK_COLUMNS, ChunkRow, Filters, id_batches
 
 log = logging.getLogger("ctx.vault")
 T = TypeVar("T")
@@ -518,9 +518,7 @@ class Vault:
         table = "chunks c" if filters.reads_meta else self._filter_join
         where, args = filters.sql(source_kinds=self._sources_of_kinds(filters.kinds))
         out: set[int] = set()
-        ids = list(ids)
-        for i in range(0, len(ids), 900):
-            part = ids[i:i + 900]
+        for part in id_batches(ids, 900):
             out.update(r[0] for r in self._conn().execute(
                 f"SELECT c.id FROM {table} JOIN sources s ON s.id = c.source_id "
                 f"WHERE c.id IN ({','.join('?' * len(part))}) AND {where}", [*part, *args],

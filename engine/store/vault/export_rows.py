@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from engine.api import SourceInfo
 from engine.store.vault.core import Vault
-from engine.store.vault.rows import where_equal
+from engine.store.vault.rows import id_batches, where_equal
 from engine.store.vault.sources import SOURCE_COLUMNS
 
 
@@ -49,8 +49,7 @@ def sources(vault: Vault, *, kind: str | None = None, project: str | None = None
 def by_ids(vault: Vault, source_ids: list[int]) -> list[ExportSource]:
     """The ready sources ``source_ids`` (a transcript's segments), in id order."""
     out: list[ExportSource] = []
-    for i in range(0, len(source_ids), 400):  # SQLite's bound on a statement's variables
-        part = [int(s) for s in source_ids[i:i + 400]]
+    for part in id_batches(source_ids):
         out += [ExportSource(SourceInfo(*r[:-1]), json.loads(r[-1] or "{}"))
                 for r in vault._query(
                     f"SELECT {SOURCE_COLUMNS}, meta FROM sources WHERE state = 'ready' "

@@ -1,16 +1,24 @@
 """What the vault's reads take and give, as plain data: the search filters (``Filters``,
-with their SQL and their same test in Python) and a chunk read with its source
-(``ChunkRow``, read through ``CHUNK_COLUMNS``)."""
+with their SQL and their same test in Python), a chunk read with its source
+(``ChunkRow``, read through ``CHUNK_COLUMNS``), and ids bound a batch a statement
+(``id_batches``)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 _ABSOLUTE = re.compile(r"^(/|\\|[A-Za-z][A-Za-z0-9+.-]*:)")  # a path, a drive or a uri scheme
+
+
+def id_batches(ids: Sequence[int], size: int = 400) -> Iterator[list[int]]:
+    """``ids`` as ints, ``size`` a batch: one ``IN (...)`` statement each, within SQLite's
+    bound on a statement's variables (999 in older builds; room left for the others)."""
+    for i in range(0, len(ids), size):
+        yield [int(x) for x in ids[i:i + size]]
 
 
 def like_prefix(text: str) -> str:

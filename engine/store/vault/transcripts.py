@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.api import SourceInfo
 from engine.store.vault.core import Vault
+from engine.store.vault.rows import id_batches
 
 TRANSCRIPT = "transcript:"  # the uri scheme of every segment (and of a whole file's name)
 KIND = "transcript"  # the source kind the sync stores segments under
@@ -113,11 +114,10 @@ def item_keys(vault: Vault, source_ids: Sequence[int]) -> dict[int, str]:
 
 def _by_id(vault: Vault, column: str, source_ids: Sequence[int],
            where: str = "1") -> list[tuple[Any, Any]]:
-    """(id, ``column``) of the sources ``source_ids`` that match ``where``, 400 ids a
-    query (SQLite's bound on a statement's variables)."""
+    """(id, ``column``) of the sources ``source_ids`` that match ``where`` (a batch of ids
+    a query)."""
     out: list[tuple[Any, Any]] = []
-    for i in range(0, len(source_ids), 400):
-        part = [int(s) for s in source_ids[i:i + 400]]
+    for part in id_batches(source_ids):
         out += [(r[0], r[1]) for r in vault._query(
             f"SELECT id, {column} FROM sources WHERE id IN ({','.join('?' * len(part))}) "
             f"AND {where}", part)]
