@@ -8,7 +8,7 @@ question's ask before those that restate its context (``toward_ask``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -83,15 +83,21 @@ def apart(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], cfg: TurnRoleC
     return sorted(out, key=lambda r: -r[1])
 
 
-def _turn_of(row: ChunkRow | None) -> tuple[str, int] | None:
-    """A whole chunk's turn (session, turn); None for a part of a call or request (kept
+def turn_key(row: ChunkRow) -> Hashable:
+    """The turn a chunk belongs to: (session, turn); a chunk of no known turn is one."""
+    session, turn = row.meta.get("session"), row.meta.get("turn")
+    if isinstance(session, str) and isinstance(turn, int) and not isinstance(turn, bool):
+        return (session, turn)
+    return ("chunk", row.id)
+
+
+def _turn_of(row: ChunkRow | None) -> Hashable | None:
+    """A whole chunk's turn (``turn_key``); None for a part of a call or request (kept
     out of the vector lane, its vector its first line) or a chunk of no known turn."""
     if row is None or row.meta.get("part"):
         return None
-    session, turn = row.meta.get("session"), row.meta.get("turn")
-    if not isinstance(session, str) or not isinstance(turn, int) or isinstance(turn, bool):
-        return None
-    return (session, turn)
+    key = turn_key(row)
+    return None if key == ("chunk", row.id) else key
 
 
 def toward_ask(rt: Runtime, query: str, ranked: Sequence[Ranked], res: LaneResult,

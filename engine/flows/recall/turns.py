@@ -34,21 +34,13 @@ from engine.flows.recall.parts import (
     term_weights,
     whole_parts,
 )
-from engine.flows.recall.roles import apart, preferred, toward_ask
+from engine.flows.recall.roles import apart, preferred, toward_ask, turn_key
 from engine.flows.runtime import Runtime
 from engine.flows.search.lanes import to_hit
 from engine.flows.search.ranking import Ranked, rank_query
 from engine.metrics import QUERY_MS
 from engine.recall.present import Weigher, compose_turn, part_lines
 from engine.store.vault.core import ChunkRow, Filters
-
-
-def turn_key(row: ChunkRow) -> Hashable:
-    """The turn a chunk belongs to: (session, turn); a chunk of no known turn is one."""
-    session, turn = row.meta.get("session"), row.meta.get("turn")
-    if isinstance(session, str) and isinstance(turn, int) and not isinstance(turn, bool):
-        return (session, turn)
-    return ("chunk", row.id)
 
 
 def group_turns(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: int
