@@ -104,3 +104,19 @@ def tool_use(call_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, A
 def write_lines(path: Path, lines: list[str]) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+def call_lines(claude: ClaudeLines, call_id: str, tool: str, tool_input: dict[str, Any],
+               output: str, msg_id: str) -> list[str]:
+    """A tool call and its result, as a transcript holds them."""
+    return [claude.assistant([tool_use(call_id, tool, tool_input)], msg_id=msg_id),
+            claude.tool_result(call_id, output)]
+
+
+def synced(engine: Any, tmp_path: Path, lines: list[str]) -> Path:
+    """``lines`` as the session file ``sessions/s.jsonl`` under ``tmp_path``, synced."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_lines(folder / "s.jsonl", lines)
+    engine.sync([str(folder)])
+    return folder

@@ -21,7 +21,7 @@ from engine.retrieval.lexicon import STOPWORDS
 from engine.retrieval.query import analyze_query
 from engine.store.vault.core import ChunkRow
 from engine.tokens import TokenCounter
-from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
+from tests.engine.recall.recall_helpers import ClaudeLines, call_lines, synced, text
 
 RARE = "zephyrquartz"  # a word only the middle of the long output holds
 
@@ -45,16 +45,12 @@ def _session(engine: ContextEngine, tmp_path: Path,
     claude = ClaudeLines()
     lines = [f"PASS tests/test_export.py::test_case_{i} exporter handles rows" for i in range(300)]
     lines[150] = line
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", [
+    synced(engine, tmp_path, [
         claude.user("run the exporter tests"),
-        claude.assistant([tool_use("t1", "Bash", {"command": "pytest -v tests/test_export.py"})],
-                         msg_id="m1"),
-        claude.tool_result("t1", "\n".join(lines)),
+        *call_lines(claude, "t1", "Bash", {"command": "pytest -v tests/test_export.py"},
+                    "\n".join(lines), "m1"),
         claude.assistant([text(reply)], msg_id="m2"),
     ])
-    engine.sync([str(folder)])
 
 
 def test_a_part_ranks_below_a_chunk_that_scores_about_as_well() -> None:

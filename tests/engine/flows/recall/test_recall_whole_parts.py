@@ -29,7 +29,14 @@ from engine.retrieval.query import analyze_query
 from engine.store.vault.call_parts import call_parts
 from engine.store.vault.core import ChunkRow
 from engine.tokens import TokenCounter
-from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
+from tests.engine.recall.recall_helpers import (
+    ClaudeLines,
+    call_lines,
+    synced,
+    text,
+    tool_use,
+    write_lines,
+)
 
 RARE = "zephyrquartz"  # a word only one line of one call's output holds
 COUNTER = TokenCounter.shared()
@@ -96,19 +103,14 @@ def _long_output_session(engine: ContextEngine, tmp_path: Path) -> None:
     first = [f"PASS tests/test_export.py::test_case_{i} exporter handles rows" for i in range(300)]
     first[60] = f"WARN the {RARE} exporter dropped a column"
     second = [f"PASS tests/test_import.py::test_case_{i} importer reads rows" for i in range(300)]
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", [
+    synced(engine, tmp_path, [
         claude.user("run the exporter tests"),
-        claude.assistant([tool_use("t1", "Bash", {"command": "pytest -v tests/test_export.py"})],
-                         msg_id="m1"),
-        claude.tool_result("t1", "\n".join(first)),
-        claude.assistant([tool_use("t2", "Bash", {"command": "pytest -v tests/test_import.py"})],
-                         msg_id="m2"),
-        claude.tool_result("t2", "\n".join(second)),
+        *call_lines(claude, "t1", "Bash", {"command": "pytest -v tests/test_export.py"},
+                    "\n".join(first), "m1"),
+        *call_lines(claude, "t2", "Bash", {"command": "pytest -v tests/test_import.py"},
+                    "\n".join(second), "m2"),
         claude.assistant([text("The exporter and importer tests pass.")], msg_id="m3"),
     ])
-    engine.sync([str(folder)])
 
 
 def _calls(engine: ContextEngine) -> dict[str, tuple[ChunkRow, list[ChunkRow]]]:
@@ -233,16 +235,12 @@ def test_recall_shows_the_answering_line_of_a_file_read_whole(engine: ContextEng
     doc.append("However, the git trailer limitation is a known issue restored by the git hook")
     doc += [f"outro line {i} of the closing notes, as written" for i in range(8)]
     claude = ClaudeLines()
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", [
+    synced(engine, tmp_path, [
         claude.user("review the readme"),
-        claude.assistant([tool_use("t1", "Read", {"file_path": "/repo/notes/caveats.md"})],
-                         msg_id="m1"),
-        claude.tool_result("t1", "\n".join(doc)),
+        *call_lines(claude, "t1", "Read", {"file_path": "/repo/notes/caveats.md"},
+                    "\n".join(doc), "m1"),
         claude.assistant([text("The readme is fine.")], msg_id="m2"),
     ])
-    engine.sync([str(folder)])
     call, parts = _calls(engine)["t1"]
     part = next(p for p in parts if "Amending" in p.text)
     assert "trailer limitation" in part.text  # the title and the line below, one part
