@@ -27,7 +27,7 @@ from engine.retrieval.turn_roles import (
     said,
 )
 from engine.store.vault.core import ChunkRow
-from tests.engine.recall.recall_helpers import ClaudeLines, text, tool_use, write_lines
+from tests.engine.recall.recall_helpers import ClaudeLines, synced, text, tool_use
 
 ON = TurnRoleConfig(ending_bonus=0.1, output_bonus=0.1, call_bonus=0.1, named_bonus=0.1)
 
@@ -195,10 +195,7 @@ def _review_session(engine: ContextEngine, tmp_path: Path) -> None:
               claude.tool_result("s1", "Started the audit workflow"),
               claude.assistant([text("The review of the logs ignore branch is done.")],
                                msg_id="mz")]
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", lines)
-    engine.sync([str(folder)])
+    synced(engine, tmp_path, lines)
 
 
 def test_recall_adds_the_named_tools_bonus_to_its_calls(engine: ContextEngine,
@@ -281,10 +278,7 @@ def _tap_session(engine: ContextEngine, tmp_path: Path) -> None:
                                msg_id="mg"),
               claude.tool_result("g1", "origin git@github.com:acme/homebrew-tap.git (fetch)"),
               claude.assistant([text("It lives in acme/homebrew-tap.")], msg_id="mz")]
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", lines)
-    engine.sync([str(folder)])
+    synced(engine, tmp_path, lines)
 
 
 def test_recall_shows_a_different_chunk_before_a_second_copy_of_a_reply(
@@ -376,10 +370,7 @@ def _ci_session(engine: ContextEngine, tmp_path: Path) -> None:
                                      "branch, so it is absent on CI.")], msg_id="md"),
               claude.assistant([text("Created the output directory for the diagram test.")],
                                msg_id="mz")]
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", lines)
-    engine.sync([str(folder)])
+    synced(engine, tmp_path, lines)
 
 
 def test_recall_answers_why_it_failed_with_the_diagnosis(engine: ContextEngine,
@@ -463,10 +454,7 @@ def _deploy_session(engine: ContextEngine, tmp_path: Path) -> None:
                                                        "description": "health check"})],
                               msg_id="m1"),
              claude.tool_result("h1", "ok, listening on port 8080")]
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    write_lines(folder / "s.jsonl", lines)
-    engine.sync([str(folder)])
+    synced(engine, tmp_path, lines)
 
 
 def test_within_a_turn_the_chunk_leaning_to_the_ask_comes_before_the_restated_context(
