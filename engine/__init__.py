@@ -42,7 +42,7 @@ _API = ("Alert", "AlertCleared", "AlertRaised", "AuditEntry", "BackupResult", "B
         "Status",
         "SyncResult", "VectorMemory", "AdaptStatus", "Warming", "WatchChanged", "WatchReport",
         "FINAL_JOB_STATES", "JOB_STATES",
-        "TIERS")
+        "TIERS", "UPGRADE_LOGGER")
 _ERRORS = ("CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
            "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",
            "WrongKey", "KeyUnavailable", "StoreNotInitialized", "StoreDamaged", "NotAStore",
@@ -97,6 +97,7 @@ if TYPE_CHECKING:  # what checkers and IDEs see: every public name with its type
         FINAL_JOB_STATES,
         JOB_STATES,
         TIERS,
+        UPGRADE_LOGGER,
         AdaptStatus,
         Alert,
         AlertCleared,
@@ -238,6 +239,7 @@ __all__ = [
     "MIN_BUDGET",
     "SOURCE_KINDS",
     "TIERS",
+    "UPGRADE_LOGGER",
     "AdaptStatus",
     "Alert",
     "AlertCleared",

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine import CtxError, EngineAPI, Event, WatchChanged, parse_config_section
+from engine import UPGRADE_LOGGER, CtxError, EngineAPI, Event, WatchChanged, parse_config_section
 from ipc.connection import (
     ConnectionInfo,
     connection_file_path,
@@ -316,6 +316,7 @@ def main(argv: Sequence[str] | None = None, *,
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger(UPGRADE_LOGGER).setLevel(logging.INFO)  # a long first open says why
 
     def announce(info: ConnectionInfo) -> None:
         public = {k: v for k, v in info.items() if k != "key"}

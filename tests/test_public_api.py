@@ -24,6 +24,7 @@ def test_engine_exports() -> None:
         "SearchHit", "ServerStats", "SourceInfo", "SourcesChanged", "Status", "SyncResult",
         "VectorMemory",
         "AdaptStatus", "Warming", "WatchChanged", "WatchReport", "FINAL_JOB_STATES", "JOB_STATES", "TIERS",
+        "UPGRADE_LOGGER",
         # errors
         "CtxError", "ConfigError", "InvalidInput", "EmptyQuery", "InvalidBudget",
         "LiveSnapshotTooLarge", "InvalidItemKind", "NotUtf8", "NotFound", "StoreLocked",

@@ -25,7 +25,7 @@ The map (each module imports only those above it):
   ``AdaptStatus``, ``ServerStats``;
 - ``notices``: the events: ``Event``, ``JobChanged``, ``SourcesChanged``, ``BuildItem``,
   ``BuildDone``, ``Warming``, ``AlertRaised``, ``AlertCleared``, ``WatchChanged`` (with
-  ``WatchReport``).
+  ``WatchReport``); ``UPGRADE_LOGGER``, the logger of a store's upgrade at its open.
 
 ``from engine.api import X`` reads every one of them from here.
 """
@@ -56,6 +56,7 @@ from engine.api.keeping import (
     SourceInfo,
 )
 from engine.api.notices import (
+    UPGRADE_LOGGER,
     AlertCleared,
     AlertRaised,
     BuildDone,
@@ -88,7 +89,7 @@ from engine.api.status import (
 
 __all__ = [
     "FINAL_JOB_STATES", "JOB_STAGES", "JOB_STATES", "RATE_AFTER_S", "RATE_AFTER_UNITS",
-    "SOURCE_STAGES", "TIERS", "AdaptStatus", "Alert", "AlertCleared", "AlertRaised",
+    "SOURCE_STAGES", "TIERS", "UPGRADE_LOGGER", "AdaptStatus", "Alert", "AlertCleared", "AlertRaised",
     "AuditEntry", "BackupResult", "BuildDone", "BuildItem", "CompactResult", "DeleteResult",
     "ErrorInfo", "Event", "ExportResult", "FileIssue", "Histogram", "JobChanged",
     "JobProgress", "JobSnapshot", "JobState", "KeyChangeResult", "MetricsSnapshot",

@@ -13,6 +13,11 @@ from engine.api.jobs import JobSnapshot
 from engine.api.results import Payload
 from engine.api.status import Alert
 
+# The logger that says a store is being upgraded at its open (a schema migration: seconds
+# on a big store, before any event can be subscribed to). Its records carry schema numbers
+# and times only; front ends show them at INFO so that a long first open is never silent.
+UPGRADE_LOGGER = "ctx.upgrade"
+
 
 @dataclass(frozen=True)
 class Event:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine import CtxError, InvalidInput, caller
+from engine import UPGRADE_LOGGER, CtxError, InvalidInput, caller
 from ipc.cli import commands, long_cmd
 from ipc.cli.backend import stop_command
 from ipc.exit_codes import exit_code
@@ -176,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger(UPGRADE_LOGGER).setLevel(logging.INFO)  # a long first open says why
     handler = getattr(args, "handler", None) or getattr(commands, "cmd_" + args.cmd)
     try:
         with caller("cli", pid=os.getpid()):  # what the engine audits of a store opened here

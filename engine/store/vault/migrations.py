@@ -8,7 +8,9 @@ from typing import Any
 
 Conn = Any  # a sqlcipher3 connection
 
-log = logging.getLogger("ctx.vault")
+from engine.api.notices import UPGRADE_LOGGER
+
+log = logging.getLogger(UPGRADE_LOGGER)  # front ends show it: a long first open is not silent
 
 
 M1_BASE = """

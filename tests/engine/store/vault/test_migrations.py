@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import UPGRADE_LOGGER
 from engine.store.vault import migrations
 from engine.store.vault.core import Vault
 
@@ -72,11 +73,11 @@ def test_an_upgrade_says_each_migration_and_its_time(tmp_path: Path,
     last = max(migrations.MIGRATIONS)
     monkeypatch.setattr(migrations, "MIGRATIONS",
                         {n: s for n, s in migrations.MIGRATIONS.items() if n < last})
-    with caplog.at_level("INFO", logger="ctx.vault"):
+    with caplog.at_level("INFO", logger=UPGRADE_LOGGER):
         Vault(path, KEY).close()
         assert not [r for r in caplog.records if "schema" in r.getMessage()]
         monkeypatch.undo()
         Vault(path, KEY).close()
-    said = [r.getMessage() for r in caplog.records if r.name == "ctx.vault"]
+    said = [r.getMessage() for r in caplog.records if r.name == UPGRADE_LOGGER]
     assert f"upgrading the store to schema {last} (once)" in said
     assert any(m.startswith(f"schema {last} applied in ") for m in said)

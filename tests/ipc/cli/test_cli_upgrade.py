@@ -1,0 +1,38 @@
+"""A store written by an older ctx is upgraded at its first open, and the terminal says so:
+an index over every chunk takes seconds on a big store, and a silent pause looks hung."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from engine.store.vault import migrations
+
+REPO = Path(__file__).resolve().parents[3]
+LAST = max(migrations.MIGRATIONS)
+# an older ctx: the same program without the last migration, opening the store in process
+OLDER_CTX = ("import sys; from engine.store.vault import migrations as m; "
+             f"m.MIGRATIONS = {{n: s for n, s in m.MIGRATIONS.items() if n < {LAST}}}; "
+             "from ipc.cli.main import main; sys.exit(main(sys.argv[1:]))")
+
+
+def run(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *argv], input=stdin, capture_output=True, text=True,
+                          cwd=REPO, timeout=120, check=False)
+
+
+def test_the_first_open_after_an_upgrade_says_so_once() -> None:
+    older = run("-c", OLDER_CTX, "--local", "ingest", "-", "--title", "gulls",
+                stdin="Gulls nest on the northern cliffs.\n")
+    assert older.returncode == 0, older.stderr
+    assert "upgrading the store" not in older.stderr  # a new store is made, not upgraded
+
+    first = run("-m", "ipc.cli.main", "--local", "status")
+    assert first.returncode == 0, first.stderr
+    assert f"upgrading the store to schema {LAST} (once)" in first.stderr
+    assert f"schema {LAST} applied in" in first.stderr
+    assert "Gulls" not in first.stderr  # schema numbers and times, never the store's text
+
+    again = run("-m", "ipc.cli.main", "--local", "status")
+    assert again.returncode == 0 and "upgrading" not in again.stderr
