@@ -14,7 +14,11 @@ Two steps, both reproducible:
    and @25 (LoCoMo dev); then each feature is dropped in turn when dropping it
    costs less than ``--drop-below`` of the objective (features that do not pay).
 
-    python -m bench.fit_rank [--store-cache DIR] [--scifact-docs N] [--out FILE]
+Transcripts are asked the dev split of one or more question files (``--questions A,B``:
+``bench.recall_quality``'s sets; a chunk answers as a hit there does), fitted together,
+cross-validated by session across the files (``--cv``), each file's figures also apart.
+
+    python -m bench.fit_rank [--store-cache DIR] [--scifact-docs N] [--questions A,B] [--out FILE]
 
 The dumps are kept under the store cache, so a second run only fits. The
 result (weights, objective before/after, splits, sizes) goes to ``--out``
@@ -127,28 +131,77 @@ def dump_locomo(cache: Path) -> dict[str, Any]:
             "queries": queries, "n_relevant": n_rel}
 
 
-def dump_transcripts(cache: Path) -> dict[str, Any]:
-    """The recall questions' dev split over the recall bench's store (test: never)."""
-    from bench import recall_quality as rq
+QUESTION_SETS = {"A": "recall_questions.json", "B": "recall_questions_b.json",
+                 "C": "recall_questions_c.json"}  # under bench/data (--questions)
+
+
+def question_files(spec: str) -> list[Path]:
+    """``--questions``: comma-separated question files (the schema of
+    ``bench.recall_quality``), each a path or a set's letter (``QUESTION_SETS``)."""
+    data = Path(__file__).resolve().parent / "data"
+    out = []
+    for name in (n.strip() for n in spec.split(",")):
+        if not name:
+            continue
+        path = data / QUESTION_SETS[name] if name in QUESTION_SETS else Path(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"--questions: no file {path}")
+        out.append(path)
+    if not out:
+        raise ValueError("--questions: no question file named")
+    return out
+
+
+def transcript_label(q: dict[str, Any]) -> Callable[[Any], tuple[str, int]]:
+    """A window row -> (its chunk id, 1 when it answers ``q``): from ``q``'s session and
+    holding one of its evidence strings, as ``bench.recall_quality`` judges a hit."""
     from bench import recall_scoring as rs
+
+    def label(row: Any) -> tuple[str, int]:
+        found = rs.first_answer([(row.meta.get("session"), row.text)], q["sid"], q["evidence"])
+        return str(row.id), int(found is not None)
+    return label
+
+
+def dump_transcripts(cache: Path, questions: Path | None = None) -> dict[str, Any]:
+    """The dev split of one question file (default: ``bench.recall_quality``'s set A)
+    over the recall bench's store (test: never)."""
+    from bench import recall_quality as rq
     from engine import ContextEngine
     from engine.lab import Filters
 
+    path = questions or rq.QUESTIONS
     embedder = sd.make_embedder("minilm")
     dirs = rq.corpus_dirs()
+    qs = rq.load_questions("dev", rq.session_ids(dirs), path)  # before any build
     store, _ = rq.prepare_store(embedder, cache, dirs)
-    qs = rq.load_questions("dev", rq.session_ids(dirs))
-    questions = [(q["q"], lambda row, q=q: (str(row.id), int(
-        row.meta.get("session") == q["sid"]
-        and any(rs.norm(e) in rs.norm(row.text) for e in q["evidence"])))) for q in qs]
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(store, Path(tmp) / "s")
         with ContextEngine.open(Path(tmp) / "s", embedder=embedder) as eng:
             eng.warm_up(background=False)  # the same vector index for every question
-            dumped = _dump_store(eng, questions, Filters(kinds=("transcript",)), expand=True)
-    return {"kind": "transcript", "split": f"recall questions, dev split ({len(qs)})",
+            dumped = _dump_store(eng, [(q["q"], transcript_label(q)) for q in qs],
+                                 Filters(kinds=("transcript",)), expand=True)
+    return {"kind": "transcript", "split": f"{path.name}, dev split ({len(qs)})",
             "queries": dumped, "n_relevant": [1] * len(qs),
-            "groups": [q["session"] for q in qs], "session_expand": eng.rt.cfg.rerank.session_expand}
+            "groups": [q["session"] for q in qs], "sets": [[path.name, len(qs)]],
+            "session_expand": eng.rt.cfg.rerank.session_expand}
+
+
+def merge_dumps(dumps: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several question files' transcript dumps as one: their questions in order, grouped
+    by session across files (a session's questions of every file share a CV fold)."""
+    if len(dumps) == 1:
+        return dumps[0]
+    out = {**dumps[0], "split": " + ".join(d["split"] for d in dumps),
+           "sets": [x for d in dumps for x in sets_of(d)]}
+    for key in ("queries", "n_relevant", "groups"):
+        out[key] = [x for d in dumps for x in d[key]]
+    return out
+
+
+def sets_of(dump: dict[str, Any]) -> list[list[Any]]:
+    """A dump's question files and their question counts, in order (one, when it has none)."""
+    return list(dump.get("sets") or [[dump["split"], len(dump["queries"])]])
 
 
 class Prepared:
@@ -246,33 +299,91 @@ def listwise(prep: Prepared, l2: float) -> tuple[dict[str, float], list[str]]:
             if round(float(v), 3)}, []
 
 
+def first_rank(item: Any, w: np.ndarray) -> int | None:
+    """1-based rank under ``w`` of the item's first answering candidate in its top 10."""
+    feats, labels, _, _ = item
+    order = _order(feats, w)[:10]
+    return next((r for r, i in enumerate(order, start=1) if labels[i]), None)
+
+
+def _hit5(item: Any, w: np.ndarray) -> float:
+    return float((r := first_rank(item, w)) is not None and r <= 5)
+
+
+def _mrr10(item: Any, w: np.ndarray) -> float:
+    return 1.0 / r if (r := first_rank(item, w)) else 0.0
+
+
+def set_names(dump: dict[str, Any]) -> list[str]:
+    """The question file of each of the dump's questions (one name when it has no sets)."""
+    return [name for name, n in sets_of(dump) for _ in range(n)]
+
+
+def figures(prep: Prepared, dump: dict[str, Any], w: dict[str, float]) -> dict[str, Any]:
+    """hit@5 and MRR@10 of fixed weights ``w`` over the dump's questions, all and per
+    question file (the current weights' figures beside a refit's cross-validation)."""
+    vec = np.array([w.get(f, 0.0) for f in FIT_FEATURES])
+    names = set_names(dump)
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(["all", *names]):
+        items = [it for it, n in zip(prep.items, names, strict=True) if name in ("all", n)]
+        out[name] = {"hit@5": round(statistics.mean(_hit5(it, vec) for it in items), 4),
+                     "mrr@10": round(statistics.mean(_mrr10(it, vec) for it in items), 4)}
+    return out
+
+
 def cross_validate(prep: Prepared, dump: dict[str, Any],
                    fitter: Callable[[Prepared], tuple[dict[str, float], list[str]]],
-                   folds: int) -> dict[str, float] | None:
+                   folds: int) -> dict[str, Any] | None:
     """Held-out hit@5 and MRR@10 of ``fitter`` over session-grouped folds (a dump with
-    ``groups``: the recall questions' sessions)."""
+    ``groups``: the recall questions' sessions, across its question files), all and per
+    question file (``by_set``: the same held-out ranks, counted over one file's questions)."""
     from bench.rank_listwise import grouped_cv
 
     groups = dump.get("groups")
     if not groups:
         return None
+    fitted: dict[tuple[int, ...], np.ndarray] = {}  # one fit per fold, whatever is scored
 
     def fit_on(items: list[Any]) -> np.ndarray:
-        sub = Prepared.__new__(Prepared)
-        sub.kind, sub.items = prep.kind, items
-        w, _ = fitter(sub)
-        return np.array([w.get(f, 0.0) for f in FIT_FEATURES])
+        key = tuple(id(it) for it in items)
+        if key not in fitted:
+            sub = Prepared.__new__(Prepared)
+            sub.kind, sub.items = prep.kind, items
+            w, _ = fitter(sub)
+            fitted[key] = np.array([w.get(f, 0.0) for f in FIT_FEATURES])
+        return fitted[key]
 
-    def rank_of(item: Any, w: np.ndarray) -> int | None:
-        feats, labels, _, _ = item
-        order = _order(feats, w)[:10]
-        return next((r for r, i in enumerate(order, start=1) if labels[i]), None)
+    names = set_names(dump)
+    of = {id(it): n for it, n in zip(prep.items, names, strict=True)}
 
-    hit5 = grouped_cv(prep.items, groups, fit_on,
-                      lambda it, w: float((r := rank_of(it, w)) is not None and r <= 5), folds)
-    mrr = grouped_cv(prep.items, groups, fit_on,
-                     lambda it, w: 1.0 / r if (r := rank_of(it, w)) else 0.0, folds)
-    return {"hit@5": round(hit5, 4), "mrr@10": round(mrr, 4)}
+    def held(name: str) -> dict[str, float]:
+        share = len(names) / sum(name in ("all", n) for n in names)
+
+        def within(fn: Callable[[Any, np.ndarray], float]) -> Callable[[Any, np.ndarray], float]:
+            return lambda it, w: fn(it, w) if name in ("all", of[id(it)]) else 0.0
+        return {m: round(share * grouped_cv(prep.items, groups, fit_on, within(fn), folds), 4)
+                for m, fn in (("hit@5", _hit5), ("mrr@10", _mrr10))}
+
+    out: dict[str, Any] = held("all")
+    if len(set(names)) > 1:
+        out["by_set"] = {n: held(n) for n in dict.fromkeys(names)}
+    return out
+
+
+def transcript_tag(questions: Path) -> str:
+    """What a transcript dump depends on: the chunks (``code_tag``), the transcript
+    features, the expansion and the question file (its name and content)."""
+    import hashlib
+
+    from bench.recall_quality import QUESTIONS, code_tag
+
+    feats = Path(__file__).resolve().parents[1] / "engine/retrieval/transcript_rank.py"
+    tag = (f"-{code_tag()}-{hashlib.sha256(feats.read_bytes()).hexdigest()[:6]}"
+           f"-x{os.environ.get('CTX__RERANK__SESSION_EXPAND', 'd')}")
+    if questions.resolve() != QUESTIONS.resolve():  # set A keeps its dump's old name
+        tag += f"-{questions.stem}-{hashlib.sha256(questions.read_bytes()).hexdigest()[:6]}"
+    return tag
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,6 +404,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated features held at 0 (not fitted)")
     ap.add_argument("--cv", type=int, default=0,
                     help="also report session-grouped K-fold cross-validation (transcripts)")
+    ap.add_argument("--questions", default="A",
+                    help="transcripts: comma-separated question files whose dev split is "
+                         "fitted together (paths, or A, B, C: bench/data/recall_questions"
+                         "{,_b,_c}.json); the CV keeps a session's questions of every file "
+                         "in one fold")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     EXCLUDED.update(f for f in args.exclude.split(",") if f)
@@ -301,30 +417,37 @@ def main(argv: list[str] | None = None) -> int:
 
     args.store_cache.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
+    try:
+        sets = question_files(args.questions)
+    except (FileNotFoundError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
     jobs = {"document": lambda: dump_scifact(args.store_cache, args.scifact_docs, args.claims,
                                               args.scifact_store),
             "conversation": lambda: dump_locomo(args.store_cache),
-            "transcript": lambda: dump_transcripts(args.store_cache)}
+            "transcript": lambda: merge_dumps([cached(
+                f"transcript{transcript_tag(f)}", dumper(f)) for f in sets])}
+
+    def dumper(questions: Path) -> Callable[[], dict[str, Any]]:
+        return lambda: dump_transcripts(args.store_cache, questions)
+
+    def cached(name: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        path = args.store_cache / f"rank-features-{name}.json"
+        if path.exists():
+            return dict(json.loads(path.read_text()))
+        dump = make()
+        path.write_text(json.dumps(dump))
+        return dump
+
     for kind, make in jobs.items():
         if args.only and kind != args.only:
             continue
         tag = (f"-{args.scifact_docs}-{args.claims}" if kind == "document" else "")
-        if kind == "transcript":  # the chunks, the transcript features, the expansion
-            import hashlib
-
-            from bench.recall_quality import code_tag
-            feats = Path(__file__).resolve().parents[1] / "engine/retrieval/transcript_rank.py"
-            tag = (f"-{code_tag()}-{hashlib.sha256(feats.read_bytes()).hexdigest()[:6]}"
-                   f"-x{os.environ.get('CTX__RERANK__SESSION_EXPAND', 'd')}")
-        path = args.store_cache / f"rank-features-{kind}{tag}.json"
-        if path.exists():
-            dump = json.loads(path.read_text())
-        else:
-            dump = make()
-            path.write_text(json.dumps(dump))
+        dump = make() if kind == "transcript" else cached(f"{kind}{tag}", make)
         prep = Prepared(dump)
         start = {"fused": 1.0} if args.from_fused else DEFAULT_PROFILES[kind]
         before = objective(prep, start)
+        start_figures = figures(prep, dump, start) if kind == "transcript" else None
 
         def fitter(p: Prepared, start: dict[str, float] = start
                    ) -> tuple[dict[str, float], list[str]]:
@@ -338,10 +461,12 @@ def main(argv: list[str] | None = None) -> int:
             kind, "mean of evidence recall@10 and @25")
         print(f"{kind} ({dump['split']}, {len(dump['queries'])} questions): {metric} "
               f"{before:.4f} -> {after:.4f}; weights {weights}; dropped {dropped}"
+              + (f"; the current weights: {start_figures}" if start_figures else "")
               + (f"; {args.cv}-fold session-grouped CV: {cv}" if cv else ""))
         result[kind] = {"split": dump["split"], "questions": len(dump["queries"]),
                         "docs": dump.get("docs"), "metric": metric,
                         "before": round(before, 4), "after": round(after, 4),
+                        **({"before_figures": start_figures} if start_figures else {}),
                         "start": start, "weights": weights, "dropped": dropped,
                         "grid": list(GRID), "drop_below": args.drop_below,
                         "method": args.method, "l2": args.l2 if args.method == "listwise"
