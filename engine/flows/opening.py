@@ -20,7 +20,7 @@ from engine.blas import limit_blas_threads
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import Rotation
-from engine.errors import NoSpace, StoreLocked, VectorsDamaged
+from engine.errors import NoSpace, StoreLocked, VaultDamaged, VectorsDamaged
 from engine.store.vault import sources as src
 from engine.store.vault.core import Vault
 from engine.store.vault.layout import check_can_create, check_existing, read_layout
@@ -65,12 +65,25 @@ def lock_store(root: Path) -> DataDirLock:
 
 
 def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
-    vault = Vault(P.vault_path(root), keys.derive(key, "vault"),
-                  cache_mb=cfg.store.vault_cache_mb)
-    vault.read_only = P.disk_full(root)  # opens to be read; writes say "no space"
-    vault.reserve = Reserve(root)
-    if not vault.read_only:
-        vault.reserve.ensure()
+    full = P.disk_full(root)  # it opens to be read; writes say "no space"
+    reserve = Reserve(root)
+    path = P.vault_path(root)
+    # A vault closed cleanly has no WAL files, and a reader must make its WAL index
+    # (-shm) before it reads a page: on a full disk, the reserved space makes room for it.
+    needs_index = full and path.exists() and not path.with_name(path.name + "-shm").exists()
+    if needs_index:
+        reserve.release()
+    try:
+        vault = Vault(path, keys.derive(key, "vault"), cache_mb=cfg.store.vault_cache_mb)
+    except VaultDamaged:
+        if needs_index and P.disk_full(root):  # no room for the index: not damage
+            raise NoSpace("the disk holding the store is full: vault.db cannot be opened "
+                          "until some space is freed (nothing was changed)") from None
+        raise
+    vault.read_only = full
+    vault.reserve = reserve
+    if not full:
+        reserve.ensure()
     P.harden(root)
     return vault
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import NoSpace
 from engine.facade import ContextEngine
 from engine.metrics import ALERT_VECTOR_DOWN
 
@@ -105,3 +106,42 @@ def test_a_folder_job_on_a_full_disk_says_what_it_stored_and_leaves_nothing_pend
         assert eng.status().sources == stored
         assert eng.rt.vault._query("SELECT count(*) FROM sources WHERE state != 'ready'"
                                   )[0][0] == 0
+
+
+def test_a_store_closed_cleanly_opens_to_be_read_on_a_full_disk(small_disk: Path) -> None:
+    """A clean close removes the vault's WAL files, and an open must make its WAL index
+    (-shm, 32 KB) again before it can read a page: on a full disk that failed as "vault.db
+    could not be read (I/O error)", a false alarm of damage over a sound vault. The
+    data dir's reserved space is what such a moment is for: the open takes it back, makes
+    the index, and the store reads (writes still say no_space)."""
+    store = small_disk / "store"
+    with ContextEngine.open(store) as eng:
+        eng.wait(eng.ingest(text="The night ferry leaves the harbour at 22:40.", title="ferry"))
+    assert not (store / "vault.db-shm").exists()  # closed cleanly: no WAL files left
+    _fill(small_disk)
+    with ContextEngine.open(store) as eng:
+        assert eng.status().sources == 1
+        hits = eng.search("night ferry", k=1)
+        assert hits and hits[0].title == "ferry"
+        job = eng.wait(eng.ingest(text=" ".join(f"v{j}" for j in range(6000)), title="more"))
+        assert job.state == "failed" and job.error is not None and job.error.name == "no_space"
+        assert eng.status().sources == 1
+
+
+def test_a_full_disk_with_no_room_to_read_says_no_space_not_damage(small_disk: Path) -> None:
+    """With no reserved space to take back either, the open cannot make the WAL index it
+    reads through: it says the disk is full (no_space), not that the vault is damaged,
+    and changes nothing; once there is room again the store opens as it was."""
+    store = small_disk / "store"
+    with ContextEngine.open(store) as eng:
+        eng.wait(eng.ingest(text="The night ferry leaves the harbour at 22:40.", title="ferry"))
+    (store / "space.reserve").unlink()
+    _fill(small_disk)
+    before = sorted(p.name for p in store.iterdir())
+    with pytest.raises(NoSpace) as refused:
+        ContextEngine.open(store)
+    assert "full" in refused.value.message
+    assert sorted(p.name for p in store.iterdir()) == before
+    (small_disk / "filler").unlink()
+    with ContextEngine.open(store) as eng:
+        assert eng.search("night ferry", k=1)[0].title == "ferry"
