@@ -2,6 +2,7 @@
 
     python -m bench.keyword_lane STORE [--queries 300] [--budgets 1000,2000,4000]
                                  [--seed 11] [--json FILE]
+    python -m bench.keyword_lane STORE --scored-max 5000,20000 [--asked 60] [--recall]
 
 STORE is a ctx data dir of 50k chunks or more (``python -m bench.stage_latency STORE
 --build 100000 --store-model fake`` grows one; the keyword lane needs no vectors).
@@ -19,8 +20,16 @@ Arms, each query run under all of them in turn (so that load falls on all alike)
   while their chunk counts add up to at most N; the others only rescore the rows found
   (``keyword_row_budget = N``).
 
-Printed: p50/p95 of the lane (ms, wall), p95 against the full query's, source@50 and
-overlap@50, with the machine's load average before and after.
+With ``--scored-max``, the arms are the lane as configured with no bound on the rows
+its finding words may score (``keyword_scored_max`` unbounded: "uncapped", the
+reference of overlap@50) and with each given bound; ``--asked N`` asks
+``bench.engine_scale``'s first N questions instead of drawn ones (no source chunk:
+source@50 is 0), and ``--recall`` with recall's filter (the session kinds).
+``--scale``: STORE is a ``bench.engine_scale`` store's data dir (opened with its model).
+
+Printed: p50/p95 of the lane (ms, wall), p95 against the first arm's, source@50 and
+overlap@50 (the share of the first arm's top 50 the arm also returns), with the
+machine's load average before and after.
 """
 
 from __future__ import annotations
@@ -40,7 +49,13 @@ from bench.stats import machine_state, summary, table
 NO_LIMIT = 10**9
 
 
-def arms(cfg: Any, budgets: list[int], max_dfs: list[float]) -> dict[str, Any]:
+def arms(cfg: Any, budgets: list[int], max_dfs: list[float],
+         scored_max: list[int] | None = None) -> dict[str, Any]:
+    if scored_max:
+        out = {"uncapped": cfg.with_overrides({"search": {"keyword_scored_max": NO_LIMIT}})}
+        out.update({f"scored max {m}": cfg.with_overrides(
+            {"search": {"keyword_scored_max": m}}) for m in scored_max})
+        return out
     out = {"full": cfg.with_overrides({"search": {"keyword_prune_min_chunks": NO_LIMIT}})}
     for d in max_dfs:
         search = {"keyword_prune_min_chunks": 0, "keyword_max_df": d}
@@ -54,17 +69,20 @@ def arms(cfg: Any, budgets: list[int], max_dfs: list[float]) -> dict[str, Any]:
 
 
 def measure(eng: Any, drawn: list[tuple[str, int]], budgets: list[int],
-            max_dfs: list[float]) -> dict[str, dict[str, float]]:
+            max_dfs: list[float], scored_max: list[int] | None = None,
+            filters: Any = None) -> dict[str, dict[str, float]]:
     from engine.lab import Filters, analyze_query, keyword_lane
 
     rt = eng.rt
-    configs = arms(rt.cfg, budgets, max_dfs)
+    configs = arms(rt.cfg, budgets, max_dfs, scored_max)
+    filters = filters or Filters()
+    first = next(iter(configs))
     times: dict[str, list[float]] = {name: [] for name in configs}
     found: dict[str, int] = dict.fromkeys(configs, 0)
     overlap: dict[str, float] = dict.fromkeys(configs, 0.0)
     for q, _ in drawn[:5]:  # warm the vocabulary and the page cache
         for cfg in configs.values():
-            keyword_lane(rt, analyze_query(q, cfg.query), 50, Filters(), cfg)
+            keyword_lane(rt, analyze_query(q, cfg.query), 50, filters, cfg)
     for i, (q, source) in enumerate(drawn):
         names = list(configs)
         names = names[i % len(names):] + names[:i % len(names)]  # rotate who goes first
@@ -72,10 +90,10 @@ def measure(eng: Any, drawn: list[tuple[str, int]], budgets: list[int],
         for name in names:
             cfg = configs[name]
             t = time.perf_counter()
-            hits = keyword_lane(rt, analyze_query(q, cfg.query), 50, Filters(), cfg)
+            hits = keyword_lane(rt, analyze_query(q, cfg.query), 50, filters, cfg)
             times[name].append((time.perf_counter() - t) * 1000)
             top[name] = [cid for cid, _ in hits]
-        full = set(top["full"])
+        full = set(top[first])
         for name, ids in top.items():
             found[name] += source in ids
             overlap[name] += len(full & set(ids)) / max(1, len(full))
@@ -91,10 +109,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="1000,2000,4000")
     ap.add_argument("--max-dfs", default="0.05",
                     help="keyword_max_df values (1 keeps every word, common ones rescoring)")
+    ap.add_argument("--scored-max", default="",
+                    help="keyword_scored_max values, against the lane without the bound")
+    ap.add_argument("--asked", type=int, default=0,
+                    help="bench.engine_scale's first N questions instead of drawn ones")
+    ap.add_argument("--recall", action="store_true", help="recall's filter (session kinds)")
+    ap.add_argument("--scale", action="store_true",
+                    help="STORE is a bench.engine_scale store (STORE/data; --asked implies it)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     os.environ.setdefault("CTX_PASSPHRASE", "bench-only")
+    scale = args.scale or args.asked > 0
+    if scale:  # an engine_scale store: its keys' cost and its model
+        os.environ.setdefault("CTX__KEYS__SCRYPT_N", "1024")
     from engine import ContextEngine
     from engine.lab import make_embedder
 
@@ -103,19 +131,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     max_dfs = [float(d) for d in args.max_dfs.split(",") if d.strip()]
-    embedder = make_embedder(embedding_config(model="fake"))  # no lane here embeds
-    with ContextEngine.open(args.store, embedder=embedder) as eng:
+    scored_max = [int(m) for m in args.scored_max.split(",") if m.strip()]
+    if scale:  # the store's own model (it is opened only with that one)
+        from bench.engine_scale import query_model
+
+        embedder = query_model()
+    else:
+        embedder = make_embedder(embedding_config(model="fake"))  # no lane here embeds
+    with ContextEngine.open(args.store, embedder=embedder, create=False) as eng:
         chunks = eng.rt.vault.chunk_count()
-        drawn = draw_query_sources(eng, args.queries, args.seed)
+        if args.asked:
+            from bench.engine_scale import questions
+
+            drawn = [(q, -1) for q in questions(args.asked)]
+        else:
+            drawn = draw_query_sources(eng, args.queries, args.seed)
+        filters = None
+        if args.recall:
+            from engine.lab import RECALL_CHUNK_KINDS, Filters
+
+            filters = Filters(kinds=RECALL_CHUNK_KINDS)
         before = machine_state()
-        res = measure(eng, drawn, budgets, max_dfs)
+        res = measure(eng, drawn, budgets, max_dfs, scored_max, filters)
         after = machine_state()
-    base = res["full"]["p95"]
+    base = res[next(iter(res))]["p95"]
     rows = [[name, r["p50"], r["p95"], f"{r['p95'] / base:.2f}x", f"{r['source@50']:.3f}",
              f"{r['overlap@50']:.3f}"] for name, r in res.items()]
     print(f"keyword lane, {chunks} chunks, {len(drawn)} queries (seed {args.seed}); "
           f"load {before} -> {after}")
-    print(table(["arm", "p50 ms", "p95 ms", "p95 vs full", "source@50", "overlap@50"], rows))
+    print(table(["arm", "p50 ms", "p95 ms", "p95 vs first", "source@50", "overlap@50"], rows))
     if args.json:
         args.json.write_text(json.dumps({"chunks": chunks, "queries": len(drawn),
                                          "load": [before, after], "arms": res}, indent=2))

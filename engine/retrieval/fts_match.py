@@ -72,10 +72,13 @@ def _parts(analysis: QueryAnalysis, max_terms: int,
 @dataclass(frozen=True)
 class KeywordQuery:
     """The keyword lane's FTS5 expressions: ``match`` finds the rows; ``rescore`` holds
-    words that only add their BM25 to the rows found (``Vault.keyword``)."""
+    words that only add their BM25 to the rows found (``Vault.keyword``). ``newest``
+    (0: all): ``match`` finds more rows than that, and only its newest ``newest`` rows
+    are scored (``Vault.keyword`` widens the window when too few of them answer)."""
 
     match: str
     rescore: str = ""
+    newest: int = 0
 
 
 class TermCounts(Protocol):
@@ -93,15 +96,21 @@ def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
     counts: words in more than ``keyword_max_df`` of the chunks are left out (their
     BM25 weight is near zero); of the rest, the rarest words, while their chunk counts
     add up to at most ``keyword_row_budget`` (at least one word the store holds), find
-    the rows, and the others only rescore the rows found (``Vault.keyword``). The
-    store is asked for counts only when a query of several parts may be pruned."""
+    the rows, and the others only rescore the rows found (``Vault.keyword``). When the
+    finding words still hold more than ``keyword_scored_max`` chunks (a query whose
+    every word is common, or of one word: "file" is in 158,865 of a million chunks),
+    only the newest ``keyword_scored_max`` rows they match are scored (``newest``): an
+    absolute bound, so it only bites in stores that big. The store is asked for
+    counts only when a query may be pruned or bounded."""
     parts = fts_parts(analysis)
-    n = counts.chunk_count() if len(parts) > 1 else 0
-    if len(parts) < 2 or n < cfg.keyword_prune_min_chunks:
+    n = counts.chunk_count() if parts else 0
+    if n < cfg.keyword_prune_min_chunks or (len(parts) < 2 and n <= cfg.keyword_scored_max):
         return KeywordQuery(" OR ".join(parts))
     words = {p: p.strip('"*') for p in parts}
     found = counts.doc_frequency(list(words.values()))
     df = {p: found[w.lower()] for p, w in words.items()}
+    if len(parts) < 2:
+        return KeywordQuery(parts[0], newest=_newest(df[parts[0]], cfg))
     kept = ([p for p in parts if df[p] <= cfg.keyword_max_df * n]
             or [min(parts, key=df.__getitem__)])
     finding: set[str] = set()
@@ -112,4 +121,9 @@ def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
         finding.add(p)
         rows += df[p]
     return KeywordQuery(" OR ".join(p for p in kept if p in finding),
-                        " OR ".join(p for p in kept if p not in finding))
+                        " OR ".join(p for p in kept if p not in finding), _newest(rows, cfg))
+
+
+def _newest(rows: int, cfg: SearchConfig) -> int:
+    """``KeywordQuery.newest`` for finding words that hold ``rows`` chunks together."""
+    return cfg.keyword_scored_max if rows > cfg.keyword_scored_max else 0

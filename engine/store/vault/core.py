@@ -427,7 +427,8 @@ class Vault:
         return out
 
     def keyword(self, match: str, limit: int, filters: Filters,
-                rescore: str = "", *, parallel: bool = True) -> list[tuple[int, float]]:
+                rescore: str = "", *, parallel: bool = True, newest: int = 0
+                ) -> list[tuple[int, float]]:
         """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` (and ``rescore``) must
         be safe expressions (``engine.retrieval.query.fts_query``).
 
@@ -438,13 +439,44 @@ class Vault:
         here), so common words kept out of ``match`` bound the rows scored (FTS5 still
         reads each rescoring word's rows once, to count them for its weight). With
         ``parallel``, the two queries run at the same time (``_bm25_rows``).
+
+        ``newest`` (0: all; ``KeywordQuery.newest``): without filters, only the rows
+        from the ``newest``-th newest row ``match`` finds up are scored (both queries;
+        that row found by rowid, nothing scored), the window four times wider each time
+        it answers fewer than ``limit`` rows (sources not ready), up to every row. A
+        filter's rows need not lie among the newest (in ``bench.engine_scale``'s stores
+        the sessions, recall's kinds, are the oldest fifth), so filtered queries score
+        every row as before.
         """
         if not match:
             return []
+        while newest and filters.empty:
+            lo = self._nth_newest(match, newest)
+            if lo is None:
+                break
+            got = self._keyword(match, limit, filters, rescore, parallel, lo)
+            if len(got) >= limit:
+                return got
+            newest *= 4
+        return self._keyword(match, limit, filters, rescore, parallel, 0)
+
+    def _nth_newest(self, match: str, n: int) -> int | None:
+        """The rowid of the ``n``-th newest row ``match`` finds (FTS5 walks its rows in
+        rowid order, unscored); None when it finds fewer."""
+        row = self._conn().execute(
+            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC "
+            "LIMIT 1 OFFSET ?", (match, n - 1)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _keyword(self, match: str, limit: int, filters: Filters, rescore: str,
+                 parallel: bool, lo: int) -> list[tuple[int, float]]:
+        """``keyword`` over the rows from rowid ``lo`` up (0: every row)."""
+        above = "AND f.rowid >= ? " if lo else ""
+        bound: list[Any] = [lo] if lo else []
         plain = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
-                 "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?")
+                 f"WHERE chunks_fts MATCH ? {above}ORDER BY r LIMIT ?")
         if filters.empty:
-            rows = self._bm25_rows(plain, match, rescore, [], limit * 2, parallel)
+            rows = self._bm25_rows(plain, match, rescore, bound, limit * 2, parallel)
             ready = self._ready_chunks([r[0] for r in rows])
             return [(r[0], -r[1]) for r in rows if r[0] in ready][:limit]
         if filters.only_kinds:  # most chunks may pass: test the best rows only (kind_share)

@@ -278,3 +278,60 @@ def test_a_query_asked_during_the_first_common_pass_does_not_wait_for_it(
     vault._df_cache = (vault._df_cache[0], {})
     assert vault.doc_frequency(["parser", "entry", "walrus"]) == got  # the pass agrees
     assert vault._common is not None
+
+
+def _ids(engine: ContextEngine, uri: str) -> list[int]:
+    return [r[0] for r in engine.rt.vault._query(
+        "SELECT c.id FROM chunks c JOIN sources s ON s.id = c.source_id WHERE s.uri = ? "
+        "ORDER BY c.id", [uri])]
+
+
+def test_finding_words_past_the_scored_bound_score_their_newest_rows(
+        engine: ContextEngine) -> None:
+    """A word held by more chunks than ``keyword_scored_max`` (at a million chunks,
+    "file": 158,865) is scored only in its newest rows, whole-query BM25 as before; in a
+    store under ``keyword_prune_min_chunks`` nothing changes."""
+    lines = [f"Note {i}: the crane " + "crane " * (i % 5) + "lifted cargo." for i in range(40)]
+    _log(engine, lines)
+    rt = engine.rt
+    cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=5, keyword_scored_max=12)
+    one = keyword_match(analyze_query("crane", rt.cfg.query), cfg.search, rt.vault)
+    assert (one.match, one.rescore, one.newest) == ('"crane"', "", 12)
+    two = keyword_match(analyze_query("crane cargo", rt.cfg.query), cfg.search, rt.vault)
+    assert two.newest == 12 and two.match == '"crane"' and two.rescore == '"cargo"'
+    small = keyword_match(analyze_query("crane", rt.cfg.query), Config().search, rt.vault)
+    assert small == keyword_match(analyze_query("crane", rt.cfg.query),
+                                  _bounded(keyword_scored_max=40).search, rt.vault)
+    assert small.newest == 0
+    every = _ids(engine, "t:log")
+    window = set(every[-12:])
+    full = dict(rt.vault.keyword('"crane" OR "cargo"', 100, Filters()))
+    got = keyword_lane(rt, analyze_query("crane cargo", rt.cfg.query), 5, Filters(), cfg)
+    assert len(got) == 5 and {cid for cid, _ in got} <= window
+    best = sorted(window, key=lambda c: (-full[c], c))[:5]
+    assert [cid for cid, _ in got] == best
+    for cid, score in got:
+        assert abs(score - full[cid]) < 1e-9
+
+
+def test_a_window_of_too_few_ready_rows_widens_and_filters_score_every_row(
+        engine: ContextEngine) -> None:
+    _log(engine, [f"Note {i}: the crane lifted cargo." for i in range(10)], uri="t:old")
+    _log(engine, [f"Later {i}: a crane stood idle." for i in range(30)], uri="t:new")
+    rt = engine.rt
+    sid = {r[1]: r[0] for r in rt.vault._query("SELECT id, uri FROM sources", [])}
+    newer = set(_ids(engine, "t:new"))
+    # without filters the newest four rows answer: t:new's newest
+    newest = rt.vault.keyword('"crane"', 4, Filters(), newest=4)
+    assert {c for c, _ in newest} == set(_ids(engine, "t:new")[-4:])
+    # a filter's rows need not be the newest: every row is scored, as without the bound
+    old = Filters(source_ids=(sid["t:old"],))
+    whole = rt.vault.keyword('"crane"', 6, old)
+    assert len(whole) == 6 and rt.vault.keyword('"crane"', 6, old, newest=4) == whole
+    # t:new not ready (an ingest in progress): the windows of 4 and 16 rows answer
+    # nothing, and the lane widens to every row
+    with rt.vault.write() as c:
+        c.execute("UPDATE sources SET state = 'pending' WHERE id = ?", (sid["t:new"],))
+    every = rt.vault.keyword('"crane"', 6, Filters())
+    assert len(every) == 6 and not {c for c, _ in every} & newer
+    assert rt.vault.keyword('"crane"', 6, Filters(), newest=4) == every
