@@ -53,10 +53,13 @@ def warm(rt: Runtime, emit: Emit, closed: Callable[[], bool]) -> None:
     model = getattr(rt.embedder, "load", None)
     big = rt.vault.chunk_count() >= rt.cfg.search.keyword_prune_min_chunks
     started = time.monotonic()
-    if model is not None:
-        _stage(emit, "model", model, closed)
-    if big and not closed():
-        _stage(emit, "keywords", rt.vault.warm_keyword_counts, closed)
+    try:
+        if model is not None:
+            _stage(emit, "model", model, closed)
+        if big and not closed():
+            _stage(emit, "keywords", rt.vault.warm_keyword_counts, closed)
+    finally:
+        rt.vault.expect_common_pass(False)  # counted, or never will be here
     if not closed():
         _stage(emit, "vectors", rt.vectors.warm, closed)
     if not closed():
@@ -69,6 +72,8 @@ def warm_up(rt: Runtime, emit: Emit, closed: Callable[[], bool], *, background: 
     if not background:
         warm(rt, emit, closed)
         return None
+    if rt.vault.chunk_count() >= rt.cfg.search.keyword_prune_min_chunks:
+        rt.vault.expect_common_pass()  # a query asked meanwhile does not make the pass
     thread = threading.Thread(target=warm, args=(rt, emit, closed), name="ctx-warm-up",
                               daemon=True)
     thread.start()

@@ -335,3 +335,30 @@ def test_a_window_of_too_few_ready_rows_widens_and_filters_score_every_row(
     every = rt.vault.keyword('"crane"', 6, Filters())
     assert len(every) == 6 and not {c for c, _ in every} & newer
     assert rt.vault.keyword('"crane"', 6, Filters(), newest=4) == every
+
+
+def test_a_query_asked_before_the_warm_up_thread_counts_does_not_count_for_it(
+        engine: ContextEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up thread counts a big store's common terms after loading the model; a
+    first query asked right after ``warm_up`` returned could take the pass's lock first
+    and count the whole vocabulary in its own call (1.5 s at 1M chunks). It looks its
+    own words up one by one instead, and the warm-up makes the pass."""
+    import threading
+
+    _log(engine, [f"Entry {i}: the parser reads." for i in range(60)])
+    engine.rt.cfg = _bounded()
+    vault = engine.rt.vault
+    loading = threading.Event()
+    monkeypatch.setattr(engine.rt.embedder, "load", lambda: loading.wait(60), raising=False)
+    thread = engine.warm_up()  # in a thread, held in its model stage
+    try:
+        assert vault.doc_frequency(["parser", "entry", "walrus"]) == {
+            "parser": 60, "entry": 60, "walrus": 0}
+        assert vault._common is None  # the query did not count the vocabulary itself
+    finally:
+        loading.set()
+    assert thread is not None
+    thread.join(60)
+    held = vault._common
+    assert held is not None and held[2]["parser"] == 60  # the warm-up's pass
+    assert not vault._common_coming
