@@ -23,6 +23,7 @@ from engine.crypto.rotation import Rotation
 from engine.errors import NoSpace, StoreLocked, VaultDamaged, VectorsDamaged
 from engine.store.vault import sources as src
 from engine.store.vault.core import Vault
+from engine.store.vault.integrity import failed_pages, pages_damaged
 from engine.store.vault.layout import check_can_create, check_existing, read_layout
 from engine.store.vault.lock import DataDirLock
 from engine.store.vault.reserve import Reserve
@@ -64,21 +65,34 @@ def lock_store(root: Path) -> DataDirLock:
     return lock
 
 
+# What the reserve lends an open on a full disk: the reader's WAL index (-shm, 32 KiB), twice.
+WAL_INDEX_ROOM = 64 << 10
+
+
 def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     full = P.disk_full(root)  # it opens to be read; writes say "no space"
     reserve = Reserve(root)
     path = P.vault_path(root)
+    vault_key = keys.derive(key, "vault")
     # A vault closed cleanly has no WAL files, and a reader must make its WAL index
-    # (-shm) before it reads a page: on a full disk, the reserved space makes room for it.
+    # (-shm) before it reads a page: on a full disk, the reserve lends it the room.
     needs_index = full and path.exists() and not path.with_name(path.name + "-shm").exists()
-    if needs_index:
-        reserve.release()
+    lent = needs_index and reserve.lend(WAL_INDEX_ROOM)
     try:
-        vault = Vault(path, keys.derive(key, "vault"), cache_mb=cfg.store.vault_cache_mb)
+        vault = Vault(path, vault_key, cache_mb=cfg.store.vault_cache_mb)
     except VaultDamaged:
-        if needs_index and P.disk_full(root):  # no room for the index: not damage
-            raise NoSpace("the disk holding the store is full: vault.db cannot be opened "
-                          "until some space is freed (nothing was changed)") from None
+        if lent:
+            reserve.repay()  # a refused open leaves the data dir as it found it
+        if not (needs_index and P.disk_full(root)):
+            raise
+        bad = failed_pages(path, vault_key.hex())  # read from the file: it needs no room
+        if bad:
+            raise pages_damaged(bad) from None
+        raise NoSpace("the disk holding the store is full: vault.db cannot be opened "
+                      "until some space is freed (nothing was changed)") from None
+    except BaseException:
+        if lent:
+            reserve.repay()
         raise
     vault.read_only = full
     vault.reserve = reserve

@@ -25,27 +25,61 @@ class Reserve:
         self.path = root / RESERVE_NAME
 
     def ensure(self) -> None:
-        """Make the reserve if missing and the disk has room for it twice over."""
-        if self.path.exists():
+        """Make the reserve, or fill it up again after a ``lend``, when the disk has room
+        for what it lacks twice over."""
+        try:
+            held = self.path.stat().st_size
+        except OSError:
+            held = None
+        if held is not None and held >= RESERVE_BYTES:
             return
         try:
             st = os.statvfs(self.path.parent)
-            if st.f_bavail * st.f_frsize < 2 * RESERVE_BYTES:
+            if st.f_bavail * st.f_frsize < 2 * (RESERVE_BYTES - (held or 0)):
                 return
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            flags = os.O_WRONLY | (os.O_CREAT | os.O_EXCL if held is None else 0)
+            fd = os.open(self.path, flags, 0o600)
         except (OSError, AttributeError):
             return
         try:
-            if hasattr(os, "posix_fallocate"):
-                os.posix_fallocate(fd, 0, RESERVE_BYTES)  # real blocks, not a sparse file
-            else:  # pragma: no cover - platforms without it
-                os.write(fd, b"\0" * RESERVE_BYTES)
-            os.fsync(fd)
+            _allocate(fd)
         except OSError:
             os.close(fd)
-            self.path.unlink(missing_ok=True)
+            if held is None:
+                self.path.unlink(missing_ok=True)
             return
         os.close(fd)
+
+    def lend(self, room: int) -> bool:
+        """Make ``room`` bytes free on a full disk by shortening the reserve (what a reader
+        needs to open the vault: its WAL index), keeping the rest for clean-up; nothing
+        when the disk has that much free already. ``ensure`` fills it up again at a later
+        open with room, ``repay`` at once. False when there was nothing to lend."""
+        try:
+            st = os.statvfs(self.path.parent)
+            if st.f_bavail * st.f_frsize >= room:
+                return False
+            held = self.path.stat().st_size
+            os.truncate(self.path, max(0, held - room))
+        except (OSError, AttributeError):
+            return False
+        log.warning("disk full: %d KiB of the space reserved for clean-up lent to the open",
+                    room >> 10)
+        return True
+
+    def repay(self) -> None:
+        """Fill the reserve up again with the room ``lend`` made (an open that failed
+        gives back what it took: it leaves the data dir as it found it)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+        except OSError:
+            return
+        try:
+            _allocate(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def release(self) -> bool:
         """Give the reserved space back; False when there was none to give."""
@@ -55,3 +89,13 @@ class Reserve:
             return False
         log.warning("disk full: the space reserved for clean-up is used")
         return True
+
+
+def _allocate(fd: int) -> None:
+    """Give the reserve's file ``RESERVE_BYTES`` of real blocks (not a sparse file)."""
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    else:  # pragma: no cover - platforms without it
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, b"\0" * RESERVE_BYTES)
+    os.fsync(fd)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import NoSpace
+from engine.errors import NoSpace, VaultDamaged
 from engine.facade import ContextEngine
 from engine.metrics import ALERT_VECTOR_DOWN
 
@@ -145,3 +145,44 @@ def test_a_full_disk_with_no_room_to_read_says_no_space_not_damage(small_disk: P
     (small_disk / "filler").unlink()
     with ContextEngine.open(store) as eng:
         assert eng.search("night ferry", k=1)[0].title == "ferry"
+
+
+def test_opens_on_a_full_disk_keep_the_reserve_and_stay_read_only(small_disk: Path) -> None:
+    """The reserve only lends what a reader needs: open after open on the full disk, each
+    one reads and refuses writes (the space the first borrowed is not taken for a write
+    by the next), the reserve stays, and a later open with room fills it up again."""
+    store = small_disk / "store"
+    with ContextEngine.open(store) as eng:
+        eng.wait(eng.ingest(text="The night ferry leaves the harbour at 22:40.", title="ferry"))
+    full_size = (store / "space.reserve").stat().st_size
+    _fill(small_disk)
+    for _ in range(3):
+        with ContextEngine.open(store) as eng:
+            assert eng.rt.vault.read_only
+            assert eng.search("night ferry", k=1)[0].title == "ferry"
+            job = eng.wait(eng.ingest(text="A second note.", title="second"))
+            assert job.state == "failed" and job.error is not None
+            assert job.error.name == "no_space"
+        assert 0 < (store / "space.reserve").stat().st_size < full_size
+    (small_disk / "filler").unlink()
+    with ContextEngine.open(store) as eng:
+        assert not eng.rt.vault.read_only
+    assert (store / "space.reserve").stat().st_size == full_size
+
+
+def test_a_damaged_vault_on_a_full_disk_says_damaged(small_disk: Path) -> None:
+    """No room to read and a page that fails its check: the open says the vault is
+    damaged (what a restore answers), not only that the disk is full; the reserve is left
+    as it was."""
+    store = small_disk / "store"
+    with ContextEngine.open(store) as eng:
+        eng.wait(eng.ingest(text="The night ferry leaves the harbour at 22:40.", title="ferry"))
+    vault = store / "vault.db"
+    data = bytearray(vault.read_bytes())
+    data[3 * 4096 + 100] ^= 0xFF  # page 4, past the header
+    vault.write_bytes(bytes(data))
+    (store / "space.reserve").unlink()
+    _fill(small_disk)
+    with pytest.raises(VaultDamaged) as refused:
+        ContextEngine.open(store)
+    assert "page 4" in refused.value.message
