@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from engine import CtxError, StoreLocked, error_from_dict
+from engine import UPGRADE_LOGGER, CtxError, StoreLocked, error_from_dict
 from ipc.connection import ConnectionInfo
 from ipc.discovery import find_live
 from ipc.errors import ServerUnavailable
@@ -147,6 +147,19 @@ def last_engine_error(root: Path) -> CtxError | None:
     return None
 
 
+def _tell_upgrades(path: Path, since: int, say: Notice) -> int:
+    """Say the engine's store-upgrade lines (``UPGRADE_LOGGER``: schema numbers and times)
+    written to its log after ``since``, while a command waits for it to start: an
+    upgrade of a big store takes seconds. Returns how far the log was read (whole lines)."""
+    tail = _log_tail(path, since)
+    whole = tail[:tail.rfind("\n") + 1]
+    marker = f" {UPGRADE_LOGGER}: "
+    for line in whole.splitlines():
+        if marker in line:
+            say("ctx: " + line.split(marker, 1)[1])
+    return since + len(whole.encode("utf-8"))
+
+
 def _log_tail(path: Path, since: int) -> str:
     try:
         with open(path, "rb") as fh:
@@ -231,7 +244,9 @@ def _start(root: Path, end: float, say: Notice, sync_on_start: bool) -> Connecti
     say(f"ctx: starting the ctx engine in the background (one-time, ~{_estimate(root):.0f}s)...")
     t0 = time.monotonic()
     proc = spawn_engine(root, sync_on_start=sync_on_start)
+    told = log_size  # the engine's log read so far for what a user waits on (upgrades)
     while True:
+        told = _tell_upgrades(engine_log_path(root), told, say)
         info = find_live(root)
         if info is not None and info["pid"] == proc.pid:
             _record_estimate(root, time.monotonic() - t0)

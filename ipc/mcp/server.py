@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from engine import LIMITS, UPGRADE_LOGGER, CtxError
+from engine import LIMITS, CtxError
 from ipc.mcp.compact import fit, hit_entries, recall_text, source_entries
 from ipc.mcp.link import EngineLink
 
@@ -250,7 +250,6 @@ def run_mcp(args: argparse.Namespace) -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True)
-    logging.getLogger(UPGRADE_LOGGER).setLevel(logging.INFO)  # a long first open says why
     import anyio
 
     from ipc.mcp.stdio import serve_stdio

@@ -36,3 +36,17 @@ def test_the_first_open_after_an_upgrade_says_so_once() -> None:
 
     again = run("-m", "ipc.cli.main", "--local", "status")
     assert again.returncode == 0 and "upgrading" not in again.stderr
+
+
+def test_a_command_that_starts_the_engine_relays_its_upgrade() -> None:
+    """`ctx search` needs the model, so it starts the background engine and waits for
+    it: the upgrade runs in that engine, and the waiting command says so on stderr."""
+    older = run("-c", OLDER_CTX, "--local", "ingest", "-", "--title", "gulls",
+                stdin="Gulls nest on the northern cliffs.\n")
+    assert older.returncode == 0, older.stderr
+
+    found = run("-m", "ipc.cli.main", "search", "where do gulls nest")
+    assert found.returncode == 0, found.stderr
+    assert "starting the ctx engine in the background" in found.stderr
+    assert f"ctx: upgrading the store to schema {LAST} (once)" in found.stderr
+    assert "gulls" in found.stdout.lower()
