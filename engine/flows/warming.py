@@ -51,9 +51,9 @@ def warm(rt: Runtime, emit: Emit, closed: Callable[[], bool]) -> None:
     """Load the model, count a big store's common terms, read the vector index's
     in-memory part; each stage announced. Stops early once ``closed()``."""
     model = getattr(rt.embedder, "load", None)
-    big = rt.vault.chunk_count() >= rt.cfg.search.keyword_prune_min_chunks
     started = time.monotonic()
     try:
+        big = rt.vault.chunk_count() >= rt.cfg.search.keyword_prune_min_chunks
         if model is not None:
             _stage(emit, "model", model, closed)
         if big and not closed():

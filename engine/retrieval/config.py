@@ -58,7 +58,7 @@ class SearchConfig:
     keyword_max_df: float = bounded(0.1, 0.0, 1.0, lo_open=True)
     keyword_prune_min_chunks: int = bounded(50_000, 0)
     keyword_row_budget: int = bounded(2000, 1)
-    # rows scored when finding words hold more (newest): bench.keyword_lane (docs/tuning.md)
+    # rows scored past it (newest): 1M store, 60 asked + 200 drawn, bench.keyword_lane (docs/tuning.md)
     keyword_scored_max: int = bounded(20_000, 1)
     # lane alone: its two FTS5 queries at once; 100k chunks, stage_latency --ab (docs/tuning.md)
     keyword_parallel: bool = True

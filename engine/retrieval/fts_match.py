@@ -73,8 +73,9 @@ def _parts(analysis: QueryAnalysis, max_terms: int,
 class KeywordQuery:
     """The keyword lane's FTS5 expressions: ``match`` finds the rows; ``rescore`` holds
     words that only add their BM25 to the rows found (``Vault.keyword``). ``newest``
-    (0: all): ``match`` finds more rows than that, and only its newest ``newest`` rows
-    are scored (``Vault.keyword`` widens the window when too few of them answer)."""
+    (0: all) is ``search.keyword_scored_max`` when ``match`` finds more rows than that:
+    only its newest ``newest`` rows are scored (``Vault.keyword`` widens that window
+    when too few of them answer)."""
 
     match: str
     rescore: str = ""

@@ -6,9 +6,9 @@ import logging
 import time
 from typing import Any
 
-Conn = Any  # a sqlcipher3 connection
-
 from engine.api.notices import UPGRADE_LOGGER
+
+Conn = Any  # a sqlcipher3 connection
 
 log = logging.getLogger(UPGRADE_LOGGER)  # front ends show it: a long first open is not silent
 
