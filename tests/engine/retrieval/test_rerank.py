@@ -310,3 +310,68 @@ def test_scans_made_ahead_rank_as_scans_made_in_the_rerank() -> None:
     # A scan of another text is used as given: the rerank trusts its caller's scans.
     wrong = scan_all([RerankCandidate(id=0, text="nothing here", fused=1.0)], cfg)
     assert rerank(a, cands, cfg, all_features=True, scans=wrong) != plain
+
+
+def _counting_words(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the rerank tokenizes from now on (its ``words_of`` calls)."""
+    import engine.retrieval.rerank as rr
+
+    seen: list[str] = []
+    real = rr.words_of
+
+    def counted(text: str) -> list[str]:
+        seen.append(text)
+        return real(text)
+    monkeypatch.setattr(rr, "words_of", counted)
+    return seen
+
+
+def _fresh(n: int) -> list[str]:
+    """``n`` texts no earlier test scanned (the kept scans are the process's)."""
+    import uuid
+
+    mark = uuid.uuid4().hex
+    return [f"Note {i} {mark}: the harbour crane lifted cargo {i} at dawn." for i in range(n)]
+
+
+def test_a_text_scanned_by_an_earlier_call_is_not_tokenized_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate's scan is a function of its text: a later call (a recall about the same
+    session) takes it as kept, ranking as before; ``scan_cache_chars = 0`` keeps none
+    (fails on main: every call tokenized every candidate, and no such key)."""
+    import dataclasses
+
+    seen = _counting_words(monkeypatch)
+    texts = _fresh(6)
+    cands = [RerankCandidate(id=i, text=t, fused=1.0 / (i + 1), time=1.65e9 + i)
+             for i, t in enumerate(texts)]
+    a = analyze_query("which crane lifted the cargo at dawn?")
+    off = dataclasses.replace(RerankConfig(), scan_cache_chars=0)
+    plain = rerank(a, cands, off, all_features=True)
+    assert sorted(seen) == sorted(texts)
+    assert rerank(a, cands, off, all_features=True) == plain and len(seen) == 12
+    kept = rerank(a, cands, RerankConfig(), all_features=True)
+    assert kept == plain and len(seen) == 18  # tokenized once more, and kept
+    assert rerank(a, cands, RerankConfig(), all_features=True) == plain and len(seen) == 18
+    # the same id with another text is that text's scan, not the kept one
+    other = [dataclasses.replace(cands[0], text="Unrelated budget memo.")] + cands[1:]
+    assert rerank(a, other, RerankConfig(), all_features=True) != plain
+
+
+def test_the_kept_scans_hold_at_most_scan_cache_chars_of_text(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The least recently used texts go first once the held texts pass the bound."""
+    import dataclasses
+
+    from engine.retrieval.rerank import scan_all
+
+    seen = _counting_words(monkeypatch)
+    texts = _fresh(3)
+    cfg = dataclasses.replace(RerankConfig(), scan_cache_chars=len(texts[0]) * 2)
+    cands = [RerankCandidate(id=i, text=t, fused=1.0) for i, t in enumerate(texts)]
+    scan_all(cands[:2], cfg)
+    scan_all(cands[:1], cfg)  # kept: the first is now the most recently used
+    assert seen == texts[:2]
+    scan_all(cands[2:], cfg)  # the third in: the second (least recently used) out
+    scan_all([cands[0], cands[1]], cfg)
+    assert seen == [*texts[:2], texts[2], texts[1]]
