@@ -330,8 +330,6 @@ class RerankConfig:
     context_share: float = bounded(0.3, 0.0, 1.0)
     date_window_days: float = bounded(3.0, 0.0)  # this many days off the asked date scores 0
     scan_chars: int = bounded(2000, 1)  # only the first chars of a long candidate are scanned
-    # scans kept across calls (chars of text; 0: none): 1M recall, /tmp A/B (docs/tuning.md)
-    scan_cache_chars: int = bounded(1_000_000, 0)
     entity_fields: tuple[str, ...] = ("speaker", "title", "heading", "source", "path")
     stopwords: frozenset[str] = STOPWORDS
     transcript_cues: TranscriptCues = field(default_factory=TranscriptCues)

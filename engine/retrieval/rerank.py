@@ -20,8 +20,6 @@ import math
 import operator
 import re
 import statistics
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,11 +223,15 @@ class _Scan:
     def __init__(self, cand: RerankCandidate, cfg: RerankConfig) -> None:
         self.day = _utc_day(cand.time)
         self.text = cand.text[: cfg.scan_chars]
-        extra = tuple(v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str))
-        # fields: the entity fields as a token-joined string, like ``joined``
-        self._tokens, self.words, self.terms, self.fields = _body_scan(
-            self.text, extra, cfg.stopwords, cfg.scan_cache_chars)
+        tokens = self._tokens = words_of(self.text)
         self._joined: str | None = None
+        self.words = set(tokens)
+        self.terms = terms_of_words(self.words, cfg.stopwords)
+        extra = [v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str)]
+        self.fields = ""  # entity fields as a token-joined string, like ``joined``
+        if extra:
+            self.fields, field_terms = _fields_scan("\n".join(extra), cfg.stopwords)
+            self.terms |= field_terms
 
     @property
     def joined(self) -> str:
@@ -238,49 +240,6 @@ class _Scan:
         if self._joined is None:
             self._joined = " " + " ".join(self._tokens) + " "
         return self._joined
-
-
-# Scans kept across calls by text, entity fields and stopwords (``_body_scan``), within
-# ``RerankConfig.scan_cache_chars`` characters of text, the least recently used out first.
-_Body = tuple[list[str], set[str], set[str], str]
-_BODIES: OrderedDict[tuple[str, tuple[str, ...], frozenset[str]], _Body] = OrderedDict()
-_BODIES_HELD = [0]  # characters of the texts held
-_BODIES_LOCK = threading.Lock()
-
-
-def _body_scan(text: str, extra: tuple[str, ...], stopwords: frozenset[str], most: int
-               ) -> _Body:
-    """``text``'s tokens (in order), words and content terms with those of its entity
-    fields ``extra``, and the fields token-joined; kept for later calls while the texts
-    held stay within ``most`` characters (0: none kept).
-
-    A function of the three, so a chunk scanned by an earlier call (a recall about a
-    session asked about before: its expanded chunks, up to 400 of one session) is not
-    tokenized again, and an id used again by another text cannot be mistaken for it.
-    The sets are built as they were for each scan, in the same order, so they iterate
-    alike (the rerank sums over them); they are shared, and never changed."""
-    key = (text, extra, stopwords)
-    with _BODIES_LOCK:
-        got = _BODIES.get(key)
-        if got is not None:
-            _BODIES.move_to_end(key)
-            return got
-    tokens = words_of(text)
-    words = set(tokens)
-    terms = terms_of_words(words, stopwords)
-    fields = ""
-    if extra:
-        fields, field_terms = _fields_scan("\n".join(extra), stopwords)
-        terms |= field_terms
-    got = (tokens, words, terms, fields)
-    if 0 < len(text) <= most:
-        with _BODIES_LOCK:
-            if key not in _BODIES:
-                _BODIES[key] = got
-                _BODIES_HELD[0] += len(text)
-            while _BODIES_HELD[0] > most:
-                _BODIES_HELD[0] -= len(_BODIES.popitem(last=False)[0][0])
-    return got
 
 
 # A candidate's entity fields (its session's title, its source's uri...) are shared by
