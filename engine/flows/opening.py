@@ -23,6 +23,7 @@ from engine.crypto.rotation import Rotation
 from engine.errors import NoSpace, StoreLocked, VaultDamaged, VectorsDamaged
 from engine.store.vault import sources as src
 from engine.store.vault.core import Vault
+from engine.store.vault.guard import PAGES_AT_OPEN_BYTES, vault_bytes
 from engine.store.vault.integrity import failed_pages, pages_damaged
 from engine.store.vault.layout import check_can_create, check_existing, read_layout
 from engine.store.vault.lock import DataDirLock
@@ -80,12 +81,15 @@ def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     lent = needs_index and reserve.lend(WAL_INDEX_ROOM)
     try:
         vault = Vault(path, vault_key, cache_mb=cfg.store.vault_cache_mb)
-    except VaultDamaged:
+    except VaultDamaged as damage:
         if lent:
             reserve.repay()  # a refused open leaves the data dir as it found it
         if not (needs_index and P.disk_full(root)):
             raise
-        bad = failed_pages(path, vault_key.hex())  # read from the file: it needs no room
+        try:
+            bad = _damage_seen_without_room(path, vault_key)
+        except OSError:  # the file itself cannot be read: that is what the open said
+            raise damage from None
         if bad:
             raise pages_damaged(bad) from None
         raise NoSpace("the disk holding the store is full: vault.db cannot be opened "
@@ -100,6 +104,17 @@ def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
         reserve.ensure()
     P.harden(root)
     return vault
+
+
+def _damage_seen_without_room(path: Path, vault_key: bytes) -> list[int]:
+    """The pages of a vault that could not be opened on a full disk that fail their
+    check, read from the file (it needs no room). Only a small vault is read whole
+    here, as an open checks one at once (``PAGES_AT_OPEN_BYTES``), and only with no
+    log beside it that would mend a page half written; else none (it says no_space)."""
+    wal = path.with_name(path.name + "-wal")
+    if vault_bytes(path) > PAGES_AT_OPEN_BYTES or (wal.exists() and wal.stat().st_size):
+        return []
+    return failed_pages(path, vault_key.hex())
 
 
 def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) -> VectorStore:

@@ -23,6 +23,7 @@ RESERVE_BYTES = 2 << 20  # a failed batch's clean-up (64 chunks, FTS, zeroed pag
 class Reserve:
     def __init__(self, root: Path) -> None:
         self.path = root / RESERVE_NAME
+        self._lent_from: int | None = None  # the reserve's size before a ``lend``
 
     def ensure(self) -> None:
         """Make the reserve, or fill it up again after a ``lend``, when the disk has room
@@ -63,19 +64,23 @@ class Reserve:
             os.truncate(self.path, max(0, held - room))
         except (OSError, AttributeError):
             return False
+        self._lent_from = held
         log.warning("disk full: %d KiB of the space reserved for clean-up lent to the open",
                     room >> 10)
         return True
 
     def repay(self) -> None:
-        """Fill the reserve up again with the room ``lend`` made (an open that failed
+        """Fill the reserve up again to its size before ``lend`` (an open that failed
         gives back what it took: it leaves the data dir as it found it)."""
+        size, self._lent_from = self._lent_from, None
+        if size is None:
+            return
         try:
             fd = os.open(self.path, os.O_WRONLY)
         except OSError:
             return
         try:
-            _allocate(fd)
+            _allocate(fd, size)
         except OSError:
             pass
         finally:
@@ -91,11 +96,11 @@ class Reserve:
         return True
 
 
-def _allocate(fd: int) -> None:
-    """Give the reserve's file ``RESERVE_BYTES`` of real blocks (not a sparse file)."""
+def _allocate(fd: int, size: int = RESERVE_BYTES) -> None:
+    """Give the reserve's file ``size`` bytes of real blocks (not a sparse file)."""
     if hasattr(os, "posix_fallocate"):
-        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        os.posix_fallocate(fd, 0, size)
     else:  # pragma: no cover - platforms without it
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, b"\0" * RESERVE_BYTES)
+        os.write(fd, b"\0" * size)
     os.fsync(fd)
