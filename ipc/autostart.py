@@ -126,6 +126,9 @@ def _child_error(root: Path, since: int) -> CtxError | None:
     return None
 
 
+# How ``ctx serve`` (ipc.cli.main's log format, "LEVEL logger: message") writes a line of
+# the store's upgrade at its open to the engine's log.
+UPGRADE_LINE = f"INFO {UPGRADE_LOGGER}: "
 SERVING_LINE = "ctx: serving "  # what a background engine that started writes (cmd_serve)
 
 
@@ -147,17 +150,24 @@ def last_engine_error(root: Path) -> CtxError | None:
     return None
 
 
-def _tell_upgrades(path: Path, since: int, say: Notice) -> int:
-    """Say the engine's store-upgrade lines (``UPGRADE_LOGGER``: schema numbers and times)
-    written to its log after ``since``, while a command waits for it to start: an
-    upgrade of a big store takes seconds. Returns how far the log was read (whole lines)."""
-    tail = _log_tail(path, since)
-    whole = tail[:tail.rfind("\n") + 1]
-    marker = f" {UPGRADE_LOGGER}: "
-    for line in whole.splitlines():
-        if marker in line:
-            say("ctx: " + line.split(marker, 1)[1])
-    return since + len(whole.encode("utf-8"))
+def tell_upgrades(path: Path, since: int, say: Notice) -> int:
+    """Say the engine's store-upgrade lines written to its log after ``since`` (byte
+    offset), while a command waits for it to start: an upgrade of a big store takes
+    seconds. Only the lines the upgrade's logger wrote, as ``ctx serve`` formats them
+    (``UPGRADE_LINE``: schema numbers and times, never a user's text). Returns how far the
+    log was read (whole lines; one still being written is read next time)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(since)
+            data = fh.read()
+    except OSError:
+        return since
+    whole = data[:data.rfind(b"\n") + 1]
+    for raw in whole.splitlines():
+        line = raw.decode("utf-8", "replace")
+        if line.startswith(UPGRADE_LINE):
+            say("ctx: " + line[len(UPGRADE_LINE):])
+    return since + len(whole)
 
 
 def _log_tail(path: Path, since: int) -> str:
@@ -246,13 +256,15 @@ def _start(root: Path, end: float, say: Notice, sync_on_start: bool) -> Connecti
     proc = spawn_engine(root, sync_on_start=sync_on_start)
     told = log_size  # the engine's log read so far for what a user waits on (upgrades)
     while True:
-        told = _tell_upgrades(engine_log_path(root), told, say)
+        told = tell_upgrades(engine_log_path(root), told, say)
         info = find_live(root)
         if info is not None and info["pid"] == proc.pid:
+            tell_upgrades(engine_log_path(root), told, say)  # its last lines too
             _record_estimate(root, time.monotonic() - t0)
             return info
         code = proc.poll()
         if code is not None:
+            tell_upgrades(engine_log_path(root), told, say)
             err = _child_error(root, log_size)
             if isinstance(err, StoreLocked):
                 return None

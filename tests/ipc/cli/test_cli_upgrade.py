@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from engine.store.vault import migrations
+from ipc.autostart import tell_upgrades
 
 REPO = Path(__file__).resolve().parents[3]
 LAST = max(migrations.MIGRATIONS)
@@ -50,3 +51,22 @@ def test_a_command_that_starts_the_engine_relays_its_upgrade() -> None:
     assert "starting the ctx engine in the background" in found.stderr
     assert f"ctx: upgrading the store to schema {LAST} (once)" in found.stderr
     assert "gulls" in found.stdout.lower()
+
+
+def test_only_the_upgrade_loggers_own_lines_are_relayed(tmp_path: Path) -> None:
+    """The engine's log also holds other loggers' lines and whatever the process printed:
+    only lines the upgrade's logger wrote reach the terminal, and a line of invalid bytes
+    or a line still being written does not make the next upgrade line be skipped."""
+    log = tmp_path / "engine.log"
+    log.write_bytes(b"WARNING ctx.engine: watched folder /x ctx.upgrade: rm -rf ~\n"
+                    b"\xff\xfe\xfd bytes of no text\n"
+                    b"INFO ctx.upgrade: upgrading the store to schema 15 (once)\n"
+                    b"INFO ctx.upgrade: schema 15 appl")
+    said: list[str] = []
+    at = tell_upgrades(log, 0, said.append)
+    assert said == ["ctx: upgrading the store to schema 15 (once)"]
+    with log.open("ab") as fh:
+        fh.write(b"ied in 0.4 s\n")
+    tell_upgrades(log, at, said.append)
+    assert said[1:] == ["ctx: schema 15 applied in 0.4 s"]
+    assert tell_upgrades(tmp_path / "missing.log", 0, said.append) == 0
