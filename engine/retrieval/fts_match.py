@@ -73,7 +73,7 @@ def _parts(analysis: QueryAnalysis, max_terms: int,
 class KeywordQuery:
     """The keyword lane's FTS5 expressions: ``match`` finds the rows; ``rescore`` holds
     words that only add their BM25 to the rows found (``Vault.keyword``). ``newest``
-    (0: all) is ``search.keyword_scored_max`` when ``match`` finds more rows than that:
+    (0: all; ``search.keyword_scored_max``): when ``match`` finds more rows than that,
     only its newest ``newest`` rows are scored (``Vault.keyword`` widens that window
     when too few of them answer)."""
 
@@ -102,16 +102,18 @@ def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
     every word is common, or of one word: "file" is in 158,865 of a million chunks),
     only the newest ``keyword_scored_max`` rows they match are scored (``newest``): an
     absolute bound, so it only bites in stores that big. The store is asked for
-    counts only when a query may be pruned or bounded."""
+    counts only when a query of several parts may be pruned or bounded: a one-word
+    query's bound is set without its count, and ``Vault.keyword`` scores every row of
+    a word that holds fewer."""
     parts = fts_parts(analysis)
     n = counts.chunk_count() if parts else 0
     if n < cfg.keyword_prune_min_chunks or (len(parts) < 2 and n <= cfg.keyword_scored_max):
         return KeywordQuery(" OR ".join(parts))
+    if len(parts) < 2:  # no count asked: a word held by fewer rows is scored whole
+        return KeywordQuery(parts[0], newest=cfg.keyword_scored_max)  # (Vault.keyword)
     words = {p: p.strip('"*') for p in parts}
     found = counts.doc_frequency(list(words.values()))
     df = {p: found[w.lower()] for p, w in words.items()}
-    if len(parts) < 2:
-        return KeywordQuery(parts[0], newest=_newest(df[parts[0]], cfg))
     kept = ([p for p in parts if df[p] <= cfg.keyword_max_df * n]
             or [min(parts, key=df.__getitem__)])
     finding: set[str] = set()

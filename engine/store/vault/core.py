@@ -574,13 +574,8 @@ class Vault:
         return {w: known[w] for w in wanted}
 
     def _vocab_counts(self, words: Sequence[str]) -> dict[str, int]:
-        """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words). One
-        word is looked up alone while no pass over the vocabulary is held
-        (``_common_terms``): a one-word query of a process with no warm-up (``ctx --local
-        search``) does not count the whole vocabulary (1.5 s at 1M chunks) for it."""
-        alone = len(words) == 1 and self._common is None
-        common = None if alone else self._common_terms(wait=False)
-        return chunk_counts(self._conn(), words, common, self._tokens)
+        """``doc_frequency`` read from the FTS vocabulary, uncached (lowercase words)."""
+        return chunk_counts(self._conn(), words, self._common_terms(wait=False), self._tokens)
 
     def expect_common_pass(self, coming: bool = True) -> None:
         """A warm-up thread is about to count the common terms (``warm_keyword_counts``;
