@@ -156,12 +156,7 @@ def tell_upgrades(path: Path, since: int, say: Notice) -> int:
     seconds. Only the lines the upgrade's logger wrote, as ``ctx serve`` formats them
     (``UPGRADE_LINE``: schema numbers and times, never a user's text). Returns how far the
     log was read (whole lines; one still being written is read next time)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(since)
-            data = fh.read()
-    except OSError:
-        return since
+    data = _log_bytes(path, since)
     whole = data[:data.rfind(b"\n") + 1]
     for raw in whole.splitlines():
         line = raw.decode("utf-8", "replace")
@@ -171,12 +166,17 @@ def tell_upgrades(path: Path, since: int, say: Notice) -> int:
 
 
 def _log_tail(path: Path, since: int) -> str:
+    return _log_bytes(path, since).decode("utf-8", "replace")
+
+
+def _log_bytes(path: Path, since: int) -> bytes:
+    """The engine's log from byte ``since`` on (none when there is no log yet)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(since)
-            return fh.read().decode("utf-8", "replace")
+            return fh.read()
     except OSError:
-        return ""
+        return b""
 
 
 class _SpawnLock:
