@@ -20,7 +20,7 @@ from engine.blas import limit_blas_threads
 from engine.config import Config, load_config
 from engine.crypto import keys
 from engine.crypto.rotation import Rotation
-from engine.errors import NoSpace, StoreLocked, VaultDamaged, VectorsDamaged
+from engine.errors import CtxError, NoSpace, StoreLocked, VaultDamaged, VectorsDamaged
 from engine.store.vault import sources as src
 from engine.store.vault.core import Vault
 from engine.store.vault.guard import PAGES_AT_OPEN_BYTES, vault_bytes
@@ -81,22 +81,11 @@ def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     lent = needs_index and reserve.lend(WAL_INDEX_ROOM)
     try:
         vault = Vault(path, vault_key, cache_mb=cfg.store.vault_cache_mb)
-    except VaultDamaged as damage:
+    except BaseException as refused:
         if lent:
             reserve.repay()  # a refused open leaves the data dir as it found it
-        if not (needs_index and P.disk_full(root)):
-            raise
-        try:
-            bad = _damage_seen_without_room(path, vault_key)
-        except OSError:  # the file itself cannot be read: that is what the open said
-            raise damage from None
-        if bad:
-            raise pages_damaged(bad) from None
-        raise NoSpace("the disk holding the store is full: vault.db cannot be opened "
-                      "until some space is freed (nothing was changed)") from None
-    except BaseException:
-        if lent:
-            reserve.repay()
+        if isinstance(refused, VaultDamaged) and needs_index and P.disk_full(root):
+            raise _without_room(refused, path, vault_key) from None
         raise
     vault.read_only = full
     vault.reserve = reserve
@@ -106,15 +95,23 @@ def new_vault(root: Path, key: bytes, cfg: Config) -> Vault:
     return vault
 
 
-def _damage_seen_without_room(path: Path, vault_key: bytes) -> list[int]:
-    """The pages of a vault that could not be opened on a full disk that fail their
-    check, read from the file (it needs no room). Only a small vault is read whole
-    here, as an open checks one at once (``PAGES_AT_OPEN_BYTES``), and only with no
-    log beside it that would mend a page half written; else none (it says no_space)."""
+def _without_room(damage: VaultDamaged, path: Path, vault_key: bytes) -> CtxError:
+    """What a vault that could not make its WAL index on a full disk says: the pages
+    that fail their check, read from the file (it needs no room; only a small vault is
+    read whole here, as an open checks one at once, ``PAGES_AT_OPEN_BYTES``, and only
+    with no log beside it that would mend a page half written), else no_space; the
+    open's own error where the file itself cannot be read."""
     wal = path.with_name(path.name + "-wal")
-    if vault_bytes(path) > PAGES_AT_OPEN_BYTES or (wal.exists() and wal.stat().st_size):
-        return []
-    return failed_pages(path, vault_key.hex())
+    try:
+        if vault_bytes(path) <= PAGES_AT_OPEN_BYTES and not (wal.exists()
+                                                             and wal.stat().st_size):
+            bad = failed_pages(path, vault_key.hex())
+            if bad:
+                return pages_damaged(bad)
+    except OSError:
+        return damage
+    return NoSpace("the disk holding the store is full: vault.db cannot be opened until "
+                   "some space is freed (nothing was changed)")
 
 
 def open_vectors(root: Path, cfg: Config, key: bytes, dim: int, vault: Vault) -> VectorStore:
