@@ -8,9 +8,11 @@ them refined) over real MiniLM vectors grown by their own covariance
 (``bench.memory_index``), or over ``--sample`` (an .npy of vectors: tests). "before" is
 ``query_before``, the query as it was (main at e8dfb37). Per arm: wall and thread CPU
 p50/p95 ms, and whether every answer (ids, scores to the bit, order) is the same. One
-BLAS thread, as the engine runs.
+BLAS thread and glibc's mmap threshold fixed (``cap_heap_retention``), as the engine runs:
+``--heap glibc`` leaves glibc's own (a query's arrays of a MiB or more then come from
+the heap, not from pages mapped and zeroed afresh).
 
-    python -m bench.vector_pick [--rows 1000000] [--queries 300] [--sample X.npy]
+    python -m bench.vector_pick [--rows 1000000] [--queries 300] [--sample X.npy] [--heap glibc]
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench.stats import machine_state, summary, table
-from engine.lab import ExactIndex, MemoryVectors, StoreConfig, score_rows
+from engine.lab import ExactIndex, MemoryVectors, StoreConfig, cap_heap_retention, score_rows
 
 
 def query_before(index: ExactIndex, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -105,10 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--sample", help="an .npy of vectors to grow from (default: MiniLM's)")
+    ap.add_argument("--heap", choices=("engine", "glibc"), default="engine",
+                    help="glibc's mmap threshold as the engine fixes it, or glibc's own")
     args = ap.parse_args(argv)
+    if args.heap == "engine":
+        cap_heap_retention()
     from threadpoolctl import threadpool_limits
 
-    print(f"machine: {machine_state()}")
+    print(f"machine: {machine_state()}; heap: {args.heap}")
     with threadpool_limits(1, user_api="blas"):
         rows, note = run(args.rows, args.queries, args.sample)
     print(note)

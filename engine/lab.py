@@ -133,6 +133,7 @@ _WHERE: dict[str, str] = {
     "embed_inputs": "engine.store.vault.rebuild",
     "rebuild_vectors": "engine.flows.keeping.vector_rebuild:rebuild",
     "chunk_key": "engine.flows.keeping.vector_rebuild",
+    "cap_heap_retention": "engine.embedding.heap",
     "MemoryVectors": "engine.store.vectors.memory",
     "ExactIndex": "engine.store.vectors.exact_index",
     "score_rows": "engine.store.vectors.exact_index",
@@ -166,6 +167,7 @@ if TYPE_CHECKING:
     from engine.embedding.config import EmbeddingConfig
     from engine.embedding.factory import make_embedder
     from engine.embedding.fake import FakeEmbedder
+    from engine.embedding.heap import cap_heap_retention
     from engine.embedding.minilm import minilm_path
     from engine.embedding.onnx import OnnxEmbedder
     from engine.embedding.onnx_export import export as export_onnx
@@ -234,8 +236,8 @@ __all__ = [  # the names of _WHERE (tests/test_bench_seam.py)
     "RECALL_CHUNK_KINDS", "TRANSCRIPT_FITTED", "ChromaVectors", "ChunkingConfig", "Coverage",
     "EmbeddingConfig", "ExactIndex", "FakeEmbedder", "Filters", "Held", "IngestConfig",
     "KeyedIds", "MemoryVectors", "OnnxEmbedder", "SnapshotFile", "StoreConfig",
-    "TurnPrior", "Writer", "analyze_query", "asks_shown", "blob_kind", "chunk_document", "chunk_key",
-    "context_and_ask",
+    "TurnPrior", "Writer", "analyze_query", "asks_shown", "blob_kind", "cap_heap_retention",
+    "chunk_document", "chunk_key", "context_and_ask",
     "crypto_keys", "detect_agent", "distinct_sources_of", "embed_inputs", "embed_text",
     "encode_documents", "excerpt", "expand_sessions", "export_onnx", "find_export",
     "fit_map", "fit_recall_adapter", "format_time", "fts_query", "ingest_vector_stage",

@@ -66,10 +66,23 @@ TAIL_ROWS = 16_384
 # (up to every row: 0.2-1 s at a million) once per this many, not once per add.
 SIDE_ROWS = 65_536
 GROUP = 16  # rows a product is computed over at a time (see ``score_rows``)
+# A query gathers and scores its candidates' rows a block at a time (a multiple of GROUP
+# rows: each row scores as in one gather) of at most this many bytes a temporary array,
+# and writes its coarse scores into a buffer its thread keeps: no array of a query reaches
+# the 1 MiB from which glibc maps memory afresh (the engine fixes that threshold:
+# engine/embedding/heap.py) and the kernel zeroes its pages. At a million rows a query's
+# five such arrays (20 MB) took a third of its time (bench.vector_pick).
+BLOCK_BYTES = 1 << 19
 
 
-def score_rows(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``rows @ q`` (float32), each row's value the same wherever the row lies.
+def block_rows(row_bytes: int) -> int:
+    """Rows a block holds when each takes ``row_bytes`` in its largest temporary."""
+    return max(GROUP, BLOCK_BYTES // max(1, row_bytes) // GROUP * GROUP)
+
+
+def score_rows(rows: np.ndarray, q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``rows @ q`` (float32), each row's value the same wherever the row lies; written
+    into ``out`` (float32, one per row) when given.
 
     OpenBLAS's matrix-vector kernel takes rows a few at a time and the last one to three
     by another loop that sums in another order: a row's score differed in its last bit
@@ -79,7 +92,8 @@ def score_rows(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     ``search.blas_threads``: more threads split the rows where they like)."""
     n = len(rows)
     whole = n - n % GROUP
-    out = np.empty(n, dtype=np.float32)
+    if out is None:
+        out = np.empty(n, dtype=np.float32)
     if whole:  # straight into ``out``: at a million rows no second array of scores
         np.matmul(rows[:whole], q, out=out[:whole])
     if whole < n:
@@ -149,6 +163,7 @@ class ExactIndex:
         self._first = 0
         self._candidates = 0
         self._refine = 0  # the best of the candidates by all m directions scored exactly
+        self._local = threading.local()  # each querying thread's buffer of coarse scores
 
     def __len__(self) -> int:
         return self._n + len(self._side.ids)
@@ -625,14 +640,14 @@ class ExactIndex:
         pool = pos if len(pos) == want else pos[~tied]
         inner = None
         if refine < len(pool):
-            finer = coarse[pool] + score_rows(self._fine_rows(pool), qb[first:])
+            finer = coarse[pool] + self._fine_scores(pool, qb[first:])
             inner = cut(finer, refine)
         if inner is None:
             return self._candidates_by_partition(qb, total, coarse), None
         keep, held = inner
         if len(pool) < len(pos):  # the rows tied at the coarse cut: all below the refine's
             out = pos[tied]
-            theirs = coarse[out] + score_rows(self._fine_rows(out), qb[first:])
+            theirs = coarse[out] + self._fine_scores(out, qb[first:])
             if not bool(np.all(theirs < finer[keep[held][0]])):
                 return self._candidates_by_partition(qb, total, coarse), None
         return pool[keep], (held if len(keep) > refine else None)
@@ -647,7 +662,7 @@ class ExactIndex:
             coarse = self._coarse(qb[:first])
         cand = np.argpartition(coarse, total - self._candidates)[total - self._candidates:]
         if self._refine and first < len(qb) and self._refine < len(cand):
-            finer = coarse[cand] + score_rows(self._fine_rows(cand), qb[first:])
+            finer = coarse[cand] + self._fine_scores(cand, qb[first:])
             cand = cand[np.argpartition(finer, len(cand) - self._refine)
                         [len(cand) - self._refine:]]
         return np.sort(cand)
@@ -656,12 +671,29 @@ class ExactIndex:
         """Every row's score on the prefilter's first directions, in the merged id order
         (under the lock)."""
         side, n = self._side, self._n
-        coarse = score_rows(self._proj[:n], qfirst)
+        coarse = score_rows(self._proj[:n], qfirst, self._scores_buffer(n))
         if len(side.ids):
             assert side.proj is not None
             coarse = np.insert(coarse, np.searchsorted(self._ids[:n], side.ids),
                                score_rows(side.proj, qfirst))
         return coarse
+
+    def _scores_buffer(self, n: int) -> np.ndarray:
+        """A float32 array of ``n`` that this thread's next query writes over: the coarse
+        scores of a million rows (4 MB), made once, not at every query."""
+        buf = getattr(self._local, "scores", None)
+        if buf is None or len(buf) < n:
+            buf = self._local.scores = np.empty(n + n // 8, dtype=np.float32)  # room to grow
+        return buf[:n]
+
+    def _fine_scores(self, cand: np.ndarray, qfine: np.ndarray) -> np.ndarray:
+        """The rows at merged positions ``cand`` scored on the other directions, a block of
+        rows at a time (under the lock)."""
+        out = np.empty(len(cand), dtype=np.float32)
+        step = block_rows(len(qfine) * 4)
+        for at in range(0, len(cand), step):
+            score_rows(self._fine_rows(cand[at:at + step]), qfine, out[at:at + step])
+        return out
 
     def _fine_rows(self, cand: np.ndarray) -> np.ndarray:
         """The rows at merged positions ``cand`` on the other directions (under the
@@ -675,13 +707,16 @@ class ExactIndex:
         """(ids, exact scores) of the rows at merged positions ``cand`` (under the
         lock)."""
         side = self._side
-        if len(side.ids):
-            where = self._split(cand)
-            rows = self._gather(self._mat, side.mat, where)
-            ids = self._gather(self._ids, side.ids, where)
-        else:
-            rows, ids = self._mat[cand], self._ids[cand]
-        return ids, score_rows(as_float32(rows), q)
+        ids = (self._gather(self._ids, side.ids, self._split(cand)) if len(side.ids)
+               else self._ids[cand])
+        scores = np.empty(len(cand), dtype=np.float32)
+        step = block_rows(self.dim * 8)  # float16 rows: their table indices (``as_float32``)
+        for at in range(0, len(cand), step):
+            part = cand[at:at + step]
+            rows = (self._gather(self._mat, side.mat, self._split(part)) if len(side.ids)
+                    else self._mat[part])
+            score_rows(as_float32(rows), q, scores[at:at + step])
+        return ids, scores
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` best (chunk id, cosine), best first, ties by chunk id (with a
