@@ -47,7 +47,8 @@ million) for each far add.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +69,7 @@ SIDE_ROWS = 65_536
 GROUP = 16  # rows a product is computed over at a time (see ``score_rows``)
 # A query gathers and scores its candidates' rows a block at a time (a multiple of GROUP
 # rows: each row scores as in one gather) of at most this many bytes a temporary array,
-# and writes its coarse scores into a buffer its thread keeps: no array of a query reaches
+# and writes its coarse scores into a buffer the index keeps: no array of a query reaches
 # the 1 MiB from which glibc maps memory afresh (the engine fixes that threshold:
 # engine/embedding/heap.py) and the kernel zeroes its pages. At a million rows a query's
 # five such arrays (20 MB) took a third of its time (bench.vector_pick).
@@ -163,7 +164,8 @@ class ExactIndex:
         self._first = 0
         self._candidates = 0
         self._refine = 0  # the best of the candidates by all m directions scored exactly
-        self._local = threading.local()  # each querying thread's buffer of coarse scores
+        self._spare: list[np.ndarray] = []  # coarse scores' buffers no query holds
+        self._spare_lock = threading.Lock()
 
     def __len__(self) -> int:
         return self._n + len(self._side.ids)
@@ -667,24 +669,31 @@ class ExactIndex:
                         [len(cand) - self._refine:]]
         return np.sort(cand)
 
-    def _coarse(self, qfirst: np.ndarray) -> np.ndarray:
+    def _coarse(self, qfirst: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Every row's score on the prefilter's first directions, in the merged id order
         (under the lock)."""
         side, n = self._side, self._n
-        coarse = score_rows(self._proj[:n], qfirst, self._scores_buffer(n))
+        coarse = score_rows(self._proj[:n], qfirst, out)
         if len(side.ids):
             assert side.proj is not None
             coarse = np.insert(coarse, np.searchsorted(self._ids[:n], side.ids),
                                score_rows(side.proj, qfirst))
         return coarse
 
-    def _scores_buffer(self, n: int) -> np.ndarray:
-        """A float32 array of ``n`` that this thread's next query writes over: the coarse
-        scores of a million rows (4 MB), made once, not at every query."""
-        buf = getattr(self._local, "scores", None)
+    @contextmanager
+    def _scores_buffer(self, n: int) -> Iterator[np.ndarray]:
+        """A float32 array of ``n`` for a query's coarse scores, held while the block
+        runs and then kept for the next query: the scores of a million rows (4 MB) are
+        made once, not at every query; as many are kept as queries ran at once."""
+        with self._spare_lock:
+            buf = self._spare.pop() if self._spare else None
         if buf is None or len(buf) < n:
-            buf = self._local.scores = np.empty(n + n // 8, dtype=np.float32)  # room to grow
-        return buf[:n]
+            buf = np.empty(n + n // 8, dtype=np.float32)  # room to grow
+        try:
+            yield buf[:n]
+        finally:
+            with self._spare_lock:
+                self._spare.append(buf)
 
     def _fine_scores(self, cand: np.ndarray, qfine: np.ndarray) -> np.ndarray:
         """The rows at merged positions ``cand`` scored on the other directions, a block of
@@ -733,14 +742,15 @@ class ExactIndex:
                 return []
             if self._basis is not None and total > max(self._candidates, k):
                 qb = q @ self._basis
-                # every row's coarse score, made once: a tie the argpartition settles
-                # partitions these, not a second scan of every row (11 ms at 1M)
-                coarse = self._coarse(qb[:self._first])
-                cand, extra = self._candidates_of(qb, total, coarse)
-                ids, scores = self._scored(cand, q)
-                if extra is not None and not _misses(scores, ids, extra, k):
-                    cand = self._candidates_by_partition(qb, total, coarse)
+                with self._scores_buffer(n) as buf:
+                    # every row's coarse score, made once: a tie the argpartition settles
+                    # partitions these, not a second scan of every row (11 ms at 1M)
+                    coarse = self._coarse(qb[:self._first], buf)
+                    cand, extra = self._candidates_of(qb, total, coarse)
                     ids, scores = self._scored(cand, q)
+                    if extra is not None and not _misses(scores, ids, extra, k):
+                        cand = self._candidates_by_partition(qb, total, coarse)
+                        ids, scores = self._scored(cand, q)
                 total = len(cand)
             else:
                 scores = self._scan(n, q)

@@ -10,6 +10,7 @@ Scores are compared with one BLAS thread, the engine's setting (search.blas_thre
 
 from __future__ import annotations
 
+import threading
 import tracemalloc
 
 import numpy as np
@@ -286,9 +287,10 @@ def test_a_tie_the_argpartition_settles_scans_the_rows_once(
     scans = []
     coarse = ExactIndex._coarse
 
-    def counted(self: ExactIndex, qfirst: np.ndarray) -> np.ndarray:
+    def counted(self: ExactIndex, qfirst: np.ndarray, out: np.ndarray | None = None
+                ) -> np.ndarray:
         scans.append(1)
-        return coarse(self, qfirst)
+        return coarse(self, qfirst, out)
 
     monkeypatch.setattr(ExactIndex, "_coarse", counted)
     q = rows[40].copy()
@@ -326,3 +328,36 @@ def test_a_big_indexs_query_makes_no_array_of_a_score_a_row() -> None:
             tracemalloc.stop()
         assert first == again == query_before(index, q, 50)
     assert peak < n * 4, peak
+
+
+def test_queries_at_once_each_write_their_own_coarse_scores() -> None:
+    """Two threads query the same prefiltered index at once, many times: each query
+    takes a buffer of coarse scores no other query holds (else one query's scores would
+    be written over by the other's), so every answer is the one it gives alone; the
+    index then keeps as many buffers as ran at once, not one per query."""
+    rng = np.random.default_rng(8)
+    n, dim = 120_000, 32
+    rows = rng.standard_normal((n, dim)).astype(np.float32) + 1.0
+    index = ExactIndex(dim)
+    index.load(np.arange(n), rows)
+    basis, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
+    index.set_prefilter(basis.astype(np.float32), 5_000, first=16, refine=500)
+    qs = [rng.standard_normal(dim).astype(np.float32) for _ in range(2)]
+    with threadpool_limits(1):
+        alone = [index.query(q, 20) for q in qs]
+        wrong: list[int] = []
+        start = threading.Barrier(2)
+
+        def ask(i: int) -> None:
+            start.wait()
+            for _ in range(60):
+                if index.query(qs[i], 20) != alone[i]:
+                    wrong.append(i)
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not wrong
+    assert 1 <= len(index._spare) <= 2
