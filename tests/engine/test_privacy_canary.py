@@ -136,7 +136,7 @@ def test_deleted_text_is_gone_from_the_decrypted_vault(tmp_path: Path, data_dir:
         cache = {r[0] for r in eng.rt.vault._query("SELECT hash FROM embed_cache")}
         assert not keys_before & cache
     rows = _decrypted_rows(data_dir)
-    assert {"chunks_fts_data", "embed_cache", "recall_files"} <= set(rows)
+    assert {"chunks_fts_data", "recall_fts_data", "embed_cache", "recall_files"} <= set(rows)
     holding = sorted(t for t, values in rows.items()
                      if any(n in v.lower() for v in values for n in needles))
     assert holding == []

@@ -9,6 +9,7 @@ data key, so opening costs no PBKDF. What its reads take and give (``Filters``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -28,7 +29,7 @@ from engine.store.vault.gate import ReadGate
 from engine.store.vault.guard import VaultGuard
 from engine.store.vault.integrity import VaultConnection, probe, quiet
 from engine.store.vault.kind_share import OVERFETCH_MIN_SHARE, KindShare, overfetch
-from engine.store.vault.migrations import migrate
+from engine.store.vault.migrations import RECALL_FTS_KINDS, migrate
 from engine.store.vault.reserve import Reserve
 from engine.store.vault.rows import CHUNK_COLUMNS, ChunkRow, Filters, id_batches
 
@@ -97,6 +98,7 @@ class Vault:
         self._speaker_cache: tuple[int, int, int, frozenset[str]] | None = None
         self.read_only = False
         self._filter_join = "chunks c"  # the keyword lane's filtered join (see keyword)
+        self._recall_fts = False  # whether the vault holds recall_fts (migration 16)
         self.reserve: Reserve | None = None  # room for clean-up on a full disk (with_room)
         self.gate = ReadGate()  # reading calls hold it; a file swap waits for them (rekey)
         # While a key rotation holds the writes (engine/store/vault/rekey.py): the access counts
@@ -125,6 +127,9 @@ class Vault:
             self._filter_join = "chunks c INDEXED BY chunks_filter" if conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'chunks_filter'"
             ).fetchone() else "chunks c"
+            self._recall_fts = conn.execute(  # (nor has one opened read-only before 16)
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'recall_fts'"
+            ).fetchone() is not None
         except CtxError:
             self._close_failed()
             raise
@@ -449,35 +454,56 @@ class Vault:
         filter's rows need not lie among the newest (in ``bench.engine_scale``'s stores
         the sessions, recall's kinds, are the oldest fifth), so filtered queries score
         every row as before.
+
+        A filter of session kinds (recall's) matches in ``recall_fts``, which holds those
+        chunks alone, under the sessions' own BM25 statistics (``_fts_for``); recall's
+        filter of every session kind and nothing else is no filter there, so it is
+        bounded as a query without filters is.
         """
         if not match:
             return []
+        fts, filters = self._fts_for(filters)
         newest = max(newest, 2 * limit) if newest else 0  # a window that can answer
         while newest and filters.empty:
-            lo = self._nth_newest(match, newest)
+            lo = self._nth_newest(fts, match, newest)
             if lo is None:
                 break
-            got = self._keyword(match, limit, filters, rescore, parallel, lo)
+            got = self._keyword(fts, match, limit, filters, rescore, parallel, lo)
             if len(got) >= limit:
                 return got
             newest *= 4
-        return self._keyword(match, limit, filters, rescore, parallel, 0)
+        return self._keyword(fts, match, limit, filters, rescore, parallel, 0)
 
-    def _nth_newest(self, match: str, n: int) -> int | None:
-        """The rowid of the ``n``-th newest row ``match`` finds (FTS5 walks its rows in
-        rowid order, unscored); None when it finds fewer."""
+    def _fts_for(self, filters: Filters) -> tuple[str, Filters]:
+        """The FTS5 table a keyword query under ``filters`` matches in, and the filters
+        left to test there: ``recall_fts`` when the kinds are among the session kinds it
+        holds and no source has one of them as its own kind (its rows are then those
+        the kinds pass), without the kinds when they are all of its kinds; else
+        ``chunks_fts`` and ``filters``."""
+        kinds = set(filters.kinds)
+        if not (self._recall_fts and kinds and kinds <= set(RECALL_FTS_KINDS)) \
+                or self._sources_of_kinds(filters.kinds):
+            return "chunks_fts", filters
+        if kinds == set(RECALL_FTS_KINDS):
+            filters = dataclasses.replace(filters, kinds=())
+        return "recall_fts", filters
+
+    def _nth_newest(self, fts: str, match: str, n: int) -> int | None:
+        """The rowid of the ``n``-th newest row ``match`` finds in ``fts`` (FTS5 walks
+        its rows in rowid order, unscored); None when it finds fewer."""
         row = self._conn().execute(
-            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC "
+            f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
             "LIMIT 1 OFFSET ?", (match, n - 1)).fetchone()
         return None if row is None else int(row[0])
 
-    def _keyword(self, match: str, limit: int, filters: Filters, rescore: str,
+    def _keyword(self, fts: str, match: str, limit: int, filters: Filters, rescore: str,
                  parallel: bool, lo: int) -> list[tuple[int, float]]:
-        """``keyword`` over the rows from rowid ``lo`` up (0: every row)."""
+        """``keyword`` in the FTS5 table ``fts`` over the rows from rowid ``lo`` up (0:
+        every row)."""
         above = "AND f.rowid >= ? " if lo else ""
         bound: list[Any] = [lo] if lo else []
-        plain = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
-                 f"WHERE chunks_fts MATCH ? {above}ORDER BY r LIMIT ?")
+        scored = f"SELECT f.rowid, bm25({fts}, 1.0, 0.4) AS r FROM {fts} f "
+        plain = f"{scored}WHERE {fts} MATCH ? {above}ORDER BY r LIMIT ?"
         if filters.empty:
             rows = self._bm25_rows(plain, match, rescore, bound, limit * 2, parallel)
             ready = self._ready_chunks([r[0] for r in rows])
@@ -496,10 +522,9 @@ class Vault:
         # (recall's session kinds are chunks' kinds): a seek in sources less for each
         # row the filter drops (at 1M chunks, "file": 158,865 rows, 125 -> 105 ms)
         where, args = filters.sql(source_kinds=self._sources_of_kinds(filters.kinds))
-        sql = ("SELECT f.rowid, bm25(chunks_fts, 1.0, 0.4) AS r FROM chunks_fts f "
-               f"JOIN {self._filter_join} ON c.id = f.rowid "
+        sql = (f"{scored}JOIN {self._filter_join} ON c.id = f.rowid "
                "JOIN sources s ON s.id = c.source_id "
-               f"WHERE chunks_fts MATCH ? AND {where} ORDER BY r LIMIT ?")
+               f"WHERE {fts} MATCH ? AND {where} ORDER BY r LIMIT ?")
         return [(r[0], -r[1])
                 for r in self._bm25_rows(sql, match, rescore, args, limit, parallel)]
 

@@ -3,7 +3,7 @@
 The vector index is rebuilt from the vault alone: every chunk's embedding input
 (its source title, heading, kind and text) is read in pages of ascending chunk id,
 and once the index is whole again the records of vectors still owed a deletion
-are cleared. A repair also rebuilds the keyword (FTS5) index.
+are cleared. A repair also rebuilds the keyword (FTS5) indexes.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from engine.store.vault.core import Vault
+from engine.store.vault.migrations import RECALL_FTS_KINDS
 
 
 class EmbedInput(NamedTuple):
@@ -63,6 +64,11 @@ def clear_vector_debts(vault: Vault) -> None:
 
 
 def rebuild_keyword_index(vault: Vault) -> None:
-    """Rebuild the FTS5 keyword index from the chunks table."""
+    """Rebuild the FTS5 keyword indexes from the chunks table: chunks_fts, and recall_fts
+    from its kinds' chunks alone (its own 'rebuild' would index every chunk)."""
     with vault.write() as c:
         c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        c.execute("INSERT INTO recall_fts(recall_fts) VALUES ('delete-all')")
+        c.execute("INSERT INTO recall_fts(rowid, text, heading) SELECT id, text, heading "
+                  f"FROM chunks WHERE kind IN ({','.join('?' * len(RECALL_FTS_KINDS))})",
+                  RECALL_FTS_KINDS)
