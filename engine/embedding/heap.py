@@ -7,8 +7,12 @@ batches those buffers come from the heap instead, and the heap keeps its high
 water mark: ingesting 1 MB of text held 0.3 GB more than the live data
 (bench.ingest_mem). Fixing the threshold keeps large buffers on mmap, so
 memory goes back to the system after every batch. Elsewhere this does nothing.
-The setting is process-wide: any block of 1 MiB or more is mmapped afresh. Its
-effect on query latency alone has not been measured against a run without it.
+The setting is process-wide: any block of 1 MiB or more is mmapped afresh and its
+pages zeroed by the kernel at each use, so the vector index's query keeps its arrays
+under that (engine/store/vectors/exact_index.py: a third of its time at a million rows,
+docs/performance.md). Fixing it also fixes glibc's trim threshold (128 KiB): in the
+engine's vector lane at a million rows that left no page faults per query, so it is
+not raised.
 """
 
 from __future__ import annotations

@@ -67,13 +67,16 @@ TAIL_ROWS = 16_384
 # (up to every row: 0.2-1 s at a million) once per this many, not once per add.
 SIDE_ROWS = 65_536
 GROUP = 16  # rows a product is computed over at a time (see ``score_rows``)
-# A query gathers and scores its candidates' rows a block at a time (a multiple of GROUP
-# rows: each row scores as in one gather) of at most this many bytes a temporary array,
-# and writes its coarse scores into a buffer the index keeps: no array of a query reaches
-# the 1 MiB from which glibc maps memory afresh (the engine fixes that threshold:
-# engine/embedding/heap.py) and the kernel zeroes its pages. At a million rows a query's
-# five such arrays (20 MB) took a third of its time (bench.vector_pick).
+# A query gathers and scores its candidates' rows a block at a time, each block's
+# temporaries at most this many bytes (scored by ``score_rows`` as any gather is, so every
+# row to the same bits), and writes its coarse scores into a buffer the index keeps: at a
+# million rows a query's five arrays of a MiB or more (20 MB) took a third of its time,
+# since the engine fixes glibc's mmap threshold (engine/embedding/heap.py) and each was
+# mapped and its pages zeroed afresh. Left as they were: a side block's coarse scores
+# (``np.insert``), the rare fallbacks (``_candidates_by_partition``, ``cut``'s whole
+# partition), and ``cut``'s one byte a row past 1,048,576 rows.
 BLOCK_BYTES = 1 << 19
+SPARE_BUFFERS = 2  # coarse scores' buffers kept for the next queries (4.5 MB each at 1M)
 
 
 def block_rows(row_bytes: int) -> int:
@@ -123,6 +126,11 @@ def _found(held: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ok = at < len(held)
     ok[ok] = held[at[ok]] == want[ok]
     return want[ok], at[ok]
+
+
+# Where a block of a query's candidates lies: positions in the main arrays, or (with a
+# side block) ``ExactIndex._split``'s (which are side rows, main rows, side rows).
+Where = np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -684,7 +692,7 @@ class ExactIndex:
     def _scores_buffer(self, n: int) -> Iterator[np.ndarray]:
         """A float32 array of ``n`` for a query's coarse scores, held while the block
         runs and then kept for the next query: the scores of a million rows (4 MB) are
-        made once, not at every query; as many are kept as queries ran at once."""
+        made once, not at every query; up to ``SPARE_BUFFERS`` are kept."""
         with self._spare_lock:
             buf = self._spare.pop() if self._spare else None
         if buf is None or len(buf) < n:
@@ -693,38 +701,54 @@ class ExactIndex:
             yield buf[:n]
         finally:
             with self._spare_lock:
-                self._spare.append(buf)
+                if len(self._spare) < SPARE_BUFFERS:
+                    self._spare.append(buf)
+
+    def _blocks(self, cand: np.ndarray, row_bytes: int) -> Iterator[tuple[int, Where]]:
+        """``cand`` (merged positions) a block of ``block_rows(row_bytes)`` at a time: (the
+        block's start, where its rows lie: ``_rows``), the side block's places found once
+        for all of them (``_split``: 2.6 ms with 65,536 side rows); under the lock."""
+        step = block_rows(row_bytes)
+        if not len(self._side.ids):
+            for at in range(0, len(cand), step):
+                yield at, cand[at:at + step]
+            return
+        on, rows, srows = self._split(cand)
+        mi = si = 0
+        for at in range(0, len(cand), step):
+            o = on[at:at + step]
+            k = int(np.count_nonzero(o))
+            yield at, (o, rows[mi:mi + len(o) - k], srows[si:si + k])
+            mi, si = mi + len(o) - k, si + k
+
+    def _rows(self, main: np.ndarray, side: np.ndarray | None, where: Where) -> np.ndarray:
+        """A block's rows (``_blocks``) from a main array and the side block's."""
+        if isinstance(where, np.ndarray):
+            return main[where]
+        assert side is not None
+        return self._gather(main, side, where)
 
     def _fine_scores(self, cand: np.ndarray, qfine: np.ndarray) -> np.ndarray:
         """The rows at merged positions ``cand`` scored on the other directions, a block of
         rows at a time (under the lock)."""
         out = np.empty(len(cand), dtype=np.float32)
-        step = block_rows(len(qfine) * 4)
-        for at in range(0, len(cand), step):
-            score_rows(self._fine_rows(cand[at:at + step]), qfine, out[at:at + step])
+        fine = self._side.fine
+        for at, where in self._blocks(cand, len(qfine) * 4):
+            rows = self._rows(self._fine, fine, where)
+            score_rows(rows, qfine, out[at:at + len(rows)])
         return out
 
-    def _fine_rows(self, cand: np.ndarray) -> np.ndarray:
-        """The rows at merged positions ``cand`` on the other directions (under the
-        lock)."""
-        side = self._side
-        if side.fine is not None and len(side.ids):
-            return self._gather(self._fine, side.fine, self._split(cand))
-        return self._fine[cand]
-
     def _scored(self, cand: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, exact scores) of the rows at merged positions ``cand`` (under the
-        lock)."""
+        """(ids, exact scores) of the rows at merged positions ``cand``, a block of rows at
+        a time (under the lock)."""
         side = self._side
         ids = (self._gather(self._ids, side.ids, self._split(cand)) if len(side.ids)
                else self._ids[cand])
         scores = np.empty(len(cand), dtype=np.float32)
-        step = block_rows(self.dim * 8)  # float16 rows: their table indices (``as_float32``)
-        for at in range(0, len(cand), step):
-            part = cand[at:at + step]
-            rows = (self._gather(self._mat, side.mat, self._split(part)) if len(side.ids)
-                    else self._mat[part])
-            score_rows(as_float32(rows), q, scores[at:at + step])
+        # float16 rows: the largest temporary is their table indices (``as_float32``)
+        for at, where in self._blocks(cand, self.dim * 8):
+            rows = self._rows(self._mat, side.mat, where)
+            score_rows(as_float32(rows), q, scores[at:at + len(rows)])
         return ids, scores
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:

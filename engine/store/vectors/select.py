@@ -72,5 +72,6 @@ def _above_threshold(scores: np.ndarray, count: int) -> np.ndarray | None:
     if above * 2 > s:
         return None
     t = np.partition(sample, s - above)[s - above]
-    pos = np.flatnonzero(~(scores < t))  # NaN passes: it counts as the highest
+    below = scores < t
+    pos = np.flatnonzero(np.logical_not(below, out=below))  # NaN passes: the highest
     return pos if len(pos) >= count else None

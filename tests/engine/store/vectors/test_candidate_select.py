@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from bench.vector_pick import query_before
 from engine.store.config import StoreConfig
 from engine.store.vectors import exact_index, select
-from engine.store.vectors.exact_index import ExactIndex, score_rows
+from engine.store.vectors.exact_index import ExactIndex
 from engine.store.vectors.memory import MemoryVectors
 
 
@@ -125,7 +125,7 @@ def _ties_across(index: ExactIndex, q: np.ndarray) -> bool:
     assert got is not None
     if len(got[0]) > index._candidates:
         return True
-    finer = coarse[got[0]] + score_rows(index._fine_rows(got[0]), qb[index._first:])
+    finer = coarse[got[0]] + index._fine_scores(got[0], qb[index._first:])
     inner = select.cut(finer, index._refine)
     assert inner is not None
     return len(inner[0]) > index._refine

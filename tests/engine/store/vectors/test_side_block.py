@@ -75,6 +75,8 @@ def test_random_adds_far_adds_deletes_and_queries_answer_as_the_merged_index(
         monkeypatch: pytest.MonkeyPatch, compact: bool, seed: int) -> None:
     monkeypatch.setattr(exact_index, "TAIL_ROWS", 40)
     monkeypatch.setattr(exact_index, "SIDE_ROWS", 120)
+    # candidates gathered and scored 16 rows a block: blocks that hold main and side rows
+    monkeypatch.setattr(exact_index, "BLOCK_BYTES", 1)
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((6, DIM)) * 2
     index = ExactIndex(DIM, compact=compact)
