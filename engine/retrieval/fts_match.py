@@ -75,11 +75,14 @@ class KeywordQuery:
     words that only add their BM25 to the rows found (``Vault.keyword``). ``newest``
     (0: all; ``search.keyword_scored_max``): when ``match`` finds more rows than that,
     only its newest ``newest`` rows are scored (``Vault.keyword`` widens that window
-    when too few of them answer)."""
+    when too few of them answer). ``rescore_newest``: the same bound for ``rescore``'s
+    words when ``match`` finds no row where the lane looks (its words are held by
+    other rows: a document's words in recall's index of sessions)."""
 
     match: str
     rescore: str = ""
     newest: int = 0
+    rescore_newest: int = 0
 
 
 class TermCounts(Protocol):
@@ -123,8 +126,10 @@ def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
             break
         finding.add(p)
         rows += df[p]
+    others = sum(df[p] for p in kept if p not in finding)
     return KeywordQuery(" OR ".join(p for p in kept if p in finding),
-                        " OR ".join(p for p in kept if p not in finding), _newest(rows, cfg))
+                        " OR ".join(p for p in kept if p not in finding), _newest(rows, cfg),
+                        _newest(others, cfg))
 
 
 def _newest(rows: int, cfg: SearchConfig) -> int:

@@ -141,7 +141,8 @@ def keyword_hits(rt: Runtime, q: KeywordQuery, depth: int, filters: Filters, cfg
     nothing else runs beside it (no vector lane in its thread), so its two FTS5 queries
     may take both cores (``search.keyword_parallel``)."""
     return rt.vault.keyword(q.match, depth, filters, q.rescore,
-                            parallel=alone and cfg.search.keyword_parallel, newest=q.newest)
+                            parallel=alone and cfg.search.keyword_parallel, newest=q.newest,
+                            rescore_newest=q.rescore_newest)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from engine.config import Config
 from engine.facade import ContextEngine
 from engine.flows.search.lanes import keyword_lane
 from engine.recall.chunks import RECALL_CHUNK_KINDS
+from engine.retrieval.fts_match import keyword_match
 from engine.retrieval.query import analyze_query
 from engine.store.vault import migrations
 from engine.store.vault.core import Vault
@@ -58,6 +59,11 @@ def _of_kinds(vault: Vault, kinds: tuple[str, ...] = RECALL_CHUNK_KINDS) -> set[
 def _matched(vault: Vault, word: str) -> set[int]:
     return {r[0] for r in vault._query(
         "SELECT rowid FROM recall_fts WHERE recall_fts MATCH ?", [f'"{word}"'])}
+
+
+def _docs_of(vault: Vault, word: str) -> set[int]:
+    return {r[0] for r in vault._query(
+        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", [f'"{word}"'])}
 
 
 def _mixed(engine: ContextEngine, tmp_path: Path) -> Path:
@@ -233,3 +239,40 @@ def test_the_newest_bound_applies_to_recalls_lane(engine: ContextEngine,
     every = keyword_lane(rt, analyze_query("crane", rt.cfg.query), 4, since, cfg)
     assert every == rt.vault.keyword('"crane"', 4, since)
     assert [c for c, _ in every] == sorted(full, key=lambda c: (-full[c], c))[:4]
+
+
+def test_a_document_word_hands_recalls_lane_to_the_others_under_their_bound(
+        engine: ContextEngine, tmp_path: Path) -> None:
+    """A question's rarest word may be held by documents alone ("clash" at 1M): it finds
+    no row in recall_fts, so the other words find the rows there, bounded as finding
+    words are (their newest ``keyword_scored_max`` session rows scored, whole-query
+    BM25 as before), not every session row of a common word (150 ms at 1M)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    claude = ClaudeLines(session="s-crane")
+    lines: list[str] = []
+    for i in range(30):
+        lines += call_lines(claude, f"c{i}", "Bash", {"command": f"crane lift {i}"},
+                            "cargo " * i + "crane", f"m{i}")  # lengths differ: no ties
+    write_lines(sessions / "s.jsonl", lines)
+    engine.sync([str(sessions)])
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(2):
+        (docs / f"d{i}.md").write_text(f"# Clash {i}\n\nA clash of cranes, part {i}.\n")
+    engine.ingest(paths=[str(docs)], wait=True)
+    rt = engine.rt
+    cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=3, keyword_scored_max=8)
+    plan = keyword_match(analyze_query("clash crane", rt.cfg.query), cfg.search, rt.vault)
+    assert (plan.match, plan.rescore) == ('"clash"', '"crane"')
+    assert (plan.newest, plan.rescore_newest) == (0, 8)
+    rows = sorted(_matched(rt.vault, "crane"))
+    full = dict(rt.vault.keyword('"crane"', 100, RECALL))
+    got = keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4, RECALL, cfg)
+    window = set(rows[-8:])
+    assert len(got) == 4 and {c for c, _ in got} <= window
+    assert [c for c, _ in got] == sorted(window, key=lambda c: (-full[c], c))[:4]
+    assert all(abs(s - full[c]) < 1e-9 for c, s in got)
+    # under chunks_fts (no filter) "clash" finds its documents: the plan is kept
+    assert {c for c, _ in keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4,
+                                       Filters(), cfg)} == _docs_of(rt.vault, "clash")
