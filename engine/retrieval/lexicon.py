@@ -125,20 +125,65 @@ def words_of(text: str) -> list[str]:
     ASCII text without apostrophes is split on every character that is not a letter or
     digit (``str.translate`` and ``split``, in C: half the regex's time, and the same
     tokens, since there the word pattern is ``[a-z0-9]+``); the rerank tokenizes a hundred
-    candidates per query this way. Other text without apostrophes is split by the word
-    pattern alone (``_WORD_RUN``: the same tokens, since with no apostrophe ``BAG_RE``
-    matches nothing else; about half its time on the sessions' non-ASCII tool output).
+    candidates per query this way. ASCII text with apostrophes is split so too, but on
+    neither apostrophes nor underscores, and only its pieces that hold one go through
+    ``BAG_RE`` (``_ascii_apostrophes``). Text whose only non-ASCII characters are neither
+    letters, digits nor a typographic apostrophe (the sessions' arrows, box lines, emoji
+    and dashes) is read as that ASCII text with each of them a ``?``: the same tokens,
+    since to ``BAG_RE`` both are a non-word character. Other text without apostrophes is
+    split by the word pattern alone (``_WORD_RUN``: the same tokens, since with no
+    apostrophe ``BAG_RE`` matches nothing else), the rest by ``BAG_RE``. Half the
+    sessions' chunks hold an apostrophe or a non-ASCII character (issue 35).
     """
     low = text.lower()
-    if "'" not in low and "\u2019" not in low:
-        return low.translate(_NON_WORD_ASCII).split() if low.isascii() else _WORD_RUN.findall(low)
-    return BAG_RE.findall(low)
+    if not low.isascii():
+        if any(map(_wordy, set(_NON_ASCII.findall(low)))):
+            if "'" not in low and "\u2019" not in low:
+                return _WORD_RUN.findall(low)
+            return BAG_RE.findall(low)
+        low = low.encode("ascii", "replace").decode("ascii")
+    if "'" not in low:
+        return low.translate(_NON_WORD_ASCII).split()
+    return _ascii_apostrophes(low)
 
 
 _WORD_RUN = re.compile(r"[^\W_]+")  # BAG_RE's word, without its apostrophe parts
-
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 _NON_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
+# the same, but an apostrophe and an underscore kept: BAG_RE's matches never hold any
+# other non-word character and depend on nothing past one (its lookahead reads "s" and
+# then a word boundary, which an underscore is not), so each piece of text between
+# them is tokenized alone as it would be in place
+_NON_WORD_ASCII_PIECES = str.maketrans({chr(i): " " for i in range(128)
+                                        if not chr(i).isalnum() and chr(i) not in "'_"})
+
+
+def _ascii_apostrophes(low: str) -> list[str]:
+    """``BAG_RE.findall(low)`` of lowercase ASCII ``low``: the regex only over the pieces
+    that hold an apostrophe; a piece of letters, digits and underscores is its runs of
+    letters and digits."""
+    out: list[str] = []
+    for piece in low.translate(_NON_WORD_ASCII_PIECES).split():
+        if "'" in piece:
+            out += BAG_RE.findall(piece)
+        elif "_" in piece:
+            out += piece.replace("_", " ").split()
+        else:
+            out.append(piece)
+    return out
+
+
+# a non-ASCII character -> whether BAG_RE reads it as part of a word (a letter or digit,
+# or the typographic apostrophe); filled as characters are met (bounded by Unicode)
+_WORDY: dict[str, bool] = {}
+
+
+def _wordy(ch: str) -> bool:
+    got = _WORDY.get(ch)
+    if got is None:
+        got = _WORDY[ch] = ch.isalnum() or ch == "\u2019"
+    return got
 
 
 _MONTHS = ("january february march april june july august september october november december "

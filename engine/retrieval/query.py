@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 from engine.errors import ConfigError
 from engine.retrieval.config import LANES, QCLASSES, QueryConfig
@@ -94,22 +96,28 @@ def content_terms(text: str, stopwords: frozenset[str]) -> set[str]:
     return terms_of_words(set(BAG_RE.findall(text.lower())), stopwords)
 
 
-def terms_of_words(words: set[str], stopwords: frozenset[str]) -> set[str]:
-    """Stemmed content terms of an already tokenized set of lowercase words.
+def terms_of_words(words: Collection[str], stopwords: frozenset[str]) -> set[str]:
+    """Stemmed content terms of already tokenized lowercase words (a set, or a text's
+    tokens in order: repeats cost a lookup each, not a set of their own first).
 
     Each word's term ("" for a stopword or a word that is no content) is kept in a
     table per stopword list, so that scanning a candidate is set and map operations
-    in C: the rerank scans a hundred candidates of some hundred words per query.
+    in C: the rerank scans a hundred candidates of some hundred words per query. The
+    table is looked up once a word when it knows them all (the common case once warm:
+    one ``map`` of ``dict.get``), and filled first when it does not.
     """
     table = _TERM_TABLES.get(stopwords)
     if table is None or len(table) > _TERM_TABLE_MAX:
         if len(_TERM_TABLES) > 8:
             _TERM_TABLES.clear()
         table = _TERM_TABLES[stopwords] = {}
-    for w in words.difference(table):  # a dict argument: O(len(words)) lookups in C
-        table[w] = (stem(w) if w not in stopwords
-                    and ((len(w) > 1 and w.isalpha()) or _is_content(w)) else "")
-    out = set(map(table.__getitem__, words))
+    known: set[str | None] = set(map(table.get, words))
+    if None in known:  # a word the table does not know yet
+        for w in set(words).difference(table):
+            table[w] = (stem(w) if w not in stopwords
+                        and ((len(w) > 1 and w.isalpha()) or _is_content(w)) else "")
+        known = set(map(table.__getitem__, words))
+    out = cast(set[str], known)  # every word known now: no None
     out.discard("")
     return out
 

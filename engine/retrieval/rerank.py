@@ -218,20 +218,29 @@ def _normalizer(values: list[float], how: str) -> Callable[[float], float]:
 class _Scan:
     """One candidate tokenized once: body text, its words, and terms incl. entity fields."""
 
-    __slots__ = ("_joined", "_tokens", "day", "fields", "terms", "text", "words")
+    __slots__ = ("_joined", "_tokens", "_words", "day", "fields", "terms", "text")
 
     def __init__(self, cand: RerankCandidate, cfg: RerankConfig) -> None:
         self.day = _utc_day(cand.time)
         self.text = cand.text[: cfg.scan_chars]
         tokens = self._tokens = words_of(self.text)
         self._joined: str | None = None
-        self.words = set(tokens)
-        self.terms = terms_of_words(self.words, cfg.stopwords)
+        self._words: set[str] | None = None
+        # the terms straight from the tokens (no set of the words first: only the
+        # intent feature reads those, which the transcript profile does not weigh)
+        self.terms = terms_of_words(tokens, cfg.stopwords)
         extra = [v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str)]
         self.fields = ""  # entity fields as a token-joined string, like ``joined``
         if extra:
             self.fields, field_terms = _fields_scan("\n".join(extra), cfg.stopwords)
             self.terms |= field_terms
+
+    @property
+    def words(self) -> set[str]:
+        """The body's distinct words (built on first use, as ``joined`` is)."""
+        if self._words is None:
+            self._words = set(self._tokens)
+        return self._words
 
     @property
     def joined(self) -> str:

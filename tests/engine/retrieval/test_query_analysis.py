@@ -20,6 +20,7 @@ from engine.retrieval.query import (
     content_terms,
     lane_weights,
     stem,
+    terms_of_words,
     words_of,
 )
 
@@ -225,3 +226,23 @@ def test_words_of_keeps_contractions_and_drops_possessives() -> None:
     assert words_of("Anna's dog doesn't bark; the_end 3.5") == [
         "anna", "dog", "doesn't", "bark", "the", "end", "3", "5"]
     assert words_of("Café-Straße no.7") == ["café", "straße", "no", "7"]
+
+
+@pytest.mark.parametrize("text", [
+    "anna's_x and bob's", "it's_ok", "a_b's c_d's e", "x'_y", "'s_", "rock'n'roll's_",
+    "it's → done ✓", "bob's—dog", "don’t → stop", "café's déjà", "x's\u2019s", "─┃ it's 5's",
+    "naïve_cat's", "I'll run `make_all`'s tests… ❯ ok", "'quoted' ''s' s's"])
+def test_words_of_fast_paths_keep_the_pattern_tokens(text: str) -> None:
+    # the ASCII-with-apostrophes pieces (an underscore after 's is no word boundary:
+    # "anna's_x" keeps "anna's") and non-ASCII symbols read as non-word characters
+    assert words_of(text) == BAG_RE.findall(text.lower())
+
+
+def test_terms_of_words_reads_tokens_in_order_as_their_set() -> None:
+    # a text's tokens (repeats, words the term table has not met) give the terms of
+    # their set, on a cold table and a warm one
+    stop = frozenset({"the", "a"})
+    tokens = words_of("The runner's runs ran; the RUNS of a runner 2024 zzqx_9 naïve naïve")
+    cold = terms_of_words(tokens, stop)
+    assert cold == terms_of_words(set(tokens), stop) == terms_of_words(tokens, stop)
+    assert "" not in cold and "the" not in cold and {"runner", "run"} <= cold
