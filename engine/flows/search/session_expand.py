@@ -68,6 +68,9 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
         # their texts are read for the chosen ones only (at 500k chunks up to 400 rows
         # a session, each page decrypted and its text built, for 20 kept)
         light = place > 0 and by_words <= 0
+        if light and (f.empty or f.only_kinds):  # (recall's filter) ids and kinds only
+            added.extend(chosen_rows(rt, res, session, limit, f.kinds, keep, vectors))
+            continue
         got = [r for r in rt.vault.session_chunks([session], limit, text=not light,
                                                   meta=not light or f.reads_meta)
                if r.id not in res.rows and f.matches(r)]
@@ -91,23 +94,50 @@ def expand_sessions(rt: Runtime, cfg: Config, res: LaneResult, filters: Filters 
                                vectors={**vectors, **res.vectors}), len(added)
 
 
+def chosen_rows(rt: Runtime, res: LaneResult, session: str, limit: int,
+                kinds: Sequence[str], keep: int, vectors: dict[int, np.ndarray]
+                ) -> list[ChunkRow]:
+    """A later session's chunks as ``expand_sessions`` adds them under a filter of
+    ``kinds`` alone (or none), read whole: of its first ``limit`` chunks those not in
+    ``res`` that pass, and of more than ``keep`` of them the ``keep`` closest to the query
+    (their vectors put in ``vectors``). The same chunks as reading every row first and
+    testing ``Filters.matches`` (a chunk passes when its kind or its source's is one of
+    ``kinds``), without building a row for the ones left out."""
+    ids = [cid for cid, kind, source_kind in rt.vault.session_chunk_kinds([session], limit)
+           if cid not in res.rows and (not kinds or kind in kinds or source_kind in kinds)]
+    if len(ids) > keep:
+        ids, near = closest_ids(rt, res, ids, keep)
+        vectors.update(near)
+    whole = rt.vault.chunks(ids)
+    return [whole[cid] for cid in ids if cid in whole]
+
+
 def closest(rt: Runtime, res: LaneResult, rows: Sequence[ChunkRow], keep: int
             ) -> tuple[list[ChunkRow], dict[int, np.ndarray]]:
     """The ``keep`` of ``rows`` whose stored vectors are closest to the query's (in their
     order), and those vectors (the rerank reuses them); the first ``keep`` rows when the
     query or the vectors are not there."""
+    ids, found = closest_ids(rt, res, [r.id for r in rows], keep)
+    chosen = set(ids)
+    return [r for r in rows if r.id in chosen], found
+
+
+def closest_ids(rt: Runtime, res: LaneResult, ids: Sequence[int], keep: int
+                ) -> tuple[list[int], dict[int, np.ndarray]]:
+    """``closest`` of chunk ids (distinct): the ``keep`` closest, in their order, and
+    their vectors."""
     q = res.query_vector
     try:
-        found = rt.vectors.vectors([r.id for r in rows]) if q is not None else {}
+        found = rt.vectors.vectors(list(ids)) if q is not None else {}
     except VectorStoreUnavailable:
         found = {}
-    have = [r for r in rows if r.id in found]
+    have = [c for c in ids if c in found]
     if not have or q is None:
-        return list(rows[:keep]), {}
-    sims = np.stack([found[r.id] for r in have]) @ np.asarray(q, dtype=np.float32)
-    chosen = {have[i].id for i in np.argsort(-sims, kind="stable")[:keep]}
-    kept = [r for r in rows if r.id in chosen]
-    return kept, {r.id: found[r.id] for r in kept}
+        return list(ids[:keep]), {}
+    sims = np.stack([found[c] for c in have]) @ np.asarray(q, dtype=np.float32)
+    chosen = {have[i] for i in np.argsort(-sims, kind="stable")[:keep]}
+    kept = [c for c in ids if c in chosen]
+    return kept, {c: found[c] for c in kept}
 
 
 def worded_rows(rows: Sequence[ChunkRow], words: Sequence[str], keep: int) -> set[int]:

@@ -370,6 +370,21 @@ class Vault:
         ).fetchall()
         return [ChunkRow.from_row(r) for r in rows]
 
+    def session_chunk_kinds(self, sessions: Sequence[str], limit: int
+                            ) -> list[tuple[int, str, str]]:
+        """``session_chunks``' rows (same order, same ``limit``) as (chunk id, kind, its
+        source's kind) alone: what a filter of kinds tests of them, read without the
+        rest of the row (its columns after the text, which a long text's overflow pages
+        hold) and never built as rows. Session expansion picks a later session's chunks
+        so: at 1M chunks 350 rows a recall in about 0.5 ms, not 3 (issue 35)."""
+        if not sessions or limit <= 0:
+            return []
+        return [(r[0], r[1], r[2]) for r in self._conn().execute(
+            "SELECT c.id, c.kind, s.kind FROM chunks c JOIN sources s ON s.id = c.source_id "
+            f"WHERE c.session IN ({','.join('?' * len(sessions))}) AND s.state = 'ready' "
+            "ORDER BY c.session, c.source_id, c.ordinal LIMIT ?", (*sessions, limit),
+        ).fetchall()]
+
     def sessions_holding(self, words: Sequence[str], max_chunks: int
                          ) -> tuple[dict[str, frozenset[str]], int]:
         """For each word in 1..``max_chunks`` chunks, the sessions holding it; and how

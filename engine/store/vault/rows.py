@@ -168,5 +168,7 @@ class ChunkRow:
     @classmethod
     def from_row(cls, r: Sequence[Any]) -> ChunkRow:
         t = r[8] if r[8] is not None else (r[13] if r[13] is not None else r[14])
-        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], t, json.loads(r[9]),
+        # an empty meta (a stand-in's '{}': the vector lane's filter rows) not parsed
+        meta = {} if r[9] == "{}" else json.loads(r[9])
+        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], t, meta,
                    r[10], r[11], r[12], r[13], r[15])

@@ -253,6 +253,9 @@ def test_a_later_session_s_texts_are_read_for_its_chosen_chunks_only(
     reads = [s for s in seen if "c.session IN" in s]
     assert len(reads) == len(order[:3]) >= 2
     assert "c.text" in reads[0] and not any("c.text" in s for s in reads[1:])
+    # under a filter of kinds (recall's), a later session's rows are read as ids and
+    # kinds alone: no column past the text (its overflow pages), no row built (issue 35)
+    assert not any("c.time" in s or "c.meta" in s for s in reads[1:])
     new = _added(res, out, added, rt.cfg.rerank.window)
     assert added > 0 and all(out.rows[c] == rt.vault.chunks([c])[c] for c in new)
     assert all(out.rows[c].text for c in new)
@@ -261,5 +264,21 @@ def test_a_later_session_s_texts_are_read_for_its_chosen_chunks_only(
     def always_whole(sessions: list[str], limit: int, **_: object) -> list[ChunkRow]:
         return whole(sessions, limit)
 
+    # the same as testing each row read with Filters.matches (the path of other
+    # filters), and as reading every row whole
+    monkeypatch.setattr(Filters, "only_kinds", property(lambda self: False))
+    assert expand_sessions(rt, cfg, res, filters, ranked=ranked) == (out, added)
     monkeypatch.setattr(rt.vault, "session_chunks", always_whole)
     assert expand_sessions(rt, cfg, res, filters, ranked=ranked) == (out, added)
+
+
+@pytest.mark.parametrize("limit", [1, 7, 5000])
+def test_session_chunk_kinds_are_session_chunks_ids_and_kinds(engine: ContextEngine,
+                                                              limit: int) -> None:
+    """``Vault.session_chunk_kinds``: ``session_chunks``' rows, order and limit, as (id,
+    kind, source kind)."""
+    rt, _, _, _, order = _synced(engine)
+    sessions = order[:2]
+    assert rt.vault.session_chunk_kinds(sessions, limit) == [
+        (r.id, r.kind, r.source_kind) for r in rt.vault.session_chunks(sessions, limit)]
+    assert rt.vault.session_chunk_kinds([], limit) == []
