@@ -161,16 +161,24 @@ _NON_WORD_ASCII_PIECES = str.maketrans({chr(i): " " for i in range(128)
 
 def _ascii_apostrophes(low: str) -> list[str]:
     """``BAG_RE.findall(low)`` of lowercase ASCII ``low``: the regex only over the pieces
-    that hold an apostrophe; a piece of letters, digits and underscores is its runs of
-    letters and digits."""
+    that hold an apostrophe (found by ``str.find``: a few a text), the text between
+    them split on its spaces and underscores (there a piece of letters, digits and
+    underscores is its runs of letters and digits)."""
+    text = low.translate(_NON_WORD_ASCII_PIECES)
     out: list[str] = []
-    for piece in low.translate(_NON_WORD_ASCII_PIECES).split():
-        if "'" in piece:
-            out += BAG_RE.findall(piece)
-        elif "_" in piece:
-            out += piece.replace("_", " ").split()
-        else:
-            out.append(piece)
+    at = 0  # where the text not yet tokenized starts
+    i = text.find("'")
+    while i >= 0:
+        space = text.rfind(" ", at, i)
+        start = at if space < 0 else space + 1  # the apostrophe's piece
+        end = text.find(" ", i)
+        if end < 0:
+            end = len(text)
+        out += text[at:start].replace("_", " ").split()
+        out += BAG_RE.findall(text[start:end])
+        at = end
+        i = text.find("'", end)
+    out += text[at:].replace("_", " ").split()
     return out
 
 
