@@ -75,14 +75,14 @@ class KeywordQuery:
     words that only add their BM25 to the rows found (``Vault.keyword``). ``newest``
     (0: all; ``search.keyword_scored_max``): when ``match`` finds more rows than that,
     only its newest ``newest`` rows are scored (``Vault.keyword`` widens that window
-    when too few of them answer). ``rescore_newest``: the same bound for ``rescore``'s
-    words when ``match`` finds no row where the lane looks (its words are held by
-    other rows: a document's words in recall's index of sessions)."""
+    when too few of them answer). ``otherwise``: the query when ``match`` finds no row
+    where the lane looks (its words are held by other rows: a document's words in
+    recall's index of sessions), ``rescore``'s words planned as the query's were."""
 
     match: str
     rescore: str = ""
     newest: int = 0
-    rescore_newest: int = 0
+    otherwise: KeywordQuery | None = None
 
 
 class TermCounts(Protocol):
@@ -119,6 +119,14 @@ def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
     df = {p: found[w.lower()] for p, w in words.items()}
     kept = ([p for p in parts if df[p] <= cfg.keyword_max_df * n]
             or [min(parts, key=df.__getitem__)])
+    return _plan(kept, df, cfg, then=True)
+
+
+def _plan(kept: list[str], df: Mapping[str, int], cfg: SearchConfig, *, then: bool
+          ) -> KeywordQuery:
+    """``kept``'s rarest words find the rows while their counts fit the row budget, the
+    others rescore (``keyword_match``); ``then``: with the others planned so too, the
+    query when the finding words find no row (``KeywordQuery.otherwise``)."""
     finding: set[str] = set()
     rows = 0
     for p in sorted(kept, key=df.__getitem__):
@@ -126,10 +134,10 @@ def keyword_match(analysis: QueryAnalysis, cfg: SearchConfig, counts: TermCounts
             break
         finding.add(p)
         rows += df[p]
-    others = sum(df[p] for p in kept if p not in finding)
-    return KeywordQuery(" OR ".join(p for p in kept if p in finding),
-                        " OR ".join(p for p in kept if p not in finding), _newest(rows, cfg),
-                        _newest(others, cfg))
+    rest = [p for p in kept if p not in finding]
+    return KeywordQuery(" OR ".join(p for p in kept if p in finding), " OR ".join(rest),
+                        _newest(rows, cfg),
+                        _plan(rest, df, cfg, then=False) if then and rest else None)
 
 
 def _newest(rows: int, cfg: SearchConfig) -> int:

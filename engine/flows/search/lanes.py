@@ -140,9 +140,11 @@ def keyword_hits(rt: Runtime, q: KeywordQuery, depth: int, filters: Filters, cfg
     """(chunk id, BM25) of the keyword lane for the planned ``q``, best first. ``alone``:
     nothing else runs beside it (no vector lane in its thread), so its two FTS5 queries
     may take both cores (``search.keyword_parallel``)."""
+    other = q.otherwise
     return rt.vault.keyword(q.match, depth, filters, q.rescore,
                             parallel=alone and cfg.search.keyword_parallel, newest=q.newest,
-                            rescore_newest=q.rescore_newest)
+                            otherwise=(other.match, other.rescore, other.newest)
+                            if other is not None else None)
 
 
 @dataclass(frozen=True)

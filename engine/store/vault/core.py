@@ -450,7 +450,7 @@ class Vault:
 
     def keyword(self, match: str, limit: int, filters: Filters,
                 rescore: str = "", *, parallel: bool = True, newest: int = 0,
-                rescore_newest: int = 0) -> list[tuple[int, float]]:
+                otherwise: tuple[str, str, int] | None = None) -> list[tuple[int, float]]:
         """FTS5 BM25 lane: (chunk id, bm25) best first. ``match`` (and ``rescore``) must
         be safe expressions (``engine.retrieval.query.fts_query``).
 
@@ -469,9 +469,8 @@ class Vault:
         filter's rows need not lie among the newest (in ``bench.engine_scale``'s stores
         the sessions, recall's kinds, are the oldest fifth), so filtered queries score
         every row as before.
-        ``rescore_newest`` (``KeywordQuery.rescore_newest``): the bound for ``rescore``'s
-        words when ``match`` finds no row (without filters there), which then find the
-        rows alone.
+        ``otherwise`` (match, rescore, newest; ``KeywordQuery.otherwise``): the query
+        asked instead when ``match`` finds no row (without filters there).
 
         A filter of session kinds (recall's) matches in ``recall_fts``, which holds those
         chunks alone, under the sessions' own BM25 statistics (``_fts_for``); recall's
@@ -481,11 +480,11 @@ class Vault:
         if not match:
             return []
         fts, filters = self._fts_for(filters)
-        if rescore and rescore_newest and filters.empty \
+        if otherwise is not None and filters.empty \
                 and self._nth_newest(fts, match, 1) is None:
             # ``match`` holds no row here (a document's words, in recall_fts): the other
-            # words find the rows, under their own bound (``KeywordQuery.rescore_newest``)
-            match, rescore, newest = rescore, "", rescore_newest
+            # words, planned as the query's were, find the rows
+            match, rescore, newest = otherwise
         newest = max(newest, 2 * limit) if newest else 0  # a window that can answer
         while newest and filters.empty:
             lo = self._nth_newest(fts, match, newest)

@@ -256,7 +256,8 @@ M15_SOURCE_KIND_INDEX = """
 # Recall's keyword lane matches in an FTS5 index of the session chunks alone (its kinds,
 # ``RECALL_FTS_KINDS``), not in chunks_fts, where a common word's document rows were
 # matched and joined only to be dropped by the kinds filter (at 1M chunks, "file":
-# 158,895 rows, 140 ms; issue 35). Its BM25 statistics are the sessions' own.
+# 158,895 rows, 140 ms; issue 35). Its BM25 statistics are the sessions' own. Kept by
+# triggers on every insert, delete and update of a chunk's kind, text or heading.
 M16_RECALL_FTS = """
         CREATE VIRTUAL TABLE recall_fts USING fts5(
             text, heading, content='chunks', content_rowid='id',
@@ -273,6 +274,13 @@ M16_RECALL_FTS = """
         WHEN old.kind IN ('turn_pair', 'thinking', 'session_code', 'tool') BEGIN
             INSERT INTO recall_fts(recall_fts, rowid, text, heading)
             VALUES ('delete', old.id, old.text, old.heading);
+        END;
+        CREATE TRIGGER recall_fts_au AFTER UPDATE OF kind, text, heading ON chunks BEGIN
+            INSERT INTO recall_fts(recall_fts, rowid, text, heading)
+            SELECT 'delete', old.id, old.text, old.heading
+            WHERE old.kind IN ('turn_pair', 'thinking', 'session_code', 'tool');
+            INSERT INTO recall_fts(rowid, text, heading) SELECT new.id, new.text, new.heading
+            WHERE new.kind IN ('turn_pair', 'thinking', 'session_code', 'tool');
         END;
 """
 

@@ -13,7 +13,7 @@ from engine.config import Config
 from engine.facade import ContextEngine
 from engine.flows.search.lanes import keyword_lane
 from engine.recall.chunks import RECALL_CHUNK_KINDS
-from engine.retrieval.fts_match import keyword_match
+from engine.retrieval.fts_match import KeywordQuery, keyword_match
 from engine.retrieval.query import analyze_query
 from engine.store.vault import migrations
 from engine.store.vault.core import Vault
@@ -31,7 +31,7 @@ def test_the_store_layer_names_recalls_kinds() -> None:
     16's literals) must be recall's."""
     assert RECALL_FTS_KINDS == RECALL_CHUNK_KINDS
     for kind in RECALL_CHUNK_KINDS:
-        assert migrations.M16_RECALL_FTS.count(f"'{kind}'") == 3
+        assert migrations.M16_RECALL_FTS.count(f"'{kind}'") == 5
 
 
 def _session(folder: Path, name: str, words: str) -> None:
@@ -241,16 +241,15 @@ def test_the_newest_bound_applies_to_recalls_lane(engine: ContextEngine,
     assert [c for c, _ in every] == sorted(full, key=lambda c: (-full[c], c))[:4]
 
 
-def test_a_document_word_hands_recalls_lane_to_the_others_under_their_bound(
-        engine: ContextEngine, tmp_path: Path) -> None:
-    """A question's rarest word may be held by documents alone ("clash" at 1M): it finds
-    no row in recall_fts, so the other words find the rows there, bounded as finding
-    words are (their newest ``keyword_scored_max`` session rows scored, whole-query
-    BM25 as before), not every session row of a common word (150 ms at 1M)."""
+def _crane_sessions(engine: ContextEngine, tmp_path: Path, first: list[str]) -> None:
+    """``first`` (tool results, the oldest rows), then 30 crane rows of differing lengths;
+    and two documents that speak of a clash (a word no session holds)."""
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     claude = ClaudeLines(session="s-crane")
     lines: list[str] = []
+    for i, out in enumerate(first):
+        lines += call_lines(claude, f"k{i}", "Bash", {"command": f"kubectl get {i}"}, out, f"n{i}")
     for i in range(30):
         lines += call_lines(claude, f"c{i}", "Bash", {"command": f"crane lift {i}"},
                             "cargo " * i + "crane", f"m{i}")  # lengths differ: no ties
@@ -261,11 +260,21 @@ def test_a_document_word_hands_recalls_lane_to_the_others_under_their_bound(
     for i in range(2):
         (docs / f"d{i}.md").write_text(f"# Clash {i}\n\nA clash of cranes, part {i}.\n")
     engine.ingest(paths=[str(docs)], wait=True)
+
+
+def test_a_document_word_hands_recalls_lane_to_the_others_under_their_bound(
+        engine: ContextEngine, tmp_path: Path) -> None:
+    """A question's rarest word may be held by documents alone ("clash" at 1M): it finds
+    no row in recall_fts, so its other words find the rows there, planned as the query's
+    were (``KeywordQuery.otherwise``): a common word alone is bounded as finding words
+    are (its newest ``keyword_scored_max`` session rows scored, whole-query BM25 as
+    before), not scored in every session row (150 ms at 1M)."""
+    _crane_sessions(engine, tmp_path, [])
     rt = engine.rt
     cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=3, keyword_scored_max=8)
     plan = keyword_match(analyze_query("clash crane", rt.cfg.query), cfg.search, rt.vault)
-    assert (plan.match, plan.rescore) == ('"clash"', '"crane"')
-    assert (plan.newest, plan.rescore_newest) == (0, 8)
+    assert (plan.match, plan.rescore, plan.newest) == ('"clash"', '"crane"', 0)
+    assert plan.otherwise == KeywordQuery('"crane"', "", 8)
     rows = sorted(_matched(rt.vault, "crane"))
     full = dict(rt.vault.keyword('"crane"', 100, RECALL))
     got = keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4, RECALL, cfg)
@@ -276,3 +285,38 @@ def test_a_document_word_hands_recalls_lane_to_the_others_under_their_bound(
     # under chunks_fts (no filter) "clash" finds its documents: the plan is kept
     assert {c for c, _ in keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4,
                                        Filters(), cfg)} == _docs_of(rt.vault, "clash")
+
+
+def test_the_other_words_rarest_still_find_when_a_document_word_finds_none(
+        engine: ContextEngine, tmp_path: Path) -> None:
+    """Of the other words, a rare one ("kubelet", in the three oldest session rows) finds
+    the rows again and the common one only rescores: the kubelet rows come first, as
+    when every other word found rows unbounded, not the newest crane rows."""
+    _crane_sessions(engine, tmp_path, [f"the kubelet crane failed {i}" for i in range(3)])
+    rt = engine.rt
+    cfg = _bounded(keyword_max_df=1.0, keyword_row_budget=3, keyword_scored_max=8)
+    ask = analyze_query("clash kubelet crane", rt.cfg.query)
+    plan = keyword_match(ask, cfg.search, rt.vault)
+    assert (plan.match, plan.rescore) == ('"clash"', '"kubelet" OR "crane"')
+    assert plan.otherwise == KeywordQuery('"kubelet"', '"crane"', 0)
+    kubelet = _matched(rt.vault, "kubelet")
+    assert len(kubelet) == 3 and max(kubelet) < sorted(_matched(rt.vault, "crane"))[-8]
+    got = keyword_lane(rt, ask, 4, RECALL, cfg)
+    whole = rt.vault.keyword('"kubelet" OR "crane"', 4, RECALL)
+    assert {c for c, _ in got} == kubelet == {c for c, _ in whole[:3]}
+    assert got == whole[:3]
+
+
+def test_a_chunk_whose_kind_changes_moves_in_or_out_of_recall_fts(
+        engine: ContextEngine, tmp_path: Path) -> None:
+    """No code updates a chunk's kind today, but a migration did once (9): the update
+    trigger keeps recall_fts to the session kinds' rows, its index sound."""
+    _mixed(engine, tmp_path)
+    vault = engine.rt.vault
+    tool = min(_of_kinds(vault, ("tool",)))
+    doc = min(_of_kinds(vault, ("section",)))
+    with vault.write() as c:
+        c.execute("UPDATE chunks SET kind = 'section' WHERE id = ?", (tool,))
+        c.execute("UPDATE chunks SET kind = 'tool' WHERE id = ?", (doc,))
+    assert _indexed(vault) == _of_kinds(vault)
+    assert tool not in _indexed(vault) and doc in _indexed(vault)
