@@ -211,20 +211,8 @@ def test_the_newest_bound_applies_to_recalls_lane(engine: ContextEngine,
     a common word's rows there are bounded as an unfiltered query's are: only its newest
     ``keyword_scored_max`` session rows are scored (documents newer than them are not
     counted); with another filter part, every row is scored as before."""
-    sessions = tmp_path / "sessions"
-    sessions.mkdir()
-    claude = ClaudeLines(session="s-crane")
-    lines: list[str] = []
-    for i in range(30):
-        lines += call_lines(claude, f"c{i}", "Bash", {"command": f"crane lift {i}"},
-                            "cargo " * i + "crane", f"m{i}")  # lengths differ: no ties
-    write_lines(sessions / "s.jsonl", lines)
-    engine.sync([str(sessions)])
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i in range(12):
-        (docs / f"d{i}.md").write_text(f"# Crane {i}\n\nThe crane manual {i}.\n")
-    engine.ingest(paths=[str(docs)], wait=True)
+    _crane_sessions(engine, tmp_path, [], [f"# Crane {i}\n\nThe crane manual {i}.\n"
+                                           for i in range(12)])
     rt = engine.rt
     cfg = _bounded(keyword_max_df=1.0, keyword_scored_max=8)
     rows = sorted(_matched(rt.vault, "crane"))
@@ -241,9 +229,11 @@ def test_the_newest_bound_applies_to_recalls_lane(engine: ContextEngine,
     assert [c for c, _ in every] == sorted(full, key=lambda c: (-full[c], c))[:4]
 
 
-def _crane_sessions(engine: ContextEngine, tmp_path: Path, first: list[str]) -> None:
+def _crane_sessions(engine: ContextEngine, tmp_path: Path, first: list[str],
+                    texts: list[str] | None = None) -> None:
     """``first`` (tool results, the oldest rows), then 30 crane rows of differing lengths;
-    and two documents that speak of a clash (a word no session holds)."""
+    then documents of ``texts`` (by default two that speak of a clash, a word no session
+    holds)."""
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     claude = ClaudeLines(session="s-crane")
@@ -257,8 +247,9 @@ def _crane_sessions(engine: ContextEngine, tmp_path: Path, first: list[str]) -> 
     engine.sync([str(sessions)])
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(2):
-        (docs / f"d{i}.md").write_text(f"# Clash {i}\n\nA clash of cranes, part {i}.\n")
+    for i, body in enumerate(texts or [f"# Clash {i}\n\nA clash of cranes, part {i}.\n"
+                                       for i in range(2)]):
+        (docs / f"d{i}.md").write_text(body)
     engine.ingest(paths=[str(docs)], wait=True)
 
 
