@@ -137,7 +137,7 @@ def words_of(text: str) -> list[str]:
     """
     low = text.lower()
     if not low.isascii():
-        if any(map(_wordy, set(_NON_ASCII.findall(low)))):
+        if "\u2019" in low or _NON_ASCII_WORD.search(low):
             if "'" not in low and "\u2019" not in low:
                 return _WORD_RUN.findall(low)
             return BAG_RE.findall(low)
@@ -148,7 +148,9 @@ def words_of(text: str) -> list[str]:
 
 
 _WORD_RUN = re.compile(r"[^\W_]+")  # BAG_RE's word, without its apostrophe parts
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# a non-ASCII letter or digit (a word character to BAG_RE, as the typographic apostrophe
+# is): text without any is read as ASCII (``words_of``); no cache of characters met
+_NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")
 
 _NON_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
 # the same, but an apostrophe and an underscore kept: BAG_RE's matches never hold any
@@ -180,18 +182,6 @@ def _ascii_apostrophes(low: str) -> list[str]:
         i = text.find("'", end)
     out += text[at:].replace("_", " ").split()
     return out
-
-
-# a non-ASCII character -> whether BAG_RE reads it as part of a word (a letter or digit,
-# or the typographic apostrophe); filled as characters are met (bounded by Unicode)
-_WORDY: dict[str, bool] = {}
-
-
-def _wordy(ch: str) -> bool:
-    got = _WORDY.get(ch)
-    if got is None:
-        got = _WORDY[ch] = ch.isalnum() or ch == "\u2019"
-    return got
 
 
 _MONTHS = ("january february march april june july august september october november december "
