@@ -215,18 +215,24 @@ def test_the_newest_bound_applies_to_recalls_lane(engine: ContextEngine,
                                            for i in range(12)])
     rt = engine.rt
     cfg = _bounded(keyword_max_df=1.0, keyword_scored_max=8)
-    rows = sorted(_matched(rt.vault, "crane"))
-    assert len(rows) >= 30
-    full = dict(rt.vault.keyword('"crane"', 100, RECALL))
-    got = keyword_lane(rt, analyze_query("crane", rt.cfg.query), 4, RECALL, cfg)
-    window = set(rows[-8:])
-    assert len(got) == 4 and {c for c, _ in got} <= window
-    assert [c for c, _ in got] == sorted(window, key=lambda c: (-full[c], c))[:4]
-    assert all(abs(s - full[c]) < 1e-9 for c, s in got)
+    assert len(_matched(rt.vault, "crane")) >= 30
+    full = _the_newest_crane_rows_best(
+        rt.vault, keyword_lane(rt, analyze_query("crane", rt.cfg.query), 4, RECALL, cfg))
     since = Filters(kinds=RECALL_CHUNK_KINDS, since=0.0)
     every = keyword_lane(rt, analyze_query("crane", rt.cfg.query), 4, since, cfg)
     assert every == rt.vault.keyword('"crane"', 4, since)
     assert [c for c, _ in every] == sorted(full, key=lambda c: (-full[c], c))[:4]
+
+
+def _the_newest_crane_rows_best(vault: Vault, got: list[tuple[int, float]]) -> dict[int, float]:
+    """Check that ``got`` (4 hits) is the best of the 8 newest session rows holding
+    "crane", each with its whole-query BM25; the unbounded scores, returned."""
+    full = dict(vault.keyword('"crane"', 100, RECALL))
+    window = set(sorted(_matched(vault, "crane"))[-8:])
+    assert len(got) == 4 and {c for c, _ in got} <= window
+    assert [c for c, _ in got] == sorted(window, key=lambda c: (-full[c], c))[:4]
+    assert all(abs(s - full[c]) < 1e-9 for c, s in got)
+    return full
 
 
 def _crane_sessions(engine: ContextEngine, tmp_path: Path, first: list[str],
@@ -266,13 +272,8 @@ def test_a_document_word_hands_recalls_lane_to_the_others_under_their_bound(
     plan = keyword_match(analyze_query("clash crane", rt.cfg.query), cfg.search, rt.vault)
     assert (plan.match, plan.rescore, plan.newest) == ('"clash"', '"crane"', 0)
     assert plan.otherwise == KeywordQuery('"crane"', "", 8)
-    rows = sorted(_matched(rt.vault, "crane"))
-    full = dict(rt.vault.keyword('"crane"', 100, RECALL))
-    got = keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4, RECALL, cfg)
-    window = set(rows[-8:])
-    assert len(got) == 4 and {c for c, _ in got} <= window
-    assert [c for c, _ in got] == sorted(window, key=lambda c: (-full[c], c))[:4]
-    assert all(abs(s - full[c]) < 1e-9 for c, s in got)
+    _the_newest_crane_rows_best(
+        rt.vault, keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4, RECALL, cfg))
     # under chunks_fts (no filter) "clash" finds its documents: the plan is kept
     assert {c for c, _ in keyword_lane(rt, analyze_query("clash crane", rt.cfg.query), 4,
                                        Filters(), cfg)} == _docs_of(rt.vault, "clash")
