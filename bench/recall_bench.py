@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     import dataclasses
 
     from engine.lab import Filters, run_lanes
-    from engine.lab import vault_core as vault_module
+    from engine.lab import vault_keyword_reads as vault_module
 
     cfg = eng.rt.cfg
     round1 = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall, hit_unit="chunk"),

@@ -63,7 +63,8 @@ Modules a bench instruments (it wraps their functions to time each stage, and un
 - ``search_lanes``, ``search_ranking``, ``search_session_words``,
   ``search_session_expand`` (flows.search.*)
 - ``ingest_vector_stage`` (flows.ingest.vector_stage)
-- ``vault_core``, ``vault_adapt``, ``vault_sources``, ``vault_embed_cache`` (store.vault.*)
+- ``vault_core``, ``vault_keyword_reads``, ``vault_adapt``, ``vault_sources``,
+  ``vault_embed_cache`` (store.vault.*)
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ _WHERE: dict[str, str] = {
     "search_session_expand": "engine.flows.search.session_expand:",
     "ingest_vector_stage": "engine.flows.ingest.vector_stage:",
     "vault_core": "engine.store.vault.core:",
+    "vault_keyword_reads": "engine.store.vault.keyword_reads:",
     "vault_adapt": "engine.store.vault.adapt:",
     "vault_sources": "engine.store.vault.sources:",
     "vault_embed_cache": "engine.store.vault.embed_cache:",
@@ -222,6 +224,7 @@ if TYPE_CHECKING:
     from engine.store.vault import adapt as vault_adapt
     from engine.store.vault import core as vault_core
     from engine.store.vault import embed_cache as vault_embed_cache
+    from engine.store.vault import keyword_reads as vault_keyword_reads
     from engine.store.vault import sources as vault_sources
     from engine.store.vault.rebuild import embed_inputs
     from engine.store.vault.rows import Filters
@@ -248,7 +251,8 @@ __all__ = [  # the names of _WHERE (tests/test_bench_seam.py)
     "recall_sync", "recall_turn_hits", "recall_turns", "rrf", "run_lanes", "score_rows",
     "search_lanes", "search_ranking", "search_session_expand", "search_session_words",
     "suppress_near_duplicates", "token_batches", "training_set", "transcript_lines",
-    "vault_adapt", "vault_core", "vault_embed_cache", "vault_sources", "walk_paths",
+    "vault_adapt", "vault_core", "vault_embed_cache", "vault_keyword_reads", "vault_sources",
+    "walk_paths",
 ]
 
 

@@ -32,7 +32,7 @@ import atexit
 pools = []
 atexit.register(lambda: print([p._shutdown for p in pools]))
 from engine.flows.search import lanes
-from engine.store.vault import core as vault
+from engine.store.vault import keyword_reads as vault
 pools += [lanes._lane_pool(), vault._fts_pool()]
 for p in pools:
     p.submit(int).result()

@@ -22,7 +22,7 @@ from engine.packing.packer import pack
 from engine.recall.chunks import RECALL_CHUNK_KINDS
 from engine.retrieval.dedupe import text_similarity
 from engine.store.vault import recall_sessions as session_rows
-from engine.store.vault.core import ChunkRow, Filters
+from engine.store.vault.rows import ChunkRow, Filters
 
 RECALL_KINDS = RECALL_CHUNK_KINDS  # the chunk kinds of coding sessions, theirs alone
 RELATED_DEPTH = 30  # ranked hits read for the Related and Failures sections

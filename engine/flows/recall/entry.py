@@ -25,7 +25,7 @@ from engine.flows.runtime import Runtime
 from engine.flows.search.inputs import check_budget
 from engine.recall.asked_from import project_of_folder
 from engine.recall.chunks import SESSION_CODE
-from engine.store.vault.core import Filters
+from engine.store.vault.rows import Filters
 
 FORMATS = ("context", "markdown", "json", "claude-hook")
 TYPE_ALIASES = {"code": SESSION_CODE}  # recall's --type names users already know

@@ -40,7 +40,7 @@ from engine.flows.search.lanes import to_hit
 from engine.flows.search.ranking import Ranked, rank_query
 from engine.metrics import QUERY_MS
 from engine.recall.present import Weigher, compose_turn, part_lines
-from engine.store.vault.core import ChunkRow, Filters
+from engine.store.vault.rows import ChunkRow, Filters
 
 
 def group_turns(ranked: Sequence[Ranked], rows: Mapping[int, ChunkRow], k: int

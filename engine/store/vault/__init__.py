@@ -2,8 +2,9 @@
 
 The vault, and what its reads take and give:
 
-- ``core``        the open vault: one connection per thread, the single writer, chunk and
-  keyword reads (``Vault``);
+- ``core``        the open vault: one connection per thread, the single writer, chunk
+  reads and word counts (``Vault``); ``keyword_reads`` its keyword lane (FTS5 BM25 in
+  ``chunks_fts`` or ``recall_fts``, bounded in big stores, and the rows a filter passes);
 - ``rows``        the search filters (``Filters``) and a chunk read with its source
   (``ChunkRow``);
 - ``migrations``  the numbered schema migrations; ``layout`` what a data dir holds, read

@@ -173,7 +173,7 @@ def test_the_digest_gets_every_hit_whole_for_its_packer(synced: ContextEngine) -
     from engine.flows.recall.hits import presented
     from engine.flows.search.ranking import search
     from engine.recall.present import excerpt
-    from engine.store.vault.core import Filters
+    from engine.store.vault.rows import Filters
 
     found = search(synced.rt, QUERY, 30, expand_session=True,
                    filters=Filters(kinds=RECALL_KINDS))

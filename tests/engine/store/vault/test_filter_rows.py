@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.facade import ContextEngine
-from engine.store.vault.core import Filters
+from engine.store.vault.rows import Filters
 from tests.engine.recall.recall_helpers import ClaudeLines, text, write_lines
 
 

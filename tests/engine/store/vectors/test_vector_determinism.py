@@ -31,7 +31,7 @@ CHILD = textwrap.dedent("""
     import json, sys
     from engine.facade import ContextEngine
     from engine.flows.search.lanes import vector_lane
-    from engine.store.vault.core import Filters
+    from engine.store.vault.rows import Filters
     eng = ContextEngine.open(sys.argv[1], create=False)
     out = []
     for q in json.loads(sys.argv[2]):

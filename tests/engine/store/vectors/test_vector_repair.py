@@ -35,7 +35,7 @@ def _fill(eng: ContextEngine, n: int = 20) -> None:
 
 def _vector_hits(eng: ContextEngine) -> list[int]:
     from engine.flows.search.lanes import vector_lane
-    from engine.store.vault.core import Filters
+    from engine.store.vault.rows import Filters
 
     ids, _, _ = vector_lane(eng.rt, "lighthouse keeper ships fog", 10, Filters())
     return ids

@@ -110,7 +110,7 @@ def test_hnsw_path_rescores_exactly(tmp_path: Path, data_dir: Path) -> None:
     """Above ``store.exact_search_max`` Chroma's HNSW candidates are re-scored exactly:
     the same ranking as the exact index, scores as cosines, ties broken by chunk id."""
     from engine.flows.search.lanes import vector_lane
-    from engine.store.vault.core import Filters
+    from engine.store.vault.rows import Filters
 
     docs = _docs(tmp_path, 10)
     hnsw = Config().with_overrides({"store": {"exact_search_max": 0,
