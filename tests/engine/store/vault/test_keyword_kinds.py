@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import engine.store.vault.core as vault_module
+import engine.store.vault.keyword_reads as vault_module
 from engine.facade import ContextEngine
 from engine.store.vault.kind_share import KindShare, overfetch
 from engine.store.vault.rows import Filters

@@ -10,6 +10,7 @@ import pytest
 from engine import UPGRADE_LOGGER
 from engine.store.vault import migrations
 from engine.store.vault.core import Vault
+from tests.engine.store.vault.old_store import put_sources, vault_before
 
 KEY = b"\x05" * 32
 
@@ -42,14 +43,10 @@ def test_session_code_gets_its_own_kind(tmp_path: Path, monkeypatch: pytest.Monk
     """A store of before issue 31 holds a session's code blocks as kind 'code', the kind
     of a document's code: the migration gives them 'session_code' and leaves documents'."""
     path = tmp_path / "vault.db"
-    monkeypatch.setattr(migrations, "MIGRATIONS",
-                        {n: s for n, s in migrations.MIGRATIONS.items() if n < 9})
-    old = Vault(path, KEY)
+    old = vault_before(monkeypatch, path, KEY, 9)
     with old.write() as c:
-        for sid, kind in ((1, "transcript"), (2, "code")):
-            c.execute("INSERT INTO sources(id, uri, kind, title, fmt, content_hash, "
-                      "ingested_at, state) VALUES (?, ?, ?, 't', 't', 'h', 0, 'ready')",
-                      (sid, f"u{sid}", kind))
+        put_sources(c, ((1, "transcript"), (2, "code")))
+        for sid in (1, 2):
             c.execute("INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash)"
                       " VALUES (?, 0, 'code', 'x = 1', 3, 'h')", (sid,))
         c.execute("INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash)"

@@ -21,6 +21,7 @@ from engine.store.vault.migrations import RECALL_FTS_KINDS
 from engine.store.vault.rebuild import rebuild_keyword_index
 from engine.store.vault.rows import Filters
 from tests.engine.recall.recall_helpers import ClaudeLines, call_lines, text, write_lines
+from tests.engine.store.vault.old_store import put_sources, vault_before
 
 KEY = b"\x07" * 32
 RECALL = Filters(kinds=RECALL_CHUNK_KINDS)
@@ -171,14 +172,9 @@ def test_a_transcript_store_answers_as_before(engine: ContextEngine, tmp_path: P
 def test_a_store_at_schema_15_upgrades_and_answers(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "vault.db"
-    monkeypatch.setattr(migrations, "MIGRATIONS",
-                        {n: s for n, s in migrations.MIGRATIONS.items() if n < 16})
-    old = Vault(path, KEY)
+    old = vault_before(monkeypatch, path, KEY, 16)
     with old.write() as c:
-        for sid, kind in ((1, "transcript"), (2, "markdown")):
-            c.execute("INSERT INTO sources(id, uri, kind, title, fmt, content_hash, "
-                      "ingested_at, state) VALUES (?, ?, ?, 't', 't', 'h', 0, 'ready')",
-                      (sid, f"u{sid}", kind))
+        put_sources(c, ((1, "transcript"), (2, "markdown")))
         for i, (sid, kind) in enumerate(((1, "turn_pair"), (1, "tool"), (2, "section"),
                                          (1, "thinking"), (2, "code"), (1, "session_code"))):
             c.execute("INSERT INTO chunks(source_id, ordinal, kind, text, tokens, content_hash,"
