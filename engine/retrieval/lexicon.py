@@ -135,7 +135,11 @@ def words_of(text: str) -> list[str]:
     apostrophe ``BAG_RE`` matches nothing else), the rest by ``BAG_RE``. Half the
     sessions' chunks hold an apostrophe or a non-ASCII character (issue 35).
     """
-    low = text.lower()
+    return lower_words(text.lower())
+
+
+def lower_words(low: str) -> list[str]:
+    """``words_of`` of text already lowercased (``str.lower`` of lowercase text is itself)."""
     if not low.isascii():
         if "\u2019" in low or _NON_ASCII_WORD.search(low):
             if "'" not in low and "\u2019" not in low:

@@ -20,7 +20,7 @@ import math
 import operator
 import re
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -28,12 +28,8 @@ from typing import Any, Generic, TypeVar
 from engine.errors import ConfigError
 from engine.retrieval.config import CrossEncoderConfig, RerankConfig
 from engine.retrieval.profiles import FEATURES
-from engine.retrieval.query import (
-    QueryAnalysis,
-    stem,
-    terms_of_words,
-    words_of,
-)
+from engine.retrieval.query import QueryAnalysis, stem, words_of
+from engine.retrieval.scan import QueryTerms, Scan
 from engine.retrieval.transcript_rank import (
     TRANSCRIPT_FEATURES,
     SessionChunk,
@@ -64,20 +60,6 @@ class RerankCandidate(Generic[K]):
 Ranked = tuple[K, float, dict[str, float]]  # (id, score, features)
 
 
-def scan_all(candidates: Sequence[RerankCandidate[K]], cfg: RerankConfig) -> dict[K, Any]:
-    """Each candidate tokenized as ``rerank`` would (id -> its scan), ahead of the call:
-    pass them as ``rerank(..., scans=)``. A scan depends on the candidate's text, time
-    and meta and on ``cfg``'s ``scan_settings``; give ``rerank`` scans of the same
-    candidates under the same settings."""
-    return {c.id: _Scan(c, cfg) for c in candidates}
-
-
-def scan_settings(cfg: RerankConfig) -> tuple[Any, ...]:
-    """What of ``cfg`` a scan depends on: scans made under configs of equal settings are
-    the same (a recall's second rerank, its window widened, reuses the first's)."""
-    return (cfg.scan_chars, cfg.stopwords, cfg.entity_fields)
-
-
 def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],
            cfg: RerankConfig | None = None, *, all_features: bool = False,
            scans: Mapping[K, Any] | None = None,
@@ -104,11 +86,14 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],
     weights = [cfg.profiles.get(c.profile or cfg.default_profile,
                                 cfg.profiles[cfg.default_profile]) for c in head]
     wanted = set(FEATURES) if all_features else {f for w in weights for f in w}
-    query_terms = set(analysis.terms)
+    query = QueryTerms(analysis.terms)
     entity_keys = [k for k in map(_entity_key, analysis.entities) if k[0].strip()]
     scans = scans or {}
-    scanned = [scans.get(c.id) or _Scan(c, cfg) for c in head]
-    idf = _window_idf(query_terms, [sc.terms for sc in scanned])
+    scanned = [scans.get(c.id) or Scan(c, cfg) for c in head]
+    # the query's terms each holds, found without tokenizing it where no feature weighed
+    # needs all its words (the transcript profile's: Scan.hits)
+    held = [sc.hits(query) for sc in scanned]
+    idf = _window_idf(query.order, held)
     idf_total = sum(idf.values())
     qdates = [dt.date.fromisoformat(d).toordinal() for d in analysis.dates]
     intents = sorted(i for i in analysis.intent
@@ -120,14 +105,16 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],
     sims = _known_similarities(head)
 
     rows: list[dict[str, float]] = []
-    for cand, w, sc, sim in zip(head, weights, scanned, sims, strict=True):
+    for cand, w, sc, sim, hits in zip(head, weights, scanned, sims, held, strict=True):
         need = wanted if all_features else w
-        hits = query_terms & sc.terms
         feats = {"fused": norm(cand.fused), "similarity": _unit(sim),
                  "keyword": (_unit(cand.keyword / best_keyword)
                              if cand.keyword and best_keyword else 0.0),
-                 "term_recall": sum(idf[t] for t in hits) / idf_total if idf_total else 0.0,
-                 "term_precision": math.sqrt(len(hits) / len(sc.terms)) if sc.terms else 0.0}
+                 # summed in the query's order: the same float whatever the sets' order
+                 "term_recall": (sum(v for t, v in idf.items() if t in hits) / idf_total
+                                 if idf_total else 0.0)}
+        if "term_precision" in need:  # every word of it counted
+            feats["term_precision"] = math.sqrt(len(hits) / len(sc.terms)) if hits else 0.0
         if "entity" in need or "distractor" in wanted:
             feats["entity"] = _entity_coverage(entity_keys, sc)
         if "year" in need:
@@ -215,64 +202,7 @@ def _normalizer(values: list[float], how: str) -> Callable[[float], float]:
     return (lambda v: v / hi) if hi > 0 else (lambda v: 1.0)
 
 
-class _Scan:
-    """One candidate tokenized once: body text, its words, and terms incl. entity fields."""
-
-    __slots__ = ("_joined", "_tokens", "_words", "day", "fields", "terms", "text")
-
-    def __init__(self, cand: RerankCandidate, cfg: RerankConfig) -> None:
-        self.day = _utc_day(cand.time)
-        self.text = cand.text[: cfg.scan_chars]
-        tokens = self._tokens = words_of(self.text)
-        self._joined: str | None = None
-        self._words: set[str] | None = None
-        # the terms straight from the tokens (no set of the words first: only the
-        # intent feature reads those, which the transcript profile does not weigh)
-        self.terms = terms_of_words(tokens, cfg.stopwords)
-        extra = [v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str)]
-        self.fields = ""  # entity fields as a token-joined string, like ``joined``
-        if extra:
-            self.fields, field_terms = _fields_scan("\n".join(extra), cfg.stopwords)
-            self.terms |= field_terms
-
-    @property
-    def words(self) -> set[str]:
-        """The body's distinct words (built on first use, as ``joined`` is)."""
-        if self._words is None:
-            self._words = set(self._tokens)
-        return self._words
-
-    @property
-    def joined(self) -> str:
-        """The body's tokens joined by spaces, with a space at each end (phrase lookups;
-        built on first use: profiles without phrase features never need it)."""
-        if self._joined is None:
-            self._joined = " " + " ".join(self._tokens) + " "
-        return self._joined
-
-
-# A candidate's entity fields (its session's title, its source's uri...) are shared by
-# every chunk of its source: each distinct one is tokenized once, not once a chunk (a
-# recall's window holds a whole expanded session, up to 400 chunks of one source).
-# A pure function of the text and the stopwords. Bounded; cleared when full.
-_FIELDS: dict[tuple[str, frozenset[str]], tuple[str, frozenset[str]]] = {}
-_FIELDS_MAX = 4096
-
-
-def _fields_scan(text: str, stopwords: frozenset[str]) -> tuple[str, frozenset[str]]:
-    """The entity fields ``text`` as ``_Scan.fields`` holds them, and their terms."""
-    key = (text, stopwords)
-    got = _FIELDS.get(key)
-    if got is None:
-        if len(_FIELDS) >= _FIELDS_MAX:
-            _FIELDS.clear()
-        tokens = words_of(text)
-        got = _FIELDS[key] = (" " + " ".join(tokens) + " ",
-                              frozenset(terms_of_words(set(tokens), stopwords)))
-    return got
-
-
-def _answers(intent: str, sc: _Scan, cfg: RerankConfig) -> bool:
+def _answers(intent: str, sc: Scan, cfg: RerankConfig) -> bool:
     """Whether the candidate's body holds an answer of kind ``intent`` (cue or pattern)."""
     words = cfg._cue_words.get(intent)
     if words and not sc.words.isdisjoint(words):
@@ -285,8 +215,9 @@ def _answers(intent: str, sc: _Scan, cfg: RerankConfig) -> bool:
     return rx is not None and rx.search(sc.text) is not None
 
 
-def _window_idf(query_terms: set[str], docs: list[set[str]]) -> dict[str, float]:
-    """Query-term weights from document frequency inside the window (rare terms count more)."""
+def _window_idf(query_terms: Collection[str], docs: list[set[str]]) -> dict[str, float]:
+    """Query-term weights from document frequency inside the window (rare terms count more):
+    ``docs``, the query terms each candidate holds."""
     n = len(docs)
     return {t: math.log(1.0 + (n + 1) / (sum(1 for d in docs if t in d) + 0.5))
             for t in query_terms}
@@ -300,22 +231,12 @@ def _entity_key(entity: str) -> tuple[str, bool]:
     return " " + " ".join(tokens) + " ", True
 
 
-def _entity_coverage(keys: list[tuple[str, bool]], sc: _Scan) -> float:
+def _entity_coverage(keys: list[tuple[str, bool]], sc: Scan) -> float:
     if not keys:
         return 0.0
     found = sum(1 for key, phrase in keys
                 if ((key in sc.joined or key in sc.fields) if phrase else key in sc.terms))
     return found / len(keys)
-
-
-def _utc_day(when: float | None) -> dt.date | None:
-    """The UTC calendar day of an epoch time; None when absent or out of range."""
-    if when is None:
-        return None
-    try:
-        return dt.datetime.fromtimestamp(when, tz=dt.UTC).date()
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _year_match(analysis: QueryAnalysis, year_rx: re.Pattern[str] | None,

@@ -35,7 +35,8 @@ from engine.metrics import QUERY_MS
 from engine.retrieval.config import RerankConfig
 from engine.retrieval.fusion import rrf
 from engine.retrieval.profiles import profile_of
-from engine.retrieval.rerank import RerankCandidate, rerank, scan_all, scan_settings
+from engine.retrieval.rerank import RerankCandidate, rerank
+from engine.retrieval.scan import scan_all, scan_settings
 from engine.store.vault.rows import ChunkRow, Filters
 
 Ranked = tuple[int, float, dict[str, float]]  # (chunk id, score, features)

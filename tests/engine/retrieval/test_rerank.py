@@ -295,7 +295,8 @@ def test_terms_of_words_is_the_plain_definition() -> None:
 def test_scans_made_ahead_rank_as_scans_made_in_the_rerank() -> None:
     from engine.retrieval.config import RerankConfig
     from engine.retrieval.query import analyze_query
-    from engine.retrieval.rerank import RerankCandidate, rerank, scan_all
+    from engine.retrieval.rerank import RerankCandidate, rerank
+    from engine.retrieval.scan import scan_all
 
     cfg = RerankConfig()
     texts = ["Anna adopted a dog in Paris in May 2022.", "The dog's name is Rex.",

@@ -12,7 +12,7 @@ import pytest
 from engine.facade import ContextEngine
 from engine.flows.search.lanes import PreScans, run_lanes
 from engine.flows.search.ranking import prescan, rank_hits, rank_query
-from engine.retrieval import rerank as rerank_mod
+from engine.retrieval import scan as scan_mod
 from engine.store.vault.rows import Filters
 from tests.conftest import shared_data
 
@@ -26,7 +26,7 @@ def test_a_recall_tokenizes_each_candidate_once(engine: ContextEngine,
     another object. It scanned every window candidate again before."""
     engine.sync([str(shared_data("transcripts"))])
     made: Counter[Any] = Counter()
-    real = rerank_mod._Scan
+    real = scan_mod.Scan
 
     class Counted(real):  # type: ignore[misc, valid-type]
         __slots__ = ()
@@ -35,7 +35,7 @@ def test_a_recall_tokenizes_each_candidate_once(engine: ContextEngine,
             made[cand.id] += 1
             super().__init__(cand, cfg)
 
-    monkeypatch.setattr(rerank_mod, "_Scan", Counted)
+    monkeypatch.setattr(scan_mod, "Scan", Counted)
     rt = engine.rt
     assert rt.cfg.rerank.session_expand_by == "rerank" and rt.cfg.rerank.session_expand > 0
     _, ranked, _ = rank_query(rt, QUERY, 10, filters=Filters(kinds=("turn_pair", "tool")),
