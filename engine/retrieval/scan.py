@@ -153,6 +153,27 @@ class Scan:
         return pieces
 
 
+def prepared(candidates: Sequence[Any], cfg: RerankConfig, terms: Sequence[str]
+             ) -> dict[Any, Scan]:
+    """``scan_all`` of ``candidates`` with what the rerank will read of them made now (the
+    caller's ``while_waiting``: while the query embeds, not after): the query's ``terms``
+    each holds, and all its terms where its profile weighs a feature that counts every
+    word of it (``WHOLE_TEXT_FEATURES``)."""
+    query = QueryTerms(terms)
+    scans = scan_all(candidates, cfg)
+    for c in candidates:
+        scan = scans[c.id]
+        scan.hits(query)
+        weights = cfg.profiles.get(c.profile or cfg.default_profile, {})
+        if not WHOLE_TEXT_FEATURES.isdisjoint(weights):
+            _ = scan.terms
+    return scans
+
+
+# the rerank features that read all of a candidate's words, not only where the query's are
+WHOLE_TEXT_FEATURES = frozenset({"term_precision", "entity", "distractor", "intent"})
+
+
 def scan_all(candidates: Sequence[Any], cfg: RerankConfig) -> dict[Any, Scan]:
     """Each candidate (a ``RerankCandidate``) as ``rerank`` reads it (id -> its scan),
     ahead of the call: pass them as ``rerank(..., scans=)``. A scan depends on the

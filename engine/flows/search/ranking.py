@@ -36,7 +36,7 @@ from engine.retrieval.config import RerankConfig
 from engine.retrieval.fusion import rrf
 from engine.retrieval.profiles import profile_of
 from engine.retrieval.rerank import RerankCandidate, rerank
-from engine.retrieval.scan import scan_all, scan_settings
+from engine.retrieval.scan import prepared, scan_all, scan_settings
 from engine.store.vault.rows import ChunkRow, Filters
 
 Ranked = tuple[int, float, dict[str, float]]  # (chunk id, score, features)
@@ -85,13 +85,16 @@ def rank_hits(rt: Runtime, cfg: Config, res: LaneResult, *, all_features: bool =
     return RankResult(ranked, vectors, PreScans(cfg.rerank, scans))
 
 
-def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig) -> PreScans:
+def prescan(rows: Sequence[ChunkRow], cfg: RerankConfig, terms: Sequence[str] = ()
+            ) -> PreScans:
     """The rerank's scans of ``rows`` (``lane_stage``'s ``while_waiting``, for the keyword
-    hits: tokenized while the query embeds, not after), as ``rank_hits`` builds them;
-    ``rank_hits`` uses them only under the same rerank config."""
-    return PreScans(cfg, scan_all([RerankCandidate(id=r.id, text=rerank_text(r), fused=0.0,
-                                                   time=r.time, meta=rerank_meta(r))
-                                   for r in rows], cfg))
+    hits: read while the query embeds, not after: the query's ``terms`` each holds, and
+    all its words where its profile counts them; ``scan.prepared``), as ``rank_hits``
+    builds them; ``rank_hits`` uses them only under the same rerank config."""
+    return PreScans(cfg, prepared([RerankCandidate(id=r.id, text=rerank_text(r), fused=0.0,
+                                                   time=r.time, meta=rerank_meta(r),
+                                                   profile=profile_of(r.source_kind, cfg))
+                                   for r in rows], cfg, terms))
 
 
 def similarities(res: LaneResult, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
@@ -231,7 +234,8 @@ def rank_stages(rt: Runtime, query: str, cfg: Config, timer: StageTimer, *,
         plan = plan_query(rt, query, cfg, filters=filters, depth=depth)
         if adapter is not None:
             plan = adapted(plan, adapter(plan))
-    hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank))
+    hits = lane_stage(rt, plan, timer, functools.partial(prescan, cfg=cfg.rerank,
+                                                        terms=plan.analysis.terms))
     res = fuse_stage(rt, plan, hits, timer)
     if vector_keeps is not None:  # some chunks only by their words (recall's parts)
         res = without_vector(res, plan, vector_keeps)

@@ -9,7 +9,7 @@ from pathlib import Path
 from engine.retrieval.config import RerankConfig
 from engine.retrieval.query import analyze_query, terms_of_words, words_of
 from engine.retrieval.rerank import RerankCandidate, rerank
-from engine.retrieval.scan import QueryTerms, Scan, scan_all
+from engine.retrieval.scan import QueryTerms, Scan, prepared, scan_all
 from tests.conftest import shared_data
 
 CFG = RerankConfig()
@@ -35,9 +35,17 @@ def _all_terms(text: str) -> set[str]:
     return terms_of_words(words_of(text[: CFG.scan_chars]), CFG.stopwords)
 
 
-def _check(text: str, query: set[str]) -> None:
-    scan = Scan(RerankCandidate(id=0, text=text, fused=1.0), CFG)
-    assert scan.hits(QueryTerms(sorted(query))) == query & _all_terms(text), (text, sorted(query))
+def _check(text: str, query: set[str], field: str | None = None) -> None:
+    """``hits`` of a fresh scan, asked twice with other terms between, and after all its
+    terms are read, against the terms of all its text (and of its entity ``field``)."""
+    meta = {CFG.entity_fields[0]: field} if field is not None else {}
+    scan = Scan(RerankCandidate(id=0, text=text, fused=1.0, meta=meta), CFG)
+    whole = _all_terms(text) | (_all_terms(field) if field is not None else set())
+    other = {t[::-1] for t in query} | {"zzz"}
+    for terms in (query, other, query):
+        assert scan.hits(QueryTerms(sorted(terms))) == terms & whole, (text, sorted(terms))
+    assert scan.terms == whole
+    assert scan.hits(QueryTerms(sorted(other | query))) == (other | query) & whole
 
 
 def test_hits_are_the_terms_a_whole_tokenizing_finds_on_edge_text() -> None:
@@ -48,7 +56,10 @@ def test_hits_are_the_terms_a_whole_tokenizing_finds_on_edge_text() -> None:
         own = sorted(_all_terms(text))
         query = set(rng.sample(own, min(len(own), rng.randint(0, 3))))
         query |= set(rng.sample(every, rng.randint(0, 4)))
-        _check(text, query)
+        field = _text(rng) if rng.random() < 0.2 else None  # a title: its terms count too
+        if field is not None:
+            query |= set(rng.sample(sorted(_all_terms(field)) or [""], 1)) - {""}
+        _check(text, query, field)
 
 
 def test_hits_on_real_transcript_text() -> None:
@@ -84,3 +95,18 @@ def test_a_transcript_rank_reads_only_where_the_query_words_are() -> None:
         assert ("term_precision" in ranked[0][2]) is tokenized
         assert (scans[0]._tokens is not None) is tokenized, profile
         assert scans[1]._tokens is None, profile
+
+
+def test_scans_prepared_ahead_hold_what_their_rerank_reads() -> None:
+    """``prepared`` (the keyword hits' scans, made while the query embeds): each holds
+    the query's terms it has; one of a profile that counts every word (the document's
+    term_precision) is tokenized whole, one of the transcript profile is not."""
+    a = analyze_query("why did the migration fail")
+    cands = [RerankCandidate(id=i, text="The migration failed: the lock was held.",
+                             fused=1.0, profile=p)
+             for i, p in enumerate(("transcript", "document", "conversation"))]
+    scans = prepared(cands, CFG, a.terms)
+    assert [s._tokens is not None for s in scans.values()] == [False, True, True]
+    assert all(s._hits is not None and s._hits[1] == {"migration", "fail"}
+               for s in scans.values()), [s._hits for s in scans.values()]
+    assert rerank(a, cands, CFG, scans=scans) == rerank(a, cands, CFG)
