@@ -6,7 +6,8 @@ for. This rerank adds cheap, explainable features of each candidate against the
 holds, whether it names the query's entities, whether its time falls on the asked
 year or date, and whether it contains the *kind* of answer asked for (a place, a
 date, a reason, a number...). Only the top ``window`` by fused score is reordered;
-the rest follow unchanged. Every feature is returned so a payload can say why.
+the rest follow unchanged. Every feature computed (those its kind weighs) is returned so
+a payload can say why.
 
 :class:`CrossEncoderReranker` is an optional second stage that blends in a local
 cross-encoder model's scores; it never downloads anything.

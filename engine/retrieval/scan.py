@@ -164,7 +164,8 @@ def prepared(candidates: Sequence[Any], cfg: RerankConfig, terms: Sequence[str]
     for c in candidates:
         scan = scans[c.id]
         scan.hits(query)
-        weights = cfg.profiles.get(c.profile or cfg.default_profile, {})
+        weights = cfg.profiles.get(c.profile or cfg.default_profile,
+                                   cfg.profiles[cfg.default_profile])  # as ``rerank`` reads them
         if not WHOLE_TEXT_FEATURES.isdisjoint(weights):
             _ = scan.terms
     return scans
