@@ -7,7 +7,9 @@ config, on the same vectors in one run: recall@50 against a float32 full scan,
 p50/p95 and CPU per call (one BLAS thread, as the engine runs it), bytes held, build,
 seal and open times, and a fresh process that opens the sealed snapshot and answers
 one query (its time and peak RSS); ``--chroma-max N`` adds Chroma embedded (HNSW)
-filled with the same vectors at the sizes up to N (slow to insert).
+filled with the same vectors at the sizes up to N (slow to insert), and
+``--chroma-http-max N`` a `chroma run` server on this machine reached through the
+HTTP client (the store's ``http`` backend).
 
 Part 1, recall and latency (``--real N``): real MiniLM vectors (SciFact abstracts,
 LoCoMo turns, Python sources; cached under the temp dir), grown to each of
@@ -23,7 +25,8 @@ vault and seals it; later opens read the sealed snapshot; warm-up sets up the
 prefilter), each ``--opens`` times on copies of DIR, and 50 queries of the vector
 index alone.
 
-    python -m bench.memory_index [--ab 100000 1000000 [--chroma-max 100000]]
+    python -m bench.memory_index [--ab 100000 1000000 [--chroma-max 100000]
+                                  [--chroma-http-max 100000]]
                                  [--sizes 22000 100000] [--store DIR] [--opens 3]
 """
 
@@ -126,7 +129,8 @@ def _measure(index: ExactIndex, q: np.ndarray, truth: list[set[int]]) -> dict[st
     return {"recall": rec, "p50": s["p50"], "p95": s["p95"], "cpu": cpu_ms}
 
 
-def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
+def ab_rows(sizes: list[int], real: int, chroma_max: int, chroma_http_max: int = 0
+            ) -> list[list[Any]]:
     """The index as it was (float32 rows, prefilter 64 dims x 4000 candidates: main at
     628d375 with its default config) and as it is (``MemoryVectors`` with the store's
     default config), in the same process: recall@50 against a float32 full scan, p50/p95,
@@ -196,6 +200,8 @@ def ab_rows(sizes: list[int], real: int, chroma_max: int) -> list[list[Any]]:
             del again
         if n <= chroma_max:
             rows.append(_chroma_row(n, mat, q, truth))
+        if n <= chroma_http_max:
+            rows.append(_chroma_row(n, mat, q, truth, server=True))
         del mat
         print(f"  {n} done, load {machine_state()}", flush=True)
     return rows
@@ -245,38 +251,79 @@ def child_open(path: Path) -> None:
                       "base_mb": base}))
 
 
-def _chroma_row(n: int, mat: np.ndarray, q: np.ndarray, truth: list[set[int]]
-                ) -> list[Any]:
-    """Chroma embedded (HNSW, cosine, default settings but ef_search 64 as the store's),
-    filled with the same vectors: its recall@50, p50/p95, CPU, insert time."""
+def _chroma_row(n: int, mat: np.ndarray, q: np.ndarray, truth: list[set[int]],
+                server: bool = False) -> list[Any]:
+    """Chroma (HNSW, cosine, default settings but ef_search 64 as the store's), embedded or
+    (``server``) a `chroma run` on this machine through the HTTP client, as the store's
+    ``http`` backend reaches it, filled with the same vectors: its recall@50, p50/p95,
+    the client's CPU per query, insert time."""
     import chromadb
 
     from engine.lab import keep_offline
 
     keep_offline()
+    settings = chromadb.config.Settings(anonymized_telemetry=False)
     with tempfile.TemporaryDirectory(prefix="ctx-memory-chroma-") as tmp:
-        client = chromadb.PersistentClient(path=tmp, settings=chromadb.config.Settings(
-            anonymized_telemetry=False))
-        col = client.create_collection("bench", metadata={
-            "hnsw:space": "cosine", "hnsw:search_ef": 64})
-        t = time.perf_counter()
-        step = 5000
-        for at in range(0, n, step):
-            col.add(ids=[str(i) for i in range(at, min(n, at + step))],
-                    embeddings=mat[at:at + step])
-        built = time.perf_counter() - t
-        got, ms = [], []
-        cpu = time.process_time()
-        for v in q:
+        if server:
+            proc, port = _chroma_run(Path(tmp))
+            client: Any = chromadb.HttpClient(host="127.0.0.1", port=port, settings=settings)
+        else:
+            proc, client = None, chromadb.PersistentClient(path=tmp, settings=settings)
+        try:
+            col = client.create_collection("bench", metadata={
+                "hnsw:space": "cosine", "hnsw:search_ef": 64})
             t = time.perf_counter()
-            res = col.query(query_embeddings=[v], n_results=50, include=[])
-            ms.append((time.perf_counter() - t) * 1000)
-            got.append({int(i) for i in res["ids"][0]})
-        cpu_ms = (time.process_time() - cpu) * 1000 / len(q)
+            step = 5000
+            for at in range(0, n, step):
+                col.add(ids=[str(i) for i in range(at, min(n, at + step))],
+                        embeddings=mat[at:at + step])
+            built = time.perf_counter() - t
+            got, ms = [], []
+            cpu = time.process_time()
+            for v in q:
+                t = time.perf_counter()
+                res = col.query(query_embeddings=[v], n_results=50, include=[])
+                ms.append((time.perf_counter() - t) * 1000)
+                got.append({int(i) for i in res["ids"][0]})
+            cpu_ms = (time.process_time() - cpu) * 1000 / len(q)
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(30)
         s = summary(ms)
         rec = float(np.mean([len(a & b) / 50 for a, b in zip(got, truth, strict=True)]))
-    return [n, "Chroma embedded (HNSW, ef 64)", f"{rec:.4f}", s["p50"], s["p95"],
-            f"{cpu_ms:.1f}", "-", f"{built:.0f}", "-", "-", "-", "-"]
+    label = "Chroma `chroma run`, HTTP (HNSW, ef 64)" if server else "Chroma embedded (HNSW, ef 64)"
+    return [n, label, f"{rec:.4f}", s["p50"], s["p95"], f"{cpu_ms:.1f}", "-", f"{built:.0f}",
+            "-", "-", "-", "-"]
+
+
+def _chroma_run(path: Path) -> tuple[Any, int]:
+    """A `chroma run` server persisting under ``path`` on a free local port, once it
+    accepts connections (30 s at most): the process and its port."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    exe = Path(sys.executable).with_name("chroma")
+    proc = subprocess.Popen([str(exe if exe.exists() else shutil.which("chroma") or "chroma"),
+                             "run", "--path", str(path), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                            env={"ANONYMIZED_TELEMETRY": "False", "PATH": "/usr/bin:/bin"})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, port
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit("`chroma run` exited at start") from None
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("`chroma run` did not start in 30 s")
 
 
 def recall_rows(sizes: list[int], dims: list[int], cands: list[int], real: int
@@ -364,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="sizes for the A/B of the old and the new index (part 0)")
     ap.add_argument("--chroma-max", type=int, default=0,
                     help="also fill Chroma embedded at A/B sizes up to this (slow to insert)")
+    ap.add_argument("--chroma-http-max", type=int, default=0,
+                    help="also fill a `chroma run` server (HTTP) at A/B sizes up to this")
     ap.add_argument("--store", type=Path, help="a store to time opens on (part 2)")
     ap.add_argument("--opens", type=int, default=3)
     ap.add_argument("--child-open", type=Path, help=argparse.SUPPRESS)
@@ -376,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(["vectors", "index", "recall@50 vs full scan", "p50 ms", "p95 ms",
                      "CPU ms/call", "held MB", "build s", "seal s", "open s (recall)",
                      "new process: open to first answer s", "its peak RSS MB (+ over bare)"],
-                    ab_rows(args.ab, args.real, args.chroma_max)))
+                    ab_rows(args.ab, args.real, args.chroma_max,
+                            args.chroma_http_max)))
         print(machine_state())
     if args.sizes:
         print(table(["vectors", "index", "candidates", "recall@50 vs full scan", "p50 ms",
