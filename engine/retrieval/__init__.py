@@ -10,6 +10,8 @@ tested without a store or a model:
 - ``fusion``  weighted reciprocal rank fusion of the lanes' rankings;
 - ``rerank``  answer-focused rerank of the fused top window (rule features, and an
               optional local cross-encoder);
+- ``scan``    a rerank candidate as the rerank reads it: the query's terms it holds,
+              found without tokenizing all of it, its words when a feature needs them;
 - ``profiles`` which rerank features count, and how much, per kind of memory
               (document, conversation, transcript), with the weights' origin;
 - ``dedupe``  near-duplicate suppression by cosine similarity, or by text overlap
