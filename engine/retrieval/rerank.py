@@ -73,7 +73,7 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],
     profile weighs are computed (``all_features``: every one, for fitting). Candidates
     past the window keep their fused order with scores just below the lowest window
     score and ``{"fused": ...}`` only. Fused scores are expected non-negative and finite.
-    ``scans``: candidates already tokenized (``scan_all``), by id. ``project``: the
+    ``scans``: candidates already read (``scan_all``, ``scan.prepared``), by id. ``project``: the
     project a recall is asked from (transcript feature ``same_project``); ``sessions``
     each session's share of the question's rare words (``session_words``).
     """
@@ -216,7 +216,8 @@ def _answers(intent: str, sc: Scan, cfg: RerankConfig) -> bool:
     return rx is not None and rx.search(sc.text) is not None
 
 
-def _window_idf(query_terms: Collection[str], docs: list[set[str]]) -> dict[str, float]:
+def _window_idf(query_terms: Collection[str], docs: Sequence[Collection[str]]
+                ) -> dict[str, float]:
     """Query-term weights from document frequency inside the window (rare terms count more):
     ``docs``, the query terms each candidate holds."""
     n = len(docs)

@@ -65,7 +65,7 @@ class Scan:
         self._terms: set[str] | None = None
         self._words: set[str] | None = None
         self._joined: str | None = None
-        self._hits: tuple[frozenset[str], set[str]] | None = None  # the last ``hits``
+        self._hits: tuple[frozenset[str], frozenset[str]] | None = None  # the last ``hits``
         extra = [v for k in cfg.entity_fields if isinstance(v := cand.meta.get(k), str)]
         self.fields = ""  # entity fields as a token-joined string, like ``joined``
         self._field_terms: frozenset[str] = frozenset()
@@ -109,16 +109,17 @@ class Scan:
             self._joined = " " + " ".join(self.tokens) + " "
         return self._joined
 
-    def hits(self, query: QueryTerms) -> set[str]:
+    def hits(self, query: QueryTerms) -> frozenset[str]:
         """The query's terms that it holds: ``query.terms & self.terms``, tokenizing only
         the pieces of its text where a term's key starts a word (see the module). Kept
         for the next call with the same terms (recall reranks its window twice)."""
-        if self._hits is not None and self._hits[0] == query.terms:
-            return self._hits[1]
+        last = self._hits
+        if last is not None and last[0] == query.terms:
+            return last[1]
         if self._terms is not None:
-            found = set(query.terms & self._terms)
+            found = query.terms & self._terms
         else:
-            found = set(query.terms & self._field_terms)
+            found = query.terms & self._field_terms
             pieces = self._pieces(query.keys)
             if pieces:
                 found |= query.terms & terms_of_words(lower_words(" ".join(pieces)),

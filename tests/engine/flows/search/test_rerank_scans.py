@@ -12,6 +12,7 @@ import pytest
 from engine.facade import ContextEngine
 from engine.flows.search.lanes import PreScans, run_lanes
 from engine.flows.search.ranking import prescan, rank_hits, rank_query
+from engine.retrieval import rerank as rerank_mod
 from engine.retrieval import scan as scan_mod
 from engine.store.vault.rows import Filters
 from tests.conftest import shared_data
@@ -35,7 +36,8 @@ def test_a_recall_tokenizes_each_candidate_once(engine: ContextEngine,
             made[cand.id] += 1
             super().__init__(cand, cfg)
 
-    monkeypatch.setattr(scan_mod, "Scan", Counted)
+    monkeypatch.setattr(scan_mod, "Scan", Counted)  # scan_all's
+    monkeypatch.setattr(rerank_mod, "Scan", Counted)  # rerank's own, for scans not given
     rt = engine.rt
     assert rt.cfg.rerank.session_expand_by == "rerank" and rt.cfg.rerank.session_expand > 0
     _, ranked, _ = rank_query(rt, QUERY, 10, filters=Filters(kinds=("turn_pair", "tool")),
