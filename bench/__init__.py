@@ -8,7 +8,8 @@ tests/test_layers.py that this map names every module.
 
 The map, by what is measured:
 
-- shared helpers: ``stats`` (percentiles, tables), ``digest`` (a sha256 over every
+- shared helpers: ``stats`` (percentiles, tables), ``chroma_server`` (a `chroma run` on
+  this machine, started and stopped), ``digest`` (a sha256 over every
   payload a run makes: same digests, same payloads), ``models`` (which model, and the
   cached store's name it decides), ``corpus`` (this machine's Python sources and docs);
 - retrieval quality and its fits (train/dev splits only): ``locomo`` (LoCoMo dev),

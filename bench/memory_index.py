@@ -39,6 +39,7 @@ import random
 import shutil
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -259,71 +260,38 @@ def _chroma_row(n: int, mat: np.ndarray, q: np.ndarray, truth: list[set[int]],
     the client's CPU per query, insert time."""
     import chromadb
 
+    from bench.chroma_server import chroma_run
     from engine.lab import keep_offline
 
     keep_offline()
     settings = chromadb.config.Settings(anonymized_telemetry=False)
-    with tempfile.TemporaryDirectory(prefix="ctx-memory-chroma-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ctx-memory-chroma-") as tmp, ExitStack() as stack:
         if server:
-            proc, port = _chroma_run(Path(tmp))
+            port = stack.enter_context(chroma_run(Path(tmp) / "server"))
             client: Any = chromadb.HttpClient(host="127.0.0.1", port=port, settings=settings)
         else:
-            proc, client = None, chromadb.PersistentClient(path=tmp, settings=settings)
-        try:
-            col = client.create_collection("bench", metadata={
-                "hnsw:space": "cosine", "hnsw:search_ef": 64})
+            client = chromadb.PersistentClient(path=tmp, settings=settings)
+        col = client.create_collection("bench", metadata={
+            "hnsw:space": "cosine", "hnsw:search_ef": 64})
+        t = time.perf_counter()
+        step = 5000
+        for at in range(0, n, step):
+            col.add(ids=[str(i) for i in range(at, min(n, at + step))],
+                    embeddings=mat[at:at + step])
+        built = time.perf_counter() - t
+        got, ms = [], []
+        cpu = time.process_time()
+        for v in q:
             t = time.perf_counter()
-            step = 5000
-            for at in range(0, n, step):
-                col.add(ids=[str(i) for i in range(at, min(n, at + step))],
-                        embeddings=mat[at:at + step])
-            built = time.perf_counter() - t
-            got, ms = [], []
-            cpu = time.process_time()
-            for v in q:
-                t = time.perf_counter()
-                res = col.query(query_embeddings=[v], n_results=50, include=[])
-                ms.append((time.perf_counter() - t) * 1000)
-                got.append({int(i) for i in res["ids"][0]})
-            cpu_ms = (time.process_time() - cpu) * 1000 / len(q)
-        finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(30)
-        s = summary(ms)
-        rec = float(np.mean([len(a & b) / 50 for a, b in zip(got, truth, strict=True)]))
+            res = col.query(query_embeddings=[v], n_results=50, include=[])
+            ms.append((time.perf_counter() - t) * 1000)
+            got.append({int(i) for i in res["ids"][0]})
+        cpu_ms = (time.process_time() - cpu) * 1000 / len(q)
+    s = summary(ms)
+    rec = float(np.mean([len(a & b) / 50 for a, b in zip(got, truth, strict=True)]))
     label = "Chroma `chroma run`, HTTP (HNSW, ef 64)" if server else "Chroma embedded (HNSW, ef 64)"
     return [n, label, f"{rec:.4f}", s["p50"], s["p95"], f"{cpu_ms:.1f}", "-", f"{built:.0f}",
             "-", "-", "-", "-"]
-
-
-def _chroma_run(path: Path) -> tuple[Any, int]:
-    """A `chroma run` server persisting under ``path`` on a free local port, once it
-    accepts connections (30 s at most): the process and its port."""
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    exe = Path(sys.executable).with_name("chroma")
-    proc = subprocess.Popen([str(exe if exe.exists() else shutil.which("chroma") or "chroma"),
-                             "run", "--path", str(path), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
-                            env={"ANONYMIZED_TELEMETRY": "False", "PATH": "/usr/bin:/bin"})
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, port
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit("`chroma run` exited at start") from None
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("`chroma run` did not start in 30 s")
 
 
 def recall_rows(sizes: list[int], dims: list[int], cands: list[int], real: int

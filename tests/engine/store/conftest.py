@@ -3,57 +3,20 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from bench.chroma_server import ChromaStartError, chroma_run
 
 
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    exe = Path(sys.executable).with_name("chroma")
-    if not exe.exists():
-        found = shutil.which("chroma")
-        if not found:
-            pytest.fail("the `chroma` command is missing: chromadb is not installed correctly")
-        exe = Path(found)
-    port = _free_port()
-    path = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen([str(exe), "run", "--path", str(path), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={"ANONYMIZED_TELEMETRY": "False",
-                                                            "PATH": "/usr/bin:/bin"})
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail("chroma server exited at start")
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("chroma server did not start in 30 s")
     try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        with chroma_run(tmp_path_factory.mktemp("chroma-server")) as port:
+            yield f"http://127.0.0.1:{port}"
+    except ChromaStartError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(params=["embedded", "http"])
