@@ -429,6 +429,12 @@ class RerankConfig:
                         f"rerank.intent_patterns.{intent}: invalid regex ({exc.msg})") from None
         object.__setattr__(self, "_compiled", compiled)
 
+    def weights_of(self, profile: str | None) -> Mapping[str, float]:
+        """The feature weights of ``profile`` (a candidate's; None or one not known: the
+        default profile's)."""
+        return self.profiles.get(profile or self.default_profile,
+                                 self.profiles[self.default_profile])
+
 
 @dataclass(frozen=True)
 class CrossEncoderConfig:

@@ -84,8 +84,7 @@ def rerank(analysis: QueryAnalysis, candidates: Sequence[RerankCandidate[K]],
     if not head:
         return []
     norm = _normalizer([c.fused for c in head], cfg.fused_norm)
-    weights = [cfg.profiles.get(c.profile or cfg.default_profile,
-                                cfg.profiles[cfg.default_profile]) for c in head]
+    weights = [cfg.weights_of(c.profile) for c in head]
     wanted = set(FEATURES) if all_features else {f for w in weights for f in w}
     query = QueryTerms(analysis.terms)
     entity_keys = [k for k in map(_entity_key, analysis.entities) if k[0].strip()]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.retrieval.config import RerankConfig
-from engine.retrieval.lexicon import lower_words
+from engine.retrieval.lexicon import lower_words, words_of
 from engine.retrieval.query import terms_of_words
 
 _APOSTROPHES = "'\u2019"  # the only characters inside a token that are not letters or digits
@@ -51,7 +51,8 @@ class QueryTerms:
 
 class Scan:
     """One candidate as the rerank reads it: its day, its first ``scan_chars`` characters,
-    its entity fields, and its words and terms once asked for."""
+    its entity fields, and its words and terms once asked for (each made on first use,
+    kept in its slot: ``_tokens`` is None until it is tokenized)."""
 
     __slots__ = ("_field_terms", "_hits", "_joined", "_low", "_stopwords", "_terms",
                  "_tokens", "_words", "day", "fields", "text")
@@ -72,6 +73,8 @@ class Scan:
         if extra:
             self.fields, self._field_terms = _fields_scan("\n".join(extra), cfg.stopwords)
 
+    # Each read below makes its value on first use and keeps it in its slot
+    # (functools.cached_property needs an instance dict: no faster, and not smaller).
     @property
     def low(self) -> str:
         """The text lowercased (what its tokens are cut from)."""
@@ -88,10 +91,9 @@ class Scan:
 
     @property
     def terms(self) -> set[str]:
-        """Its stemmed content terms, with those of its entity fields."""
+        """Its stemmed content terms, with those of its entity fields (straight from the
+        tokens: no set of the words first, which only the intent feature reads)."""
         if self._terms is None:
-            # straight from the tokens (no set of the words first: only the intent
-            # feature reads those)
             self._terms = terms_of_words(self.tokens, self._stopwords) | self._field_terms
         return self._terms
 
@@ -116,7 +118,7 @@ class Scan:
         last = self._hits
         if last is not None and last[0] == query.terms:
             return last[1]
-        if self._terms is not None:
+        if self._terms is not None:  # tokenized already
             found = query.terms & self._terms
         else:
             found = query.terms & self._field_terms
@@ -154,26 +156,24 @@ class Scan:
         return pieces
 
 
+# the rerank features that read all of a candidate's words, not only where the query's are
+WHOLE_TEXT_FEATURES = frozenset({"term_precision", "entity", "distractor", "intent"})
+
+
 def prepared(candidates: Sequence[Any], cfg: RerankConfig, terms: Sequence[str]
              ) -> dict[Any, Scan]:
     """``scan_all`` of ``candidates`` with what the rerank will read of them made now (the
-    caller's ``while_waiting``: while the query embeds, not after): the query's ``terms``
-    each holds, and all its terms where its profile weighs a feature that counts every
-    word of it (``WHOLE_TEXT_FEATURES``)."""
+    caller's ``while_waiting``: while the query embeds, not after): all its terms where
+    its profile weighs a feature that counts every word of it (``WHOLE_TEXT_FEATURES``),
+    then the query's ``terms`` each holds (from those, when made)."""
     query = QueryTerms(terms)
     scans = scan_all(candidates, cfg)
     for c in candidates:
         scan = scans[c.id]
-        scan.hits(query)
-        weights = cfg.profiles.get(c.profile or cfg.default_profile,
-                                   cfg.profiles[cfg.default_profile])  # as ``rerank`` reads them
-        if not WHOLE_TEXT_FEATURES.isdisjoint(weights):
+        if not WHOLE_TEXT_FEATURES.isdisjoint(cfg.weights_of(c.profile)):
             _ = scan.terms
+        scan.hits(query)
     return scans
-
-
-# the rerank features that read all of a candidate's words, not only where the query's are
-WHOLE_TEXT_FEATURES = frozenset({"term_precision", "entity", "distractor", "intent"})
 
 
 def scan_all(candidates: Sequence[Any], cfg: RerankConfig) -> dict[Any, Scan]:
@@ -205,7 +205,7 @@ def _fields_scan(text: str, stopwords: frozenset[str]) -> tuple[str, frozenset[s
     if got is None:
         if len(_FIELDS) >= _FIELDS_MAX:
             _FIELDS.clear()
-        tokens = lower_words(text.lower())
+        tokens = words_of(text)
         got = _FIELDS[key] = (" " + " ".join(tokens) + " ",
                               frozenset(terms_of_words(set(tokens), stopwords)))
     return got
