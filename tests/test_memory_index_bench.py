@@ -36,3 +36,12 @@ def test_a_chroma_server_that_does_not_listen_in_time_is_reported(tmp_path: Path
     with (pytest.raises(ChromaStartError, match="did not listen in 0 s"),
           chroma_run(tmp_path / "server", wait_s=0)):
         pass
+    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
+                if str(tmp_path) in _read(p)], "the server outlived the error"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:  # a process that ended meanwhile
+        return ""
